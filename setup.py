@@ -1,0 +1,31 @@
+"""Build the Cython extension(s); all metadata lives in pyproject.toml."""
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+def extension(name):
+    return Extension(
+        f"sq.{name}",
+        [f"sq/{name}.pyx"],
+        include_dirs=[numpy.get_include(), "sq/_src"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O3"],
+    )
+
+
+# _random: the ChaCha12 streams and distributions (C header + a small Python class);
+# _engine: the event loop, which cimports _random's C functions.
+extensions = [extension("_random"), extension("_engine")]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives={
+            "language_level": 3,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+)

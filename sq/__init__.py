@@ -1,0 +1,105 @@
+"""sq: run serQ serving-specification programs (the pyserq 0.1.2 dialect).
+
+    import sq
+    program = sq.compile("examples/single-turn/ps.sq", sets={"lam": 0.8})
+    report = sq.run(program, seed=3, horizon=10_000)
+    report.observes["response"].mean, report.observes["response"].samples
+
+`compile` parses and links (errors are `SqError`, with file:line:col);
+`run` lowers the IR to flat arrays and runs the Cython event loop with the
+GIL released, so runs in threads proceed in parallel.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from sq.frontend.errors import SqError
+
+__version__ = "0.1.0"
+__all__ = ["compile", "run", "load", "Program", "Report", "SqError", "__version__"]
+
+
+def __getattr__(name):
+    # Program and Report load lazily so that `import sq` stays cheap for the CLI.
+    if name == "Program":
+        from sq.ir import Program
+
+        return Program
+    if name == "Report":
+        from sq.report import Report
+
+        return Report
+    raise AttributeError(f"module 'sq' has no attribute {name!r}")
+
+
+def compile(path=None, *, source=None, sets=None, defs=None, seed=None, horizon=None,
+            warmup=None, arrivals=None, trace=None):
+    """Parse and link a program (from a file `path`, or from text `source`) into its IR.
+
+    `sets` overrides `let` constants ({name: number or expression text}); `defs`
+    replaces the bodies of expression `def`s; the remaining keywords replace the
+    program's `run {}` settings.
+    """
+    from sq.frontend.compile import compile_program
+
+    return compile_program(path, source=source, sets=sets, defs=defs, seed=seed, horizon=horizon,
+                           warmup=warmup, arrivals=arrivals, trace=trace)
+
+
+def load(path_or_json):
+    """Read an IR (pyserq IR version 10 JSON) from a file path or a JSON string."""
+    from sq.ir import Program
+
+    text = path_or_json
+    if not text.lstrip().startswith("{"):
+        with open(path_or_json, encoding="utf-8") as f:
+            text = f.read()
+    return Program.from_json(text)
+
+
+def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
+        trace_iterations=False, check_invariants=False):
+    """Run a compiled program and return its Report.
+
+    Settings given here replace the program's own for this run only.
+    """
+    from sq import _engine
+    from sq.lower import lower
+    from sq.report import Report
+
+    ir = program.to_dict() if hasattr(program, "to_dict") else dict(program)
+    ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    lowered = lower(ir)
+    raw = _engine.run(lowered, trace_iterations=trace_iterations, check_invariants=check_invariants)
+    return Report.from_results(raw)
+
+
+def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
+    """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
+    if seed is None and horizon is None and warmup is None and arrivals is None:
+        return ir
+    ir = json.loads(json.dumps(ir))
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise SqError(f"run: the seed is a whole number from 0 to 2^64-1, found {seed!r}", phase="settings")
+        ir["seed"] = seed
+    if horizon is not None:
+        ir["horizon"] = _setting_number("horizon", horizon)
+    if warmup is not None:
+        ir["warmup"] = _setting_number("warmup", warmup)
+    if not (math.isfinite(ir["horizon"]) and 0 <= ir["warmup"] < ir["horizon"]):
+        raise SqError("run: need 0 <= warmup < horizon", phase="settings")
+    if arrivals is not None:
+        if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
+            raise SqError("run: arrivals must be positive", phase="settings")
+        if not any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal")):
+            raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
+        ir["arrivals"] = int(arrivals)
+    return ir
+
+
+def _setting_number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise SqError(f"run: {name} must be a number, found {value!r}", phase="settings")
+    return float(value)

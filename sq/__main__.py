@@ -1,0 +1,3 @@
+from sq.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""`python -m sq`: check, ir, run and bench.
+
+Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
+and exit status 2; a bug in sq itself is reported as an internal error
+(exit 3, the Python traceback only with SQ_DEBUG=1).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from sq.frontend.errors import SqError
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+
+def _overrides(pairs: list[str] | None, flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise SqError(f"{flag} takes NAME=EXPR, found `{pair}`", phase="settings")
+        out[name.strip()] = value
+    return out
+
+
+def _seed(text: str) -> int:
+    try:
+        seed = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
+    if not 0 <= seed < 2**64:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
+    return seed
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, found `{text}`")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, found `{text}`")
+    return value
+
+
+def _add_program_args(p: argparse.ArgumentParser, settings: bool) -> None:
+    p.add_argument("file", help="the .sq program")
+    p.add_argument("--set", dest="sets", action="append", metavar="NAME=EXPR",
+                   help="override a `let` constant (repeatable)")
+    p.add_argument("--def", dest="defs", action="append", metavar="NAME=EXPR",
+                   help="replace the body of an expression `def` (repeatable)")
+    if settings:
+        p.add_argument("--seed", type=_seed, help="the run's seed (default: the program's, else 1)")
+        p.add_argument("--horizon", type=_number, help="simulated time to run")
+        p.add_argument("--warmup", type=_number, help="time before statistics start")
+        p.add_argument("--arrivals", type=_positive_int, help="stop after N arrivals have ended")
+        p.add_argument("--trace", help="replace the workload's trace file")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m sq", description="Run serQ serving programs (pyserq 0.1.2 dialect).")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="parse and link a program; print a one-line summary")
+    _add_program_args(check, settings=True)
+
+    ir = sub.add_parser("ir", help="print a program's IR (pyserq IR version 10) as JSON")
+    _add_program_args(ir, settings=True)
+
+    run = sub.add_parser("run", help="run a program and print its report")
+    _add_program_args(run, settings=True)
+    run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
+    run.add_argument("--trace-iterations", action="store_true",
+                     help="print one ITER line per step iteration (on stderr)")
+    run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
+
+    bench = sub.add_parser("bench", help="run the standard benchmark models")
+    bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
+    bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
+    bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
+    return ap
+
+
+def _compile(args):
+    from sq import compile as sq_compile
+
+    return sq_compile(
+        args.file,
+        sets=_overrides(args.sets, "--set"),
+        defs=_overrides(args.defs, "--def"),
+        seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+        arrivals=args.arrivals, trace=args.trace,
+    )
+
+
+def _cmd_check(args) -> int:
+    ir = _compile(args).to_dict()
+    print(f"{args.file}: ok: {_summary(ir)}")
+    return 0
+
+
+def _summary(ir: dict) -> str:
+    def count(n, word):
+        return f"{n} {word}{'' if n == 1 else 's'}"
+
+    parts = [count(len(ir["pools"]), "pool"), count(len(ir["stages"]), "stage"),
+             count(len(ir["observes"]), "observe"), count(len(ir.get("gauges") or []), "gauge"),
+             f"horizon {ir['horizon']:g}", f"seed {ir['seed']}"]
+    return ", ".join(parts)
+
+
+def _cmd_ir(args) -> int:
+    program = _compile(args)
+    sys.stdout.write(program.to_json() + "\n")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from sq import run
+
+    program = _compile(args)
+    report = run(program, trace_iterations=args.trace_iterations)
+    for line in report.iteration_trace:
+        print(line, file=sys.stderr)
+    if args.dump:
+        report.dump(args.dump)
+    sys.stdout.write((report.to_json() if args.json else report.to_text()) + "\n")
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from sq.bench import main as bench_main
+
+    return bench_main(names=args.names, quick=args.quick, reference=not args.no_reference)
+
+
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except SqError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as err:
+        print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug in sq: say so plainly, keep the traceback for SQ_DEBUG
+        if os.environ.get("SQ_DEBUG"):
+            traceback.print_exc()
+        print(f"sq: internal error ({type(err).__name__}: {err}); rerun with SQ_DEBUG=1 for the traceback",
+              file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,1 @@
+"""The front end: serQ source text → IR (parse, then link)."""

@@ -1,0 +1,82 @@
+"""`python -m sq`: what a user sees at the terminal."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "single-turn" / "ps.sq"
+
+
+def sq_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "sq", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=120)
+
+
+def test_check_prints_a_summary():
+    out = sq_cli("check", EXAMPLE)
+    assert out.returncode == 0, out.stderr
+    assert "ok" in out.stdout and "1 stage" in out.stdout
+
+
+def test_ir_round_trips_through_from_json():
+    from sq.ir import Program
+
+    out = sq_cli("ir", EXAMPLE, "--set", "lam=0.5")
+    assert out.returncode == 0, out.stderr
+    program = Program.from_json(out.stdout)
+    assert json.loads(program.to_json()) == json.loads(out.stdout)
+    assert json.loads(out.stdout)["version"] == 10
+
+
+def test_bad_program_gives_location_and_caret(tmp_path):
+    bad = tmp_path / "bad.sq"
+    bad.write_text("run { horizon 10; }\nsession {\n  observe x = y[1];\n}\n")
+    out = sq_cli("check", bad)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    first = out.stderr.splitlines()[0]
+    assert first.startswith(f"{bad}:3:"), out.stderr
+    assert "error:" in first
+    assert any(line.strip().startswith("|") and "^" in line for line in out.stderr.splitlines()), out.stderr
+
+
+def test_unknown_set_constant_is_an_error_not_a_traceback():
+    out = sq_cli("check", EXAMPLE, "--set", "nosuch=3")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr and "nosuch" in out.stderr
+
+
+def test_missing_file_is_reported():
+    out = sq_cli("check", "no/such/file.sq")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+
+
+def test_run_json_matches_the_reference():
+    pyserq = pytest.importorskip("pyserq")
+    out = sq_cli("run", EXAMPLE, "--json", "--horizon", "2000", "--warmup", "100", "--seed", "4")
+    assert out.returncode == 0, out.stderr
+    ours = json.loads(out.stdout)
+    theirs = json.loads(pyserq.run(pyserq.compile(path=str(EXAMPLE), horizon=2000, warmup=100, seed=4)).json())
+    assert same(ours, theirs), (ours, theirs)
+
+
+def same(a, b, rtol=1e-9):
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(b, (int, float)) and abs(a - b) <= rtol * max(abs(a), abs(b))
+    return a == b
+
+
+def test_run_prints_a_readable_table():
+    out = sq_cli("run", EXAMPLE, "--horizon", "500")
+    assert out.returncode == 0, out.stderr
+    assert "response" in out.stdout
