@@ -14,8 +14,9 @@ def extension(name):
 
 
 # _random: the ChaCha12 streams and distributions (C header + a small Python class);
-# _engine: the event loop, which cimports _random's C functions.
-extensions = [extension("_random"), extension("_engine")]
+# _engine: the event loop, which cimports _random's C functions;
+# _stats: the report's order-sensitive sums (Welford, batch means) at C speed.
+extensions = [extension("_random"), extension("_engine"), extension("_stats")]
 
 setup(
     ext_modules=cythonize(

@@ -138,9 +138,17 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from sq.bench import main as bench_main
+    # The benchmark suite compares sq with pyserq, so it lives beside the package in the
+    # source checkout (benchmarks/), never inside it.
+    import runpy
+    from pathlib import Path
 
-    return bench_main(names=args.names, quick=args.quick, reference=not args.no_reference)
+    suite = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.py"
+    if not suite.exists():
+        raise SqError("`sq bench` runs benchmarks/suite.py from a source checkout of sq; "
+                      f"none found at {suite.parent}", phase="settings")
+    bench = runpy.run_path(str(suite))
+    return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference)
 
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench}

@@ -1,10 +1,11 @@
-"""`python -m sq bench`: the standard models, timed in sq and in pyserq 0.1.2.
+"""`python -m sq bench` (or `python benchmarks/suite.py`): the standard models, timed in sq and in pyserq 0.1.2.
 
 Each measurement runs in a fresh subprocess, so that peak memory (the
 process's maximum resident set) belongs to that run alone and one
 implementation's allocations cannot flatter the other's. Compilation is not
 timed: only the run. pyserq is used when it is installed (it is a benchmark
-dependency, never a runtime one).
+dependency, never a runtime one, which is why this file lives in benchmarks/
+and not in the sq package).
 """
 from __future__ import annotations
 
@@ -121,3 +122,14 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
                 print(f"{model.name:8} ratio   sq is {theirs['wall'] / ours['wall']:.2f}x pyserq "
                       f"({model.what})", flush=True)
     return 0
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    raise SystemExit(main(names=a.names, quick=a.quick, reference=not a.no_reference))

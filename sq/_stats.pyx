@@ -1,0 +1,346 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Typed kernels for sq.stats: every per-sample loop of the report.
+
+Each kernel performs exactly the floating-point operations, in exactly
+the order, of the plain loop its docstring gives, so results agree with
+pyserq 0.1.2 to the last bit. Two things guard that order:
+
+* no `-ffast-math`-style reassociation is ever enabled, and
+* floating-point contraction is switched off below: a fused multiply-add
+  (`m2 + d*(x - m)` as one rounding) would change the last bit on a
+  machine built with `-march=native`.
+"""
+import numpy as np
+
+from libc.math cimport exp, floor, isfinite, log, INFINITY, NAN
+from libc.stdint cimport INT64_MAX, int32_t, int64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    #if defined(__clang__)
+    #pragma STDC FP_CONTRACT OFF
+    #elif defined(__GNUC__)
+    #pragma GCC optimize ("fp-contract=off")
+    #endif
+    """
+
+
+# -- sums and moments ----------------------------------------------------------
+
+def seq_sum(const double[::1] xs):
+    """`s = 0.0; for x in xs: s += x` (left to right, from +0.0)."""
+    cdef double s = 0.0
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(xs.shape[0]):
+            s += xs[i]
+    return s
+
+
+def welford(const double[::1] xs):
+    """(n, mean, M2) of `d = x - m; m += d/k; M2 += d*(x - m)`, from m = M2 = 0."""
+    cdef double mean = 0.0, m2 = 0.0, d, x
+    cdef Py_ssize_t i, n = xs.shape[0]
+    with nogil:
+        for i in range(n):
+            x = xs[i]
+            d = x - mean
+            mean += d / <double>(i + 1)
+            m2 += d * (x - mean)
+    return n, mean, m2
+
+
+def batch_means(const double[::1] xs, Py_ssize_t batches):
+    """The means of `batches` consecutive batches of `len(xs) // batches`
+    samples (the tail dropped): each batch summed left to right, then
+    divided by its size.
+
+    A batch's sum starts from -0.0, the neutral element of addition, so
+    it equals a sum started from the batch's first sample (a cumulative
+    sum); the batch size must be at least 1.
+    """
+    cdef Py_ssize_t size = xs.shape[0] // batches, b, i
+    if batches < 1 or size < 1:
+        raise ValueError("batch_means needs at least one sample per batch")
+    means = np.empty(batches, dtype=np.float64)
+    cdef double[::1] out = means
+    cdef double s
+    with nogil:
+        for b in range(batches):
+            s = -0.0
+            for i in range(b * size, (b + 1) * size):
+                s += xs[i]
+            out[b] = s / <double>size
+    return means
+
+
+# -- the p99 order statistic -----------------------------------------------------
+
+cdef inline int64_t total_order_key(double x) noexcept nogil:
+    """An int64 whose signed order is IEEE 754 totalOrder of the doubles
+    (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN); its own inverse."""
+    cdef int64_t bits
+    memcpy(&bits, &x, 8)
+    if bits < 0:
+        bits ^= INT64_MAX
+    return bits
+
+
+cdef inline double from_total_order_key(int64_t key) noexcept nogil:
+    cdef double x
+    if key < 0:
+        key ^= INT64_MAX
+    memcpy(&x, &key, 8)
+    return x
+
+
+def total_order_keys(const double[::1] xs):
+    """The totalOrder keys of `xs`, as an int64 array."""
+    keys = np.empty(xs.shape[0], dtype=np.int64)
+    cdef int64_t[::1] out = keys
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(xs.shape[0]):
+            out[i] = total_order_key(xs[i])
+    return keys
+
+
+def order_statistic(const double[::1] xs, Py_ssize_t rank):
+    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all.
+
+    A selection on the keys (introselect, linear time) picks the very
+    element a total-order sort would put at that rank: equal keys are
+    equal bit patterns.
+    """
+    if not 1 <= rank <= xs.shape[0]:
+        raise ValueError("rank out of range")
+    keys = total_order_keys(xs)
+    keys.partition(rank - 1)
+    return from_total_order_key(keys[rank - 1])
+
+
+# -- gauges: a step function over [start, end] -----------------------------------
+
+cdef inline double nan_max(double a, double b) noexcept nogil:
+    """numpy's `maximum`: NaN if either operand is NaN."""
+    if a != a or b != b:
+        return NAN
+    return a if a > b else b
+
+
+cdef inline double nan_min(double a, double b) noexcept nogil:
+    if a != a or b != b:
+        return NAN
+    return a if a < b else b
+
+
+cdef struct Windows:
+    # `batches` equal windows of [start, end] accumulating v*overlap
+    double start, end, width
+    Py_ssize_t batches
+    bint ordered        # finite bounds: monotone in the window index
+    Py_ssize_t first    # no window before it overlaps the segments to come
+    double prev_a
+    double* acc
+
+
+cdef inline double window_lo(Windows* ws, Py_ssize_t w) noexcept nogil:
+    # bounds come from the index, never stepped to, so rounding cannot drift
+    return ws.start if w == 0 else ws.start + <double>w * ws.width
+
+
+cdef inline double window_hi(Windows* ws, Py_ssize_t w) noexcept nogil:
+    return ws.end if w == ws.batches - 1 else ws.start + <double>(w + 1) * ws.width
+
+
+cdef Windows windows_new(double start, double end, double width, double[::1] acc):
+    cdef Windows ws
+    ws.start, ws.end, ws.width = start, end, width
+    ws.batches = acc.shape[0]
+    ws.ordered = isfinite(start) and isfinite(end) and isfinite(width) and width >= 0.0
+    ws.first = 0
+    ws.prev_a = -INFINITY
+    ws.acc = &acc[0]
+    return ws
+
+
+cdef inline void windows_add(Windows* ws, double a, double b, double v) noexcept nogil:
+    """Add v*overlap to every window the segment [a, b] overlaps by a
+    positive time, overlap = min(b, w_hi) - max(a, w_lo).
+
+    With ordered windows and segments in time order, the windows a
+    segment can overlap start at a pointer that only moves forward; it
+    starts over if a segment starts earlier than the last, and every
+    window is tried when the bounds are not finite.
+    """
+    cdef Py_ssize_t w
+    cdef double lo, overlap
+    if not ws.ordered or a < ws.prev_a:
+        ws.first = 0
+    ws.prev_a = a
+    if ws.ordered:
+        while ws.first < ws.batches - 1 and window_hi(ws, ws.first) <= a:
+            ws.first += 1
+    for w in range(ws.first, ws.batches):
+        lo = window_lo(ws, w)
+        if ws.ordered and lo >= b:
+            break
+        overlap = nan_min(b, window_hi(ws, w)) - nan_max(a, lo)
+        if overlap > 0.0:
+            ws.acc[w] += v * overlap
+
+
+def window_areas(const double[::1] a, const double[::1] b, const double[::1] v,
+                 double start, double end, double width, Py_ssize_t batches):
+    """Each window's integral: the sum from +0.0, in segment order, of
+    v[k]*overlap over the segments [a[k], b[k]] overlapping it by a
+    positive time. Window w is [start + w*width, start + (w+1)*width],
+    the first starting at `start` and the last ending at `end`."""
+    if not (a.shape[0] == b.shape[0] == v.shape[0]):
+        raise ValueError("segment arrays differ in length")
+    if batches < 1:
+        raise ValueError("batches must be at least 1")
+    areas = np.zeros(batches, dtype=np.float64)
+    cdef Windows ws = windows_new(start, end, width, areas)
+    cdef Py_ssize_t k
+    with nogil:
+        for k in range(a.shape[0]):
+            windows_add(&ws, a[k], b[k], v[k])
+    return areas
+
+
+def gauge_pass(const double[::1] times, const double[::1] values,
+               double start, double end, Py_ssize_t batches):
+    """One pass over the change points of a step function.
+
+    Segment k holds values[k] on [a, b] = [max(times[k], start),
+    min(times[k+1] or end, end)] (max and min NaN-propagating, as numpy's)
+    and counts only if b > a. Returns (held, total, least, greatest, areas):
+
+    * held: the number of segments that count;
+    * total: the sum of v*(b - a) over them, left to right from +0.0;
+    * least, greatest: a fold from +inf / -inf over their values, NaN
+      skipped, a tie (-0 against +0) won by the later segment, as in pyserq;
+    * areas: `window_areas` of those segments, width (end - start)/batches.
+    """
+    cdef Py_ssize_t n = times.shape[0], k, held = 0
+    if values.shape[0] != n:
+        raise ValueError("times and values differ in length")
+    if batches < 1:
+        raise ValueError("batches must be at least 1")
+    areas = np.zeros(batches, dtype=np.float64)
+    cdef Windows ws = windows_new(start, end, (end - start) / <double>batches, areas)
+    cdef double a, b, v, total = 0.0, least = INFINITY, greatest = -INFINITY
+    with nogil:
+        for k in range(n):
+            a = nan_max(times[k], start)
+            b = nan_min(times[k + 1] if k + 1 < n else end, end)
+            if not b > a:
+                continue
+            v = values[k]
+            held += 1
+            total += v * (b - a)
+            if v <= least:
+                least = v
+            if v >= greatest:
+                greatest = v
+            windows_add(&ws, a, b, v)
+    return held, total, least, greatest, areas
+
+
+# -- inter-token gaps: the 1 % log histogram -----------------------------------------
+
+cdef struct Bucket:
+    int64_t count
+    double least
+    double greatest
+
+
+cdef inline void bucket_add(Bucket* c, double x) noexcept nogil:
+    # minNum/maxNum: a NaN never displaces a number; a tie keeps the first
+    if c.count == 0:
+        c.least = x
+        c.greatest = x
+    else:
+        if c.least != c.least or (x == x and x < c.least):
+            c.least = x
+        if c.greatest != c.greatest or (x == x and x > c.greatest):
+            c.greatest = x
+    c.count += 1
+
+
+cdef inline double clamp(double middle, double least, double greatest) noexcept nogil:
+    """Python's `min(max(middle, least), greatest)`."""
+    cdef double r = least if least > middle else middle
+    return greatest if greatest < r else r
+
+
+def itl_quantiles(const double[::1] gaps, const int64_t[::1] ranks, double bucket):
+    """For each rank (1..n), the histogram quantile of chapter 08 §3.4.
+
+    Gap x > 0 goes to bucket k = floor(log(x) / bucket) (libm's log, as
+    Python's math.log), an infinite gap above them all; x <= 0 and NaN to
+    one bucket below them all. Walking the buckets upward, the first whose
+    running count reaches the rank gives its geometric middle
+    exp((k + 0.5)*bucket) (0 for the low bucket, +inf for the top one),
+    clamped to the least and greatest gap it holds.
+    """
+    cdef Py_ssize_t n = gaps.shape[0], i, j, m = ranks.shape[0], nk
+    out = np.empty(m, dtype=np.float64)
+    if n == 0:
+        out.fill(NAN)
+        return out
+    cdef double[::1] res = out
+    cdef int32_t* ks = <int32_t*>malloc(n * sizeof(int32_t))
+    if ks == NULL:
+        raise MemoryError()
+    cdef Bucket low, top
+    cdef Bucket* cells = NULL
+    cdef int32_t kmin = 2147483647, kmax = -2147483647 - 1
+    cdef double x, middle
+    cdef int64_t seen, rank
+    low.count = top.count = 0
+    low.least = low.greatest = top.least = top.greatest = NAN
+    try:
+        with nogil:
+            # finite positive gaps span about ±75000 buckets, so an int32 holds k
+            for i in range(n):
+                x = gaps[i]
+                if x > 0.0 and isfinite(x):
+                    ks[i] = <int32_t>floor(log(x) / bucket)
+                    kmin = min(kmin, ks[i])
+                    kmax = max(kmax, ks[i])
+        nk = kmax - kmin + 1 if kmax >= kmin else 0
+        cells = <Bucket*>malloc(max(nk, 1) * sizeof(Bucket))
+        if cells == NULL:
+            raise MemoryError()
+        with nogil:
+            for j in range(nk):
+                cells[j].count = 0
+            for i in range(n):
+                x = gaps[i]
+                if not x > 0.0:
+                    bucket_add(&low, x)
+                elif not isfinite(x):
+                    bucket_add(&top, x)
+                else:
+                    bucket_add(&cells[ks[i] - kmin], x)
+            for j in range(m):
+                rank = ranks[j]
+                seen = low.count
+                if seen >= rank:
+                    res[j] = clamp(0.0, low.least, low.greatest)
+                    continue
+                res[j] = clamp(INFINITY, top.least, top.greatest)
+                for i in range(nk):
+                    seen += cells[i].count
+                    if cells[i].count and seen >= rank:
+                        middle = exp((<double>(kmin + i) + 0.5) * bucket)
+                        res[j] = clamp(middle, cells[i].least, cells[i].greatest)
+                        break
+    finally:
+        free(ks)
+        free(cells)
+    return out
