@@ -1,0 +1,191 @@
+"""Source text to tokens (spec 01 §1, 10 §10.2).
+
+Words are not keywords here: every identifier is an `Ident` token and the
+parser decides from its position whether `hold` is the statement or a name.
+Token kinds carry pyserq's names (`Semi`, `LBrace`, …) because parse errors
+print them.
+"""
+from __future__ import annotations
+
+import re
+
+from sq.frontend import unicode_tables
+from sq.frontend.errors import SqError, Span
+
+IDENT, NUM, STR, EOF = "Ident", "Num", "Str", "Eof"
+_SAME = object()
+
+# Two-character symbols first: the longest match wins.
+_SYMBOLS2 = {"<=": "Le", ">=": "Ge", "==": "EqEq", "!=": "Ne", "&&": "AndAnd", "||": "OrOr"}
+_SYMBOLS1 = {
+    "{": "LBrace", "}": "RBrace", "(": "LParen", ")": "RParen", "[": "LBracket",
+    "]": "RBracket", ",": "Comma", ";": "Semi", ":": "Colon", ".": "Dot", "=": "Assign",
+    "~": "Tilde", "?": "Question", "+": "Plus", "-": "Minus", "*": "Star", "/": "Slash",
+    "^": "Caret", "<": "Lt", ">": "Gt", "!": "Not",
+}
+
+
+class Token:
+    """One token. `text` is the identifier, the string's contents or the
+    number as written; `value` the number. `via` lists the def uses that
+    produced this token (innermost last); empty for tokens read from source.
+    Treated as immutable (`moved` makes a changed copy); slotted because a
+    program has thousands."""
+
+    __slots__ = ("kind", "text", "line", "col", "length", "file", "value", "via")
+
+    def __init__(self, kind: str, text: str, line: int, col: int, length: int = 1,
+                 file: str | None = None, value: float = 0.0, via: tuple = ()):
+        self.kind = kind
+        self.text = text
+        self.line = line
+        self.col = col
+        self.length = length
+        self.file = file
+        self.value = value
+        self.via = via
+
+    def __repr__(self) -> str:
+        return f"Token({self.kind}, {self.text!r}, {self.line}:{self.col})"
+
+    @property
+    def span(self) -> Span:
+        return Span(self.line, self.col, self.length, self.file)
+
+    def is_word(self, word: str) -> bool:
+        return self.kind == IDENT and self.text == word
+
+    def show(self) -> str:
+        """How an error message names this token."""
+        if self.kind == IDENT:
+            return f"`{self.text}`"
+        if self.kind == NUM:
+            return format_number(self.value)
+        if self.kind == STR:
+            return f'"{self.text}"'
+        return self.kind
+
+    def moved(self, kind=None, text=None, length=None, line=None, col=None, file=_SAME,
+              via=None) -> "Token":
+        """A copy with some fields changed."""
+        return Token(self.kind if kind is None else kind, self.text if text is None else text,
+                     self.line if line is None else line, self.col if col is None else col,
+                     self.length if length is None else length,
+                     self.file if file is _SAME else file, self.value,
+                     self.via if via is None else via)
+
+
+def format_number(value: float) -> str:
+    """A double printed the way pyserq's messages print it: positional
+    notation with the shortest round-tripping digits (`1e20` is
+    `100000000000000000000`, `1e-7` is `0.0000001`)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    sign = "-" if value < 0 or (value == 0 and str(value).startswith("-")) else ""
+    digits, exponent = _shortest_digits(abs(value))
+    point = len(digits) + exponent
+    if point <= 0:
+        text = "0." + "0" * (-point) + digits
+    elif point >= len(digits):
+        text = digits + "0" * (point - len(digits))
+    else:
+        text = digits[:point] + "." + digits[point:]
+    return sign + text
+
+
+def _shortest_digits(value: float) -> tuple[str, int]:
+    """(significant digits, exponent) with value == 0.digits… scaled: int(digits) * 10**exponent."""
+    if value == 0:
+        return "0", 0
+    mantissa, _, exp = repr(value).partition("e")
+    exponent = int(exp) if exp else 0
+    whole, _, frac = mantissa.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    exponent -= len(frac)
+    stripped = digits.rstrip("0")
+    exponent += len(digits) - len(stripped)
+    return stripped or "0", exponent
+
+
+def _char_class(*tables) -> str:
+    """A regex character class body holding every range of the tables."""
+    parts = []
+    for table in tables:
+        for lo, hi in table:
+            parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
+    return "".join(parts)
+
+
+# Identifiers and blanks as 0.1.2 reads them (Rust's `char` classes, which
+# differ from Python's str methods at the edges): unicode_tables.py.
+_START = _char_class(unicode_tables.IDENT_START)
+_PART = _char_class(unicode_tables.IDENT_PART)
+_SPACE = _char_class(unicode_tables.WHITE_SPACE)
+
+_TOKEN = re.compile(rf"""
+    (?P<blank>[{_SPACE}]+|//[^\n]*|/\*.*?\*/)
+  | (?P<open_comment>/\*)
+  | (?P<num>(?:[0-9]|\.[0-9])[0-9._]*(?:[eE][+-]?[0-9]+)?)
+  | (?P<ident>[{_START}][{_PART}]*)
+  | (?P<str>"[^"]*")
+  | (?P<open_str>")
+  | (?P<sym><=|>=|==|!=|&&|\|\||[{{}}()\[\],;:.=~?+\-*/^<>!])
+""", re.VERBOSE | re.DOTALL)
+
+
+def _error(text: str, file, pos: int, message: str, notes=()) -> SqError:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return SqError(message, Span(line, col, 1, file), source=text, phase="parse", notes=notes)
+
+
+def tokenize(text: str, file: str | None = None) -> list[Token]:
+    """All tokens of `text`, ending with one `Eof` token."""
+    tokens: list[Token] = []
+    append = tokens.append
+    pos, end = 0, len(text)
+    line, line_start = 1, 0          # the line being read and the offset it starts at
+    match = _TOKEN.match
+    while pos < end:
+        m = match(text, pos)
+        kind = m.lastgroup if m else None
+        if kind == "blank":
+            nl = text.count("\n", pos, m.end())
+            if nl:
+                line += nl
+                line_start = text.rfind("\n", pos, m.end()) + 1
+            pos = m.end()
+            continue
+        if kind == "open_comment":
+            raise _error(text, file, pos, "unterminated block comment",
+                         ("help: close this comment with `*/`",))
+        if kind == "open_str":
+            raise _error(text, file, end, "unterminated string")
+        if kind is None:
+            raise _error(text, file, pos, f"unexpected character `{text[pos]}`")
+        written = m.group()
+        col = pos - line_start + 1
+        if kind == "ident":
+            append(Token(IDENT, written, line, col, len(written), file))
+        elif kind == "num":
+            try:
+                value = float(written.replace("_", ""))
+            except ValueError:
+                raise _error(text, file, pos, f"bad number `{written}`") from None
+            append(Token(NUM, written, line, col, len(written), file, value))
+        elif kind == "str":
+            append(Token(STR, written[1:-1], line, col, len(written), file))
+            nl = written.count("\n")
+            if nl:
+                line += nl
+                line_start = pos + written.rfind("\n") + 1
+        else:
+            append(Token(_SYMBOLS2.get(written) or _SYMBOLS1[written], written, line, col,
+                         len(written), file))
+        pos = m.end()
+    append(Token(EOF, "", line, end - line_start + 1, 1, file))
+    return tokens

@@ -1,0 +1,1617 @@
+"""Tokens to the syntax tree: `parse(text, file=None, defs=None) -> ast.Program`.
+
+A recursive-descent parser over the grammar of spec chapter 10. pyserq
+0.1.2's parser is one too, and its messages name the single token it
+wanted (`expected Semi, found LBracket`) at the place it looked, which a
+descent reproduces directly. Words are contextual: an identifier is a
+keyword only where a rule asks for that word.
+
+`def` uses and `use` libraries are expanded in the token stream as the
+parser reaches them (expand.py), so a def's body is parsed where it is
+used. Array sizes are folded here (they may read only `let`s above them).
+
+Besides the grammar, this module gives the errors 0.1.2 reports while
+parsing: which statements a block takes (server, entry, top-level session),
+a queue's order and roles, a serving form's stage among those declared
+above, a pull relation's queues, `share` given twice; sides.py checks the
+pairing of the workload's session with the server once all items are read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+
+from sq.frontend import ast
+from sq.frontend import expand as ex
+from sq.frontend import sides
+from sq.frontend.errors import SqError, Span
+from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, format_number, tokenize
+from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
+                               ROLE_VERB, SERVING_WORDS, retired_name)
+
+# Nesting deeper than this (parentheses, prefix operators, blocks) is refused
+# with a message instead of exhausting Python's stack.
+MAX_NESTING = 400
+MAX_ARRAY = 10000
+
+# Binary operators: token kind -> (level, operator); a higher level binds tighter.
+_COMPARE = 3
+_TIGHTEST = 9
+_BINARY = {"OrOr": (1, "||"), "AndAnd": (2, "&&"),
+           "Lt": (3, "<"), "Le": (3, "<="), "Gt": (3, ">"), "Ge": (3, ">="), "EqEq": (3, "=="),
+           "Ne": (3, "!="), "Plus": (4, "+"), "Minus": (4, "-"), "Star": (5, "*"), "Slash": (5, "/")}
+
+# Which statements a block may hold is decided while parsing it (spec 02 §6, 03 §14).
+SESSION, CLIENT, SERVER, WORKLOAD_BLOCK, ENTRY = "session", "client", "server", "workload", "entry"
+
+
+def parse(text: str, file: str | None = None, *, defs: dict | None = None) -> ast.Program:
+    """Parse a whole program. `file` is the program's path when it was read
+    from a file (a `use` needs it); `defs` are `--def` replacements."""
+    if not isinstance(text, str):
+        raise SqError("a program is text", phase="parse")
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 12 * MAX_NESTING + 2000))
+    try:
+        return _Parser(text, file, defs or {}).program()
+    except RecursionError:
+        raise SqError(f"the program nests deeper than {MAX_NESTING} levels", phase="parse") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
+
+
+def parse_expression(text: str) -> ast.Expr:
+    """A lone expression (a `--set` value); an error's place is in `text`."""
+    if not isinstance(text, str):
+        raise SqError("an expression is text", phase="parse")
+    parser = _Parser(text, None, {}, allow_use=False)
+    expr = parser.expr()
+    parser.expect("Eof")
+    return expr
+
+
+class _Parser:
+    def __init__(self, text: str, file: str | None, overrides: dict, allow_use: bool = True):
+        self.source = text
+        self.file = file
+        self.sources = {file: text}
+        self.toks = tokenize(text, file)
+        self.i = 0
+        self.depth = 0
+        self.defs = ex.Definitions()
+        self.items: list[ast.Item] = []
+        self.lets: dict[str, float | None] = {}
+        self.let_deps: dict[str, frozenset] = {}
+        self.size_lets: set[str] = set()
+        self.seen_files: set[str] = set()
+        if file is not None:
+            try:
+                self.seen_files.add(os.path.realpath(file))
+            except (OSError, ValueError):
+                pass
+        self.allow_use = allow_use
+        self.base_dir = os.path.dirname(os.path.abspath(file)) if file else os.getcwd()
+        self.dirs = {file: self.base_dir}
+        self.context = SESSION
+        self.queues: dict[str, ast.Queue] = {}
+        self.queue_body: _QueueBody | None = None      # the queue whose entries are being read
+        self.stages_above: dict[str, bool] = {}         # stage name -> is a step engine
+        self.pending_transfers: list[tuple] = []        # (transfer token, queue) awaiting a pull
+        self.pulls: set[str] = set()
+        self.shared: tuple | None = None     # (line, by a pull relation, policy)
+        self.overrides = self._read_overrides(overrides)
+        # statement-def uses whose body says `turn;` or `request;`, checked
+        # against what those assign once the whole program is read
+        self.side_uses: list[tuple] = []
+
+    # ------------------------------------------------------------ tokens
+
+    def peek(self, ahead: int = 0) -> Token:
+        if not ahead:
+            return self.toks[self.i]          # the cursor never passes the `Eof`
+        k = self.i + ahead
+        return self.toks[k] if k < len(self.toks) else self.toks[-1]
+
+    def advance(self) -> Token:
+        tok = self.toks[self.i]
+        if tok.kind != EOF:
+            self.i += 1
+        return tok
+
+    def at(self, kind: str, ahead: int = 0) -> bool:
+        return (self.toks[self.i] if not ahead else self.peek(ahead)).kind == kind
+
+    def at_word(self, word: str, ahead: int = 0) -> bool:
+        return self.peek(ahead).is_word(word)
+
+    def error(self, tok: Token, message: str, notes=()) -> SqError:
+        return ex.error_at(tok, message, self.sources, notes)
+
+    def expect(self, kind: str) -> Token:
+        tok = self.peek()
+        if tok.kind != kind:
+            raise self.error(tok, f"expected {kind}, found {tok.show()}")
+        return self.advance()
+
+    def accept(self, kind: str) -> Token | None:
+        return self.advance() if self.at(kind) else None
+
+    def expect_name(self) -> Token:
+        tok = self.peek()
+        if tok.kind != IDENT:
+            raise self.error(tok, f"expected identifier, found {tok.show()}")
+        return self.advance()
+
+    def expect_word(self, word: str) -> Token:
+        tok = self.peek()
+        if not tok.is_word(word):
+            raise self.error(tok, f"expected `{word}`, found {tok.show()}")
+        return self.advance()
+
+    def defined_name(self) -> Token:
+        """An identifier that a `let`, `set`, `choose` or binding defines."""
+        tok = self.expect_name()
+        retired = retired_name(tok.text, statement_words=True)
+        if retired:
+            raise self.error(tok, retired)
+        return tok
+
+    def splice(self, tokens: list[Token], end: int) -> None:
+        """Replace tokens[self.i:end] by `tokens`."""
+        self.toks[self.i:end] = tokens
+
+    def nest(self):
+        return _Nesting(self)
+
+    # ------------------------------------------------------------ program
+
+    def program(self) -> ast.Program:
+        state = _Items()
+        while not self.at(EOF):
+            self.item(state)
+        self._after_items()
+        for start, queue in self.pending_transfers:
+            if queue not in self.pulls:
+                raise self.error(start, "no stage declared above plays `transfer`: name a stage "
+                                 "`link` or `transfer`, or write `transfer on STAGE (...)`")
+        sides.check_pairing(self.items, self.queues, self._span_error)
+        sides.check_side_uses(self.items, self.side_uses, self.error)
+        return ast.Program(tuple(self.items), self.file, self.source,
+                           tuple(self.defs.order), frozenset(self.size_lets))
+
+    def item(self, state: "_Items") -> None:
+        tok = self.peek()
+        if tok.file != self.file:
+            return self.library_item(tok)
+        if tok.kind != IDENT:
+            raise self.error(tok, f"unexpected {tok.show()} at top level")
+        word = tok.text
+        if word in ("share", "run") and self.at_word("pull", 1):
+            return self.items.append(self.pull())      # 0.1.2 reads these two as a reader's name
+        handler = {
+            "let": self.let, "def": self.definition, "use": self.use, "pool": self.pool,
+            "stage": self.stage, "queue": self.queue, "share": self.share, "gauge": self.gauge,
+            "workload": lambda: self.workload(state), "session": lambda: self.session(state),
+            "server": lambda: self.server(state), "run": self.run_settings,
+        }.get(word)
+        if handler is None and self.at_word("pull", 1):
+            handler = self.pull
+        if handler is None:
+            raise self.error(tok, f"unexpected {tok.show()} at top level")
+        node = handler()
+        if node is not None:
+            self.items.append(node)
+
+    def library_item(self, tok: Token) -> None:
+        """An item spliced from a library: only `def` and `use`, ending in its file."""
+        if not (tok.is_word("def") or tok.is_word("use")):
+            raise self.error(tok, f"a library holds definitions: found {tok.show()} where `def` "
+                             "or `use` goes")
+        if tok.text == "def":
+            self.definition()
+        else:
+            self.use()
+        if self.toks[self.i - 1].file != tok.file:
+            raise self.error(tok, "this item does not end in the file it starts in: a library's "
+                             "definitions are whole")
+
+    def _after_items(self) -> None:
+        declared = {}
+        for item in self.items:
+            if isinstance(item, ast.Pool):
+                declared.setdefault(item.name, "a pool")
+            elif isinstance(item, ast.Stage):
+                declared.setdefault(item.name, "a stage")
+            elif isinstance(item, ast.Let):
+                declared.setdefault(item.name, "a `let` constant")
+        for name in self.defs.order:
+            if name in declared:
+                defn = self.defs.get(name)
+                raise SqError(f"`{name}` is defined, and is also {declared[name]}", defn.span,
+                              source=self.sources.get(defn.span.file), phase="parse")
+        for name in self.overrides:
+            if self.defs.get(name) is None:
+                declared_defs = ", ".join(n for n in self.defs.order if self.defs.get(n).is_expression)
+                raise SqError(f"unknown --def `{name}`", phase="parse", notes=(
+                    "help: --def replaces the body of a declared `def NAME(...) = expr;`; "
+                    f"the program declares: {declared_defs}",))
+
+    # ------------------------------------------------------------ def / use
+
+    def _read_overrides(self, overrides: dict) -> dict:
+        read = {}
+        for name, text in overrides.items():
+            text = str(text)
+            try:
+                tokens = tokenize(text, None)
+                probe = _Parser(text, None, {}, allow_use=False)
+                probe.expr()
+                probe.expect("Eof")
+            except SqError as err:
+                where = f"{err.line}:{err.col}: " if err.span else ""
+                raise SqError(f"invalid expression in --def `{name} = {text}`: {where}{err.message}",
+                              phase="parse") from None
+            read[name] = (tokens[:-1], text)
+        return read
+
+    def definition(self) -> None:
+        self.advance()                                   # def
+        name_tok = self.expect_name()
+        ex.check_def_name(name_tok, self.sources)
+        self.expect("LParen")
+        params: list[str] = []
+        if not self.at("RParen"):
+            while True:
+                ptok = self.expect_name()
+                ex.check_param_name(ptok, self.sources)
+                if ptok.text in params:
+                    raise self.error(ptok, f"`{ptok.text}` is a parameter twice")
+                params.append(ptok.text)
+                if not self.accept("Comma"):
+                    break
+        self.expect("RParen")
+        opener = self.peek()
+        if opener.kind not in ("Assign", "LBrace"):
+            raise self.error(opener, "expected `= expression;` or `{ statements }` after "
+                             f"`def {name_tok.text}(…)`, found {opener.show()}")
+        self.advance()
+        expression = opener.kind == "Assign"
+        body, self.i = ex.read_body(self.toks, self.i, name_tok, expression, self.sources)
+        self._register(name_tok, tuple(params), body, expression)
+
+    def _register(self, name_tok: Token, params, body, expression) -> None:
+        name = name_tok.text
+        if self.defs.get(name) is not None:
+            raise self.error(name_tok, f"`{name}` is defined twice")
+        if expression and not body:
+            raise self.error(name_tok, f"`def {name}` has no expression")
+        if name in self.overrides:
+            if not expression:
+                raise self.error(name_tok, f"--def {name}: `def {name}` is statements; --def "
+                                 "replaces the body of an expression definition")
+            # The replacement has no place of its own in the program: its
+            # tokens stand where the def's name does.
+            body = [tok.moved(line=name_tok.line, col=name_tok.col, file=name_tok.file)
+                    for tok in self.overrides[name][0]]
+        for k, tok in enumerate(body[:-1]):
+            if tok.kind == IDENT and tok.text == name and body[k + 1].kind == "LParen":
+                raise self.error(name_tok, f"`{name}` uses itself")
+        for earlier in self.defs.order:
+            ebody = self.defs.get(earlier).body
+            for k, tok in enumerate(ebody[:-1]):
+                if tok.kind == IDENT and tok.text == name and ebody[k + 1].kind == "LParen":
+                    raise self.error(name_tok, f"`{earlier}` uses `{name}`, which is defined after "
+                                     "it: a definition uses the ones before it")
+        defn = ex.Definition(name, params, body, expression, name_tok.span)
+        clash = ex.param_binding_clash(defn)
+        if clash is not None:
+            raise self.error(name_tok, f"`{clash}` is a parameter, and the body names with it "
+                             "what it assigns or binds")
+        ex.body_facts(defn, self.defs)
+        self.defs.table[name] = defn
+        self.defs.order.append(name)
+
+    def use(self) -> None:
+        """Splice a library's tokens in place of `use "path";` (each file once)."""
+        use_tok = self.advance()
+        path_tok = self.peek()
+        if path_tok.kind != STR:
+            raise self.error(path_tok, f"expected string, found {path_tok.show()}")
+        self.advance()
+        self.expect("Semi")
+        if not self.allow_use or self.file is None:
+            raise self.error(use_tok, f"`use \"{path_tok.text}\"` reads a file next to the program, "
+                             "and this program was given as text")
+        base_dir = self.dirs.get(use_tok.file, self.base_dir)
+        shown_base = None if use_tok.file == self.file else use_tok.file
+        real, shown = ex.library_path(base_dir, shown_base, path_tok.text)
+        try:
+            canonical = os.path.realpath(real)
+            if canonical in self.seen_files:
+                return
+            text, tokens = ex.read_library(real, shown)
+        except OSError as err:
+            raise self.error(use_tok, f"cannot read `{path_tok.text}`: {err.strerror} "
+                             f"(os error {err.errno})") from None
+        except (UnicodeDecodeError, ValueError):
+            raise self.error(use_tok, f"cannot read `{path_tok.text}`: stream did not contain "
+                             "valid UTF-8") from None
+        self.seen_files.add(canonical)
+        self.sources[shown] = text
+        self.dirs[shown] = os.path.dirname(real)
+        self.toks[self.i:self.i] = tokens[:-1]
+
+    def _expand_here(self, expression: bool) -> None:
+        """Replace the def use at the cursor (`NAME (` …) by its expansion."""
+        use = self.peek()
+        defn = self.defs.get(use.text)
+        if defn.is_expression != expression:
+            if expression:
+                raise self.error(use, f"`{defn.name}` is statements (`def {defn.name}(…) {{ … }}`), "
+                                 "not an expression")
+            raise self.error(use, f"`{defn.name}` is an expression (`def {defn.name}(…) = …;`), "
+                             "not statements")
+        args, seps, end = ex.split_arguments(self.toks, self.i + 1, self.sources)
+        if args == [[]]:
+            args, seps = [], []
+        if len(args) != len(defn.params):
+            raise self.error(use, f"`{defn.name}` takes {len(defn.params)} argument(s), got {len(args)}")
+        ex.check_arguments(defn, use, args, self.defs, self.sources)
+        if defn.has_turn or defn.has_request:
+            self.side_uses.append((use, defn, args))
+        body = ex.substitute(defn, use, args, seps, seps[-1] if seps else self.toks[end - 1])
+        if not expression:
+            semi = self.toks[end] if end < len(self.toks) else self.toks[-1]
+            if semi.kind != "Semi":
+                raise self.error(semi, f"expected `;` after `{defn.name}(…)`, found {semi.show()}")
+            end += 1
+        if len(self.toks) - 1 - (end - self.i) + len(body) > ex.MAX_PROGRAM_TOKENS:
+            raise self.error(use, "the definitions expand to more than a program can hold")
+        self.splice(body, end)
+
+    def is_def_use(self) -> bool:
+        tok = self.peek()
+        return tok.kind == IDENT and self.at("LParen", 1) and self.defs.get(tok.text) is not None
+
+    # ------------------------------------------------------------ simple items
+
+    def let(self) -> ast.Let:
+        start = self.advance()
+        name = self.defined_name()
+        self.expect("Assign")
+        value = self.expr()
+        self.expect("Semi")
+        folded, deps = _Folder(self.lets, self.let_deps).fold(value)
+        self.lets[name.text] = folded
+        self.let_deps[name.text] = deps
+        return ast.Let(start.span, name.text, value)
+
+    def gauge(self) -> ast.Gauge:
+        start = self.advance()
+        name = self.expect_name()
+        self.expect("Assign")
+        value = self.expr()
+        self.expect("Semi")
+        return ast.Gauge(start.span, name.text, value)
+
+    def policy(self) -> str:
+        tok = self.peek()
+        if tok.is_word("maxmin") or tok.is_word("bottleneck"):
+            self.advance()
+            return tok.text
+        raise self.error(tok, f"`share` takes `maxmin` or `bottleneck`, found {tok.show()}")
+
+    def share(self) -> ast.Share:
+        start = self.advance()
+        if self.shared is not None:
+            line, by_pull, _ = self.shared
+            first = f"the pull relation on line {line}" if by_pull else f"the first is on line {line}"
+            raise self.error(start, f"`share` is given twice: {first}")
+        policy = self.policy()
+        self.expect("Semi")
+        self.shared = (start.line, False, policy)
+        return ast.Share(start.span, policy)
+
+    def pull(self) -> ast.Pull:
+        reader = self.advance()
+        self.advance()                                    # pull
+        source = self.expect_name()
+        latency = None
+        if self.at_word("latency"):
+            self.advance()
+            latency = self.expr()
+        label = f"`{reader.text} pull {source.text}`"
+        for name in (reader.text, source.text):
+            if name not in self.queues:
+                raise self.error(reader, f"{label}: no queue `{name}` is declared above")
+        for name in (reader.text, source.text):
+            if self.queues[name].nic is None:
+                raise self.error(reader, f"{label}: queue `{name}` has no `nic`; a read runs over "
+                                 "the source's NIC and the reader's")
+        if reader.text in self.pulls:
+            raise self.error(reader, f"`{reader.text}` pulls from `{source.text}` already: "
+                             "one relation per reader")
+        tok = self.peek()
+        if not tok.is_word("share"):
+            raise self.error(tok, f"{label} names how concurrent reads divide the NICs: "
+                             f"`share maxmin` or `share bottleneck`, found {tok.show()}")
+        self.advance()
+        policy = self.policy()
+        self.expect("Semi")
+        if self.shared is not None and self.shared[2] != policy:
+            raise self.error(reader, "the program divides shared stages by one policy: every "
+                             "relation and `share` names the same")
+        if self.shared is None:
+            self.shared = (reader.line, True, policy)
+        self.pulls.add(reader.text)
+        return ast.Pull(reader.span, reader.text, source.text, latency, policy)
+
+    def run_settings(self) -> ast.RunSettings:
+        start = self.advance()
+        self.expect("LBrace")
+        settings = []
+        while not self.accept("RBrace"):
+            key = self.expect_name()
+            value = self.expr()
+            self.expect("Semi")
+            if key.text not in ("horizon", "warmup", "seed", "arrivals"):
+                raise self.error(self.peek(), f"unknown run option `{key.text}`")
+            settings.append(ast.RunSetting(key.span, key.text, value))
+        return ast.RunSettings(start.span, tuple(settings))
+
+    # ------------------------------------------------------------ arrays
+
+    def size(self) -> int | None:
+        if not self.at("LBracket"):
+            return None
+        self.advance()
+        tok = self.peek()
+        expr = self.expr()
+        value, deps = _Folder(self.lets, self.let_deps, sizes=True).fold(expr)
+        if value is None:
+            raise self.error(tok, "array size must be a positive integer or a `let` constant that is one")
+        if not (1 <= value < math.inf and value == math.floor(value)):
+            raise self.error(tok, f"array size must be a positive integer, found {format_number(value)}")
+        if value > MAX_ARRAY:
+            raise self.error(tok, f"array size {format_number(value)} is more than a family holds "
+                             f"({MAX_ARRAY}): every member is a pool or stage of its own")
+        self.expect("RBracket")
+        self.size_lets |= deps
+        return int(value)
+
+    # ------------------------------------------------------------ pools
+
+    def pool(self) -> ast.Pool:
+        start = self.advance()
+        name = self.expect_name()
+        size = self.size()
+        options = self.pool_body()
+        return ast.Pool(start.span, name.text, size, options)
+
+    def pool_body(self) -> tuple:
+        self.expect("LBrace")
+        options = []
+        while not self.accept("RBrace"):
+            options.append(self.pool_option())
+        return tuple(options)
+
+    def pool_option(self):
+        tok = self.expect_name()
+        word = tok.text
+        if word in ("cap", "block"):
+            value = self.expr()
+            self.expect("Semi")
+            return (ast.Cap if word == "cap" else ast.Block)(tok.span, value)
+        if word in ("evict", "queue"):
+            default = "lru" if word == "evict" else "fifo"
+            keys = None
+            if self.at_word(default):
+                self.advance()
+            else:
+                self.expect_word("by")
+                keys = self.keys()
+            self.expect("Semi")
+            return (ast.Evict if word == "evict" else ast.WaitOrder)(tok.span, keys)
+        if word == "preempt":
+            policy = "lifo" if self.at_word("lifo") else None
+            if policy is None:
+                self.expect_word("none")
+                policy = "none"
+            else:
+                self.advance()
+            self.expect("Semi")
+            return ast.Preempt(tok.span, policy)
+        if word == "admit":
+            self.expect_word("via")
+            stage = self.expect_name()
+            self.expect("Semi")
+            return ast.AdmitVia(tok.span, stage.text)
+        if word == "spill":
+            target = self.expect_name()
+            self.expect_word("via")
+            via = self.expect_name()
+            amount = self.paren_expr()
+            self.expect_word("when")
+            when = self.paren_expr()
+            self.expect("Semi")
+            return ast.Spill(tok.span, target.text, via.text, amount, when)
+        raise self.error(self.peek(), f"unknown pool option `{word}`")
+
+    def keys(self) -> tuple:
+        self.expect("LParen")
+        keys = [self.expr()]
+        while self.accept("Comma"):
+            keys.append(self.expr())
+        self.expect("RParen")
+        return tuple(keys)
+
+    def paren_expr(self) -> ast.Expr:
+        self.expect("LParen")
+        value = self.expr()
+        self.expect("RParen")
+        return value
+
+    # ------------------------------------------------------------ stages
+
+    def stage(self) -> ast.Stage:
+        start = self.advance()
+        name = self.expect_name()
+        size = self.size()
+        self.expect("Colon")
+        kind = self.stage_kind()
+        self.stages_above[name.text] = isinstance(kind, ast.Step)
+        if isinstance(kind, ast.Step):
+            self.accept("Semi")
+        else:
+            self._plain_end()
+        return ast.Stage(start.span, name.text, size, kind)
+
+    def _plain_end(self) -> None:
+        if self.at_word("latency"):
+            raise self.error(self.peek(), "`latency` belongs to the `serve` of a queue that plays "
+                             "`link`: a link's fixed wait")
+        self.expect("Semi")
+
+    def stage_kind(self):
+        """A stage kind without the `;` that ends a plain kind."""
+        tok = self.advance()
+        word = tok.text if tok.kind == IDENT else None
+        if word == "fifo":
+            servers = self.paren_expr() if self.at("LParen") else None
+            return ast.Fifo(tok.span, servers)
+        if word == "ps":
+            return ast.Ps(tok.span, self.paren_expr())
+        if word == "delay":
+            return ast.Delay(tok.span)
+        if word == "step":
+            options = self.step_options()
+            if ast.last_option(options, ast.Cost) is None:
+                raise self.error(self.peek(), "a step stage needs `cost`")
+            return ast.Step(tok.span, options)
+        raise self.error(tok, f"unknown stage kind {tok.show()}")
+
+    def step_options(self) -> tuple:
+        self.expect("LBrace")
+        options = []
+        served = False
+        while not self.accept("RBrace"):
+            tok = self.expect_name()
+            word = tok.text
+            if word in ("budget", "cost", "chunk"):
+                value = self.expr()
+                self.expect("Semi")
+                options.append({"budget": ast.Budget, "cost": ast.Cost, "chunk": ast.Chunk}[word](tok.span, value))
+            elif word == "memory":
+                pool = self.expect_name()
+                self.expect("Semi")
+                options.append(ast.Memory(tok.span, pool.text))
+            elif word == "serve":
+                if served:
+                    raise self.error(self.peek(), "`serve` twice: a step stage serves its residents in one way")
+                served = True
+                options.append(self.serve_order(tok))
+            elif word == "decode":
+                raise self.error(self.peek(), "`decode first;` is now `serve decode first;`: a step "
+                                 "stage serves its residents in one way")
+            elif word == "exclusive":
+                raise self.error(self.peek(), "`exclusive prefill;` is now `serve exclusive prefill;`: "
+                                 "a step stage serves its residents in one way")
+            else:
+                raise self.error(self.peek(), f"unknown step option `{word}`")
+        return tuple(options)
+
+    def serve_order(self, start: Token) -> ast.ServeOrder:
+        tok = self.peek()
+        if tok.is_word("admission"):
+            self.advance()
+            order = ast.ServeOrder(start.span, "admission")
+        elif tok.is_word("decode"):
+            self.advance()
+            self.expect_word("first")
+            order = ast.ServeOrder(start.span, "decode_first")
+        elif tok.is_word("exclusive"):
+            self.advance()
+            self.expect_word("prefill")
+            order = ast.ServeOrder(start.span, "exclusive_prefill")
+        elif tok.is_word("by"):
+            self.advance()
+            order = ast.ServeOrder(start.span, "by", self.keys())
+        else:
+            raise self.error(tok, "`serve` takes `admission`, `decode first`, `exclusive prefill` "
+                             f"or `by (keys)`, found {tok.show()}")
+        self.expect("Semi")
+        return order
+
+    # ------------------------------------------------------------ queues
+
+    def queue(self) -> ast.Queue:
+        start = self.advance()
+        name = self.expect_name()
+        if name.text in SERVING_WORDS:
+            raise self.error(name, f"`{name.text}` is a serving word; a queue needs another name")
+        size = self.size()
+        roles = []
+        if self.accept("Colon"):
+            while True:
+                role = self.expect_name()
+                if role.text not in QUEUE_ROLES:
+                    raise self.error(role, f"unknown role `{role.text}`: a queue plays gateway, "
+                                     "prefill, decode or link")
+                roles.append(role.text)
+                if not self.accept("Comma"):
+                    break
+        if "gateway" in roles and size is not None:
+            raise self.error(start, "a gateway is one queue, not a family: the requests enter it")
+        body = _QueueBody(name.text, tuple(roles))
+        self.expect("LBrace")
+        saved, self.queue_body = self.queue_body, body
+        try:
+            while not self.accept("RBrace"):
+                self.queue_item(body)
+        finally:
+            self.queue_body = saved
+        queue = ast.Queue(start.span, name.text, size, tuple(roles), tuple(body.pools), body.serve,
+                          body.latency, body.nic, tuple(body.entries))
+        self._check_queue(queue, start)
+        self.queues[name.text] = queue
+        if queue.serve is not None:
+            self.stages_above[name.text] = isinstance(queue.serve, ast.Step)
+        if queue.nic is not None:
+            self.stages_above[f"{name.text}.nic"] = isinstance(queue.nic, ast.Step)
+        return queue
+
+    def queue_item(self, body: "_QueueBody") -> None:
+        tok = self.peek()
+        if tok.kind != IDENT:
+            raise self.error(tok, f"expected `pool`, `serve` or an entry in queue `{body.name}`, "
+                             f"found {tok.show()}")
+        word = tok.text
+        after_serve, body.after_serve = body.after_serve, False
+        if word == "pool" and not self.at("LParen", 1):
+            if body.serve_tok is not None or body.entries:
+                raise self.error(tok, f"queue `{body.name}` declares its pools first, above its "
+                                 "`serve` and entries")
+            self.advance()
+            pname = self.expect_name()
+            if self.at("LBracket"):
+                raise self.error(pname, f"`pool {pname.text}[…]` in queue `{body.name}`: a "
+                                 f"queue's pool is the member's, one per member of `{body.name}`; "
+                                 f"write `pool {pname.text}`")
+            body.pools.append(ast.Pool(tok.span, pname.text, None, self.pool_body()))
+        elif word == "serve" and not self.at("LParen", 1):
+            if body.entries:
+                raise self.error(tok, f"queue `{body.name}` declares its `serve` above its entries")
+            if body.serve_tok is not None:
+                raise self.error(tok, f"`serve` twice: queue `{body.name}` is one stage")
+            self.advance()
+            body.serve_tok = tok
+            body.serve = self.stage_kind()
+            self._serve_end(body)
+        elif word == "nic" and not self.at("LParen", 1):
+            if body.entries:
+                raise self.error(tok, f"queue `{body.name}` declares its `nic` above its entries")
+            if body.nic is not None:
+                raise self.error(tok, f"`nic` twice: queue `{body.name}` has one NIC")
+            self.advance()
+            body.nic = self.stage_kind()
+            if isinstance(body.nic, ast.Step):
+                self.accept("Semi")
+            else:
+                self._plain_end()
+        elif word == "latency" and after_serve and body.latency is None:
+            self.advance()
+            body.latency = self.expr()
+            self.expect("Semi")
+        else:
+            body.entries.append(self.entry(body))
+
+    def _serve_end(self, body: "_QueueBody") -> None:
+        """What may follow a queue's serve kind: `;`, `latency x;` or both; the
+        latency written inside the `serve` only for a link."""
+        step = isinstance(body.serve, ast.Step)
+        if self.accept("Semi"):
+            body.after_serve = True
+            return
+        if self.at_word("latency"):
+            if "link" not in body.roles:
+                raise self.error(self.peek(), "`latency` belongs to the `serve` of a queue that "
+                                 "plays `link`: a link's fixed wait")
+            self.advance()
+            body.latency = self.expr()
+            self.expect("Semi")
+            return
+        if step:
+            body.after_serve = True
+            return
+        self.expect("Semi")
+
+    def entry(self, body: "_QueueBody") -> ast.Entry:
+        verb = self.expect_name()
+        params = None
+        if self.accept("LParen"):
+            params = []
+            if not self.at("RParen"):
+                while True:
+                    params.append(self.expect_name().text)
+                    if not self.accept("Comma"):
+                        break
+            self.expect("RParen")
+            params = tuple(params)
+        if verb.text in ROLE_VERB.values():
+            self._check_entry_params(body, verb, params)
+        source = None
+        if self.at_word("from"):
+            self.advance()
+            source = self.expect_name().text
+        body.entry_source = source
+        block = self.block(ENTRY)
+        if any(e.verb == verb.text and (e.source is not None) == (source is not None)
+               for e in body.entries) or (verb.text != "decode" and
+                                         any(e.verb == verb.text for e in body.entries)):
+            raise self.error(verb, f"queue `{body.name}` has `{verb.text}` twice")
+        return ast.Entry(verb.span, verb.text, params, source, block)
+
+    def _check_entry_verb(self, queue: ast.Queue, entry: ast.Entry) -> None:
+        """The verb belongs to a declared role."""
+        if entry.verb not in {ROLE_VERB[role] for role in queue.roles}:
+            role = next((r for r, v in ROLE_VERB.items() if v == entry.verb), None)
+            if role is None:
+                raise self._span_error(entry.span, f"`{entry.verb}` is not an entry of any role")
+            raise self._span_error(entry.span, f"`{entry.verb}` is an entry of a `{role}` queue; "
+                                   f"declare `queue {queue.name} : {role}`")
+
+    def _check_entry_params(self, body: "_QueueBody", verb: Token, params) -> None:
+        """A role's entry has the role's parameter count."""
+        expected = 0 if verb.text == "route" else 1
+        count = len(params or ())
+        if count != expected:
+            shape = "route" if verb.text == "route" else f"{verb.text} (…)"
+            raise self.error(verb, f"`{body.name}.{verb.text}` takes {expected} parameter(s), as "
+                             f"the role says (`{shape}`); it declares {count}")
+
+    def _check_queue(self, queue: ast.Queue, start: Token) -> None:
+        for role in queue.roles:
+            verb = ROLE_VERB[role]
+            has_entry = any(e.verb == verb and e.source is None for e in queue.entries)
+            if role == "link":
+                if queue.serve is None and not has_entry:
+                    raise self.error(start, f"queue `{queue.name}` plays `link` and has neither a "
+                                     "`serve` nor a `transfer` entry: nothing says what a transfer "
+                                     "over it costs")
+            elif not has_entry:
+                raise self.error(start, f"queue `{queue.name}` plays `{role}` and has no `{verb}` entry")
+        for entry in queue.entries:
+            self._check_entry_verb(queue, entry)
+        if queue.latency is not None and any(e.verb == "transfer" for e in queue.entries):
+            raise self.error(start, f"queue `{queue.name}` has a `transfer` entry and a `latency`: a "
+                             "called link's time is its entry's; write the latency in the entry body")
+
+    def _span_error(self, span: Span, message: str) -> SqError:
+        return SqError(message, Span(span.line, span.col, 1, span.file),
+                       source=self.sources.get(span.file), phase="parse")
+
+    # ------------------------------------------------------------ workload, session, server
+
+    def workload(self, state: "_Items") -> ast.Workload:
+        start = self.advance()
+        if state.workload is not None:
+            raise self.error(self.peek(), "duplicate workload")
+        self.expect("LBrace")
+        items = []
+        client = None
+        while not self.accept("RBrace"):
+            tok = self.peek()
+            word = tok.text if tok.kind == IDENT else None
+            if word == "arrive":
+                items.append(self.arrive())
+            elif word == "trace":
+                self.advance()
+                path = self.peek()
+                if path.kind != STR:
+                    raise self.error(path, f"expected string, found {path.show()}")
+                self.advance()
+                ordered = bool(self.at_word("ordered") and self.advance())
+                self.expect("Semi")
+                items.append(ast.Trace(tok.span, path.text, ordered))
+            elif word in ("init", "turn"):
+                self.advance()
+                body = self.block(WORKLOAD_BLOCK)
+                items.append((ast.Init if word == "init" else ast.TurnBlock)(tok.span, body))
+            elif word == "session":
+                if client is not None:
+                    raise self.error(tok, "duplicate session in workload")
+                self.advance()
+                body = self.block(CLIENT)
+                client = ast.ClientSession(tok.span, body)
+                items.append(client)
+                if state.session is not None and state.session.body:
+                    raise self.error(self.peek(), "a program has one session: inside `workload` "
+                                     "or at top level, not both")
+            elif word == "hidden":
+                self.advance()
+                names = [self.expect_name()]
+                while self.accept("Comma"):
+                    names.append(self.expect_name())
+                self.expect("Semi")
+                items.append(ast.Hidden(tok.span, tuple(ast.Name(n.span, n.text) for n in names)))
+            else:
+                raise self.error(tok, f"unexpected {tok.show()} in workload")
+        state.workload = ast.Workload(start.span, tuple(items))
+        return state.workload
+
+    def arrive(self) -> ast.Arrive:
+        start = self.advance()
+        tok = self.peek()
+        if tok.is_word("none"):
+            self.advance()
+            self.expect("Semi")
+            return ast.Arrive(start.span, "none", None)
+        if tok.kind == IDENT and tok.text in ("poisson", "renewal", "closed", "batch"):
+            self.advance()
+            value = self.paren_expr()
+            self.expect("Semi")
+            return ast.Arrive(start.span, tok.text, value)
+        raise self.error(tok, f"expected `none`, found {tok.show()}")
+
+    def session(self, state: "_Items") -> ast.Session:
+        start = self.advance()
+        if state.session is not None and state.session.body:
+            raise self.error(self.peek(), "duplicate session")
+        body = self.block(SESSION)
+        if body and state.workload is not None and state.workload.session is not None:
+            raise self.error(self.peek(), "a program has one session: inside `workload` or at "
+                             "top level, not both")
+        state.session = ast.Session(start.span, body)
+        return state.session
+
+    def server(self, state: "_Items") -> ast.Server:
+        if state.server:
+            raise self.error(self.peek(), "duplicate server")
+        start = self.advance()
+        state.server = True
+        return ast.Server(start.span, self.block(SERVER))
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, context: str | None = None) -> tuple:
+        self.expect("LBrace")
+        saved = self.context
+        if context is not None:
+            self.context = context
+        try:
+            with self.nest():
+                stmts = []
+                while not self.accept("RBrace"):
+                    stmts.extend(self.statement())
+                return tuple(stmts)
+        finally:
+            self.context = saved
+
+    def statement(self) -> list:
+        """One statement, or the statements a statement-def use expands to."""
+        tok = self.peek()
+        if tok.kind != IDENT:
+            raise self.error(tok, f"expected a statement, found {tok.show()}")
+        word = tok.text
+        method = getattr(self, "stmt_" + word, None) if word in _STATEMENT_WORDS else None
+        if method is not None:
+            node = method(tok)
+            return [dataclasses.replace(node, via=tok.via)] if tok.via else [node]
+        if word in RETIRED:
+            raise self.error(tok, RETIRED[word])
+        if word == "admit":
+            raise self.error(tok, ADMIT_STATEMENT)
+        if self.is_def_use():
+            self._expand_here(expression=False)
+            return []
+        if self.at("Dot", 1) or self.at("LBracket", 1):
+            return [self.queue_call()]
+        raise self.error(tok, f"unknown statement `{word}`")
+
+    def stmt_set(self, start: Token) -> ast.Set:
+        self.advance()
+        name = self.defined_name()
+        self.expect("Assign")
+        value = self.expr()
+        self.expect("Semi")
+        return ast.Set(start.span, name.text, value)
+
+    def stmt_observe(self, start: Token) -> ast.Observe:
+        self.advance()
+        name = self.expect_name()
+        self.expect("Assign")
+        value = self.expr()
+        self.expect("Semi")
+        return ast.Observe(start.span, name.text, value)
+
+    def stmt_turn(self, start: Token) -> ast.Turn:
+        if self.context in (SERVER, ENTRY):
+            raise self.error(start, "`turn` is the session's: the next turn is the workload's "
+                             "decision, not the server's")
+        self.advance()
+        self.expect("Semi")
+        return ast.Turn(start.span)
+
+    def stmt_end(self, start: Token) -> ast.End:
+        if self.context in (SERVER, ENTRY):
+            raise self.error(start, "`end` is the session's: a server is done with a request when "
+                             "its block is, and whether the session goes on is the workload's")
+        self.advance()
+        self.expect("Semi")
+        return ast.End(start.span)
+
+    def stmt_request(self, start: Token) -> ast.Request:
+        if self.context in (SERVER, ENTRY):
+            raise self.error(start, "`request` inside a server or queue entry: a server does not "
+                             "request itself")
+        if self.context == SESSION:
+            raise self.error(start, "`request` is a statement of the `session` inside `workload`")
+        self.advance()
+        gateway = gateway_span = None
+        if self.at(IDENT):
+            name = self.advance()
+            gateway, gateway_span = name.text, name.span
+        self.expect("Semi")
+        return ast.Request(start.span, gateway, gateway_span)
+
+    def stmt_mark(self, start: Token) -> ast.Mark:
+        if self.context != ENTRY:
+            raise self.error(start, "`mark` is a queue entry's statement: it names a moment the "
+                             "caller reads")
+        self.advance()
+        name = self.expect_name()
+        self.expect("Semi")
+        return ast.Mark(start.span, name.text)
+
+    def stmt_hold(self, start: Token) -> ast.Hold:
+        self.advance()
+        pools = [self.hold_pool()]
+        while self.accept("Comma"):
+            pools.append(self.hold_pool())
+        reuse = None
+        if self.at_word("reuse"):
+            self.advance()
+            reuse = self.paren_expr()
+        bindings = []
+        if self.at_word("where"):
+            raise self.error(self.peek(), RETIRED["where"])
+        if self.at_word("at"):
+            self.advance()
+            if not self.at_word("admission"):
+                raise self.error(self.peek(), "expected `admission` after `at`")
+            self.advance()
+            self.expect("LParen")
+            bindings.append(self.binding())
+            while self.accept("Comma"):
+                bindings.append(self.binding())
+            self.expect("RParen")
+        body = self.block()
+        cache = lease = None
+        if self.at_word("keep"):
+            raise self.error(self.peek(), RETIRED["keep"])
+        if self.at_word("cache"):
+            self.advance()
+            cache = self.paren_expr()
+        if self.at_word("lease"):
+            lease_tok = self.advance()
+            pool = self.ref()
+            lease = ast.Lease(lease_tok.span, pool, self.paren_expr())
+        self.accept("Semi")
+        return ast.Hold(start.span, tuple(pools), reuse, tuple(bindings), body, cache, lease)
+
+    def hold_pool(self) -> ast.HoldPool:
+        tok = self.peek()
+        pool = self.ref()
+        units = self.paren_expr()
+        reserve = None
+        if self.at_word("fits"):
+            raise self.error(self.peek(), "`fits` is now `reserve`")
+        if self.at_word("reserve"):
+            self.advance()
+            reserve = self.paren_expr()
+        return ast.HoldPool(tok.span, pool, units, reserve)
+
+    def binding(self) -> ast.Binding:
+        name = self.defined_name()
+        self.expect("Assign")
+        return ast.Binding(name.span, name.text, self.expr())
+
+    def stmt_grow(self, start: Token) -> ast.Grow:
+        self.advance()
+        pool = self.ref()
+        amount = self.paren_expr()
+        self.expect("Semi")
+        return ast.Grow(start.span, pool, amount)
+
+    def stmt_load(self, start: Token) -> ast.Load:
+        self.advance()
+        pool = self.ref()
+        amount = self.paren_expr()
+        self.expect("Semi")
+        return ast.Load(start.span, pool, amount)
+
+    def stmt_drop(self, start: Token) -> ast.Drop:
+        self.advance()
+        pool = self.ref()
+        self.expect("Semi")
+        return ast.Drop(start.span, pool)
+
+    def stmt_release(self, start: Token) -> ast.Release:
+        self.advance()
+        pool = self.ref()
+        self.expect("Semi")
+        return ast.Release(start.span, pool)
+
+    def stmt_run(self, start: Token) -> ast.Run:
+        self.advance()
+        if self.at("LParen"):
+            if self.context != ENTRY:
+                raise self.error(self.peek(), "`run` names a stage: `run STAGE (X)`")
+            if self.queue_body is not None and self.queue_body.serve is None:
+                raise self.error(self.peek(), f"`run (…)` in queue `{self.queue_body.name}`, "
+                                 "which has no `serve`")
+            work = self.paren_expr()
+            self.expect("Semi")
+            return ast.Run(start.span, (), None, work, None)
+        stages = [self.ref()]
+        while self.accept("Comma"):
+            stages.append(self.ref())
+        mode = None
+        if self.at_word("prefill") or self.at_word("decode"):
+            mode = self.advance().text
+        work = self.paren_expr()
+        growing = None
+        if self.at_word("growing"):
+            self.advance()
+            growing = self.ref()
+        self.expect("Semi")
+        return ast.Run(start.span, tuple(stages), mode, work, growing)
+
+    def stmt_branch(self, start: Token) -> ast.Branch:
+        self.advance()
+        chance = bool(self.at_word("with") and self.advance())
+        self.expect("LParen")
+        first = self.i
+        test = self.expr()
+        text = self._text(first, self.i)
+        self.expect("RParen")
+        then = self.block()
+        other = None
+        if self.at_word("else"):
+            self.advance()
+            other = self.block()
+        return ast.Branch(start.span, test, then, other, chance, text)
+
+    def stmt_loop(self, start: Token) -> ast.Loop:
+        self.advance()
+        return ast.Loop(start.span, self.block())
+
+    def stmt_choose(self, start: Token) -> ast.Choose:
+        self.advance()
+        name = self.defined_name()
+        self.expect_word("in")
+        count = self.expr()
+        self.expect_word("by")
+        keys = self.keys()
+        self.expect("Semi")
+        return ast.Choose(start.span, name.text, count, keys)
+
+    def serving(self, start: Token) -> ast.Serving:
+        role = start.text
+        self.advance()
+        index = on = None
+        if self.at("LBracket"):
+            self.advance()
+            index = self.expr()
+            self.expect("RBracket")
+        if index is None and self.at_word("on"):
+            self.advance()
+            on = [self.stage_above(role)]
+            while self.accept("Comma"):
+                on.append(self.stage_above(role))
+            on = tuple(on)
+        else:
+            self._role_stage(start)
+        work = self.expr()
+        growing = source = dest = amount = None
+        if self.at_word("growing"):
+            self.advance()
+            growing = self.ref()
+        if role == "transfer":
+            if not self.at_word("from"):
+                raise self.error(start, "`transfer` without `from P to Q (n)`: a KV transfer leaves "
+                                 "the lease (or hold) on P and enters the hold on Q", (
+                                     "help: write `transfer (w) from P to Q (n);`, or `run link (w);` "
+                                     "for a link that only takes time",))
+            if growing is not None:
+                raise self.error(start, "`transfer … from P to Q`: a transfer does not grow a pool")
+            self.advance()
+            source = self.ref()
+            self.expect_word("to")
+            dest = self.ref()
+            amount = self.paren_expr()
+        self.expect("Semi")
+        return ast.Serving(start.span, start.text, index, on, work, growing, source, dest, amount)
+
+    stmt_prefill = stmt_decode = stmt_tool = stmt_transfer = serving
+
+    def stage_above(self, role: str) -> ast.Ref:
+        """A stage named after `on`: it must be declared above the statement."""
+        tok = self.peek()
+        ref = self.ref()
+        name = ref.name if ref.field is None else f"{ref.name}.{ref.field}"
+        own = self.queue_body.name if self.queue_body is not None else None
+        if name not in self.stages_above and name != own:
+            raise self.error(tok, f"`{role} on {name}`: no stage `{name}` is declared above",
+                             ("help: declare the stage above this statement",))
+        return ref
+
+    def _role_stage(self, start: Token) -> None:
+        """A serving form without `on` finds its stage among those declared above
+        (spec 03 §13); 0.1.2 looks before it reads the work."""
+        role = start.text
+        body = self.queue_body if self.context == ENTRY else None
+        if body is not None and role in ("prefill", "decode"):
+            if isinstance(body.serve, ast.Step) or role in self.stages_above:
+                return
+            candidates = []
+        elif (body is not None and role == "transfer" and body.entry_source
+              and not any(n in self.stages_above for n in ("link", "transfer"))):
+            # a `from` entry's transfer may run over a pull relation written later
+            self.pending_transfers.append((start, body.name))
+            return
+        elif role in ("prefill", "decode"):
+            if role in self.stages_above:
+                return
+            candidates = [n for n, step in self.stages_above.items() if step]
+        else:
+            names = ("link", "transfer") if role == "transfer" else ("tool",)
+            candidates = [n for n in names if n in self.stages_above]
+        if len(candidates) == 1:
+            return
+        if candidates:
+            raise self.error(start, f"several stages play `{role}` ({', '.join(candidates)}): write "
+                             f"`{role} on STAGE (...)`")
+        what = {"tool": "name a stage `tool`", "transfer": "name a stage `link` or `transfer`"}.get(
+            role, f"name a stage `{role}`, declare a `step` engine")
+        raise self.error(start, f"no stage declared above plays `{role}`: {what}, or write "
+                         f"`{role} on STAGE (...)`")
+
+    def queue_call(self) -> ast.QueueCall:
+        queue = self.advance()
+        index = None
+        if self.accept("LBracket"):
+            index = self.expr()
+            self.expect("RBracket")
+            if not self.at("Dot"):
+                raise self.error(queue, f"`{queue.text}[…]` as a statement: a queue's entry is "
+                                 f"`{queue.text}[i].verb (…)`")
+        self.expect("Dot")
+        verb = self.expect_name()
+        self.expect("LParen")
+        args = []
+        if not self.at("RParen"):
+            args.append(self.expr())
+            while self.accept("Comma"):
+                args.append(self.expr())
+        self.expect("RParen")
+        source = source_index = dest = amount = None
+        if self.at_word("from"):
+            self.advance()
+            source = self.expect_name().text
+            if self.accept("LBracket"):
+                source_index = self.expr()
+                self.expect("RBracket")
+        if self.at_word("to"):
+            self.advance()
+            dest = self.ref()
+            amount = self.paren_expr()
+        self.expect("Semi")
+        return ast.QueueCall(queue.span, queue.text, index, verb.text, tuple(args), source,
+                             source_index, dest, amount)
+
+    def ref(self) -> ast.Ref:
+        name = self.expect_name()
+        index = field = None
+        if self.accept("LBracket"):
+            index = self.expr()
+            self.expect("RBracket")
+        if self.accept("Dot"):
+            field = self.expect_name().text
+        return ast.Ref(name.span, name.text, index, field)
+
+    def _text(self, first: int, end: int) -> str:
+        """The source text of tokens[first:end], or their spelling joined by spaces."""
+        toks = self.toks[first:end]
+        if not toks:
+            return ""
+        a, b = toks[0], toks[-1]
+        if a.file == b.file and not a.via and not b.via:
+            text = self.sources.get(a.file, "")
+            start = _offset(text, a.line, a.col)
+            stop = _offset(text, b.line, b.col) + b.length
+            if 0 <= start < stop <= len(text):
+                return text[start:stop]
+        return " ".join(t.text for t in toks)
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self) -> ast.Expr:
+        """expr = disj [ "?" expr ":" expr ]"""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(self.peek(), f"the program nests deeper than {MAX_NESTING} levels")
+        try:
+            tok = self.toks[self.i]
+            test = self.binary(1)
+            if self.toks[self.i].kind != "Question":
+                return test
+            self.i += 1
+            then = self.expr()
+            self.expect("Colon")
+            other = self.expr()
+            return ast.Cond(tok.span, test, then, other)
+        finally:
+            self.depth -= 1
+
+    def binary(self, lowest: int) -> ast.Expr:
+        """The binary levels of §10.8 (|| && comparisons + - * /) by precedence
+        climbing: operators of level `lowest` and above, left to right. A
+        comparison takes no comparison as its left operand (`1 < 2 < 3` stops
+        before the second `<`)."""
+        left = self.unary()
+        last = _TIGHTEST
+        while True:
+            tok = self.toks[self.i]
+            entry = _BINARY.get(tok.kind)
+            if entry is None:
+                return left
+            level, op = entry
+            if level < lowest or (level == _COMPARE and last <= _COMPARE):
+                return left
+            self.i += 1
+            right = self.binary(level + 1)
+            left = ast.Binary(tok.span, op, left, right)
+            last = level
+
+    def unary(self) -> ast.Expr:
+        tok = self.peek()
+        if tok.kind in ("Minus", "Not"):
+            self.advance()
+            with self.nest():
+                operand = self.unary()
+            return ast.Unary(tok.span, "-" if tok.kind == "Minus" else "!", operand)
+        if tok.kind == "Tilde":
+            self.advance()
+            dist = self.expect_name()
+            self.expect("LParen")
+            return ast.Sample(tok.span, dist.text, self.call_args())
+        atom = self.atom()
+        if self.at("Caret"):
+            op = self.advance()
+            with self.nest():
+                exponent = self.unary()
+            return ast.Binary(op.span, "^", atom, exponent)
+        return atom
+
+    def atom(self) -> ast.Expr:
+        while self.is_def_use():
+            self._expand_here(expression=True)
+        tok = self.peek()
+        if tok.kind == NUM:
+            self.advance()
+            return ast.Num(tok.span, tok.value)
+        if tok.kind == "LParen":
+            self.advance()
+            inner = self.expr()
+            self.expect("RParen")
+            return inner
+        if tok.kind != IDENT:
+            raise self.error(tok, f"expected an expression, found {tok.show()}")
+        self.advance()
+        if self.at("LParen"):
+            self.advance()
+            return ast.Call(tok.span, tok.text, self.call_args())
+        if tok.text in ("sum", "min", "max") and self.at(IDENT) and self.at_word("in", 1):
+            var = self.advance()
+            self.advance()                                   # in
+            count = self.aggregate_count()
+            body = self.paren_expr()
+            return ast.Aggregate(tok.span, tok.text, var.text, count, body)
+        if self.accept("Dot"):
+            field = self.expect_name()
+            return ast.Dotted(tok.span, tok.text, field.text)
+        if tok.text == "self" and self.context != ENTRY:
+            raise self.error(tok, "`self` is a queue entry's word: the member's own index")
+        return ast.Name(tok.span, tok.text)
+
+    def aggregate_count(self) -> ast.Expr:
+        tok = self.peek()
+        if tok.kind == NUM:
+            self.advance()
+            return ast.Num(tok.span, tok.value)
+        if tok.kind == IDENT:
+            self.advance()
+            return ast.Name(tok.span, tok.text)
+        if tok.kind == "LParen":
+            return self.paren_expr()
+        raise self.error(tok, f"expected an expression, found {tok.show()}")
+
+    def call_args(self) -> tuple:
+        """Arguments after `(` up to and including `)`."""
+        args = []
+        if self.accept("RParen"):
+            return ()
+        while True:
+            args.append(self.call_arg())
+            if self.accept("RParen"):
+                return tuple(args)
+            self.expect_either()
+
+    def expect_either(self) -> None:
+        tok = self.peek()
+        if tok.kind != "Comma":
+            raise self.error(tok, f"expected RParen, found {tok.show()}")
+        self.advance()
+
+    def call_arg(self) -> ast.Expr:
+        """A reference (`kv[j]`, `P[i].kv`) when it is the whole argument, else an expression."""
+        tok = self.peek()
+        if tok.kind == IDENT and self.at("LBracket", 1) and not self.is_def_use():
+            end = self._matching(self.i + 1)
+            if end is not None:
+                after = end + 1
+                if self.toks[after].kind == "Dot" and self.toks[after + 1].kind == IDENT:
+                    after += 2
+                if self.toks[after].kind in ("Comma", "RParen"):
+                    return self.ref()
+        return self.expr()
+
+    def _matching(self, k: int) -> int | None:
+        """The `]` closing the `[` at k, counting square brackets only (as 0.1.2 does)."""
+        depth = 0
+        while k < len(self.toks):
+            kind = self.toks[k].kind
+            if kind == "LBracket":
+                depth += 1
+            elif kind == "RBracket":
+                depth -= 1
+                if depth == 0:
+                    return k
+            elif kind == EOF:
+                return None
+            k += 1
+        return None
+
+
+_STATEMENT_WORDS = frozenset("""set observe turn end request mark hold grow drop release load run
+branch loop choose prefill decode tool transfer""".split())
+
+
+class _Nesting:
+    def __init__(self, parser: _Parser):
+        self.parser = parser
+
+    def __enter__(self):
+        self.parser.depth += 1
+        if self.parser.depth > MAX_NESTING:
+            tok = self.parser.peek()
+            raise self.parser.error(tok, f"the program nests deeper than {MAX_NESTING} levels")
+
+    def __exit__(self, *exc):
+        self.parser.depth -= 1
+        return False
+
+
+class _Items:
+    """What the top level has seen, for the duplicate rules."""
+
+    def __init__(self):
+        self.workload: ast.Workload | None = None
+        self.session: ast.Session | None = None
+        self.server = False
+
+
+class _QueueBody:
+    def __init__(self, name: str, roles: tuple = ()):
+        self.name = name
+        self.roles = roles
+        self.pools: list = []
+        self.serve = None
+        self.serve_tok = None
+        self.latency = None
+        self.nic = None
+        self.entries: list = []
+        self.after_serve = False
+        self.entry_source = None        # the `from` of the entry being read
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    pos = 0
+    for _ in range(line - 1):
+        nl = text.find("\n", pos)
+        if nl < 0:
+            return -1
+        pos = nl + 1
+    return pos + col - 1
+
+
+class _Folder:
+    """Folds an expression over `let`s to a number, or None when it is not a
+    constant the parser can see (array sizes: spec 01 §6.4)."""
+
+    def __init__(self, lets: dict, deps: dict, sizes: bool = False):
+        self.lets = lets
+        self.deps = deps
+        self.sizes = sizes
+        self.used: set[str] = set()
+
+    def fold(self, expr) -> tuple[float | None, frozenset]:
+        try:
+            value = self.value(expr)
+        except _NotConstant:
+            value = None
+        deps = set(self.used)
+        for name in self.used:
+            deps |= self.deps.get(name, frozenset())
+        return value, frozenset(deps)
+
+    def value(self, e) -> float:
+        if isinstance(e, ast.Num):
+            return e.value
+        if isinstance(e, ast.Name):
+            if e.name in self.lets:
+                self.used.add(e.name)
+                if self.lets[e.name] is None:
+                    raise _NotConstant
+                return self.lets[e.name]
+            if e.name == "inf":
+                return math.inf
+            raise _NotConstant
+        if isinstance(e, ast.Unary):
+            v = self.value(e.operand)
+            return -v if e.op == "-" else float(v == 0)
+        if isinstance(e, ast.Binary):
+            return self.binary(e)
+        if isinstance(e, ast.Cond):
+            return self.value(e.then) if self.value(e.test) != 0 else self.value(e.other)
+        if isinstance(e, ast.Call) and PURE_FUNCTIONS.get(e.name) == len(e.args):
+            args = [self.value(a) for a in e.args]
+            return _pure(e.name, args)
+        if isinstance(e, ast.Aggregate) and not self.sizes:
+            return self.aggregate(e)
+        raise _NotConstant
+
+    def binary(self, e) -> float:
+        if e.op == "&&":
+            return float(self.value(e.left) != 0 and self.value(e.right) != 0)
+        if e.op == "||":
+            return float(self.value(e.left) != 0 or self.value(e.right) != 0)
+        a, b = self.value(e.left), self.value(e.right)
+        return _arith(e.op, a, b)
+
+    def aggregate(self, e) -> float:
+        count = self.value(e.count)
+        if not (count >= 1 and count == math.floor(count)) or count > 4096:
+            raise _NotConstant
+        saved = self.lets.get(e.var, _MISSING)
+        results = []
+        try:
+            for k in range(int(count)):
+                self.lets[e.var] = float(k)
+                results.append(self.value(e.body))
+        finally:
+            if saved is _MISSING:
+                self.lets.pop(e.var, None)
+            else:
+                self.lets[e.var] = saved
+            self.used.discard(e.var)
+        if e.op == "sum":
+            return _sum(results)
+        return _reduce(e.op, results)
+
+
+_MISSING = object()
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _sum(values):
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
+def _reduce(op, values):
+    acc = values[0]
+    for v in values[1:]:
+        acc = _pure(op, [acc, v])
+    return acc
+
+
+def _arith(op: str, a: float, b: float) -> float:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        if b == 0:
+            if a == 0 or a != a:
+                return math.nan
+            return math.copysign(math.inf, a) * math.copysign(1.0, b)
+        return a / b
+    if op == "^":
+        return _pow(a, b)
+    if a != a or b != b:
+        return 1.0 if op == "!=" else 0.0
+    return float({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
+
+
+def _pow(a: float, b: float) -> float:
+    try:
+        result = math.pow(a, b)
+    except (OverflowError, ValueError):
+        if a < 0 and b != math.floor(b):
+            return math.nan
+        if a == 0 and b < 0:
+            return math.inf
+        return math.inf if abs(a) > 1 or b < 0 else 0.0
+    return result
+
+
+def _pure(name: str, args) -> float:
+    if name in ("min", "max"):
+        a, b = args
+        if a != a:
+            return b
+        if b != b:
+            return a
+        return min(a, b) if name == "min" else max(a, b)
+    if name == "pow":
+        return _pow(*args)
+    (x,) = args
+    if name == "abs":
+        return abs(x)
+    if name in ("floor", "ceil"):
+        if x != x or x in (math.inf, -math.inf):
+            return x
+        return float(math.floor(x) if name == "floor" else math.ceil(x))
+    if name == "sqrt":
+        return math.sqrt(x) if x >= 0 else (math.nan if x == x else x)
+    if name == "exp":
+        try:
+            return math.exp(x)
+        except OverflowError:
+            return math.inf
+    if name == "ln":
+        if x != x or x < 0:
+            return math.nan
+        return -math.inf if x == 0 else math.log(x)
+    raise _NotConstant

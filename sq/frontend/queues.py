@@ -1,0 +1,522 @@
+"""Queues (spec 03 §14): a named bundle of pools, one stage and entries, written out.
+
+A queue `Q` declares pools `Q.p`, the stage `Q` (its `serve`), `Q.nic`, and
+for a link latency the delay stage `Q.latency`; a pull relation adds
+`R.nic.latency`.  `declarations` turns those into ordinary pool and stage
+items, in the order pyserq numbers them; `Expander.call` replaces one call
+(`Q[i].verb (args) [from S[k]] [to P (m)];`, or `request Q;`) by the entry's
+body with its parameters, own pools and stage, `self` and locals written in.
+The linker then links the result like any kernel statement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sq.frontend import ast as A
+
+ROLES = {"gateway": "route", "prefill": "prefill", "decode": "decode", "link": "transfer"}
+MAX_STATEMENTS = 100_000
+
+
+@dataclass
+class QueueInfo:
+    item: A.Queue
+    locals: set            # names its (non-route) entries set, choose or mark
+    marks: set
+    pull_from: str | None = None          # the queue this one pulls from
+    pull_latency: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.item.name
+
+    @property
+    def family(self) -> bool:
+        return self.item.size is not None
+
+    def entry(self, verb: str, with_source: bool) -> A.Entry | None:
+        found = [e for e in self.item.entries if e.verb == verb and (e.source is not None) == with_source]
+        return found[0] if found else None
+
+    def leased_pool(self) -> str | None:
+        """The own pool its entries lease (the KV a prefiller leaves for the next stage)."""
+        for e in self.item.entries:
+            for s in _walk(e.body):
+                if isinstance(s, A.Hold) and s.lease is not None:
+                    return s.lease.pool.name
+        pools = [p.name for p in self.item.pools]
+        return pools[0] if len(pools) == 1 else None
+
+
+def declarations(items: list, error, fold_latency) -> tuple[list, dict]:
+    """Items with every queue and pull replaced by plain pool/stage declarations (and a share)."""
+    out: list = []
+    queues: dict[str, QueueInfo] = {}
+    for it in items:
+        if isinstance(it, A.Queue):
+            if it.latency is not None:
+                fold_latency(it.latency, f"{it.name}.latency")
+            queues[it.name] = _info(it)
+            out.extend(_queue_items(it))
+        elif isinstance(it, A.Pull):
+            reader, source = queues.get(it.reader), queues.get(it.source)
+            if reader is None or source is None:
+                missing = it.reader if reader is None else it.source   # the reader is named first
+                raise error(f"`{it.reader} pull {it.source}`: no queue `{missing}` is declared above", it,
+                            phase="parse")
+            for q in (reader, source):
+                if q.item.nic is None:
+                    raise error(f"`{it.reader} pull {it.source}`: queue `{q.name}` has no `nic`; a read runs "
+                                f"over the source's NIC and the reader's", it, phase="parse")
+            if reader.pull_from is not None:
+                raise error(f"`{it.reader}` pulls from `{reader.pull_from}` already: one relation per reader", it,
+                            phase="parse")
+            reader.pull_from, reader.pull_latency = it.source, it.latency
+            if it.latency is not None:
+                fold_latency(it.latency, f"{it.reader}.pull")
+                out.append(A.Stage(it.span, name=f"{it.reader}.nic.latency", size=reader.item.size,
+                                   kind=A.Delay(it.span)))
+            out.append(A.Share(it.span, policy=it.policy))
+        else:
+            out.append(it)
+    return out, queues
+
+
+def _info(q: A.Queue) -> QueueInfo:
+    names, marks = set(), set()
+    for e in q.entries:
+        if e.verb == "route":
+            continue
+        for s in _walk(e.body):
+            if isinstance(s, (A.Set, A.Choose)):
+                names.add(s.name)
+            elif isinstance(s, A.Mark):
+                names.add(s.name)
+    for e in q.entries:
+        for s in _walk(e.body):
+            if isinstance(s, A.Mark):
+                marks.add(s.name)
+    return QueueInfo(q, names | marks, marks)
+
+
+def _queue_items(q: A.Queue) -> list:
+    out: list = []
+    for p in q.pools:
+        out.append(A.Pool(p.span, name=f"{q.name}.{p.name}", size=q.size, options=_own_options(q, p.options)))
+    stages = []
+    if q.serve is not None:
+        stages.append((q.serve.span, A.Stage(q.span, name=q.name, size=q.size, kind=_own_kind(q, q.serve))))
+    if q.nic is not None:
+        stages.append((q.nic.span, A.Stage(q.span, name=f"{q.name}.nic", size=q.size, kind=q.nic)))
+    stages.sort(key=lambda t: (t[0].line, t[0].col))   # `serve` and `nic` as written
+    out.extend(s for _, s in stages)
+    if q.latency is not None:
+        out.append(A.Stage(q.span, name=f"{q.name}.latency", size=q.size, kind=A.Delay(q.span)))
+    return out
+
+
+def _own_options(q: A.Queue, options: tuple) -> tuple:
+    own = {p.name for p in q.pools}
+    return tuple(replace(o, target=f"{q.name}.{o.target}") if isinstance(o, A.Spill) and o.target in own else o
+                 for o in options)
+
+
+def _own_kind(q: A.Queue, kind: Any) -> Any:
+    if not isinstance(kind, A.Step):
+        return kind
+    own = {p.name for p in q.pools}
+    opts = tuple(replace(o, pool=f"{q.name}.{o.pool}") if isinstance(o, A.Memory) and o.pool in own else o
+                 for o in kind.options)
+    return replace(kind, options=opts)
+
+
+class Expander:
+    """Writes out queue calls; `lets` folds the link latencies."""
+
+    def __init__(self, queues: dict, error, fold_latency, may_read=lambda name: True):
+        self.queues = queues
+        self.may_read = may_read    # names an entry may read besides its own (lets, context, hidden, …)
+        self.error = error
+        self.fold_latency = fold_latency
+        self.count = 0
+
+    # ------------------------------------------------------------ calls
+    def request(self, r: A.Request, stack: tuple = ()) -> list:
+        q = self.queues.get(r.gateway)
+        if q is None:
+            raise self.error(f"`request {r.gateway}`: no queue `{r.gateway}` is declared", _name_of(r), phase="parse")
+        if "gateway" not in q.item.roles:
+            raise self.error(f"`request {r.gateway}`: queue `{r.gateway}` does not play `gateway`", _name_of(r),
+                             phase="parse")
+        call = A.QueueCall(r.span, queue=r.gateway, verb="route", via=r.via)
+        return self.call(call, stack)
+
+    def call(self, c: A.QueueCall, stack: tuple = (), source_pool: Any = None) -> list:
+        label = f"`{c.queue}.{c.verb}`"
+        q = self.queues.get(c.queue)
+        if q is None:
+            raise self.error(f"{label}: no queue `{c.queue}` is declared", c, phase="parse")
+        if q.family and c.index is None:
+            raise self.error(f"{label}: `{c.queue}` is a family of {q.item.size}; index it", c, phase="parse")
+        if not q.family and c.index is not None:
+            raise self.error(f"`{c.queue}[…].{c.verb}`: `{c.queue}` is one queue, not a family", c, phase="parse")
+        if c.dest is not None and c.verb != "transfer":
+            raise self.error(f"`to` belongs to a link's `transfer`, not to `{c.verb}`", c, phase="parse")
+        entry = q.entry(c.verb, c.source is not None) or (q.entry(c.verb, False) if c.source is not None else None)
+        if entry is None:
+            raise self.error(f"{label}: queue `{c.queue}` has no such entry", c, phase="parse")
+        if c.verb == "transfer" and (c.source is None or c.dest is None):
+            raise self.error(f"`{c.queue}.transfer (n) from S to P (m)`: a transfer names the pool it takes from "
+                             f"and the pool it fills", c, phase="parse")
+        params = entry.params or ()
+        if len(c.args) != len(params):
+            raise self.error(f"{label} takes {len(params)} argument(s), got {len(c.args)}", c, phase="parse")
+        key = (c.queue, c.verb)
+        if key in stack:
+            raise self.error(f"{label}: the entries call each other in a cycle", c, phase="parse")
+        for a in c.args:
+            if any(isinstance(x, A.Sample) for x in _exprs(a)):
+                raise self.error(f"{label}: an argument may not draw: it is substituted into the entry", c,
+                                 phase="parse")
+        if source_pool is None:
+            source_pool = self._source_pool(c)
+        scope = _Scope(q, c.index, dict(zip(params, c.args)), entry.source, source_pool, entry.verb == "route", c,
+                       self.error)
+        scope.entry, scope.may_read = entry, self.may_read
+        body = [s for stmt in entry.body for s in self._stmt(stmt, scope, stack + (key,))]
+        if c.dest is not None:
+            body.append(A.Load(c.span, pool=c.dest, amount=c.amount, via=c.via))
+            body.append(A.Release(c.span, pool=source_pool, via=c.via))
+        self.count += len(body)
+        if self.count > MAX_STATEMENTS:
+            raise self.error("the queue calls write out more than 100000 statements", c, phase="parse")
+        return body
+
+    def _source_pool(self, c: A.QueueCall) -> Any:
+        if c.source is None:
+            return None
+        src = self.queues.get(c.source)
+        if src is None:
+            raise self.error(f"`from {c.source}`: no queue `{c.source}` is declared", c, phase="parse")
+        if src.family and c.source_index is None:
+            raise self.error(f"`from {c.source}`: `{c.source}` is a family of {src.item.size}; index it", c,
+                             phase="parse")
+        pool = src.leased_pool()
+        if pool is None:
+            raise self.error(f"`from {c.source}`: queue `{c.source}` leases no pool", c, phase="parse")
+        name = f"{c.source}.{pool}"
+        if c.source_index is None:
+            return A.Name(c.span, name)
+        return A.Ref(c.span, name, c.source_index)
+
+    def check_entries(self) -> None:
+        """Every entry is checked once as written, called or not: it may read only its own names."""
+        for q in self.queues.values():
+            for entry in q.item.entries:
+                if entry.verb == "route":
+                    continue
+                params = entry.params or ()
+                args = {p: A.Name(entry.span, p) for p in params}
+                sc = _Scope(q, A.Num(entry.span, 0.0), args, entry.source, None, False, entry, self.error)
+                sc.entry, sc.may_read = entry, lambda name, ps=frozenset(params): name in ps or self.may_read(name)
+                sc.checking = True
+                for stmt in entry.body:
+                    self._check_stmt(stmt, sc)
+
+    def _check_stmt(self, s: Any, sc: "_Scope") -> None:
+        if isinstance(s, A.Hold):
+            outer = sc.bindings
+            sc.bindings = outer | {b.name for b in s.bindings}
+            try:
+                for e in _stmt_parts(s):
+                    sc.expr(e)
+                for inner in s.body:
+                    self._check_stmt(inner, sc)
+            finally:
+                sc.bindings = outer
+            return
+        for e in _stmt_parts(s):
+            sc.expr(e)
+        for block in _blocks_of(s):
+            for inner in block:
+                self._check_stmt(inner, sc)
+
+    # ------------------------------------------------------------ an entry's statements
+    def _stmt(self, s: Any, sc: "_Scope", stack: tuple) -> list:
+        if isinstance(s, A.Mark):
+            return [A.Set(s.span, name=f"{sc.q.name}.{s.name}", value=A.Name(s.span, "now"), via=s.via)]
+        if isinstance(s, A.QueueCall):
+            inner = replace(s, index=_opt(sc.expr, s.index), args=tuple(sc.expr(a) for a in s.args),
+                            source_index=_opt(sc.expr, s.source_index),
+                            dest=_opt(sc.pool, s.dest), amount=_opt(sc.expr, s.amount))
+            passed = sc.source_pool if s.source is not None and s.source == sc.source_param else None
+            return self.call(inner, stack, passed)
+        if isinstance(s, A.Request):
+            raise self.error("`request` inside a server or queue entry: a server does not request itself", s,
+                             phase="parse")
+        if isinstance(s, A.Set):
+            return [replace(s, name=sc.local(s.name), value=sc.expr(s.value))]
+        if isinstance(s, A.Observe):
+            return [replace(s, value=sc.expr(s.value))]
+        if isinstance(s, A.Choose):
+            return [replace(s, name=sc.local(s.name), count=sc.expr(s.count),
+                            keys=tuple(sc.expr(k) for k in s.keys))]
+        if isinstance(s, A.Hold):
+            for hp in s.pools:
+                sc.check_holds(hp.pool)
+            outer = sc.bindings
+            sc.bindings = outer | {b.name for b in s.bindings}   # a hold's bindings are its own names
+            try:
+                return self._hold(s, sc, stack)
+            finally:
+                sc.bindings = outer
+        if isinstance(s, (A.Grow, A.Load)):
+            return [replace(s, pool=sc.pool(s.pool), amount=sc.expr(s.amount))]
+        return self._plain(s, sc, stack)
+
+    def _hold(self, s: A.Hold, sc: "_Scope", stack: tuple) -> list:
+        if True:
+            pools = tuple(replace(hp, pool=sc.pool(hp.pool), units=sc.expr(hp.units),
+                                  reserve=_opt(sc.expr, hp.reserve)) for hp in s.pools)
+            lease = None if s.lease is None else replace(s.lease, pool=sc.pool(s.lease.pool),
+                                                         time=sc.expr(s.lease.time))
+            bindings = tuple(replace(b, value=sc.expr(b.value)) for b in s.bindings)
+            return [replace(s, pools=pools, reuse=_opt(sc.expr, s.reuse), bindings=bindings,
+                            body=self._block(s.body, sc, stack), cache=_opt(sc.expr, s.cache), lease=lease)]
+
+    def _plain(self, s: Any, sc: "_Scope", stack: tuple) -> list:
+        if isinstance(s, (A.Drop, A.Release)):
+            return [replace(s, pool=sc.pool(s.pool))]
+        if isinstance(s, A.Run):
+            stages = tuple(sc.stage(r) for r in s.stages) if s.stages else (sc.own_stage(s),)
+            return [replace(s, stages=stages, work=sc.expr(s.work), growing=_opt(sc.pool, s.growing))]
+        if isinstance(s, A.Branch):
+            return [replace(s, test=sc.expr(s.test), then=self._block(s.then, sc, stack),
+                            other=None if s.other is None else self._block(s.other, sc, stack))]
+        if isinstance(s, A.Loop):
+            return [replace(s, body=self._block(s.body, sc, stack))]
+        if isinstance(s, A.Serving):
+            return self._serving(s, sc, stack)
+        return [s]
+
+    def _block(self, body: tuple, sc: "_Scope", stack: tuple) -> tuple:
+        return tuple(x for s in body for x in self._stmt(s, sc, stack))
+
+    def _serving(self, s: A.Serving, sc: "_Scope", stack: tuple) -> list:
+        work = sc.expr(s.work)
+        growing = _opt(sc.pool, s.growing)
+        if s.role != "transfer":
+            on = tuple(sc.stage(r) for r in s.on) if s.on else None
+            if on is None and s.index is None and sc.q.item.serve is not None:
+                on = (sc.own_stage(s),)
+            return [replace(s, on=on, index=_opt(sc.expr, s.index), work=work, growing=growing)]
+        source, dest, amount = _opt(sc.pool, s.source), _opt(sc.pool, s.dest), _opt(sc.expr, s.amount)
+        pre: list = []
+        on = tuple(sc.stage(r) for r in s.on) if s.on else None
+        if on is None and s.index is None and sc.q.pull_from is not None and sc.source_pool is not None:
+            on = self._pull_flow(s, sc, pre)
+        return pre + [replace(s, on=on, index=_opt(sc.expr, s.index), work=work, growing=growing, source=source,
+                              dest=dest, amount=amount)]
+
+    def _pull_flow(self, s: A.Serving, sc: "_Scope", pre: list) -> tuple:
+        """A transfer in a pulling queue's `from` entry runs over both NICs as one flow."""
+        q, src = sc.q, self.queues[sc.q.pull_from]
+        if q.pull_latency is not None:
+            lat = self.fold_latency(q.pull_latency, f"{q.name}.pull")
+            pre.append(A.Run(s.span, stages=(sc.member(f"{q.name}.nic.latency"),), work=A.Num(s.span, lat),
+                             via=s.via))
+        src_ref = sc.source_pool
+        index = src_ref.index if isinstance(src_ref, A.Ref) else None
+        src_nic = A.Ref(s.span, f"{src.name}.nic", index) if index is not None else A.Name(s.span, f"{src.name}.nic")
+        return (src_nic, sc.member(f"{q.name}.nic"))
+
+
+def latency_runs(s: A.Serving, refs: tuple, queues: dict, fold_latency) -> list:
+    """A transfer over a link queue with a `latency` first waits it out on `L.latency`."""
+    runs = []
+    for r in refs:
+        link = queues.get(getattr(r, "name", None))
+        if link is None or link.item.latency is None:
+            continue
+        lat = fold_latency(link.item.latency, f"{link.name}.latency")
+        index = r.index if isinstance(r, A.Ref) and link.family else None
+        stage = A.Name(s.span, f"{link.name}.latency") if index is None else \
+            A.Ref(s.span, f"{link.name}.latency", index)
+        runs.append(A.Run(s.span, stages=(stage,), work=A.Num(s.span, lat), via=s.via))
+    return runs
+
+
+class _Scope:
+    """What names mean inside one call of an entry."""
+
+    def __init__(self, q: QueueInfo, index: Any, args: dict, source_param: str | None, source_pool: Any,
+                 route: bool, call: Any, error):
+        self.q, self.index, self.args, self.call, self.error = q, index, args, call, error
+        self.bindings: frozenset = frozenset()
+        self.checking = False   # checking an entry as written, outside any call
+        self.source_param, self.source_pool = source_param, source_pool
+        self.route = route
+        self.own_pools = {p.name for p in q.item.pools}
+
+    def member(self, name: str) -> Any:
+        span = self.q.item.span
+        if self.q.family:
+            return A.Ref(span, name, self.index)
+        return A.Name(span, name)
+
+    def local(self, name: str) -> str:
+        if self.route and name not in self.q.marks:
+            return name
+        return f"{self.q.name}.{name}"
+
+    def own_stage(self, s: Any) -> Any:
+        if self.q.item.serve is None:
+            raise self.error(f"`run (…)` in queue `{self.q.name}`, which has no `serve`", s, phase="parse")
+        return self.member(self.q.name)
+
+    def pool(self, r: Any) -> Any:
+        if isinstance(r, A.Name):
+            if r.name == self.source_param and self.source_pool is not None:
+                return self.source_pool
+            if r.name in self.args:
+                return self.args[r.name]
+            if r.name in self.own_pools:
+                return self.member(f"{self.q.name}.{r.name}")
+            return r
+        if isinstance(r, A.Ref):
+            if r.field is None and r.index is None:
+                return self.pool(A.Name(r.span, r.name))
+            return replace(r, index=_opt(self.expr, r.index))
+        return r
+
+    def check_holds(self, r: Any) -> None:
+        """An entry allocates its queue's own pools (and the `from` pool it is handed)."""
+        if self.route:
+            return
+        name = getattr(r, "name", None)
+        if isinstance(r, A.Ref) and r.field is not None or isinstance(r, A.Dotted):
+            name = None
+        if name is None or name in self.own_pools or name == self.source_param or name in self.args:
+            return
+        raise self.error(f"`{self.q.name}.{self.entry.verb}` holds `{name}`, which is not a pool of "
+                         f"`{self.q.name}`: an entry allocates its queue's own pools", self.entry, phase="parse")
+
+    def stage(self, r: Any) -> Any:
+        if isinstance(r, A.Name) and r.name in self.args:
+            return self.args[r.name]
+        if isinstance(r, A.Ref):
+            return replace(r, index=_opt(self.expr, r.index))
+        return r
+
+    def expr(self, e: Any, bound: frozenset = frozenset()) -> Any:
+        """`e` as the entry's call sees it; `bound` are the aggregate indices around it."""
+        if e is None:
+            return None
+        if isinstance(e, A.Name) and e.name in bound:
+            return e
+        if isinstance(e, A.Name):
+            if e.name in self.args:
+                return self.args[e.name]
+            if e.name == "self":
+                if self.checking:
+                    return e
+                if not self.q.family:
+                    raise self.error(f"`self` inside queue `{self.q.name}`, which is not a family", self.call,
+                                     phase="parse")
+                return self.index
+            if e.name == self.source_param and self.source_pool is not None:
+                return self.source_pool
+            if e.name in self.own_pools:
+                return self.member(f"{self.q.name}.{e.name}")
+            if e.name in self.q.locals and not (self.route and e.name not in self.q.marks):
+                return A.Dotted(e.span, self.q.name, e.name)
+            if not self.route and e.name not in self.bindings and not self.may_read(e.name):
+                label = f"`{self.q.name}.{self.entry.verb}`"
+                raise self.error(f"{label} reads `{e.name}`, a session attribute set outside the queue: an entry "
+                                 f"sees its parameters, the queue's pools, the context and the request's `hidden` "
+                                 f"attributes; pass `{e.name}` as a parameter or `mark` a moment for the caller "
+                                 f"to read", self.entry, phase="parse")
+            return e
+        if isinstance(e, A.Ref):
+            if e.field is None and e.name in self.own_pools and e.index is None:
+                return self.member(f"{self.q.name}.{e.name}")
+            return replace(e, index=self.expr(e.index, bound))
+        if isinstance(e, A.Unary):
+            return replace(e, operand=self.expr(e.operand, bound))
+        if isinstance(e, A.Binary):
+            return replace(e, left=self.expr(e.left, bound), right=self.expr(e.right, bound))
+        if isinstance(e, A.Cond):
+            return replace(e, test=self.expr(e.test, bound), then=self.expr(e.then, bound),
+                           other=self.expr(e.other, bound))
+        if isinstance(e, (A.Call, A.Sample)):
+            return replace(e, args=tuple(self.expr(a, bound) for a in e.args))
+        if isinstance(e, A.Aggregate):
+            return replace(e, count=self.expr(e.count, bound), body=self.expr(e.body, bound | {e.var}))
+        return e
+
+
+def _name_of(r: A.Request) -> Any:
+    """`request NAME;` is placed at NAME (after `request `)."""
+    sp = r.span
+    return A.Name(replace(sp, col=sp.col + len("request "), length=len(r.gateway)), r.gateway)
+
+
+def _stmt_parts(s: Any) -> list:
+    """The expressions a statement reads itself (nested blocks aside)."""
+    if isinstance(s, (A.Set, A.Observe)):
+        return [s.value]
+    if isinstance(s, A.Choose):
+        return [s.count, *s.keys]
+    if isinstance(s, A.Branch):
+        return [s.test]
+    if isinstance(s, (A.Grow, A.Load)):
+        return [s.amount] + ([s.pool.index] if isinstance(s.pool, A.Ref) and s.pool.index is not None else [])
+    if isinstance(s, A.Run):
+        return [s.work]
+    if isinstance(s, A.Serving):
+        return [x for x in (s.index, s.work, s.amount) if x is not None]
+    if isinstance(s, A.QueueCall):
+        return [x for x in (s.index, *s.args, s.source_index, s.amount) if x is not None]
+    if isinstance(s, A.Hold):
+        out = [x for hp in s.pools for x in (hp.units, hp.reserve) if x is not None]
+        out += [x for x in (s.reuse, s.cache) if x is not None] + [b.value for b in s.bindings]
+        if s.lease is not None:
+            out.append(s.lease.time)
+        return out
+    return []
+
+
+def _blocks_of(s: Any) -> list:
+    if isinstance(s, (A.Hold, A.Loop)):
+        return [s.body]
+    if isinstance(s, A.Branch):
+        return [s.then] + ([s.other] if s.other is not None else [])
+    return []
+
+
+def _opt(f, x: Any) -> Any:
+    return None if x is None else f(x)
+
+
+def _exprs(e: Any):
+    if e is None:
+        return
+    yield e
+    for name in ("operand", "left", "right", "test", "then", "other", "count", "body", "index"):
+        child = getattr(e, name, None)
+        if child is not None and not isinstance(child, (tuple, str, bool)):
+            yield from _exprs(child)
+    for a in getattr(e, "args", ()) or ():
+        yield from _exprs(a)
+
+
+def _walk(body: Any):
+    for s in body:
+        yield s
+        if isinstance(s, (A.Hold, A.Loop)):
+            yield from _walk(s.body)
+        elif isinstance(s, A.Branch):
+            yield from _walk(s.then)
+            if s.other is not None:
+                yield from _walk(s.other)
