@@ -1,0 +1,396 @@
+"""The report of a run: statistics from raw results, and pyserq's JSON.
+
+`Report.from_results(raw)` computes every field of chapter 08 from the
+engine's `RawResults`; `Report.to_json()` writes the exact text pyserq
+0.1.2's `Report.json()` writes (key order, number printing).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+
+from sq import stats
+from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
+
+SERQ_VERSION = "0.1.2"
+REPORT_VERSION = 1
+
+
+# -- number printing -----------------------------------------------------------
+
+def format_number(x) -> str:
+    """A JSON number as serQ prints it.
+
+    Integers (counters) as integers. Floats: the shortest digits that read
+    back exactly, never an exponent, no trailing `.0`; `-0` for -0.0;
+    `null` for NaN and ±inf.
+    """
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError("a report number is never a bool")
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    x = float(x)
+    if not math.isfinite(x):
+        return "null"
+    text = repr(x)  # shortest round-trip digits, maybe with an exponent
+    if "e" in text or "E" in text:
+        text = format(Decimal(text), "f")
+    if text.endswith(".0"):
+        text = text[:-2]
+    return text
+
+
+def display_number(x: float) -> str:
+    """A float as serQ's text output shows it: like `format_number`, but NaN and
+    infinities are spelled `NaN`, `inf`, `-inf` instead of `null`."""
+    x = float(x)
+    if x != x:
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return format_number(x)
+
+
+def _name(s: str) -> str:
+    # serQ writes names unescaped; identifiers never need escaping
+    return '"' + s + '"'
+
+
+# -- rows ----------------------------------------------------------------------
+
+@dataclass
+class Observe:
+    """One observation's statistics over its samples at t >= warmup."""
+
+    name: str
+    count: int
+    mean: float
+    ci: float
+    cv2: float
+    p99: float
+    samples: np.ndarray
+    times: np.ndarray
+    sessions: np.ndarray
+    turns: np.ndarray
+
+    JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
+
+    @classmethod
+    def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
+        times = np.asarray(raw.times, dtype=np.float64)
+        warm = times >= warmup
+        samples = np.asarray(raw.samples, dtype=np.float64)[warm]
+        s = stats.observe_stats(samples)
+        return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[warm],
+                   np.asarray(raw.sessions, dtype=np.int64)[warm],
+                   np.asarray(raw.turns, dtype=np.int64)[warm])
+
+
+@dataclass
+class Gauge:
+    """A gauge's time statistics over [warmup, end] and its whole-run change points."""
+
+    name: str
+    mean: float
+    ci: float
+    min: float
+    max: float
+    times: np.ndarray
+    values: np.ndarray
+
+    JSON_FIELDS = ("mean", "ci", "min", "max")
+
+    @classmethod
+    def from_raw(cls, raw: GaugeRaw, warmup: float, end: float) -> "Gauge":
+        times = np.asarray(raw.times, dtype=np.float64)
+        values = np.asarray(raw.values, dtype=np.float64)
+        g = stats.gauge_stats(times, values, warmup, end)
+        return cls(raw.name, g.mean, g.ci, g.min, g.max, times, values)
+
+
+@dataclass
+class Stage:
+    """One stage row (chapter 08 §3.4); fields in JSON order."""
+
+    name: str
+    index: int | None
+    mean_number: float
+    utilization: float
+    completed: int
+    throughput: float
+    mean_wait: float
+    mean_service: float
+    iterations: int
+    prefill_only: float
+    decode_only: float
+    mixed: float
+    mean_decodes: float
+    mean_decode_batch: float
+    mean_decode_step: float
+    mean_itl: float
+    itl_p50: float
+    itl_p99: float
+
+    @classmethod
+    def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
+        def avg(area: Area) -> float:
+            return stats.time_mean(area.integral, area.value, warmup, end)
+
+        completed = len(raw.services)
+        p50, p99 = stats.itl_quantiles(raw.itl_gaps)
+        return cls(
+            name=raw.name, index=raw.index,
+            mean_number=avg(raw.number), utilization=avg(raw.busy),
+            completed=completed, throughput=_ratio(completed, end - warmup),
+            mean_wait=stats.mean_or_nan(raw.waits),
+            mean_service=stats.mean_or_nan(raw.services),
+            iterations=int(raw.iterations),
+            prefill_only=avg(raw.prefill_only), decode_only=avg(raw.decode_only),
+            mixed=avg(raw.mixed), mean_decodes=avg(raw.decodes),
+            mean_decode_batch=stats.mean_or_nan(raw.decode_batches),
+            mean_decode_step=stats.mean_or_nan(raw.decode_steps),
+            mean_itl=stats.itl_mean(raw.itl_gaps), itl_p50=p50, itl_p99=p99,
+        )
+
+
+@dataclass
+class Pool:
+    """One pool row (chapter 08 §3.5); fields in JSON order."""
+
+    name: str
+    index: int | None
+    mean_used: float
+    mean_cached: float
+    mean_queue: float
+    mean_holders: float
+    mean_wait: float
+    admissions: int
+    evicted_entries: int
+    evicted_units: float
+    preemptions: int
+    spills: int
+    rejected: int
+    stuck: int
+
+    @classmethod
+    def from_raw(cls, raw: PoolRaw, warmup: float, end: float) -> "Pool":
+        def avg(area: Area) -> float:
+            return stats.time_mean(area.integral, area.value, warmup, end)
+
+        return cls(
+            name=raw.name, index=raw.index,
+            mean_used=avg(raw.used), mean_cached=avg(raw.cached),
+            mean_queue=avg(raw.queue), mean_holders=avg(raw.holders),
+            mean_wait=stats.mean_or_nan(raw.waits),
+            admissions=int(raw.admissions), evicted_entries=int(raw.evicted_entries),
+            evicted_units=float(raw.evicted_units), preemptions=int(raw.preemptions),
+            spills=int(raw.spills), rejected=int(raw.rejected), stuck=int(raw.stuck),
+        )
+
+
+def _ratio(count: int, span: float) -> float:
+    """count / span with IEEE results (inf, NaN) instead of ZeroDivisionError."""
+    with np.errstate(all="ignore"):
+        return float(np.float64(count) / np.float64(span))
+
+
+def _row_json(row) -> str:
+    parts = []
+    for f in fields(row):
+        value = getattr(row, f.name)
+        if f.name == "name":
+            text = _name(value)
+        elif value is None:
+            text = "null"
+        else:
+            text = format_number(value)
+        parts.append(f'"{f.name}":{text}')
+    return "{" + ",".join(parts) + "}"
+
+
+# -- the report ------------------------------------------------------------------
+
+@dataclass
+class Report:
+    horizon: float
+    end: float
+    warmup: float
+    seed: int
+    events: int
+    arrivals: int
+    ended: int
+    turns: int
+    mean_live: float
+    observes: dict[str, Observe] = field(default_factory=dict)
+    gauges: dict[str, Gauge] = field(default_factory=dict)
+    stages: list[Stage] = field(default_factory=list)
+    pools: list[Pool] = field(default_factory=list)
+    serq_version: str = SERQ_VERSION
+    iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
+
+    @classmethod
+    def from_results(cls, raw: RawResults) -> "Report":
+        warmup, end = float(raw.warmup), float(raw.end)
+        return cls(
+            horizon=float(raw.horizon), end=end, warmup=warmup, seed=int(raw.seed),
+            events=int(raw.events), arrivals=int(raw.arrivals), ended=int(raw.ended),
+            turns=int(raw.turns),
+            mean_live=stats.time_mean(raw.live.integral, raw.live.value, warmup, end),
+            observes={o.name: Observe.from_raw(o, warmup) for o in raw.observes},
+            gauges={g.name: Gauge.from_raw(g, warmup, end) for g in raw.gauges},
+            stages=[Stage.from_raw(s, warmup, end) for s in raw.stages],
+            pools=[Pool.from_raw(p, warmup, end) for p in raw.pools],
+            iteration_trace=list(getattr(raw, "iteration_trace", None) or []),
+        )
+
+    # lookups, as pyserq's Report has them
+    def observe(self, name: str) -> Observe | None:
+        return self.observes.get(name)
+
+    def gauge(self, name: str) -> Gauge | None:
+        return self.gauges.get(name)
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def pool(self, name: str) -> Pool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def stages_named(self, name: str) -> list[Stage]:
+        return [s for s in self.stages if s.name == name]
+
+    def pools_named(self, name: str) -> list[Pool]:
+        return [p for p in self.pools if p.name == name]
+
+    # -- output --------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`."""
+        n = format_number
+        head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
+                f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
+                f'"events":{n(self.events)},"arrivals":{n(self.arrivals)},'
+                f'"ended":{n(self.ended)},"turns":{n(self.turns)},"mean_live":{n(self.mean_live)}')
+        observes = ",".join(
+            _name(o.name) + ":{" + ",".join(f'"{k}":{n(getattr(o, k))}' for k in Observe.JSON_FIELDS) + "}"
+            for o in self.observes.values())
+        gauges = ",".join(
+            _name(g.name) + ":{" + ",".join(f'"{k}":{n(getattr(g, k))}' for k in Gauge.JSON_FIELDS) + "}"
+            for g in self.gauges.values())
+        stages = ",".join(_row_json(s) for s in self.stages)
+        pools = ",".join(_row_json(p) for p in self.pools)
+        return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]}")
+
+    json = to_json  # pyserq's spelling
+
+    def to_dict(self) -> dict:
+        """The JSON report as Python objects (null for NaN and infinities)."""
+        import json  # noqa: PLC0415
+
+        return json.loads(self.to_json())
+
+    def dump(self, directory) -> None:
+        """Write every observation as `NAME.csv` (time,session,turn,value) and every
+        gauge's change points as `gauge/NAME.csv` (time,value) under `directory`."""
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        d = display_number
+        for o in self.observes.values():
+            rows = (f"{d(t)},{s},{k},{d(v)}\n" for t, s, k, v in
+                    zip(o.times.tolist(), o.sessions.tolist(), o.turns.tolist(), o.samples.tolist()))
+            (root / f"{o.name}.csv").write_text("time,session,turn,value\n" + "".join(rows))
+        if self.gauges:
+            (root / "gauge").mkdir(exist_ok=True)
+            for g in self.gauges.values():
+                rows = (f"{d(t)},{d(v)}\n" for t, v in zip(g.times.tolist(), g.values.tolist()))
+                (root / "gauge" / f"{g.name}.csv").write_text("time,value\n" + "".join(rows))
+
+    def to_text(self) -> str:
+        """A readable report for the terminal (layout only; the numbers are the JSON's)."""
+        return _render_text(self)
+
+    def to_pandas(self) -> dict:
+        """Per-section DataFrames (observes, gauges, stages, pools); needs pandas."""
+        try:
+            import pandas as pd  # noqa: PLC0415
+        except ImportError as e:  # pragma: no cover - pandas is optional
+            raise ImportError("Report.to_pandas() needs pandas, which is not installed") from e
+        obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.JSON_FIELDS}}
+               for o in self.observes.values()]
+        gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}
+               for g in self.gauges.values()]
+        return {
+            "observes": pd.DataFrame(obs), "gauges": pd.DataFrame(gau),
+            "stages": pd.DataFrame([vars(s) for s in self.stages]),
+            "pools": pd.DataFrame([vars(p) for p in self.pools]),
+        }
+
+
+# -- the text report -------------------------------------------------------------
+
+def _fixed(x, digits: int) -> str:
+    x = float(x)
+    return f"{x:.{digits}f}" if math.isfinite(x) else display_number(x)
+
+
+def _label(name: str, index: int | None) -> str:
+    return name if index is None else f"{name}[{index}]"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns as wide as their widest cell; the first left-aligned, the rest right."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return ["", line(headers), *(line(r) for r in rows)]
+
+
+def _render_text(r: Report) -> str:
+    out = [f"run: horizon {format_number(r.horizon)} end {format_number(r.end)} "
+           f"warmup {format_number(r.warmup)} seed {r.seed} events {r.events} "
+           f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
+           f"mean live {_fixed(r.mean_live, 3)}"]
+    if r.observes:
+        out += _table(["observe", "count", "mean", "95% CI", "cv2", "p99"],
+                      [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4),
+                        _fixed(o.cv2, 3), _fixed(o.p99, 4)] for o in r.observes.values()])
+    if r.gauges:
+        out += _table(["gauge", "mean", "95% CI", "min", "max"],
+                      [[g.name, _fixed(g.mean, 4), "±" + _fixed(g.ci, 4), _fixed(g.min, 4),
+                        _fixed(g.max, 4)] for g in r.gauges.values()])
+    if r.stages:
+        out += _table(["stage", "number", "util", "done", "thru", "wait", "service", "iters"],
+                      [[_label(s.name, s.index), _fixed(s.mean_number, 3), _fixed(s.utilization, 3),
+                        str(s.completed), _fixed(s.throughput, 4), _fixed(s.mean_wait, 4),
+                        _fixed(s.mean_service, 4), str(s.iterations)] for s in r.stages])
+    steps = [s for s in r.stages if s.iterations > 0]
+    if steps:
+        out += _table(["step", "prefill only", "decode only", "mixed", "idle", "decodes",
+                       "decode batch", "decode step", "itl mean", "itl p50", "itl p99"],
+                      [[_label(s.name, s.index), _fixed(s.prefill_only, 3), _fixed(s.decode_only, 3),
+                        _fixed(s.mixed, 3), _fixed(1.0 - s.prefill_only - s.decode_only - s.mixed, 3),
+                        _fixed(s.mean_decodes, 3), _fixed(s.mean_decode_batch, 3),
+                        _fixed(s.mean_decode_step, 6), _fixed(s.mean_itl, 6), _fixed(s.itl_p50, 6),
+                        _fixed(s.itl_p99, 6)] for s in steps])
+    if r.pools:
+        out += _table(["pool", "used", "cached", "queue", "holders", "wait", "admits", "evict(n)",
+                       "evict(u)", "preempt", "spill", "rej", "stuck"],
+                      [[_label(p.name, p.index), _fixed(p.mean_used, 1), _fixed(p.mean_cached, 1),
+                        _fixed(p.mean_queue, 3), _fixed(p.mean_holders, 3), _fixed(p.mean_wait, 4),
+                        str(p.admissions), str(p.evicted_entries), _fixed(p.evicted_units, 0),
+                        str(p.preemptions), str(p.spills), str(p.rejected), str(p.stuck)]
+                       for p in r.pools])
+        for p in r.pools:
+            if p.stuck > 0:
+                out.append(f"stuck: {p.stuck} session(s) preempted again at pool "
+                           f"`{_label(p.name, p.index)}` without passing the position of "
+                           "their previous preemption")
+    return "\n".join(out)

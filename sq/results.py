@@ -1,0 +1,154 @@
+"""Raw results: what the engine hands over at the end of a run.
+
+This is the contract between the engine (which fills it) and
+`sq.report` (which turns it into a `Report`). Everything here is raw:
+samples, counters and time integrals. No statistic is computed by the
+engine, so the arithmetic that must match pyserq 0.1.2 to the last bit
+lives in one place (`sq.stats`).
+
+Conventions the engine follows:
+
+* Arrays are numpy arrays (float64 for values and times, int64 for
+  counts and ids), in the order the engine recorded them. Plain Python
+  lists are accepted too; the report converts them.
+* Sample lists (`waits`, `services`, ...) hold only samples taken at a
+  time >= warmup (the run is "warm"), in record order. Observation
+  samples are the exception: they cover the WHOLE run, because the
+  report exposes them all; the report keeps those with time >= warmup.
+* A time integral is an `Area`. It is accumulated the way pyserq does,
+  so means agree bit for bit: the engine keeps `(value, last, integral)`,
+  and at every change at time `now` does
+  `integral += value * (now - last); last = now; value = new`.
+  At warm-up (`EndWarmup`) it sets `integral = 0; last = warmup`
+  (keeping `value`). At the end of the run it flushes once more:
+  `integral += value * (end - last)`. `Area.integral` is that flushed
+  integral over [warmup, end] and `Area.value` the value held at `end`
+  (used when the measured span is empty).
+* Counters are plain ints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def _f64() -> np.ndarray:
+    return np.zeros(0, dtype=np.float64)
+
+
+def _i64() -> np.ndarray:
+    return np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class Area:
+    """The integral of a step function over [warmup, end], and its final value."""
+
+    integral: float = 0.0
+    value: float = 0.0
+
+
+@dataclass
+class ObserveRaw:
+    """Every sample of one `observe NAME = e;`, whole run, in record order."""
+
+    name: str
+    samples: np.ndarray = field(default_factory=_f64)   # float64: the value
+    times: np.ndarray = field(default_factory=_f64)     # float64: simulation time of the record
+    sessions: np.ndarray = field(default_factory=_i64)  # int64: the session's `serial`
+    turns: np.ndarray = field(default_factory=_i64)     # int64: the session's `turn_no` then
+
+
+@dataclass
+class GaugeRaw:
+    """Change points of one `gauge NAME = e;` over the whole run, from time 0.
+
+    The gauge holds `values[k]` from `times[k]` until `times[k+1]` (or the
+    end). A point is appended only when the value read after an instant
+    differs from the last one.
+    """
+
+    name: str
+    times: np.ndarray = field(default_factory=_f64)
+    values: np.ndarray = field(default_factory=_f64)
+
+
+@dataclass
+class StageRaw:
+    """One stage row (array members are separate rows, in index order).
+
+    `kind` is "fifo", "ps", "delay" or "step" (informative; the report's
+    formulas do not depend on it, except that step-only fields are 0 /
+    null on other stages because their sample lists are empty).
+    """
+
+    name: str
+    index: int | None = None
+    kind: str = "fifo"
+    # jobs present (waiting + in service; step: residents; shared: flows)
+    number: Area = field(default_factory=Area)
+    # 1 while at least one job is present; on a shared stage Σ rate/φ
+    busy: Area = field(default_factory=Area)
+    # one sample per job completed at t >= warmup (a shared flow: one per stage)
+    waits: np.ndarray = field(default_factory=_f64)     # start - enqueue
+    services: np.ndarray = field(default_factory=_f64)  # completion - start
+    # step stages only -------------------------------------------------
+    iterations: int = 0  # iterations started over the whole run (not gated)
+    # 1 while an iteration of that kind is in flight, else 0
+    prefill_only: Area = field(default_factory=Area)
+    decode_only: Area = field(default_factory=Area)
+    mixed: Area = field(default_factory=Area)
+    # number of decode jobs in the in-flight iteration (0 while idle)
+    decodes: Area = field(default_factory=Area)
+    # per iteration started at t >= warmup that carried >= 1 decode:
+    decode_batches: np.ndarray = field(default_factory=_f64)  # its number of decodes
+    # its duration as scheduled (the cost value, end = start + duration), not
+    # the difference end - start, which can round differently
+    decode_steps: np.ndarray = field(default_factory=_f64)
+    # inter-token gaps (token time - previous token time) ending on this stage
+    # at t >= warmup, in record order
+    itl_gaps: np.ndarray = field(default_factory=_f64)
+
+
+@dataclass
+class PoolRaw:
+    """One pool row (array members are separate rows, in index order)."""
+
+    name: str
+    index: int | None = None
+    used: Area = field(default_factory=Area)      # allocated units
+    cached: Area = field(default_factory=Area)    # units held as cached prefixes
+    queue: Area = field(default_factory=Area)     # holds waiting for admission
+    holders: Area = field(default_factory=Area)   # holds holding units
+    # now - queued_at at each admission at t >= warmup, on the hold's first pool only
+    waits: np.ndarray = field(default_factory=_f64)
+    # whole-run counters (not gated by warm-up)
+    admissions: int = 0
+    evicted_entries: int = 0
+    evicted_units: float = 0.0
+    preemptions: int = 0
+    spills: int = 0
+    rejected: int = 0
+    stuck: int = 0
+
+
+@dataclass
+class RawResults:
+    """Everything one run produced."""
+
+    horizon: float
+    end: float
+    warmup: float
+    seed: int
+    events: int = 0    # events popped, whole run (stale ones and EndWarmup included)
+    arrivals: int = 0  # sessions arrived, whole run
+    ended: int = 0     # sessions ended at t >= warmup
+    turns: int = 0     # `turn;` executed at t >= warmup
+    live: Area = field(default_factory=Area)  # number of live sessions
+    observes: list[ObserveRaw] = field(default_factory=list)  # program order
+    gauges: list[GaugeRaw] = field(default_factory=list)      # program order
+    stages: list[StageRaw] = field(default_factory=list)      # declaration order, arrays expanded
+    pools: list[PoolRaw] = field(default_factory=list)        # declaration order, arrays expanded
+    # debug lines describing each iteration, only when the run was asked to trace
+    iteration_trace: list[str] = field(default_factory=list)

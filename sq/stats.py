@@ -1,0 +1,186 @@
+"""The statistics of a report, computed exactly as pyserq 0.1.2 does.
+
+Bit equality with pyserq matters (reports are compared as JSON text), so
+every sum here runs left to right in record order, as a plain loop
+would (never numpy's pairwise `sum`). The per-sample loops are the typed
+kernels of `sq._stats`; this module holds the formulas around them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sq import _stats
+
+BATCHES = 20
+T_19 = 2.093          # Student t, 97.5 %, 19 degrees of freedom
+CI_MIN_SAMPLES = 40   # below this an observation's half-width is +inf
+ITL_BUCKET = math.log1p(0.01)  # log-width of a 1 % histogram bucket
+
+NAN = float("nan")
+INF = float("inf")
+
+
+# -- sums in record order ----------------------------------------------------
+
+def seq_sum(xs) -> float:
+    """Left-to-right float sum from +0.0 (what a loop gives, unlike numpy's pairwise sum)."""
+    return _stats.seq_sum(_as_f64(xs))
+
+
+def _as_f64(xs) -> np.ndarray:
+    return np.ascontiguousarray(xs, dtype=np.float64)
+
+
+# -- observations ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Moments:
+    """Welford's running mean and sample variance."""
+
+    n: int
+    mean: float
+    variance: float
+
+    @property
+    def cv2(self) -> float:
+        with np.errstate(all="ignore"):
+            return float(np.float64(self.variance) / (np.float64(self.mean) * np.float64(self.mean)))
+
+
+def welford(xs) -> Moments:
+    """`d = x - m; m += d/k; M2 += d*(x - m)`, in record order; NaN where undefined."""
+    n, mean, m2 = _stats.welford(_as_f64(xs))
+    return Moments(n, mean if n else NAN, m2 / (n - 1) if n >= 2 else NAN)
+
+
+def mean_or_nan(xs) -> float:
+    """Welford mean (the one pyserq reports for wait/service samples); NaN if empty."""
+    return welford(xs).mean
+
+
+def batch_half_width(xs, batches: int = BATCHES) -> float:
+    """Half-width of the batch-means 95 % CI: consecutive equal batches of
+    `floor(n/batches)` samples (the tail dropped), t · sqrt(s²/batches)."""
+    xs = _as_f64(xs)
+    if batches < 2 or len(xs) // batches < 1:
+        return INF
+    means = _stats.batch_means(xs, batches).tolist()
+    k = float(len(means))
+    m = 0.0
+    for x in means:
+        m += x
+    m /= k
+    var = 0.0
+    for x in means:
+        var += (x - m) * (x - m)
+    var /= k - 1.0
+    t = T_19 if batches == BATCHES else 2.0
+    return t * math.sqrt(var / k) if var == var else NAN
+
+
+def total_order_keys(xs) -> np.ndarray:
+    """int64 keys whose order is IEEE 754 totalOrder (-NaN < -inf < … < -0 < +0 < … < +NaN)."""
+    return _stats.total_order_keys(_as_f64(xs))
+
+
+def quantile(xs, q: float) -> float:
+    """The ceil(q·n)-th smallest sample in IEEE total order (rank clamped to [1, n])."""
+    xs = _as_f64(xs)
+    n = len(xs)
+    if n == 0:
+        return NAN
+    return _stats.order_statistic(xs, _rank(q, n))
+
+
+def _rank(q: float, n: int) -> int:
+    """ceil(q·n), clamped to [1, n]."""
+    return min(max(math.ceil(q * n), 1), n)
+
+
+@dataclass(frozen=True)
+class ObserveStats:
+    count: int
+    mean: float
+    ci: float
+    cv2: float
+    p99: float
+
+
+def observe_stats(samples) -> ObserveStats:
+    xs = _as_f64(samples)
+    m = welford(xs)
+    ci = batch_half_width(xs) if m.n >= CI_MIN_SAMPLES else INF
+    cv2 = m.cv2 if m.n >= 2 else NAN
+    return ObserveStats(m.n, m.mean, ci, cv2, quantile(xs, 0.99))
+
+
+# -- time averages -----------------------------------------------------------
+
+def time_mean(integral: float, value: float, start: float, end: float) -> float:
+    """Mean of a step function from its integral over [start, end]; the held
+    value when the span is empty."""
+    span = float(end) - float(start)
+    if not span > 0.0:
+        return float(value)
+    return float(integral) / span
+
+
+@dataclass(frozen=True)
+class GaugeStats:
+    mean: float
+    ci: float
+    min: float
+    max: float
+
+
+def gauge_stats(times, values, start: float, end: float,
+                batches: int = BATCHES) -> GaugeStats:
+    """Time average over [start, end] of the step function holding values[k]
+    from times[k], a batch-means CI over `batches` equal windows, and the
+    extremes held for a positive time."""
+    start, end = float(start), float(end)
+    span = end - start
+    ts, vs = _as_f64(times), _as_f64(values)
+    if not span > 0.0 or len(ts) == 0 or batches == 0:
+        return GaugeStats(NAN, INF, NAN, NAN)
+    held, total, lo, hi, windows = _stats.gauge_pass(ts, vs, start, end, batches)
+    if held == 0:
+        return GaugeStats(NAN, INF, NAN, NAN)
+    width = span / batches
+    ci = batch_half_width([w / width for w in windows.tolist()], batches) if batches >= 2 else INF
+    return GaugeStats(total / span, ci, lo, hi)
+
+
+def _window_areas(a, b, v, start, end, width, batches) -> list[float]:
+    """Each window's integral: the sum, in segment order, of v·overlap over
+    the segments [a, b] overlapping it by a positive time. Window bounds are
+    computed from their index (start + w·width; the first starts at
+    `start`, the last ends at `end`), never stepped to."""
+    return _stats.window_areas(_as_f64(a), _as_f64(b), _as_f64(v), float(start), float(end),
+                               float(width), batches).tolist()
+
+
+# -- inter-token gaps ---------------------------------------------------------
+
+def itl_quantiles(gaps, qs=(0.5, 0.99)) -> tuple[float, ...]:
+    """Quantiles of the 1 %-bucket log histogram of chapter 08 §3.4.
+
+    Bucket k = floor(ln x / ln 1.01) for x > 0, one bucket below all for
+    x <= 0 (and NaN); the quantile is the bucket's geometric middle
+    clamped to the least and greatest gap it holds (0 for the low bucket).
+    """
+    xs = _as_f64(gaps)
+    n = len(xs)
+    if n == 0:
+        return tuple(NAN for _ in qs)
+    ranks = np.array([_rank(q, n) for q in qs], dtype=np.int64)
+    return tuple(_stats.itl_quantiles(xs, ranks, ITL_BUCKET).tolist())
+
+
+def itl_mean(gaps) -> float:
+    """The exact mean: a running sum over n; NaN without gaps."""
+    xs = _as_f64(gaps)
+    return seq_sum(xs) / len(xs) if len(xs) else NAN
