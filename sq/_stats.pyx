@@ -14,7 +14,7 @@ import numpy as np
 
 from libc.math cimport exp, floor, isfinite, log, INFINITY, NAN
 from libc.stdint cimport INT64_MAX, int32_t, int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
 cdef extern from *:
@@ -277,6 +277,29 @@ cdef inline double clamp(double middle, double least, double greatest) noexcept 
     return greatest if greatest < r else r
 
 
+cdef struct Histogram:
+    Bucket low          # x <= 0 and NaN
+    Bucket top          # +inf
+    Bucket* cells       # bucket k at cells[k - kmin], for kmin <= k < kmin + nk
+    int32_t kmin
+    Py_ssize_t nk
+
+
+cdef double histogram_quantile(Histogram* h, int64_t rank, double bucket) noexcept nogil:
+    """The first bucket upward whose running count reaches `rank`: its
+    geometric middle clamped to the least and greatest gap it holds."""
+    cdef int64_t seen = h.low.count
+    cdef Py_ssize_t i
+    if seen >= rank:
+        return clamp(0.0, h.low.least, h.low.greatest)
+    for i in range(h.nk):
+        seen += h.cells[i].count
+        if h.cells[i].count and seen >= rank:
+            return clamp(exp((<double>(h.kmin + i) + 0.5) * bucket),
+                         h.cells[i].least, h.cells[i].greatest)
+    return clamp(INFINITY, h.top.least, h.top.greatest)
+
+
 def itl_quantiles(const double[::1] gaps, const int64_t[::1] ranks, double bucket):
     """For each rank (1..n), the histogram quantile of chapter 08 §3.4.
 
@@ -287,60 +310,46 @@ def itl_quantiles(const double[::1] gaps, const int64_t[::1] ranks, double bucke
     exp((k + 0.5)*bucket) (0 for the low bucket, +inf for the top one),
     clamped to the least and greatest gap it holds.
     """
-    cdef Py_ssize_t n = gaps.shape[0], i, j, m = ranks.shape[0], nk
-    out = np.empty(m, dtype=np.float64)
+    cdef Py_ssize_t n = gaps.shape[0], i, j
+    out = np.full(ranks.shape[0], NAN, dtype=np.float64)
     if n == 0:
-        out.fill(NAN)
         return out
     cdef double[::1] res = out
+    cdef Histogram h
+    cdef int32_t kmax = -2147483647 - 1
+    cdef double x
+    # finite positive gaps span about ±75000 buckets, so an int32 holds k
     cdef int32_t* ks = <int32_t*>malloc(n * sizeof(int32_t))
     if ks == NULL:
         raise MemoryError()
-    cdef Bucket low, top
-    cdef Bucket* cells = NULL
-    cdef int32_t kmin = 2147483647, kmax = -2147483647 - 1
-    cdef double x, middle
-    cdef int64_t seen, rank
-    low.count = top.count = 0
-    low.least = low.greatest = top.least = top.greatest = NAN
+    h.low.count = h.top.count = 0
+    h.low.least = h.low.greatest = h.top.least = h.top.greatest = NAN
+    h.kmin = 2147483647
+    h.cells = NULL
     try:
         with nogil:
-            # finite positive gaps span about ±75000 buckets, so an int32 holds k
             for i in range(n):
                 x = gaps[i]
                 if x > 0.0 and isfinite(x):
                     ks[i] = <int32_t>floor(log(x) / bucket)
-                    kmin = min(kmin, ks[i])
+                    h.kmin = min(h.kmin, ks[i])
                     kmax = max(kmax, ks[i])
-        nk = kmax - kmin + 1 if kmax >= kmin else 0
-        cells = <Bucket*>malloc(max(nk, 1) * sizeof(Bucket))
-        if cells == NULL:
+        h.nk = kmax - h.kmin + 1 if kmax >= h.kmin else 0
+        h.cells = <Bucket*>calloc(max(h.nk, 1), sizeof(Bucket))
+        if h.cells == NULL:
             raise MemoryError()
         with nogil:
-            for j in range(nk):
-                cells[j].count = 0
             for i in range(n):
                 x = gaps[i]
                 if not x > 0.0:
-                    bucket_add(&low, x)
+                    bucket_add(&h.low, x)
                 elif not isfinite(x):
-                    bucket_add(&top, x)
+                    bucket_add(&h.top, x)
                 else:
-                    bucket_add(&cells[ks[i] - kmin], x)
-            for j in range(m):
-                rank = ranks[j]
-                seen = low.count
-                if seen >= rank:
-                    res[j] = clamp(0.0, low.least, low.greatest)
-                    continue
-                res[j] = clamp(INFINITY, top.least, top.greatest)
-                for i in range(nk):
-                    seen += cells[i].count
-                    if cells[i].count and seen >= rank:
-                        middle = exp((<double>(kmin + i) + 0.5) * bucket)
-                        res[j] = clamp(middle, cells[i].least, cells[i].greatest)
-                        break
+                    bucket_add(&h.cells[ks[i] - h.kmin], x)
+            for j in range(ranks.shape[0]):
+                res[j] = histogram_quantile(&h, ranks[j], bucket)
     finally:
         free(ks)
-        free(cells)
+        free(h.cells)
     return out
