@@ -77,6 +77,6 @@ def same(a, b, rtol=1e-9):
 
 
 def test_run_prints_a_readable_table():
-    out = sq_cli("run", EXAMPLE, "--horizon", "500")
+    out = sq_cli("run", EXAMPLE, "--horizon", "500", "--warmup", "50")
     assert out.returncode == 0, out.stderr
     assert "response" in out.stdout
