@@ -1,0 +1,275 @@
+"""The example gallery (examples/**): every program compiles and runs in sq exactly as in pyserq 0.1.2.
+
+Fast checks, for every example:
+  * `sq.compile(path)` gives pyserq's IR (`to_dict()` equal to pyserq's
+    `to_json()`, parsed); a difference is a linker bug and the case is an
+    xfail naming the first differing key;
+  * the report of a short run is pyserq's: same keys, counts identical, every
+    other number within 1e-9 relative. A construct the engine does not run
+    yet (`SqError` with phase "unsupported") skips with the engine's message;
+  * the README lists every example with its command, and replay/chat.csv is
+    what replay/make_trace.py writes.
+
+Slow checks (`-m slow`): the theory quoted in the comments of the queueing
+examples holds within the 95% confidence interval the report gives. The
+expected values are computed here from the formulas, not copied from a run.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import sq
+from oracle import first_difference
+from sq.frontend.errors import SqError
+
+pyserq = pytest.importorskip("pyserq", reason="the examples are checked against pyserq 0.1.2")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+PROGRAMS = sorted(EXAMPLES.rglob("*.sq"))
+TRACE = EXAMPLES / "replay" / "chat.csv"
+
+# Short runs for the report comparison: this fraction of each program's own
+# horizon and warm-up keeps the whole file well under a minute.
+SHORT = 0.25
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(EXAMPLES))
+
+
+def _overrides(path: Path) -> dict:
+    # `sq.run` reads a relative trace path from the current directory (the
+    # program's folder is lost on the way to the engine; see the xfail
+    # below), so a program with a trace gets it by absolute path, in both
+    # implementations alike.
+    has_trace = json.loads(pyserq.compile(path=str(path)).to_json())["trace"] is not None
+    return {"trace": str(TRACE)} if has_trace else {}
+
+
+def _run_or_skip(program):
+    try:
+        return sq.run(program)
+    except SqError as e:
+        if e.phase == "unsupported":
+            pytest.skip(f"engine: {e}")
+        raise
+
+
+def test_the_gallery_is_there():
+    folders = {p.parent.name for p in PROGRAMS}
+    assert {"single-turn", "multi-turn", "pd-disaggregation", "replay", "papers"} <= folders
+    assert len(PROGRAMS) >= 14
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=_id)
+def test_ir_is_pyserqs(path):
+    ours = sq.compile(path).to_dict()
+    theirs = json.loads(pyserq.compile(path=str(path)).to_json())
+    where = first_difference(ours, theirs)
+    if where is not None:
+        pytest.xfail(f"linker bug: sq's IR differs from pyserq's at {where}")
+
+
+def _same_numbers(ours, theirs, path="$"):
+    """Differences between two report JSONs: keys and counts exact, floats within 1e-9 relative."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        if list(ours) != list(theirs):
+            return [f"{path}: keys {list(ours)} vs {list(theirs)}"]
+        return [d for k in ours for d in _same_numbers(ours[k], theirs[k], f"{path}.{k}")]
+    if isinstance(ours, list) and isinstance(theirs, list):
+        if len(ours) != len(theirs):
+            return [f"{path}: {len(ours)} items vs {len(theirs)}"]
+        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in _same_numbers(a, b, f"{path}[{i}]")]
+    if isinstance(ours, int) and isinstance(theirs, int) and not isinstance(ours, bool):
+        return [] if ours == theirs else [f"{path}: count {ours} vs {theirs}"]
+    if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) and not isinstance(ours, bool):
+        if math.isnan(ours) and math.isnan(theirs):
+            return []
+        return [] if math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=0.0) else [f"{path}: {ours!r} vs {theirs!r}"]
+    return [] if ours == theirs else [f"{path}: {ours!r} vs {theirs!r}"]
+
+
+def _compare_short_run(path: Path, **kw):
+    kw.update(_overrides(path))
+    default = json.loads(pyserq.compile(path=str(path), **kw).to_json())
+    kw.update(horizon=default["horizon"] * SHORT, warmup=default["warmup"] * SHORT)
+    report = _run_or_skip(sq.compile(path, **kw))
+    ours = json.loads(report.json())
+    theirs = json.loads(pyserq.run(pyserq.compile(path=str(path), **kw)).json())
+    assert ours["arrivals"] > 0, "a short run must still see traffic to compare anything"
+    assert _same_numbers(ours, theirs) == []
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=_id)
+def test_short_run_reports_as_pyserq(path):
+    _compare_short_run(path)
+
+
+# The settings the examples' comments suggest trying: most of them push the
+# engine into preemption, eviction or congested NICs, the paths a default
+# run visits least.
+VARIANTS = [
+    ("single-turn/vllm_single_turn.sq", {"sets": {"rate": 6}}),
+    ("single-turn/separate_phases.sq", {"sets": {"rate": 9, "kv_gib": 3}}),
+    ("multi-turn/vllm.sq", {"sets": {"kv_gib": 2}}),
+    ("multi-turn/closed.sq", {"sets": {"users": 160}}),
+    ("multi-turn/routing.sq", {"sets": {"policy": 0}}),
+    ("multi-turn/routing.sq", {"sets": {"policy": 1}}),
+    ("pd-disaggregation/pull.sq", {"sets": {"nic_gbs": 2}}),
+    ("pd-disaggregation/push.sq", {"sets": {"nic_gbs": 2}}),
+    ("replay/vllm_replay.sq", {"sets": {"rate": 2}}),
+    ("single-turn/ps.sq", {"defs": {"service": "~h2(1, 4)"}}),
+]
+
+
+@pytest.mark.parametrize("rel, kw", VARIANTS, ids=[f"{r}:{next(iter(k.values()))}" for r, k in VARIANTS])
+def test_suggested_variant_reports_as_pyserq(rel, kw):
+    _compare_short_run(EXAMPLES / rel, **kw)
+
+
+@pytest.mark.xfail(strict=False, reason="sq.run drops Program.trace_base (to_dict() leaves it out), so a "
+                   "relative trace is read from the current directory, not beside the program")
+def test_relative_trace_is_read_beside_the_program(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)            # no chat.csv here
+    report = sq.run(sq.compile(EXAMPLES / "replay" / "vllm_replay.sq", horizon=20, warmup=0))
+    assert report.turns > 0
+
+
+def test_the_comparison_catches_a_difference():
+    # The report comparison above must be able to fail.
+    base = {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0}}}
+    assert _same_numbers(base, base) == []
+    assert _same_numbers(base, {"events": 11, "observes": {"r": {"count": 3, "mean": 1.0}}})
+    assert _same_numbers(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0 + 1e-6}}})
+    assert _same_numbers(base, {"observes": {}, "events": 10})
+
+
+def test_readme_lists_every_example_with_its_command():
+    readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    for path in PROGRAMS:
+        rel = _id(path)
+        assert f"| {rel} |" in readme, f"README has no line for {rel}"
+        assert f"`python -m sq run examples/{rel}" in readme, f"README gives no command for {rel}"
+
+
+def test_trace_is_what_the_script_writes():
+    spec = importlib.util.spec_from_file_location("make_trace", EXAMPLES / "replay" / "make_trace.py")
+    make_trace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_trace)
+    assert TRACE.read_text(encoding="utf-8") == make_trace.trace_text()
+    corpus = pyserq.read_trace(str(TRACE))
+    assert len(corpus) == 300 and all(len(s) >= 1 for s in corpus)
+    assert all(think == 0 for s in corpus for (_, _, think, _) in s[-1:]), "no think after a last turn"
+
+
+# ---- slow: the theory in the comments ---------------------------------------------
+#
+# One run's mean is one draw, and the examples share seed 1 (so their arrival
+# streams are the same draws, and one unlucky stream fails every check at
+# once). Each check therefore pools independent runs (SEEDS, each at LONGER
+# times the program's horizon, where the report's batch-means intervals are
+# better calibrated): the mean of their means, with the half-width
+# sqrt(sum ci_i^2) / k of an average of k independent normal estimates, each
+# ci_i being the report's own 95% half-width. The file checks CLAIMS theory
+# values; so that all of them hold together with 95% confidence (Bonferroni),
+# each interval is widened from z = 1.96 to z = 2.935 (two-sided 0.05 / 15).
+
+SEEDS = range(1, 6)
+LONGER = 4
+CLAIMS = 15
+BONFERRONI = 2.935 / 1.96
+
+
+def _pooled(compile_kwargs: dict, name: str) -> tuple[float, float]:
+    horizon = sq.compile(**compile_kwargs).horizon * LONGER
+    means, cis = [], []
+    for seed in SEEDS:
+        o = _run_or_skip(sq.compile(**compile_kwargs, seed=seed, horizon=horizon)).observes[name]
+        means.append(o.mean)
+        cis.append(o.ci)
+    k = len(means)
+    return sum(means) / k, math.sqrt(sum(c * c for c in cis)) / k
+
+
+def _within_ci(compile_kwargs: dict, name: str, expected: float):
+    mean, ci = _pooled(compile_kwargs, name)
+    assert abs(mean - expected) <= BONFERRONI * ci, f"{name}: pooled mean {mean} ± {ci} (95%), theory {expected}"
+
+
+def _example(rel: str, **kw) -> dict:
+    return {"path": EXAMPLES / rel, **kw}
+
+
+@pytest.mark.slow
+def test_mg1_pollaczek_khinchine():
+    lam, s = 0.8, 1.0
+    for service, second_moment in (("~det(s)", s * s), ("~exp(s)", 2 * s * s)):
+        source = (EXAMPLES / "single-turn/mg1.sq").read_text(encoding="utf-8")
+        assert "(~det(s))" in source
+        program = {"source": source.replace("(~det(s))", f"({service})")}
+        rho = lam * s
+        wq = lam * second_moment / (2 * (1 - rho))
+        _within_ci(program, "response", wq + s)
+        if service == "~det(s)":
+            _within_ci(program, "wait", wq)
+
+
+def _erlang_c(c: int, a: float) -> float:
+    rho = a / c
+    top = a ** c / math.factorial(c) / (1 - rho)
+    return top / (sum(a ** k / math.factorial(k) for k in range(c)) + top)
+
+
+@pytest.mark.slow
+def test_mmc_erlang_c():
+    c, lam, mu = 8, 6.4, 1.0
+    program = _example("single-turn/mmc.sq")
+    prob_wait = _erlang_c(c, lam / mu)
+    assert abs(prob_wait - 0.4576) < 1e-4      # the figure the comment quotes
+    _within_ci(program, "waited", prob_wait)
+    _within_ci(program, "wait", prob_wait / (c * mu - lam))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("service", ["~exp(1)", "~det(1)", "~h2(1, 4)"])
+def test_ps_insensitivity(service):
+    lam, mean_service = 0.8, 1.0
+    program = _example("single-turn/ps.sq", defs={"service": service})
+    _within_ci(program, "response", mean_service / (1 - lam * mean_service))
+
+
+@pytest.mark.slow
+def test_jackson_feedback_product_form():
+    lam, q, s1, s2 = 0.5, 0.5, 0.5, 0.8
+    program = _example("papers/jackson_feedback.sq")
+    lam_eff = lam / (1 - q)
+    rho1, rho2 = lam_eff * s1, lam_eff * s2
+    _within_ci(program, "visit1", s1 / (1 - rho1))
+    _within_ci(program, "visit2", s2 / (1 - rho2))
+    _within_ci(program, "rounds", 1 / (1 - q))
+    _within_ci(program, "sojourn", (rho1 / (1 - rho1) + rho2 / (1 - rho2)) / lam)
+
+
+def _mva(n_users: int, think: float, services: list[float]) -> tuple[float, list[float]]:
+    queue = [0.0] * len(services)
+    for n in range(1, n_users + 1):
+        resp = [s * (1 + qk) for s, qk in zip(services, queue)]
+        x = n / (think + sum(resp))
+        queue = [x * r for r in resp]
+    return x, resp
+
+
+@pytest.mark.slow
+def test_mva_closed_network():
+    x, (r_cpu, r_disk) = _mva(12, 4.0, [0.25, 0.4])
+    program = _example("papers/mva_closed.sq")
+    assert abs(x - 2.0805) < 1e-4              # the figure the comment quotes
+    _within_ci(program, "at_cpu", r_cpu)
+    _within_ci(program, "at_disk", r_disk)
+    _within_ci(program, "cycle", 12 / x)
