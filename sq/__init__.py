@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 from sq.frontend.errors import SqError
 
@@ -70,6 +71,7 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
 
     ir = program.to_dict() if hasattr(program, "to_dict") else dict(program)
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     lowered = lower(ir)
     raw = _engine.run(lowered, trace_iterations=trace_iterations, check_invariants=check_invariants)
     return Report.from_results(raw)
@@ -97,6 +99,14 @@ def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         ir["arrivals"] = int(arrivals)
     return ir
+
+
+def _with_trace_path(ir: dict, base: str | None) -> dict:
+    """A relative `trace` is read from the program file's folder (kept by compile), else the cwd."""
+    trace = ir.get("trace")
+    if not trace or not base or os.path.isabs(trace):
+        return ir
+    return {**ir, "trace": os.path.join(base, trace)}
 
 
 def _setting_number(name: str, value) -> float:

@@ -44,10 +44,8 @@ def _id(path: Path) -> str:
 
 
 def _overrides(path: Path) -> dict:
-    # `sq.run` reads a relative trace path from the current directory (the
-    # program's folder is lost on the way to the engine; see the xfail
-    # below), so a program with a trace gets it by absolute path, in both
-    # implementations alike.
+    # pyserq reads a relative trace from the program's folder only for compile(path);
+    # both implementations get it by absolute path, so the comparison runs from anywhere.
     has_trace = json.loads(pyserq.compile(path=str(path)).to_json())["trace"] is not None
     return {"trace": str(TRACE)} if has_trace else {}
 
@@ -133,8 +131,6 @@ def test_suggested_variant_reports_as_pyserq(rel, kw):
     _compare_short_run(EXAMPLES / rel, **kw)
 
 
-@pytest.mark.xfail(strict=False, reason="sq.run drops Program.trace_base (to_dict() leaves it out), so a "
-                   "relative trace is read from the current directory, not beside the program")
 def test_relative_trace_is_read_beside_the_program(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)            # no chat.csv here
     report = sq.run(sq.compile(EXAMPLES / "replay" / "vllm_replay.sq", horizon=20, warmup=0))
