@@ -82,12 +82,14 @@ class Observe:
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         times = np.asarray(raw.times, dtype=np.float64)
-        warm = times >= warmup
-        samples = np.asarray(raw.samples, dtype=np.float64)[warm]
+        # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
+        # slicing keeps views of the engine's arrays instead of copying them.
+        first = int(np.searchsorted(times, warmup, side="left"))
+        samples = np.asarray(raw.samples, dtype=np.float64)[first:]
         s = stats.observe_stats(samples)
-        return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[warm],
-                   np.asarray(raw.sessions, dtype=np.int64)[warm],
-                   np.asarray(raw.turns, dtype=np.int64)[warm])
+        return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[first:],
+                   np.asarray(raw.sessions, dtype=np.int64)[first:],
+                   np.asarray(raw.turns, dtype=np.int64)[first:])
 
 
 @dataclass
