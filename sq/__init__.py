@@ -11,7 +11,6 @@ GIL released, so runs in threads proceed in parallel.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -69,7 +68,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     from sq.lower import lower
     from sq.report import Report
 
-    ir = program.to_dict() if hasattr(program, "to_dict") else dict(program)
+    # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
+    ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     lowered = lower(ir)
@@ -81,7 +81,7 @@ def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
     """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
     if seed is None and horizon is None and warmup is None and arrivals is None:
         return ir
-    ir = json.loads(json.dumps(ir))
+    ir = dict(ir)  # only top-level settings change: a shallow copy is enough
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise SqError(f"run: the seed is a whole number from 0 to 2^64-1, found {seed!r}", phase="settings")

@@ -55,6 +55,8 @@ def declarations(items: list, error, fold_latency) -> tuple[list, dict]:
     queues: dict[str, QueueInfo] = {}
     for it in items:
         if isinstance(it, A.Queue):
+            if it.name in queues:
+                raise error(f"duplicate queue `{it.name}`", _word(it, it.name), phase="parse")
             if it.latency is not None:
                 fold_latency(it.latency, f"{it.name}.latency")
             queues[it.name] = _info(it)
@@ -134,8 +136,10 @@ def _own_kind(q: A.Queue, kind: Any) -> Any:
 class Expander:
     """Writes out queue calls; `lets` folds the link latencies."""
 
-    def __init__(self, queues: dict, error, fold_latency, may_read=lambda name: True):
+    def __init__(self, queues: dict, error, fold_latency, may_read=lambda name: True,
+                 is_constant=lambda name: True):
         self.queues = queues
+        self.is_constant = is_constant   # a `let` or `inf`
         self.may_read = may_read    # names an entry may read besides its own (lets, context, hidden, …)
         self.error = error
         self.fold_latency = fold_latency
@@ -175,15 +179,15 @@ class Expander:
         key = (c.queue, c.verb)
         if key in stack:
             raise self.error(f"{label}: the entries call each other in a cycle", c, phase="parse")
-        for a in c.args:
+        for param, a in zip(params, c.args):
             if any(isinstance(x, A.Sample) for x in _exprs(a)):
-                raise self.error(f"{label}: an argument may not draw: it is substituted into the entry", c,
-                                 phase="parse")
+                raise self.error(f"{label}: the argument for `{param}` draws a sample; a parameter is substituted, "
+                                 f"so a name used twice would draw twice", c, phase="parse")
         if source_pool is None:
             source_pool = self._source_pool(c)
         scope = _Scope(q, c.index, dict(zip(params, c.args)), entry.source, source_pool, entry.verb == "route", c,
                        self.error)
-        scope.entry, scope.may_read = entry, self.may_read
+        scope.entry, scope.may_read, scope.is_constant = entry, self.may_read, self.is_constant
         body = [s for stmt in entry.body for s in self._stmt(stmt, scope, stack + (key,))]
         if c.dest is not None:
             body.append(A.Load(c.span, pool=c.dest, amount=c.amount, via=c.via))
@@ -220,12 +224,14 @@ class Expander:
                 args = {p: A.Name(entry.span, p) for p in params}
                 sc = _Scope(q, A.Num(entry.span, 0.0), args, entry.source, None, False, entry, self.error)
                 sc.entry, sc.may_read = entry, lambda name, ps=frozenset(params): name in ps or self.may_read(name)
+                sc.is_constant = self.is_constant
                 sc.checking = True
                 for stmt in entry.body:
                     self._check_stmt(stmt, sc)
 
     def _check_stmt(self, s: Any, sc: "_Scope") -> None:
         if isinstance(s, A.Hold):
+            sc.check_hold(s)
             outer = sc.bindings
             sc.bindings = outer | {b.name for b in s.bindings}
             try:
@@ -263,8 +269,7 @@ class Expander:
             return [replace(s, name=sc.local(s.name), count=sc.expr(s.count),
                             keys=tuple(sc.expr(k) for k in s.keys))]
         if isinstance(s, A.Hold):
-            for hp in s.pools:
-                sc.check_holds(hp.pool)
+            sc.check_hold(s)
             outer = sc.bindings
             sc.bindings = outer | {b.name for b in s.bindings}   # a hold's bindings are its own names
             try:
@@ -276,14 +281,13 @@ class Expander:
         return self._plain(s, sc, stack)
 
     def _hold(self, s: A.Hold, sc: "_Scope", stack: tuple) -> list:
-        if True:
-            pools = tuple(replace(hp, pool=sc.pool(hp.pool), units=sc.expr(hp.units),
-                                  reserve=_opt(sc.expr, hp.reserve)) for hp in s.pools)
-            lease = None if s.lease is None else replace(s.lease, pool=sc.pool(s.lease.pool),
-                                                         time=sc.expr(s.lease.time))
-            bindings = tuple(replace(b, value=sc.expr(b.value)) for b in s.bindings)
-            return [replace(s, pools=pools, reuse=_opt(sc.expr, s.reuse), bindings=bindings,
-                            body=self._block(s.body, sc, stack), cache=_opt(sc.expr, s.cache), lease=lease)]
+        pools = tuple(replace(hp, pool=sc.pool(hp.pool), units=sc.expr(hp.units),
+                              reserve=_opt(sc.expr, hp.reserve)) for hp in s.pools)
+        lease = None if s.lease is None else replace(s.lease, pool=sc.pool(s.lease.pool),
+                                                     time=sc.expr(s.lease.time))
+        bindings = tuple(replace(b, value=sc.expr(b.value)) for b in s.bindings)
+        return [replace(s, pools=pools, reuse=_opt(sc.expr, s.reuse), bindings=bindings,
+                        body=self._block(s.body, sc, stack), cache=_opt(sc.expr, s.cache), lease=lease)]
 
     def _plain(self, s: Any, sc: "_Scope", stack: tuple) -> list:
         if isinstance(s, (A.Drop, A.Release)):
@@ -315,6 +319,10 @@ class Expander:
         pre: list = []
         on = tuple(sc.stage(r) for r in s.on) if s.on else None
         if on is None and s.index is None and sc.q.pull_from is not None and sc.source_pool is not None:
+            taken = getattr(s.source, "name", None)
+            if s.source is not None and taken != sc.source_param:
+                raise self.error(f"`transfer … from {taken}`: a read takes from the entry's source, "
+                                 f"`from {sc.source_param}`", s.source, phase="parse")
             on = self._pull_flow(s, sc, pre)
         return pre + [replace(s, on=on, index=_opt(sc.expr, s.index), work=work, growing=growing, source=source,
                               dest=dest, amount=amount)]
@@ -390,17 +398,35 @@ class _Scope:
             return replace(r, index=_opt(self.expr, r.index))
         return r
 
-    def check_holds(self, r: Any) -> None:
-        """An entry allocates its queue's own pools (and the `from` pool it is handed)."""
+    def check_hold(self, h: A.Hold) -> None:
+        """An entry allocates its queue's own pools (and the `from` pool it is handed), and its
+        header reads only the entry's parameters, the queue's pools and stage, and constants."""
         if self.route:
             return
-        name = getattr(r, "name", None)
+        label = f"`{self.q.name}.{self.entry.verb}`"
+        if h.lease is not None and not self._own(h.lease.pool):
+            raise self.error(f"{label} leases `{_pool_name(h.lease.pool)}`, which is not a pool of `{self.q.name}`",
+                             self.entry, phase="parse")
+        for hp in h.pools:
+            if not self._own(hp.pool):
+                raise self.error(f"{label} holds `{_pool_name(hp.pool)}`, which is not a pool of `{self.q.name}`: "
+                                 f"an entry allocates its queue's own pools", self.entry, phase="parse")
+        header = [x for hp in h.pools for x in (hp.units, hp.reserve) if x is not None]
+        header += ([h.reuse] if h.reuse is not None else []) + [b.value for b in h.bindings]
+        bound = {b.name for b in h.bindings} | {x.var for e in header for x in _exprs(e) if isinstance(x, A.Aggregate)}
+        for e in header:
+            for x in _exprs(e):
+                if isinstance(x, A.Name) and not (x.name in self.args or x.name in self.own_pools or x.name in bound
+                                                  or x.name == self.q.name or self.is_constant(x.name)):
+                    raise self.error(f"{label}: the header reads `{x.name}`; an entry's header sees its parameters "
+                                     f"and the queue's pools and stage. Pass `{x.name}` as a parameter", self.entry,
+                                     phase="parse")
+
+    def _own(self, r: Any) -> bool:
         if isinstance(r, A.Ref) and r.field is not None or isinstance(r, A.Dotted):
-            name = None
-        if name is None or name in self.own_pools or name == self.source_param or name in self.args:
-            return
-        raise self.error(f"`{self.q.name}.{self.entry.verb}` holds `{name}`, which is not a pool of "
-                         f"`{self.q.name}`: an entry allocates its queue's own pools", self.entry, phase="parse")
+            return True   # another queue's pool: refused where the hold is linked
+        name = getattr(r, "name", None)
+        return name is None or name in self.own_pools or name == self.source_param or name in self.args
 
     def stage(self, r: Any) -> Any:
         if isinstance(r, A.Name) and r.name in self.args:
@@ -454,6 +480,16 @@ class _Scope:
         if isinstance(e, A.Aggregate):
             return replace(e, count=self.expr(e.count, bound), body=self.expr(e.body, bound | {e.var}))
         return e
+
+
+def _word(item: A.Queue, name: str) -> Any:
+    """The queue's name after `queue ` (items keep their keyword's position)."""
+    sp = item.span
+    return A.Name(replace(sp, col=sp.col + len("queue "), length=len(name)), name)
+
+
+def _pool_name(r: Any) -> str:
+    return getattr(r, "name", "?")
 
 
 def _name_of(r: A.Request) -> Any:

@@ -1,0 +1,85 @@
+"""The front end's one entry point: program text (or a file) → the linked IR.
+
+`compile_program` takes the keywords of `pyserq.compile` with the same
+meaning (spec 01 §9.2); every rejection is an SqError.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+from sq import ir
+from sq.frontend import link as linker
+from sq.frontend.errors import SqError
+
+
+def compile_program(path: str | os.PathLike | None = None, *, source: str | None = None,
+                    sets: dict | None = None, defs: dict | None = None, seed: int | None = None,
+                    horizon: float | None = None, warmup: float | None = None,
+                    arrivals: int | None = None, trace: str | os.PathLike | None = None) -> ir.Program:
+    """Parse, link and validate one program.
+
+    Exactly one of `path` and `source`.  `sets` overrides `let`s (numbers or
+    expression text), `defs` replaces expression-definition bodies, and the
+    run settings given here win over the program's `run {}` block.
+    """
+    if (path is None) == (source is None):
+        raise SqError("compile takes exactly one of a path and a source", phase="link")
+    _check_overrides(sets, defs, seed, horizon, warmup, arrivals)
+    file = None
+    if path is not None:
+        file = os.fspath(path)
+        source = _read(file)
+    elif not isinstance(source, str):
+        raise SqError("source must be text", phase="link")
+    tree = ir.run_deep(_parse, source, file, defs or {})
+    settings = linker.Settings(sets=dict(sets or {}), seed=seed, horizon=horizon, warmup=warmup,
+                               arrivals=arrivals, trace=None if trace is None else os.fspath(trace))
+    prog = ir.run_deep(linker.link, tree, settings)
+    # A relative trace written in a file is read next to that file; one given
+    # here or in text compiled from a string is read from the current directory.
+    if trace is None and file is not None and prog.trace is not None:
+        prog.trace_base = os.path.dirname(os.path.abspath(file))
+    return prog
+
+
+def _read(file: str) -> str:
+    try:
+        with open(file, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise SqError(f"cannot read `{file}`: {e.strerror} (os error {e.errno})", phase="parse") from None
+    except UnicodeDecodeError:
+        raise SqError(f"cannot read `{file}`: stream did not contain valid UTF-8", phase="parse") from None
+
+
+def _parse(source: str, file: str | None, defs: dict) -> Any:
+    from sq.frontend import parser  # noqa: PLC0415  (the parser is the heaviest import of the front end)
+    params = inspect.signature(parser.parse).parameters
+    if "defs" in params:
+        return parser.parse(source, file=file, defs=defs)
+    if defs:
+        raise SqError("--def is not supported by this parser", phase="parse")
+    return parser.parse(source, file=file)
+
+
+def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any, arrivals: Any) -> None:
+    """The keyword types pyserq's binding enforces, as SqErrors."""
+    if sets is not None and not isinstance(sets, dict):
+        raise SqError("sets must be a mapping of `let` names to values", phase="link")
+    for name, value in (sets or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise SqError(f"--set {name}: the value must be a number or an expression (text)", phase="link")
+    if defs is not None and (not isinstance(defs, dict) or not all(isinstance(v, str) for v in defs.values())):
+        raise SqError("defs must be a mapping of def names to expression text", phase="link")
+    for what, value in (("seed", seed), ("arrivals", arrivals)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SqError(f"{what} must be an integer, found {value!r}", phase="link")
+        if not 0 <= value < 2**64:
+            raise SqError(f"{what} must be between 0 and 2^64 - 1, found {value}", phase="link")
+    for what, value in (("horizon", horizon), ("warmup", warmup)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise SqError(f"{what} must be a number, found {value!r}", phase="link")
