@@ -1,5 +1,5 @@
 """Cost of the report: `Report.from_results` on synthetic raw results
-(python -m benchmarks.bench_report [--sizes 1e6,1e7] [--before [FILE]] [--run]).
+(python -m benchmarks.bench_report [--sizes 1e6,1e7] [--before FILE] [--run]).
 
 One raw result of n samples per per-sample list: an observation (a tenth
 of it before the warm-up), a gauge of n change points, a step stage
@@ -30,7 +30,6 @@ MM1 = """stage server : fifo(1);
 workload { arrive poisson(0.9); }
 session { set t0 = now; run server (~exp(1)); observe response = now - t0; }
 """
-BASELINE = Path(__file__).resolve().parent / "baselines" / "stats_pure_python.py"
 
 
 def synthetic(n: int, seed: int = 1) -> RawResults:
@@ -103,8 +102,8 @@ def real_run(before, horizon: float = 1_100_000.0) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e6,1e7", help="samples per list, comma-separated")
-    ap.add_argument("--before", type=Path, nargs="?", const=BASELINE, default=None,
-                    help=f"a stats.py to compare with (default {BASELINE.name})")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another stats.py to compare with (e.g. `git show REV:sq/stats.py > old.py`)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--run", action="store_true", help="also time a real million-arrival run")
     args = ap.parse_args(argv)
