@@ -1,0 +1,30 @@
+"""Shared test setup: make tests/ importable (for `oracle`) and run from the repository root.
+
+Corpus programs with a relative `trace=` override name their file from the
+repository root, as `compile(trace=…)` resolves it against the current
+directory; tests that compile them ask both compilers from there
+(the `at_repo_root` fixture).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+# Hypothesis keeps its example database and, after a failure, patch files under
+# ./.hypothesis; keep them out of the working tree.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "sq-hypothesis"))
+
+
+@pytest.fixture
+def at_repo_root(monkeypatch):
+    """Run the test from the repository root (modules opt in with `pytest.mark.usefixtures`)."""
+    monkeypatch.chdir(ROOT)
