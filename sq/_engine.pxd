@@ -1,0 +1,360 @@
+# C-level layout of the engine's run state (sq/_engine.pyx).
+#
+# Everything the event loop touches lives in these structs, allocated once
+# from the lowered tables and grown geometrically; the loop itself runs
+# without the GIL and never touches a Python object.
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from sq._random cimport sq_rng
+
+cdef struct Area:
+    # a step function's integral: integral += value * (now - last) at every sample
+    double value
+    double last
+    double integral
+
+cdef struct Event:
+    double t
+    int64_t seq
+    int32_t kind
+    int32_t a        # stage
+    int64_t b        # job slot
+    int64_t c        # job id (fifo/delay) or epoch (ps)
+
+cdef struct DArr:
+    double* p
+    int64_t n
+    int64_t cap
+
+cdef struct LArr:
+    int64_t* p
+    int64_t n
+    int64_t cap
+
+cdef struct PsEntry:
+    double tag
+    int64_t id
+    int32_t job
+
+cdef struct Stage:
+    int32_t kind
+    int32_t servers
+    int32_t phi          # expression offset of a ps stage's φ
+    int64_t n            # jobs present
+    int64_t busy         # fifo: servers in use
+    # fifo waiting line: a ring of job slots
+    int32_t* q
+    int64_t qcap
+    int64_t qhead
+    int64_t qlen
+    # ps: virtual time, its rate, the epoch that makes older finishes stale
+    double V
+    double Vt
+    double rate
+    int64_t epoch
+    int dirty
+    PsEntry* heap
+    int64_t hlen
+    int64_t hcap
+    # time averages and completion samples
+    Area number
+    Area busy_area
+    DArr waits
+    DArr services
+    # a shared stage (chapter 06): its constant capacity (0: not shared) and the rates of its flows
+    double share_cap
+    double rate_sum
+    # step stages: expressions, serve policy, memory pool, residents, the in-flight iteration
+    int32_t budget_e
+    int32_t chunk_e
+    int32_t cost_e
+    int excl
+    int32_t serve_start
+    int32_t serve_count
+    int32_t memory
+    int32_t* res             # resident job slots, in admission order
+    int64_t nres
+    int64_t res_cap
+    int inflight
+    int64_t iter_epoch
+    int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
+    int64_t* a_id
+    double* a_tok
+    int64_t na
+    int64_t a_cap
+    int iter_kind            # 1 prefill only, 2 decode only, 3 mixed, 0 none
+    int64_t iter_decodes
+    int64_t iterations
+    Area prefill_only
+    Area decode_only
+    Area mixed
+    Area decodes
+    DArr decode_batches
+    DArr decode_steps
+    DArr itl_gaps
+    # online estimators (est_lambda, est_rho, est_wait, price)
+    int64_t est_count
+    double est_last_start
+    double est_gap
+    double est_service
+    double est_wait
+    int est_has_gap
+
+cdef struct Entry:
+    # a cached prefix: the session's own (by serial, -1: a dead entry), evicted by (last, seq)
+    # under lru, else by the pool's keys read on the live session or this snapshot of it
+    int64_t serial
+    int32_t slot
+    double* snap
+    double size
+    double last
+    int64_t seq
+
+cdef struct Pool:
+    double cap
+    double block            # 0: none
+    double used
+    double cached
+    int32_t* holders        # session slots, one per admission (nested holds appear twice)
+    int64_t nholders
+    int64_t holders_cap
+    int32_t* queue          # waiting session slots, in the order they joined
+    int64_t qlen
+    int64_t qcap
+    int32_t* growers        # sessions waiting to grow, FIFO
+    int64_t ngrowers
+    int64_t growers_cap
+    int32_t spill_to        # `spill TIER via LINK (work) when (pred)`: -1 none
+    int32_t spill_via
+    int32_t spill_work
+    int32_t spill_when
+    int64_t spills
+    int lifo                # `preempt lifo`
+    int engine              # some step stage has it as `memory`: victims come from its residents
+    int64_t preemptions
+    int64_t stuck
+    int32_t evict_start     # `evict by` keys (0 keys: lru)
+    int32_t evict_count
+    int32_t key_start       # `queue by` keys (0 keys: fifo)
+    int32_t key_count
+    Entry* entries
+    int64_t nentries
+    int64_t entries_cap
+    Area used_area
+    Area cached_area
+    Area queue_area
+    Area holders_area
+    DArr waits
+    int64_t admissions
+    int64_t evicted_entries
+    double evicted_units
+    int64_t rejected
+
+cdef struct Observe:
+    DArr values
+    DArr times
+    LArr serials
+    LArr turns
+
+cdef struct Gauge:
+    int32_t expr
+    DArr times
+    DArr values
+
+cdef struct State:
+    # the lowered program
+    const int32_t* code
+    const double* consts
+    const int32_t* stmts
+    int32_t n_attrs
+    int32_t slot_serial
+    int32_t slot_turn
+    int32_t slot_cached
+    int32_t slot_computed
+    double ctxv[17]            # context variables of the moment being evaluated (by IR id)
+    double* attr_row           # when set, attributes are read here (an ended session's snapshot)
+    char* waiting              # per session: waiting in a pool's queue
+    char* resumed              # per session: re-queued at the front after a preemption
+    int32_t* sess_job          # per session: its current stage job (-1: none)
+    char* stuck                # per session: counted stuck once
+    double* ppos               # per session × pool: position at the last preemption (NaN: none)
+    const int32_t* hold_pcs
+    int iter_preempted         # a preemption happened during the current start_iteration
+    int32_t* itl_stage         # per session: the stage of its previous token
+    int pools_evict_by         # some pool evicts by keys: entries keep snapshots
+    sq_rng rng_eviction
+    int32_t init_pc
+    int32_t turn_pc
+    int32_t session_pc
+    int32_t max_keys
+    int32_t n_stages
+    int32_t n_ps_first         # the first ps stage (n_stages: none), where settle's pass starts
+    int32_t n_pools
+    int32_t n_observes
+    int32_t n_gauges
+    const double* pool_caps
+    int32_t arrival_kind
+    double arrival_rate
+    int64_t arrival_count
+    int32_t arrival_gap
+    double horizon
+    double warmup
+    int64_t limit              # arrivals N (0: none)
+    # clock, events
+    double now
+    int warm
+    int64_t seq
+    Event* heap
+    int64_t hlen
+    int64_t hcap
+    int64_t events
+    # counters
+    int64_t arrivals
+    int64_t ended
+    int64_t turns
+    int64_t live
+    int64_t next_serial
+    int64_t next_job_id
+    Area live_area
+    # sessions (struct of arrays, slots reused)
+    double* attrs
+    int32_t* pc
+    int64_t* serial       # the arrival serial (records carry it even if `serial` is set)
+    char* alive
+    int64_t scap
+    int32_t* sfree
+    int64_t nsfree
+    int64_t shigh
+    # open holds: a stack of frames per session (depth × pools per hold)
+    int32_t hold_depth_max
+    int32_t hold_pools_max
+    int32_t* depth            # per session: open holds
+    int32_t* frame_hold       # [slot*D + d]: hold id
+    double* frame_queued_at   # [slot*D + d]
+    int32_t* frame_member     # [(slot*D + d)*P + i]: the pool row
+    double* frame_alloc
+    char* frame_active        # still holds that pool (a `release` clears it)
+    double* frame_pos         # the computed position (starts at the prefix consumed)
+    char* frame_grown         # a `load` moved the position: the computed extent is pos, not alloc
+    double* grow_units        # per session: units a waiting `grow` asks for
+    int64_t* grow_at          # per session: the frame entry that grows
+    # leases: hold allocations kept after the body (append-only table, in lease order)
+    int32_t* lease_slot
+    int32_t* lease_row
+    double* lease_alloc
+    double* lease_computed
+    int32_t* lease_cache
+    char* lease_active
+    int64_t nleases
+    int64_t lease_cap
+    double* scratch           # units and reserves of one admission attempt (2 per pool)
+    const int32_t* holds
+    const int32_t* hold_offsets
+    const int32_t* pool_keys
+    Pool* pools
+    int64_t next_entry_seq
+    # step stages
+    const int32_t* serve_keys
+    const int32_t* admit_via   # per pool: the stage whose iterations admit it (-1: settle)
+    double* adm                # per session: its latest admission number (+inf before any)
+    double next_adm
+    int32_t* grow_job          # per session: the resident job whose growth waits (-1: a statement)
+    int32_t* job_mode
+    int32_t* job_grow          # the job's `growing` pool row (-1: none)
+    int64_t* job_served        # the serving pass that last served the job
+    int64_t serve_stamp
+    int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
+    double bl_value
+    char* itl_has              # per session: token bookkeeping for inter-token gaps
+    double* itl_last
+    double* itl_turn
+    char* itl_decoded
+    # the iteration trace (only when asked): per iteration its time and entry count, per entry
+    # serial, turn_no, mode and tokens, in serving order
+    int trace_iters
+    DArr it_time
+    LArr it_count
+    LArr it_serial
+    LArr it_turn
+    LArr it_mode
+    DArr it_tokens
+    # flows over shared stages (slots reused)
+    int32_t flow_max_st
+    int share_maxmin
+    int32_t* fl_stage
+    int32_t* fl_nst
+    double* fl_rem
+    double* fl_rate
+    double* fl_start
+    int64_t* fl_id
+    int32_t* fl_owner
+    char* fl_active
+    char* fl_frozen
+    int32_t* fl_free
+    int64_t nflfree
+    int64_t nfl
+    int64_t fl_cap
+    double fl_last
+    int64_t fl_epoch
+    int fl_dirty
+    char* touched             # per stage: a flow started, ended or left it since the last recompute
+    double* fl_left
+    double* fl_rising
+    int32_t* fl_scratch
+    int32_t* sess_flow        # per session: its flow (-1: none)
+    # trace replay: the corpus, and each session's corpus session and next turn
+    const double* trace_turns     # 4 per turn: new, out, think, forced
+    const int64_t* trace_start    # per corpus session: its first turn
+    const int64_t* trace_len
+    int64_t trace_sessions        # 0: no trace
+    int trace_ordered
+    int32_t slot_new
+    int32_t slot_out
+    int32_t slot_think
+    int32_t slot_forced
+    int32_t slot_more
+    int64_t* trace_of             # per session slot: its corpus session
+    int64_t* trace_next           # per session slot: the next turn to load
+    sq_rng rng_trace
+    # ready queue: a ring of session slots
+    int32_t* ready
+    int64_t rcap
+    int64_t rhead
+    int64_t rlen
+    # jobs (slots reused; a finish event names slot and id)
+    int32_t* job_owner
+    int32_t* job_stage
+    int64_t* job_id
+    double* job_work
+    double* job_enq
+    double* job_start
+    double* job_end
+    char* job_started
+    int64_t jcap
+    int32_t* jfree
+    int64_t njfree
+    int64_t jhigh
+    # tables
+    Stage* stages
+    Observe* observes
+    Gauge* gauges
+    # expression stack (nested evaluations stack above stack_top) and choose scratch
+    double* stack
+    int64_t stack_top
+    double* keys
+    # streams
+    sq_rng rng_arrival
+    sq_rng rng_workload
+    sq_rng rng_session
+    # guard against instants that never end
+    int64_t steps
+    int64_t step_limit
+    int32_t spill_depth
+    # the first run-time error: code, where, and what
+    int err
+    int64_t err_serial
+    double err_time
+    double err_value
+    double err_value2
+    double err_value3
+    int64_t err_a
+    int64_t err_b

@@ -1,0 +1,2570 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The event loop: sessions as statement-code coroutines, stages, the clock.
+
+`run(lowered, ...)` copies the lowered tables' pointers into one C `State`,
+runs the whole simulation without the GIL, then turns the C arrays into a
+`sq.results.RawResults`. Semantics follow spec chapter 09 (event loop),
+04 §4.0–4.4 (fifo, ps, delay) and 02/03/07 (sessions, statements,
+expressions); the opcode numbers are those of `sq/lower.py`.
+"""
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset, memcpy
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite
+
+cimport numpy as cnp
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
+import numpy as np
+
+from sq._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
+                         SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
+                         SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
+from sq._engine cimport Area, Event, DArr, LArr, PsEntry, Stage, Observe, Gauge, State
+
+cnp.import_array()
+
+# ---- opcodes (the same numbers as sq/lower.py) -------------------------------
+DEF X_NUM = 1
+DEF X_ATTR = 2
+DEF X_CTX = 3
+DEF X_NEG = 4
+DEF X_NOT = 5
+DEF X_TRUTH = 6
+DEF X_ADD = 7
+DEF X_SUB = 8
+DEF X_MUL = 9
+DEF X_DIV = 10
+DEF X_POW = 11
+DEF X_LT = 12
+DEF X_LE = 13
+DEF X_GT = 14
+DEF X_GE = 15
+DEF X_EQ = 16
+DEF X_NE = 17
+DEF X_AND = 18
+DEF X_OR = 19
+DEF X_JZ = 20
+DEF X_JMP = 21
+DEF X_FN1 = 22
+DEF X_MIN = 23
+DEF X_MAX = 24
+DEF X_STAGE = 25
+DEF X_POOL = 26
+DEF X_PRICE = 27
+DEF X_SAMPLE = 28
+DEF X_RET = 29
+
+DEF CTX_NOW = 0
+DEF CTX_PRESENT = 6
+
+DEF S_SET = 1
+DEF S_OBSERVE = 2
+DEF S_TURN = 3
+DEF S_END = 4
+DEF S_JUMP = 5
+DEF S_BRANCH = 6
+DEF S_CHOOSE = 7
+DEF S_RUN = 8
+DEF S_RET = 9
+DEF S_HOLD = 10
+DEF S_HOLD_END = 11
+DEF S_RELEASE = 12
+DEF S_DROP = 13
+DEF S_GROW = 14
+DEF S_LOAD = 15
+DEF CTX_WAITED = 1
+
+DEF K_FIFO = 0
+DEF K_PS = 1
+DEF K_DELAY = 2
+DEF K_STEP = 3
+
+DEF A_NONE = 0
+DEF A_POISSON = 1
+DEF A_RENEWAL = 2
+DEF A_BATCH = 3
+DEF A_CLOSED = 4
+
+DEF EV_ARRIVE = 0
+DEF EV_FINISH = 1
+DEF EV_END_WARMUP = 2
+DEF EV_LEASE_END = 3
+DEF EV_ITER_END = 4
+DEF EV_FLOW_END = 5
+
+# run-time errors, turned into SqError after the loop
+DEF E_NONE = 0
+DEF E_MEMORY = 1
+DEF E_BRANCH = 2
+DEF E_INDEX = 3
+DEF E_STAGE_INDEX = 4
+DEF E_POOL_INDEX = 5
+DEF E_BUDGET_LEFT = 6
+DEF E_RENEWAL = 7
+DEF E_STUCK = 8
+DEF E_GROW_OUTSIDE = 9
+DEF E_LOAD_OUTSIDE = 10
+DEF E_LOAD_FIT = 11
+DEF E_GROWING_OUTSIDE = 12
+DEF E_SPILL_CYCLE = 13
+
+DEF M_PLAIN = 0
+DEF M_PREFILL = 1
+DEF M_DECODE = 2
+
+DEF CTX_NTOK = 7
+DEF CTX_NDEC = 8
+DEF CTX_NPRE = 9
+DEF CTX_NRES = 10
+DEF CTX_KVB = 11
+DEF CTX_KVP = 12
+DEF CTX_ATTN = 13
+DEF CTX_DECODING = 14
+DEF CTX_ADMISSION = 15
+DEF CTX_REMAINING = 16
+
+# a session that was never admitted to a hold reads `admission` as u64::MAX
+DEF NEVER_ADMITTED = 18446744073709551615.0
+
+DEF EPS = 1e-9
+# statements allowed within one instant before the run is declared stuck
+# (0.1.2 hangs there; §9.11 allows a guard); `run(step_limit=...)` changes it
+DEF STEPS_PER_INSTANT = 100000000
+DEF EWMA = 0.01
+
+
+# ---- growable arrays ------------------------------------------------------------
+cdef int darr_push(DArr* a, double v) noexcept nogil:
+    cdef int64_t cap
+    cdef double* p
+    if a.n == a.cap:
+        cap = a.cap * 2 if a.cap else 16
+        p = <double*> realloc(a.p, cap * sizeof(double))
+        if p == NULL:
+            return -1
+        a.p = p
+        a.cap = cap
+    a.p[a.n] = v
+    a.n += 1
+    return 0
+
+
+cdef int larr_push(LArr* a, int64_t v) noexcept nogil:
+    cdef int64_t cap
+    cdef int64_t* p
+    if a.n == a.cap:
+        cap = a.cap * 2 if a.cap else 16
+        p = <int64_t*> realloc(a.p, cap * sizeof(int64_t))
+        if p == NULL:
+            return -1
+        a.p = p
+        a.cap = cap
+    a.p[a.n] = v
+    a.n += 1
+    return 0
+
+
+cdef inline void area_set(Area* a, double now, double v) noexcept nogil:
+    a.integral += a.value * (now - a.last)
+    a.last = now
+    a.value = v
+
+
+cdef inline void area_restart(Area* a, double now) noexcept nogil:
+    a.integral = 0.0
+    a.last = now
+
+
+cdef inline int64_t saturate_i64(double x) noexcept nogil:
+    # Rust's `as i64`: NaN -> 0, out of range -> the bound
+    if x != x:
+        return 0
+    if x >= 9.2233720368547758e18:
+        return 9223372036854775807
+    if x <= -9.2233720368547758e18:
+        return -9223372036854775807 - 1
+    return <int64_t> x
+
+
+cdef inline int64_t turn_of(double x) noexcept nogil:
+    # a record carries `turn_no` as an unsigned 32-bit count: NaN and negatives 0, saturating
+    if not (x > 0):
+        return 0
+    if x >= 4294967295.0:
+        return 4294967295
+    return <int64_t> x
+
+
+cdef inline void fail(State* st, int code, int slot, double value, int64_t a, int64_t b) noexcept nogil:
+    if st.err != E_NONE:
+        return
+    st.err = code
+    st.err_serial = st.serial[slot] if slot >= 0 else -1
+    st.err_time = st.now
+    st.err_value = value
+    st.err_a = a
+    st.err_b = b
+
+
+# ---- the event heap: (time, seq) order -----------------------------------------
+cdef inline bint ev_less(Event* x, Event* y) noexcept nogil:
+    return x.t < y.t or (x.t == y.t and x.seq < y.seq)
+
+
+cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    cdef int64_t i, parent, cap
+    cdef Event e, *h
+    if st.hlen == st.hcap:
+        cap = st.hcap * 2 if st.hcap else 64
+        h = <Event*> realloc(st.heap, cap * sizeof(Event))
+        if h == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        st.heap = h
+        st.hcap = cap
+    e.t = t
+    e.seq = st.seq
+    st.seq += 1
+    e.kind = kind
+    e.a = a
+    e.b = b
+    e.c = c
+    h = st.heap
+    i = st.hlen
+    st.hlen += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not ev_less(&e, &h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = e
+    return 0
+
+
+cdef Event pop_event(State* st) noexcept nogil:
+    cdef Event* h = st.heap
+    cdef Event top = h[0]
+    cdef Event last
+    cdef int64_t i = 0, child, n
+    st.hlen -= 1
+    n = st.hlen
+    if n > 0:
+        last = h[n]
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and ev_less(&h[child + 1], &h[child]):
+                child += 1
+            if not ev_less(&h[child], &last):
+                break
+            h[i] = h[child]
+            i = child
+        h[i] = last
+    return top
+
+
+# ---- ps: a min-heap of (tag, job id) -------------------------------------------
+cdef inline bint ps_less(PsEntry* x, PsEntry* y) noexcept nogil:
+    return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)
+
+
+cdef int ps_push(State* st, Stage* s, double tag, int64_t id, int32_t job) noexcept nogil:
+    cdef int64_t i, parent, cap
+    cdef PsEntry e, *h
+    if s.hlen == s.hcap:
+        cap = s.hcap * 2 if s.hcap else 16
+        h = <PsEntry*> realloc(s.heap, cap * sizeof(PsEntry))
+        if h == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        s.heap = h
+        s.hcap = cap
+    e.tag = tag
+    e.id = id
+    e.job = job
+    h = s.heap
+    i = s.hlen
+    s.hlen += 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not ps_less(&e, &h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = e
+    return 0
+
+
+cdef PsEntry ps_pop(Stage* s) noexcept nogil:
+    cdef PsEntry* h = s.heap
+    cdef PsEntry top = h[0]
+    cdef PsEntry last
+    cdef int64_t i = 0, child, n
+    s.hlen -= 1
+    n = s.hlen
+    if n > 0:
+        last = h[n]
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and ps_less(&h[child + 1], &h[child]):
+                child += 1
+            if not ps_less(&h[child], &last):
+                break
+            h[i] = h[child]
+            i = child
+        h[i] = last
+    return top
+
+
+# ---- rings: the ready queue and fifo waiting lines ------------------------------
+cdef int ring_push(State* st, int32_t** buf, int64_t* cap, int64_t* head, int64_t* length,
+                   int32_t v) noexcept nogil:
+    cdef int64_t newcap, k
+    cdef int32_t* p
+    if length[0] == cap[0]:
+        newcap = cap[0] * 2 if cap[0] else 64
+        p = <int32_t*> malloc(newcap * sizeof(int32_t))
+        if p == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        for k in range(length[0]):
+            p[k] = buf[0][(head[0] + k) & (cap[0] - 1)]
+        free(buf[0])
+        buf[0] = p
+        cap[0] = newcap
+        head[0] = 0
+    buf[0][(head[0] + length[0]) & (cap[0] - 1)] = v
+    length[0] += 1
+    return 0
+
+
+cdef inline int32_t ring_pop(int32_t* buf, int64_t cap, int64_t* head, int64_t* length) noexcept nogil:
+    cdef int32_t v = buf[head[0]]
+    head[0] = (head[0] + 1) & (cap - 1)   # capacities are powers of two
+    length[0] -= 1
+    return v
+
+
+cdef inline int ready_push(State* st, int32_t slot) noexcept nogil:
+    return ring_push(st, &st.ready, &st.rcap, &st.rhead, &st.rlen, slot)
+
+
+# ---- sessions and jobs: slots reused ----------------------------------------------
+cdef int32_t session_alloc(State* st) noexcept nogil:
+    cdef int64_t cap, k
+    cdef int32_t slot
+    if st.nsfree > 0:
+        st.nsfree -= 1
+        return st.sfree[st.nsfree]
+    if st.shigh == st.scap:
+        cap = st.scap * 2 if st.scap else 64
+        if not grow(<void**> &st.attrs, cap * st.n_attrs * sizeof(double)) \
+                or not grow(<void**> &st.pc, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.serial, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.alive, cap * sizeof(char)) \
+                or not grow(<void**> &st.sfree, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.depth, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.frame_hold, cap * st.hold_depth_max * sizeof(int32_t)) \
+                or not grow(<void**> &st.frame_queued_at, cap * st.hold_depth_max * sizeof(double)) \
+                or not grow(<void**> &st.frame_member, cap * st.hold_depth_max * st.hold_pools_max * sizeof(int32_t)) \
+                or not grow(<void**> &st.frame_alloc, cap * st.hold_depth_max * st.hold_pools_max * sizeof(double)) \
+                or not grow(<void**> &st.frame_active, cap * st.hold_depth_max * st.hold_pools_max * sizeof(char)) \
+                or not grow(<void**> &st.frame_pos, cap * st.hold_depth_max * st.hold_pools_max * sizeof(double)) \
+                or not grow(<void**> &st.frame_grown, cap * st.hold_depth_max * st.hold_pools_max * sizeof(char)) \
+                or not grow(<void**> &st.grow_units, cap * sizeof(double)) \
+                or not grow(<void**> &st.grow_at, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.trace_of, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.adm, cap * sizeof(double)) \
+                or not grow(<void**> &st.waiting, cap * sizeof(char)) \
+                or not grow(<void**> &st.resumed, cap * sizeof(char)) \
+                or not grow(<void**> &st.sess_job, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.sess_flow, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.stuck, cap * sizeof(char)) \
+                or not grow(<void**> &st.itl_stage, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.ppos, cap * (st.n_pools + 1) * sizeof(double)) \
+                or not grow(<void**> &st.grow_job, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.itl_has, cap * sizeof(char)) \
+                or not grow(<void**> &st.itl_last, cap * sizeof(double)) \
+                or not grow(<void**> &st.itl_turn, cap * sizeof(double)) \
+                or not grow(<void**> &st.itl_decoded, cap * sizeof(char)) \
+                or not grow(<void**> &st.trace_next, cap * sizeof(int64_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        st.scap = cap
+    slot = <int32_t> st.shigh
+    st.shigh += 1
+    return slot
+
+
+cdef bint grow(void** p, size_t size) noexcept nogil:
+    cdef void* q = realloc(p[0], size if size else 1)
+    if q == NULL:
+        return False
+    p[0] = q
+    return True
+
+
+cdef int32_t job_alloc(State* st) noexcept nogil:
+    cdef int64_t cap
+    cdef int32_t j
+    if st.njfree > 0:
+        st.njfree -= 1
+        return st.jfree[st.njfree]
+    if st.jhigh == st.jcap:
+        cap = st.jcap * 2 if st.jcap else 64
+        if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_id, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.job_work, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_enq, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_start, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_end, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_started, cap * sizeof(char)) \
+                or not grow(<void**> &st.job_mode, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_grow, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_served, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.jfree, cap * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        st.jcap = cap
+    j = <int32_t> st.jhigh
+    st.jhigh += 1
+    return j
+
+
+cdef inline void job_free(State* st, int32_t j) noexcept nogil:
+    st.job_id[j] = -1
+    st.jfree[st.njfree] = j
+    st.njfree += 1
+
+
+# ---- expressions ---------------------------------------------------------------------
+cdef inline int64_t member(State* st, double v, int64_t count, int code, int slot) noexcept nogil:
+    """A run-time index: truncated toward zero, negative and NaN are 0; past the end is an error."""
+    cdef uint64_t i
+    if not (v > 0):
+        i = 0
+    elif v >= 1.8446744073709552e19:
+        i = 0xFFFFFFFFFFFFFFFF         # `as usize` saturates
+    else:
+        i = <uint64_t> v
+    if i >= <uint64_t> count:
+        fail(st, code, slot, v, <int64_t> i, count)
+        return -1
+    return <int64_t> i
+
+
+cdef inline double ps_virtual(Stage* s, double now) noexcept nogil:
+    return s.V + s.rate * (now - s.Vt)
+
+
+cdef double stage_work(State* st, int32_t k) noexcept nogil:
+    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones."""
+    cdef Stage* s = &st.stages[k]
+    cdef double total = 0.0, v
+    cdef int64_t j
+    if s.share_cap > 0:
+        return flow_work(st, k)
+    if s.kind == K_PS:
+        v = ps_virtual(s, st.now)
+        for j in range(s.hlen):
+            total += s.heap[j].tag - v
+        return total
+    if s.kind == K_STEP:
+        for j in range(s.nres):
+            total += st.job_work[s.res[j]]
+        return total
+    for j in range(st.jhigh):
+        if st.job_id[j] >= 0 and st.job_stage[j] == k:
+            if st.job_started[j]:
+                total += st.job_end[j] - st.now
+            else:
+                total += st.job_work[j]
+    return total
+
+
+cdef double stage_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
+    cdef Stage* s = &st.stages[k]
+    cdef double lam
+    if fn == 0:      # queue: waiting + in service (step: residents)
+        return <double> s.n
+    if fn == 1:      # busy: fifo servers in use; every job of a ps or delay stage; step: scheduled jobs
+        if s.kind == K_STEP:
+            return <double> (s.na if s.inflight else 0)
+        return <double> (s.busy if s.kind == K_FIFO else s.n)   # a shared stage: its flows
+    if fn == 2:
+        return stage_work(st, k)
+    if fn == 3:
+        return est_lambda(s)
+    if fn == 4:
+        return est_rho(s)
+    if fn == 5:
+        return s.est_wait
+    return budget_left(st, k, slot)
+
+
+cdef inline double est_lambda(Stage* s) noexcept nogil:
+    if not s.est_has_gap or s.est_gap <= 0:
+        return 0.0
+    return 1.0 / s.est_gap
+
+
+cdef inline double est_rho(Stage* s) noexcept nogil:
+    return fmin(est_lambda(s) * s.est_service, 0.99)
+
+
+cdef double price(Stage* s, double s_hit, double ds) noexcept nogil:
+    cdef double lam = est_lambda(s), rho = est_rho(s), w = s.est_wait
+    cdef double s_miss = s_hit + ds
+    return ds + lam * (s_miss * s_miss - s_hit * s_hit) / (2.0 * (1.0 - rho)) + lam * w * ds / (1.0 - rho)
+
+
+cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
+    cdef Pool* p = &st.pools[k]
+    cdef int64_t e
+    if fn == 0:
+        return p.used
+    if fn == 1:
+        return p.cap - p.used          # cached units are not subtracted
+    if fn == 2:
+        return <double> p.nholders
+    if fn == 3:
+        return <double> p.qlen
+    if slot < 0:
+        return 0.0
+    e = own_entry(p, st.serial[slot])
+    return p.entries[e].size if e >= 0 else 0.0
+
+
+cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
+    """Run one expression's bytecode; attributes read NaN without a session (slot -1)."""
+    cdef const int32_t* c = st.code
+    cdef int64_t base = st.stack_top
+    cdef double* s = st.stack + base     # a nested evaluation (budget_left) stacks above this one
+    cdef int64_t sp = 0
+    cdef int32_t pc = off, op, has_index
+    cdef int64_t k
+    cdef double a, b
+    while True:
+        op = c[pc]
+        if op == X_NUM:
+            s[sp] = st.consts[c[pc + 1]]
+            sp += 1
+            pc += 2
+        elif op == X_ATTR:
+            if st.attr_row != NULL:
+                s[sp] = st.attr_row[c[pc + 1]]
+            else:
+                s[sp] = st.attrs[<int64_t> slot * st.n_attrs + c[pc + 1]] if slot >= 0 else NAN
+            sp += 1
+            pc += 2
+        elif op == X_CTX:
+            if c[pc + 1] == CTX_NOW:
+                s[sp] = st.now
+            elif c[pc + 1] == CTX_PRESENT:
+                s[sp] = present
+            else:
+                s[sp] = st.ctxv[c[pc + 1]]
+            sp += 1
+            pc += 2
+        elif op == X_NEG:
+            s[sp - 1] = -s[sp - 1]
+            pc += 1
+        elif op == X_NOT:
+            s[sp - 1] = 1.0 if s[sp - 1] == 0.0 else 0.0
+            pc += 1
+        elif op == X_TRUTH:
+            s[sp - 1] = 1.0 if s[sp - 1] != 0.0 else 0.0
+            pc += 1
+        elif op <= X_NE:
+            sp -= 1
+            a = s[sp - 1]
+            b = s[sp]
+            if op == X_ADD:
+                a = a + b
+            elif op == X_SUB:
+                a = a - b
+            elif op == X_MUL:
+                a = a * b
+            elif op == X_DIV:
+                a = a / b
+            elif op == X_POW:
+                a = pow(a, b)
+            elif op == X_LT:
+                a = 1.0 if a < b else 0.0
+            elif op == X_LE:
+                a = 1.0 if a <= b else 0.0
+            elif op == X_GT:
+                a = 1.0 if a > b else 0.0
+            elif op == X_GE:
+                a = 1.0 if a >= b else 0.0
+            elif op == X_EQ:
+                a = 1.0 if a == b else 0.0
+            else:
+                a = 1.0 if a != b else 0.0
+            s[sp - 1] = a
+            pc += 1
+        elif op == X_AND:
+            if s[sp - 1] == 0.0:
+                s[sp - 1] = 0.0
+                pc = c[pc + 1]
+            else:
+                sp -= 1
+                pc += 2
+        elif op == X_OR:
+            if s[sp - 1] != 0.0:
+                s[sp - 1] = 1.0
+                pc = c[pc + 1]
+            else:
+                sp -= 1
+                pc += 2
+        elif op == X_JZ:
+            sp -= 1
+            if s[sp] == 0.0:
+                pc = c[pc + 1]
+            else:
+                pc += 2
+        elif op == X_JMP:
+            pc = c[pc + 1]
+        elif op == X_FN1:
+            a = s[sp - 1]
+            k = c[pc + 1]
+            if k == 0:
+                a = fabs(a)
+            elif k == 1:
+                a = floor(a)
+            elif k == 2:
+                a = ceil(a)
+            elif k == 3:
+                a = sqrt(a)
+            elif k == 4:
+                a = exp(a)
+            else:
+                a = log(a)
+            s[sp - 1] = a
+            pc += 2
+        elif op == X_MIN:
+            sp -= 1
+            s[sp - 1] = fmin(s[sp - 1], s[sp])
+            pc += 1
+        elif op == X_MAX:
+            sp -= 1
+            s[sp - 1] = fmax(s[sp - 1], s[sp])
+            pc += 1
+        elif op == X_STAGE or op == X_POOL:
+            has_index = c[pc + 4]
+            k = 0
+            if has_index:
+                sp -= 1
+                k = member(st, s[sp], c[pc + 3], E_INDEX, slot)
+                if k < 0:
+                    return NAN
+            if op == X_STAGE:
+                st.stack_top = base + sp + 1
+                a = stage_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
+                st.stack_top = base
+                s[sp] = a
+            else:
+                s[sp] = pool_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
+            sp += 1
+            pc += 5
+        elif op == X_PRICE:
+            has_index = c[pc + 3]
+            k = 0
+            if has_index:
+                sp -= 1
+                k = member(st, s[sp], c[pc + 2], E_INDEX, slot)
+                if k < 0:
+                    return NAN
+            sp -= 1
+            s[sp - 1] = price(&st.stages[c[pc + 1] + k], s[sp - 1], s[sp])
+            pc += 4
+        elif op == X_SAMPLE:
+            k = c[pc + 2]
+            sp -= k
+            s[sp] = sq_draw(rng, c[pc + 1], &s[sp])
+            sp += 1
+            pc += 3
+        else:  # X_RET
+            return s[sp - 1]
+
+
+# ---- stages -------------------------------------------------------------------------------
+cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, int32_t growing) noexcept nogil:
+    cdef int32_t j
+    if start_job(st, k, slot, w) < 0:
+        return -1
+    if mode != M_PLAIN:
+        # the job just joined: it is the resident with this owner and the newest id
+        j = newest_job(st, k)
+        st.job_mode[j] = mode
+        st.job_grow[j] = growing
+    return 0
+
+
+cdef int32_t newest_job(State* st, int32_t k) noexcept nogil:
+    cdef Stage* s = &st.stages[k]
+    cdef int64_t r
+    cdef int32_t best = s.res[0]
+    for r in range(s.nres):
+        if st.job_id[s.res[r]] > st.job_id[best]:
+            best = s.res[r]
+    return best
+
+
+cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
+    """A `run` with positive work joins stage k."""
+    cdef Stage* s = &st.stages[k]
+    cdef int32_t j = job_alloc(st)
+    if j < 0:
+        return -1
+    st.job_owner[j] = slot
+    st.job_stage[j] = k
+    st.job_id[j] = st.next_job_id
+    st.next_job_id += 1
+    st.job_work[j] = w
+    st.job_enq[j] = st.now
+    st.job_started[j] = 0
+    st.job_mode[j] = M_PLAIN
+    st.job_grow[j] = -1
+    st.job_served[j] = -1
+    if slot >= 0:
+        st.sess_job[slot] = j
+    s.n += 1
+    if s.kind == K_STEP:
+        # a step job starts the moment it joins the residents
+        st.job_start[j] = st.now
+        st.job_started[j] = 1
+        return join_residents(st, s, j)
+    if s.kind == K_FIFO:
+        if s.busy < s.servers:
+            return begin_service(st, s, k, j)
+        return ring_push(st, &s.q, &s.qcap, &s.qhead, &s.qlen, j)
+    if s.kind == K_DELAY:
+        return begin_service(st, s, k, j)
+    # ps: the tag is the virtual time at which the job's work is done
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    st.job_start[j] = st.now
+    st.job_started[j] = 1
+    s.dirty = 1
+    return ps_push(st, s, s.V + w, st.job_id[j], j)
+
+
+cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
+    if s.kind == K_FIFO:
+        s.busy += 1
+    st.job_start[j] = st.now
+    st.job_end[j] = st.now + st.job_work[j]
+    st.job_started[j] = 1
+    return schedule(st, st.job_end[j], EV_FINISH, k, j, st.job_id[j])
+
+
+cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
+    """The job is done: record its wait and service, update the estimators, ready its owner."""
+    cdef double start = st.job_start[j], wait = st.job_start[j] - st.job_enq[j]
+    cdef double service = st.now - st.job_start[j]
+    cdef int32_t owner = st.job_owner[j]
+    s.n -= 1
+    if owner >= 0:
+        st.sess_job[owner] = -1
+    if st.warm:
+        if darr_push(&s.waits, wait) < 0 or darr_push(&s.services, service) < 0:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+    estimate(s, start, wait, service)
+    job_free(st, j)
+    if owner < 0:
+        return 0                    # a spill's transfer: nobody waits for it
+    return ready_push(st, owner)
+
+
+cdef void estimate(Stage* s, double start, double wait, double service) noexcept nogil:
+    # exponentially weighted averages, each seeded by its first observation
+    cdef double gap
+    if s.est_count == 0:
+        s.est_service = service
+        s.est_wait = wait
+    else:
+        gap = start - s.est_last_start
+        if s.est_has_gap:
+            s.est_gap += EWMA * (gap - s.est_gap)
+        else:
+            s.est_gap = gap
+            s.est_has_gap = 1
+        s.est_service += EWMA * (service - s.est_service)
+        s.est_wait += EWMA * (wait - s.est_wait)
+    s.est_last_start = start
+    s.est_count += 1
+
+
+cdef int finish(State* st, Event* e) noexcept nogil:
+    cdef Stage* s = &st.stages[e.a]
+    cdef int32_t j = <int32_t> e.b
+    cdef int32_t nxt
+    cdef PsEntry top
+    if s.kind == K_PS:
+        if e.c != s.epoch:
+            return 0            # superseded by a reschedule
+        s.V = ps_virtual(s, st.now)
+        s.Vt = st.now
+        top = ps_pop(s)
+        if top.tag > s.V:
+            s.V = top.tag
+        s.dirty = 1
+        return complete_job(st, s, top.job)
+    if st.job_id[j] != e.c:
+        return 0                # the job is gone
+    if complete_job(st, s, j) < 0:
+        return -1
+    if s.kind == K_FIFO:
+        s.busy -= 1
+        if s.qlen > 0:
+            nxt = ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)
+            return begin_service(st, s, e.a, nxt)
+    return 0
+
+
+cdef int reschedule(State* st, int32_t k) noexcept nogil:
+    """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish."""
+    cdef Stage* s = &st.stages[k]
+    cdef double phi, delay
+    s.dirty = 0
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    if s.hlen > 0:
+        phi = evaluate(st, s.phi, -1, &st.rng_session, <double> s.hlen)
+        s.rate = phi / <double> s.hlen
+    else:
+        s.rate = 0.0
+    s.epoch += 1
+    if s.hlen > 0 and s.rate > 0:
+        delay = (s.heap[0].tag - s.V) / s.rate
+        if delay < 0:
+            delay = 0
+        return schedule(st, st.now + delay, EV_FINISH, k, s.heap[0].job, s.epoch)
+    return 0
+
+
+
+# ---- pools: holds, admission, the prefix cache ---------------------------------------------
+cdef inline double clamp0(double x) noexcept nogil:
+    # amounts are clamped, not checked: negative and NaN are 0
+    return x if x > 0 else 0.0
+
+
+cdef inline double round_up(Pool* p, double x) noexcept nogil:
+    return ceil(x / p.block) * p.block if p.block > 0 else x
+
+
+cdef inline double round_down(Pool* p, double x) noexcept nogil:
+    return floor(x / p.block) * p.block if p.block > 0 else x
+
+
+cdef int64_t own_entry(Pool* p, int64_t serial) noexcept nogil:
+    cdef int64_t e
+    for e in range(p.nentries):
+        if p.entries[e].serial == serial:
+            return e
+    return -1
+
+
+cdef inline void remove_entry(Pool* p, int64_t e) noexcept nogil:
+    free(p.entries[e].snap)
+    p.entries[e] = p.entries[p.nentries - 1]
+    p.nentries -= 1
+
+
+cdef double take_entry(Pool* p, int64_t serial) noexcept nogil:
+    """The session's own cached prefix leaves the cache (consumed); its size."""
+    cdef int64_t e = own_entry(p, serial)
+    cdef double size
+    if e < 0:
+        return 0.0
+    size = p.entries[e].size
+    p.cached -= size
+    remove_entry(p, e)
+    return size
+
+
+cdef double consume_entry(State* st, Pool* p, int32_t slot, int32_t reuse) noexcept nogil:
+    """Admission takes the session's own prefix; beyond `reuse`, the excess stays as a dead entry."""
+    cdef int64_t e = own_entry(p, st.serial[slot])
+    cdef double own = 0.0, r
+    cdef Entry kept
+    if e >= 0:
+        kept = p.entries[e]
+        own = kept.size
+        p.cached -= own
+        remove_entry(p, e)
+    if reuse >= 0:
+        r = round_down(p, clamp0(evaluate(st, reuse, slot, &st.rng_session, NAN)))
+        if st.err:
+            return 0.0
+        if own > r:
+            # the excess keeps the original's age and order, and is nobody's
+            if add_entry(st, p, -1, own - r) < 0:
+                return 0.0
+            p.entries[p.nentries - 1].last = kept.last
+            p.entries[p.nentries - 1].seq = kept.seq
+            snapshot(st, &p.entries[p.nentries - 1], slot)
+            st.next_entry_seq -= 1
+            own = r
+    return own
+
+
+cdef void drop_entry(Pool* p, int64_t serial) noexcept nogil:
+    take_entry(p, serial)   # `drop` is not an eviction
+
+
+cdef int add_entry(State* st, Pool* p, int64_t serial, double size) noexcept nogil:
+    cdef int64_t cap
+    cdef Entry* e
+    if p.nentries == p.entries_cap:
+        cap = p.entries_cap * 2 if p.entries_cap else 16
+        e = <Entry*> realloc(p.entries, cap * sizeof(Entry))
+        if e == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        p.entries = e
+        p.entries_cap = cap
+    e = &p.entries[p.nentries]
+    p.nentries += 1
+    e.serial = serial
+    e.slot = -1
+    e.snap = NULL
+    e.size = size
+    e.last = st.now
+    e.seq = st.next_entry_seq
+    st.next_entry_seq += 1
+    p.cached += size
+    return 0
+
+
+cdef void snapshot(State* st, Entry* e, int32_t slot) noexcept nogil:
+    # the attributes `evict by` reads once the session has ended
+    if st.pools_evict_by:
+        e.snap = <double*> malloc(st.n_attrs * sizeof(double) + 8)
+        if e.snap != NULL:
+            memcpy(e.snap, &st.attrs[<int64_t> slot * st.n_attrs], st.n_attrs * sizeof(double))
+
+
+cdef int64_t evict_choice(State* st, Pool* p) noexcept nogil:
+    """The entry with the smallest `evict by` key (keys, then seq), keys read per entry on the eviction stream."""
+    cdef int64_t e, best = -1
+    cdef int32_t i, n = p.evict_count, slot
+    cdef double* keys = st.keys
+    cdef Entry* en
+    for e in range(p.nentries):
+        en = &p.entries[e]
+        slot = en.slot if (en.slot >= 0 and st.alive[en.slot] and st.serial[en.slot] == en.serial) else -1
+        st.ctxv[2] = en.size
+        st.ctxv[3] = st.now - en.last
+        st.ctxv[4] = en.last
+        st.ctxv[5] = 1.0 if (slot >= 0 and st.waiting[slot]) else 0.0
+        st.attr_row = en.snap if slot < 0 else NULL
+        for i in range(n):
+            keys[n + 1 + i] = evaluate(st, st.pool_keys[p.evict_start + i], slot, &st.rng_eviction, NAN)
+        st.attr_row = NULL
+        if st.err:
+            return -1
+        keys[n + 1 + n] = <double> en.seq
+        if best < 0 or keys_smaller(&keys[n + 1], keys, n + 1):
+            best = e
+            for i in range(n + 1):
+                keys[i] = keys[n + 1 + i]
+    return best
+
+
+cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
+    """An evicted piece goes to the tier (as the same session's entry) if `when` holds, over a job on the link."""
+    cdef int32_t slot = e.slot if (e.slot >= 0 and st.alive[e.slot] and st.serial[e.slot] == e.serial) else -1
+    cdef double when, work
+    cdef Pool* tier = &st.pools[p.spill_to]
+    cdef int64_t k
+    st.ctxv[2] = piece
+    st.ctxv[3] = st.now - e.last
+    st.ctxv[4] = e.last
+    st.ctxv[5] = 1.0 if (slot >= 0 and st.waiting[slot]) else 0.0
+    st.attr_row = e.snap if slot < 0 else NULL
+    when = evaluate(st, p.spill_when, slot, &st.rng_eviction, NAN)
+    if st.err or when == 0.0:
+        st.attr_row = NULL
+        return
+    work = fmax(0.0, evaluate(st, p.spill_work, slot, &st.rng_eviction, NAN))
+    st.attr_row = NULL
+    if st.err:
+        return
+    st.spill_depth += 1
+    if st.spill_depth > 64:
+        # a spill chain that comes back to its own pools never makes room (0.1.2 hangs)
+        fail(st, E_SPILL_CYCLE, -1, 0, 0, 0)
+        st.spill_depth -= 1
+        return
+    make_room(st, tier, 0.0)              # a finite tier may end above its cap
+    st.spill_depth -= 1
+    if st.err:
+        return
+    k = own_entry(tier, e.serial) if e.serial >= 0 else -1
+    if k >= 0:
+        tier.entries[k].size += piece
+        tier.entries[k].last = st.now
+        tier.entries[k].seq = st.next_entry_seq
+        st.next_entry_seq += 1
+        tier.cached += piece
+    else:
+        if add_entry(st, tier, e.serial, piece) < 0:
+            return
+        tier.entries[tier.nentries - 1].slot = e.slot
+        if e.snap != NULL and st.pools_evict_by:
+            tier.entries[tier.nentries - 1].snap = <double*> malloc(st.n_attrs * sizeof(double) + 8)
+            if tier.entries[tier.nentries - 1].snap != NULL:
+                memcpy(tier.entries[tier.nentries - 1].snap, e.snap, st.n_attrs * sizeof(double))
+    p.spills += 1
+    if work > 0:
+        # a transfer with no owner (a flow when its link is shared)
+        if st.stages[p.spill_via].share_cap > 0:
+            st.fl_scratch[0] = p.spill_via
+            start_flow(st, st.fl_scratch, 1, -1, work)
+        else:
+            start_job(st, p.spill_via, -1, work)
+
+
+cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
+    """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
+    cdef int64_t e, best
+    cdef double piece
+    cdef Entry gone
+    cdef double* owned
+    # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
+    cdef double pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
+    while p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
+        pieces -= 1.0
+        if pieces < 0:
+            fail(st, E_SPILL_CYCLE, -1, 0, 0, 0)
+            return
+        best = 0
+        if p.evict_count > 0:
+            best = evict_choice(st, p)
+            if best < 0:
+                return
+        else:
+            for e in range(1, p.nentries):
+                if p.entries[e].last < p.entries[best].last or (
+                        p.entries[e].last == p.entries[best].last and p.entries[e].seq < p.entries[best].seq):
+                    best = e
+        piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
+        p.entries[best].size -= piece
+        p.cached -= piece
+        p.evicted_units += piece
+        gone = p.entries[best]
+        owned = NULL
+        if p.entries[best].size <= EPS:
+            owned = gone.snap                # kept for the spill below, freed after it
+            p.entries[best].snap = NULL
+            remove_entry(p, best)
+            p.evicted_entries += 1
+        if p.spill_to >= 0:
+            spill(st, p, &gone, piece)
+        free(owned)
+        if st.err:
+            return
+
+
+cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
+    if p.nholders == p.holders_cap:
+        if not grow(<void**> &p.holders, (p.holders_cap * 2 + 16) * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        p.holders_cap = p.holders_cap * 2 + 16
+    p.holders[p.nholders] = slot
+    p.nholders += 1
+    return 0
+
+
+cdef void holders_remove(Pool* p, int32_t slot) noexcept nogil:
+    # every occurrence goes: nested holds on one pool leave together
+    cdef int64_t i, j = 0
+    for i in range(p.nholders):
+        if p.holders[i] != slot:
+            p.holders[j] = p.holders[i]
+            j += 1
+    p.nholders = j
+
+
+cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
+    if p.qlen == p.qcap:
+        if not grow(<void**> &p.queue, (p.qcap * 2 + 16) * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        p.qcap = p.qcap * 2 + 16
+    p.queue[p.qlen] = slot
+    p.qlen += 1
+    return 0
+
+
+cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
+    return <int64_t> slot * st.hold_depth_max + d
+
+
+cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcept nogil:
+    """A session reaches `hold`: evaluate every pool's amounts, test for rejection, join the queue."""
+    cdef int32_t off = st.hold_offsets[h], n = st.holds[off], i, e
+    cdef int32_t d = st.depth[slot]
+    cdef int64_t fi = frame_of(st, slot, d), k
+    cdef double u, need, v
+    cdef Pool* p
+    for i in range(n):
+        e = off + 5 + 5 * i
+        k = 0
+        if st.holds[e + 2] >= 0:
+            v = evaluate(st, st.holds[e + 2], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            k = member(st, v, st.holds[e + 1], E_POOL_INDEX, slot)
+            if k < 0:
+                return
+        st.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e] + k)
+        st.frame_active[fi * st.hold_pools_max + i] = 0
+        u = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
+        need = u
+        if st.holds[e + 4] >= 0:
+            need = fmax(u, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+        if st.err:
+            return
+        st.scratch[i] = need
+    for i in range(n):
+        p = &st.pools[st.frame_member[fi * st.hold_pools_max + i]]
+        if round_up(p, st.scratch[i]) > p.cap:     # can never fit: compared exactly
+            p.rejected += 1
+            end_session(st, slot)
+            return
+    st.frame_hold[fi] = h
+    st.frame_queued_at[fi] = st.now
+    st.depth[slot] = d + 1
+    st.waiting[slot] = 1
+    st.resumed[slot] = front
+    queue_push(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+    if front:
+        # a preempted hold re-enters at the head (several victims: the last one first)
+        p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
+        for i in range(p.qlen - 1, 0, -1):
+            p.queue[i] = p.queue[i - 1]
+        p.queue[0] = slot
+
+
+cdef bint keys_smaller(double* a, double* b, int32_t n) noexcept nogil:
+    """Lexicographic a < b; a NaN comparison is 'not smaller'."""
+    cdef int32_t i
+    for i in range(n):
+        if a[i] < b[i]:
+            return True
+        if not (a[i] == b[i]):
+            return False
+    return False
+
+
+cdef int64_t next_waiting(State* st, Pool* p) noexcept nogil:
+    """The queue index to try next: the front under fifo, else the smallest `queue by` key."""
+    cdef int64_t q, best = 0, fi
+    cdef int32_t i, n = p.key_count, slot
+    cdef double* keys = st.keys
+    if n == 0 or st.resumed[p.queue[0]]:
+        return 0                    # fifo, or a resumed hold at the head: taken before any key is read
+    for q in range(p.qlen):
+        slot = p.queue[q]
+        fi = frame_of(st, slot, st.depth[slot] - 1)
+        st.ctxv[CTX_WAITED] = st.now - st.frame_queued_at[fi]
+        for i in range(n):
+            keys[n + i] = evaluate(st, st.pool_keys[p.key_start + i], slot, &st.rng_session, NAN)
+            if st.err:
+                return -1
+        if q == 0 or keys_smaller(&keys[n], keys, n):
+            best = q
+            for i in range(n):
+                keys[i] = keys[n + i]
+    return best
+
+
+cdef void try_admit(State* st, int32_t pk) noexcept nogil:
+    """Admit waiting holds of pool pk while the selected one fits (head-of-line blocking)."""
+    cdef Pool* p = &st.pools[pk]
+    cdef int64_t q, fi
+    cdef int32_t slot, h, off, n, i, e
+    cdef double u, need
+    if st.admit_via[pk] >= 0:
+        return                      # only its stage's iteration starts admit from it
+    while p.qlen > 0:
+        q = next_waiting(st, p)
+        if q < 0:
+            return
+        slot = p.queue[q]
+        fi = frame_of(st, slot, st.depth[slot] - 1)
+        h = st.frame_hold[fi]
+        off = st.hold_offsets[h]
+        n = st.holds[off]
+        for i in range(n):
+            e = off + 5 + 5 * i
+            u = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
+            need = u
+            if st.holds[e + 4] >= 0:
+                need = fmax(u, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+            if st.err:
+                return
+            st.scratch[2 * i] = u
+            st.scratch[2 * i + 1] = need
+        for i in range(n):
+            if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
+                return
+        for i in range(q, p.qlen - 1):
+            p.queue[i] = p.queue[i + 1]
+        p.qlen -= 1
+        admit(st, slot, fi, off, n)
+        if st.err:
+            return
+
+
+cdef inline bint fits(Pool* p, double need) noexcept nogil:
+    return p.used + round_up(p, need) <= p.cap + EPS
+
+
+cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noexcept nogil:
+    cdef double consumed = 0.0, own, a
+    cdef int32_t i, row
+    cdef bint caching = st.holds[off + 1] >= 0
+    cdef Pool* p
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
+    cdef int64_t j
+    for i in range(n):
+        row = st.frame_member[fi * st.hold_pools_max + i]
+        p = &st.pools[row]
+        own = 0.0
+        if caching:
+            own = consume_entry(st, p, slot, st.holds[off + 4])
+            if st.err:
+                return
+        if own > consumed:
+            consumed = own
+        a = round_up(p, st.scratch[2 * i])          # the units, not the reserve, are allocated
+        make_room(st, p, a)
+        p.used += a
+        if holders_push(st, p, slot) < 0:
+            return
+        p.admissions += 1
+        j = fi * st.hold_pools_max + i
+        st.frame_alloc[j] = a
+        st.frame_active[j] = 1
+        st.frame_pos[j] = own
+        st.frame_grown[j] = 0
+    if st.warm:
+        p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
+        if darr_push(&p.waits, st.now - st.frame_queued_at[fi]) < 0:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+    st.attrs[<int64_t> slot * st.n_attrs + st.slot_cached] = consumed
+    st.adm[slot] = st.next_adm       # every hold admission takes the next admission number
+    st.next_adm += 1.0
+    ready_push(st, slot)
+
+
+cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, double computed,
+                        int32_t cache) noexcept nogil:
+    """Give back a hold's allocation on one pool; with a `cache` clause keep a prefix of what it computed."""
+    cdef Pool* p = &st.pools[row]
+    cdef double keep
+    p.used -= alloc
+    holders_remove(p, slot)
+    if cache >= 0:
+        keep = clamp0(evaluate(st, cache, slot, &st.rng_session, NAN))
+        if st.err:
+            return
+        keep = round_down(p, fmin(keep, computed))
+        if keep > 0:
+            take_entry(p, st.serial[slot])
+            if add_entry(st, p, st.serial[slot], keep) < 0:
+                return
+            p.entries[p.nentries - 1].slot = slot
+            snapshot(st, &p.entries[p.nentries - 1], slot)
+
+
+cdef void mark_grown(State* st, int64_t j) noexcept nogil:
+    # `grown` belongs to the hold: its computed extent becomes `pos` on every pool it takes
+    cdef int64_t first = (j // st.hold_pools_max) * st.hold_pools_max, i
+    for i in range(first, first + st.hold_pools_max):
+        st.frame_grown[i] = 1
+
+
+cdef inline double computed_of(State* st, int64_t j) noexcept nogil:
+    return st.frame_pos[j] if st.frame_grown[j] else st.frame_alloc[j]
+
+
+cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noexcept nogil:
+    """Release every pool a hold still holds, in the order written; at the end of the
+    body the `lease` pool's allocation becomes a lease instead."""
+    cdef int64_t fi = frame_of(st, slot, d), j
+    cdef int32_t h = st.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off], i
+    for i in range(n):
+        j = fi * st.hold_pools_max + i
+        if st.frame_active[j]:
+            st.frame_active[j] = 0
+            if body_done:
+                st.ppos[<int64_t> slot * (st.n_pools + 1) + st.frame_member[j]] = NAN
+            if body_done and i == st.holds[off + 2]:
+                start_lease(st, slot, j, st.holds[off + 1], st.holds[off + 3])
+            else:
+                release_units(st, slot, st.frame_member[j], st.frame_alloc[j], computed_of(st, j),
+                              st.holds[off + 1])
+            if st.err:
+                return
+
+
+cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t time) noexcept nogil:
+    cdef int64_t cap, k
+    cdef double t
+    if st.nleases == st.lease_cap:
+        cap = st.lease_cap * 2 + 16
+        if not grow(<void**> &st.lease_slot, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_row, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_alloc, cap * sizeof(double)) \
+                or not grow(<void**> &st.lease_computed, cap * sizeof(double)) \
+                or not grow(<void**> &st.lease_cache, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_active, cap * sizeof(char)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+        st.lease_cap = cap
+    k = st.nleases
+    st.nleases += 1
+    st.lease_slot[k] = slot
+    st.lease_row[k] = st.frame_member[j]
+    st.lease_alloc[k] = st.frame_alloc[j]
+    st.lease_computed[k] = computed_of(st, j)
+    st.lease_cache[k] = cache
+    st.lease_active[k] = 1
+    t = clamp0(evaluate(st, time, slot, &st.rng_session, NAN))
+    if st.err:
+        return
+    if isfinite(t):
+        schedule(st, st.now + t, EV_LEASE_END, 0, k, 0)
+
+
+cdef void end_lease(State* st, int64_t k) noexcept nogil:
+    st.lease_active[k] = 0
+    release_units(st, st.lease_slot[k], st.lease_row[k], st.lease_alloc[k], st.lease_computed[k],
+                  st.lease_cache[k])
+
+
+cdef void end_leases(State* st, int32_t slot) noexcept nogil:
+    cdef int64_t k
+    for k in range(st.nleases):
+        if st.lease_active[k] and st.lease_slot[k] == slot:
+            end_lease(st, k)
+            if st.err:
+                return
+
+
+cdef void release_pool(State* st, int32_t slot, int32_t row) noexcept nogil:
+    """`release P`: the innermost hold still holding P gives it back now, else the first lease of P ends."""
+    cdef int32_t d, i, n, off
+    cdef int64_t fi, j
+    for d in range(st.depth[slot] - 1, -1, -1):
+        fi = frame_of(st, slot, d)
+        off = st.hold_offsets[st.frame_hold[fi]]
+        n = st.holds[off]
+        for i in range(n):
+            j = fi * st.hold_pools_max + i
+            if st.frame_active[j] and st.frame_member[j] == row:
+                st.frame_active[j] = 0
+                st.ppos[<int64_t> slot * (st.n_pools + 1) + row] = NAN
+                release_units(st, slot, row, st.frame_alloc[j], computed_of(st, j), st.holds[off + 1])
+                return
+    # outside any hold on P: the session's first lease on P ends
+    cdef int64_t k
+    for k in range(st.nleases):
+        if st.lease_active[k] and st.lease_slot[k] == slot and st.lease_row[k] == row:
+            end_lease(st, k)
+            return
+
+
+cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
+    """The frame entry of the session's innermost open hold on pool row, or -1."""
+    cdef int32_t d, i, n
+    cdef int64_t fi, j
+    for d in range(st.depth[slot] - 1, -1, -1):
+        fi = frame_of(st, slot, d)
+        n = st.holds[st.hold_offsets[st.frame_hold[fi]]]
+        for i in range(n):
+            j = fi * st.hold_pools_max + i
+            if st.frame_active[j] and st.frame_member[j] == row:
+                return j
+    return -1
+
+
+cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
+    """Grow the hold's allocation by `units` (rounded up to blocks) if it fits; True when granted."""
+    cdef double need = round_up(p, st.frame_alloc[j] + units) - st.frame_alloc[j]
+    if need <= 0:
+        return True
+    if p.used + need <= p.cap + EPS:
+        make_room(st, p, need)
+        p.used += need
+        st.frame_alloc[j] += need
+        return True
+    return False
+
+
+cdef int32_t lifo_victim(State* st, int32_t row, int32_t grower) noexcept nogil:
+    """Engine pool: the resident (of a stage with this memory) admitted last; else the last holder with an open hold."""
+    cdef Pool* p = &st.pools[row]
+    cdef int64_t i
+    cdef int32_t slot, best = -1, j
+    if p.engine:
+        for i in range(p.nholders):
+            slot = p.holders[i]
+            j = st.sess_job[slot]
+            if j < 0 or st.stages[st.job_stage[j]].kind != K_STEP or st.stages[st.job_stage[j]].memory != row:
+                continue
+            if (st.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:
+                continue            # stalled elsewhere, or holding the pool only through a lease
+            if best < 0 or st.adm[slot] > st.adm[best]:
+                best = slot
+        return best
+    for i in range(p.nholders - 1, -1, -1):
+        slot = p.holders[i]
+        if innermost(st, slot, row) >= 0:
+            return slot
+    return -1
+
+
+cdef void remove_job(State* st, int32_t j) noexcept nogil:
+    """A job leaves its stage before completing (its session was preempted); a pending finish goes stale."""
+    cdef int32_t k = st.job_stage[j], nxt
+    cdef Stage* s = &st.stages[k]
+    cdef int64_t i, q
+    cdef PsEntry last
+    s.n -= 1
+    if s.kind == K_FIFO:
+        if st.job_started[j]:
+            s.busy -= 1
+            job_free(st, j)
+            if s.qlen > 0:
+                nxt = ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)
+                begin_service(st, s, k, nxt)
+            return
+        q = 0
+        for i in range(s.qlen):
+            if s.q[(s.qhead + i) & (s.qcap - 1)] != j:
+                s.q[(s.qhead + q) & (s.qcap - 1)] = s.q[(s.qhead + i) & (s.qcap - 1)]
+                q += 1
+        s.qlen = q
+    elif s.kind == K_PS:
+        s.V = ps_virtual(s, st.now)
+        s.Vt = st.now
+        for i in range(s.hlen):
+            if s.heap[i].job == j:
+                last = s.heap[s.hlen - 1]
+                s.hlen -= 1
+                if i < s.hlen:
+                    s.heap[i] = last
+                    ps_fix(s, i)
+                break
+        s.dirty = 1
+    elif s.kind == K_STEP:
+        leave_residents(s, j)
+    job_free(st, j)
+
+
+cdef void ps_fix(Stage* s, int64_t i) noexcept nogil:
+    cdef PsEntry e = s.heap[i]
+    cdef int64_t parent, child
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not ps_less(&e, &s.heap[parent]):
+            break
+        s.heap[i] = s.heap[parent]
+        i = parent
+    while True:
+        child = 2 * i + 1
+        if child >= s.hlen:
+            break
+        if child + 1 < s.hlen and ps_less(&s.heap[child + 1], &s.heap[child]):
+            child += 1
+        if not ps_less(&s.heap[child], &e):
+            break
+        s.heap[i] = s.heap[child]
+        i = child
+    s.heap[i] = e
+
+
+cdef void leave_queue(State* st, int32_t slot) noexcept nogil:
+    cdef int32_t k
+    cdef int64_t i, q
+    cdef Pool* p
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        q = 0
+        for i in range(p.qlen):
+            if p.queue[i] != slot:
+                p.queue[q] = p.queue[i]
+                q += 1
+        p.qlen = q
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
+
+
+cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
+    """§5.9: release the victim's hold on row (and those inside it), rewind it to the hold, re-queue it at the head."""
+    cdef Pool* p = &st.pools[row]
+    cdef int64_t j = innermost(st, victim, row), fi
+    cdef int32_t d = <int32_t> ((j // st.hold_pools_max) - <int64_t> victim * st.hold_depth_max), dd, job, h
+    cdef double c = st.frame_pos[j]
+    cdef double* before = &st.ppos[<int64_t> victim * (st.n_pools + 1) + row]
+    if before[0] == before[0] and c <= before[0] + EPS and not st.stuck[victim]:
+        st.stuck[victim] = 1
+        p.stuck += 1
+    before[0] = c
+    st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
+    if st.sess_flow[victim] >= 0:
+        remove_flow(st, st.sess_flow[victim])
+    job = st.sess_job[victim]
+    if job >= 0:
+        if st.stages[st.job_stage[job]].kind == K_STEP and st.itl_has[victim] \
+                and st.itl_stage[victim] == st.job_stage[job]:
+            st.itl_decoded[victim] = 1   # a later prefill completion continues the turn's tokens
+        remove_job(st, job)
+        st.sess_job[victim] = -1
+    if st.waiting[victim]:
+        leave_queue(st, victim)
+    if st.grow_at[victim] >= 0:
+        leave_growers(st, victim)
+        st.grow_job[victim] = -1
+    for dd in range(st.depth[victim] - 1, d - 1, -1):
+        release_frame(st, victim, dd, False)
+        if st.err:
+            return
+    h = st.frame_hold[frame_of(st, victim, d)]
+    st.depth[victim] = d
+    st.pc[victim] = st.hold_pcs[h] + 2
+    p.preemptions += 1
+    st.iter_preempted = 1
+    hold_statement(st, victim, h, True)
+
+
+cdef int grow_or_preempt(State* st, int32_t slot, int32_t row, int64_t j, double units) noexcept nogil:
+    """Grant the growth, preempting lifo victims while it does not fit: 1 granted, 0 must wait, -1 preempted itself."""
+    cdef Pool* p = &st.pools[row]
+    cdef int32_t victim
+    while True:
+        if grow_now(st, p, j, units):
+            return 1
+        if not p.lifo:
+            return 0
+        victim = lifo_victim(st, row, slot)
+        if victim < 0:
+            return 0
+        preempt(st, victim, row)
+        if st.err or victim == slot:
+            return -1
+
+
+cdef bint grow_statement(State* st, int32_t slot, int32_t row, double units) noexcept nogil:
+    """`grow P (units)`: granted now (preempting under lifo), or the session waits among P's growers."""
+    cdef Pool* p = &st.pools[row]
+    cdef int64_t j = innermost(st, slot, row)
+    cdef int r = grow_or_preempt(st, slot, row, j, units)
+    if r == 1:
+        return True
+    if r < 0:
+        return False                # its own victim: back in the queue
+    if p.ngrowers == p.growers_cap:
+        if not grow(<void**> &p.growers, (p.growers_cap * 2 + 16) * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return False
+        p.growers_cap = p.growers_cap * 2 + 16
+    p.growers[p.ngrowers] = slot
+    p.ngrowers += 1
+    st.grow_units[slot] = units
+    st.grow_at[slot] = j
+    return False
+
+
+cdef void retry_growers(State* st, int32_t pk) noexcept nogil:
+    """Waiting growers in order; the front blocks the others."""
+    cdef Pool* p = &st.pools[pk]
+    cdef int32_t slot
+    cdef int64_t i
+    while p.ngrowers > 0:
+        slot = p.growers[0]
+        if not grow_now(st, p, st.grow_at[slot], st.grow_units[slot]):
+            return
+        for i in range(p.ngrowers - 1):
+            p.growers[i] = p.growers[i + 1]
+        p.ngrowers -= 1
+        if st.grow_job[slot] >= 0:
+            # a stalled resident goes back to its job; its position moves by the stalled need (quirk, §4.5.4)
+            st.frame_pos[st.grow_at[slot]] += st.grow_units[slot]
+            st.grow_job[slot] = -1
+            st.grow_at[slot] = -1
+        else:
+            st.grow_at[slot] = -1
+            ready_push(st, slot)
+
+
+cdef void leave_growers(State* st, int32_t slot) noexcept nogil:
+    cdef int32_t k
+    cdef int64_t i, j
+    cdef Pool* p
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        j = 0
+        for i in range(p.ngrowers):
+            if p.growers[i] != slot:
+                p.growers[j] = p.growers[i]
+                j += 1
+        p.ngrowers = j
+    st.grow_at[slot] = -1
+
+
+cdef void try_every_pool(State* st) noexcept nogil:
+    cdef int32_t k
+    for k in range(st.n_pools):
+        retry_growers(st, k)
+        try_admit(st, k)
+        if st.err:
+            return
+
+include "_step.pxi"
+include "_flows.pxi"
+
+
+# ---- sessions -------------------------------------------------------------------------------
+cdef int spawn(State* st) noexcept nogil:
+    cdef int32_t slot = session_alloc(st)
+    cdef int64_t base, i
+    if slot < 0:
+        return -1
+    base = <int64_t> slot * st.n_attrs
+    memset(&st.attrs[base], 0, st.n_attrs * sizeof(double))
+    st.attrs[base + st.slot_serial] = <double> st.next_serial
+    st.serial[slot] = st.next_serial
+    st.next_serial += 1
+    if st.trace_sessions > 0:
+        # ordered: serial mod L; otherwise one draw on the trace stream
+        if st.trace_ordered:
+            st.trace_of[slot] = st.serial[slot] % st.trace_sessions
+        else:
+            st.trace_of[slot] = sq_rng_range_u32(&st.rng_trace, 0, <uint32_t> (st.trace_sessions - 1))
+        st.trace_next[slot] = 0
+    st.pc[slot] = st.session_pc
+    st.adm[slot] = NEVER_ADMITTED
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
+    st.sess_job[slot] = -1
+    st.sess_flow[slot] = -1
+    st.stuck[slot] = 0
+    st.itl_stage[slot] = -1
+    for i in range(st.n_pools + 1):
+        st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
+    st.grow_job[slot] = -1
+    st.itl_has[slot] = 0
+    st.depth[slot] = 0
+    st.grow_at[slot] = -1
+    st.alive[slot] = 1
+    st.live += 1
+    st.arrivals += 1
+    if st.init_pc >= 0:
+        exec_block(st, st.init_pc, slot, &st.rng_workload)
+        if st.err:
+            return -1
+    return ready_push(st, slot)
+
+
+cdef int end_session(State* st, int32_t slot) noexcept nogil:
+    cdef int32_t d
+    # holds are released innermost first, each caching per its clause
+    if st.grow_at[slot] >= 0:
+        leave_growers(st, slot)
+    for d in range(st.depth[slot] - 1, -1, -1):
+        release_frame(st, slot, d, False)
+        if st.err:
+            return -1
+    st.depth[slot] = 0
+    end_leases(st, slot)
+    if st.err:
+        return -1
+    st.alive[slot] = 0
+    st.live -= 1
+    if st.warm:
+        st.ended += 1
+    st.sfree[st.nsfree] = slot
+    st.nsfree += 1
+    if st.arrival_kind == A_CLOSED:
+        return spawn(st)
+    return 0
+
+
+cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
+    cdef Observe* o = &st.observes[obs]
+    cdef int64_t base = <int64_t> slot * st.n_attrs
+    if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
+            or larr_push(&o.serials, st.serial[slot]) < 0 \
+            or larr_push(&o.turns, turn_of(st.attrs[base + st.slot_turn])) < 0:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    return 0
+
+
+cdef void exec_block(State* st, int32_t pc, int32_t slot, sq_rng* rng) noexcept nogil:
+    """An `init` or `turn` block: sets and observes only, on the workload stream."""
+    cdef const int32_t* code = st.stmts
+    cdef double v
+    while code[pc] != S_RET:
+        v = evaluate(st, code[pc + 2], slot, rng, NAN)
+        if st.err:
+            return
+        if code[pc] == S_SET:
+            st.attrs[<int64_t> slot * st.n_attrs + code[pc + 1]] = v
+        elif st.warm:
+            if record(st, code[pc + 1], v, slot) < 0:
+                return
+        pc += 3
+
+
+cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
+    """Load the session's next trace turn; past the last one only `more` (0) changes."""
+    cdef int64_t t = st.trace_of[slot], k = st.trace_next[slot], at
+    if k < st.trace_len[t]:
+        at = 4 * (st.trace_start[t] + k)
+        st.attrs[base + st.slot_new] = st.trace_turns[at]
+        st.attrs[base + st.slot_out] = st.trace_turns[at + 1]
+        st.attrs[base + st.slot_think] = st.trace_turns[at + 2]
+        st.attrs[base + st.slot_forced] = st.trace_turns[at + 3]
+        st.trace_next[slot] = k + 1
+        st.attrs[base + st.slot_more] = 1.0 if k + 1 < st.trace_len[t] else 0.0
+    else:
+        st.attrs[base + st.slot_more] = 0.0
+
+
+cdef void exec_session(State* st, int32_t slot) noexcept nogil:
+    """Run a ready session's statements until it joins a stage, yields or ends."""
+    cdef const int32_t* code = st.stmts
+    cdef int64_t base = <int64_t> slot * st.n_attrs
+    cdef int32_t pc = st.pc[slot], op, nkeys, i, kk, best
+    cdef int64_t n, cand, member_k, j
+    cdef double v, w
+    cdef double* keys = st.keys
+    cdef bint smaller
+    while True:
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail(st, E_STUCK, slot, 0, pc, 0)
+            return
+        op = code[pc]
+        if op == S_SET:
+            v = evaluate(st, code[pc + 2], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            st.attrs[base + code[pc + 1]] = v
+            pc += 3
+        elif op == S_OBSERVE:
+            v = evaluate(st, code[pc + 2], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            if st.warm and record(st, code[pc + 1], v, slot) < 0:
+                return
+            pc += 3
+        elif op == S_TURN:
+            st.attrs[base + st.slot_turn] += 1.0
+            if st.warm:
+                st.turns += 1
+            if st.trace_sessions > 0:
+                next_trace_turn(st, slot, base)
+            if st.turn_pc >= 0:
+                exec_block(st, st.turn_pc, slot, &st.rng_workload)
+                if st.err:
+                    return
+            pc += 1
+        elif op == S_END:
+            end_session(st, slot)
+            return
+        elif op == S_JUMP:
+            pc = code[pc + 1]
+        elif op == S_BRANCH:
+            v = evaluate(st, code[pc + 1], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            if v == 1.0:
+                pc += 4
+            elif v == 0.0:
+                pc = code[pc + 2]
+            else:
+                fail(st, E_BRANCH, slot, v, code[pc + 3], 0)
+                return
+        elif op == S_CHOOSE:
+            nkeys = code[pc + 3]
+            v = evaluate(st, code[pc + 2], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            n = saturate_i64(v)
+            best = 0
+            for cand in range(n):
+                st.attrs[base + code[pc + 1]] = <double> cand
+                for i in range(nkeys):
+                    keys[nkeys + i] = evaluate(st, code[pc + 4 + i], slot, &st.rng_session, NAN)
+                    if st.err:
+                        return
+                if cand == 0:
+                    smaller = True
+                else:
+                    smaller = False
+                    for i in range(nkeys):
+                        if keys[nkeys + i] < keys[i]:
+                            smaller = True
+                            break
+                        if not (keys[nkeys + i] == keys[i]):
+                            break   # larger, or NaN: not smaller
+                if smaller:
+                    best = <int32_t> cand
+                    for i in range(nkeys):
+                        keys[i] = keys[nkeys + i]
+            st.attrs[base + code[pc + 1]] = <double> best
+            pc += 4 + nkeys
+        elif op == S_HOLD:
+            st.pc[slot] = pc + 2
+            hold_statement(st, slot, code[pc + 1], False)
+            return                       # queued (or rejected and ended)
+        elif op == S_HOLD_END:
+            release_frame(st, slot, st.depth[slot] - 1, True)
+            if st.err:
+                return
+            st.depth[slot] -= 1
+            st.attrs[base + st.slot_computed] = 0.0
+            try_every_pool(st)
+            if st.err:
+                return
+            pc += 2
+        elif op == S_GROW or op == S_LOAD:
+            member_k = 0
+            if code[pc + 3] >= 0:
+                v = evaluate(st, code[pc + 3], slot, &st.rng_session, NAN)
+                if st.err:
+                    return
+                member_k = member(st, v, code[pc + 2], E_POOL_INDEX, slot)
+                if member_k < 0:
+                    return
+            w = clamp0(evaluate(st, code[pc + 4], slot, &st.rng_session, NAN))
+            if st.err:
+                return
+            kk = <int32_t> (code[pc + 1] + member_k)
+            j = innermost(st, slot, kk)
+            if op == S_GROW:
+                if j < 0:
+                    fail(st, E_GROW_OUTSIDE, slot, 0, code[pc + 5], 0)
+                    return
+                pc += 6
+                st.pc[slot] = pc
+                if not grow_statement(st, slot, kk, w):
+                    return                   # waits among the growers, or was its own victim
+            else:
+                if j < 0:
+                    fail(st, E_LOAD_OUTSIDE, slot, 0, code[pc + 5] + 1, 0)
+                    return
+                if st.frame_pos[j] + w > st.frame_alloc[j] + EPS:
+                    fail(st, E_LOAD_FIT, slot, st.frame_alloc[j], code[pc + 5], 0)
+                    st.err_value2 = st.frame_pos[j]
+                    st.err_value3 = w
+                    return
+                st.frame_pos[j] += w
+                mark_grown(st, j)
+                pc += 6
+        elif op == S_RELEASE or op == S_DROP:
+            member_k = 0
+            if code[pc + 3] >= 0:
+                v = evaluate(st, code[pc + 3], slot, &st.rng_session, NAN)
+                if st.err:
+                    return
+                member_k = member(st, v, code[pc + 2], E_POOL_INDEX, slot)
+                if member_k < 0:
+                    return
+            if op == S_DROP:
+                drop_entry(&st.pools[code[pc + 1] + member_k], st.serial[slot])
+            else:
+                release_pool(st, slot, <int32_t> (code[pc + 1] + member_k))
+                if st.err:
+                    return
+                try_every_pool(st)
+                if st.err:
+                    return
+            pc += 4
+        elif op == S_RUN:
+            member_k = 0
+            if code[pc + 3] >= 0:
+                v = evaluate(st, code[pc + 3], slot, &st.rng_session, NAN)
+                if st.err:
+                    return
+                member_k = member(st, v, code[pc + 2], E_STAGE_INDEX, slot)
+                if member_k < 0:
+                    return
+            w = evaluate(st, code[pc + 4], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            kk = -1
+            if code[pc + 6] >= 0:
+                # `growing P`: the hold it grows must be open when the run starts
+                j = 0
+                if code[pc + 8] >= 0:
+                    v = evaluate(st, code[pc + 8], slot, &st.rng_session, NAN)
+                    if st.err:
+                        return
+                    j = member(st, v, code[pc + 7], E_POOL_INDEX, slot)
+                    if j < 0:
+                        return
+                kk = <int32_t> (code[pc + 6] + j)
+                if innermost(st, slot, kk) < 0:
+                    fail(st, E_GROWING_OUTSIDE, slot, 0, code[pc + 9], 0)
+                    return
+            # the other stages a flow holds
+            nkeys = code[pc + 10]
+            st.fl_scratch[0] = <int32_t> (code[pc + 1] + member_k)
+            for i in range(nkeys):
+                j = 0
+                if code[pc + 13 + 3 * i] >= 0:
+                    v = evaluate(st, code[pc + 13 + 3 * i], slot, &st.rng_session, NAN)
+                    if st.err:
+                        return
+                    j = member(st, v, code[pc + 12 + 3 * i], E_STAGE_INDEX, slot)
+                    if j < 0:
+                        return
+                st.fl_scratch[1 + i] = <int32_t> (code[pc + 11 + 3 * i] + j)
+            st.pc[slot] = pc + 11 + 3 * nkeys
+            if not (w > 0):
+                # zero work: no job, but the session yields to everyone already ready
+                ready_push(st, slot)
+                return
+            if st.stages[st.fl_scratch[0]].share_cap > 0:
+                start_flow(st, st.fl_scratch, nkeys + 1, slot, w)
+            else:
+                start_run(st, st.fl_scratch[0], slot, w, code[pc + 5], kk)
+            return
+        else:
+            return
+
+
+# ---- the loop ----------------------------------------------------------------------------------
+cdef void sample_areas(State* st) noexcept nogil:
+    cdef int32_t k
+    cdef Stage* s
+    cdef Pool* p
+    area_set(&st.live_area, st.now, <double> st.live)
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        area_set(&p.used_area, st.now, p.used)
+        area_set(&p.cached_area, st.now, p.cached)
+        area_set(&p.queue_area, st.now, <double> p.qlen)
+        area_set(&p.holders_area, st.now, <double> p.nholders)
+    for k in range(st.n_stages):
+        s = &st.stages[k]
+        area_set(&s.number, st.now, <double> s.n)
+        if s.share_cap > 0:
+            area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
+        else:
+            area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
+        if s.kind == K_STEP:
+            area_set(&s.prefill_only, st.now, 1.0 if (s.inflight and s.iter_kind == 1) else 0.0)
+            area_set(&s.decode_only, st.now, 1.0 if (s.inflight and s.iter_kind == 2) else 0.0)
+            area_set(&s.mixed, st.now, 1.0 if (s.inflight and s.iter_kind == 3) else 0.0)
+            area_set(&s.decodes, st.now, <double> s.iter_decodes if s.inflight else 0.0)
+
+
+cdef void restart_areas(State* st) noexcept nogil:
+    cdef int32_t k
+    area_restart(&st.live_area, st.now)
+    for k in range(st.n_pools):
+        area_restart(&st.pools[k].used_area, st.now)
+        area_restart(&st.pools[k].cached_area, st.now)
+        area_restart(&st.pools[k].queue_area, st.now)
+        area_restart(&st.pools[k].holders_area, st.now)
+    for k in range(st.n_stages):
+        area_restart(&st.stages[k].number, st.now)
+        area_restart(&st.stages[k].busy_area, st.now)
+        area_restart(&st.stages[k].prefill_only, st.now)
+        area_restart(&st.stages[k].decode_only, st.now)
+        area_restart(&st.stages[k].mixed, st.now)
+        area_restart(&st.stages[k].decodes, st.now)
+
+
+cdef void settle(State* st) noexcept nogil:
+    cdef int32_t slot, k
+    while True:
+        while st.rlen > 0 and not st.err:
+            slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+            if st.alive[slot] and not st.waiting[slot]:   # a preempted session waits in a queue
+                exec_session(st, slot)
+        if st.err:
+            return
+        # the pools pass: admission at settle happens only here
+        for k in range(st.n_pools):
+            retry_growers(st, k)
+            try_admit(st, k)
+            if st.err:
+                return
+        if st.rlen == 0:
+            break
+    cdef bint pending_now = st.hlen > 0 and st.heap[0].t <= st.now
+    for k in range(st.n_ps_first, st.n_stages):
+        if st.stages[k].kind == K_STEP:
+            # an iteration waits for the whole instant (every event at `now` handled)
+            if not st.stages[k].inflight and not pending_now and step_has_work(st, k):
+                start_iteration(st, k)
+                if st.err:
+                    return
+        elif st.stages[k].kind == K_PS and st.stages[k].dirty:
+            if reschedule(st, k) < 0 or st.err:
+                return
+    if st.fl_dirty:
+        flows_recompute(st)
+    sample_areas(st)
+
+
+cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
+    cdef int32_t pk
+    if st.stages[k].nres > 0:
+        return True
+    for pk in range(st.n_pools):
+        if st.admit_via[pk] == k and st.pools[pk].qlen > 0:
+            return True
+    return False
+
+
+cdef void read_gauges(State* st) noexcept nogil:
+    cdef int32_t g
+    cdef double v
+    cdef Gauge* gg
+    for g in range(st.n_gauges):
+        gg = &st.gauges[g]
+        v = evaluate(st, gg.expr, -1, &st.rng_session, NAN)
+        if st.err:
+            return
+        if gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+            if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return
+
+
+cdef int next_arrival(State* st) noexcept nogil:
+    """Schedule the next open arrival (the first one too), unless the limit is reached."""
+    cdef double gap
+    if st.arrival_kind == A_POISSON:
+        gap = -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
+    else:
+        gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
+        if st.err:
+            return -1
+        if not (gap > 0) or not isfinite(gap):
+            fail(st, E_RENEWAL, -1, gap, 0, 0)
+            return -1
+    return schedule(st, st.now + gap, EV_ARRIVE, 0, 0, 0)
+
+
+cdef void handle(State* st, Event* e) noexcept nogil:
+    if e.kind == EV_FINISH:
+        finish(st, e)
+    elif e.kind == EV_ARRIVE:
+        # the next arrival is scheduled first, then the session spawns
+        if st.limit == 0 or st.arrivals + 1 < st.limit:
+            if next_arrival(st) < 0:
+                return
+        spawn(st)
+    elif e.kind == EV_FLOW_END:
+        flow_finish(st, e)
+    elif e.kind == EV_ITER_END:
+        if e.c == st.stages[e.a].iter_epoch and st.stages[e.a].inflight:
+            end_iteration(st, e.a)
+    elif e.kind == EV_LEASE_END:
+        # a lease already ended (released, or its session gone) makes this event stale
+        if st.lease_active[e.b]:
+            end_lease(st, e.b)
+            if not st.err:
+                try_every_pool(st)
+    else:
+        st.warm = 1
+        restart_areas(st)
+
+
+cdef void run_loop(State* st) noexcept nogil:
+    cdef int64_t i
+    cdef Event e
+    if st.warmup > 0:
+        schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
+    if st.arrival_kind == A_POISSON:
+        schedule(st, 0.0, EV_ARRIVE, 0, 0, 0)
+    elif st.arrival_kind == A_RENEWAL:
+        next_arrival(st)
+    elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
+        for i in range(st.arrival_count):
+            if spawn(st) < 0:
+                return
+    if st.err:
+        return
+    settle(st)
+    while not st.err:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        if st.hlen == 0 or st.heap[0].t > st.horizon:
+            break
+        if st.heap[0].t > st.now:
+            read_gauges(st)
+            st.steps = 0
+        e = pop_event(st)
+        st.now = e.t
+        st.events += 1
+        handle(st, &e)
+        if st.err:
+            return
+        settle(st)
+    if not st.err:
+        read_gauges(st)
+
+
+# ---- Python side: set up, run, collect ----------------------------------------------------------
+cdef inline void* data_of(cnp.ndarray a):
+    return cnp.PyArray_DATA(a)
+
+
+cdef void free_state(State* st) noexcept:
+    cdef int32_t k
+    cdef int64_t i
+    if st == NULL:
+        return
+    for k in range(st.n_stages):
+        free(st.stages[k].q)
+        free(st.stages[k].heap)
+        free(st.stages[k].res)
+        free(st.stages[k].a_job)
+        free(st.stages[k].a_id)
+        free(st.stages[k].a_tok)
+        free(st.stages[k].decode_batches.p)
+        free(st.stages[k].decode_steps.p)
+        free(st.stages[k].itl_gaps.p)
+        free(st.stages[k].waits.p)
+        free(st.stages[k].services.p)
+    for k in range(st.n_observes):
+        free(st.observes[k].values.p)
+        free(st.observes[k].times.p)
+        free(st.observes[k].serials.p)
+        free(st.observes[k].turns.p)
+    for k in range(st.n_gauges):
+        free(st.gauges[k].times.p)
+        free(st.gauges[k].values.p)
+    if st.pools != NULL:
+        for k in range(st.n_pools):
+            free(st.pools[k].holders)
+            free(st.pools[k].queue)
+            for i in range(st.pools[k].nentries):
+                free(st.pools[k].entries[i].snap)
+            free(st.pools[k].entries)
+            free(st.pools[k].growers)
+            free(st.pools[k].waits.p)
+    free(st.pools); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
+    free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
+    free(st.frame_grown); free(st.grow_units); free(st.grow_at)
+    free(st.lease_slot); free(st.lease_row); free(st.lease_alloc); free(st.lease_computed)
+    free(st.lease_cache); free(st.lease_active); free(st.trace_of); free(st.trace_next)
+    free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
+    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
+    free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
+    free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
+    free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
+    free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
+    free(st.it_tokens.p)
+    free(st.itl_decoded); free(st.job_mode); free(st.job_grow); free(st.job_served)
+    free(st.stages); free(st.observes); free(st.gauges)
+    free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
+    free(st.job_owner); free(st.job_stage); free(st.job_id); free(st.job_work); free(st.job_enq)
+    free(st.job_start); free(st.job_end); free(st.job_started); free(st.jfree)
+    free(st.stack); free(st.keys)
+    free(st)
+
+
+cdef void _free_capsule(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef object _adopt(void* p, int64_t n, int typenum):
+    """A numpy array over a malloc'ed buffer, which the array now owns (freed with it)."""
+    cdef cnp.npy_intp dims[1]
+    dims[0] = n
+    if p == NULL:
+        return np.zeros(0, dtype=np.float64 if typenum == cnp.NPY_FLOAT64 else np.int64)
+    arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
+    capsule = PyCapsule_New(p, NULL, <PyCapsule_Destructor> _free_capsule)
+    cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
+    return arr
+
+
+cdef object darr_numpy(DArr* a):
+    cdef object out = _adopt(a.p, a.n, cnp.NPY_FLOAT64)
+    a.p = NULL       # the array owns the buffer now
+    a.n = a.cap = 0
+    return out
+
+
+cdef object larr_numpy(LArr* a):
+    cdef object out = _adopt(a.p, a.n, cnp.NPY_INT64)
+    a.p = NULL
+    a.n = a.cap = 0
+    return out
+
+
+def _contig(a, dtype):
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
+        trace_iterations=False, check_invariants=False, step_limit=STEPS_PER_INSTANT):
+    """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
+
+    Settings left as None are the program's own. `trace_iterations` is for step
+    stages (none run here yet); `check_invariants` re-checks the engine's
+    bookkeeping after the loop and raises SqError if it is inconsistent.
+    """
+    from sq.frontend.errors import SqError
+    from sq import results as R
+
+    settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
+    seed_v, horizon_v, warmup_v, limit_v = settings
+    code = _contig(lowered.code, np.int32)
+    consts = _contig(lowered.consts, np.float64)
+    stmts = _contig(lowered.stmts, np.int32)
+    caps = _contig(lowered.pool_caps, np.float64)
+    kinds = _contig(lowered.stage_kinds, np.int32)
+    servers = _contig(lowered.stage_servers, np.int32)
+    phis = _contig(lowered.stage_phi, np.int32)
+    gexprs = _contig(lowered.gauge_exprs, np.int32)
+    blocks = _contig(lowered.pool_blocks, np.float64)
+    kstart = _contig(lowered.pool_key_start, np.int32)
+    kcount = _contig(lowered.pool_key_count, np.int32)
+    pkeys = _contig(lowered.pool_keys, np.int32)
+    holds = _contig(lowered.holds, np.int32)
+    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
+    hoffs = _contig(lowered.hold_offsets, np.int32)
+    step_exprs = _contig(lowered.step_exprs, np.int32)
+    step_serve = _contig(lowered.step_serve, np.int32)
+    step_memory = _contig(lowered.step_memory, np.int32)
+    serve_keys = _contig(lowered.serve_keys, np.int32)
+    admit_via = _contig(lowered.pool_admit_via, np.int32)
+    estart = _contig(lowered.pool_evict_start, np.int32)
+    lifo = _contig(lowered.pool_lifo, np.int32)
+    spills = _contig(lowered.pool_spill, np.int32)
+    shared = _contig(lowered.stage_shared, np.float64)
+    hpcs = _contig(lowered.hold_pcs, np.int32)
+    ecount = _contig(lowered.pool_evict_count, np.int32)
+
+    cdef State* st = <State*> calloc(1, sizeof(State))
+    if st == NULL:
+        raise MemoryError()
+    cdef int32_t k, i
+    cdef uint64_t useed = <uint64_t> seed_v
+    try:
+        st.code = <const int32_t*> data_of(code)
+        st.consts = <const double*> data_of(consts)
+        st.stmts = <const int32_t*> data_of(stmts)
+        st.pool_caps = <const double*> data_of(caps)
+        st.n_attrs = lowered.n_attrs
+        st.slot_serial = lowered.slot_serial
+        st.slot_turn = lowered.slot_turn
+        st.slot_cached = lowered.slot_cached
+        st.slot_computed = lowered.slot_computed
+        st.trace_turns = <const double*> data_of(trace_turns)
+        st.trace_start = <const int64_t*> data_of(trace_start)
+        st.trace_len = <const int64_t*> data_of(trace_len)
+        st.trace_sessions = len(trace_len)
+        st.trace_ordered = lowered.trace_ordered
+        st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
+        st.holds = <const int32_t*> data_of(holds)
+        st.hold_offsets = <const int32_t*> data_of(hoffs)
+        st.hold_pcs = <const int32_t*> data_of(hpcs)
+        st.pool_keys = <const int32_t*> data_of(pkeys)
+        st.hold_depth_max = max(1, lowered.max_hold_depth)
+        st.hold_pools_max = max(1, lowered.max_hold_pools)
+        st.init_pc = lowered.init_pc
+        st.turn_pc = lowered.turn_pc
+        st.session_pc = lowered.session_pc
+        st.max_keys = lowered.max_keys
+        st.n_stages = len(lowered.stage_names)
+        st.n_pools = len(lowered.pool_names)
+        st.n_observes = len(lowered.observe_names)
+        st.n_gauges = len(lowered.gauge_names)
+        st.arrival_kind = lowered.arrival_kind
+        st.arrival_rate = lowered.arrival_rate
+        st.arrival_count = min(lowered.arrival_count, 2**62)
+        st.arrival_gap = lowered.arrival_gap
+        st.horizon = horizon_v
+        st.warmup = warmup_v
+        st.limit = limit_v
+        st.step_limit = step_limit
+        st.warm = 0 if warmup_v > 0 else 1
+        st.stack = <double*> malloc((8 * lowered.stack_depth + 64) * sizeof(double))
+        for k in range(17):
+            st.ctxv[k] = NAN
+        st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
+        st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
+        st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
+        st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
+        st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
+        st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
+        if st.pools == NULL or st.scratch == NULL:
+            raise MemoryError()
+        for k in range(st.n_pools):
+            st.pools[k].cap = (<double*> data_of(caps))[k]
+            st.pools[k].block = (<double*> data_of(blocks))[k]
+            st.pools[k].key_start = (<int32_t*> data_of(kstart))[k]
+            st.pools[k].key_count = (<int32_t*> data_of(kcount))[k]
+            st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
+            st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
+            st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
+            st.pools[k].spill_to = (<int32_t*> data_of(spills))[4 * k]
+            st.pools[k].spill_via = (<int32_t*> data_of(spills))[4 * k + 1]
+            st.pools[k].spill_work = (<int32_t*> data_of(spills))[4 * k + 2]
+            st.pools[k].spill_when = (<int32_t*> data_of(spills))[4 * k + 3]
+            if st.pools[k].spill_to >= 0:
+                st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
+            for i in range(st.n_stages):
+                if (<int32_t*> data_of(kinds))[i] == K_STEP and (<int32_t*> data_of(step_memory))[i] == k:
+                    st.pools[k].engine = 1
+            if st.pools[k].evict_count > 0:
+                st.pools_evict_by = 1
+        if st.stack == NULL or st.keys == NULL or st.stages == NULL or st.observes == NULL \
+                or st.gauges == NULL:
+            raise MemoryError()
+        st.flow_max_st = max(1, lowered.max_flow_stages)
+        st.share_maxmin = lowered.share_maxmin
+        st.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
+        st.fl_left = <double*> calloc(st.n_stages + 1, sizeof(double))
+        st.fl_rising = <double*> calloc(st.n_stages + 1, sizeof(double))
+        st.fl_scratch = <int32_t*> calloc(st.flow_max_st + 1, sizeof(int32_t))
+        if st.touched == NULL or st.fl_left == NULL or st.fl_rising == NULL or st.fl_scratch == NULL:
+            raise MemoryError()
+        st.serve_keys = <const int32_t*> data_of(serve_keys)
+        st.admit_via = <const int32_t*> data_of(admit_via)
+        st.bl_stage = -1
+        st.trace_iters = bool(trace_iterations)
+        for k in range(st.n_stages):
+            st.stages[k].budget_e = (<int32_t*> data_of(step_exprs))[3 * k]
+            st.stages[k].chunk_e = (<int32_t*> data_of(step_exprs))[3 * k + 1]
+            st.stages[k].cost_e = (<int32_t*> data_of(step_exprs))[3 * k + 2]
+            st.stages[k].excl = (<int32_t*> data_of(step_serve))[3 * k]
+            st.stages[k].serve_start = (<int32_t*> data_of(step_serve))[3 * k + 1]
+            st.stages[k].serve_count = (<int32_t*> data_of(step_serve))[3 * k + 2]
+            st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
+            st.stages[k].share_cap = (<double*> data_of(shared))[k]
+            st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
+            st.stages[k].servers = (<int32_t*> data_of(servers))[k]
+            st.stages[k].phi = (<int32_t*> data_of(phis))[k]
+        st.n_ps_first = st.n_stages
+        for k in range(st.n_stages - 1, -1, -1):
+            if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
+                st.n_ps_first = k
+        for k in range(st.n_gauges):
+            st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
+        sq_rng_seed(&st.rng_arrival, useed ^ SQ_STREAM_ARRIVAL_MASK)
+        sq_rng_seed(&st.rng_workload, useed ^ SQ_STREAM_WORKLOAD_MASK)
+        sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
+        sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
+        sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
+        with nogil:
+            run_loop(st)
+        if st.err:
+            raise SqError(_error_text(st, lowered), phase="run")
+        if check_invariants:
+            _check_invariants(st, SqError)
+        end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
+        return _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end)
+    finally:
+        free_state(st)
+
+
+def _trace_arrays(lowered):
+    """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
+    from sq.lower import read_trace
+    if not lowered.trace:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    sessions = read_trace(lowered.trace)
+    lengths = np.array([len(t) for t in sessions], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    turns = np.array([v for t in sessions for turn in t for v in turn], dtype=np.float64)
+    return turns, starts, lengths
+
+
+def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
+    seed = lowered.seed if seed is None else seed
+    horizon = lowered.horizon if horizon is None else float(horizon)
+    warmup = lowered.warmup if warmup is None else float(warmup)
+    limit = lowered.arrivals if arrivals is None else int(arrivals)
+    if not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**64:
+        raise SqError(f"run: seed {seed} is not an integer in [0, 2^64)", phase="run")
+    if not (horizon == horizon) or horizon < 0:
+        raise SqError(f"run: horizon {horizon} is not a time >= 0", phase="run")
+    if not (warmup == warmup) or warmup < 0:
+        raise SqError(f"run: warmup {warmup} is not a time >= 0", phase="run")
+    if arrivals is not None and limit <= 0:
+        raise SqError("run: arrivals must be positive", phase="run")
+    if limit and lowered.arrival_kind not in (1, 2):
+        raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="run")
+    return int(seed), horizon, warmup, max(limit, 0)
+
+
+cdef object _check_invariants(State* st, SqError):
+    """Counts that must agree at any quiet moment: a failure here is an engine bug."""
+    cdef int32_t k
+    cdef int64_t alive = 0, jobs = 0, i
+    cdef Stage* s
+    for i in range(st.shigh):
+        alive += st.alive[i]
+    if alive != st.live or st.live < 0:
+        raise SqError(f"engine invariant: {st.live} live sessions counted, {alive} alive", phase="run")
+    for i in range(st.jhigh):
+        if st.job_id[i] >= 0:
+            jobs += 1
+    for k in range(st.n_stages):
+        s = &st.stages[k]
+        if s.n < 0 or (s.kind == K_FIFO and (s.busy > s.servers or s.n != s.busy + s.qlen)) \
+                or (s.kind == K_PS and s.n != s.hlen):
+            raise SqError(f"engine invariant: stage {k} holds {s.n} jobs inconsistently", phase="run")
+        jobs -= s.n
+    if jobs != 0:
+        raise SqError("engine invariant: jobs and stage counts disagree", phase="run")
+
+
+cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
+    """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
+    from sq.lower import format_number as fmt
+    cdef double end
+    cdef int32_t k
+    if limit > 0:
+        if st.arrivals < limit:
+            raise SqError(f"run: horizon {fmt(horizon)} reached before requested arrivals: "
+                          f"got {st.arrivals}, requested {limit}", phase="run")
+        if st.live > 0:
+            raise SqError(f"run: failed to drain {st.live} active sessions within horizon "
+                          f"{fmt(horizon)}", phase="run")
+        if st.now <= warmup:
+            raise SqError(f"run: arrivals drained at {fmt(st.now)} before or at warmup "
+                          f"{fmt(warmup)}; no measurement interval", phase="run")
+        end = st.now
+    else:
+        end = horizon
+    st.now = end
+    area_set(&st.live_area, end, st.live_area.value)
+    for k in range(st.n_pools):
+        area_set(&st.pools[k].used_area, end, st.pools[k].used_area.value)
+        area_set(&st.pools[k].cached_area, end, st.pools[k].cached_area.value)
+        area_set(&st.pools[k].queue_area, end, st.pools[k].queue_area.value)
+        area_set(&st.pools[k].holders_area, end, st.pools[k].holders_area.value)
+    for k in range(st.n_stages):
+        area_set(&st.stages[k].number, end, st.stages[k].number.value)
+        area_set(&st.stages[k].busy_area, end, st.stages[k].busy_area.value)
+        area_set(&st.stages[k].prefill_only, end, st.stages[k].prefill_only.value)
+        area_set(&st.stages[k].decode_only, end, st.stages[k].decode_only.value)
+        area_set(&st.stages[k].mixed, end, st.stages[k].mixed.value)
+        area_set(&st.stages[k].decodes, end, st.stages[k].decodes.value)
+    return end
+
+
+cdef object _iteration_lines(State* st):
+    """`ITER <now> serial:turn:(p|d)tokens …` per iteration start, like the reference's SERQ_TRACE_ITER."""
+    from sq.lower import format_number as fmt
+    lines = []
+    cdef int64_t i, e = 0, n
+    for i in range(st.it_time.n):
+        n = st.it_count.p[i]
+        entries = []
+        for _ in range(n):
+            entries.append(f"{st.it_serial.p[e]}:{st.it_turn.p[e]}:"
+                           f"{'d' if st.it_mode.p[e] == M_DECODE else 'p'}{fmt(st.it_tokens.p[e])}")
+            e += 1
+        lines.append(f"ITER {st.it_time.p[i]:.4f} " + " ".join(entries))
+    return lines
+
+
+cdef object _area(R, Area* a):
+    return R.Area(integral=a.integral, value=a.value)
+
+
+cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end):
+    cdef int32_t k
+    cdef Stage* s
+    raw = R.RawResults(horizon=horizon, end=end, warmup=warmup, seed=seed,
+                       events=st.events, arrivals=st.arrivals, ended=st.ended, turns=st.turns,
+                       live=_area(R, &st.live_area))
+    for k in range(st.n_observes):
+        raw.observes.append(R.ObserveRaw(
+            name=lowered.observe_names[k],
+            samples=darr_numpy(&st.observes[k].values), times=darr_numpy(&st.observes[k].times),
+            sessions=larr_numpy(&st.observes[k].serials), turns=larr_numpy(&st.observes[k].turns)))
+    for k in range(st.n_gauges):
+        raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k],
+                                     times=darr_numpy(&st.gauges[k].times),
+                                     values=darr_numpy(&st.gauges[k].values)))
+    kind_names = {K_FIFO: "fifo", K_PS: "ps", K_DELAY: "delay", K_STEP: "step"}
+    for k in range(st.n_stages):
+        s = &st.stages[k]
+        raw.stages.append(R.StageRaw(
+            name=lowered.stage_names[k], index=lowered.stage_indices[k],
+            kind=kind_names.get(s.kind, "step"),
+            number=_area(R, &s.number), busy=_area(R, &s.busy_area),
+            waits=darr_numpy(&s.waits), services=darr_numpy(&s.services),
+            iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
+            decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
+            decode_batches=darr_numpy(&s.decode_batches), decode_steps=darr_numpy(&s.decode_steps),
+            itl_gaps=darr_numpy(&s.itl_gaps)))
+    cdef Pool* p
+    if st.trace_iters:
+        raw.iteration_trace = _iteration_lines(st)
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        raw.pools.append(R.PoolRaw(
+            name=lowered.pool_names[k], index=lowered.pool_indices[k],
+            used=_area(R, &p.used_area), cached=_area(R, &p.cached_area),
+            queue=_area(R, &p.queue_area), holders=_area(R, &p.holders_area),
+            waits=darr_numpy(&p.waits), admissions=p.admissions,
+            evicted_entries=p.evicted_entries, evicted_units=p.evicted_units, rejected=p.rejected,
+            preemptions=p.preemptions, stuck=p.stuck, spills=p.spills))
+    return raw
+
+
+cdef object _error_text(State* st, lowered):
+    from sq.lower import format_number as fmt
+    index = (<uint64_t> st.err_a)      # an index is unsigned (saturated at 2^64 - 1)
+    where = f" (session {st.err_serial}, time {fmt(st.err_time)})" if st.err_serial >= 0 \
+        else f" (time {fmt(st.err_time)})"
+    if st.err == E_BRANCH:
+        site = lowered.sites[st.err_a]
+        return (f"{site}: the guard is {fmt(st.err_value)}, not 0 or 1; "
+                f"a draw is written `branch with (p)`{where}")
+    if st.err == E_INDEX:
+        return f"index {index} out of range (count {st.err_b}){where}"
+    if st.err == E_STAGE_INDEX:
+        return f"stage index {index} out of range (count {st.err_b}){where}"
+    if st.err == E_POOL_INDEX:
+        return f"pool index {index} out of range (count {st.err_b}){where}"
+    if st.err == E_GROW_OUTSIDE or st.err == E_LOAD_OUTSIDE or st.err == E_GROWING_OUTSIDE:
+        return f"{lowered.sites[st.err_a]}{where}"
+    if st.err == E_LOAD_FIT:
+        return (f"`load {lowered.sites[st.err_a]} ({fmt(st.err_value3)})`: the hold has {fmt(st.err_value)} allocated and "
+                f"{fmt(st.err_value2)} computed; a load must fit the allocation (grow first){where}")
+    if st.err == E_BUDGET_LEFT:
+        return f"budget_left needs a step stage{where}"
+    if st.err == E_RENEWAL:
+        return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
+    if st.err == E_STUCK:
+        return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
+                f"without time passing (a `loop` with no time-taking `run`?){where}")
+    if st.err == E_SPILL_CYCLE:
+        return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
+                f"(a pool that spills into itself, or a cycle of spills){where}")
+    return f"out of memory{where}"

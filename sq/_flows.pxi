@@ -1,0 +1,209 @@
+# Flows over shared stages (spec chapter 06): one job holding several `ps` stages at one rate.
+# Included by sq/_engine.pyx; every function here runs without the GIL.
+
+
+cdef int32_t flow_alloc(State* st) noexcept nogil:
+    cdef int64_t cap
+    cdef int32_t f
+    if st.nflfree > 0:
+        st.nflfree -= 1
+        return st.fl_free[st.nflfree]
+    if st.nfl == st.fl_cap:
+        cap = st.fl_cap * 2 + 16
+        if not grow(<void**> &st.fl_stage, cap * st.flow_max_st * sizeof(int32_t)) \
+                or not grow(<void**> &st.fl_nst, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.fl_rem, cap * sizeof(double)) \
+                or not grow(<void**> &st.fl_rate, cap * sizeof(double)) \
+                or not grow(<void**> &st.fl_start, cap * sizeof(double)) \
+                or not grow(<void**> &st.fl_id, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.fl_owner, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.fl_active, cap * sizeof(char)) \
+                or not grow(<void**> &st.fl_frozen, cap * sizeof(char)) \
+                or not grow(<void**> &st.fl_free, cap * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        st.fl_cap = cap
+    f = <int32_t> st.nfl
+    st.nfl += 1
+    return f
+
+
+cdef void flows_advance(State* st) noexcept nogil:
+    """Bring every flow's remaining work to now."""
+    cdef double dt = st.now - st.fl_last
+    cdef int64_t f
+    for f in range(st.nfl):
+        if st.fl_active[f]:
+            st.fl_rem[f] = fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * dt)
+    st.fl_last = st.now
+
+
+cdef void flow_touch(State* st, int32_t f) noexcept nogil:
+    cdef int32_t i
+    for i in range(st.fl_nst[f]):
+        st.touched[st.fl_stage[f * st.flow_max_st + i]] = 1
+    st.fl_dirty = 1
+
+
+cdef int start_flow(State* st, int32_t* stages, int32_t n, int32_t owner, double w) noexcept nogil:
+    cdef int32_t f, i
+    flows_advance(st)
+    f = flow_alloc(st)
+    if f < 0:
+        return -1
+    st.fl_nst[f] = n
+    for i in range(n):
+        st.fl_stage[f * st.flow_max_st + i] = stages[i]
+        st.stages[stages[i]].n += 1
+    st.fl_rem[f] = w
+    st.fl_rate[f] = 0.0
+    st.fl_start[f] = st.now
+    st.fl_id[f] = st.next_job_id
+    st.next_job_id += 1
+    st.fl_owner[f] = owner
+    st.fl_active[f] = 1
+    if owner >= 0:
+        st.sess_flow[owner] = f
+    flow_touch(st, f)
+    return 0
+
+
+cdef void flow_leave(State* st, int32_t f, bint completed) noexcept nogil:
+    """The flow leaves all its stages; completed: a completion at each (wait 0)."""
+    cdef int32_t i, k
+    cdef Stage* s
+    cdef double service = st.now - st.fl_start[f]
+    flow_touch(st, f)
+    for i in range(st.fl_nst[f]):
+        k = st.fl_stage[f * st.flow_max_st + i]
+        s = &st.stages[k]
+        s.n -= 1
+        if completed:
+            if st.warm and (darr_push(&s.waits, 0.0) < 0 or darr_push(&s.services, service) < 0):
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return
+            estimate(s, st.fl_start[f], 0.0, service)
+    st.fl_active[f] = 0
+    if st.fl_owner[f] >= 0:
+        st.sess_flow[st.fl_owner[f]] = -1
+    st.fl_free[st.nflfree] = f
+    st.nflfree += 1
+
+
+cdef void flow_finish(State* st, Event* e) noexcept nogil:
+    cdef int32_t f = <int32_t> e.b, owner
+    if e.c != st.fl_epoch or not st.fl_active[f]:
+        return                      # superseded by a recomputation
+    flows_advance(st)
+    owner = st.fl_owner[f]
+    flow_leave(st, f, True)
+    if owner >= 0 and not st.err:
+        ready_push(st, owner)
+
+
+cdef void remove_flow(State* st, int32_t f) noexcept nogil:
+    flows_advance(st)
+    flow_leave(st, f, False)
+
+
+cdef inline bint flow_on(State* st, int32_t f, int32_t k) noexcept nogil:
+    cdef int32_t i
+    for i in range(st.fl_nst[f]):
+        if st.fl_stage[f * st.flow_max_st + i] == k:
+            return True
+    return False
+
+
+cdef void flows_recompute(State* st) noexcept nogil:
+    """Rates for the flows of the touched stages' components (§6.4-6.5); one live finish event."""
+    cdef int64_t f, best = -1
+    cdef int32_t i, k, pick
+    cdef bint grew = True
+    cdef double share, r, t, best_t = INFINITY
+    cdef double* left = st.fl_left
+    cdef double* rising = st.fl_rising
+    flows_advance(st)
+    st.fl_dirty = 0
+    # the component(s): touched stages closed under "shares a flow with"
+    while grew:
+        grew = False
+        for f in range(st.nfl):
+            if not st.fl_active[f]:
+                continue
+            for i in range(st.fl_nst[f]):
+                if st.touched[st.fl_stage[f * st.flow_max_st + i]]:
+                    for k in range(st.fl_nst[f]):
+                        if not st.touched[st.fl_stage[f * st.flow_max_st + k]]:
+                            st.touched[st.fl_stage[f * st.flow_max_st + k]] = 1
+                            grew = True
+                    break
+    for f in range(st.nfl):
+        st.fl_frozen[f] = 1
+        if st.fl_active[f] and st.touched[st.fl_stage[f * st.flow_max_st]]:
+            st.fl_frozen[f] = 0     # in F: its rate is set now
+    if st.share_maxmin:
+        for k in range(st.n_stages):
+            left[k] = st.stages[k].share_cap
+            rising[k] = 0
+        for f in range(st.nfl):
+            if not st.fl_frozen[f]:
+                for i in range(st.fl_nst[f]):
+                    rising[st.fl_stage[f * st.flow_max_st + i]] += 1
+        while True:
+            pick = -1
+            for k in range(st.n_stages):
+                if st.touched[k] and rising[k] > 0:
+                    if pick < 0 or left[k] / rising[k] < left[pick] / rising[pick]:
+                        pick = k
+            if pick < 0:
+                break
+            share = fmax(0.0, left[pick] / rising[pick])
+            for f in range(st.nfl):        # flow slots are not in id order: take them by id
+                best = -1
+                for i in range(st.nfl):
+                    if not st.fl_frozen[i] and flow_on(st, <int32_t> i, pick) \
+                            and (best < 0 or st.fl_id[i] < st.fl_id[best]):
+                        best = i
+                if best < 0:
+                    break
+                st.fl_rate[best] = share
+                st.fl_frozen[best] = 1
+                for i in range(st.fl_nst[best]):
+                    k = st.fl_stage[best * st.flow_max_st + i]
+                    left[k] -= share
+                    rising[k] -= 1
+    else:
+        for f in range(st.nfl):
+            if not st.fl_frozen[f]:
+                r = INFINITY
+                for i in range(st.fl_nst[f]):
+                    k = st.fl_stage[f * st.flow_max_st + i]
+                    r = fmin(r, st.stages[k].share_cap / <double> st.stages[k].n)
+                st.fl_rate[f] = r
+    for k in range(st.n_stages):
+        st.touched[k] = 0
+        st.stages[k].rate_sum = 0.0
+    best = -1
+    for f in range(st.nfl):
+        if not st.fl_active[f]:
+            continue
+        for i in range(st.fl_nst[f]):
+            k = st.fl_stage[f * st.flow_max_st + i]
+            st.stages[k].rate_sum += st.fl_rate[f]
+        if st.fl_rate[f] > 0:
+            t = st.now + st.fl_rem[f] / st.fl_rate[f]
+            if best < 0 or t < best_t or (t == best_t and st.fl_id[f] < st.fl_id[best]):
+                best = f
+                best_t = t
+    st.fl_epoch += 1
+    if best >= 0:
+        schedule(st, best_t, EV_FLOW_END, 0, best, st.fl_epoch)
+
+
+cdef double flow_work(State* st, int32_t k) noexcept nogil:
+    cdef int64_t f
+    cdef double total = 0.0
+    for f in range(st.nfl):
+        if st.fl_active[f] and flow_on(st, <int32_t> f, k):
+            total += fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * (st.now - st.fl_last))
+    return total

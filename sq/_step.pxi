@@ -1,0 +1,401 @@
+# Step stages (spec 04 §4.5): residents, iteration planning, `admit via`, token bookkeeping.
+# Included by sq/_engine.pyx; every function here runs without the GIL.
+
+# (its DEF constants live at the top of _engine.pyx, which must see them first)
+
+
+cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
+    """Units the session holds in pool row over all its open holds (leases are not holds)."""
+    cdef int32_t d, i, n
+    cdef int64_t fi, j
+    cdef double total = 0.0
+    if row < 0:
+        return 0.0
+    for d in range(st.depth[slot]):
+        fi = frame_of(st, slot, d)
+        n = st.holds[st.hold_offsets[st.frame_hold[fi]]]
+        for i in range(n):
+            j = fi * st.hold_pools_max + i
+            if st.frame_active[j] and st.frame_member[j] == row:
+                total += st.frame_alloc[j]
+    return total
+
+
+cdef void set_totals(State* st, Stage* s) noexcept nogil:
+    """The Budget moment's context, from the residents as they stand."""
+    cdef int64_t r
+    cdef int32_t j
+    cdef double dec = 0.0, kvb = 0.0, kvp = 0.0, units
+    for r in range(s.nres):
+        j = s.res[r]
+        units = owner_units(st, st.job_owner[j], s.memory)
+        if st.job_mode[j] == M_DECODE:
+            dec += 1.0
+            kvb += units
+        else:
+            kvp += units
+    st.ctxv[CTX_NRES] = <double> s.nres
+    st.ctxv[CTX_NDEC] = dec
+    st.ctxv[CTX_KVB] = kvb
+    st.ctxv[CTX_KVP] = kvp
+
+
+cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
+    if st.job_mode[j] == M_DECODE:
+        return fmin(1.0, st.job_work[j])
+    if chunk > 0:
+        return fmin(st.job_work[j], chunk)
+    return st.job_work[j]
+
+
+cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
+    """Insert before the first resident whose owner was admitted strictly later; else at the end."""
+    cdef int64_t r, at
+    cdef double mine = st.adm[st.job_owner[j]]
+    if s.nres == s.res_cap:
+        if not grow(<void**> &s.res, (s.res_cap * 2 + 16) * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        s.res_cap = s.res_cap * 2 + 16
+    at = s.nres
+    for r in range(s.nres):
+        if st.adm[st.job_owner[s.res[r]]] > mine:
+            at = r
+            break
+    for r in range(s.nres, at, -1):
+        s.res[r] = s.res[r - 1]
+    s.res[at] = j
+    s.nres += 1
+    return 0
+
+
+cdef void leave_residents(Stage* s, int32_t j) noexcept nogil:
+    cdef int64_t r, k = 0
+    for r in range(s.nres):
+        if s.res[r] != j:
+            s.res[k] = s.res[r]
+            k += 1
+    s.nres = k
+
+
+cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
+    """The next job in the serving order not yet served in this pass (-1: none); the order is re-read each time."""
+    cdef int64_t r
+    cdef int32_t j, best = -1, i, n = s.serve_count, owner
+    cdef double* keys = st.keys
+    if n == 0 or s.excl:
+        for r in range(s.nres):
+            if st.job_served[s.res[r]] != st.serve_stamp:
+                return s.res[r]
+        return -1
+    set_totals(st, s)
+    for r in range(s.nres):
+        j = s.res[r]
+        if st.job_served[j] == st.serve_stamp:
+            continue
+        owner = st.job_owner[j]
+        st.ctxv[CTX_DECODING] = 1.0 if st.job_mode[j] == M_DECODE else 0.0
+        st.ctxv[CTX_ADMISSION] = st.adm[owner]
+        st.ctxv[CTX_REMAINING] = st.job_work[j]
+        for i in range(n):
+            keys[n + i] = evaluate(st, st.serve_keys[s.serve_start + i], owner, &st.rng_session, NAN)
+            if st.err:
+                return -1
+        if best < 0 or keys_smaller(&keys[n], keys, n):
+            best = j
+            for i in range(n):
+                keys[i] = keys[n + i]
+    return best
+
+
+cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
+    """One admission from the pools this stage admits (declaration order); the first head that does not fit stops them all."""
+    cdef int32_t pk, slot, h, off, n, i, e
+    cdef int64_t q, fi
+    cdef double u, need
+    cdef Pool* p
+    for pk in range(st.n_pools):
+        if st.admit_via[pk] != k:
+            continue
+        p = &st.pools[pk]
+        if p.qlen == 0:
+            continue
+        st.bl_stage = k
+        st.bl_value = left
+        q = next_waiting(st, p)
+        if q < 0:
+            st.bl_stage = -1
+            return False
+        slot = p.queue[q]
+        fi = frame_of(st, slot, st.depth[slot] - 1)
+        h = st.frame_hold[fi]
+        off = st.hold_offsets[h]
+        n = st.holds[off]
+        for i in range(n):
+            e = off + 5 + 5 * i
+            u = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
+            need = u
+            if st.holds[e + 4] >= 0:
+                need = fmax(u, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+            st.scratch[2 * i] = u
+            st.scratch[2 * i + 1] = need
+        st.bl_stage = -1
+        if st.err:
+            return False
+        for i in range(n):
+            if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
+                return False
+        for i in range(q, p.qlen - 1):
+            p.queue[i] = p.queue[i + 1]
+        p.qlen -= 1
+        admit(st, slot, fi, off, n)
+        # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
+        while st.rlen > 0 and not st.err:
+            slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+            if st.alive[slot]:
+                exec_session(st, slot)
+        return True
+    return False
+
+
+cdef bint grow_for_job(State* st, int32_t owner, int32_t row, int64_t fj, double need, int32_t j) noexcept nogil:
+    """A `growing` job's growth, as a `grow` statement would; a refusal stalls the job (preempt none)."""
+    cdef Pool* p = &st.pools[row]
+    cdef int r = grow_or_preempt(st, owner, row, fj, need)
+    if r == 1:
+        return True
+    if r < 0:
+        return False                # preempted itself: the job has left the residents
+    if p.ngrowers == p.growers_cap:
+        if not grow(<void**> &p.growers, (p.growers_cap * 2 + 16) * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return False
+        p.growers_cap = p.growers_cap * 2 + 16
+    p.growers[p.ngrowers] = owner
+    p.ngrowers += 1
+    st.grow_units[owner] = need
+    st.grow_at[owner] = fj
+    st.grow_job[owner] = j
+    return False
+
+
+cdef int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
+    if s.na == s.a_cap:
+        if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
+                or not grow(<void**> &s.a_id, (s.a_cap * 2 + 16) * sizeof(int64_t)) \
+                or not grow(<void**> &s.a_tok, (s.a_cap * 2 + 16) * sizeof(double)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        s.a_cap = s.a_cap * 2 + 16
+    s.a_job[s.na] = j
+    s.a_id[s.na] = st.job_id[j]
+    s.a_tok[s.na] = tokens
+    s.na += 1
+    return 0
+
+
+cdef void start_iteration(State* st, int32_t k) noexcept nogil:
+    """Plan one iteration (§4.5.3): serve residents in order within the budget, then admit."""
+    cdef Stage* s = &st.stages[k]
+    cdef double budget, chunk, left, tokens, attention = 0.0, need, duration
+    cdef double ntok = 0.0, npre = 0.0, ndec = 0.0, kvb = 0.0, kvp = 0.0
+    cdef bint excl = s.excl, resident_prefill = False, is_prefill
+    cdef int64_t r, fj
+    cdef int32_t j, owner, row
+    set_totals(st, s)
+    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+    if st.err:
+        return
+    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    if st.err:
+        return
+    for r in range(s.nres):
+        if st.job_mode[s.res[r]] == M_PREFILL:
+            resident_prefill = True
+    left = budget
+    s.na = 0
+    st.serve_stamp += 1
+    st.iter_preempted = 0
+    while True:
+        j = next_unserved(st, s)
+        if st.err:
+            return
+        if j < 0:
+            if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
+                if st.err:
+                    return
+                continue
+            break
+        st.job_served[j] = st.serve_stamp
+        is_prefill = st.job_mode[j] == M_PREFILL
+        if excl and resident_prefill and not is_prefill:
+            continue                    # decodes stall while a prefill is resident
+        tokens = fmin(want(st, j, chunk), budget if (excl and is_prefill) else left)
+        if not (tokens > 0):
+            continue
+        row = st.job_grow[j]
+        if row >= 0:
+            owner = st.job_owner[j]
+            if st.grow_at[owner] >= 0:
+                continue                # stalled earlier, waiting to grow
+            fj = innermost(st, owner, row)
+            if fj < 0:
+                continue
+            need = st.frame_pos[fj] + tokens - st.frame_alloc[fj]
+            if need > EPS and not grow_for_job(st, owner, row, fj, need, j):
+                if st.err:
+                    return
+                continue
+            if is_prefill:
+                attention += tokens * (st.frame_pos[fj] + tokens / 2.0)
+            if not excl:
+                st.frame_pos[fj] += tokens    # the computed position moves when planned
+                mark_grown(st, fj)
+        elif is_prefill:
+            attention += tokens * tokens / 2.0
+        if excl and is_prefill:
+            s.na = 0                    # a lone prefill replaces the tentative decodes
+            left = budget
+        if assign_push(st, s, j, tokens) < 0:
+            return
+        left -= tokens
+        if left <= 0 or (excl and is_prefill):
+            break
+    # jobs preempted meanwhile leave the selection (their tokens are not applied)
+    fj = 0
+    for r in range(s.na):
+        if st.job_id[s.a_job[r]] == s.a_id[r]:
+            s.a_job[fj] = s.a_job[r]
+            s.a_id[fj] = s.a_id[r]
+            s.a_tok[fj] = s.a_tok[r]
+            fj += 1
+    s.na = fj
+    if excl:
+        for r in range(s.na):
+            j = s.a_job[r]
+            if st.job_grow[j] >= 0:
+                fj = innermost(st, st.job_owner[j], st.job_grow[j])
+                if fj >= 0:
+                    st.frame_pos[fj] += s.a_tok[r]
+                    mark_grown(st, fj)
+    if s.na == 0 and not st.iter_preempted:
+        return                          # no iteration
+    for r in range(s.na):
+        j = s.a_job[r]
+        ntok += s.a_tok[r]
+        if st.job_mode[j] == M_DECODE:
+            ndec += 1.0
+            kvb += owner_units(st, st.job_owner[j], s.memory)
+        else:
+            npre += s.a_tok[r]
+            kvp += owner_units(st, st.job_owner[j], s.memory)
+    st.ctxv[CTX_NTOK] = ntok
+    st.ctxv[CTX_NDEC] = ndec
+    st.ctxv[CTX_NPRE] = npre
+    st.ctxv[CTX_NRES] = <double> s.nres
+    st.ctxv[CTX_KVB] = kvb
+    st.ctxv[CTX_KVP] = kvp
+    st.ctxv[CTX_ATTN] = attention
+    duration = fmax(0.0, evaluate(st, s.cost_e, -1, &st.rng_session, NAN))
+    if st.err:
+        return
+    s.iterations += 1
+    if st.trace_iters:
+        log_iteration(st, s)
+    s.iter_decodes = <int64_t> ndec
+    if s.na == 0:
+        s.iter_kind = 0                 # an iteration that only preempted
+    else:
+        s.iter_kind = 3 if (ndec > 0 and npre > 0) else (2 if ndec > 0 else 1)
+    if st.warm and ndec > 0:
+        if darr_push(&s.decode_batches, ndec) < 0 or darr_push(&s.decode_steps, duration) < 0:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+    s.inflight = 1
+    s.iter_epoch += 1
+    schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
+
+
+cdef void log_iteration(State* st, Stage* s) noexcept nogil:
+    cdef int64_t r
+    cdef int32_t j, owner
+    if darr_push(&st.it_time, st.now) < 0 or larr_push(&st.it_count, s.na) < 0:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return
+    for r in range(s.na):
+        j = s.a_job[r]
+        owner = st.job_owner[j]
+        if larr_push(&st.it_serial, st.serial[owner]) < 0 \
+                or larr_push(&st.it_turn, turn_of(st.attrs[<int64_t> owner * st.n_attrs + st.slot_turn])) < 0 \
+                or larr_push(&st.it_mode, st.job_mode[j]) < 0 or darr_push(&st.it_tokens, s.a_tok[r]) < 0:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+
+
+cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noexcept nogil:
+    """Inter-token gaps: a decode token, or a prefill's completion (the turn's first token unless a decode came before)."""
+    cdef double turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
+    cdef bint same = st.itl_has[slot] and st.itl_turn[slot] == turn
+    if not counts:
+        return
+    if same and (decode or st.itl_decoded[slot]):
+        if st.warm and darr_push(&s.itl_gaps, st.now - st.itl_last[slot]) < 0:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+        st.itl_last[slot] = st.now
+        st.itl_stage[slot] = <int32_t> (s - st.stages)
+        if decode:
+            st.itl_decoded[slot] = 1
+        return
+    st.itl_has[slot] = 1
+    st.itl_stage[slot] = <int32_t> (s - st.stages)
+    st.itl_last[slot] = st.now
+    st.itl_turn[slot] = turn
+    st.itl_decoded[slot] = 1 if decode else 0
+
+
+cdef void end_iteration(State* st, int32_t k) noexcept nogil:
+    """Apply the iteration's tokens; finished jobs leave the residents and complete, in assignment order."""
+    cdef Stage* s = &st.stages[k]
+    cdef int64_t r, nfin = 0
+    cdef int32_t j
+    cdef bint finished
+    s.inflight = 0
+    s.iter_kind = 0
+    s.iter_decodes = 0
+    for r in range(s.na):
+        j = s.a_job[r]
+        if st.job_id[j] != s.a_id[r]:
+            s.a_id[r] = -1              # removed since the start
+            continue
+        st.job_work[j] -= s.a_tok[r]
+        finished = st.job_work[j] <= EPS
+        token(st, s, st.job_owner[j], st.job_mode[j] == M_DECODE, st.job_mode[j] == M_DECODE or finished)
+        if not finished:
+            s.a_id[r] = -1
+    for r in range(s.na):
+        if s.a_id[r] >= 0:
+            j = s.a_job[r]
+            leave_residents(s, j)
+            complete_job(st, s, j)
+            if st.err:
+                return
+    s.na = 0
+
+
+cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
+    """Outside an admission by the stage: max(0, budget - Σ want(resident)), the budget evaluated afresh."""
+    cdef Stage* s = &st.stages[k]
+    cdef double budget, chunk, total = 0.0
+    cdef int64_t r
+    if s.kind != K_STEP:
+        fail(st, E_BUDGET_LEFT, slot, 0, 0, 0)
+        return NAN
+    if st.bl_stage == k:
+        return st.bl_value
+    set_totals(st, s)
+    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    for r in range(s.nres):
+        total += want(st, s.res[r], chunk)
+    return fmax(0.0, budget - total)

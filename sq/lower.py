@@ -1,0 +1,759 @@
+"""IR (version 10, the dict form) → flat arrays the engine runs.
+
+Expressions become postfix bytecode (int32 opcodes with inline operands, a
+float64 constant pool); each statement block is inlined into one linear
+statement code with jumps. Stage, observe and gauge tables are small numpy
+arrays. Nothing here knows about time: the engine (`sq._engine`) reads
+these arrays and nothing else.
+
+The opcode numbers below are shared with `sq/_engine.pyx` (which declares
+the same values); keep the two lists in step.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import numpy as np
+
+from sq.frontend.errors import SqError
+
+# ---- expression opcodes (operands follow inline) ---------------------------
+X_NUM, X_ATTR, X_CTX = 1, 2, 3                  # const index / slot / context id
+X_NEG, X_NOT, X_TRUTH = 4, 5, 6
+X_ADD, X_SUB, X_MUL, X_DIV, X_POW = 7, 8, 9, 10, 11
+X_LT, X_LE, X_GT, X_GE, X_EQ, X_NE = 12, 13, 14, 15, 16, 17
+X_AND, X_OR = 18, 19                            # short circuit: target
+X_JZ, X_JMP = 20, 21                            # target
+X_FN1 = 22                                      # fn code (one argument on the stack)
+X_MIN, X_MAX = 23, 24
+X_STAGE = 25                                    # fn base count has_index
+X_POOL = 26                                     # fn base count has_index
+X_PRICE = 27                                    # base count has_index (s_hit, ds on the stack)
+X_SAMPLE = 28                                   # dist nargs
+X_RET = 29
+
+FN1 = {"Abs": 0, "Floor": 1, "Ceil": 2, "Sqrt": 3, "Exp": 4, "Ln": 5}
+STAGE_FN = {"Queue": 0, "Busy": 1, "Work": 2, "EstLambda": 3, "EstRho": 4, "EstWait": 5,
+            "BudgetLeft": 6}
+POOL_FN = {"Used": 0, "Free": 1, "Holders": 2, "Queued": 3, "CachedIn": 4}
+DIST = {"Det": 0, "Exp": 1, "Uniform": 2, "Erlang": 3, "H2": 4, "Bernoulli": 5}
+_ARITY = {"Det": 1, "Exp": 1, "Uniform": 2, "Erlang": 2, "H2": 2, "Bernoulli": 1}
+CTX = {"Now": 0, "Waited": 1, "Size": 2, "Age": 3, "Last": 4, "Queued": 5, "N": 6,
+       "Ntok": 7, "Ndec": 8, "Npre": 9, "Nres": 10, "Kvb": 11, "Kvp": 12, "Attn": 13,
+       "Decoding": 14, "Admission": 15, "Remaining": 16}
+BINARY = {"Add": X_ADD, "Sub": X_SUB, "Mul": X_MUL, "Div": X_DIV, "Pow": X_POW,
+          "Lt": X_LT, "Le": X_LE, "Gt": X_GT, "Ge": X_GE, "Eq": X_EQ, "Ne": X_NE}
+
+# ---- statement opcodes ------------------------------------------------------
+S_SET = 1        # slot expr
+S_OBSERVE = 2    # observe-id expr
+S_TURN = 3
+S_END = 4        # the session ends (also the end of the session block)
+S_JUMP = 5       # target
+S_BRANCH = 6     # expr else-target site
+S_CHOOSE = 7     # var count-expr nkeys key-expr...
+S_RUN = 8        # base count index-expr(-1) work-expr mode growing-base growing-count growing-index(-1)
+                 # growing-site n-also (base count index-expr)*n-also
+S_RET = 9        # end of an init/turn block
+S_HOLD = 10      # hold-id: evaluate the header, join the first pool's queue (the body follows)
+S_HOLD_END = 11  # hold-id: the body is done, release and cache
+S_RELEASE = 12   # base count index-expr(-1)
+S_DROP = 13      # base count index-expr(-1)
+S_GROW = 14      # base count index-expr(-1) units-expr
+S_LOAD = 15      # base count index-expr(-1) amount-expr site
+
+# a hold's row in `holds`: the head, then one (base, count, index, units, reserve) per pool
+H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD = 0, 1, 2, 3, 4, 5
+
+# ---- stage kinds, arrival kinds --------------------------------------------
+K_FIFO, K_PS, K_DELAY, K_STEP = 0, 1, 2, 3
+M_PLAIN, M_PREFILL, M_DECODE = 0, 1, 2
+A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED = 0, 1, 2, 3, 4
+
+
+@dataclass
+class Lowered:
+    """What the engine runs: flat code and tables, plus names for the report."""
+
+    code: np.ndarray            # int32 expression bytecode
+    consts: np.ndarray          # float64 constant pool
+    stmts: np.ndarray           # int32 statement code
+    init_pc: int                # -1: no init block
+    turn_pc: int                # -1: no turn block
+    session_pc: int
+    n_attrs: int
+    slot_serial: int
+    slot_turn: int
+    slot_cached: int
+    slot_computed: int
+    stack_depth: int
+    max_keys: int
+    observe_names: list[str]
+    gauge_names: list[str]
+    gauge_exprs: np.ndarray     # int32 expression offsets
+    stage_names: list[str]
+    stage_indices: list        # int or None per stage row
+    stage_kinds: np.ndarray     # int32 K_*
+    stage_servers: np.ndarray   # int32 (fifo c)
+    stage_phi: np.ndarray       # int32 expression offset of ps φ (-1 otherwise)
+    step_exprs: np.ndarray      # int32 (n_stages, 3): budget, chunk, cost expression offsets (step stages)
+    stage_shared: np.ndarray    # float64 capacity of a shared stage (0: not shared; its jobs are flows)
+    share_maxmin: bool          # `share maxmin` (else bottleneck)
+    max_flow_stages: int
+    step_serve: np.ndarray      # int32 (n_stages, 3): exclusive prefill?, serve-key start, serve-key count
+    step_memory: np.ndarray     # int32 pool row of a step stage's `memory` (-1: none)
+    serve_keys: np.ndarray      # int32 expression offsets of `serve by` keys
+    pool_names: list[str]
+    pool_indices: list
+    pool_caps: np.ndarray       # float64
+    pool_blocks: np.ndarray     # float64, 0: no block
+    pool_key_start: np.ndarray  # int32 offset into pool_keys of a pool's `queue by` keys
+    pool_key_count: np.ndarray  # int32, 0: fifo
+    pool_keys: np.ndarray       # int32 expression offsets
+    pool_admit_via: np.ndarray  # int32 stage row that admits a pool's queue (-1: settle admits)
+    pool_evict_start: np.ndarray  # int32 offset into pool_keys of `evict by` keys
+    pool_evict_count: np.ndarray  # int32, 0: lru
+    pool_spill: np.ndarray      # int32 (n_pools, 4): tier pool, link stage, work expr, when expr (-1: none)
+    holds: np.ndarray           # int32: per hold the H_* head, then (base, count, index, units, reserve) per pool
+    hold_offsets: np.ndarray    # int32 offset of each hold in `holds`
+    hold_pcs: np.ndarray        # int32 statement address of each hold (a preempted hold re-executes from it)
+    pool_lifo: np.ndarray       # int32 1: `preempt lifo`
+    max_hold_depth: int         # deepest nesting of holds
+    max_hold_pools: int         # most pools one hold names
+    arrival_kind: int
+    arrival_rate: float         # poisson λ
+    arrival_count: int          # batch / closed n
+    arrival_gap: int            # renewal gap expression offset
+    horizon: float
+    warmup: float
+    seed: int
+    arrivals: int               # 0: no arrival limit
+    sites: list[str] = field(default_factory=list)  # text of run-time error sites (branch guards, pools)
+    trace: str | None = None    # the trace file, read when the run starts
+    trace_ordered: bool = False
+    slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
+
+
+def lower(ir: dict) -> Lowered:
+    """Turn the IR v10 dict into a `Lowered`; SqError for a malformed IR or what this engine cannot run yet.
+
+    Every index the engine will follow (attribute slots, observe ids, stage and
+    pool references, block numbers) is checked here, so the engine can trust
+    the arrays it gets.
+    """
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 200_000))  # folded aggregates nest thousands deep
+    try:
+        return _Lowering(ir).build()
+    except SqError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, OverflowError) as e:
+        raise SqError(f"malformed IR: {type(e).__name__}: {e}", phase="validate") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def format_number(x: float) -> str:
+    """A float as Rust's `Display` prints it: shortest round-trip digits, no exponent."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == int(x) and abs(x) < 1e17:
+        return ("-" if math.copysign(1.0, x) < 0 and x == 0 else "") + str(int(x))
+    text = format(Decimal(repr(x)), "f")
+    return text
+
+
+def _num(v) -> float:
+    return float(v)  # the IR spells non-finite numbers "inf", "-inf", "NaN"
+
+
+class _Lowering:
+    def __init__(self, ir: dict):
+        self.ir = ir
+        self.code: list[int] = []
+        self.consts: list[float] = []
+        self.const_index: dict = {}
+        self.stmts: list[int] = []
+        self.sites: list[str] = []
+        self.depth = 0
+        self.max_depth = 1
+        self.max_keys = 1
+        self.attrs = ir.get("attrs", [])
+        self.n_observes = len(ir.get("observes", []))
+        self.open_blocks: set[int] = set()
+        self.holds: list[int] = []
+        self.max_flow_stages = 1
+        self.hold_pcs: list[int] = []
+        self.hold_offsets: list[int] = []
+        self.hold_depth = 0
+        self.max_depth_holds = 1
+        self.max_hold_pools = 1
+        self.stages = ir.get("stages", [])
+        self.pools = ir.get("pools", [])
+
+    # -- tables --------------------------------------------------------------
+    def build(self) -> Lowered:
+        ir = self.ir
+        if ir.get("version") != 10:
+            raise SqError(f"IR version {ir.get('version')} is not 10", phase="validate")
+        if ir.get("trace") is not None and not isinstance(ir.get("trace"), str):
+            raise SqError("malformed IR: the trace is a file name", phase="validate")
+        share = ir.get("share")
+        if share not in (None, "MaxMin", "Bottleneck"):
+            raise SqError(f"malformed IR: share {share!r}", phase="validate")
+        self.shared = self.shared_stages()
+        kinds, servers, phis = [], [], []
+        for st in self.stages:
+            kind = st["kind"]
+            if kind == "Delay":
+                kinds.append(K_DELAY); servers.append(0); phis.append(-1)
+            elif "Fifo" in kind:
+                kinds.append(K_FIFO); servers.append(min(int(kind["Fifo"]), 2**31 - 1)); phis.append(-1)
+            elif "Ps" in kind:
+                kinds.append(K_PS); servers.append(0); phis.append(self.expr(kind["Ps"]))
+            elif "Step" in kind:
+                kinds.append(K_STEP); servers.append(0); phis.append(-1)
+            else:
+                raise SqError(f"malformed IR: stage kind {kind}", phase="validate")
+        step_exprs, step_serve, step_memory, serve_keys = [], [], [], []
+        for st in self.stages:
+            step = st["kind"].get("Step") if isinstance(st["kind"], dict) else None
+            if step is None:
+                step_exprs.append([-1, -1, -1]); step_serve.append([0, 0, 0]); step_memory.append(-1)
+                continue
+            step_exprs.append([self.expr(step["budget"]), self.expr(step["chunk"]), self.expr(step["cost"])])
+            serve = step["serve"]
+            keys = [] if serve == "ExclusivePrefill" else serve["By"]
+            step_serve.append([int(serve == "ExclusivePrefill"), len(serve_keys), len(keys)])
+            serve_keys += [self.expr(k) for k in keys]
+            self.max_keys = max(self.max_keys, len(keys))
+            memory = step.get("memory")
+            if memory is not None and not (isinstance(memory, int) and 0 <= memory < len(self.pools)):
+                raise SqError(f"malformed IR: memory pool {memory}", phase="validate")
+            step_memory.append(-1 if memory is None else memory)
+        arrival = ir.get("arrival")
+        a_kind, rate, count, gap = A_NONE, 0.0, 0, -1
+        if isinstance(arrival, dict):
+            (name, arg), = arrival.items()
+            if name == "Poisson":
+                a_kind, rate = A_POISSON, _num(arg)
+                if not (rate >= 0 and math.isfinite(rate)):
+                    raise SqError(f"poisson rate {format_number(rate)} is not a finite rate >= 0",
+                                  phase="validate")
+            elif name == "Renewal":
+                a_kind, gap = A_RENEWAL, self.expr(arg)
+            elif name in ("Batch", "Closed"):
+                a_kind = A_BATCH if name == "Batch" else A_CLOSED
+                count = _saturating_count(_num(arg))
+        blocks = ir["blocks"]
+        for which in ("init", "turn"):
+            if any(not isinstance(st, dict) or set(st) - {"Set", "Observe"} for st in blocks[ir[which]]):
+                raise SqError(f"malformed IR: the {which} block may only `set` and `observe`",
+                              phase="validate")
+        init_pc = self.block_code(blocks[ir["init"]], S_RET) if blocks[ir["init"]] else -1
+        turn_pc = self.block_code(blocks[ir["turn"]], S_RET) if blocks[ir["turn"]] else -1
+        session_pc = self.block_code(blocks[ir["session"]], S_END)
+        key_start, key_count, keys, evict_start, evict_count, spills = [], [], [], [], [], []
+        for pool in self.pools:
+            self.check_pool(pool)
+            spill = pool.get("spill")
+            if spill is None:
+                spills.append([-1, -1, -1, -1])
+            else:
+                to, via = spill["to"], spill["via"]
+                if not (isinstance(to, int) and 0 <= to < len(self.pools)
+                        and isinstance(via, int) and 0 <= via < len(self.stages)):
+                    raise SqError(f"malformed IR: pool `{pool['name']}` spills to {to} via {via}", phase="validate")
+                spills.append([to, via, self.expr(spill["work"]), self.expr(spill["when"])])
+            key_start.append(len(keys))
+            pool_keys = pool.get("queue") or []
+            key_count.append(len(pool_keys))
+            keys += [self.expr(k) for k in pool_keys]
+            evict = pool.get("evict", "Lru")
+            evict_keys = [] if evict == "Lru" else evict["By"]
+            evict_start.append(len(keys))
+            evict_count.append(len(evict_keys))
+            keys += [self.expr(k) for k in evict_keys]
+            self.max_keys = max(self.max_keys, len(pool_keys), len(evict_keys) + 1)
+        gauges = ir.get("gauges", [])
+        gauge_exprs = [self.expr(g["expr"]) for g in gauges]
+        limit = ir.get("arrivals") or 0
+        return Lowered(
+            code=np.array(self.code, dtype=np.int32),
+            consts=np.array(self.consts, dtype=np.float64),
+            stmts=np.array(self.stmts, dtype=np.int32),
+            init_pc=init_pc, turn_pc=turn_pc, session_pc=session_pc,
+            n_attrs=len(self.attrs),
+            slot_serial=self.slot(ir.get("slot_serial", 1)), slot_turn=self.slot(ir.get("slot_turn", 2)),
+            slot_cached=self.slot(ir.get("slot_cached", 0)), slot_computed=self.slot(ir.get("slot_computed", 8)),
+            stack_depth=self.max_depth + 4, max_keys=self.max_keys,
+            observe_names=list(ir.get("observes", [])),
+            gauge_names=[g["name"] for g in gauges],
+            gauge_exprs=np.array(gauge_exprs, dtype=np.int32),
+            stage_names=[s["name"] for s in self.stages],
+            stage_indices=[s.get("index") for s in self.stages],
+            stage_kinds=np.array(kinds, dtype=np.int32),
+            stage_servers=np.array(servers, dtype=np.int32),
+            stage_phi=np.array(phis, dtype=np.int32),
+            step_exprs=np.array(step_exprs, dtype=np.int32).reshape(-1, 3),
+            stage_shared=np.array(self.shared, dtype=np.float64),
+            share_maxmin=ir.get("share") == "MaxMin", max_flow_stages=self.max_flow_stages,
+            step_serve=np.array(step_serve, dtype=np.int32).reshape(-1, 3),
+            step_memory=np.array(step_memory, dtype=np.int32),
+            serve_keys=np.array(serve_keys, dtype=np.int32),
+            pool_names=[p["name"] for p in self.pools],
+            pool_indices=[p.get("index") for p in self.pools],
+            pool_caps=np.array([_num(p["cap"]) for p in self.pools], dtype=np.float64),
+            pool_blocks=np.array([_num(p["block"]) if p.get("block") is not None else 0.0
+                                  for p in self.pools], dtype=np.float64),
+            pool_key_start=np.array(key_start, dtype=np.int32),
+            pool_key_count=np.array(key_count, dtype=np.int32),
+            pool_keys=np.array(keys, dtype=np.int32),
+            pool_evict_start=np.array(evict_start, dtype=np.int32),
+            pool_spill=np.array(spills, dtype=np.int32).reshape(-1, 4),
+            pool_evict_count=np.array(evict_count, dtype=np.int32),
+            pool_admit_via=np.array([-1 if p.get("admit_via") is None else int(p["admit_via"])
+                                     for p in self.pools], dtype=np.int32),
+            holds=np.array(self.holds, dtype=np.int32),
+            hold_offsets=np.array(self.hold_offsets, dtype=np.int32),
+            hold_pcs=np.array(self.hold_pcs, dtype=np.int32),
+            pool_lifo=np.array([int(p.get("preempt", "None") == "Lifo") for p in self.pools], dtype=np.int32),
+            max_hold_depth=self.max_depth_holds, max_hold_pools=self.max_hold_pools,
+            arrival_kind=a_kind, arrival_rate=rate, arrival_count=count, arrival_gap=gap,
+            horizon=_num(ir["horizon"]), warmup=_num(ir.get("warmup", 0.0)),
+            seed=int(ir.get("seed", 1)), arrivals=int(limit), sites=self.sites,
+            trace=ir.get("trace"), trace_ordered=bool(ir.get("trace_ordered", False)),
+            slot_trace=tuple(self.slot(ir.get(k, d)) for k, d in (("slot_new", 3), ("slot_out", 4),
+                                                            ("slot_think", 5), ("slot_forced", 7),
+                                                            ("slot_more", 6))),
+        )
+
+    # -- statements ------------------------------------------------------------
+    def block_code(self, block: list, terminator: int) -> int:
+        start = len(self.stmts)
+        self.inline(block)
+        self.stmts.append(terminator)
+        return start
+
+    def inline(self, block: list) -> None:
+        for stmt in block:
+            self.statement(stmt)
+
+    def inline_index(self, index) -> None:
+        """Inline block `index` of the IR; a block may not contain itself."""
+        blocks = self.ir["blocks"]
+        if not isinstance(index, int) or not 0 <= index < len(blocks) or index in self.open_blocks:
+            raise SqError(f"malformed IR: block {index} does not exist or contains itself", phase="validate")
+        self.open_blocks.add(index)
+        self.inline(blocks[index])
+        self.open_blocks.discard(index)
+
+    def slot(self, v) -> int:
+        if not isinstance(v, int) or not 0 <= v < len(self.attrs):
+            raise SqError(f"malformed IR: attribute slot {v} (the program has {len(self.attrs)})",
+                          phase="validate")
+        return v
+
+    def ref(self, ref: dict, table: list, what: str) -> tuple[int, int]:
+        base, count = ref["base"], ref["count"]
+        if not (isinstance(base, int) and isinstance(count, int) and count >= 1 and base >= 0
+                and base + count <= len(table)):
+            raise SqError(f"malformed IR: {what} reference {base}+{count} (the program has {len(table)})",
+                          phase="validate")
+        return base, count
+
+    def statement(self, stmt) -> None:
+        out = self.stmts
+        blocks = self.ir["blocks"]
+        if stmt == "Turn":
+            out.append(S_TURN)
+            return
+        if stmt == "End":
+            out.append(S_END)
+            return
+        (name, arg), = stmt.items()
+        if name == "Set":
+            out += [S_SET, self.slot(arg[0]), self.expr(arg[1])]
+        elif name == "Observe":
+            if not isinstance(arg[0], int) or not 0 <= arg[0] < self.n_observes:
+                raise SqError(f"malformed IR: observe {arg[0]}", phase="validate")
+            out += [S_OBSERVE, arg[0], self.expr(arg[1])]
+        elif name == "Branch":
+            guard, then_b, else_b = arg
+            self.sites.append(f"`branch ({self.source(guard)})`")
+            at = len(out)
+            out += [S_BRANCH, self.expr(guard), -1, len(self.sites) - 1]
+            self.inline_index(then_b)
+            if blocks[else_b]:
+                jump_at = len(out)
+                out += [S_JUMP, -1]
+                out[at + 2] = len(out)
+                self.inline_index(else_b)
+                out[jump_at + 1] = len(out)
+            else:
+                out[at + 2] = len(out)
+        elif name == "Loop":
+            top = len(out)
+            self.inline_index(arg)
+            out += [S_JUMP, top]
+        elif name == "Choose":
+            keys = [self.expr(k) for k in arg["key"]]
+            self.max_keys = max(self.max_keys, len(keys))
+            if not keys:
+                raise SqError("malformed IR: `choose` without keys", phase="validate")
+            out += [S_CHOOSE, self.slot(arg["var"]), self.expr(arg["count"]), len(keys), *keys]
+        elif name == "Run":
+            self.run(arg)
+        elif name == "Hold":
+            self.hold(arg)
+        elif name in ("Release", "Drop"):
+            base, count = self.ref(arg, self.pools, "pool")
+            index = self.expr(arg["index"]) if arg.get("index") is not None else -1
+            out += [S_RELEASE if name == "Release" else S_DROP, base, count, index]
+        elif name in ("Grow", "Load"):
+            ref, amount = (arg["pool"], arg["units"]) if isinstance(arg, dict) else arg
+            base, count = self.ref(ref, self.pools, "pool")
+            index = self.expr(ref["index"]) if ref.get("index") is not None else -1
+            pool_text = self.pools[base]["name"]   # the reference names the pool without its index
+            if name == "Grow":
+                self.sites.append(f"grow outside a hold of pool `{pool_text}`")
+                out += [S_GROW, base, count, index, self.expr(amount), len(self.sites) - 1]
+            else:
+                self.sites.append(pool_text)   # the fit message shows the amount's value
+                self.sites.append(f"`load {pool_text}` outside a hold of `{pool_text}`")
+                out += [S_LOAD, base, count, index, self.expr(amount), len(self.sites) - 2]
+        else:
+            raise SqError(f"malformed IR: unknown statement `{name}`", phase="validate")
+
+    def shared_stages(self) -> list[float]:
+        """Capacity of each stage some run holds together with another (0: not shared); arrays share whole."""
+        shared = [0.0] * len(self.stages)
+
+        def visit(block):
+            for stmt in block:
+                if not isinstance(stmt, dict):
+                    continue
+                (name, arg), = stmt.items()
+                if name == "Run" and arg.get("also"):
+                    for ref in [arg["stage"], *arg["also"]]:
+                        base, count = self.ref(ref, self.stages, "stage")
+                        for k in range(base, base + count):
+                            phi = self.stages[k]["kind"].get("Ps") if isinstance(self.stages[k]["kind"], dict) else None
+                            if not (isinstance(phi, dict) and "Num" in phi and _num(phi["Num"]) > 0):
+                                raise SqError(f"malformed IR: stage `{self.stages[k]['name']}` is shared: it must be "
+                                              "`ps(φ)` with a constant φ above 0", phase="validate")
+                            shared[k] = _num(phi["Num"])
+        for block in self.ir["blocks"]:
+            visit(block)
+        if any(shared) and self.ir.get("share") is None:
+            raise SqError("malformed IR: a run over several stages needs the program's `share`", phase="validate")
+        return shared
+
+    def check_pool(self, pool: dict) -> None:
+        spill = pool.get("spill")
+        unsupported = [what for what, bad in (
+            ("a `spill` over a step stage",
+             spill is not None and isinstance(self.stages[spill["via"]]["kind"], dict)
+             and "Step" in self.stages[spill["via"]]["kind"]),) if bad]
+        via = pool.get("admit_via")
+        if via is not None and not (isinstance(via, int) and 0 <= via < len(self.stages)):
+            raise SqError(f"malformed IR: pool `{pool['name']}` admitted via stage {via}", phase="validate")
+        if unsupported:
+            raise SqError(f"pool `{pool['name']}`: {unsupported[0]} is not supported by this engine yet",
+                          phase="unsupported")
+
+    def hold(self, arg: dict) -> None:
+        pools = arg["pools"]
+        if not pools:
+            raise SqError("malformed IR: a hold without pools", phase="validate")
+        lease_pool, lease_time = -1, -1
+        if arg.get("lease") is not None:
+            ref, time = arg["lease"]
+            written = [i for i, (r, _, _) in enumerate(pools) if r == ref]
+            if not written:
+                raise SqError("malformed IR: a lease on a pool the hold does not take", phase="validate")
+            lease_pool, lease_time = written[0], self.expr(time)
+        row = [len(pools), self.expr(arg["cache"]) if arg.get("cache") is not None else -1,
+               lease_pool, lease_time, self.expr(arg["reuse"]) if arg.get("reuse") is not None else -1]
+        for ref, units, reserve in pools:
+            base, count = self.ref(ref, self.pools, "pool")
+            row += [base, count, self.expr(ref["index"]) if ref.get("index") is not None else -1,
+                    self.expr(units), self.expr(reserve) if reserve is not None else -1]
+        h = len(self.hold_offsets)
+        self.hold_offsets.append(len(self.holds))
+        self.holds += row
+        self.max_hold_pools = max(self.max_hold_pools, len(pools))
+        self.hold_pcs.append(len(self.stmts))
+        self.stmts += [S_HOLD, h]
+        self.hold_depth += 1
+        self.max_depth_holds = max(self.max_depth_holds, self.hold_depth)
+        self.inline_index(arg["body"])
+        self.hold_depth -= 1
+        self.stmts += [S_HOLD_END, h]
+
+    def run(self, arg: dict) -> None:
+        mode = {"Plain": M_PLAIN, "Prefill": M_PREFILL, "Decode": M_DECODE}[arg.get("mode", "Plain")]
+        ref = arg["stage"]
+        if isinstance(ref, list):  # several stages: a flow
+            if len(ref) != 1:
+                raise SqError("runs over several stages are not supported by this engine yet",
+                              phase="unsupported")
+            ref = ref[0]
+        base, count = self.ref(ref, self.stages, "stage")
+        index = self.expr(ref["index"]) if ref.get("index") is not None else -1
+        is_step = [isinstance(self.stages[base + k]["kind"], dict) and "Step" in self.stages[base + k]["kind"]
+                   for k in range(count)]
+        if (mode != M_PLAIN) != is_step[0] or len(set(is_step)) != 1:
+            raise SqError("malformed IR: `prefill`/`decode` go with step stages only", phase="validate")
+        grow_ref = arg.get("growing")
+        if grow_ref is None:
+            growing = [-1, 0, -1]
+        else:
+            g_base, g_count = self.ref(grow_ref, self.pools, "pool")
+            growing = [g_base, g_count, self.expr(grow_ref["index"]) if grow_ref.get("index") is not None else -1]
+            self.sites.append(f"`growing {self.pools[g_base]['name']}` outside a hold of it")
+            growing.append(len(self.sites) - 1)
+        also = []
+        for other in arg.get("also") or []:
+            o_base, o_count = self.ref(other, self.stages, "stage")
+            also += [o_base, o_count, self.expr(other["index"]) if other.get("index") is not None else -1]
+        self.max_flow_stages = max(self.max_flow_stages, 1 + len(also) // 3)
+        self.stmts += [S_RUN, base, count, index, self.expr(arg["work"]), mode, *growing[:3],
+                       growing[3] if len(growing) > 3 else -1, len(also) // 3, *also]
+
+    # -- expressions -----------------------------------------------------------
+    def expr(self, e) -> int:
+        """Compile one expression; returns its entry offset."""
+        start = len(self.code)
+        self.depth = 0
+        self.emit(e)
+        self.code.append(X_RET)
+        return start
+
+    def push(self, n: int = 1) -> None:
+        self.depth += n
+        self.max_depth = max(self.max_depth, self.depth)
+
+    def const(self, v: float) -> int:
+        key = (repr(v), math.copysign(1.0, v) if v == 0 else 0)
+        if key not in self.const_index:
+            self.const_index[key] = len(self.consts)
+            self.consts.append(v)
+        return self.const_index[key]
+
+    def emit(self, e) -> None:
+        c = self.code
+        (name, arg), = e.items()
+        if name == "Num":
+            c += [X_NUM, self.const(_num(arg))]; self.push()
+        elif name == "Attr":
+            c += [X_ATTR, self.slot(arg)]; self.push()
+        elif name == "Ctx":
+            c += [X_CTX, CTX[arg]]; self.push()
+        elif name == "Unary":
+            op, a = arg
+            self.emit(a)
+            c.append(X_NEG if op == "Neg" else X_NOT)
+        elif name == "Binary":
+            op, a, b = arg
+            if op in ("And", "Or"):
+                self.emit(a)
+                at = len(c)
+                c += [X_AND if op == "And" else X_OR, -1]
+                self.depth -= 1
+                self.emit(b)
+                c.append(X_TRUTH)
+                c[at + 1] = len(c)
+            else:
+                self.emit(a)
+                self.emit(b)
+                c.append(BINARY[op]); self.depth -= 1
+        elif name == "Cond":
+            test, a, b = arg
+            self.emit(test)
+            at = len(c)
+            c += [X_JZ, -1]; self.depth -= 1
+            self.emit(a)
+            jump = len(c)
+            c += [X_JMP, -1]; self.depth -= 1
+            c[at + 1] = len(c)
+            self.emit(b)
+            c[jump + 1] = len(c)
+        elif name == "Call":
+            self.call(*arg)
+        elif name == "Sample":
+            dist, args = arg
+            for a in args:
+                self.emit(a)
+            if len(args) != _ARITY[dist]:
+                raise SqError(f"malformed IR: `~{dist.lower()}` takes {_ARITY[dist]} argument(s)",
+                              phase="validate")
+            c += [X_SAMPLE, DIST[dist], len(args)]
+            self.depth -= len(args)
+            self.push()
+        else:
+            raise SqError(f"malformed IR: unknown expression `{name}`", phase="validate")
+
+    def call(self, fn: str, args: list) -> None:
+        c = self.code
+        if fn in ("Min", "Max", "Pow"):
+            self.emit(args[0]["Expr"]); self.emit(args[1]["Expr"])
+            c.append({"Min": X_MIN, "Max": X_MAX, "Pow": X_POW}[fn]); self.depth -= 1
+        elif fn in FN1:
+            self.emit(args[0]["Expr"])
+            c += [X_FN1, FN1[fn]]
+        elif fn == "Price":
+            ref = args[0]["Stage"]
+            self.emit(args[1]["Expr"]); self.emit(args[2]["Expr"])
+            self.ref_args(X_PRICE, None, ref)
+            self.depth -= 2
+        elif fn in STAGE_FN:
+            self.ref_args(X_STAGE, STAGE_FN[fn], args[0]["Stage"])
+        elif fn in POOL_FN:
+            self.ref_args(X_POOL, POOL_FN[fn], args[0]["Pool"])
+        else:
+            raise SqError(f"malformed IR: unknown function `{fn}`", phase="validate")
+
+    def ref_args(self, op: int, fn, ref: dict) -> None:
+        base, count = self.ref(ref, self.pools if op == X_POOL else self.stages,
+                               "pool" if op == X_POOL else "stage")
+        has_index = ref.get("index") is not None
+        if has_index:
+            self.emit(ref["index"])
+            self.depth -= 1
+        head = [op] if fn is None else [op, fn]
+        self.code += head + [base, count, int(has_index)]
+        self.push()
+
+    # -- source form (for run-time error messages) ---------------------------
+    def source(self, e) -> str:
+        return _Printer(self.attrs, self.stages, self.pools).text(e)
+
+
+_TRACE_COLUMNS = {0: "session", 2: "new", 3: "out", 4: "think", 5: "forced"}
+
+
+def read_trace(path: str) -> list[list[tuple[float, float, float, float]]]:
+    """A trace file as the run reads it (spec 02 §3.1): sessions of (new, out, think, forced) turns.
+
+    Sessions are runs of consecutive lines with the same id; the turn column is
+    never read. Errors are SqError(phase="run") with the reference's wording.
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise SqError(f"cannot read trace {path}: {e.strerror} (os error {e.errno})", phase="run") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SqError(f"cannot read trace {path}: stream did not contain valid UTF-8", phase="run") from None
+    sessions: list[list[tuple]] = []
+    last_id = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line or line.startswith("#") or line.startswith("session"):
+            continue
+        fields = line.split(",")
+        if len(fields) not in (5, 6):
+            raise SqError(f"trace {path}: line {number}: expected 5 or 6 fields, got {len(fields)}", phase="run",
+                          notes=("help: use session,turn,new,out,think[,forced]",))
+        values = {}
+        for col, name in _TRACE_COLUMNS.items():
+            if col < len(fields):
+                values[col] = _trace_number(fields[col], path, number, col, name)
+        ident = _saturating_count(values[0])   # an id truncates toward zero; negatives and NaN are 0
+        if ident != last_id or not sessions:
+            sessions.append([])
+            last_id = ident
+        sessions[-1].append((values[2], values[3], values[4], values.get(5, 0.0)))
+    if not sessions:
+        raise SqError(f"trace {path}: empty trace", phase="run",
+                      notes=("help: add a data row using session,turn,new,out,think[,forced]",))
+    return sessions
+
+
+def _trace_number(text: str, path: str, line: int, col: int, name: str) -> float:
+    # Rust's f64 syntax: no surrounding space and no digit separators, which Python would allow
+    try:
+        if text != text.strip() or "_" in text:
+            raise ValueError
+        return float(text)
+    except ValueError:
+        raise SqError(f"trace {path}: line {line}: column {col + 1} ({name}): invalid number `{text}`",
+                      phase="run", notes=(f"help: replace `{name}` with a numeric value",)) from None
+
+
+def _saturating_count(x: float) -> int:
+    if not x > 0:
+        return 0
+    return int(min(x, 2.0**64 - 1))
+
+
+# ---- the IR expression printed back in source form ---------------------------
+_BIN_TEXT = {"Add": ("+", 4), "Sub": ("-", 4), "Mul": ("*", 5), "Div": ("/", 5),
+             "Lt": ("<", 3), "Le": ("<=", 3), "Gt": (">", 3), "Ge": (">=", 3),
+             "Eq": ("==", 3), "Ne": ("!=", 3), "And": ("&&", 2), "Or": ("||", 1)}
+_CTX_TEXT = {"Now": "now", "Waited": "waited", "Size": "size", "Age": "age", "Last": "last",
+             "Queued": "waiting", "N": "present", "Ntok": "tokens", "Ndec": "decoders",
+             "Npre": "prefilled", "Nres": "residents", "Kvb": "kv_decode", "Kvp": "kv_prefill",
+             "Attn": "attention", "Decoding": "decoding", "Admission": "admission",
+             "Remaining": "remaining"}
+_FN_TEXT = {"EstLambda": "est_lambda", "EstRho": "est_rho", "EstWait": "est_wait",
+            "BudgetLeft": "budget_left", "CachedIn": "cachedin"}
+
+
+class _Printer:
+    """Prints an IR expression with the fewest parentheses the grammar needs."""
+
+    def __init__(self, attrs, stages, pools):
+        self.attrs, self.stages, self.pools = attrs, stages, pools
+
+    def text(self, e, need: int = 0) -> str:
+        body, prec = self.form(e)
+        return f"({body})" if prec < need else body
+
+    def form(self, e):
+        (name, arg), = e.items()
+        if name == "Num":
+            return format_number(_num(arg)), 8
+        if name == "Attr":
+            return self.attrs[arg] if arg < len(self.attrs) else f"attr{arg}", 8
+        if name == "Ctx":
+            return _CTX_TEXT.get(arg, arg.lower()), 8
+        if name == "Unary":
+            op, a = arg
+            return ("-" if op == "Neg" else "!") + self.text(a, 6), 6
+        if name == "Binary":
+            op, a, b = arg
+            if op == "Pow":
+                return f"{self.text(a, 8)} ^ {self.text(b, 6)}", 7
+            sym, p = _BIN_TEXT[op]
+            right = p + 1
+            left = p + 1 if p == 3 else p
+            return f"{self.text(a, left)} {sym} {self.text(b, right)}", p
+        if name == "Cond":
+            t, a, b = arg
+            return f"{self.text(t, 1)} ? {self.text(a)} : {self.text(b)}", 0
+        if name == "Sample":
+            dist, args = arg
+            return f"~{dist.lower()}({', '.join(self.text(a) for a in args)})", 6
+        if name == "Call":
+            fn, args = arg
+            return f"{_FN_TEXT.get(fn, fn.lower())}({', '.join(self.arg(a) for a in args)})", 8
+        return name, 8
+
+    def arg(self, a) -> str:
+        (kind, v), = a.items()
+        if kind == "Expr":
+            return self.text(v)
+        table = self.stages if kind == "Stage" else self.pools
+        name = table[v["base"]]["name"] if v["base"] < len(table) else "?"
+        if v.get("index") is None:
+            return name
+        return f"{name}[{self.text(v['index'])}]"

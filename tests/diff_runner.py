@@ -1,0 +1,232 @@
+"""Run one program through sq and through pyserq 0.1.2 and list where the two runs differ.
+
+The reference runs in a persistent worker subprocess, so a program that hangs
+pyserq costs one timeout (the worker is killed and restarted) and never the
+test session. Its iteration trace is the `ITER` lines pyserq prints on stderr
+when SERQ_TRACE_ITER is set; the worker captures fd 2 per run. sq runs in this
+process with `check_invariants=True`.
+
+    python tests/diff_runner.py PROGRAM.sq [--seed S]     # one file, prints differences
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import select
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+RTOL = 1e-9
+
+WORKER = r'''
+import json, os, sys, tempfile, pyserq
+out = sys.stdout
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    req = json.loads(line)
+    reply = {}
+    with tempfile.TemporaryFile(mode="w+b") as err:
+        saved = os.dup(2)
+        os.dup2(err.fileno(), 2)
+        if req["iterations"]:
+            os.environ["SERQ_TRACE_ITER"] = "1"
+        try:
+            p = pyserq.compile(source=req["source"], seed=req["seed"])
+            reply["report"] = json.loads(pyserq.run(p).json())
+        except BaseException as e:
+            reply["error"] = f"{type(e).__name__}: {e}"
+        finally:
+            os.environ.pop("SERQ_TRACE_ITER", None)
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    reply["iters"] = [l.split(" | ")[0].rstrip() for l in text.splitlines() if l.startswith("ITER ")]
+    out.write(json.dumps(reply) + "\n")
+    out.flush()
+'''
+
+
+class Reference:
+    """A pyserq worker process; `run` returns the reply dict, or {"timeout": True}."""
+
+    def __init__(self, timeout: float = 5.0):
+        self.timeout = timeout
+        self.proc = None
+
+    def _start(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     cwd=tempfile.gettempdir())
+
+    def run(self, source: str, seed: int, iterations: bool) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.proc.stdin.write(json.dumps({"source": source, "seed": seed, "iterations": iterations}) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            self.close()
+            return {"timeout": True}
+        line = self.proc.stdout.readline()
+        if not line:
+            self.close()
+            return {"error": "reference worker died"}
+        return json.loads(line)
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+def run_sq(source: str, seed: int, iterations: bool, check_invariants: bool = True) -> dict:
+    import sq
+
+    try:
+        program = sq.compile(source=source, seed=seed)
+    except sq.SqError as e:
+        return {"error": f"SqError: {e}"}
+    try:
+        report = sq.run(program, trace_iterations=iterations, check_invariants=check_invariants)
+    except sq.SqError as e:
+        if check_invariants and "invariant" in str(e):
+            # Keep the report of the unchecked run, so a broken invariant and a wrong number show apart.
+            plain = run_sq(source, seed, iterations, check_invariants=False)
+            plain["invariant"] = str(e)
+            return plain
+        return {"error": f"SqError: {e}"}
+    except Exception as e:  # a crash is a finding, not a test-harness error
+        return {"error": f"CRASH {type(e).__name__}: {e}"}
+    iters = [l.split(" | ")[0].rstrip() for l in (report.iteration_trace or [])] if iterations else []
+    return {"report": json.loads(report.to_json()), "iters": iters}
+
+
+def _same(a, b) -> bool:
+    nonfinite = lambda v: v is None or (isinstance(v, float) and not math.isfinite(v))
+    if a is None or b is None:
+        return nonfinite(a) and nonfinite(b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if nonfinite(a) or nonfinite(b):
+            return a == b or (a != a and b != b)
+        return a == b or abs(a - b) <= RTOL * max(abs(a), abs(b)) + 1e-300
+    return a == b
+
+
+def walk(ref, mine, path="report", out=None) -> list:
+    """Every (path, reference, sq) where the two JSON values differ; `serq_version` is not compared."""
+    out = [] if out is None else out
+    if isinstance(ref, dict) and isinstance(mine, dict):
+        for k in ref.keys() | mine.keys():
+            if k == "serq_version":
+                continue
+            if k not in mine or k not in ref:
+                out.append((f"{path}.{k}", ref.get(k, "<absent>"), mine.get(k, "<absent>")))
+            else:
+                walk(ref[k], mine[k], f"{path}.{k}", out)
+    elif isinstance(ref, list) and isinstance(mine, list):
+        if len(ref) != len(mine):
+            out.append((f"{path}.length", len(ref), len(mine)))
+        for i, (r, m) in enumerate(zip(ref, mine)):
+            tag = r.get("name", i) if isinstance(r, dict) else i
+            if isinstance(r, dict) and r.get("index") is not None:
+                tag = f"{tag}[{r['index']}]"
+            walk(r, m, f"{path}[{tag}]", out)
+    elif not _same(ref, mine):
+        out.append((path, ref, mine))
+    return out
+
+
+def _headline(message: str) -> str:
+    """The reference's message without its exception class and `link error:` prefix, first line only."""
+    text = message.split(": ", 1)[1] if message.startswith(("ValueError", "PanicException")) else message
+    text = re.sub(r"^\d+:\d+: ", "", text.split("\n")[0])
+    return text.replace("link error: ", "", 1).strip()
+
+
+@dataclass
+class Outcome:
+    """How a program fared: `status` is agree, differ, both-error, ref-timeout or one-sided-error."""
+
+    status: str
+    diffs: list = field(default_factory=list)
+    ref_error: str | None = None
+    sq_error: str | None = None
+    first_iteration: tuple | None = None
+
+    def describe(self) -> str:
+        lines = [self.status]
+        if self.ref_error or self.sq_error:
+            lines.append(f"  reference: {self.ref_error or 'ok'}")
+            lines.append(f"  sq:        {self.sq_error or 'ok'}")
+        for p, r, m in self.diffs[:12]:
+            lines.append(f"  {p}: reference {r!r}  sq {m!r}")
+        if len(self.diffs) > 12:
+            lines.append(f"  ... {len(self.diffs) - 12} more")
+        if self.first_iteration:
+            i, r, m = self.first_iteration
+            lines.append(f"  iteration {i}: reference {r!r}  sq {m!r}")
+        return "\n".join(lines)
+
+
+def compare(reference: Reference, source: str, seed: int, iterations: bool = True) -> Outcome:
+    ref = reference.run(source, seed, iterations)
+    if ref.get("timeout"):
+        return Outcome("ref-timeout")
+    mine = run_sq(source, seed, iterations)
+    if "error" in ref and ref["error"].startswith("PanicException"):
+        # 0.1.2's documented panics (ch. 09 §9.x): sq may carry on where the reference aborts.
+        return Outcome("ref-panic", ref_error=ref["error"])
+    if "error" in ref or "error" in mine:
+        status = "both-error" if ("error" in ref and "error" in mine) else "one-sided-error"
+        if status == "both-error" and _headline(ref["error"]) not in mine["error"]:
+            status = "error-differs"
+        if "error" in mine and mine["error"].startswith("CRASH"):
+            status = "sq-crash"
+        return Outcome(status, ref_error=ref.get("error"), sq_error=mine.get("error"))
+    diffs = walk(ref["report"], mine["report"])
+    if "invariant" in mine:
+        diffs.insert(0, ("check_invariants", "holds", mine["invariant"]))
+    first = None
+    if iterations:
+        ri, mi = ref["iters"], mine["iters"]
+        for i in range(max(len(ri), len(mi))):
+            r = ri[i] if i < len(ri) else None
+            m = mi[i] if i < len(mi) else None
+            if r != m:
+                first = (i, r, m)
+                break
+    return Outcome("differ" if diffs or first else "agree", diffs, first_iteration=first)
+
+
+def main():
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("program")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    source = open(args.program).read()
+    ref = Reference()
+    try:
+        out = compare(ref, source, args.seed)
+    finally:
+        ref.close()
+    print(out.describe())
+    sys.exit(0 if out.status in ("agree", "both-error") else 1)
+
+
+if __name__ == "__main__":
+    main()

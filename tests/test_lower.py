@@ -1,0 +1,111 @@
+"""Lowering: IR dict → flat arrays, and the source form printed in run-time errors."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sq import lower as L
+from sq.frontend.errors import SqError
+
+pyserq = pytest.importorskip("pyserq")
+
+
+def _ir(source: str, **overrides) -> dict:
+    overrides.setdefault("horizon", 10)
+    return json.loads(pyserq.compile(source=source, **overrides).to_json())
+
+
+def test_tables_follow_declarations():
+    low = L.lower(_ir("stage a : fifo(3); stage b[2] : ps(min(present, 2)); stage c : delay;\n"
+                      "pool kv { cap 12; } gauge g = queue(a);\n"
+                      "workload { arrive poisson(2); } session { run a (1); observe r = now; }",
+                      warmup=1, seed=4))
+    assert low.stage_names == ["a", "b", "b", "c"]
+    assert low.stage_indices == [None, 0, 1, None]
+    assert low.stage_kinds.tolist() == [L.K_FIFO, L.K_PS, L.K_PS, L.K_DELAY]
+    assert low.stage_servers[0] == 3
+    assert low.stage_phi[0] == -1 and low.stage_phi[1] >= 0
+    assert low.pool_caps.tolist() == [12.0]
+    assert (low.arrival_kind, low.arrival_rate) == (L.A_POISSON, 2.0)
+    assert (low.horizon, low.warmup, low.seed) == (10.0, 1.0, 4)
+    assert low.observe_names == ["r"] and low.gauge_names == ["g"]
+    assert low.code.dtype == np.int32 and low.consts.dtype == np.float64 and low.stmts.dtype == np.int32
+
+
+@pytest.mark.parametrize("arrival, kind, count", [("batch(2.7)", L.A_BATCH, 2), ("closed(-1)", L.A_CLOSED, 0),
+                                                  ("none", L.A_NONE, 0)])
+def test_population_counts_truncate(arrival, kind, count):
+    low = L.lower(_ir(f"workload {{ arrive {arrival}; }} session {{ }}"))
+    assert (low.arrival_kind, low.arrival_count) == (kind, count)
+
+
+def test_loop_jumps_back_to_its_first_statement():
+    low = L.lower(_ir("stage d : delay; workload { arrive batch(1); }\n"
+                      "session { set k = 0; loop { set k = k + 1; run d (1); } }"))
+    code = low.stmts.tolist()
+    pc = low.session_pc
+    assert code[pc] == L.S_SET                      # set k = 0
+    loop_top = pc + 3
+    jump = code.index(L.S_JUMP, loop_top)
+    assert code[jump + 1] == loop_top
+
+
+def test_branch_else_target_skips_the_then_block():
+    low = L.lower(_ir("workload { arrive batch(1); }\n"
+                      "session { branch (serial == 0) { observe a = 1; } else { observe b = 2; } observe c = 3; }"))
+    code = low.stmts.tolist()
+    pc = low.session_pc
+    assert code[pc] == L.S_BRANCH
+    else_target = code[pc + 2]
+    assert code[pc + 4] == L.S_OBSERVE and code[pc + 7] == L.S_JUMP
+    assert else_target == pc + 9 and code[else_target] == L.S_OBSERVE
+    assert code[pc + 8] == else_target + 3          # the then block jumps past the else block
+
+
+def test_constants_are_pooled():
+    low = L.lower(_ir("workload { arrive batch(1); } session { observe a = serial + 2; observe b = serial * 2; }"))
+    assert low.consts.tolist().count(2.0) == 1
+
+
+def test_unsupported_constructs_are_refused_clearly():
+    with pytest.raises(SqError, match="not supported") as info:
+        L.lower(_ir("pool kv { cap 10; spill kv via e (1) when (1); } stage e : step { cost 1; }\n"
+                    "workload { arrive batch(1); } session { hold kv (1) { } }"))
+    assert info.value.phase == "unsupported"
+
+
+
+EXPRESSIONS = [
+    "serial - 1 + 0.5 * (serial == 2)",
+    "min(x, 2) * (3 + serial) > 1 && !x ? ~exp(1) : -x ^ 2",
+    "x - (serial - 1)",
+    "x / (serial * 2)",
+    "(x + 1) ^ 2",
+    "2 ^ 3 ^ x",
+    "(2 ^ 3) ^ x",
+    "-(x + 1)",
+    "!(x < 1)",
+    "x ? 1 : x ? 2 : 3",
+    "(x ? 1 : 2) ? 3 : 4",
+    "x || serial && 1",
+    "(x || serial) && 1",
+    "(x < 1) == (serial < 1)",
+    "queue(s[x]) + used(kv) + ~uniform(0, x) + now",
+    "1.5 + 0.1 + 1000000 + 0.0000001",
+]
+
+
+@pytest.mark.parametrize("text", EXPRESSIONS)
+def test_printed_guard_reads_back_to_the_same_ir(text):
+    # the printer must give text that links to the very same expression
+    def guard(expr: str):
+        ir = _ir("stage s[2] : fifo; pool kv { cap 10; } workload { arrive batch(1); }\n"
+                 f"session {{ set x = 0.5; branch ({expr}) {{ observe a = 1; }} }}")
+        return ir, ir["blocks"][ir["session"]][1]["Branch"][0]
+
+    ir, expr = guard(text)
+    printed = L._Printer(ir["attrs"], ir["stages"], ir["pools"]).text(expr)
+    _, again = guard(printed)
+    assert again == expr, printed
