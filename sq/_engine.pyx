@@ -107,6 +107,9 @@ DEF E_LOAD_OUTSIDE = 10
 DEF E_LOAD_FIT = 11
 DEF E_GROWING_OUTSIDE = 12
 DEF E_SPILL_CYCLE = 13
+DEF E_TOO_MANY = 14
+# live sessions at once: beyond this the run would only exhaust memory
+DEF MAX_SESSIONS = 1 << 24
 
 DEF M_PLAIN = 0
 DEF M_PREFILL = 1
@@ -362,6 +365,9 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         return st.sfree[st.nsfree]
     if st.shigh == st.scap:
         cap = st.scap * 2 if st.scap else 64
+        if cap > MAX_SESSIONS:
+            fail(st, E_TOO_MANY, -1, 0, 0, 0)
+            return -1
         if not grow(<void**> &st.attrs, cap * st.n_attrs * sizeof(double)) \
                 or not grow(<void**> &st.pc, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.serial, cap * sizeof(int64_t)) \
@@ -2390,14 +2396,11 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
 
 def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
-    from sq.lower import read_trace
+    from sq.trace import read_trace
     if not lowered.trace:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    sessions = read_trace(lowered.trace)
-    lengths = np.array([len(t) for t in sessions], dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    turns = np.array([v for t in sessions for turn in t for v in turn], dtype=np.float64)
-    return turns, starts, lengths
+    corpus = read_trace(lowered.trace)
+    return corpus.turns.reshape(-1), corpus.offset, corpus.count
 
 
 def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
@@ -2564,6 +2567,8 @@ cdef object _error_text(State* st, lowered):
     if st.err == E_STUCK:
         return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
                 f"without time passing (a `loop` with no time-taking `run`?){where}")
+    if st.err == E_TOO_MANY:
+        return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
     if st.err == E_SPILL_CYCLE:
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")

@@ -635,60 +635,6 @@ class _Lowering:
         return _Printer(self.attrs, self.stages, self.pools).text(e)
 
 
-_TRACE_COLUMNS = {0: "session", 2: "new", 3: "out", 4: "think", 5: "forced"}
-
-
-def read_trace(path: str) -> list[list[tuple[float, float, float, float]]]:
-    """A trace file as the run reads it (spec 02 §3.1): sessions of (new, out, think, forced) turns.
-
-    Sessions are runs of consecutive lines with the same id; the turn column is
-    never read. Errors are SqError(phase="run") with the reference's wording.
-    """
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise SqError(f"cannot read trace {path}: {e.strerror} (os error {e.errno})", phase="run") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SqError(f"cannot read trace {path}: stream did not contain valid UTF-8", phase="run") from None
-    sessions: list[list[tuple]] = []
-    last_id = None
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.strip()
-        if not line or line.startswith("#") or line.startswith("session"):
-            continue
-        fields = line.split(",")
-        if len(fields) not in (5, 6):
-            raise SqError(f"trace {path}: line {number}: expected 5 or 6 fields, got {len(fields)}", phase="run",
-                          notes=("help: use session,turn,new,out,think[,forced]",))
-        values = {}
-        for col, name in _TRACE_COLUMNS.items():
-            if col < len(fields):
-                values[col] = _trace_number(fields[col], path, number, col, name)
-        ident = _saturating_count(values[0])   # an id truncates toward zero; negatives and NaN are 0
-        if ident != last_id or not sessions:
-            sessions.append([])
-            last_id = ident
-        sessions[-1].append((values[2], values[3], values[4], values.get(5, 0.0)))
-    if not sessions:
-        raise SqError(f"trace {path}: empty trace", phase="run",
-                      notes=("help: add a data row using session,turn,new,out,think[,forced]",))
-    return sessions
-
-
-def _trace_number(text: str, path: str, line: int, col: int, name: str) -> float:
-    # Rust's f64 syntax: no surrounding space and no digit separators, which Python would allow
-    try:
-        if text != text.strip() or "_" in text:
-            raise ValueError
-        return float(text)
-    except ValueError:
-        raise SqError(f"trace {path}: line {line}: column {col + 1} ({name}): invalid number `{text}`",
-                      phase="run", notes=(f"help: replace `{name}` with a numeric value",)) from None
-
-
 def _saturating_count(x: float) -> int:
     if not x > 0:
         return 0

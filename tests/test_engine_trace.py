@@ -7,7 +7,8 @@ import math
 import pytest
 
 from sq.frontend.errors import SqError
-from sq.lower import lower, read_trace
+from sq.lower import lower
+from sq.trace import read_trace
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
@@ -57,7 +58,7 @@ def test_replay_matches_pyserq(tmp_path, monkeypatch, workload, seed):
 def test_reader_matches_pyserq(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text(CORPUS + "-4,x,inf,1e2,+0.5\n")
-    assert read_trace(str(path)) == [list(s) for s in pyserq.read_trace(str(path))]
+    assert read_trace(str(path)).sessions() == [list(s) for s in pyserq.read_trace(str(path))]
 
 
 @pytest.mark.parametrize("csv", [
