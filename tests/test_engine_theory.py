@@ -6,22 +6,16 @@ so a correct engine fails a check about once in a thousand seeds.
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from sq.lower import lower
+import sq
 from sq.report import Report
-
-pyserq = pytest.importorskip("pyserq")
-_engine = pytest.importorskip("sq._engine")
 
 WIDEN = 3.883 / 2.093
 
 
 def _report(source: str, **overrides) -> Report:
-    ir = json.loads(pyserq.compile(source=source, **overrides).to_json())
-    return Report.from_results(_engine.run(lower(ir)))
+    return sq.run(sq.compile(source=source, **overrides))
 
 
 def _within(observe, theory: float) -> None:
@@ -71,3 +65,21 @@ def test_closed_network_littles_law():
     throughput = r.stage("s").throughput
     assert r.mean_live == pytest.approx(n)
     assert abs(n / throughput - r.observes["cycle"].mean) <= WIDEN * r.observes["cycle"].ci
+
+
+def test_md1_pollaczek_khinchine():
+    # M/D/1, λ = 0.7, S = 1: Wq = λ·E[S²] / (2(1 − ρ)) = 0.7 / 0.6
+    lam = 0.7
+    r = _report(f"stage s : fifo; workload {{ arrive poisson({lam}); }}\n"
+                "session { set t = now; run s (~det(1)); observe wait = now - t - 1; }",
+                horizon=200_000, warmup=2_000, seed=11)
+    _within(r.observes["wait"], lam * 1.0 / (2 * (1 - lam)))
+
+
+@pytest.mark.parametrize("service", ["~exp(1)", "~det(1)", "~h2(1, 4)", "~uniform(0, 2)"])
+def test_mg1_ps_is_insensitive(service):
+    # M/G/1-PS: E[T] = E[S] / (1 − ρ) whatever the law of S (ρ = 0.6 here: 2.5)
+    r = _report("stage s : ps(1); workload { arrive poisson(0.6); }\n"
+                f"session {{ set t = now; run s ({service}); observe resp = now - t; }}",
+                horizon=200_000, warmup=2_000, seed=12)
+    _within(r.observes["resp"], 1 / (1 - 0.6))
