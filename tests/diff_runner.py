@@ -6,7 +6,8 @@ test session. Its iteration trace is the `ITER` lines pyserq prints on stderr
 when SERQ_TRACE_ITER is set; the worker captures fd 2 per run. sq runs in this
 process with `check_invariants=True`.
 
-    python tests/diff_runner.py PROGRAM.sq [--seed S]     # one file, prints differences
+    python tests/diff_runner.py PROGRAM.sq [--seed S]          # one file, prints differences
+    python tests/diff_runner.py --generated 0:500 [--family step]   # generated programs
 """
 from __future__ import annotations
 
@@ -214,19 +215,48 @@ def compare(reference: Reference, source: str, seed: int, iterations: bool = Tru
 def main():
     import argparse
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("program")
+    ap = argparse.ArgumentParser(description="Compare sq with pyserq 0.1.2 on one program or on generated ones.")
+    ap.add_argument("program", nargs="?")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--generated", metavar="LO:HI", help="run tests/gen_programs.py programs LO..HI-1 instead")
+    ap.add_argument("--family", choices=None)
     args = ap.parse_args()
-    source = open(args.program).read()
     ref = Reference()
+    bad = 0
     try:
-        out = compare(ref, source, args.seed)
+        if args.generated:
+            bad = _generated(ref, *map(int, args.generated.split(":")), args.family)
+        else:
+            out = compare(ref, open(args.program).read(), args.seed)
+            print(out.describe())
+            bad = out.status not in ("agree", "both-error", "ref-panic")
     finally:
         ref.close()
-    print(out.describe())
-    sys.exit(0 if out.status in ("agree", "both-error") else 1)
+    sys.exit(1 if bad else 0)
+
+
+def _generated(ref, lo: int, hi: int, family) -> int:
+    """Run generated programs lo..hi-1 under seeds 1 and 2; print each that does not agree; count them."""
+    import collections
+
+    import gen_programs
+
+    tally, bad = collections.Counter(), 0
+    with tempfile.TemporaryDirectory() as folder:
+        for index in range(lo, hi):
+            case = gen_programs.generate(index, family)
+            source = case.materialise(folder)
+            for seed in (1, 2):
+                out = compare(ref, source, seed, iterations=case.family != "net")
+                tally[out.status] += 1
+                if out.status not in ("agree", "both-error", "ref-panic", "ref-timeout"):
+                    bad += 1
+                    print(f"== program {index} ({case.family}) seed {seed}\n{source}\n{out.describe()}\n")
+                    break
+    print(dict(tally))
+    return bad
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

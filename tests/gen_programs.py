@@ -1,0 +1,577 @@
+"""A seeded generator of small, valid serQ programs for differential testing against pyserq 0.1.2.
+
+`generate(seed)` returns a `Case`: the program text, its family and any trace
+files it needs (written by `Case.materialise(folder)`). Four families cover
+the language:
+
+* `net`   — open/closed/batch/renewal workloads over fifo/ps(φ)/delay networks
+            with branch, branch with, loop, choose, gauges and warmup;
+* `step`  — vLLM-like step engines with a KV pool kept tight so that
+            preemption, rejection, eviction, chunked prefill, prefix caching
+            across turns, leases and multi-pool holds all happen;
+* `flow`  — runs over several stages under `share maxmin`/`bottleneck`, and
+            queues with roles, transfers and a pull relation;
+* `trace` — replay of a small generated CSV corpus.
+
+Every program keeps a short horizon so the reference runs it in well under a
+second, and avoids the forms the spec says hang (a zero-time closed body, an
+infinite poisson rate, a loop that never takes time).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAMILIES = ("net", "step", "flow", "trace", "edge")
+
+
+@dataclass
+class Case:
+    """One generated program, with the trace files it replays (name -> CSV text)."""
+
+    source: str
+    family: str
+    traces: dict = field(default_factory=dict)
+
+    def materialise(self, folder: Path) -> str:
+        """Write the trace files into `folder` and return the source with their absolute paths."""
+        text = self.source
+        for name, csv in self.traces.items():
+            path = Path(folder) / name
+            path.write_text(csv)
+            text = text.replace(f'"{name}"', f'"{path}"')
+        return text
+
+
+def generate(seed: int, family: str | None = None) -> Case:
+    rng = random.Random(seed)
+    family = family or rng.choice(FAMILIES)
+    return {"net": _net, "step": _step, "flow": _flow, "trace": _trace, "edge": _edge}[family](rng)
+
+
+# ------------------------------------------------------------------ shared pieces
+
+def _num(rng, lo, hi, digits=2):
+    return round(rng.uniform(lo, hi), digits)
+
+
+def _service(rng, mean):
+    """A positive service-time expression with mean about `mean` (never zero, so closed bodies take time)."""
+    m = round(mean, 3)
+    return rng.choice([
+        f"~exp({m})",
+        f"~det({m})",
+        f"~uniform({round(m / 2, 3)}, {round(1.5 * m, 3)})",
+        f"~erlang({rng.randint(1, 4)}, {m})",
+        f"~h2({m}, {rng.choice([1, 2, 4, 9])})",
+        f"{round(m / 2, 3)} + ~exp({round(m / 2, 3)})",
+    ])
+
+
+def _arrival(rng, rate, closed_ok=True):
+    kinds = ["poisson", "renewal", "batch"] + (["closed"] if closed_ok else [])
+    kind = rng.choice(kinds)
+    if kind == "poisson":
+        return f"poisson({rate})"
+    if kind == "renewal":
+        return f"renewal({_service(rng, 1 / rate)})"
+    if kind == "batch":
+        return f"batch({rng.randint(1, 12)})"
+    return f"closed({rng.randint(1, 6)})"
+
+
+def _run_block(rng, horizon, arrival=""):
+    parts = [f"horizon {horizon};"]
+    finite = arrival.startswith(("poisson", "renewal")) and rng.random() < 0.15
+    if rng.random() < 0.5 and not finite:
+        parts.append(f"warmup {round(horizon * rng.choice([0.1, 0.25, 0.5]), 2)};")
+    if finite:
+        # A finite open run ends when its sessions drain; the horizon is only a deadline, so make it roomy.
+        parts = [f"horizon {horizon * 20};", f"arrivals {rng.randint(1, 20)};"]
+    return "run { " + " ".join(parts) + " }"
+
+
+# ------------------------------------------------------------------ family (a): queueing networks
+
+def _net(rng) -> Case:
+    n = rng.randint(1, 4)
+    stages, kinds = [], {}
+    arrays = {}
+    for i in range(n):
+        name = f"s{i}"
+        kind = rng.choice(["fifo", "fifo1", "fifoc", "ps", "psphi", "delay"])
+        if kind == "fifo":
+            decl = "fifo"
+        elif kind == "fifo1":
+            decl = "fifo(1)"
+        elif kind == "fifoc":
+            decl = f"fifo({rng.randint(2, 4)})"
+        elif kind == "ps":
+            decl = f"ps({_num(rng, 0.5, 3)})"
+        elif kind == "psphi":
+            decl = "ps(" + rng.choice([
+                f"min(present, {rng.randint(1, 3)})",
+                f"{_num(rng, 0.5, 2)} * min(present, {rng.randint(1, 4)})",
+                f"1 + present / {rng.randint(2, 5)}",
+                f"present > {rng.randint(1, 3)} ? {_num(rng, 1, 3)} : {_num(rng, 0.5, 1.5)}",
+                f"sqrt(present) + {_num(rng, 0.1, 1)}",
+            ]) + ")"
+        else:
+            decl = "delay"
+        size = ""
+        if rng.random() < 0.25 and kind != "delay":
+            arrays[name] = rng.randint(2, 3)
+            size = f"[{arrays[name]}]"
+        stages.append(f"stage {name}{size} : {decl};")
+        kinds[name] = kind
+    names = list(kinds)
+    rate = _num(rng, 0.3, 2.5)
+
+    def ref(name, var=None):
+        if name in arrays:
+            return f"{name}[{var}]" if var else f"{name}[{rng.randrange(arrays[name])}]"
+        return name
+
+    def stmt(depth):
+        r = rng.random()
+        if depth > 1 or r < 0.45:
+            name = rng.choice(names)
+            if name in arrays:
+                return (f"choose j in {arrays[name]} by ({rng.choice(['queue', 'work', 'busy'])}({name}[j]), j); "
+                        f"run {name}[j] ({_service(rng, _num(rng, 0.1, 0.8))});")
+            return f"run {name} ({_service(rng, _num(rng, 0.1, 0.8))});"
+        if r < 0.6:
+            return (f"branch with ({_num(rng, 0.1, 0.9)}) {{ {stmt(depth + 1)} }}"
+                    + (f" else {{ {stmt(depth + 1)} }}" if rng.random() < 0.6 else ""))
+        if r < 0.72:
+            return (f"branch (serial - 2 * floor(serial / 2) == 0) {{ {stmt(depth + 1)} }}"
+                    f" else {{ {stmt(depth + 1)} observe odd = now; }}")
+        if r < 0.82:
+            name = rng.choice([x for x in names if x not in arrays] or names)
+            return (f"branch (queue({ref(name)}) > {rng.randint(0, 3)}) {{ {stmt(depth + 1)} }}")
+        if r < 0.86:
+            return f"set v = {_service(rng, 1)}; observe v = v;"
+        if r < 0.93 and depth == 0:
+            name = rng.choice(names)
+            return (f"hold slots ({rng.choice([1, 1, 2, 'v + 1', 3])}) "
+                    f"{{ run {ref(name)} ({_service(rng, _num(rng, 0.1, 0.8))}); }}")
+        if r < 0.96:
+            s_ = ref(rng.choice(names))
+            return (f"observe est = est_lambda({s_}) + est_rho({s_}) + est_wait({s_}) "
+                    f"+ price({s_}, 0.1, 0.2) + holders(slots) + queued(slots);")
+        return f"observe q = queue({ref(rng.choice(names))}) + busy({ref(rng.choice(names))});"
+
+    # The first statement always takes time: a closed population with a zero-time body hangs 0.1.2.
+    name = rng.choice(names)
+    first = (f"run {ref(name)} ({_service(rng, _num(rng, 0.1, 0.8))});")
+    body = " ".join([first] + [stmt(0) for _ in range(rng.randint(0, 3))])
+    # A server loop exits only through `end`, which the server refuses: loops live in the session.
+    server = f"server {{ set t0 = now; set v = {_service(rng, 1)}; {body} observe resp = now - t0; }}"
+    arrival = _arrival(rng, rate)
+    if rng.random() < 0.4:
+        session = "session { turn; request; }"
+    else:
+        k = rng.randint(2, 4)
+        session = (f"session {{ set k = 0; loop {{ turn; set k = k + 1; request; "
+                   f"branch (k >= {k}) {{ end; }} run think ({_service(rng, _num(rng, 0.2, 2))}); }} }}")
+        stages.append("stage think : delay;")
+    slot_opts = rng.choice(["", "queue by (waited, serial);", "queue by (-v);", "queue fifo;"])
+    stages.append(f"pool slots {{ cap {rng.randint(1, 3)}; {slot_opts} }}")
+    gauges = []
+    for g in range(rng.randint(0, 2)):
+        s = rng.choice(names)
+        fn = rng.choice(["queue", "busy"])
+        gauges.append(f"gauge g{g} = {fn}({ref(s)});")
+    prog = "\n".join(stages + gauges + [
+        _run_block(rng, rng.choice([20, 40, 60]), arrival),
+        f"workload {{ arrive {arrival}; {session} }}",
+        server,
+    ])
+    return Case(prog, "net")
+
+
+# ------------------------------------------------------------------ family (b): step engines with a KV pool
+
+def _step(rng) -> Case:
+    r = rng.random()
+    return _engine(rng) if r < 0.45 else _replicas(rng) if r < 0.7 else _chaos(rng)
+
+
+def _chaos(rng) -> Case:
+    """Two step engines, a ps tool and a plain pool, with a server of random kernel statements."""
+    bs = rng.choice([1, 2, 4])
+    cap = bs * rng.randint(8, 20)
+    items = [f"pool kv {{ cap {cap}; block {bs}; evict by ({rng.choice(['size, -last', 'size, last', '-age, waiting'])}); "
+             f"preempt {rng.choice(['lifo', 'none'])}; }}",
+             f"pool mem {{ cap {cap}; {rng.choice(['', 'evict lru;', 'queue by (waited);'])} "
+             f"{'spill disk via wire (size / 20) when (~uniform(0, 1) < 0.5);' if rng.random() < 0.4 else ''} }}",
+             "pool disk { cap inf; }",
+             f"stage e1 : step {{ budget {rng.choice([4, 8, '4 + ~uniform(0, 8)'])}; chunk {rng.choice([2, 4, 'max(1, 8 - residents)'])}; "
+             f"cost 0.01 + 0.001 * tokens + ~exp(0.001); memory kv; {rng.choice(['', 'serve decode first;', 'serve by (-remaining);'])} }}",
+             f"stage e2 : step {{ cost 0.005 + 0.0005 * decoders + 0.0001 * kv_prefill; memory mem; "
+             f"{rng.choice(['', 'serve exclusive prefill;', 'serve admission;'])} }}",
+             f"stage tool : ps({rng.choice(['1', 'min(present, 2)', '0.5 + ~uniform(0, 1)'])});"]
+
+    shared = rng.random() < 0.5
+    if shared:
+        # Spill writes and in-hold runs become flows of the policy, and preemptions remove them mid-flight.
+        items += [f"share {rng.choice(['maxmin', 'bottleneck'])};", f"stage wire : ps({_num(rng, 20, 200)});",
+                  f"stage l1 : ps({_num(rng, 50, 500)});"]
+    else:
+        items.append("stage wire : fifo;")
+    flow = f"run l1, wire ({_service(rng, 0.5)});" if shared else ""
+
+    def stmt(depth):
+        r = rng.random()
+        if r < 0.08 and shared:
+            return (f"hold kv (m) {{ run e1 prefill (m) growing kv; {flow} run e1 decode (o) growing kv; }} "
+                    f"cache (m);")
+        if r < 0.2:
+            # `grow` after time has passed: a grow at the admission instant that preempts its own hold
+            # re-admits it at once and preempts it again, for ever (both engines hang).
+            return f"hold kv (m) {{ run e1 prefill (m) growing kv; grow kv ({rng.randint(1, 4)}); run e1 decode (o) growing kv; }} cache (m);"
+        if r < 0.35:
+            return (f"hold mem (m) {{ load mem ({rng.choice(['m', '1', 'min(m, 2)'])}); run e2 decode (o); }} "
+                    f"cache ({rng.choice(['m', 'inf', '0'])}){rng.choice(['', ' lease mem (0.02)', ' lease mem (inf)'])};")
+        if r < 0.45:
+            return f"tool {_service(rng, 0.02)};"
+        if r < 0.55 and depth < 2:
+            return f"branch with ({_num(rng, 0.2, 0.8)}) {{ {stmt(depth + 1)} }} else {{ {stmt(depth + 1)} }}"
+        if r < 0.7:
+            return f"drop {rng.choice(['kv', 'mem', 'disk'])};"
+        if r < 0.8 and depth < 2:
+            return (f"hold kv (m) reuse ({rng.choice(['inf', 'm', '2'])}) {{ observe hit = cached; "
+                    f"hold mem (1) {{ {stmt(2)} run e1 decode (o) growing kv; }} }} cache (inf);")
+        if r < 0.9:
+            return "observe u = used(kv) + free(mem) + holders(kv) + queued(mem) + cachedin(kv) + cachedin(disk);"
+        return f"run tool ({_service(rng, 0.02)});"
+
+    body = " ".join(stmt(0) for _ in range(rng.randint(2, 4))) + (" " + flow if shared else "")
+    arrival = _arrival(rng, _num(rng, 5, 40))
+    prog = "\n".join(items + [
+        _run_block(rng, rng.choice([1, 2, 3]), arrival),
+        f"workload {{ arrive {arrival}; turn {{ set m = 1 + floor(~uniform(0, {cap - 5 * bs})); set o = 1 + floor(~exp(3)); }} "
+        f"session {{ loop {{ turn; request; branch (~bernoulli(0.4)) {{ end; }} }} }} }}",
+        f"server {{ set t0 = now; {body} observe latency = now - t0; }}",
+    ])
+    return Case(prog, "step")
+
+
+def _replicas(rng) -> Case:
+    """R replicas (stage, KV pool and running set arrays) behind a router, with spill, grow, tool and drop."""
+    R = rng.randint(2, 3)
+    bs = rng.choice([2, 4])
+    cap = bs * rng.randint(6, 30)
+    spill = rng.random() < 0.5
+    kv = [f"cap {cap};", f"block {bs};", f"evict {rng.choice(['lru', 'by (waiting, -size)', 'by (size)'])};",
+          f"preempt {rng.choice(['lifo', 'none'])};"]
+    items = [f"pool seqs[{R}] {{ cap {rng.randint(1, 4)}; admit via engine; }}"]
+    if spill:
+        kv.append(f"spill host via wire (size / {rng.choice([50, 200])}) when (size >= {rng.choice([1, bs, 2 * bs])});")
+        items += [f"pool host {{ cap {cap * rng.choice([1, 4])}; evict lru; }}", "stage wire : fifo;"]
+    items.append(f"pool kv[{R}] {{ " + " ".join(kv) + " }")
+    serve = rng.choice(["", "serve decode first;", "serve exclusive prefill;", "serve by (remaining, admission);"])
+    items.append(f"stage engine[{R}] : step {{ budget {rng.choice([8, 16, 'inf'])}; chunk {rng.choice([4, 8])}; "
+                 f"cost 0.01 + 0.001 * tokens + 0.0001 * kv_decode; memory kv; {serve} }}")
+    items += ["stage user : delay;", "stage tool : delay;"]
+    key = rng.choice(["holders(seqs[r]) + queued(seqs[r])", "-cachedin(kv[r])", "used(kv[r])",
+                      "queued(kv[r]) + work(engine[r])"])
+    extra = rng.choice(["", "grow kv[r] (1);", "tool 0.01;"])
+    # A hold that fills the pool and then grows preempts itself at the same instant for ever (both hang).
+    most = cap - bs if extra.startswith("grow") else cap
+    nested = rng.random() < 0.3
+    inner = (f"set ctx = max(prompt, computed); run engine[r] prefill (ctx - cached) growing kv[r]; {extra} "
+             f"run engine[r] decode (prompt + o - ctx) growing kv[r];")
+    cache = rng.choice(["inf", "prompt", "prompt + o"])
+    if nested:
+        hold = (f"hold seqs[r] (1) {{ hold kv[r] (min(max(prompt, computed), {most})) {{ {inner} }} "
+                f"cache ({cache}); }}")
+    else:
+        hold = (f"hold seqs[r] (1), kv[r] (min(max(prompt, computed), min(room, {most}))) at admission "
+                f"(room = budget_left(engine[r])) {{ {inner} }} cache ({cache})")
+    drop = f"branch (~bernoulli({_num(rng, 0.1, 0.5)})) {{ drop kv[r]; }}" if rng.random() < 0.4 else ""
+    server = (f"server {{ choose r in {R} by ({key}, r); set t0 = now; set prompt = K + n; {hold} {drop} "
+              f"set K = prompt + o; observe latency = now - t0; observe c = cachedin(kv[r]); }}")
+    arrival = _arrival(rng, _num(rng, 4, 30))
+    prog = "\n".join(items + [
+        _run_block(rng, rng.choice([2, 4]), arrival),
+        f"workload {{ arrive {arrival}; init {{ set K = 0; }} "
+        f"turn {{ set n = K == 0 ? ~uniform(2, {cap}) : ~uniform(1, {max(2, cap // 4)}); set o = 1 + floor(~exp(4)); "
+        f"set more = ~bernoulli(0.6); }} "
+        f"session {{ loop {{ turn; request; branch (!more) {{ end; }} run user (~exp(0.1)); }} }} }}",
+        server,
+    ])
+    return Case(prog, "step")
+
+
+def _engine(rng) -> Case:
+    bs = rng.choice([1, 2, 4, 8])
+    cap = bs * rng.randint(8, 60)
+    evict = rng.choice(["lru", "by (size, -age)", "by (-last)", "by (waiting, -size)", "by (age)", None])
+    preempt = rng.choice(["lifo", "lifo", "none", None])
+    queue = rng.choice([None, "fifo", "by (-serial)", "by (waited, serial)", "by (n)"])
+    kv = [f"cap {cap};", f"block {bs};" if rng.random() < 0.8 else ""]
+    if evict:
+        kv.append(f"evict {evict};")
+    if preempt:
+        kv.append(f"preempt {preempt};")
+    if queue:
+        kv.append(f"queue {queue};")
+    seqs = rng.random() < 0.6
+    two_kv = rng.random() < 0.2
+    items = []
+    if seqs:
+        items.append(f"pool seqs {{ cap {rng.randint(1, 6)}; admit via engine; }}")
+    items.append("pool kv { " + " ".join(x for x in kv if x) + " }")
+    if two_kv:
+        items.append(f"pool host {{ cap {cap * 2}; {'evict lru;' if rng.random() < 0.5 else ''} }}")
+    opts = [f"budget {rng.choice([8, 16, 32, 64, 'inf', '16 + 2 * residents', 'max(8, 64 - kv_decode / 4)'])};"]
+    if rng.random() < 0.6:
+        opts.append(f"chunk {rng.choice([4, 8, 16, 32])};")
+    opts.append("cost " + rng.choice([
+        "0.01 + 0.001 * tokens",
+        "0.02 + 0.0005 * (kv_decode + kv_prefill) + 0.001 * tokens",
+        "0.01 + 0.0001 * attention + 0.002 * decoders",
+        "max(0.01, 0.001 * tokens) + 0.001 * prefilled",
+        "0.01 + 0.0002 * residents + ~exp(0.002)",
+    ]) + ";")
+    opts.append("memory kv;")
+    serve = rng.choice([None, "decode first", "exclusive prefill", "by (decoding ? 0 : 1, admission)",
+                        "by (remaining)", "by (-admission)", "admission", "by (n, remaining)"])
+    if serve:
+        opts.append(f"serve {serve};")
+    items.append("stage engine : step { " + " ".join(opts) + " }")
+    items.append("stage user : delay;")
+    if rng.random() < 0.3:
+        items.append("gauge kv_used = used(kv) + queued(kv);")
+
+    multi = rng.random() < 0.6
+    cache = rng.choice(["inf", "inf", "prompt", "n", "0"]) if multi or rng.random() < 0.5 else None
+    reuse = f" reuse ({rng.choice(['inf', 'prompt', 8, 32])})" if cache and rng.random() < 0.3 else ""
+    growing = rng.random() < 0.8
+    lease = f" lease kv ({_num(rng, 0.05, 0.5)})" if rng.random() < 0.2 else ""
+    at_adm = rng.random() < 0.5
+    amount = ("min(max(prompt, computed), room)" if at_adm else
+              rng.choice(["prompt", "max(prompt, computed)", "prompt + o", "n"]))
+    pools = (["seqs (1)"] if seqs else []) + [f"kv ({amount})"] + (["host (n)"] if two_kv else [])
+    if rng.random() < 0.15:
+        pools[-1] += f" reserve (n + {rng.choice([0, 4, 16])})"
+    ctx = "max(prompt, computed)"
+    prefill_work = rng.choice([f"{ctx} - cached", f"{ctx} - cached", "n"]) if cache else f"{ctx}"
+    grow = " growing kv" if growing else ""
+    body = [f"set ctx = {ctx};",
+            "observe c_in = computed;" if rng.random() < 0.3 else "",
+            f"run engine prefill ({prefill_work}){grow};",
+            "branch (!started) { set started = 1; observe ttft = now - t0; }",
+            f"run engine decode (prompt + o - ctx){grow};"]
+    if cache:
+        body.insert(1, "observe hit = cached;")
+    hold = ("hold " + ", ".join(pools) + reuse
+            + (" at admission (room = budget_left(engine))" if at_adm else "")
+            + " { " + " ".join(b for b in body if b) + " }"
+            + (f" cache ({cache})" if cache else "") + lease)
+    server = (f"server {{ set t0 = now; set started = 0; set prompt = K + n; {hold} "
+              f"set K = {'prompt + o' if multi else '0'}; observe latency = now - t0; }}")
+    prompt_hi = rng.choice([cap // 4, cap // 2, cap, cap + cap // 2])
+    out_mean = rng.choice([2, 5, 10, 20])
+    turn = (f"turn {{ set n = K == 0 ? ~uniform({max(1, prompt_hi // 4)}, {max(2, prompt_hi)}) "
+            f": ~uniform(1, {max(2, prompt_hi // 4)}); set o = 1 + floor(~exp({out_mean})); "
+            f"set more = ~bernoulli({_num(rng, 0.3, 0.8)}); }}")
+    if multi:
+        session = (f"session {{ loop {{ turn; request; branch (!more) {{ end; }} "
+                   f"run user ({_service(rng, _num(rng, 0.05, 0.5))}); }} }}")
+    else:
+        session = "session { turn; request; }"
+    hidden = "hidden o; " if rng.random() < 0.5 and "o" not in amount.split() else ""
+    arrival = _arrival(rng, _num(rng, 2, 30))
+    prog = "\n".join(items + [
+        _run_block(rng, rng.choice([2, 4, 8]), arrival),
+        f"workload {{ arrive {arrival}; {hidden}init {{ set K = 0; }} {turn} {session} }}",
+        server,
+    ])
+    return Case(prog, "step")
+
+
+# ------------------------------------------------------------------ family (c): shared runs and queues
+
+def _flow(rng) -> Case:
+    r = rng.random()
+    return _share(rng) if r < 0.35 else _queues(rng) if r < 0.6 else _links(rng)
+
+
+def _links(rng) -> Case:
+    """Program B of chapter 10 with random sizes: prefillers, called and latency links, three decoders."""
+    NP = rng.randint(1, 3)
+    cap = rng.randint(30, 150)
+    pserve = rng.choice(["serve fifo;", "serve ps(2);", "serve fifo(2);",
+                         "serve step { budget 16; chunk 8; cost 0.05 + 0.01 * tokens; memory kv; }"])
+    pwork = "prefill n growing kv;" if "step" in pserve else f"run (n / {rng.choice([10, 40])});"
+    pool_opts = rng.choice(["", "queue by (waited);", "preempt lifo;"])
+    dcost = rng.choice(["1", "0.05 + 0.001 * kv_decode", "0.02 + 0.01 * decoders"])
+    policy = rng.choice(["maxmin", "bottleneck"])
+    lat = rng.choice([0, 0.1, 0.5])
+    pick = rng.choice(["serial - 3 * floor(serial / 3)", "floor(~uniform(0, 3))"])
+    return Case("\n".join([
+        f"queue P[{NP}] : prefill {{ pool kv {{ cap {cap}; block 2; {pool_opts} }} nic ps({_num(rng, 5, 20)}); {pserve} "
+        f"prefill (n) {{ hold kv (n) {{ {pwork} mark first; observe member = self; }} cache (n) lease kv (inf); }} }}",
+        f"queue L1 : link {{ serve ps({_num(rng, 1, 8)}); latency {lat}; }}",
+        f"queue L2 : link {{ serve ps({_num(rng, 1, 4)}); transfer (n) {{ run (n / 2); }} }}",
+        f"queue D : decode {{ pool kv {{ cap {cap}; {rng.choice(['', 'preempt lifo;'])} }} "
+        f"serve step {{ budget {rng.choice([4, 8, 'inf'])}; cost {dcost}; memory kv; }} nic ps({_num(rng, 2, 10)}); "
+        f"decode (o) {{ hold kv (2) {{ decode o growing kv; }} }} "
+        f"decode (o) from src {{ hold kv (2) {{ transfer ({rng.randint(1, 20)}) from src to kv (2); decode (o) growing kv; mark last; }} }} }}",
+        f"queue E : decode {{ pool kv {{ cap {cap}; }} serve {rng.choice(['delay', 'fifo', 'ps(1)'])}; decode (o) {{ run (o); }} "
+        f"decode (o) from src {{ hold kv (4) {{ L2.transfer ({rng.randint(1, 8)}) from src to kv (4); run (o); }} }} }}",
+        f"queue F : decode {{ pool kv {{ cap {cap}; }} serve delay; decode (o) {{ run (o); }} "
+        f"decode (o) from src {{ hold kv (4) {{ transfer on L1 ({rng.randint(1, 4)}) from src to kv (4); run (o); }} }} }}",
+        f"D pull P latency {rng.choice([0, 0.25])} share {policy};",
+        f"queue gw : gateway, prefill {{ serve {rng.choice(['delay', 'fifo'])}; route () {{ "
+        f"choose i in {NP} by ({rng.choice(['queued(P[i].kv)', 'work(P[i])', 'holders(P[i].kv)'])}, i); P[i].prefill (n); "
+        f"set w = {pick}; branch (w == 0) {{ D.decode (o) from P[i]; }} else {{ branch (w == 1) {{ E.decode (o / 4) from P[i]; }} "
+        f"else {{ F.decode (o / 4) from P[i]; }} }} }} prefill (n) {{ run (n / 100); }} }}",
+        _run_block(rng, rng.choice([10, 20])),
+        f"workload {{ arrive {rng.choice(['batch(' + str(rng.randint(1, 8)) + ')', 'poisson(' + str(_num(rng, 0.2, 2)) + ')', 'closed(' + str(rng.randint(1, 4)) + ')'])}; "
+        f"turn {{ set n = ~uniform(2, {cap // 2}); set o = 1 + floor(~exp(3)); }} "
+        f"session {{ turn; set t0 = now; request gw; observe ttft = P.first - t0; observe done = now - t0; observe dl = D.last; }} }}",
+    ]), "flow")
+
+
+def _share(rng) -> Case:
+    n = rng.randint(2, 4)
+    stages = [f"stage l{i} : ps({_num(rng, 0.5, 4)});" for i in range(n)]
+    policy = rng.choice(["maxmin", "bottleneck"])
+    stmts = []
+    for i in range(rng.randint(1, 3)):
+        k = rng.randint(2 if i == 0 else 1, n)  # `share` needs at least one run over several stages
+        path = sorted(rng.sample(range(n), k))
+        stmts.append(f"run {', '.join(f'l{i}' for i in path)} ({_service(rng, _num(rng, 0.2, 1.5))});")
+        if rng.random() < 0.3:
+            stmts.append(f"observe w = work(l{rng.randrange(n)}) + queue(l{rng.randrange(n)});")
+    arrival = _arrival(rng, _num(rng, 0.3, 2))
+    prog = "\n".join(stages + [
+        f"share {policy};",
+        _run_block(rng, rng.choice([20, 40]), arrival),
+        f"workload {{ arrive {arrival}; session {{ turn; request; }} }}",
+        "server { set t0 = now; " + " ".join(stmts) + " observe resp = now - t0; }",
+    ])
+    return Case(prog, "flow")
+
+
+def _queues(rng) -> Case:
+    NP, ND = rng.randint(1, 2), rng.randint(1, 2)
+    cap = rng.randint(40, 200)
+    policy = rng.choice(["maxmin", "bottleneck"])
+    pstep = rng.random() < 0.6
+    pserve = ("serve step { budget 32; chunk 16; cost 0.01 + 0.001 * tokens; memory kv; }" if pstep
+              else f"serve {rng.choice(['fifo', 'ps(2)', 'fifo(2)'])};")
+    pwork = "prefill n growing kv;" if pstep else "run (n / 50);"
+    prefill = (f"queue P[{NP}] : prefill {{ pool kv {{ cap {cap}; block 4; }} nic ps({_num(rng, 5, 50)}); "
+               f"{pserve} prefill (n) {{ hold kv (n) {{ {pwork} mark first; }} cache (0) lease kv (inf); }} }}")
+    dserve = "serve step { budget 16; cost 0.01 + 0.0001 * kv_decode; memory kv; }"
+    decode = (f"queue D[{ND}] : decode {{ pool kv {{ cap {cap}; {'preempt lifo;' if rng.random() < 0.5 else ''} }} "
+              f"nic ps({_num(rng, 5, 50)}); {dserve} "
+              f"decode (c) {{ hold kv (c) {{ prefill c growing kv; decode o growing kv; }} }} "
+              f"decode (c) from src {{ hold kv (c + 1) {{ mark admitted; transfer (c / 20) from src to kv (c); "
+              f"decode o growing kv; }} }} }}")
+    pull = f"D pull P latency {rng.choice([0, 0.001, 0.01])} share {policy};"
+    pkey = rng.choice(["work(P[i]) + queued(P[i].kv)", "queued(P[i].kv)", "holders(P[i].kv)"])
+    dkey = rng.choice(["holders(D[j].kv) + queued(D[j].kv)", "used(D[j].kv)"])
+    local = rng.random() < 0.2
+    route = (f"choose i in {NP} by ({pkey}, i); P[i].prefill (n); "
+             f"choose j in {ND} by ({dkey}, j); "
+             + (f"branch (serial - 3 * floor(serial / 3) == 0) {{ D[j].decode (n); }} else {{ D[j].decode (n) from P[i]; }}"
+                if local else "D[j].decode (n) from P[i];"))
+    gw = f"queue gw : gateway {{ route {{ {route} }} }}"
+    nmax = min(cap - 2, rng.choice([20, 60, 150]))
+    arrival = _arrival(rng, _num(rng, 1, 10))
+    prog = "\n".join([
+        prefill, decode, pull, gw,
+        _run_block(rng, rng.choice([5, 10]), arrival),
+        f"workload {{ arrive {arrival}; hidden o; "
+        f"turn {{ set n = ~uniform(4, {nmax}); set o = 1 + floor(~exp(5)); }} "
+        f"session {{ turn; set t0 = now; request gw; observe ttft = P.first - t0; observe latency = now - t0; }} }}",
+    ])
+    return Case(prog, "flow")
+
+
+# ------------------------------------------------------------------ family (d): trace replay
+
+def _csv(rng) -> str:
+    lines = ["session,turn,new,out,think" + (",forced" if rng.random() < 0.3 else "")]
+    forced = lines[0].endswith("forced")
+    for s in range(rng.randint(1, 8)):
+        sid = rng.choice([s, s + 10, rng.randint(0, 3)])
+        for t in range(rng.randint(1, 4)):
+            row = [sid, t, rng.randint(1, 80), rng.randint(1, 20), round(rng.uniform(0, 2), 3)]
+            if forced:
+                row.append(rng.randint(0, 1))
+            lines.append(",".join(str(x) for x in row))
+    return "\n".join(lines) + "\n"
+
+
+def _trace(rng) -> Case:
+    ordered = " ordered" if rng.random() < 0.5 else ""
+    cap = rng.choice([64, 128, 256])
+    arrival = rng.choice([f"poisson({_num(rng, 1, 10)})", f"batch({rng.randint(1, 10)})",
+                          f"closed({rng.randint(1, 4)})", f"renewal(~det({_num(rng, 0.05, 0.5)}))"])
+    step = rng.random() < 0.6
+    if step:
+        items = [f"pool kv {{ cap {cap}; block 4; evict lru; preempt lifo; }}",
+                 f"stage engine : step {{ budget {rng.choice([16, 32, 'inf'])}; chunk 16; cost 0.01 + 0.001 * tokens; memory kv; }}"]
+        server = ("server { set t0 = now; set prompt = K + new; "
+                  "hold kv (min(max(prompt, computed), 2 * " + str(cap) + ")) { set ctx = max(prompt, computed); "
+                  "run engine prefill (ctx - cached) growing kv; run engine decode (prompt + out - ctx) growing kv; } "
+                  f"cache ({rng.choice(['inf', 'prompt'])}); set K = prompt + out; observe latency = now - t0; "
+                  "observe f = forced; }")
+    else:
+        items = [f"stage cpu : {rng.choice(['fifo(1)', 'ps(2)', 'fifo(2)'])};"]
+        server = "server { set t0 = now; run cpu (new / 50 + out / 100); observe latency = now - t0; observe f = forced; }"
+    items.append("stage user : delay;")
+    session = rng.choice([
+        "loop { turn; request; branch (!more) { end; } run user (think); }",
+        "turn; request; run user (think); turn; request; turn; observe past = new + more + turn_no;",
+        # (a rejected hold takes no time: the pause keeps a closed population from spinning at one instant)
+        "loop { turn; request; branch (forced == 1 || !more) { end; } run user (0.01 + think); }",
+    ])
+    turn = rng.choice(["", "turn { set new = new + 1; } ", "turn { set out = max(1, out - 1); } "])
+    # The session body either inside the workload or as a top-level item: the two spellings are one program.
+    top = rng.random() < 0.3
+    prog = "\n".join(items + [
+        _run_block(rng, rng.choice([5, 10, 20]), arrival),
+        f'workload {{ arrive {arrival}; trace "corpus.csv"{ordered}; hidden out; init {{ set K = 0; }} {turn}'
+        + ("}" if top else f"session {{ {session} }} }}"),
+    ] + ([f"session {{ {session.replace('request;', server[len('server {'):-1])} }}"] if top else [server]))
+    return Case(prog, "trace", {"corpus.csv": _csv(rng)})
+
+
+# ------------------------------------------------------------------ family (e): degenerate values
+
+def _edge(rng) -> Case:
+    """Zero, negative, NaN and infinite amounts and works where the language accepts them."""
+    odd = lambda: rng.choice(["0", "-1", "0.5", "1e-12", "inf", "0/0", "-inf", "1e9", "n", "n - 5", "~exp(0)"])
+    bs = rng.choice([1, 3, 16])
+    cap = rng.choice([0, 1, 5, 20, "inf"])
+    items = [f"pool kv {{ cap {cap}; block {bs}; {rng.choice(['evict lru;', 'evict by (size);', ''])} "
+             f"{rng.choice(['preempt lifo;', 'preempt none;', ''])} }}",
+             f"stage e : step {{ budget {rng.choice([1, 2, 'inf', '0.5'])}; chunk {rng.choice([1, 2, 'inf'])}; "
+             f"cost {rng.choice(['0.1', '0.01 * tokens + 0.01', '0.1 + 0 * attention'])}; memory kv; "
+             f"{rng.choice(['', 'serve decode first;', 'serve by (0);', 'serve exclusive prefill;'])} }}",
+             f"stage p : ps({rng.choice(['1', 'x + 1', 'x == x ? 1 : 3', 'present', '1 / present'])});",
+             f"stage f : fifo({rng.choice([1, 2])});",
+             "stage d : delay;"]
+    stmts = [
+        f"run d ({odd()});", f"run f ({odd()});", f"run p ({odd()});",
+        f"hold kv ({odd()}) {{ run e prefill ({odd()}) growing kv; run e decode ({odd()}) growing kv; }}"
+        + rng.choice(["", f" cache ({odd()})", f" cache ({odd()}) lease kv ({odd()})"]),
+        f"hold kv (1) reuse ({odd()}) {{ grow kv ({odd()}); run d (0.1); }} cache (inf);",
+        f"observe v = {odd()};", f"observe w = {odd()} * now;",
+        f"run e decode ({odd()});",
+    ]
+    body = " ".join(rng.sample(stmts, rng.randint(2, 5)))
+    return Case("\n".join(items + [
+        _run_block(rng, rng.choice([5, 10])),
+        f"workload {{ arrive {rng.choice(['batch(3)', 'poisson(1)', 'renewal(~det(0.7))'])}; "
+        f"init {{ set x = 5; }} turn {{ set n = floor(~uniform(0, 10)); }} session {{ turn; request; }} }}",
+        f"server {{ {body} observe done = now; }}",
+    ]), "edge")
