@@ -655,15 +655,22 @@ def _fail(prefix: str, message: str) -> SqError:
     return SqError(f"{prefix}: {message}" if prefix else message, phase="validate")
 
 
-def _walk_expr(e: Any):
-    """Every node of an expression, with refs' index expressions, pre-order (iteratively)."""
+def _walk_expr(e: Any, where: str = "expression"):
+    """Every node of an expression, with refs' index expressions, pre-order
+    (iteratively), as its (tag, body) pair: decoded here once, since each
+    check reads the tag of every node (a malformed node is reported as
+    `_variant` reports it, with `where`)."""
     stack = [e]
+    pop = stack.pop
     while stack:
-        x = stack.pop()
-        yield x
-        tag, body = _variant(x, "expression")
+        x = pop()
+        if type(x) is dict and len(x) == 1:
+            (tag, body), = x.items()
+        else:
+            tag, body = _variant(x, where)
+        yield tag, body
         if tag == "Binary":
-            stack += [body[2], body[1]]
+            stack += (body[2], body[1])
         elif tag == "Unary":
             stack.append(body[1])
         elif tag == "Cond":
@@ -683,6 +690,20 @@ class _Validator:
     def __init__(self, prog: "Program"):
         self.p = prog
         self.hidden = set(prog.hidden)
+        self.walked: dict[int, tuple] = {}    # id(expression) -> (expression, its nodes)
+
+    def nodes(self, e: Any, where: str):
+        """`_walk_expr(e, where)`, kept as a list per expression: the table checks
+        and the moment checks read the same expressions."""
+        hit = self.walked.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        try:
+            nodes = list(_walk_expr(e, where))
+        except Exception:  # noqa: BLE001  (a malformed tree: walk it lazily again, so the
+            return _walk_expr(e, where)    # checks of the nodes before the defect run first, as they did)
+        self.walked[id(e)] = (e, nodes)
+        return nodes
 
     # -- tables
     def tables(self) -> None:
@@ -731,8 +752,7 @@ class _Validator:
             self.expr_tables(ref["index"], where)
 
     def expr_tables(self, e: Any, where: str) -> None:
-        for x in _walk_expr(e):
-            tag, body = _variant(x, where)
+        for tag, body in self.nodes(e, where):
             if tag == "Attr" and body >= len(self.p.attrs):
                 raise _bad(f"{where}: attribute slot {body} does not exist")
             if tag == "Call":
@@ -836,8 +856,7 @@ class _Validator:
 
     # -- moments
     def moment(self, e: Any, moment: str, prefix: str) -> None:
-        for x in _walk_expr(e):
-            tag, body = _variant(x, prefix)
+        for tag, body in self.nodes(e, prefix):
             if tag == "Ctx":
                 where = CTX_MOMENTS[body]
                 if moment not in where:
@@ -853,8 +872,7 @@ class _Validator:
 
     def gauge(self, g: "Gauge") -> None:
         prefix = f"gauge `{g.name}`"
-        for x in _walk_expr(g.expr):
-            tag, body = _variant(x, prefix)
+        for tag, body in self.nodes(g.expr, prefix):
             if tag == "Ctx" and body == "Now":
                 raise _fail(prefix, "a gauge may not read `now`: it changes between events, and a gauge is "
                                     "held constant between them")
@@ -885,8 +903,7 @@ class _Validator:
 
     def renewal(self, e: Any) -> None:
         self.moment(e, SESSION, "")
-        for x in _walk_expr(e):
-            tag, body = _variant(x, "arrival")
+        for tag, body in self.nodes(e, "arrival"):
             if tag in ("Attr", "Ctx") or tag == "Call" and body[0] not in (
                     "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
                 raise _fail("", "renewal arrival may use only constants and sampled distributions")

@@ -32,7 +32,7 @@ class Token:
     Treated as immutable (`moved` makes a changed copy); slotted because a
     program has thousands."""
 
-    __slots__ = ("kind", "text", "line", "col", "length", "file", "value", "via")
+    __slots__ = ("kind", "text", "line", "col", "length", "file", "value", "via", "_span")
 
     def __init__(self, kind: str, text: str, line: int, col: int, length: int = 1,
                  file: str | None = None, value: float = 0.0, via: tuple = ()):
@@ -44,13 +44,18 @@ class Token:
         self.file = file
         self.value = value
         self.via = via
+        self._span = None
 
     def __repr__(self) -> str:
         return f"Token({self.kind}, {self.text!r}, {self.line}:{self.col})"
 
     @property
     def span(self) -> Span:
-        return Span(self.line, self.col, self.length, self.file)
+        # made once: the parser asks a token for its span several times, and a
+        # frozen dataclass is slow to build (the fields cannot change, so one serves)
+        if self._span is None:
+            self._span = Span(self.line, self.col, self.length, self.file)
+        return self._span
 
     def is_word(self, word: str) -> bool:
         return self.kind == IDENT and self.text == word
@@ -111,30 +116,48 @@ def _shortest_digits(value: float) -> tuple[str, int]:
     return stripped or "0", exponent
 
 
-def _char_class(*tables) -> str:
-    """A regex character class body holding every range of the tables."""
+def _char_class(table, lo_bound: int = 0, hi_bound: int = 0x10FFFF) -> str:
+    """A regex character class body holding the table's ranges clipped to [lo_bound, hi_bound]."""
     parts = []
-    for table in tables:
-        for lo, hi in table:
+    for lo, hi in table:
+        lo, hi = max(lo, lo_bound), min(hi, hi_bound)
+        if lo <= hi:
             parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
     return "".join(parts)
 
 
+def _one_of(table) -> str:
+    """A regex for one character of `table`.  `re` tests a class reaching past
+    U+FFFF range by range (hundreds of tests per character: 30 ms for a
+    300-line program), but one within U+FFFF by a table lookup; so the
+    astral ranges get their own class, tried only for an astral character."""
+    astral = _char_class(table, 0x10000)
+    bmp = f"[{_char_class(table, 0, 0xFFFF)}]"
+    return f"(?:{bmp}|(?=[^\\x00-\\uffff])[{astral}])" if astral else bmp
+
+
 # Identifiers and blanks as 0.1.2 reads them (Rust's `char` classes, which
 # differ from Python's str methods at the edges): unicode_tables.py.
-_START = _char_class(unicode_tables.IDENT_START)
-_PART = _char_class(unicode_tables.IDENT_PART)
+_START = _one_of(unicode_tables.IDENT_START)
+_PART = _one_of(unicode_tables.IDENT_PART)
 _SPACE = _char_class(unicode_tables.WHITE_SPACE)
+assert all(hi <= 0xFFFF for _, hi in unicode_tables.WHITE_SPACE)   # `_SPACE` stays one fast class
 
+# One pass of `finditer` finds every token: blanks between tokens are skipped
+# by the regex engine itself (any other character starts a token, a comment or
+# `bad`), so the Python loop runs once per token, not once per character or
+# blank run.
 _TOKEN = re.compile(rf"""
-    (?P<blank>[{_SPACE}]+|//[^\n]*|/\*.*?\*/)
+    (?P<comment>//[^\n]*|/\*.*?\*/)
   | (?P<open_comment>/\*)
   | (?P<num>(?:[0-9]|\.[0-9])[0-9._]*(?:[eE][+-]?[0-9]+)?)
-  | (?P<ident>[{_START}][{_PART}]*)
+  | (?P<ident>{_START}{_PART}*)
   | (?P<str>"[^"]*")
   | (?P<open_str>")
   | (?P<sym><=|>=|==|!=|&&|\|\||[{{}}()\[\],;:.=~?+\-*/^<>!])
+  | (?P<bad>[^{_SPACE}])
 """, re.VERBOSE | re.DOTALL)
+_SYMBOL_KINDS = {**_SYMBOLS1, **_SYMBOLS2}
 
 
 def _error(text: str, file, pos: int, message: str, notes=()) -> SqError:
@@ -147,45 +170,46 @@ def tokenize(text: str, file: str | None = None) -> list[Token]:
     """All tokens of `text`, ending with one `Eof` token."""
     tokens: list[Token] = []
     append = tokens.append
-    pos, end = 0, len(text)
-    line, line_start = 1, 0          # the line being read and the offset it starts at
-    match = _TOKEN.match
-    while pos < end:
-        m = match(text, pos)
-        kind = m.lastgroup if m else None
-        if kind == "blank":
-            nl = text.count("\n", pos, m.end())
-            if nl:
-                line += nl
-                line_start = text.rfind("\n", pos, m.end()) + 1
-            pos = m.end()
-            continue
-        if kind == "open_comment":
-            raise _error(text, file, pos, "unterminated block comment",
-                         ("help: close this comment with `*/`",))
-        if kind == "open_str":
-            raise _error(text, file, end, "unterminated string")
-        if kind is None:
-            raise _error(text, file, pos, f"unexpected character `{text[pos]}`")
+    end = len(text)
+    line, line_start = 1, 0          # the line of the last token and the offset it starts at
+    next_nl = _next_newline(text, 0)
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        pos = m.start()
+        if pos > next_nl:            # crossed line ends since the last token
+            line += text.count("\n", next_nl, pos)
+            line_start = text.rfind("\n", next_nl, pos) + 1
+            next_nl = _next_newline(text, pos)
         written = m.group()
-        col = pos - line_start + 1
         if kind == "ident":
-            append(Token(IDENT, written, line, col, len(written), file))
+            append(Token(IDENT, written, line, pos - line_start + 1, len(written), file))
+        elif kind == "sym":
+            append(Token(_SYMBOL_KINDS[written], written, line, pos - line_start + 1, len(written), file))
         elif kind == "num":
             try:
                 value = float(written.replace("_", ""))
             except ValueError:
                 raise _error(text, file, pos, f"bad number `{written}`") from None
-            append(Token(NUM, written, line, col, len(written), file, value))
+            append(Token(NUM, written, line, pos - line_start + 1, len(written), file, value))
         elif kind == "str":
-            append(Token(STR, written[1:-1], line, col, len(written), file))
-            nl = written.count("\n")
-            if nl:
-                line += nl
-                line_start = pos + written.rfind("\n") + 1
-        else:
-            append(Token(_SYMBOLS2.get(written) or _SYMBOLS1[written], written, line, col,
-                         len(written), file))
-        pos = m.end()
-    append(Token(EOF, "", line, end - line_start + 1, 1, file))
+            append(Token(STR, written[1:-1], line, pos - line_start + 1, len(written), file))
+        elif kind != "comment":
+            raise _lexical_error(text, file, kind, pos)
+    newlines = text.count("\n")
+    append(Token(EOF, "", newlines + 1, end - (text.rfind("\n") + 1) + 1, 1, file))
     return tokens
+
+
+def _next_newline(text: str, pos: int) -> int:
+    """The offset of the first line end at or after `pos` (past the end when none)."""
+    nl = text.find("\n", pos)
+    return len(text) + 1 if nl < 0 else nl
+
+
+def _lexical_error(text: str, file, kind: str, pos: int) -> SqError:
+    if kind == "open_comment":
+        return _error(text, file, pos, "unterminated block comment",
+                      ("help: close this comment with `*/`",))
+    if kind == "open_str":
+        return _error(text, file, len(text), "unterminated string")
+    return _error(text, file, pos, f"unexpected character `{text[pos]}`")

@@ -404,6 +404,9 @@ class Linker:
         return {"base": fam.base, "count": fam.count, "index": self._index(index, fam, what, node, c)}
 
     def _index(self, index: Any, fam: Family, what: str, node: Any, c: _Ctx) -> Any:
+        if type(index) is A.Name and index.name not in c.agg and index.name not in self.lets \
+                and index.name != "inf":
+            return self.expr(index, c)     # what `fold` would refuse, without raising (the common `kv[r]`)
         try:
             value = self.fold(index, self.lets, c.agg)
         except SqError:
@@ -416,40 +419,41 @@ class Linker:
     # ------------------------------------------------------------ expressions
     def expr(self, e: Any, c: _Ctx | None = None) -> Any:
         c = c or _Ctx()
-        if isinstance(e, A.Num):
-            return {"Num": ir.num_to_json(float(e.value))}
-        if isinstance(e, A.Name):
+        kind = type(e)     # exact types, commonest first: the expression classes have no subclasses
+        if kind is A.Binary:
+            return {"Binary": [BINARY[e.op], self.expr(e.left, c), self.expr(e.right, c)]}
+        if kind is A.Name:
             return self._name(e, c)
-        if isinstance(e, A.Ref):           # a reference given to a numeric parameter reads the bare name
+        if kind is A.Num:
+            return {"Num": ir.num_to_json(float(e.value))}
+        if kind is A.Call:
+            return self._call(e, c)
+        if kind is A.Ref:           # a reference given to a numeric parameter reads the bare name
             if e.field is not None:
                 raise self.error(f"`{e.name}[…].{e.field}` reads the request's attribute, which is no member's: "
                                  f"write `{e.name}.{e.field}`", self._word_at(e.span, e.field, after="."),
                                  phase="parse")
             return self._name(A.Name(e.span, e.name), c)
-        if isinstance(e, A.Dotted):
+        if kind is A.Dotted:
             full = f"{e.base}.{e.field}"
             if full in self.attr_set:
-                return {"Attr": self.attrs.index(full)}
+                return {"Attr": self._slot(full)}
             if e.base in self.qx.queues:
                 raise self.error(f"`{full}`: no entry of `{e.base}` marks or sets `{e.field}`, and `{e.base}` has "
                                  f"no pool `{e.field}`", e, phase="parse", length=len(full))
             raise self.error(f"unknown name `{full}`", e, length=len(full))
-        if isinstance(e, A.Unary):
+        if kind is A.Unary:
             return {"Unary": ["Neg" if e.op == "-" else "Not", self.expr(e.operand, c)]}
-        if isinstance(e, A.Binary):
-            return {"Binary": [BINARY[e.op], self.expr(e.left, c), self.expr(e.right, c)]}
-        if isinstance(e, A.Cond):
+        if kind is A.Cond:
             return {"Cond": [self.expr(e.test, c), self.expr(e.then, c), self.expr(e.other, c)]}
-        if isinstance(e, A.Sample):
+        if kind is A.Sample:
             if e.dist not in DISTS:
                 raise self.error(f"unknown distribution `{e.dist}`", _after_tilde(e), length=len(e.dist))
             tag, n = DISTS[e.dist]
             if len(e.args) != n:
                 raise self.error(f"`~{e.dist}` takes {n} argument(s)", _after_tilde(e), length=len(e.dist))
             return {"Sample": [tag, [self.expr(a, c) for a in e.args]]}
-        if isinstance(e, A.Call):
-            return self._call(e, c)
-        if isinstance(e, A.Aggregate):
+        if kind is A.Aggregate:
             n = self._agg_count(e, self.lets, c.agg)
             terms = [self.expr(e.body, c.with_agg(e.var, float(j))) for j in range(n)]
             out = terms[0]
@@ -471,7 +475,7 @@ class Linker:
             if name in self.bound_only and name not in self.visible_bindings:
                 raise self.error(f"`{name}` is read outside the body of the hold that binds it",
                                  self._binding_site(name, e), length=len(name))
-            return {"Attr": self.attrs.index(name)}
+            return {"Attr": self._slot(name)}
         if name in self.lets:
             return {"Num": ir.num_to_json(self.lets[name])}
         if name in CTX:
@@ -734,6 +738,9 @@ class Linker:
     def _collect_names(self, init: list, turn: list, body: list) -> None:
         """Slot order: the built-ins, then first assignment in init, turn, session."""
         self.attr_set = set(self.attrs)
+        # each attribute's slot, for `_slot` (`attrs.index` scans the list: a program
+        # with hundreds of attributes spent milliseconds there)
+        self.attr_slots = {name: k for k, name in reversed(list(enumerate(self.attrs)))}
         self.visible_bindings: set[str] = set()
         for stmt in _walk(init + turn + body):
             if isinstance(stmt, (A.Set, A.Choose)):
@@ -744,11 +751,17 @@ class Linker:
             if isinstance(stmt, A.Observe) and stmt.name not in self.observes:
                 self.observes.append(stmt.name)
 
+    def _slot(self, name: str) -> int:
+        """`self.attrs.index(name)`, by the table `_collect_names` keeps."""
+        slot = self.attr_slots.get(name)
+        return self.attrs.index(name) if slot is None else slot
+
     def _new_attr(self, name: str, node: Any, binding: bool = False) -> None:
         if name in self.attr_set:
             if not binding:
                 self.bound_only.discard(name)
             return
+        self.attr_slots.setdefault(name, len(self.attrs))
         self.attrs.append(name)
         self.attr_set.add(name)
         self.attr_spans[name] = node.span
@@ -756,9 +769,21 @@ class Linker:
             self.bound_only.add(name)
 
     def _read_bindings(self, h: A.Hold) -> list:
-        """The bindings the hold's body reads: they become `set`s at the top of the body."""
+        """The bindings the hold's body reads: they become `set`s at the top of the body.
+
+        Several passes ask this of the same hold and `_reads` walks the whole body,
+        so the answer is kept, by the hold's identity (the entry keeps the hold
+        alive, so its id is not reused while it is cached)."""
+        if not h.bindings:
+            return []
+        cache = self.__dict__.setdefault("_read_bindings_cache", {})
+        hit = cache.get(id(h))
+        if hit is not None and hit[0] is h:
+            return list(hit[1])
         read = _reads(h.body)
-        return [b for b in h.bindings if b.name in read]
+        found = [b for b in h.bindings if b.name in read]
+        cache[id(h)] = (h, found)
+        return list(found)
 
     def _check_name_clashes(self) -> None:
         for name in self.attrs[len(ir.BUILTIN_ATTRS):]:
@@ -783,7 +808,7 @@ class Linker:
     def _stmt(self, s: Any, holds: tuple) -> list:
         c = _Ctx()
         if isinstance(s, A.Set):
-            return [{"Set": [self.attrs.index(s.name), self.expr(s.value, c)]}]
+            return [{"Set": [self._slot(s.name), self.expr(s.value, c)]}]
         if isinstance(s, A.Observe):
             return [{"Observe": [self.observes.index(s.name), self.expr(s.value, c)]}]
         if isinstance(s, A.Turn):
@@ -796,7 +821,7 @@ class Linker:
             return [self._branch(s, holds)]
         if isinstance(s, A.Choose):
             keys = [self.expr(k, c) for k in s.keys]
-            return [{"Choose": {"var": self.attrs.index(s.name), "count": self.expr(s.count, c), "key": keys}}]
+            return [{"Choose": {"var": self._slot(s.name), "count": self.expr(s.count, c), "key": keys}}]
         if isinstance(s, A.Hold):
             return [self._hold(s, holds)]
         if isinstance(s, A.Grow):
@@ -1115,7 +1140,7 @@ class Linker:
                                  f"scheduler", phase="validate")
             if name not in self.attr_set or name in self.bound_only:
                 raise self.error(f"hidden `{name}`: no `set` or `choose` makes it a session attribute")
-            slot = self.attrs.index(name)
+            slot = self._slot(name)
             if slot in out:
                 raise self.error(f"hidden `{name}` twice", phase="validate")
             out.append(slot)
@@ -1255,6 +1280,8 @@ class Linker:
                 self._check_binding_reach(list(block), visible)
 
     def _reach(self, e: Any, visible: frozenset, bound: dict) -> None:
+        if not bound:       # no binding is read outside its hold's body: nothing to find
+            return
         for x in _exprs_in(e):
             if isinstance(x, A.Name) and x.name in bound and x.name not in visible:
                 raise self.error(f"`{x.name}` is read outside the body of the hold that binds it",
@@ -1395,38 +1422,42 @@ def _expr_text(e: Any) -> str:
     return repr(e)
 
 
-def _children(e: Any) -> list:
-    if isinstance(e, A.Ref):
-        return [e.index] if e.index is not None else []
-    if isinstance(e, A.Unary):
-        return [e.operand]
-    if isinstance(e, A.Binary):
-        return [e.left, e.right]
-    if isinstance(e, A.Cond):
-        return [e.test, e.then, e.other]
-    if isinstance(e, (A.Call, A.Sample)):
-        return list(e.args)
-    if isinstance(e, A.Aggregate):
-        return [e.count, e.body]
-    return []
+# Each expression node's children, last first (the order `_exprs_in` pushes
+# them): a lookup by exact type, because the walks below visit every node of
+# every expression several times and an isinstance chain per node dominated
+# the linker's time.  (The expression classes have no subclasses.)
+_CHILDREN_REVERSED = {
+    A.Ref: lambda e: () if e.index is None else (e.index,),
+    A.Unary: lambda e: (e.operand,),
+    A.Binary: lambda e: (e.right, e.left),
+    A.Cond: lambda e: (e.other, e.then, e.test),
+    A.Call: lambda e: e.args[::-1],
+    A.Sample: lambda e: e.args[::-1],
+    A.Aggregate: lambda e: (e.body, e.count),
+}
 
 
 def _exprs_in(e: Any):
     """Every sub-expression, pre-order (a loop, not recursion: chains run thousands deep)."""
-    stack = [] if e is None else [e]
+    if e is None:
+        return
+    stack = [e]
+    pop, push, children = stack.pop, stack.extend, _CHILDREN_REVERSED.get
     while stack:
-        x = stack.pop()
+        x = pop()
         yield x
-        stack.extend(reversed(_children(x)))
+        kids = children(type(x))
+        if kids is not None:
+            push(kids(x))
 
 
 def _draws(e: Any) -> bool:
-    return any(isinstance(x, A.Sample) for x in _exprs_in(e))
+    return any(type(x) is A.Sample for x in _exprs_in(e))
 
 
 def _names_read_expr(e: Any) -> set[str]:
-    return {x.name for x in _exprs_in(e) if isinstance(x, (A.Name, A.Ref)) and not isinstance(x, A.Ref)} | \
-        {x.name for x in _exprs_in(e) if isinstance(x, A.Ref)}
+    """The names of the bare names and references in `e`."""
+    return {x.name for x in _exprs_in(e) if type(x) is A.Name or type(x) is A.Ref}
 
 
 def _stmt_exprs(s: Any) -> list:
@@ -1498,11 +1529,10 @@ def _reads(body: Any) -> set[str]:
 
 
 def _sub_blocks(s: Any) -> list:
-    if isinstance(s, A.Hold):
+    kind = type(s)     # exact types: every statement is asked, and the classes have no subclasses
+    if kind is A.Hold or kind is A.Loop:
         return [s.body]
-    if isinstance(s, A.Loop):
-        return [s.body]
-    if isinstance(s, A.Branch):
+    if kind is A.Branch:
         return [s.then] + ([s.other] if s.other is not None else [])
     return []
 

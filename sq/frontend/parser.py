@@ -130,13 +130,20 @@ class _Parser:
         return ex.error_at(tok, message, self.sources, notes)
 
     def expect(self, kind: str) -> Token:
-        tok = self.peek()
+        tok = self.toks[self.i]
         if tok.kind != kind:
             raise self.error(tok, f"expected {kind}, found {tok.show()}")
-        return self.advance()
+        if kind != EOF:
+            self.i += 1
+        return tok
 
     def accept(self, kind: str) -> Token | None:
-        return self.advance() if self.at(kind) else None
+        tok = self.toks[self.i]
+        if tok.kind != kind:
+            return None
+        if kind != EOF:
+            self.i += 1
+        return tok
 
     def expect_name(self) -> Token:
         tok = self.peek()
@@ -1296,51 +1303,60 @@ class _Parser:
             left = ast.Binary(tok.span, op, left, right)
             last = level
 
+    # unary and atom read `self.toks` directly rather than through peek/at/advance:
+    # they run once or more per operand, and the method calls were a third of parsing.
     def unary(self) -> ast.Expr:
-        tok = self.peek()
-        if tok.kind in ("Minus", "Not"):
-            self.advance()
+        tok = self.toks[self.i]
+        kind = tok.kind
+        if kind == "Minus" or kind == "Not":
+            self.i += 1
             with self.nest():
                 operand = self.unary()
-            return ast.Unary(tok.span, "-" if tok.kind == "Minus" else "!", operand)
-        if tok.kind == "Tilde":
-            self.advance()
+            return ast.Unary(tok.span, "-" if kind == "Minus" else "!", operand)
+        if kind == "Tilde":
+            self.i += 1
             dist = self.expect_name()
             self.expect("LParen")
             return ast.Sample(tok.span, dist.text, self.call_args())
         atom = self.atom()
-        if self.at("Caret"):
-            op = self.advance()
+        op = self.toks[self.i]
+        if op.kind == "Caret":
+            self.i += 1
             with self.nest():
                 exponent = self.unary()
             return ast.Binary(op.span, "^", atom, exponent)
         return atom
 
     def atom(self) -> ast.Expr:
-        while self.is_def_use():
+        toks = self.toks          # splicing a def use in edits this list in place
+        tok = toks[self.i]
+        while tok.kind == IDENT and toks[self.i + 1].kind == "LParen" and self.defs.get(tok.text) is not None:
             self._expand_here(expression=True)
-        tok = self.peek()
-        if tok.kind == NUM:
-            self.advance()
+            tok = toks[self.i]
+        kind = tok.kind
+        if kind == NUM:
+            self.i += 1
             return ast.Num(tok.span, tok.value)
-        if tok.kind == "LParen":
-            self.advance()
+        if kind == "LParen":
+            self.i += 1
             inner = self.expr()
             self.expect("RParen")
             return inner
-        if tok.kind != IDENT:
+        if kind != IDENT:
             raise self.error(tok, f"expected an expression, found {tok.show()}")
-        self.advance()
-        if self.at("LParen"):
-            self.advance()
+        self.i += 1                                          # an identifier is never the last token
+        after = toks[self.i].kind
+        if after == "LParen":
+            self.i += 1
             return ast.Call(tok.span, tok.text, self.call_args())
-        if tok.text in ("sum", "min", "max") and self.at(IDENT) and self.at_word("in", 1):
+        if tok.text in ("sum", "min", "max") and after == IDENT and self.at_word("in", 1):
             var = self.advance()
             self.advance()                                   # in
             count = self.aggregate_count()
             body = self.paren_expr()
             return ast.Aggregate(tok.span, tok.text, var.text, count, body)
-        if self.accept("Dot"):
+        if after == "Dot":
+            self.i += 1
             field = self.expect_name()
             return ast.Dotted(tok.span, tok.text, field.text)
         if tok.text == "self" and self.context != ENTRY:
@@ -1449,13 +1465,27 @@ class _QueueBody:
 
 
 def _offset(text: str, line: int, col: int) -> int:
-    pos = 0
-    for _ in range(line - 1):
-        nl = text.find("\n", pos)
-        if nl < 0:
-            return -1
-        pos = nl + 1
-    return pos + col - 1
+    starts = _line_starts(text)
+    return starts[line - 1] + col - 1 if line <= len(starts) else -1
+
+
+_starts_cache: dict = {}
+
+
+def _line_starts(text: str) -> list[int]:
+    """The offset each line of `text` starts at, kept for the last text asked
+    about: `_text` is asked about a program's text once per statement, and
+    walking the lines each time made it quadratic in the program's length."""
+    starts = _starts_cache.get(text)
+    if starts is None:
+        starts = [0]
+        pos = text.find("\n")
+        while pos >= 0:
+            starts.append(pos + 1)
+            pos = text.find("\n", pos + 1)
+        _starts_cache.clear()
+        _starts_cache[text] = starts
+    return starts
 
 
 class _Folder:
