@@ -3,7 +3,7 @@
 # Everything the event loop touches lives in these structs, allocated once
 # from the lowered tables and grown geometrically; the loop itself runs
 # without the GIL and never touches a Python object.
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from sq._random cimport sq_rng
 
 cdef struct Area:
@@ -27,6 +27,25 @@ cdef struct DArr:
 
 cdef struct LArr:
     int64_t* p
+    int64_t n
+    int64_t cap
+
+cdef struct Running:
+    # a Welford mean kept instead of the samples: d = x - mean; mean += d / n
+    int64_t n
+    double mean
+
+cdef struct Serials:
+    # sessions' serials, 4 bytes each while they fit, widened to 8 bytes for good past 2^31 - 1
+    int32_t* p32
+    int64_t* p64
+    int64_t n
+    int64_t cap
+
+cdef struct Turns:
+    # turn numbers (a record saturates them to u32); NULL while every one so far is 0,
+    # which is all of them in a single-turn program
+    uint32_t* p
     int64_t n
     int64_t cap
 
@@ -58,8 +77,8 @@ cdef struct Stage:
     # time averages and completion samples
     Area number
     Area busy_area
-    DArr waits
-    DArr services
+    Running waits
+    Running services
     # a shared stage (chapter 06): its constant capacity (0: not shared) and the rates of its flows
     double share_cap
     double rate_sum
@@ -74,6 +93,10 @@ cdef struct Stage:
     int32_t* res             # resident job slots, in admission order
     int64_t nres
     int64_t res_cap
+    # residents before `cursor` are served in pass `cursor_stamp` (reset when residents change),
+    # so a pass in resident order costs O(residents), not O(residents²)
+    int64_t cursor
+    int64_t cursor_stamp
     int inflight
     int64_t iter_epoch
     int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
@@ -117,9 +140,13 @@ cdef struct Pool:
     int32_t* holders        # session slots, one per admission (nested holds appear twice)
     int64_t nholders
     int64_t holders_cap
-    int32_t* queue          # waiting session slots, in the order they joined
+    int32_t* queue          # waiting session slots, in the order they joined (= queue_base + qhead)
     int64_t qlen
     int64_t qcap
+    # the allocation behind `queue`: taking the head moves `queue` on instead of shifting
+    # every waiting hold, so a fifo admission is O(1)
+    int32_t* queue_base
+    int64_t qhead
     int32_t* growers        # sessions waiting to grow, FIFO
     int64_t ngrowers
     int64_t growers_cap
@@ -143,7 +170,7 @@ cdef struct Pool:
     Area cached_area
     Area queue_area
     Area holders_area
-    DArr waits
+    Running waits
     int64_t admissions
     int64_t evicted_entries
     double evicted_units
@@ -152,8 +179,8 @@ cdef struct Pool:
 cdef struct Observe:
     DArr values
     DArr times
-    LArr serials
-    LArr turns
+    Serials serials
+    Turns turns
 
 cdef struct Gauge:
     int32_t expr
@@ -237,13 +264,23 @@ cdef struct State:
     char* frame_grown         # a `load` moved the position: the computed extent is pos, not alloc
     double* grow_units        # per session: units a waiting `grow` asks for
     int64_t* grow_at          # per session: the frame entry that grows
-    # leases: hold allocations kept after the body (append-only table, in lease order)
+    # leases: hold allocations kept after the body. Rows of ended leases are reused (a
+    # generation makes their pending end events stale); each session links its own in lease
+    # order, so ending or finding them costs what the session has, not what the run had.
     int32_t* lease_slot
     int32_t* lease_row
     double* lease_alloc
     double* lease_computed
     int32_t* lease_cache
     char* lease_active
+    int64_t* lease_gen
+    int64_t* lease_next       # the session's next lease (-1: none)
+    int64_t* lease_prev
+    int64_t* lease_free       # ended rows, reused first
+    int64_t nleasefree
+    int64_t next_lease_gen
+    int64_t* lease_head       # per session: its first and last open lease (-1: none)
+    int64_t* lease_tail
     int64_t nleases
     int64_t lease_cap
     double* scratch           # units and reserves of one admission attempt (2 per pool)

@@ -9,7 +9,7 @@ expressions); the opcode numbers are those of `sq/lower.py`.
 """
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
-from libc.string cimport memset, memcpy
+from libc.string cimport memset, memcpy, memmove
 from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite
 
 cimport numpy as cnp
@@ -19,7 +19,7 @@ import numpy as np
 from sq._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
                          SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                          SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
-from sq._engine cimport Area, Event, DArr, LArr, PsEntry, Stage, Observe, Gauge, State
+from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntry, Stage, Observe, Gauge, State
 
 cnp.import_array()
 
@@ -137,18 +137,22 @@ DEF EWMA = 0.01
 
 
 # ---- growable arrays ------------------------------------------------------------
-cdef int darr_push(DArr* a, double v) noexcept nogil:
-    cdef int64_t cap
-    cdef double* p
-    if a.n == a.cap:
-        cap = a.cap * 2 if a.cap else 16
-        p = <double*> realloc(a.p, cap * sizeof(double))
-        if p == NULL:
-            return -1
-        a.p = p
-        a.cap = cap
+cdef inline int darr_push(DArr* a, double v) noexcept nogil:
+    # the common case inline (a sample per record); growth out of line
+    if a.n == a.cap and darr_grow(a) < 0:
+        return -1
     a.p[a.n] = v
     a.n += 1
+    return 0
+
+
+cdef int darr_grow(DArr* a) noexcept nogil:
+    cdef int64_t cap = a.cap * 2 if a.cap else 16
+    cdef double* p = <double*> realloc(a.p, cap * sizeof(double))
+    if p == NULL:
+        return -1
+    a.p = p
+    a.cap = cap
     return 0
 
 
@@ -161,6 +165,64 @@ cdef int larr_push(LArr* a, int64_t v) noexcept nogil:
         if p == NULL:
             return -1
         a.p = p
+        a.cap = cap
+    a.p[a.n] = v
+    a.n += 1
+    return 0
+
+
+cdef inline void running_add(Running* r, double x) noexcept nogil:
+    # sq.stats.welford's mean, step for step, so the report's mean is the same to the bit
+    r.n += 1
+    r.mean += (x - r.mean) / <double> r.n
+
+
+cdef int serials_push(Serials* a, int64_t v) noexcept nogil:
+    cdef int64_t cap, k
+    cdef int64_t* wide
+    if a.p64 == NULL and v > 2147483647:
+        # the first serial past 2^31 - 1 (some two billion arrivals in): widen what is there
+        cap = a.cap if a.cap else 16
+        wide = <int64_t*> malloc(cap * sizeof(int64_t))
+        if wide == NULL:
+            return -1
+        for k in range(a.n):
+            wide[k] = a.p32[k]
+        free(a.p32)
+        a.p32 = NULL
+        a.p64 = wide
+        a.cap = cap
+    if a.n == a.cap:
+        cap = a.cap * 2 if a.cap else 16
+        if a.p64 != NULL:
+            if not grow(<void**> &a.p64, cap * sizeof(int64_t)):
+                return -1
+        elif not grow(<void**> &a.p32, cap * sizeof(int32_t)):
+            return -1
+        a.cap = cap
+    if a.p64 != NULL:
+        a.p64[a.n] = v
+    else:
+        a.p32[a.n] = <int32_t> v
+    a.n += 1
+    return 0
+
+
+cdef int turns_push(Turns* a, uint32_t v) noexcept nogil:
+    cdef int64_t cap
+    if a.p == NULL:
+        if v == 0:
+            a.n += 1               # still all zeros: nothing stored
+            return 0
+        cap = 2 * a.n + 16
+        a.p = <uint32_t*> calloc(cap, sizeof(uint32_t))
+        if a.p == NULL:
+            return -1
+        a.cap = cap
+    elif a.n == a.cap:
+        cap = a.cap * 2
+        if not grow(<void**> &a.p, cap * sizeof(uint32_t)):
+            return -1
         a.cap = cap
     a.p[a.n] = v
     a.n += 1
@@ -324,24 +386,29 @@ cdef PsEntry ps_pop(Stage* s) noexcept nogil:
 
 
 # ---- rings: the ready queue and fifo waiting lines ------------------------------
-cdef int ring_push(State* st, int32_t** buf, int64_t* cap, int64_t* head, int64_t* length,
-                   int32_t v) noexcept nogil:
-    cdef int64_t newcap, k
-    cdef int32_t* p
-    if length[0] == cap[0]:
-        newcap = cap[0] * 2 if cap[0] else 64
-        p = <int32_t*> malloc(newcap * sizeof(int32_t))
-        if p == NULL:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        for k in range(length[0]):
-            p[k] = buf[0][(head[0] + k) & (cap[0] - 1)]
-        free(buf[0])
-        buf[0] = p
-        cap[0] = newcap
-        head[0] = 0
+cdef inline int ring_push(State* st, int32_t** buf, int64_t* cap, int64_t* head, int64_t* length,
+                          int32_t v) noexcept nogil:
+    if length[0] == cap[0] and ring_grow(st, buf, cap, head, length) < 0:
+        return -1
     buf[0][(head[0] + length[0]) & (cap[0] - 1)] = v
     length[0] += 1
+    return 0
+
+
+cdef int ring_grow(State* st, int32_t** buf, int64_t* cap, int64_t* head, int64_t* length) noexcept nogil:
+    cdef int64_t newcap, k
+    cdef int32_t* p
+    newcap = cap[0] * 2 if cap[0] else 64
+    p = <int32_t*> malloc(newcap * sizeof(int32_t))
+    if p == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    for k in range(length[0]):
+        p[k] = buf[0][(head[0] + k) & (cap[0] - 1)]
+    free(buf[0])
+    buf[0] = p
+    cap[0] = newcap
+    head[0] = 0
     return 0
 
 
@@ -397,6 +464,8 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.itl_last, cap * sizeof(double)) \
                 or not grow(<void**> &st.itl_turn, cap * sizeof(double)) \
                 or not grow(<void**> &st.itl_decoded, cap * sizeof(char)) \
+                or not grow(<void**> &st.lease_head, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_tail, cap * sizeof(int64_t)) \
                 or not grow(<void**> &st.trace_next, cap * sizeof(int64_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
@@ -555,6 +624,8 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     cdef int32_t pc = off, op, has_index
     cdef int64_t k
     cdef double a, b
+    if c[pc] == X_NUM and c[pc + 2] == X_RET:
+        return st.consts[c[pc + 1]]      # a constant (a ps stage's φ, most amounts): no stack
     while True:
         op = c[pc]
         if op == X_NUM:
@@ -779,9 +850,8 @@ cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
     if owner >= 0:
         st.sess_job[owner] = -1
     if st.warm:
-        if darr_push(&s.waits, wait) < 0 or darr_push(&s.services, service) < 0:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
+        running_add(&s.waits, wait)
+        running_add(&s.services, service)
     estimate(s, start, wait, service)
     job_free(st, j)
     if owner < 0:
@@ -1103,14 +1173,47 @@ cdef void holders_remove(Pool* p, int32_t slot) noexcept nogil:
 
 
 cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
-    if p.qlen == p.qcap:
-        if not grow(<void**> &p.queue, (p.qcap * 2 + 16) * sizeof(int32_t)):
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        p.qcap = p.qcap * 2 + 16
+    if p.qhead + p.qlen == p.qcap:
+        if p.qhead > p.qlen:
+            # more room before the head than holds waiting: slide them back to the start
+            memmove(p.queue_base, p.queue, p.qlen * sizeof(int32_t))
+            p.qhead = 0
+        else:
+            if not grow(<void**> &p.queue_base, (p.qcap * 2 + 16) * sizeof(int32_t)):
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return -1
+            p.qcap = p.qcap * 2 + 16
+        p.queue = p.queue_base + p.qhead
     p.queue[p.qlen] = slot
     p.qlen += 1
     return 0
+
+
+cdef void queue_take(Pool* p, int64_t q) noexcept nogil:
+    """Remove the q-th waiting hold, keeping the others' order."""
+    cdef int64_t i
+    if q == 0:
+        p.qhead += 1
+        p.queue += 1
+    else:
+        for i in range(q, p.qlen - 1):
+            p.queue[i] = p.queue[i + 1]
+    p.qlen -= 1
+
+
+cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
+    cdef int64_t i
+    if p.qhead > 0:
+        p.qhead -= 1
+        p.queue -= 1
+        p.queue[0] = slot
+        p.qlen += 1
+        return
+    if queue_push(st, p, slot) < 0:
+        return
+    for i in range(p.qlen - 1, 0, -1):
+        p.queue[i] = p.queue[i - 1]
+    p.queue[0] = slot
 
 
 cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
@@ -1154,13 +1257,11 @@ cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcep
     st.depth[slot] = d + 1
     st.waiting[slot] = 1
     st.resumed[slot] = front
-    queue_push(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
     if front:
         # a preempted hold re-enters at the head (several victims: the last one first)
-        p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
-        for i in range(p.qlen - 1, 0, -1):
-            p.queue[i] = p.queue[i - 1]
-        p.queue[0] = slot
+        queue_push_front(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+    else:
+        queue_push(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
 
 
 cdef bint keys_smaller(double* a, double* b, int32_t n) noexcept nogil:
@@ -1226,9 +1327,7 @@ cdef void try_admit(State* st, int32_t pk) noexcept nogil:
         for i in range(n):
             if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
                 return
-        for i in range(q, p.qlen - 1):
-            p.queue[i] = p.queue[i + 1]
-        p.qlen -= 1
+        queue_take(p, q)
         admit(st, slot, fi, off, n)
         if st.err:
             return
@@ -1269,9 +1368,7 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
         st.frame_grown[j] = 0
     if st.warm:
         p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
-        if darr_push(&p.waits, st.now - st.frame_queued_at[fi]) < 0:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return
+        running_add(&p.waits, st.now - st.frame_queued_at[fi])
     st.attrs[<int64_t> slot * st.n_attrs + st.slot_cached] = consumed
     st.adm[slot] = st.next_adm       # every hold admission takes the next admission number
     st.next_adm += 1.0
@@ -1332,19 +1429,37 @@ cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noex
 cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t time) noexcept nogil:
     cdef int64_t cap, k
     cdef double t
-    if st.nleases == st.lease_cap:
+    if st.nleasefree == 0 and st.nleases == st.lease_cap:
         cap = st.lease_cap * 2 + 16
         if not grow(<void**> &st.lease_slot, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.lease_row, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.lease_alloc, cap * sizeof(double)) \
                 or not grow(<void**> &st.lease_computed, cap * sizeof(double)) \
                 or not grow(<void**> &st.lease_cache, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_gen, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_next, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_prev, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_free, cap * sizeof(int64_t)) \
                 or not grow(<void**> &st.lease_active, cap * sizeof(char)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
         st.lease_cap = cap
-    k = st.nleases
-    st.nleases += 1
+    if st.nleasefree > 0:
+        st.nleasefree -= 1
+        k = st.lease_free[st.nleasefree]
+    else:
+        k = st.nleases
+        st.nleases += 1
+    st.lease_gen[k] = st.next_lease_gen
+    st.next_lease_gen += 1
+    # the session's newest lease goes last
+    st.lease_next[k] = -1
+    st.lease_prev[k] = st.lease_tail[slot]
+    if st.lease_tail[slot] >= 0:
+        st.lease_next[st.lease_tail[slot]] = k
+    else:
+        st.lease_head[slot] = k
+    st.lease_tail[slot] = k
     st.lease_slot[k] = slot
     st.lease_row[k] = st.frame_member[j]
     st.lease_alloc[k] = st.frame_alloc[j]
@@ -1355,22 +1470,32 @@ cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t
     if st.err:
         return
     if isfinite(t):
-        schedule(st, st.now + t, EV_LEASE_END, 0, k, 0)
+        schedule(st, st.now + t, EV_LEASE_END, 0, k, st.lease_gen[k])
 
 
 cdef void end_lease(State* st, int64_t k) noexcept nogil:
+    cdef int32_t slot = st.lease_slot[k]
     st.lease_active[k] = 0
-    release_units(st, st.lease_slot[k], st.lease_row[k], st.lease_alloc[k], st.lease_computed[k],
+    if st.lease_prev[k] >= 0:
+        st.lease_next[st.lease_prev[k]] = st.lease_next[k]
+    else:
+        st.lease_head[slot] = st.lease_next[k]
+    if st.lease_next[k] >= 0:
+        st.lease_prev[st.lease_next[k]] = st.lease_prev[k]
+    else:
+        st.lease_tail[slot] = st.lease_prev[k]
+    st.lease_free[st.nleasefree] = k      # its fields stay valid until a later lease reuses it
+    st.nleasefree += 1
+    release_units(st, slot, st.lease_row[k], st.lease_alloc[k], st.lease_computed[k],
                   st.lease_cache[k])
 
 
 cdef void end_leases(State* st, int32_t slot) noexcept nogil:
-    cdef int64_t k
-    for k in range(st.nleases):
-        if st.lease_active[k] and st.lease_slot[k] == slot:
-            end_lease(st, k)
-            if st.err:
-                return
+    # in lease order: what they cache joins the cache in that order
+    while st.lease_head[slot] >= 0:
+        end_lease(st, st.lease_head[slot])
+        if st.err:
+            return
 
 
 cdef void release_pool(State* st, int32_t slot, int32_t row) noexcept nogil:
@@ -1389,11 +1514,12 @@ cdef void release_pool(State* st, int32_t slot, int32_t row) noexcept nogil:
                 release_units(st, slot, row, st.frame_alloc[j], computed_of(st, j), st.holds[off + 1])
                 return
     # outside any hold on P: the session's first lease on P ends
-    cdef int64_t k
-    for k in range(st.nleases):
-        if st.lease_active[k] and st.lease_slot[k] == slot and st.lease_row[k] == row:
+    cdef int64_t k = st.lease_head[slot]
+    while k >= 0:
+        if st.lease_row[k] == row:
             end_lease(st, k)
             return
+        k = st.lease_next[k]
 
 
 cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
@@ -1679,6 +1805,8 @@ cdef int spawn(State* st) noexcept nogil:
     st.itl_has[slot] = 0
     st.depth[slot] = 0
     st.grow_at[slot] = -1
+    st.lease_head[slot] = -1
+    st.lease_tail[slot] = -1
     st.alive[slot] = 1
     st.live += 1
     st.arrivals += 1
@@ -1717,8 +1845,8 @@ cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
-            or larr_push(&o.serials, st.serial[slot]) < 0 \
-            or larr_push(&o.turns, turn_of(st.attrs[base + st.slot_turn])) < 0:
+            or serials_push(&o.serials, st.serial[slot]) < 0 \
+            or turns_push(&o.turns, <uint32_t> turn_of(st.attrs[base + st.slot_turn])) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return -1
     return 0
@@ -2092,7 +2220,7 @@ cdef void handle(State* st, Event* e) noexcept nogil:
             end_iteration(st, e.a)
     elif e.kind == EV_LEASE_END:
         # a lease already ended (released, or its session gone) makes this event stale
-        if st.lease_active[e.b]:
+        if st.lease_active[e.b] and st.lease_gen[e.b] == e.c:
             end_lease(st, e.b)
             if not st.err:
                 try_every_pool(st)
@@ -2156,12 +2284,11 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].decode_batches.p)
         free(st.stages[k].decode_steps.p)
         free(st.stages[k].itl_gaps.p)
-        free(st.stages[k].waits.p)
-        free(st.stages[k].services.p)
     for k in range(st.n_observes):
         free(st.observes[k].values.p)
         free(st.observes[k].times.p)
-        free(st.observes[k].serials.p)
+        free(st.observes[k].serials.p32)
+        free(st.observes[k].serials.p64)
         free(st.observes[k].turns.p)
     for k in range(st.n_gauges):
         free(st.gauges[k].times.p)
@@ -2169,17 +2296,18 @@ cdef void free_state(State* st) noexcept:
     if st.pools != NULL:
         for k in range(st.n_pools):
             free(st.pools[k].holders)
-            free(st.pools[k].queue)
+            free(st.pools[k].queue_base)
             for i in range(st.pools[k].nentries):
                 free(st.pools[k].entries[i].snap)
             free(st.pools[k].entries)
             free(st.pools[k].growers)
-            free(st.pools[k].waits.p)
     free(st.pools); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
     free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
     free(st.frame_grown); free(st.grow_units); free(st.grow_at)
     free(st.lease_slot); free(st.lease_row); free(st.lease_alloc); free(st.lease_computed)
-    free(st.lease_cache); free(st.lease_active); free(st.trace_of); free(st.trace_next)
+    free(st.lease_cache); free(st.lease_active); free(st.lease_gen); free(st.lease_next)
+    free(st.lease_prev); free(st.lease_free); free(st.lease_head); free(st.lease_tail)
+    free(st.trace_of); free(st.trace_next)
     free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
     free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
     free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
@@ -2200,12 +2328,20 @@ cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, NULL))
 
 
-cdef object _adopt(void* p, int64_t n, int typenum):
-    """A numpy array over a malloc'ed buffer, which the array now owns (freed with it)."""
+cdef object _adopt(void* p, int64_t n, int typenum, size_t size):
+    """A numpy array over a malloc'ed buffer, which the array now owns (freed with it).
+
+    The growth slack is given back first, so the array holds no more than its items.
+    """
     cdef cnp.npy_intp dims[1]
+    cdef void* q
     dims[0] = n
-    if p == NULL:
-        return np.zeros(0, dtype=np.float64 if typenum == cnp.NPY_FLOAT64 else np.int64)
+    if p == NULL or n == 0:
+        free(p)
+        return cnp.PyArray_ZEROS(1, dims, typenum, 0)
+    q = realloc(p, n * size)
+    if q != NULL:
+        p = q
     arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
     capsule = PyCapsule_New(p, NULL, <PyCapsule_Destructor> _free_capsule)
     cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
@@ -2213,17 +2349,41 @@ cdef object _adopt(void* p, int64_t n, int typenum):
 
 
 cdef object darr_numpy(DArr* a):
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_FLOAT64)
+    cdef object out = _adopt(a.p, a.n, cnp.NPY_FLOAT64, sizeof(double))
     a.p = NULL       # the array owns the buffer now
     a.n = a.cap = 0
     return out
 
 
 cdef object larr_numpy(LArr* a):
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_INT64)
+    cdef object out = _adopt(a.p, a.n, cnp.NPY_INT64, sizeof(int64_t))
     a.p = NULL
     a.n = a.cap = 0
     return out
+
+
+cdef object serials_numpy(Serials* a):
+    cdef object out
+    if a.p64 != NULL:
+        out = _adopt(a.p64, a.n, cnp.NPY_INT64, sizeof(int64_t))
+    else:
+        out = _adopt(a.p32, a.n, cnp.NPY_INT32, sizeof(int32_t))
+    a.p32 = NULL
+    a.p64 = NULL
+    a.n = a.cap = 0
+    return out
+
+
+cdef object turns_numpy(Turns* a):
+    # all zeros: a calloc'ed array, whose pages stay untouched (no memory) until read
+    cdef object out = _adopt(a.p, a.n, cnp.NPY_UINT32, sizeof(uint32_t))
+    a.p = NULL
+    a.n = a.cap = 0
+    return out
+
+
+cdef object _running(R, Running* r):
+    return R.Running(n=r.n, mean=r.mean if r.n > 0 else NAN)
 
 
 def _contig(a, dtype):
@@ -2508,7 +2668,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
         raw.observes.append(R.ObserveRaw(
             name=lowered.observe_names[k],
             samples=darr_numpy(&st.observes[k].values), times=darr_numpy(&st.observes[k].times),
-            sessions=larr_numpy(&st.observes[k].serials), turns=larr_numpy(&st.observes[k].turns)))
+            sessions=serials_numpy(&st.observes[k].serials), turns=turns_numpy(&st.observes[k].turns)))
     for k in range(st.n_gauges):
         raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k],
                                      times=darr_numpy(&st.gauges[k].times),
@@ -2520,7 +2680,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             name=lowered.stage_names[k], index=lowered.stage_indices[k],
             kind=kind_names.get(s.kind, "step"),
             number=_area(R, &s.number), busy=_area(R, &s.busy_area),
-            waits=darr_numpy(&s.waits), services=darr_numpy(&s.services),
+            wait_mean=_running(R, &s.waits), service_mean=_running(R, &s.services),
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
             decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
             decode_batches=darr_numpy(&s.decode_batches), decode_steps=darr_numpy(&s.decode_steps),
@@ -2534,7 +2694,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             name=lowered.pool_names[k], index=lowered.pool_indices[k],
             used=_area(R, &p.used_area), cached=_area(R, &p.cached_area),
             queue=_area(R, &p.queue_area), holders=_area(R, &p.holders_area),
-            waits=darr_numpy(&p.waits), admissions=p.admissions,
+            wait_mean=_running(R, &p.waits), admissions=p.admissions,
             evicted_entries=p.evicted_entries, evicted_units=p.evicted_units, rejected=p.rejected,
             preemptions=p.preemptions, stuck=p.stuck, spills=p.spills))
     return raw

@@ -79,9 +79,9 @@ cdef void flow_leave(State* st, int32_t f, bint completed) noexcept nogil:
         s = &st.stages[k]
         s.n -= 1
         if completed:
-            if st.warm and (darr_push(&s.waits, 0.0) < 0 or darr_push(&s.services, service) < 0):
-                fail(st, E_MEMORY, -1, 0, 0, 0)
-                return
+            if st.warm:
+                running_add(&s.waits, 0.0)
+                running_add(&s.services, service)
             estimate(s, st.fl_start[f], 0.0, service)
     st.fl_active[f] = 0
     if st.fl_owner[f] >= 0:

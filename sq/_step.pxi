@@ -66,6 +66,7 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
         s.res[r] = s.res[r - 1]
     s.res[at] = j
     s.nres += 1
+    s.cursor = 0
     return 0
 
 
@@ -76,6 +77,7 @@ cdef void leave_residents(Stage* s, int32_t j) noexcept nogil:
             s.res[k] = s.res[r]
             k += 1
     s.nres = k
+    s.cursor = 0
 
 
 cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
@@ -84,9 +86,14 @@ cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
     cdef int32_t j, best = -1, i, n = s.serve_count, owner
     cdef double* keys = st.keys
     if n == 0 or s.excl:
-        for r in range(s.nres):
+        if s.cursor_stamp != st.serve_stamp:
+            s.cursor_stamp = st.serve_stamp
+            s.cursor = 0
+        for r in range(s.cursor, s.nres):
             if st.job_served[s.res[r]] != st.serve_stamp:
+                s.cursor = r
                 return s.res[r]
+        s.cursor = s.nres
         return -1
     set_totals(st, s)
     for r in range(s.nres):
@@ -145,9 +152,7 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
         for i in range(n):
             if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
                 return False
-        for i in range(q, p.qlen - 1):
-            p.queue[i] = p.queue[i + 1]
-        p.qlen -= 1
+        queue_take(p, q)
         admit(st, slot, fi, off, n)
         # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
         while st.rlen > 0 and not st.err:
@@ -373,14 +378,30 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
         token(st, s, st.job_owner[j], st.job_mode[j] == M_DECODE, st.job_mode[j] == M_DECODE or finished)
         if not finished:
             s.a_id[r] = -1
+    # the finished leave the residents in one pass (O(residents), not O(residents) per job);
+    # the stamp -2 marks them, and complete_job frees them, so no one reads it later
     for r in range(s.na):
         if s.a_id[r] >= 0:
-            j = s.a_job[r]
-            leave_residents(s, j)
-            complete_job(st, s, j)
+            st.job_served[s.a_job[r]] = -2
+            nfin += 1
+    if nfin > 0:
+        leave_marked(st, s)
+    for r in range(s.na):
+        if s.a_id[r] >= 0:
+            complete_job(st, s, s.a_job[r])
             if st.err:
                 return
     s.na = 0
+
+
+cdef void leave_marked(State* st, Stage* s) noexcept nogil:
+    cdef int64_t r, k = 0
+    for r in range(s.nres):
+        if st.job_served[s.res[r]] != -2:
+            s.res[k] = s.res[r]
+            k += 1
+    s.nres = k
+    s.cursor = 0
 
 
 cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from sq import stats
-from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
+from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
@@ -87,9 +87,19 @@ class Observe:
         first = int(np.searchsorted(times, warmup, side="left"))
         samples = np.asarray(raw.samples, dtype=np.float64)[first:]
         s = stats.observe_stats(samples)
+        # ids keep the engine's narrow integer types (widening would copy them all)
         return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[first:],
-                   np.asarray(raw.sessions, dtype=np.int64)[first:],
-                   np.asarray(raw.turns, dtype=np.int64)[first:])
+                   _integers(raw.sessions)[first:], _integers(raw.turns)[first:])
+
+
+def _integers(xs) -> np.ndarray:
+    xs = np.asarray(xs)
+    return xs if xs.dtype.kind in "iu" else xs.astype(np.int64)
+
+
+def _mean(running: Running | None, xs) -> float:
+    """The engine's running mean when it kept one, else the Welford mean of the samples."""
+    return running.mean if running is not None else stats.mean_or_nan(xs)
 
 
 @dataclass
@@ -142,14 +152,14 @@ class Stage:
         def avg(area: Area) -> float:
             return stats.time_mean(area.integral, area.value, warmup, end)
 
-        completed = len(raw.services)
+        completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
         p50, p99 = stats.itl_quantiles(raw.itl_gaps)
         return cls(
             name=raw.name, index=raw.index,
             mean_number=avg(raw.number), utilization=avg(raw.busy),
             completed=completed, throughput=_ratio(completed, end - warmup),
-            mean_wait=stats.mean_or_nan(raw.waits),
-            mean_service=stats.mean_or_nan(raw.services),
+            mean_wait=_mean(raw.wait_mean, raw.waits),
+            mean_service=_mean(raw.service_mean, raw.services),
             iterations=int(raw.iterations),
             prefill_only=avg(raw.prefill_only), decode_only=avg(raw.decode_only),
             mixed=avg(raw.mixed), mean_decodes=avg(raw.decodes),
@@ -187,7 +197,7 @@ class Pool:
             name=raw.name, index=raw.index,
             mean_used=avg(raw.used), mean_cached=avg(raw.cached),
             mean_queue=avg(raw.queue), mean_holders=avg(raw.holders),
-            mean_wait=stats.mean_or_nan(raw.waits),
+            mean_wait=_mean(raw.wait_mean, raw.waits),
             admissions=int(raw.admissions), evicted_entries=int(raw.evicted_entries),
             evicted_units=float(raw.evicted_units), preemptions=int(raw.preemptions),
             spills=int(raw.spills), rejected=int(raw.rejected), stuck=int(raw.stuck),

@@ -50,14 +50,31 @@ class Area:
 
 
 @dataclass
+class Running:
+    """A mean the engine keeps as it goes instead of the samples behind it.
+
+    The report needs only the count and the Welford mean of some sample
+    lists (a stage's waits and services, a pool's waits), so the engine
+    runs `d = x - m; m += d/k` in record order -- the very arithmetic of
+    `sq.stats.welford` -- and saves 8 bytes per job and list. `mean` is
+    NaN when `n` is 0.
+    """
+
+    n: int = 0
+    mean: float = float("nan")
+
+
+@dataclass
 class ObserveRaw:
     """Every sample of one `observe NAME = e;`, whole run, in record order."""
 
     name: str
     samples: np.ndarray = field(default_factory=_f64)   # float64: the value
     times: np.ndarray = field(default_factory=_f64)     # float64: simulation time of the record
-    sessions: np.ndarray = field(default_factory=_i64)  # int64: the session's `serial`
-    turns: np.ndarray = field(default_factory=_i64)     # int64: the session's `turn_no` then
+    # the session's arrival `serial`: the engine hands int32 while every serial fits, else int64
+    sessions: np.ndarray = field(default_factory=_i64)
+    # the session's `turn_no` then: the engine hands uint32 (a record saturates it to 32 bits)
+    turns: np.ndarray = field(default_factory=_i64)
 
 
 @dataclass
@@ -93,6 +110,10 @@ class StageRaw:
     # one sample per job completed at t >= warmup (a shared flow: one per stage)
     waits: np.ndarray = field(default_factory=_f64)     # start - enqueue
     services: np.ndarray = field(default_factory=_f64)  # completion - start
+    # the engine keeps only these running means of the two lists above (and leaves the
+    # lists empty); None: use the lists
+    wait_mean: Running | None = None
+    service_mean: Running | None = None
     # step stages only -------------------------------------------------
     iterations: int = 0  # iterations started over the whole run (not gated)
     # 1 while an iteration of that kind is in flight, else 0
@@ -123,6 +144,7 @@ class PoolRaw:
     holders: Area = field(default_factory=Area)   # holds holding units
     # now - queued_at at each admission at t >= warmup, on the hold's first pool only
     waits: np.ndarray = field(default_factory=_f64)
+    wait_mean: Running | None = None   # the engine's running mean of `waits` instead (None: use them)
     # whole-run counters (not gated by warm-up)
     admissions: int = 0
     evicted_entries: int = 0
