@@ -34,14 +34,6 @@ OVERRIDE_KEYS = ("sets", "defs", "seed", "horizon", "warmup", "arrivals", "trace
 # The differential tests run them as non-strict xfails so the suite stays green while the gap is open,
 # and show up as XPASS once it closes (then delete the line).
 KNOWN_GAPS: dict[str, str] = {
-    'invalid/def_use_not_closed.sq': "a def use cut off by the end of the file: sq says expected RParen, found Eof",
-    'invalid/link_dotted_indexed_bare.sq': "`Q[0].x` as a whole expression: sq says expected Semi, found LBracket",
-    'invalid/link_aggregate_terms_huge.sq': "a huge aggregate count: sq stops counting terms at 1e9; 0.1.2 prints the whole count",
-    'invalid/parse_aggregate_count.sq': "a bad aggregate count: sq says expected an expression, not the aggregate's own message",
-    'invalid/q_entry_no_role_from.sq': "an unknown entry with `from`: sq leaves out 0.1.2's \"takes no `from`\"",
-    'invalid/q_entry_reads_pool_name.sq': "an entry reading its pool's name: sq says unknown name `P.kv`",
-    'invalid/q_uncalled_gateway_entry.sq': "sq does not check an uncalled entry of a gateway queue that also plays prefill",
-    'valid/items_def_override_empty_body.sq': "sq refuses `def rate() = ;` before --def replaces its body; 0.1.2 does not",
 }
 
 

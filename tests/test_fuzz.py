@@ -104,7 +104,9 @@ def compile_or_reject(source: str, overrides: dict | None = None):
 def assert_valid_ir(program) -> None:
     text = program.to_json()
     again = ir.Program.from_json(text)
-    assert again.to_dict() == program.to_dict()
+    # Compared as text: `==` on dicts recurses once per level, and a 5000-term
+    # chain is 5000 levels deep.
+    assert again.to_json() == text
     assert program.to_dict()["version"] == 10
 
 
@@ -246,10 +248,7 @@ SOURCES_EXTREME.update({
 })
 
 # Known today: each is a bug to fix in the named module, kept visible as a non-strict xfail.
-EXTREME_GAPS = {
-    "binary_chain": "link.py recurses once per term of a long left-associative chain (RecursionError)",
-    "and_chain": "link.py recurses once per term of a long left-associative chain (RecursionError)",
-}
+EXTREME_GAPS: dict[str, str] = {}
 
 
 def _extreme_marks(name):

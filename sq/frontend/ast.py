@@ -306,6 +306,7 @@ class QueueCall(Stmt):
     source_index: Optional[Expr] = None
     dest: Optional[Ref] = None
     amount: Optional[Expr] = None
+    source_span: Optional[Span] = None      # where `S` of `from S` is written
 
 
 # ------------------------------------------------- pool options, stage kinds
@@ -608,3 +609,32 @@ class Program:
     source: str = field(default="", compare=False, repr=False)
     defs: Tuple[str, ...] = ()
     size_lets: frozenset = frozenset()
+
+
+# Each expression node's children, last first (the order `subexpressions` pushes
+# them): a lookup by exact type, because the linker's walks visit every node
+# of every expression several times and an isinstance chain per node dominated
+# its time.  (The expression classes have no subclasses.)
+_CHILDREN_REVERSED = {
+    Ref: lambda e: () if e.index is None else (e.index,),
+    Unary: lambda e: (e.operand,),
+    Binary: lambda e: (e.right, e.left),
+    Cond: lambda e: (e.other, e.then, e.test),
+    Call: lambda e: e.args[::-1],
+    Sample: lambda e: e.args[::-1],
+    Aggregate: lambda e: (e.body, e.count),
+}
+
+
+def subexpressions(e):
+    """Every sub-expression, pre-order (a loop, not recursion: chains run thousands deep)."""
+    if e is None:
+        return
+    stack = [e]
+    pop, push, children = stack.pop, stack.extend, _CHILDREN_REVERSED.get
+    while stack:
+        x = pop()
+        yield x
+        kids = children(type(x))
+        if kids is not None:
+            push(kids(x))

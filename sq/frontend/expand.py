@@ -176,7 +176,8 @@ def param_binding_clash(defn: Definition) -> str | None:
     return None
 
 
-def split_arguments(tokens: list[Token], i: int, sources: dict) -> tuple[list[list[Token]], list[Token], int]:
+def split_arguments(tokens: list[Token], i: int, sources: dict,
+                    use: Token | None = None) -> tuple[list[list[Token]], list[Token], int]:
     """Arguments of a use whose `(` is tokens[i]: the argument token lists, the
     separator after each (`,` or `)`), and the index after the `)`."""
     args: list[list[Token]] = []
@@ -187,7 +188,8 @@ def split_arguments(tokens: list[Token], i: int, sources: dict) -> tuple[list[li
     while True:
         tok = tokens[i]
         if tok.kind == EOF:
-            raise error_at(tok, f"expected RParen, found {tok.show()}", sources)
+            # 0.1.2 blames the use that never closes, not the end of the file.
+            raise error_at(use or tok, "the use of a definition is not closed", sources)
         if depth == 0 and tok.kind in ("Comma", "RParen"):
             args.append(current)
             seps.append(tok)

@@ -160,26 +160,60 @@ _TOKEN = re.compile(rf"""
 _SYMBOL_KINDS = {**_SYMBOLS1, **_SYMBOLS2}
 
 
-def _error(text: str, file, pos: int, message: str, notes=()) -> SqError:
-    line = text.count("\n", 0, pos) + 1
-    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+def _error(text: str, file, pos: int, message: str, notes=(), layout: str | None = None) -> SqError:
+    layout = text if layout is None else layout
+    line = layout.count("\n", 0, pos) + 1
+    col = pos - (layout.rfind("\n", 0, pos) + 1) + 1
     return SqError(message, Span(line, col, 1, file), source=text, phase="parse", notes=notes)
+
+
+class _StringLineEnds(Exception):
+    """A string holds a line end: positions must be counted the way 0.1.2 does."""
+
+
+def _layout(text: str) -> str:
+    """`text` with the line ends inside strings (and after an unclosed `"`)
+    blanked: 0.1.2 counts those as ordinary characters, not new lines, so every
+    position after such a string is on an earlier line than it looks."""
+    out = []
+    last = 0
+    for m in _TOKEN.finditer(text):
+        if m.lastgroup == "str":
+            out += [text[last:m.start()], m.group().replace("\n", " ")]
+            last = m.end()
+        elif m.lastgroup == "open_str":
+            out += [text[last:m.start()], text[m.start():].replace("\n", " ")]
+            last = len(text)
+            break
+        elif m.lastgroup == "bad":
+            break
+    out.append(text[last:])
+    return "".join(out)
 
 
 def tokenize(text: str, file: str | None = None) -> list[Token]:
     """All tokens of `text`, ending with one `Eof` token."""
+    try:
+        return _tokenize(text, text, file)
+    except _StringLineEnds:
+        return _tokenize(text, _layout(text), file)
+
+
+def _tokenize(text: str, layout: str, file: str | None) -> list[Token]:
+    """`tokenize`, with line ends counted in `layout` (`text` itself, or blanked by `_layout`)."""
+    own_layout = layout is text
     tokens: list[Token] = []
     append = tokens.append
     end = len(text)
     line, line_start = 1, 0          # the line of the last token and the offset it starts at
-    next_nl = _next_newline(text, 0)
+    next_nl = _next_newline(layout, 0)
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
         pos = m.start()
         if pos > next_nl:            # crossed line ends since the last token
-            line += text.count("\n", next_nl, pos)
-            line_start = text.rfind("\n", next_nl, pos) + 1
-            next_nl = _next_newline(text, pos)
+            line += layout.count("\n", next_nl, pos)
+            line_start = layout.rfind("\n", next_nl, pos) + 1
+            next_nl = _next_newline(layout, pos)
         written = m.group()
         if kind == "ident":
             append(Token(IDENT, written, line, pos - line_start + 1, len(written), file))
@@ -189,14 +223,18 @@ def tokenize(text: str, file: str | None = None) -> list[Token]:
             try:
                 value = float(written.replace("_", ""))
             except ValueError:
-                raise _error(text, file, pos, f"bad number `{written}`") from None
+                raise _error(text, file, pos, f"bad number `{written}`", layout=layout) from None
             append(Token(NUM, written, line, pos - line_start + 1, len(written), file, value))
         elif kind == "str":
+            if own_layout and "\n" in written:
+                raise _StringLineEnds
             append(Token(STR, written[1:-1], line, pos - line_start + 1, len(written), file))
         elif kind != "comment":
-            raise _lexical_error(text, file, kind, pos)
-    newlines = text.count("\n")
-    append(Token(EOF, "", newlines + 1, end - (text.rfind("\n") + 1) + 1, 1, file))
+            if own_layout and kind == "open_str" and "\n" in text[pos:]:
+                raise _StringLineEnds
+            raise _lexical_error(text, file, kind, pos, layout)
+    newlines = layout.count("\n")
+    append(Token(EOF, "", newlines + 1, end - (layout.rfind("\n") + 1) + 1, 1, file))
     return tokens
 
 
@@ -206,10 +244,10 @@ def _next_newline(text: str, pos: int) -> int:
     return len(text) + 1 if nl < 0 else nl
 
 
-def _lexical_error(text: str, file, kind: str, pos: int) -> SqError:
+def _lexical_error(text: str, file, kind: str, pos: int, layout: str) -> SqError:
     if kind == "open_comment":
         return _error(text, file, pos, "unterminated block comment",
-                      ("help: close this comment with `*/`",))
-    if kind == "open_str":
-        return _error(text, file, len(text), "unterminated string")
-    return _error(text, file, pos, f"unexpected character `{text[pos]}`")
+                      ("help: close this comment with `*/`",), layout)
+    if kind == "open_str":      # found at the end of the text, where 0.1.2 stops looking for `"`
+        return _error(text, file, len(text), "unterminated string", layout=layout)
+    return _error(text, file, pos, f"unexpected character `{text[pos]}`", layout=layout)

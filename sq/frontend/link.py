@@ -9,7 +9,6 @@ run last, in `sq.ir.validate`.
 """
 from __future__ import annotations
 
-import difflib
 from decimal import Decimal
 import math
 import re
@@ -60,6 +59,36 @@ def fmt_num(x: float) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
+
+
+def closest_name(name: str, candidates) -> str | None:
+    """The declared name an unknown one is most likely a typo of, as 0.1.2 picks it:
+    the one nearest in edit distance, at most 1 edit away for a name of up to 3
+    characters and 2 beyond; no suggestion when two are equally near."""
+    limit = 1 if len(name) <= 3 else 2
+    best, best_d, tie = None, limit + 1, False
+    for other in dict.fromkeys(candidates):
+        d = _edit_distance(name, other, limit)
+        if d < best_d:
+            best, best_d, tie = other, d, False
+        elif d == best_d:
+            tie = True
+    return None if best is None or tie else best
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance (insert, delete, substitute), or `limit + 1` once it surely exceeds `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        if min(cur) > limit:
+            return limit + 1
+        prev = cur
+    return min(prev[-1], limit + 1)
 
 
 def _span(node: Any, length: int | None = None) -> Span | None:
@@ -202,7 +231,7 @@ class Linker:
         self.attr_spans: dict[str, Any] = {}
         self.observes: list[str] = []
         self.blocks: list[list] = []
-        self.terms = 0
+        self.terms = 0.0
         self.bound_only: set[str] = set()   # binding names that exist only inside their hold
         self.items = list(prog.items)
 
@@ -234,7 +263,7 @@ class Linker:
                 if math.isnan(value):
                     raise self.nan(f"`let {it.name}`", it.value)
             self.lets[it.name] = value
-            self.let_spans.setdefault(it.name, it.span)
+            self.let_spans.setdefault(it.name, self._word_at(it.span, it.name).span)
 
     def _set_value(self, name: str, value: Any, node: Any) -> float:
         if isinstance(value, str):
@@ -244,7 +273,11 @@ class Linker:
             except SqError as e:
                 where = f"{e.line}:{e.col}: " if e.span else ""
                 raise self.error(f"invalid expression in set `{name} = {value}`: {where}{e.message}") from None
-            value = self.fold(expr, self.lets)
+            try:
+                value = self.fold(expr, self.lets)
+            except SqError as e:
+                # placed in the override's own text, not the program's: no position, as in 0.1.2
+                raise SqError(f"--set {name}: {e.message}", None, phase=e.phase, notes=e.notes) from None
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(f"--set {name}: the value must be a number or an expression")
         value = float(value)
@@ -335,9 +368,10 @@ class Linker:
         if math.isinf(n) or not (n >= 1 and n == int(n)):
             raise self.error(f"{label}'s count must be a positive integer, found {fmt_num(n)}", e,
                              length=len(e.op))
-        self.terms += int(min(n, 1e9))
+        self.terms += n          # a float, as in 0.1.2: a huge count is printed whole, rounded as f64 adds
         if self.terms > MAX_TERMS:
-            raise self.error(f"{label}: the program's aggregates write out {self.terms} terms, at most {MAX_TERMS}",
+            raise self.error(f"{label}: the program's aggregates write out {fmt_num(self.terms)} terms, "
+                             f"at most {MAX_TERMS}",
                              e, length=len(e.op))
         return int(n)
 
@@ -394,8 +428,9 @@ class Linker:
             raise self.error(f"expected a {what} name", node)
         fam = table.get(name)
         if fam is None:
-            raise self.error(f"unknown {what} `{name}`", node,
-                             f"help: declare this {what} or use the name of an existing {what}", length=len(name))
+            # 0.1.2 underlines a dotted name's first word only
+            raise self.error(f"unknown {what} `{name}`", node, *self._family_hint(name, table, what),
+                             length=len(node.base) if isinstance(node, A.Dotted) else len(name))
         if index is None:
             if fam.array:   # located at the function in an argument, unlocated as a statement's target
                 raise self.error(f"{what} `{name}` is an array; index it", call,
@@ -429,6 +464,11 @@ class Linker:
         if kind is A.Call:
             return self._call(e, c)
         if kind is A.Ref:           # a reference given to a numeric parameter reads the bare name
+            if e.field is not None and e.name not in self.qx.queues:
+                # 0.1.2 names the dotted pair and underlines the family's name only.
+                raise self.error(f"unknown name `{e.name}.{e.field}`", e,
+                                 "help: declare a `let` constant or assign a session attribute before using it",
+                                 length=len(e.name))
             if e.field is not None:
                 raise self.error(f"`{e.name}[…].{e.field}` reads the request's attribute, which is no member's: "
                                  f"write `{e.name}.{e.field}`", self._word_at(e.span, e.field, after="."),
@@ -438,10 +478,10 @@ class Linker:
             full = f"{e.base}.{e.field}"
             if full in self.attr_set:
                 return {"Attr": self._slot(full)}
-            if e.base in self.qx.queues:
+            if self.qx.queues:      # 0.1.2 says this whenever the program has a queue at all
                 raise self.error(f"`{full}`: no entry of `{e.base}` marks or sets `{e.field}`, and `{e.base}` has "
-                                 f"no pool `{e.field}`", e, phase="parse", length=len(full))
-            raise self.error(f"unknown name `{full}`", e, length=len(full))
+                                 f"no pool `{e.field}`", e, phase="parse", length=1)
+            raise self.error(f"unknown name `{full}`", e, *self._name_hint(full), length=len(e.base))
         if kind is A.Unary:
             return {"Unary": ["Neg" if e.op == "-" else "Not", self.expr(e.operand, c)]}
         if kind is A.Cond:
@@ -489,15 +529,22 @@ class Linker:
         if name in self.bound_only:
             raise self.error(f"`{name}` is read outside the body of the hold that binds it",
                              self._binding_site(name, e), length=len(name))
-        notes = ["help: declare a `let` constant or assign a session attribute before using it"]
-        close = difflib.get_close_matches(name, [*self.lets, *self.attr_set], n=1, cutoff=0.6)
-        if close:
-            other = close[0]
-            where = self.attr_spans.get(other) or self.let_spans.get(other)
-            notes = [f"help: did you mean name `{other}`?"]
-            if where is not None:
-                notes.append(f"note: `{other}` declared at {where.line}:{where.col}")
-        raise self.error(f"unknown name `{name}`", e, *notes, length=len(name))
+        # an own pool's name an entry passed on (`kv` → `P.kv`) is underlined as written
+        length = e.span.length if "." in name and e.span is not None else len(name)
+        raise self.error(f"unknown name `{name}`", e, *self._name_hint(name), length=length)
+
+    def _name_hint(self, name: str) -> list[str]:
+        """The notes under an unknown name: the one close constant or attribute, or how to declare one."""
+        other = closest_name(name, [*self.lets, *self.attr_set])
+        if other is None:
+            return ["help: declare a `let` constant or assign a session attribute before using it"]
+        notes = [f"help: did you mean name `{other}`?"]
+        where = self.let_spans.get(other)
+        if where is None and self.attr_spans.get(other) is not None:
+            where = self._word_at(self.attr_spans[other], other).span
+        if where is not None:
+            notes.append(f"note: `{other}` declared at {where.line}:{where.col}")
+        return notes
 
     def _call(self, e: A.Call, c: _Ctx) -> Any:
         name, args = e.name, e.args
@@ -1044,9 +1091,16 @@ class Linker:
     def _family(self, name: str, table: dict, what: str, node: Any) -> Family:
         fam = table.get(name)
         if fam is None:
-            raise self.error(f"unknown {what} `{name}`", node,
-                             f"help: declare this {what} or use the name of an existing {what}")
+            raise self.error(f"unknown {what} `{name}`", node, *self._family_hint(name, table, what))
         return fam
+
+    def _family_hint(self, name: str, table: dict, what: str) -> list[str]:
+        """The notes under an unknown pool or stage: the one close name, or how to declare one."""
+        other = closest_name(name, table)
+        if other is None:
+            return [f"help: declare this {what} or use the name of an existing {what}"]
+        where = self._word_at(table[other].span, other.rsplit(".", 1)[-1]).span
+        return [f"help: did you mean {what} `{other}`?", f"note: `{other}` declared at {where.line}:{where.col}"]
 
     def _paired(self, owner: Family, name: str, table: dict, i: int, option: str, node: Any = None) -> int:
         what = "stage" if table is self.stages else "pool"
@@ -1208,7 +1262,7 @@ class Linker:
         self.items, table = queues.declarations(self.items, self.error, self._latency)
         hidden = {n.name for n in (wl.hidden if wl else ())}
         self.qx = queues.Expander(table, self.error, self._latency,
-                                  lambda name: (name in self.lets or name in CTX or name in RENAMED_CTX
+                                  lambda name: (name in self.lets or name in CTX   # a retired context name is not seen
                                                 or name in ("inf",) or name in hidden or name in self.pools
                                                 or name in self.stages))
         self.qx.is_constant = lambda name: name in self.lets or name == "inf"
@@ -1422,33 +1476,7 @@ def _expr_text(e: Any) -> str:
     return repr(e)
 
 
-# Each expression node's children, last first (the order `_exprs_in` pushes
-# them): a lookup by exact type, because the walks below visit every node of
-# every expression several times and an isinstance chain per node dominated
-# the linker's time.  (The expression classes have no subclasses.)
-_CHILDREN_REVERSED = {
-    A.Ref: lambda e: () if e.index is None else (e.index,),
-    A.Unary: lambda e: (e.operand,),
-    A.Binary: lambda e: (e.right, e.left),
-    A.Cond: lambda e: (e.other, e.then, e.test),
-    A.Call: lambda e: e.args[::-1],
-    A.Sample: lambda e: e.args[::-1],
-    A.Aggregate: lambda e: (e.body, e.count),
-}
-
-
-def _exprs_in(e: Any):
-    """Every sub-expression, pre-order (a loop, not recursion: chains run thousands deep)."""
-    if e is None:
-        return
-    stack = [e]
-    pop, push, children = stack.pop, stack.extend, _CHILDREN_REVERSED.get
-    while stack:
-        x = pop()
-        yield x
-        kids = children(type(x))
-        if kids is not None:
-            push(kids(x))
+_exprs_in = A.subexpressions
 
 
 def _draws(e: Any) -> bool:

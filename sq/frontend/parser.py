@@ -292,8 +292,6 @@ class _Parser:
         name = name_tok.text
         if self.defs.get(name) is not None:
             raise self.error(name_tok, f"`{name}` is defined twice")
-        if expression and not body:
-            raise self.error(name_tok, f"`def {name}` has no expression")
         if name in self.overrides:
             if not expression:
                 raise self.error(name_tok, f"--def {name}: `def {name}` is statements; --def "
@@ -302,6 +300,8 @@ class _Parser:
             # tokens stand where the def's name does.
             body = [tok.moved(line=name_tok.line, col=name_tok.col, file=name_tok.file)
                     for tok in self.overrides[name][0]]
+        if expression and not body:     # checked after --def: 0.1.2 lets it fill an empty body
+            raise self.error(name_tok, f"`def {name}` has no expression")
         for k, tok in enumerate(body[:-1]):
             if tok.kind == IDENT and tok.text == name and body[k + 1].kind == "LParen":
                 raise self.error(name_tok, f"`{name}` uses itself")
@@ -360,7 +360,7 @@ class _Parser:
                                  "not an expression")
             raise self.error(use, f"`{defn.name}` is an expression (`def {defn.name}(…) = …;`), "
                              "not statements")
-        args, seps, end = ex.split_arguments(self.toks, self.i + 1, self.sources)
+        args, seps, end = ex.split_arguments(self.toks, self.i + 1, self.sources, use)
         if args == [[]]:
             args, seps = [], []
         if len(args) != len(defn.params):
@@ -774,14 +774,19 @@ class _Parser:
             source = self.expect_name().text
         body.entry_source = source
         block = self.block(ENTRY)
+        # An entry with `from` is kept apart from the plain one of the same verb (only
+        # `decode` may have both); a stray `from` is refused once the queue is read.
         if any(e.verb == verb.text and (e.source is not None) == (source is not None)
-               for e in body.entries) or (verb.text != "decode" and
-                                         any(e.verb == verb.text for e in body.entries)):
+               for e in body.entries):
             raise self.error(verb, f"queue `{body.name}` has `{verb.text}` twice")
-        return ast.Entry(verb.span, verb.text, params, source, block)
+        # 0.1.2 marks an entry's errors with one caret, whatever the verb's length.
+        return ast.Entry(dataclasses.replace(verb.span, length=1), verb.text, params, source, block)
 
     def _check_entry_verb(self, queue: ast.Queue, entry: ast.Entry) -> None:
         """The verb belongs to a declared role."""
+        if entry.source is not None and entry.verb != "decode":
+            raise self._span_error(entry.span, f"`{entry.verb}` is not an entry of any role: "
+                                   f"`{entry.verb}` takes no `from`")
         if entry.verb not in {ROLE_VERB[role] for role in queue.roles}:
             role = next((r for r, v in ROLE_VERB.items() if v == entry.verb), None)
             if role is None:
@@ -1010,9 +1015,10 @@ class _Parser:
                 raise self.error(self.peek(), "expected `admission` after `at`")
             self.advance()
             self.expect("LParen")
-            bindings.append(self.binding())
+            bindings.append(self.binding(bindings))
             while self.accept("Comma"):
-                bindings.append(self.binding())
+                bindings.append(self.binding(bindings))
+            self._check_binding_order(bindings)
             self.expect("RParen")
         body = self.block()
         cache = lease = None
@@ -1040,10 +1046,28 @@ class _Parser:
             reserve = self.paren_expr()
         return ast.HoldPool(tok.span, pool, units, reserve)
 
-    def binding(self) -> ast.Binding:
+    # A hold's bindings are checked as 0.1.2 reads them, so that in a program with
+    # several faults the same one is reported: a name bound twice at its `=`, a
+    # draw just after its value, a read of a later binding once the list ends.
+    def binding(self, before: list) -> ast.Binding:
         name = self.defined_name()
-        self.expect("Assign")
-        return ast.Binding(name.span, name.text, self.expr())
+        assign = self.expect("Assign")
+        if any(b.name == name.text for b in before):
+            raise self.error(assign, f"`{name.text}` is bound twice in one `at admission`")
+        value = self.expr()
+        if any(type(x) is ast.Sample for x in ast.subexpressions(value)):
+            raise self.error(self.peek(), f"`{name.text}` draws a sample: a `at admission` binding is "
+                             "substituted, so a name used twice would draw twice")
+        return ast.Binding(name.span, name.text, value)
+
+    def _check_binding_order(self, bindings: list) -> None:
+        names = [b.name for b in bindings]
+        for i, b in enumerate(bindings):
+            read = {x.name for x in ast.subexpressions(b.value) if type(x) is ast.Name or type(x) is ast.Ref}
+            later = [n for n in names[i + 1:] if n in read]
+            if later:
+                raise self._span_error(b.span, f"`{b.name}` reads `{later[0]}`, which is bound after it: "
+                                       "a binding sees the ones before it")
 
     def stmt_grow(self, start: Token) -> ast.Grow:
         self.advance()
@@ -1224,10 +1248,11 @@ class _Parser:
             while self.accept("Comma"):
                 args.append(self.expr())
         self.expect("RParen")
-        source = source_index = dest = amount = None
+        source = source_index = dest = amount = source_span = None
         if self.at_word("from"):
             self.advance()
-            source = self.expect_name().text
+            source_tok = self.expect_name()
+            source, source_span = source_tok.text, source_tok.span
             if self.accept("LBracket"):
                 source_index = self.expr()
                 self.expect("RBracket")
@@ -1236,8 +1261,9 @@ class _Parser:
             dest = self.ref()
             amount = self.paren_expr()
         self.expect("Semi")
-        return ast.QueueCall(queue.span, queue.text, index, verb.text, tuple(args), source,
-                             source_index, dest, amount)
+        # 0.1.2 marks a call's errors with one caret, whatever the queue's name
+        return ast.QueueCall(dataclasses.replace(queue.span, length=1), queue.text, index, verb.text,
+                             tuple(args), source, source_index, dest, amount, source_span)
 
     def ref(self) -> ast.Ref:
         name = self.expect_name()
@@ -1352,18 +1378,27 @@ class _Parser:
         if tok.text in ("sum", "min", "max") and after == IDENT and self.at_word("in", 1):
             var = self.advance()
             self.advance()                                   # in
-            count = self.aggregate_count()
+            count = self.aggregate_count(f"{tok.text} {var.text} in")
             body = self.paren_expr()
             return ast.Aggregate(tok.span, tok.text, var.text, count, body)
         if after == "Dot":
             self.i += 1
             field = self.expect_name()
             return ast.Dotted(tok.span, tok.text, field.text)
+        if after == "LBracket":
+            self._refuse_member_attribute(tok)
         if tok.text == "self" and self.context != ENTRY:
             raise self.error(tok, "`self` is a queue entry's word: the member's own index")
         return ast.Name(tok.span, tok.text)
 
-    def aggregate_count(self) -> ast.Expr:
+    def _refuse_member_attribute(self, name: Token) -> None:
+        """`P[i].x` inside an expression: a request attribute belongs to no member.
+        0.1.2 says so in these fixed words (always `Q` and `x`) whatever the names."""
+        end = self._matching(self.i)
+        if end is not None and self.toks[end + 1].kind == "Dot":
+            raise self.error(name, "`Q[…].x` reads the request's attribute, which is no member's: write `Q.x`")
+
+    def aggregate_count(self, head: str) -> ast.Expr:
         tok = self.peek()
         if tok.kind == NUM:
             self.advance()
@@ -1373,7 +1408,10 @@ class _Parser:
             return ast.Name(tok.span, tok.text)
         if tok.kind == "LParen":
             return self.paren_expr()
-        raise self.error(tok, f"expected an expression, found {tok.show()}")
+        # 0.1.2 names the bad token but points at the one after it (EOF stays put).
+        after = tok if tok.kind == EOF else self.toks[self.i + 1]
+        raise self.error(after, f"`{head}` takes a number, a constant's name "
+                         f"or `( expr )`, found {tok.show()}")
 
     def call_args(self) -> tuple:
         """Arguments after `(` up to and including `)`."""

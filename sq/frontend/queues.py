@@ -45,8 +45,7 @@ class QueueInfo:
             for s in _walk(e.body):
                 if isinstance(s, A.Hold) and s.lease is not None:
                     return s.lease.pool.name
-        pools = [p.name for p in self.item.pools]
-        return pools[0] if len(pools) == 1 else None
+        return None
 
 
 def declarations(items: list, error, fold_latency) -> tuple[list, dict]:
@@ -160,7 +159,7 @@ class Expander:
         label = f"`{c.queue}.{c.verb}`"
         q = self.queues.get(c.queue)
         if q is None:
-            raise self.error(f"{label}: no queue `{c.queue}` is declared", c, phase="parse")
+            raise self.error(f"{label}: no queue `{c.queue}` is declared", c, phase="parse", length=1)
         if q.family and c.index is None:
             raise self.error(f"{label}: `{c.queue}` is a family of {q.item.size}; index it", c, phase="parse")
         if not q.family and c.index is not None:
@@ -183,15 +182,14 @@ class Expander:
             if any(isinstance(x, A.Sample) for x in _exprs(a)):
                 raise self.error(f"{label}: the argument for `{param}` draws a sample; a parameter is substituted, "
                                  f"so a name used twice would draw twice", c, phase="parse")
-        if source_pool is None:
-            source_pool = self._source_pool(c)
-        scope = _Scope(q, c.index, dict(zip(params, c.args)), entry.source, source_pool, entry.verb == "route", c,
+        source = source_pool if source_pool is not None else self._source_pool(c)
+        scope = _Scope(q, c.index, dict(zip(params, c.args)), entry.source, source, entry.verb == "route", c,
                        self.error)
         scope.entry, scope.may_read, scope.is_constant = entry, self.may_read, self.is_constant
         body = [s for stmt in entry.body for s in self._stmt(stmt, scope, stack + (key,))]
         if c.dest is not None:
             body.append(A.Load(c.span, pool=c.dest, amount=c.amount, via=c.via))
-            body.append(A.Release(c.span, pool=source_pool, via=c.via))
+            body.append(A.Release(c.span, pool=scope.source_pool, via=c.via))
         self.count += len(body)
         if self.count > MAX_STATEMENTS:
             raise self.error("the queue calls write out more than 100000 statements", c, phase="parse")
@@ -202,13 +200,16 @@ class Expander:
             return None
         src = self.queues.get(c.source)
         if src is None:
-            raise self.error(f"`from {c.source}`: no queue `{c.source}` is declared", c, phase="parse")
+            # 0.1.2 takes an undeclared `S` for a pool's name: a fault only where the entry uses it
+            at = c.source_span or c.span
+            return A.Name(at, c.source) if c.source_index is None else A.Ref(at, c.source, c.source_index)
         if src.family and c.source_index is None:
             raise self.error(f"`from {c.source}`: `{c.source}` is a family of {src.item.size}; index it", c,
                              phase="parse")
         pool = src.leased_pool()
         if pool is None:
-            raise self.error(f"`from {c.source}`: queue `{c.source}` leases no pool", c, phase="parse")
+            raise self.error(f"`from {c.source}`: no entry of `{c.source}` leases a pool, so it has nothing to take",
+                             c, phase="parse")
         name = f"{c.source}.{pool}"
         if c.source_index is None:
             return A.Name(c.span, name)
@@ -363,12 +364,30 @@ class _Scope:
         self.q, self.index, self.args, self.call, self.error = q, index, args, call, error
         self.bindings: frozenset = frozenset()
         self.checking = False   # checking an entry as written, outside any call
-        self.source_param, self.source_pool = source_param, source_pool
+        self.source_param, self._source = source_param, source_pool
         self.route = route
         self.own_pools = {p.name for p in q.item.pools}
 
-    def member(self, name: str) -> Any:
-        span = self.q.item.span
+    @property
+    def source_pool(self) -> Any:
+        """The pool `from S` hands over (None without one), found on first use."""
+        if callable(self._source):
+            self._source = self._source()
+        return self._source
+
+    def _arg(self, a: Any, bound: frozenset) -> Any:
+        """A call's argument: a bare name there may be the queue's own pool (the
+        member's) or stage; anywhere else an entry may not read it as a number."""
+        if isinstance(a, A.Name) and a.name not in bound and a.name not in self.args \
+                and a.name != self.source_param:
+            if a.name in self.own_pools:
+                return self.member(f"{self.q.name}.{a.name}", a.span)
+            if a.name == self.q.name:       # the queue's own stage: the member's
+                return self.member(a.name, a.span)
+        return self.expr(a, bound)
+
+    def member(self, name: str, span: Any = None) -> Any:
+        span = span or self.q.item.span
         if self.q.family:
             return A.Ref(span, name, self.index)
         return A.Name(span, name)
@@ -415,9 +434,14 @@ class _Scope:
         header += ([h.reuse] if h.reuse is not None else []) + [b.value for b in h.bindings]
         bound = {b.name for b in h.bindings} | {x.var for e in header for x in _exprs(e) if isinstance(x, A.Aggregate)}
         for e in header:
-            for x in _exprs(e):
-                if isinstance(x, A.Name) and not (x.name in self.args or x.name in self.own_pools or x.name in bound
-                                                  or x.name == self.q.name or self.is_constant(x.name)):
+            for x, is_ref in _names(e):
+                seen = x.name in self.args or x.name in bound or self.is_constant(x.name)
+                if is_ref and not (seen or x.name in self.own_pools or x.name == self.q.name):
+                    # a bare name handed to a function may be a pool or a stage: only the queue's own are seen
+                    raise self.error(f"{label} reads `{x.name}`, which is not a pool or stage of `{self.q.name}`: "
+                                     "a queue sees its own; the deployment reads across queues", self.entry,
+                                     phase="parse")
+                if not is_ref and not seen:
                     raise self.error(f"{label}: the header reads `{x.name}`; an entry's header sees its parameters "
                                      f"and the queue's pools and stage. Pass `{x.name}` as a parameter", self.entry,
                                      phase="parse")
@@ -453,8 +477,8 @@ class _Scope:
                 return self.index
             if e.name == self.source_param and self.source_pool is not None:
                 return self.source_pool
-            if e.name in self.own_pools:
-                return self.member(f"{self.q.name}.{e.name}")
+            if e.name in self.own_pools and self.route:
+                return self.member(f"{self.q.name}.{e.name}", e.span)
             if e.name in self.q.locals and not (self.route and e.name not in self.q.marks):
                 return A.Dotted(e.span, self.q.name, e.name)
             if not self.route and e.name not in self.bindings and not self.may_read(e.name):
@@ -476,10 +500,28 @@ class _Scope:
             return replace(e, test=self.expr(e.test, bound), then=self.expr(e.then, bound),
                            other=self.expr(e.other, bound))
         if isinstance(e, (A.Call, A.Sample)):
-            return replace(e, args=tuple(self.expr(a, bound) for a in e.args))
+            return replace(e, args=tuple(self._arg(a, bound) for a in e.args))
         if isinstance(e, A.Aggregate):
             return replace(e, count=self.expr(e.count, bound), body=self.expr(e.body, bound | {e.var}))
         return e
+
+
+def _names(e: Any, is_ref: bool = False):
+    """Every name `e` reads, each with whether it is a whole argument of a call
+    (there a name may stand for a pool or a stage rather than a number)."""
+    if e is None:
+        return
+    if isinstance(e, A.Name):
+        yield e, is_ref
+        return
+    if isinstance(e, (A.Call, A.Sample)):
+        for a in e.args:
+            yield from _names(a, True)
+        return
+    for name in ("operand", "left", "right", "test", "then", "other", "count", "body", "index"):
+        child = getattr(e, name, None)
+        if child is not None and not isinstance(child, (tuple, str, bool)):
+            yield from _names(child)
 
 
 def _word(item: A.Queue, name: str) -> Any:
