@@ -385,6 +385,7 @@ cdef struct State:
     # guard against instants that never end
     int64_t steps
     int64_t step_limit
+    bint check                # debug mode: re-check invariants after every event
     int32_t spill_depth
     # the first run-time error: code, where, and what
     int err

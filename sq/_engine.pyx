@@ -108,6 +108,7 @@ DEF E_LOAD_FIT = 11
 DEF E_GROWING_OUTSIDE = 12
 DEF E_SPILL_CYCLE = 13
 DEF E_TOO_MANY = 14
+DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
 # live sessions at once: beyond this the run would only exhaust memory
 DEF MAX_SESSIONS = 1 << 24
 
@@ -1771,6 +1772,7 @@ cdef void try_every_pool(State* st) noexcept nogil:
 
 include "_step.pxi"
 include "_flows.pxi"
+include "_invariants.pxi"
 
 
 # ---- sessions -------------------------------------------------------------------------------
@@ -2245,6 +2247,8 @@ cdef void run_loop(State* st) noexcept nogil:
     if st.err:
         return
     settle(st)
+    if st.check:
+        check_invariants_now(st)
     while not st.err:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
@@ -2260,6 +2264,8 @@ cdef void run_loop(State* st) noexcept nogil:
         if st.err:
             return
         settle(st)
+        if st.check:
+            check_invariants_now(st)
     if not st.err:
         read_gauges(st)
 
@@ -2395,8 +2401,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
-    stages (none run here yet); `check_invariants` re-checks the engine's
-    bookkeeping after the loop and raises SqError if it is inconsistent.
+    stages; `check_invariants` re-checks the engine's bookkeeping after every
+    event (pools within their caps, no negative counter or allocation, queues,
+    servers and residents consistent) and raises SqError at the first fault.
     """
     from sq.frontend.errors import SqError
     from sq import results as R
@@ -2542,12 +2549,11 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
         sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
         sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
+        st.check = bool(check_invariants)
         with nogil:
             run_loop(st)
         if st.err:
             raise SqError(_error_text(st, lowered), phase="run")
-        if check_invariants:
-            _check_invariants(st, SqError)
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
         return _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end)
     finally:
@@ -2579,28 +2585,6 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     if limit and lowered.arrival_kind not in (1, 2):
         raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="run")
     return int(seed), horizon, warmup, max(limit, 0)
-
-
-cdef object _check_invariants(State* st, SqError):
-    """Counts that must agree at any quiet moment: a failure here is an engine bug."""
-    cdef int32_t k
-    cdef int64_t alive = 0, jobs = 0, i
-    cdef Stage* s
-    for i in range(st.shigh):
-        alive += st.alive[i]
-    if alive != st.live or st.live < 0:
-        raise SqError(f"engine invariant: {st.live} live sessions counted, {alive} alive", phase="run")
-    for i in range(st.jhigh):
-        if st.job_id[i] >= 0:
-            jobs += 1
-    for k in range(st.n_stages):
-        s = &st.stages[k]
-        if s.n < 0 or (s.kind == K_FIFO and (s.busy > s.servers or s.n != s.busy + s.qlen)) \
-                or (s.kind == K_PS and s.n != s.hlen):
-            raise SqError(f"engine invariant: stage {k} holds {s.n} jobs inconsistently", phase="run")
-        jobs -= s.n
-    if jobs != 0:
-        raise SqError("engine invariant: jobs and stage counts disagree", phase="run")
 
 
 cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
@@ -2727,6 +2711,8 @@ cdef object _error_text(State* st, lowered):
     if st.err == E_STUCK:
         return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
                 f"without time passing (a `loop` with no time-taking `run`?){where}")
+    if st.err == E_INVARIANT:
+        return f"{invariant_text(st.err_a, st.err_b)}{where}"
     if st.err == E_TOO_MANY:
         return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
     if st.err == E_SPILL_CYCLE:

@@ -28,17 +28,11 @@ oracle.require_module("sq._engine", "sq's engine is not built")
 FOUND_DIR = Path(__file__).parent / "programs" / "found"
 
 # reproducer file -> the divergence it shows (spec section), as found.
-FOUND: dict[str, str] = {
-    "share_closed_invariant.sq":
-        "check_invariants fails (`stage 0 holds 1 jobs inconsistently`) when a shared run is in flight at the "
-        "horizon; the report itself agrees (ch. 06 §6.4)",
-}
+FOUND: dict[str, str] = {}
 
 # Divergences already saved in FOUND, recognised by a piece of their description, so that the
 # generated programs that merely meet them again run as xfails instead of failing the suite.
-KNOWN_SYMPTOMS: dict[str, str] = {
-    "jobs inconsistently": "share_closed_invariant.sq",
-}
+KNOWN_SYMPTOMS: dict[str, str] = {}
 
 DEFAULT_PROGRAMS = 60
 SLOW_PROGRAMS = 3000

@@ -1,0 +1,107 @@
+# Debug mode, `run(check_invariants=True)`: the engine's bookkeeping re-checked after every
+# event (and once more at the end). A failure is an engine bug, never a property of the
+# program, so it is reported as such, with what disagreed, where and when.
+# Included by _engine.pyx.
+
+DEF INV_LIVE = 1        # live sessions counted vs slots marked alive
+DEF INV_STAGE = 2       # a stage's job count vs its servers, queue or heap
+DEF INV_JOBS = 3        # job slots in use vs jobs counted on stages
+DEF INV_POOL_NEG = 4    # a pool counter below zero
+DEF INV_POOL_CAP = 5    # allocated + cached above the pool's cap
+DEF INV_POOL_HOLDS = 6  # allocated vs the allocations of open holds and leases
+DEF INV_HOLD_NEG = 7    # a hold's allocation below zero
+
+# Sums of many allocations carry rounding; the engine itself fits within EPS.
+DEF INV_TOL = 1e-6
+
+
+cdef inline bint over(double a, double b) noexcept nogil:
+    """a > b beyond rounding (infinite caps never overflow)."""
+    return a > b + INV_TOL * (1.0 + fabs(b)) if b < INFINITY else False
+
+
+cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
+    """The first broken invariant (an INV_ code, its stage/pool row in `where`), or 0."""
+    cdef int64_t i, alive = 0, jobs = 0
+    cdef int32_t k
+    cdef Stage* s
+    cdef Pool* p
+    cdef double held
+    cdef bint shared = False
+    for i in range(st.shigh):
+        alive += st.alive[i]
+    if alive != st.live or st.live < 0:
+        return INV_LIVE
+    for i in range(st.jhigh):
+        if st.job_id[i] >= 0:
+            jobs += 1
+    for k in range(st.n_stages):
+        s = &st.stages[k]
+        where[0] = k
+        if s.n < 0 or (s.kind == K_FIFO and (s.busy > s.servers or s.n != s.busy + s.qlen)):
+            return INV_STAGE
+        # on a shared stage (chapter 06) jobs are flows, kept outside the ps heap
+        if s.kind == K_PS and s.share_cap <= 0 and s.n != s.hlen:
+            return INV_STAGE
+        jobs -= s.n
+        shared = shared or s.share_cap > 0
+    # a flow is one job counted on each of its stages, so the tally holds only without flows
+    if jobs != 0 and not shared:
+        return INV_JOBS
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        where[0] = k
+        if p.used < -INV_TOL or p.cached < -INV_TOL or p.qlen < 0 or p.nholders < 0 or p.nentries < 0:
+            return INV_POOL_NEG
+        if over(p.used + p.cached, p.cap):
+            return INV_POOL_CAP
+        held = held_units(st, k)
+        if held < -INV_TOL:
+            return INV_HOLD_NEG
+        if over(p.used, held) or over(held, p.used):
+            return INV_POOL_HOLDS
+    return 0
+
+
+cdef double held_units(State* st, int32_t row) noexcept nogil:
+    """Units of pool `row` allocated to open holds and live leases; -1 if one is negative."""
+    cdef double total = 0.0, a
+    cdef int64_t slot, d, i, j, frame
+    for slot in range(st.shigh):
+        if not st.alive[slot]:
+            continue
+        for d in range(st.depth[slot]):
+            frame = frame_of(st, <int32_t> slot, <int32_t> d)
+            for i in range(st.hold_pools_max):
+                j = frame * st.hold_pools_max + i
+                if st.frame_active[j] and st.frame_member[j] == row:
+                    a = st.frame_alloc[j]
+                    if a < -INV_TOL:
+                        return -1.0
+                    total += a
+    for j in range(st.nleases):
+        if st.lease_active[j] and st.lease_row[j] == row:
+            total += st.lease_alloc[j]
+    return total
+
+
+cdef void check_invariants_now(State* st) noexcept nogil:
+    cdef int64_t where = -1
+    cdef int code = invariant_fault(st, &where)
+    if code:
+        fail(st, E_INVARIANT, -1, 0, code, where)
+
+
+_INVARIANT_TEXT = {
+    INV_LIVE: "the live-session count disagrees with the sessions alive",
+    INV_STAGE: "stage row {}: its job count disagrees with its servers, queue or heap",
+    INV_JOBS: "the jobs in use disagree with the jobs counted on stages",
+    INV_POOL_NEG: "pool row {}: a counter (used, cached, queue, holders, cache entries) is negative",
+    INV_POOL_CAP: "pool row {}: allocated + cached exceeds the cap",
+    INV_POOL_HOLDS: "pool row {}: its allocated units disagree with the holds and leases that hold it",
+    INV_HOLD_NEG: "pool row {}: a hold's allocation is negative",
+}
+
+
+def invariant_text(code, where):
+    return "engine invariant broken: " + _INVARIANT_TEXT[code].format(where)
