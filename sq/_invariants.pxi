@@ -53,7 +53,8 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
         where[0] = k
         if p.used < -INV_TOL or p.cached < -INV_TOL or p.qlen < 0 or p.nholders < 0 or p.nentries < 0:
             return INV_POOL_NEG
-        if over(p.used + p.cached, p.cap):
+        # a spill tier takes evicted pieces without making room first (05 §5.4, §5.11)
+        if over(p.used + p.cached, p.cap) and not is_spill_tier(st, k):
             return INV_POOL_CAP
         held = held_units(st, k)
         if held < -INV_TOL:
@@ -61,6 +62,14 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
         if over(p.used, held) or over(held, p.used):
             return INV_POOL_HOLDS
     return 0
+
+
+cdef bint is_spill_tier(State* st, int32_t row) noexcept nogil:
+    cdef int32_t k
+    for k in range(st.n_pools):
+        if st.pools[k].spill_to == row:
+            return True
+    return False
 
 
 cdef double held_units(State* st, int32_t row) noexcept nogil:
