@@ -91,7 +91,8 @@ wall = time.perf_counter() - t0
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 samples = sum(o.count for o in report.observes.values()) if impl == "sq" else \
     sum(len(o.samples) for o in report.observes.values())
-print(json.dumps({"wall": wall, "events": report.events, "arrivals": report.arrivals,
+iterations = sum(s.iterations for s in report.stages)
+print(json.dumps({"wall": wall, "events": report.events, "arrivals": report.arrivals, "iterations": iterations,
                   "samples": samples, "peak_kib": after, "grew_kib": after - before}))
 """
 
@@ -104,6 +105,7 @@ def measure(impl: str, model: Model, horizon: float) -> dict:
     m = json.loads(out.stdout.strip().splitlines()[-1])
     m["events_per_s"] = m["events"] / m["wall"] if m["wall"] > 0 else float("inf")
     m["arrivals_per_s"] = m["arrivals"] / m["wall"] if m["wall"] > 0 else float("inf")
+    m["iterations_per_s"] = m["iterations"] / m["wall"] if m["wall"] > 0 else float("inf")
     m["bytes_per_sample"] = 1024 * m["grew_kib"] / m["samples"] if m["samples"] else float("nan")
     return m
 
@@ -120,7 +122,8 @@ def _row(name: str, impl: str, m: dict) -> str:
     if "error" in m:
         return f"{name:8} {impl:7} error: {m['error']}"
     return (f"{name:8} {impl:7} {m['wall']:8.3f}s {m['events_per_s'] / 1e6:8.2f} Mev/s "
-            f"{m['arrivals_per_s'] / 1e6:8.2f} Marr/s  peak {m['peak_kib'] / 1024:7.1f} MiB "
+            f"{m['arrivals_per_s'] / 1e6:8.2f} Marr/s {m['iterations_per_s'] / 1e3:8.1f} kit/s  "
+            f"peak {m['peak_kib'] / 1024:7.1f} MiB "
             f"{m['bytes_per_sample']:6.1f} B/sample")
 
 
@@ -132,7 +135,7 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
               f"known: {', '.join(m.name for m in MODELS)}", file=sys.stderr)
         return 2
     reference = reference and _have_pyserq()
-    print(f"{'model':8} {'impl':7} {'run':>9} {'events/s':>14} {'arrivals/s':>15}")
+    print(f"{'model':8} {'impl':7} {'run':>9} {'events/s':>14} {'arrivals/s':>15} {'iterations/s':>14}")
     for model in chosen:
         horizon = model.horizon / 20 if quick else model.horizon
         ours = measure("sq", model, horizon)
