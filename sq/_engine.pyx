@@ -108,6 +108,7 @@ DEF E_LOAD_FIT = 11
 DEF E_GROWING_OUTSIDE = 12
 DEF E_SPILL_CYCLE = 13
 DEF E_TOO_MANY = 14
+DEF E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
 DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
 # live sessions at once: beyond this the run would only exhaust memory
 DEF MAX_SESSIONS = 1 << 24
@@ -1103,6 +1104,9 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
                 memcpy(tier.entries[tier.nentries - 1].snap, e.snap, st.n_attrs * sizeof(double))
     p.spills += 1
     if work > 0:
+        if st.stages[p.spill_via].kind == K_STEP:
+            fail(st, E_SPILL_VIA_STEP, slot, work, p - st.pools, p.spill_via)
+            return
         # a transfer with no owner (a flow when its link is shared)
         if st.stages[p.spill_via].share_cap > 0:
             st.fl_scratch[0] = p.spill_via
@@ -2560,6 +2564,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         free_state(st)
 
 
+def _row_name(names, indices, k):
+    return names[k] if indices[k] is None or indices[k] < 0 else f"{names[k]}[{indices[k]}]"
+
+
 def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
     from sq.trace import read_trace
@@ -2711,6 +2719,11 @@ cdef object _error_text(State* st, lowered):
     if st.err == E_STUCK:
         return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
                 f"without time passing (a `loop` with no time-taking `run`?){where}")
+    if st.err == E_SPILL_VIA_STEP:
+        return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.err_a)}` spills a piece over "
+                f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}`, which runs only "
+                f"`prefill` and `decode` work and cannot carry a transfer (pyserq 0.1.2 panics here); "
+                f"link the spill through a fifo, ps or delay stage{where}")
     if st.err == E_INVARIANT:
         return f"{invariant_text(st.err_a, st.err_b)}{where}"
     if st.err == E_TOO_MANY:

@@ -455,17 +455,9 @@ class _Lowering:
         return shared
 
     def check_pool(self, pool: dict) -> None:
-        spill = pool.get("spill")
-        unsupported = [what for what, bad in (
-            ("a `spill` over a step stage",
-             spill is not None and isinstance(self.stages[spill["via"]]["kind"], dict)
-             and "Step" in self.stages[spill["via"]]["kind"]),) if bad]
         via = pool.get("admit_via")
         if via is not None and not (isinstance(via, int) and 0 <= via < len(self.stages)):
             raise SqError(f"malformed IR: pool `{pool['name']}` admitted via stage {via}", phase="validate")
-        if unsupported:
-            raise SqError(f"pool `{pool['name']}`: {unsupported[0]} is not supported by this engine yet",
-                          phase="unsupported")
 
     def hold(self, arg: dict) -> None:
         pools = arg["pools"]

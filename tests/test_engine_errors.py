@@ -151,3 +151,37 @@ def test_deeply_nested_expression_lowers():
                                      (1e-7, "0.0000001"), (-0.0, "-0"), (0.1 + 0.2, "0.30000000000000004")])
 def test_numbers_print_as_the_reference_prints_them(x, text):
     assert format_number(x) == text
+
+
+SPILL_OVER_STEP = """
+pool host { cap 100; }
+stage e : step { budget 10; cost 1; }
+stage d : delay;
+pool kv { cap 10; spill host via e (WORK) when (size >= 1); }
+run { horizon 50; }
+workload { arrive batch(N); }
+session { hold kv (6) { run d (1); } cache (6); observe done = now; }
+"""
+
+
+@pytest.mark.parametrize("sessions, work", [(1, "1"), (2, "0")])
+def test_a_spill_link_on_a_step_stage_runs_while_it_carries_nothing(sessions, work):
+    # pyserq 0.1.2 runs these: no piece spills, or a piece spills with no transfer
+    import sq
+
+    src = SPILL_OVER_STEP.replace("N", str(sessions)).replace("WORK", work)
+    assert json.loads(sq.run(sq.compile(source=src)).to_json()) == \
+        json.loads(pyserq.run(pyserq.compile(source=src)).json())
+
+
+def test_a_spill_transfer_over_a_step_stage_is_a_clear_error():
+    # pyserq 0.1.2 panics (`entered unreachable code`); sq says what cannot go on, where and when
+    import sq
+
+    src = SPILL_OVER_STEP.replace("N", "2").replace("WORK", "1")
+    with pytest.raises(BaseException):
+        pyserq.run(pyserq.compile(source=src))
+    with pytest.raises(sq.SqError) as err:
+        sq.run(sq.compile(source=src))
+    assert err.value.phase == "run"
+    assert "pool `kv` spills a piece over step stage `e`" in str(err.value) and "time 1" in str(err.value)
