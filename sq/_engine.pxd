@@ -166,6 +166,11 @@ cdef struct Pool:
     Entry* entries
     int64_t nentries
     int64_t entries_cap
+    # serial -> index of the session's own entry (open addressing, linear probing, backward-shift
+    # deletion), so finding it costs O(1) instead of a scan of every entry (dead ones are not indexed)
+    int64_t* own_keys         # serial + 1; 0 marks an empty bucket
+    int64_t* own_rows
+    int64_t own_cap           # a power of two, or 0 before the first entry
     Area used_area
     Area cached_area
     Area queue_area

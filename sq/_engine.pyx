@@ -943,17 +943,85 @@ cdef inline double round_down(Pool* p, double x) noexcept nogil:
     return floor(x / p.block) * p.block if p.block > 0 else x
 
 
+# ---- the own-entry index: serial -> entry row ---------------------------------------------
+cdef inline int64_t own_bucket(Pool* p, int64_t serial) noexcept nogil:
+    return <int64_t> ((<uint64_t> serial * <uint64_t> 0x9E3779B97F4A7C15) >> 17) & (p.own_cap - 1)
+
+
 cdef int64_t own_entry(Pool* p, int64_t serial) noexcept nogil:
-    cdef int64_t e
-    for e in range(p.nentries):
-        if p.entries[e].serial == serial:
-            return e
+    cdef int64_t b
+    if p.own_cap == 0:
+        return -1
+    b = own_bucket(p, serial)
+    while p.own_keys[b] != 0:
+        if p.own_keys[b] == serial + 1:
+            return p.own_rows[b]
+        b = (b + 1) & (p.own_cap - 1)
     return -1
 
 
+cdef void own_put(Pool* p, int64_t serial, int64_t row) noexcept nogil:
+    """Index or re-index `serial` (the table has room: see own_reserve)."""
+    cdef int64_t b = own_bucket(p, serial)
+    while p.own_keys[b] != 0 and p.own_keys[b] != serial + 1:
+        b = (b + 1) & (p.own_cap - 1)
+    p.own_keys[b] = serial + 1
+    p.own_rows[b] = row
+
+
+cdef void own_forget(Pool* p, int64_t serial) noexcept nogil:
+    """Remove `serial`, shifting later members of its probe run back so no lookup breaks."""
+    cdef int64_t b, next_b, home
+    if p.own_cap == 0:
+        return
+    b = own_bucket(p, serial)
+    while p.own_keys[b] != serial + 1:
+        if p.own_keys[b] == 0:
+            return
+        b = (b + 1) & (p.own_cap - 1)
+    next_b = (b + 1) & (p.own_cap - 1)
+    while p.own_keys[next_b] != 0:
+        home = own_bucket(p, p.own_keys[next_b] - 1)
+        # move the member back if its home is not in the cyclic range (b, next_b]
+        if ((next_b - home) & (p.own_cap - 1)) >= ((next_b - b) & (p.own_cap - 1)):
+            p.own_keys[b] = p.own_keys[next_b]
+            p.own_rows[b] = p.own_rows[next_b]
+            b = next_b
+        next_b = (next_b + 1) & (p.own_cap - 1)
+    p.own_keys[b] = 0
+
+
+cdef int own_reserve(State* st, Pool* p) noexcept nogil:
+    """Keep the table at most half full (every entry may be indexed), rehashing when it grows."""
+    cdef int64_t cap, old_cap = p.own_cap, i
+    cdef int64_t* old_keys = p.own_keys
+    cdef int64_t* old_rows = p.own_rows
+    if 2 * (p.nentries + 1) <= p.own_cap:
+        return 0
+    cap = p.own_cap * 2 if p.own_cap else 32
+    p.own_keys = <int64_t*> calloc(cap, sizeof(int64_t))
+    p.own_rows = <int64_t*> malloc(cap * sizeof(int64_t))
+    if p.own_keys == NULL or p.own_rows == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    p.own_cap = cap
+    for i in range(old_cap):
+        if old_keys[i] != 0:
+            own_put(p, old_keys[i] - 1, old_rows[i])
+    free(old_keys)
+    free(old_rows)
+    return 0
+
+
 cdef inline void remove_entry(Pool* p, int64_t e) noexcept nogil:
+    cdef int64_t last = p.nentries - 1
     free(p.entries[e].snap)
-    p.entries[e] = p.entries[p.nentries - 1]
+    if p.entries[e].serial >= 0:
+        own_forget(p, p.entries[e].serial)
+    if e != last:
+        p.entries[e] = p.entries[last]
+        if p.entries[e].serial >= 0:
+            own_put(p, p.entries[e].serial, e)
     p.nentries -= 1
 
 
@@ -1010,7 +1078,11 @@ cdef int add_entry(State* st, Pool* p, int64_t serial, double size) noexcept nog
             return -1
         p.entries = e
         p.entries_cap = cap
+    if serial >= 0 and own_reserve(st, p) < 0:
+        return -1
     e = &p.entries[p.nentries]
+    if serial >= 0:
+        own_put(p, serial, p.nentries)
     p.nentries += 1
     e.serial = serial
     e.slot = -1
@@ -2310,6 +2382,8 @@ cdef void free_state(State* st) noexcept:
             for i in range(st.pools[k].nentries):
                 free(st.pools[k].entries[i].snap)
             free(st.pools[k].entries)
+            free(st.pools[k].own_keys)
+            free(st.pools[k].own_rows)
             free(st.pools[k].growers)
     free(st.pools); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
     free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
