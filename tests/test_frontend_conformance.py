@@ -235,3 +235,214 @@ def test_an_entry_hands_its_own_stage_and_pool_to_functions(body):
         "session { P[1].prefill (1); }"
     ref = normalise_ir(json.loads(pyserq.compile(source=source).to_json()))
     assert normalise_ir(compile_program(source=source).to_dict()) == ref
+
+
+# ------------------------------------------------------------------ pool, serve and nic in a queue
+
+GATEWAY = "run { horizon 10; }\nworkload { arrive batch(1); session { request; } }\nserver { }\n" \
+          "queue g : gateway { %s }"
+
+
+@pytest.mark.parametrize("body", [
+    "serve delay; pool (n) { }",                 # a pool below the serve, whatever follows it
+    "serve delay; nic (n) { }",                  # `(` is no stage kind
+    "serve (n) { }",
+    "serve delay; serve (n) { }",                # a second serve, not an entry named `serve`
+    "route () { } serve (n) { }",
+    "serve delay; route () { } pool (n) { }",
+    "serve delay; route () { } nic (n) { }",
+    "nic (n) { } serve delay;",
+    "pool (n) { } serve delay; route () { }",    # a pool needs its name
+])
+def test_pool_serve_and_nic_start_a_queue_item_even_before_a_paren(body):
+    """0.1.2 reads these words as a pool, serve or nic item, never as an entry verb."""
+    assert_same_rejection(GATEWAY % body)
+
+
+LINK = "run { horizon 10; }\nworkload { arrive batch(1); session { request; } }\nserver { }\n%s"
+
+
+@pytest.mark.parametrize("source", [
+    "queue L : link { serve delay; latency x 1; }",            # the wait is checked before its `;`
+    "queue L : link { serve delay latency x }",
+    "queue L : link { serve step { cost 1; } latency x 1; }",
+    "queue L : link { serve delay; latency a; } let a = 1;",   # only the `let`s above count
+    "let a = now; queue L : link { serve delay; latency a; } stage ;",
+    "let a = 1; queue L : link { serve delay; latency sum k in 3 (k * a); }",
+    "queue L : link { serve delay; latency 0 && x; }",         # both sides of `&&` must fold
+    "let a = 1; queue L : link { serve delay; latency 1 > 0 ? a : x; } stage ;",
+    "let a = 1; queue L : link { serve delay; latency a 1; }",
+])
+def test_a_link_latency_is_folded_where_it_is_read(source):
+    assert_same_rejection(LINK % source)
+
+
+@pytest.mark.parametrize("entries", [
+    "decode (o) { } decode { }",                   # a twin before a wrong parameter count
+    "decode (o) { } decode (a, b) { }",
+    "decode (o) { } decode ;",
+    "decode (o) { } decode (o) }",                 # and before the block
+    "decode (o) from s { } decode from s { }",
+    "decode (o) { } decode (o) from s (",          # a `from` entry is no twin of the plain one
+])
+def test_an_entry_twin_is_found_once_its_parameters_are_read(entries):
+    assert_same_rejection(LINK % ("queue D : decode { pool kv { } serve delay; %s }" % entries))
+
+
+@pytest.mark.parametrize("queue", [
+    "queue P : prefill { serve fifo; prefill (n) { hold session (n) { } } bar ( }",   # before the later fault
+    "queue P : prefill { pool kv { } serve fifo; prefill (n) { hold kv (n) { } lease foo (1); } } stage ;",
+    "queue P : prefill { pool kv { } serve fifo; prefill (n) { hold kv (n), foo (1) { } } } stage ;",
+    "queue P : prefill { pool kv { } serve fifo; prefill (n) { run (x); hold foo (n) { } } } stage ;",
+    "queue P : prefill { pool kv { } serve fifo; prefill (n) { hold kv (n) { } lease kv (1); "
+    "decode n growing foo; } } stage ;",                                                 # `growing` allocates
+    "queue P : prefill { pool kv { } serve fifo; prefill (n) { transfer (1) from kv to foo (1); } } stage ;",
+    "queue P : decode { pool kv { } serve fifo; decode (n) { } decode (n) from s { hold foo (1) { } } } stage ;",
+    "queue P : decode { pool kv { } serve fifo; decode (n) { } "
+    "decode (n) from s { transfer (1) from s to foo (1); } } stage ;",
+])
+def test_an_entry_allocates_only_its_queues_pools_checked_where_it_ends(queue):
+    assert_same_rejection(LINK % ("stage decode : delay; stage transfer : delay;\n" + queue))
+
+
+PREFILL = "queue P : prefill { pool kv { } serve fifo; prefill (n) { %s } } "
+
+
+@pytest.mark.parametrize("body, after", [
+    ("hold kv (x) { }", "stage ;"),                          # before a later syntax fault
+    ("hold kv (1) reserve (x) { }", "stage ;"),
+    ("hold kv (1) reuse (x) { }", "stage ;"),
+    ("hold kv (a) { }", "let a = 1; stage ;"),               # a `let` below is not yet known
+    ("hold kv (now) { }", "stage ;"),
+    ("hold kv (used(foo)) { }", "stage ;"),
+    ("hold kv (free(Q.kv)) { }", "stage ;"),
+    ("hold kv (Q.x) { }", "stage ;"),
+    ("hold kv (~exp(x)) { }", "stage ;"),                    # a draw's argument is a number
+    ("hold kv (x) { } hold foo (1) { }", "stage ;"),         # every pool is checked before any header
+    ("hold kv (b) at admission (b = m) { run (1); }", ""),   # a binding read in the header stands for its value
+    ("hold kv (b) at admission (b = used(foo)) { run (1); }", ""),
+])
+def test_a_hold_header_is_checked_where_the_entry_ends(body, after):
+    assert_same_rejection(LINK % (PREFILL % body + after))
+
+
+@pytest.mark.parametrize("body", ["hold kv (1) at admission (u = x) { run (n); }",
+                                  "hold kv (1) at admission (u = x) { }"])
+def test_a_binding_never_read_is_never_checked(body):
+    """0.1.2 writes a binding in where it is read; one nobody reads may read anything."""
+    pyserq = pytest.importorskip("pyserq")
+    import json
+    from oracle import normalise_ir
+
+    source = "run { horizon 10; } workload { arrive batch(1); } " + PREFILL % body + "session { P.prefill (1); }"
+    ref = normalise_ir(json.loads(pyserq.compile(source=source).to_json()))
+    assert normalise_ir(compile_program(source=source).to_dict()) == ref
+
+
+PULL_P = "queue P : prefill { pool kv { } serve fifo; nic ps(1); prefill (n) { hold kv (1) { run (n); } lease kv (1); } }\n"
+PULL_D = ("queue D : decode { pool kv { } serve delay; nic ps(1); decode (o) { run (o); } "
+          "decode (o) from src { hold kv (5) { %s run (o); } } }\n")
+PULL_G = "queue G : gateway { serve delay; route () { P.prefill (1); D.decode (1) from P; } }\n"
+PULL_RUN = "run { horizon 10; }\nworkload { arrive batch(1); session { request G; } }\n"
+
+
+@pytest.mark.parametrize("transfer, tail", [
+    ("transfer x;", "D pull P share maxmin;"),       # no `(` after `transfer`: no stage, at once
+    ("transfer;", "stage ;"),
+    ("transfer from L (1) from src to kv (5);", "D pull P share maxmin;"),
+    ("transfer [0] (1) from src to kv (5);", "stage ;"),
+    ("transfer (1) from src to kv (5);", ""),        # called with no pull: refused at the call
+    ("transfer (1) from src to kv (5);", "stage link : delay;"),
+])
+def test_a_from_entrys_transfer_waits_for_a_pull_only_before_a_paren(transfer, tail):
+    assert_same_rejection(PULL_RUN + PULL_P + PULL_D % transfer + PULL_G + tail)
+
+
+def test_a_from_entry_never_called_needs_no_pull():
+    source = "run { horizon 10; }\nworkload { arrive batch(1); session { request; } }\nserver { }\n" + \
+        PULL_P + PULL_D % "transfer (1) from src to kv (5);"
+    assert _reference_text(source) is None
+    assert _sq_text(source) is None
+
+
+PULL_DN = "queue Dn : decode { pool kv { } serve delay; decode (o) { run (o); } }\n"
+PULL_DEC = "queue Dec : decode { pool kv { } serve delay; nic ps(1); decode (o) { run (o); } }\n"
+
+
+@pytest.mark.parametrize("queues, relation", [
+    (PULL_DEC, "Dec pull Pre share maxmin;"),                   # placed at the name it faults
+    (PULL_P + PULL_DN, "P pull Dn;"),
+    (PULL_P + PULL_DN, "Dn pull Q latency x;"),                 # the reader is checked first
+    (PULL_DEC, "Dec pull Dec latency xyz + 1 share maxmin;"),   # and a self-pull before the latency
+    (PULL_DEC, "Dec pull Dec share maxmin; stage ;"),
+    (PULL_P + PULL_DEC, "Dec pull P latency x;"),               # the latency before the `share`
+    (PULL_P + PULL_DEC, "Dec pull P latency x 1 share maxmin;"),
+    (PULL_P + PULL_DEC, "Dec pull P latency 0 && x share maxmin; stage ;"),
+    (PULL_P + PULL_DEC, "Dec pull P latency a share maxmin; let a = 1;"),
+    (PULL_P + PULL_DEC, "Dec pull P share maxmin; Dec pull P latency x;"),
+])
+def test_a_pull_relation_is_checked_as_it_is_read(queues, relation):
+    assert_same_rejection(LINK % (queues + relation))
+
+
+@pytest.mark.parametrize("transfer", ["transfer on L (1) from delay to kv (5);",
+                                      "transfer on L (1) from aa to bb (5);"])
+def test_a_transfers_from_pool_is_the_entrys_too(transfer):
+    queue = ("stage L : delay;\nqueue D : decode { pool kv { } serve delay; decode (o) { run (o); } "
+             "decode (o) from src { hold kv (5) { %s run (o); } } } stage ;" % transfer)
+    assert_same_rejection(LINK % queue)
+
+
+@pytest.mark.parametrize("pools", ["pool kv { spill pulls via wire (1) when (1); }",
+                                   "pool tier { } pool kv { spill tier via wire2 (1) when (1); }"])
+def test_an_unknown_spill_name_is_underlined_where_it_is_written(pools):
+    assert_same_rejection(LINK % ("stage wire : delay;\n" + pools))
+
+
+@pytest.mark.parametrize("nic", [
+    "queue M : link { nic step { cost 0.5; } latency serve ps(2); }",    # a NIC has no fixed wait
+    "queue M : link { serve ps(1); nic step { cost 1; } latency; }",
+    "queue M : link { serve ps(1); nic step { cost 1; } latency (n) { } }",
+    "queue M : link { serve ps(1); nic step { cost 1; }; latency 1; }",  # after its `;`, an entry
+])
+def test_latency_after_a_step_nic(nic):
+    assert_same_rejection(LINK % nic)
+
+
+MEMBERS = "run { horizon 10; }\nworkload { arrive batch(1); }\n" \
+          "queue P[2] : prefill { pool kv { } nic ps(1); serve delay; prefill (n) { run (n); mark m; } }\n"
+
+
+@pytest.mark.parametrize("expr", [
+    "queued(P[0].kvx)",         # a field that is no pool: refused where the field is read
+    "f(P[0].kvx)",              # before the unknown function
+    "queued(P[0].nic)",
+    "max(P[0].kv, 1)",          # a member's pool read as a number: an unknown name
+    "max(P[0].m, 1)",
+    "~exp(P[0].x)",             # a draw's arguments are expressions
+    "~uniform(P[0].kv, 2)",
+])
+def test_a_members_field_in_a_call(expr):
+    assert_same_rejection(MEMBERS + "session { observe a = %s; }" % expr)
+
+
+@pytest.mark.parametrize("pool", ["pool kv [ { cap 64; }", "pool kv[2 { cap 64; }", "pool kv[x] { }",
+                                  "pool kv[0] { }", "pool kv[2] { cap 64; }"])
+def test_a_queue_pools_size_is_read_before_it_is_refused(pool):
+    assert_same_rejection(LINK % ("queue E : decode { %s }" % pool))
+
+
+@pytest.mark.parametrize("session", ["session { observe a = max(self, 1); }", "session { observe a = abs(self); }",
+                                     "session { observe a = queue(self); }", "gauge g = f(self);",
+                                     "gauge g = queue(self + 1);"])
+def test_self_as_a_whole_argument_outside_an_entry(session):
+    """A whole argument may name a pool or stage, so 0.1.2 leaves `self` there to the linker."""
+    assert_same_rejection("run { horizon 10; }\nworkload { arrive batch(1); }\n" + session)
+
+
+@pytest.mark.parametrize("stage, transfer", [("stage transfer : delay;", "transfer (1);"),
+                                             ("stage link : delay;", "transfer (1);"),
+                                             ("stage Lk : delay;", "transfer on Lk (1);")])
+def test_a_transfer_without_pools_names_its_stage_in_the_help(stage, transfer):
+    assert_same_rejection("run { horizon 10; }\nworkload { arrive batch(1); }\npool kv { }\n" + stage +
+                          "session { hold kv (1) { %s } }" % transfer)

@@ -354,6 +354,8 @@ class Spill(Node):
     via: str = ""
     amount: Expr = None
     when: Expr = None
+    target_span: Optional[Span] = None     # where the two names are written (0.1.2 marks the faulty one)
+    via_span: Optional[Span] = None
 
 
 PoolOption = Union[Cap, Block, Evict, Preempt, WaitOrder, AdmitVia, Spill]

@@ -464,7 +464,7 @@ class Linker:
         if kind is A.Call:
             return self._call(e, c)
         if kind is A.Ref:           # a reference given to a numeric parameter reads the bare name
-            if e.field is not None and e.name not in self.qx.queues:
+            if e.field is not None and (e.name not in self.qx.queues or self._queue_pool(e.name, e.field)):
                 # 0.1.2 names the dotted pair and underlines the family's name only.
                 raise self.error(f"unknown name `{e.name}.{e.field}`", e,
                                  "help: declare a `let` constant or assign a session attribute before using it",
@@ -524,8 +524,7 @@ class Linker:
             return {"Num": "inf"}
         if name in RENAMED_CTX:
             raise self.error(f"the context variable `{name}` is now `{RENAMED_CTX[name]}`", e, length=len(name))
-        if name == "self":
-            raise self.error("`self` is a queue entry's word: the member's own index", e, length=4)
+        # a stray `self` reaches here only as a whole argument: 0.1.2 calls it an unknown name
         if name in self.bound_only:
             raise self.error(f"`{name}` is read outside the body of the hold that binds it",
                              self._binding_site(name, e), length=len(name))
@@ -568,6 +567,10 @@ class Linker:
     def _arity(self, e: A.Call, n: int) -> None:
         if len(e.args) != n:
             raise self.error(f"`{e.name}` takes {n} argument(s), got {len(e.args)}", e, length=len(e.name))
+
+    def _queue_pool(self, queue: str, field: str) -> bool:
+        """`field` is a pool of queue `queue` (a member's pool read as a number is an unknown name)."""
+        return any(p.name == field for p in self.qx.queues[queue].item.pools)
 
     def _ref_arg(self, call: A.Call, arg: Any, table: dict, what: str, c: _Ctx) -> dict:
         if not isinstance(arg, (A.Name, A.Ref, A.Dotted)):
@@ -1082,8 +1085,8 @@ class Linker:
                 row.queue = None if order is None or order.keys is None else [self.expr(k) for k in order.keys]
                 row.admit_via = None
                 if spill is not None:
-                    to = self._family(spill.target, self.pools, "pool", spill)
-                    link = self._family(spill.via, self.stages, "stage", spill)
+                    to = self._family(spill.target, self.pools, "pool", _named(spill.target, spill.target_span, spill))
+                    link = self._family(spill.via, self.stages, "stage", _named(spill.via, spill.via_span, spill))
                     row.spill = ir.Spill(to.base, link.base, self.expr(spill.amount), self.expr(spill.when))
                 if via is not None:
                     row.admit_via = self._paired(fam, via.stage, self.stages, i, "admit via", via)
@@ -1612,3 +1615,9 @@ def _substitute(e: Any, subst: dict) -> Any:
 def link(prog: A.Program, settings: Settings | None = None) -> ir.Program:
     """Link a parsed program into the IR; every rejection is an SqError."""
     return Linker(prog, settings).run()
+
+
+def _named(name: str, span: Any, node: Any) -> Any:
+    """The name as written, to underline it whole; the node itself when its place is unknown."""
+    return node if span is None else A.Name(span, name)
+

@@ -25,7 +25,7 @@ import sys
 
 from sq.frontend import ast
 from sq.frontend import expand as ex
-from sq.frontend import sides
+from sq.frontend import queues, sides
 from sq.frontend.errors import SqError, Span
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, format_number, tokenize
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
@@ -98,7 +98,6 @@ class _Parser:
         self.queues: dict[str, ast.Queue] = {}
         self.queue_body: _QueueBody | None = None      # the queue whose entries are being read
         self.stages_above: dict[str, bool] = {}         # stage name -> is a step engine
-        self.pending_transfers: list[tuple] = []        # (transfer token, queue) awaiting a pull
         self.pulls: set[str] = set()
         self.shared: tuple | None = None     # (line, by a pull relation, policy)
         self.overrides = self._read_overrides(overrides)
@@ -179,10 +178,6 @@ class _Parser:
         while not self.at(EOF):
             self.item(state)
         self._after_items()
-        for start, queue in self.pending_transfers:
-            if queue not in self.pulls:
-                raise self.error(start, "no stage declared above plays `transfer`: name a stage "
-                                 "`link` or `transfer`, or write `transfer on STAGE (...)`")
         sides.check_pairing(self.items, self.queues, self._span_error)
         sides.check_side_uses(self.items, self.side_uses, self.error)
         return ast.Program(tuple(self.items), self.file, self.source,
@@ -425,21 +420,23 @@ class _Parser:
         reader = self.advance()
         self.advance()                                    # pull
         source = self.expect_name()
-        latency = None
-        if self.at_word("latency"):
-            self.advance()
-            latency = self.expr()
         label = f"`{reader.text} pull {source.text}`"
-        for name in (reader.text, source.text):
-            if name not in self.queues:
-                raise self.error(reader, f"{label}: no queue `{name}` is declared above")
-        for name in (reader.text, source.text):
-            if self.queues[name].nic is None:
-                raise self.error(reader, f"{label}: queue `{name}` has no `nic`; a read runs over "
+        # 0.1.2 checks each queue where it is named, the reader first, before the latency
+        for tok in (reader, source):
+            if tok.text not in self.queues:
+                raise self.error(tok, f"{label}: no queue `{tok.text}` is declared above")
+            if self.queues[tok.text].nic is None:
+                raise self.error(tok, f"{label}: queue `{tok.text}` has no `nic`; a read runs over "
                                  "the source's NIC and the reader's")
+        if source.text == reader.text:
+            raise self.error(source, f"{label}: a queue reads from another")
         if reader.text in self.pulls:
             raise self.error(reader, f"`{reader.text}` pulls from `{source.text}` already: "
                              "one relation per reader")
+        latency = None
+        if self.at_word("latency"):
+            self.advance()
+            latency = self.constant_latency("the reader's fixed wait before each read")
         tok = self.peek()
         if not tok.is_word("share"):
             raise self.error(tok, f"{label} names how concurrent reads divide the NICs: "
@@ -543,7 +540,7 @@ class _Parser:
             self.expect_word("when")
             when = self.paren_expr()
             self.expect("Semi")
-            return ast.Spill(tok.span, target.text, via.text, amount, when)
+            return ast.Spill(tok.span, target.text, via.text, amount, when, target.span, via.span)
         raise self.error(self.peek(), f"unknown pool option `{word}`")
 
     def keys(self) -> tuple:
@@ -576,10 +573,13 @@ class _Parser:
         return ast.Stage(start.span, name.text, size, kind)
 
     def _plain_end(self) -> None:
+        self._no_latency_here()
+        self.expect("Semi")
+
+    def _no_latency_here(self) -> None:
         if self.at_word("latency"):
             raise self.error(self.peek(), "`latency` belongs to the `serve` of a queue that plays "
                              "`link`: a link's fixed wait")
-        self.expect("Semi")
 
     def stage_kind(self):
         """A stage kind without the `;` that ends a plain kind."""
@@ -696,18 +696,19 @@ class _Parser:
                              f"found {tok.show()}")
         word = tok.text
         after_serve, body.after_serve = body.after_serve, False
-        if word == "pool" and not self.at("LParen", 1):
+        if word == "pool":
             if body.serve_tok is not None or body.entries:
                 raise self.error(tok, f"queue `{body.name}` declares its pools first, above its "
                                  "`serve` and entries")
             self.advance()
             pname = self.expect_name()
             if self.at("LBracket"):
+                self.size()                 # 0.1.2 reads the size, and its faults, first
                 raise self.error(pname, f"`pool {pname.text}[…]` in queue `{body.name}`: a "
                                  f"queue's pool is the member's, one per member of `{body.name}`; "
                                  f"write `pool {pname.text}`")
             body.pools.append(ast.Pool(tok.span, pname.text, None, self.pool_body()))
-        elif word == "serve" and not self.at("LParen", 1):
+        elif word == "serve":
             if body.entries:
                 raise self.error(tok, f"queue `{body.name}` declares its `serve` above its entries")
             if body.serve_tok is not None:
@@ -716,7 +717,7 @@ class _Parser:
             body.serve_tok = tok
             body.serve = self.stage_kind()
             self._serve_end(body)
-        elif word == "nic" and not self.at("LParen", 1):
+        elif word == "nic":
             if body.entries:
                 raise self.error(tok, f"queue `{body.name}` declares its `nic` above its entries")
             if body.nic is not None:
@@ -724,12 +725,13 @@ class _Parser:
             self.advance()
             body.nic = self.stage_kind()
             if isinstance(body.nic, ast.Step):
-                self.accept("Semi")
+                if not self.accept("Semi"):
+                    self._no_latency_here()     # a NIC has no fixed wait, however its kind ends
             else:
                 self._plain_end()
         elif word == "latency" and after_serve and body.latency is None:
             self.advance()
-            body.latency = self.expr()
+            body.latency = self.link_latency()
             self.expect("Semi")
         else:
             body.entries.append(self.entry(body))
@@ -746,13 +748,25 @@ class _Parser:
                 raise self.error(self.peek(), "`latency` belongs to the `serve` of a queue that "
                                  "plays `link`: a link's fixed wait")
             self.advance()
-            body.latency = self.expr()
+            body.latency = self.link_latency()
             self.expect("Semi")
             return
         if step:
             body.after_serve = True
             return
         self.expect("Semi")
+
+    def link_latency(self) -> ast.Expr:
+        return self.constant_latency("a link's fixed wait, the same for every transfer")
+
+    def constant_latency(self, meaning: str) -> ast.Expr:
+        """A fixed wait: 0.1.2 folds it over the `let`s above as soon as it is read,
+        before what follows, so a wait that is no constant is the first fault."""
+        tok = self.peek()
+        value = self.expr()
+        if _Folder(self.lets, self.let_deps, sizes=True, strict_logic=True).fold(value)[0] is None:
+            raise self.error(tok, f"`latency` is a number or a constant over `let`s: {meaning}")
+        return value
 
     def entry(self, body: "_QueueBody") -> ast.Entry:
         verb = self.expect_name()
@@ -766,21 +780,71 @@ class _Parser:
                         break
             self.expect("RParen")
             params = tuple(params)
+        # An entry with `from` is kept apart from the plain one of the same verb (only
+        # `decode` may have both; a stray `from` is refused once the queue is read).
+        # 0.1.2 looks for a twin as soon as the parameters are read.
+        sourced = self.at_word("from")
+        if any(e.verb == verb.text and (e.source is not None) == sourced for e in body.entries):
+            raise self.error(verb, f"queue `{body.name}` has `{verb.text}` twice")
         if verb.text in ROLE_VERB.values():
             self._check_entry_params(body, verb, params)
         source = None
-        if self.at_word("from"):
+        if sourced:
             self.advance()
             source = self.expect_name().text
         body.entry_source = source
         block = self.block(ENTRY)
-        # An entry with `from` is kept apart from the plain one of the same verb (only
-        # `decode` may have both); a stray `from` is refused once the queue is read.
-        if any(e.verb == verb.text and (e.source is not None) == (source is not None)
-               for e in body.entries):
-            raise self.error(verb, f"queue `{body.name}` has `{verb.text}` twice")
+        entry = ast.Entry(dataclasses.replace(verb.span, length=1), verb.text, params, source, block)
+        if verb.text != "route":
+            self._check_entry_pools(body, entry)
         # 0.1.2 marks an entry's errors with one caret, whatever the verb's length.
-        return ast.Entry(dataclasses.replace(verb.span, length=1), verb.text, params, source, block)
+        return entry
+
+    def _check_entry_pools(self, body: "_QueueBody", entry: ast.Entry) -> None:
+        """An entry allocates its queue's own pools (and the one its `from` hands it):
+        0.1.2 checks every hold, lease, `growing` and `to` as soon as the entry is read."""
+        own = {p.name for p in body.pools} | set(entry.params or ()) | {entry.source}
+        label = f"`{body.name}.{entry.verb}`"
+        for stmt in _entry_walk(entry.body):
+            for pool, verb in _allocated_pools(stmt):
+                if isinstance(pool, ast.Dotted) or getattr(pool, "field", None) is not None:
+                    continue        # another queue's pool: refused where the statement is linked
+                if pool.name in own:
+                    continue
+                if verb == "leases":
+                    raise self._span_error(entry.span, f"{label} leases `{pool.name}`, which is not a pool "
+                                           f"of `{body.name}`")
+                also = f" and `{entry.source}`, the pool its `from` names" if entry.source else ""
+                raise self._span_error(entry.span, f"{label} holds `{pool.name}`, which is not a pool of "
+                                       f"`{body.name}`: an entry allocates its queue's own pools{also}")
+        for stmt in _entry_walk(entry.body):       # 0.1.2 reads the headers once every pool is known good
+            if isinstance(stmt, ast.Hold):
+                self._check_hold_header(body, entry, stmt)
+
+    def _check_hold_header(self, body: "_QueueBody", entry: ast.Entry, hold: ast.Hold) -> None:
+        """A hold's amounts read the entry's parameters, the queue's pools and stage, and
+        the `let`s above (the `at admission` bindings are left to the linker, as 0.1.2 does)."""
+        label = f"`{body.name}.{entry.verb}`"
+        header = [x for hp in hold.pools for x in (hp.units, hp.reserve) if x is not None]
+        header += [hold.reuse] if hold.reuse is not None else []
+        bound = {x.var for e in header for x in queues.expressions(e) if isinstance(x, ast.Aggregate)}
+        seen = set(entry.params or ()) | bound | set(self.lets) | {"inf", "self"}
+        own = {p.name for p in body.pools} | {body.name}
+        for e in header:
+            dotted = next((x for x in queues.expressions(e) if isinstance(x, ast.Dotted)), None)
+            for name, is_ref in _header_names(e, {b.name: b.value for b in hold.bindings}):
+                if is_ref and name.name not in seen | own:
+                    raise self._span_error(entry.span, f"{label} reads `{name.name}`, which is not a pool or "
+                                           f"stage of `{body.name}`: a queue sees its own; the deployment "
+                                           "reads across queues")
+                if not is_ref and name.name not in seen:
+                    raise self._span_error(entry.span, f"{label}: the header reads `{name.name}`; an entry's "
+                                           "header sees its parameters and the queue's pools and stage. "
+                                           f"Pass `{name.name}` as a parameter")
+            if dotted is not None:
+                raise self._span_error(entry.span, f"{label} reads `{dotted.base}.{dotted.field}`, another "
+                                       "queue's: an entry sees its own; the gateway reads across queues and "
+                                       "passes what an entry needs")
 
     def _check_entry_verb(self, queue: ast.Queue, entry: ast.Entry) -> None:
         """The verb belongs to a declared role."""
@@ -1153,6 +1217,10 @@ class _Parser:
         role = start.text
         self.advance()
         index = on = None
+        awaits_pull = role == "transfer" and self._transfer_awaits_pull()
+        if awaits_pull and not (self.at("LParen") or self.at_word("on")):
+            # 0.1.2 waits for a pull relation only when the work's `(` follows at once
+            raise self._no_transfer_stage(start)
         if self.at("LBracket"):
             self.advance()
             index = self.expr()
@@ -1163,6 +1231,8 @@ class _Parser:
             while self.accept("Comma"):
                 on.append(self.stage_above(role))
             on = tuple(on)
+        elif awaits_pull:
+            on = ()         # no stage yet: the pull relation's NICs, found where the entry is called
         else:
             self._role_stage(start)
         work = self.expr()
@@ -1172,9 +1242,12 @@ class _Parser:
             growing = self.ref()
         if role == "transfer":
             if not self.at_word("from"):
+                # the help names the stage the transfer runs on, as 0.1.2 does
+                stage = on[0].name if on else next((n for n in ("link", "transfer") if n in self.stages_above),
+                                                   "link")
                 raise self.error(start, "`transfer` without `from P to Q (n)`: a KV transfer leaves "
                                  "the lease (or hold) on P and enters the hold on Q", (
-                                     "help: write `transfer (w) from P to Q (n);`, or `run link (w);` "
+                                     f"help: write `transfer (w) from P to Q (n);`, or `run {stage} (w);` "
                                      "for a link that only takes time",))
             if growing is not None:
                 raise self.error(start, "`transfer … from P to Q`: a transfer does not grow a pool")
@@ -1199,6 +1272,17 @@ class _Parser:
                              ("help: declare the stage above this statement",))
         return ref
 
+    def _transfer_awaits_pull(self) -> bool:
+        """A `from` entry's transfer with no link declared above may run over a pull
+        relation written later; 0.1.2 checks for one only where the entry is called."""
+        body = self.queue_body if self.context == ENTRY else None
+        return (body is not None and body.entry_source is not None
+                and not any(n in self.stages_above for n in ("link", "transfer")))
+
+    def _no_transfer_stage(self, start: Token) -> SqError:
+        return self.error(start, "no stage declared above plays `transfer`: name a stage `link` or "
+                          "`transfer`, or write `transfer on STAGE (...)`")
+
     def _role_stage(self, start: Token) -> None:
         """A serving form without `on` finds its stage among those declared above
         (spec 03 §13); 0.1.2 looks before it reads the work."""
@@ -1208,11 +1292,6 @@ class _Parser:
             if isinstance(body.serve, ast.Step) or role in self.stages_above:
                 return
             candidates = []
-        elif (body is not None and role == "transfer" and body.entry_source
-              and not any(n in self.stages_above for n in ("link", "transfer"))):
-            # a `from` entry's transfer may run over a pull relation written later
-            self.pending_transfers.append((start, body.name))
-            return
         elif role in ("prefill", "decode"):
             if role in self.stages_above:
                 return
@@ -1343,7 +1422,7 @@ class _Parser:
             self.i += 1
             dist = self.expect_name()
             self.expect("LParen")
-            return ast.Sample(tok.span, dist.text, self.call_args())
+            return ast.Sample(tok.span, dist.text, self.sample_args())
         atom = self.atom()
         op = self.toks[self.i]
         if op.kind == "Caret":
@@ -1424,6 +1503,17 @@ class _Parser:
                 return tuple(args)
             self.expect_either()
 
+    def sample_args(self) -> tuple:
+        """A draw's arguments up to and including `)`: numbers, never references."""
+        args = []
+        if self.accept("RParen"):
+            return ()
+        while True:
+            args.append(self.expr())
+            if self.accept("RParen"):
+                return tuple(args)
+            self.expect_either()
+
     def expect_either(self) -> None:
         tok = self.peek()
         if tok.kind != "Comma":
@@ -1433,6 +1523,10 @@ class _Parser:
     def call_arg(self) -> ast.Expr:
         """A reference (`kv[j]`, `P[i].kv`) when it is the whole argument, else an expression."""
         tok = self.peek()
+        if tok.is_word("self") and self.toks[self.i + 1].kind in ("Comma", "RParen"):
+            # a whole argument may name a pool or stage: 0.1.2 leaves a stray `self` to the linker
+            self.advance()
+            return ast.Name(tok.span, tok.text)
         if tok.kind == IDENT and self.at("LBracket", 1) and not self.is_def_use():
             end = self._matching(self.i + 1)
             if end is not None:
@@ -1440,8 +1534,18 @@ class _Parser:
                 if self.toks[after].kind == "Dot" and self.toks[after + 1].kind == IDENT:
                     after += 2
                 if self.toks[after].kind in ("Comma", "RParen"):
-                    return self.ref()
+                    return self._member_pool_ref()
         return self.expr()
+
+    def _member_pool_ref(self) -> ast.Ref:
+        """`Q[i].kv` handed to a function names a member's pool; 0.1.2 refuses, where
+        it reads the field, one that is no pool of a queue declared above."""
+        ref = self.ref()
+        queue = self.queues.get(ref.name)
+        if ref.field is not None and queue is not None and ref.field not in {p.name for p in queue.pools}:
+            raise self.error(self.toks[self.i - 1], f"`{ref.name}[…].{ref.field}` reads the request's "
+                             f"attribute, which is no member's: write `{ref.name}.{ref.field}`")
+        return ref
 
     def _matching(self, k: int) -> int | None:
         """The `]` closing the `[` at k, counting square brackets only (as 0.1.2 does)."""
@@ -1526,14 +1630,50 @@ def _line_starts(text: str) -> list[int]:
     return starts
 
 
+def _entry_walk(body):
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.Hold, ast.Loop)):
+            yield from _entry_walk(stmt.body)
+        elif isinstance(stmt, ast.Branch):
+            yield from _entry_walk(stmt.then)
+            yield from _entry_walk(stmt.other or ())
+
+
+def _header_names(e, bindings: dict, depth: int = 0):
+    """The names a hold's header reads, an `at admission` binding read in it
+    standing for its value (0.1.2 writes the value in before it checks)."""
+    for name, is_ref in queues.names_read(e):
+        if name.name in bindings and depth < len(bindings):
+            yield from _header_names(bindings[name.name], bindings, depth + 1)
+        else:
+            yield name, is_ref
+
+
+def _allocated_pools(stmt):
+    """The pools a statement of an entry allocates, each with how it does."""
+    if isinstance(stmt, ast.Hold):
+        if stmt.lease is not None:
+            yield stmt.lease.pool, "leases"
+        for hp in stmt.pools:
+            yield hp.pool, "holds"
+    elif isinstance(stmt, ast.Serving):
+        for pool in (stmt.growing, stmt.dest, stmt.source):     # a transfer's `to` pool before its `from`
+            if pool is not None:
+                yield pool, "holds"
+    elif isinstance(stmt, ast.QueueCall) and stmt.dest is not None:
+        yield stmt.dest, "holds"
+
+
 class _Folder:
     """Folds an expression over `let`s to a number, or None when it is not a
     constant the parser can see (array sizes: spec 01 §6.4)."""
 
-    def __init__(self, lets: dict, deps: dict, sizes: bool = False):
+    def __init__(self, lets: dict, deps: dict, sizes: bool = False, strict_logic: bool = False):
         self.lets = lets
         self.deps = deps
         self.sizes = sizes
+        self.strict_logic = strict_logic    # both sides of `&&`/`||` must fold (a link's latency)
         self.used: set[str] = set()
 
     def fold(self, expr) -> tuple[float | None, frozenset]:
@@ -1573,6 +1713,9 @@ class _Folder:
         raise _NotConstant
 
     def binary(self, e) -> float:
+        if self.strict_logic and e.op in ("&&", "||"):
+            a, b = self.value(e.left) != 0, self.value(e.right) != 0
+            return float(a and b) if e.op == "&&" else float(a or b)
         if e.op == "&&":
             return float(self.value(e.left) != 0 and self.value(e.right) != 0)
         if e.op == "||":

@@ -236,8 +236,12 @@ class Expander:
             outer = sc.bindings
             sc.bindings = outer | {b.name for b in s.bindings}
             try:
+                # 0.1.2 writes a binding into the body where it is read: one never read is never checked
+                read = _names_read_in(s.body)
+                unread = {id(b.value) for b in s.bindings if b.name not in read}
                 for e in _stmt_parts(s):
-                    sc.expr(e)
+                    if id(e) not in unread:
+                        sc.expr(e)
                 for inner in s.body:
                     self._check_stmt(inner, sc)
             finally:
@@ -286,7 +290,9 @@ class Expander:
                               reserve=_opt(sc.expr, hp.reserve)) for hp in s.pools)
         lease = None if s.lease is None else replace(s.lease, pool=sc.pool(s.lease.pool),
                                                      time=sc.expr(s.lease.time))
-        bindings = tuple(replace(b, value=sc.expr(b.value)) for b in s.bindings)
+        read = _names_read_in(s.body)
+        # a binding never read is never written into the body, so 0.1.2 checks nothing in it
+        bindings = tuple(replace(b, value=sc.expr(b.value)) if b.name in read else b for b in s.bindings)
         return [replace(s, pools=pools, reuse=_opt(sc.expr, s.reuse), bindings=bindings,
                         body=self._block(s.body, sc, stack), cache=_opt(sc.expr, s.cache), lease=lease)]
 
@@ -325,6 +331,10 @@ class Expander:
                 raise self.error(f"`transfer … from {taken}`: a read takes from the entry's source, "
                                  f"`from {sc.source_param}`", s.source, phase="parse")
             on = self._pull_flow(s, sc, pre)
+        elif s.on == () and s.index is None:     # the parser left the stage to a pull relation
+            raise self.error(f"`{sc.q.name}`'s `transfer` names no NIC and `{sc.q.name}` pulls from no queue: "
+                             f"declare `{sc.q.name} pull SOURCE share …;`, or write `transfer on …`", sc.call,
+                             phase="parse", length=1)
         return pre + [replace(s, on=on, index=_opt(sc.expr, s.index), work=work, growing=growing, source=source,
                               dest=dest, amount=amount)]
 
@@ -431,7 +441,7 @@ class _Scope:
                 raise self.error(f"{label} holds `{_pool_name(hp.pool)}`, which is not a pool of `{self.q.name}`: "
                                  f"an entry allocates its queue's own pools", self.entry, phase="parse")
         header = [x for hp in h.pools for x in (hp.units, hp.reserve) if x is not None]
-        header += ([h.reuse] if h.reuse is not None else []) + [b.value for b in h.bindings]
+        header += [h.reuse] if h.reuse is not None else []     # 0.1.2 lets `at admission` read freely
         bound = {b.name for b in h.bindings} | {x.var for e in header for x in _exprs(e) if isinstance(x, A.Aggregate)}
         for e in header:
             for x, is_ref in _names(e):
@@ -514,9 +524,16 @@ def _names(e: Any, is_ref: bool = False):
     if isinstance(e, A.Name):
         yield e, is_ref
         return
-    if isinstance(e, (A.Call, A.Sample)):
+    if isinstance(e, A.Dotted) and is_ref:      # another queue's pool handed to a function
+        yield A.Name(e.span, f"{e.base}.{e.field}"), True
+        return
+    if isinstance(e, A.Call):
         for a in e.args:
             yield from _names(a, True)
+        return
+    if isinstance(e, A.Sample):                 # a draw's arguments are numbers
+        for a in e.args:
+            yield from _names(a)
         return
     for name in ("operand", "left", "right", "test", "then", "other", "count", "body", "index"):
         child = getattr(e, name, None)
@@ -565,6 +582,10 @@ def _stmt_parts(s: Any) -> list:
     return []
 
 
+def _names_read_in(body: Any) -> set:
+    return {x.name for s in _walk(body) for e in _stmt_parts(s) for x in _exprs(e) if isinstance(x, A.Name)}
+
+
 def _blocks_of(s: Any) -> list:
     if isinstance(s, (A.Hold, A.Loop)):
         return [s.body]
@@ -598,3 +619,9 @@ def _walk(body: Any):
             yield from _walk(s.then)
             if s.other is not None:
                 yield from _walk(s.other)
+
+
+# The parser checks an entry's holds where the entry ends, as 0.1.2 does.
+names_read = _names
+expressions = _exprs
+
