@@ -19,6 +19,7 @@ from sq import ir
 from sq.frontend import ast as A
 from sq.frontend import queues
 from sq.frontend.errors import SqError, Span
+from sq.frontend.fold import binary_value, pure_value
 
 # ---------------------------------------------------------------- the language's names
 
@@ -135,84 +136,6 @@ class Settings:
 
 
 # ---------------------------------------------------------------- constant folding
-
-def _pure(name: str, args: list[float]) -> float:
-    if name in ("min", "max"):
-        a, b = args
-        if math.isnan(a):
-            return b
-        if math.isnan(b):
-            return a
-        return min(a, b) if name == "min" else max(a, b)
-    if name == "pow":
-        return _pow(*args)
-    x = args[0]
-    try:
-        if name == "abs":
-            return abs(x)
-        if name == "floor":
-            return float(math.floor(x)) if math.isfinite(x) else x
-        if name == "ceil":
-            return float(math.ceil(x)) if math.isfinite(x) else x
-        if name == "sqrt":
-            return math.sqrt(x) if x >= 0 else (x if math.isnan(x) else math.nan)
-        if name == "exp":
-            try:
-                return math.exp(x)
-            except OverflowError:
-                return math.inf
-        if name == "ln":
-            if math.isnan(x) or x < 0:
-                return math.nan
-            return -math.inf if x == 0 else math.log(x)
-    except (ValueError, OverflowError):
-        return math.nan
-    raise AssertionError(name)
-
-
-def _pow(a: float, b: float) -> float:
-    try:
-        r = math.pow(a, b)
-    except OverflowError:
-        r = math.inf if a > 0 or float(b).is_integer() and int(b) % 2 == 0 else -math.inf
-    except ValueError:
-        r = math.nan if a < 0 else math.inf   # 0 ** negative is +inf in IEEE pow
-    return r
-
-
-def _div(a: float, b: float) -> float:
-    if b == 0:
-        if a == 0 or math.isnan(a):
-            return math.nan
-        return math.copysign(math.inf, a) * math.copysign(1.0, b)
-    return a / b
-
-
-def binary_value(op: str, a: float, b: float) -> float:
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/":
-        return _div(a, b)
-    if op == "^":
-        return _pow(a, b)
-    if op == "<":
-        return float(a < b)
-    if op == "<=":
-        return float(a <= b)
-    if op == ">":
-        return float(a > b)
-    if op == ">=":
-        return float(a >= b)
-    if op == "==":
-        return float(a == b)
-    if op == "!=":
-        return float(a != b)
-    raise AssertionError(op)
-
 
 # ---------------------------------------------------------------- the linker
 
@@ -334,13 +257,13 @@ class Linker:
             if e.name not in PURE or PURE[e.name][1] != len(args):
                 raise self.error(f"`{e.name}` with {len(args)} argument(s) is not a constant function", e,
                                  length=len(e.name))
-            return _pure(e.name, args)
+            return pure_value(e.name, args)
         if isinstance(e, A.Aggregate):
             n = self._agg_count(e, env, agg)
             values = [self.fold(e.body, env, {**agg, e.var: float(j)}) for j in range(n)]
             out = values[0]
             for v in values[1:]:
-                out = out + v if e.op == "sum" else _pure(e.op, [out, v])
+                out = out + v if e.op == "sum" else pure_value(e.op, [out, v])
             return out
         raise self.error(f"unexpected expression {type(e).__name__}", e)
 

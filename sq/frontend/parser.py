@@ -27,6 +27,7 @@ from sq.frontend import ast
 from sq.frontend import expand as ex
 from sq.frontend import queues, sides
 from sq.frontend.errors import SqError, Span
+from sq.frontend.fold import binary_value, pure_value
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, format_number, tokenize
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
                                ROLE_VERB, SERVING_WORDS, retired_name)
@@ -1707,7 +1708,7 @@ class _Folder:
             return self.value(e.then) if self.value(e.test) != 0 else self.value(e.other)
         if isinstance(e, ast.Call) and PURE_FUNCTIONS.get(e.name) == len(e.args):
             args = [self.value(a) for a in e.args]
-            return _pure(e.name, args)
+            return pure_value(e.name, args)
         if isinstance(e, ast.Aggregate) and not self.sizes:
             return self.aggregate(e)
         raise _NotConstant
@@ -1721,7 +1722,7 @@ class _Folder:
         if e.op == "||":
             return float(self.value(e.left) != 0 or self.value(e.right) != 0)
         a, b = self.value(e.left), self.value(e.right)
-        return _arith(e.op, a, b)
+        return binary_value(e.op, a, b)
 
     def aggregate(self, e) -> float:
         count = self.value(e.count)
@@ -1761,68 +1762,7 @@ def _sum(values):
 def _reduce(op, values):
     acc = values[0]
     for v in values[1:]:
-        acc = _pure(op, [acc, v])
+        acc = pure_value(op, [acc, v])
     return acc
 
 
-def _arith(op: str, a: float, b: float) -> float:
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/":
-        if b == 0:
-            if a == 0 or a != a:
-                return math.nan
-            return math.copysign(math.inf, a) * math.copysign(1.0, b)
-        return a / b
-    if op == "^":
-        return _pow(a, b)
-    if a != a or b != b:
-        return 1.0 if op == "!=" else 0.0
-    return float({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
-
-
-def _pow(a: float, b: float) -> float:
-    try:
-        result = math.pow(a, b)
-    except (OverflowError, ValueError):
-        if a < 0 and b != math.floor(b):
-            return math.nan
-        if a == 0 and b < 0:
-            return math.inf
-        return math.inf if abs(a) > 1 or b < 0 else 0.0
-    return result
-
-
-def _pure(name: str, args) -> float:
-    if name in ("min", "max"):
-        a, b = args
-        if a != a:
-            return b
-        if b != b:
-            return a
-        return min(a, b) if name == "min" else max(a, b)
-    if name == "pow":
-        return _pow(*args)
-    (x,) = args
-    if name == "abs":
-        return abs(x)
-    if name in ("floor", "ceil"):
-        if x != x or x in (math.inf, -math.inf):
-            return x
-        return float(math.floor(x) if name == "floor" else math.ceil(x))
-    if name == "sqrt":
-        return math.sqrt(x) if x >= 0 else (math.nan if x == x else x)
-    if name == "exp":
-        try:
-            return math.exp(x)
-        except OverflowError:
-            return math.inf
-    if name == "ln":
-        if x != x or x < 0:
-            return math.nan
-        return -math.inf if x == 0 else math.log(x)
-    raise _NotConstant
