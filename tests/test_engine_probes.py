@@ -14,11 +14,12 @@ import pytest
 
 from sq.lower import lower
 from sq.report import Report
+from oracle import SPEC_DIR
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
 
-PROBES = Path("/work/shared/spec/probes/probes.json")
+PROBES = Path(SPEC_DIR + "/probes/probes.json")
 
 # probes this engine covers now: fifo/ps/delay stages, sessions, arrivals, streams
 IN_SCOPE = {

@@ -9,10 +9,11 @@ import pytest
 
 from sq.frontend.errors import SqError
 from sq.ir import Program
+from oracle import SPEC_DIR
 
 pyserq = pytest.importorskip("pyserq")
 
-PROBES = json.loads(Path("/work/shared/spec/probes/probes.json").read_text())
+PROBES = json.loads(Path(SPEC_DIR + "/probes/probes.json").read_text())
 
 
 def _pyserq_ir(source: str, **overrides) -> str | None:

@@ -18,10 +18,11 @@ import pytest
 from sq.frontend.compile import compile_program
 from sq.frontend.errors import SqError
 from sq.ir import Program
+from oracle import SPEC_DIR
 
 pyserq = pytest.importorskip("pyserq")
 
-PROBES = json.loads(Path("/work/shared/spec/probes/probes.json").read_text())
+PROBES = json.loads(Path(SPEC_DIR + "/probes/probes.json").read_text())
 
 # Programs covering each construct the linker writes (pools, stages, queues, holds and
 # bindings, serving forms, aggregates, gauges, run settings, name resolution).
@@ -287,11 +288,11 @@ def test_rejections_match_pyserq(source):
 
 @pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
 def test_probe_programs(probe, monkeypatch):
-    monkeypatch.chdir("/work/shared/spec/probes")
+    monkeypatch.chdir(SPEC_DIR + "/probes")
     assert_same(probe["source"], **(probe.get("overrides") or {}))
 
 
-GRAMMAR = Path("/work/shared/spec/10-grammar.md").read_text()
+GRAMMAR = Path(SPEC_DIR + "/10-grammar.md").read_text()
 EVERY_PRODUCTION = re.findall(r"```serq\n(.*?)```", GRAMMAR, re.S)[-2:]
 
 

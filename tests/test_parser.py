@@ -14,8 +14,9 @@ from sq.frontend import ast
 from sq.frontend.errors import SqError
 from sq.frontend.lexer import format_number, tokenize
 from sq.frontend.parser import parse
+from oracle import SPEC_DIR
 
-SPEC = Path("/work/shared/spec")
+SPEC = Path(SPEC_DIR)
 PROBES = SPEC / "probes" / "probes.json"
 RUN = "run { horizon 10; }\nworkload { arrive batch(1); }\n"
 

@@ -6,6 +6,7 @@ import pytest
 
 from sq.frontend.errors import SqError
 from sq.frontend.parser import parse
+from oracle import SPEC_DIR
 
 pyserq = pytest.importorskip("pyserq")
 
@@ -304,7 +305,7 @@ def _mutations(count, seed):
     """Small token-level edits of the probe programs."""
     import json
     import random
-    probes = json.load(open("/work/shared/spec/probes/probes.json"))
+    probes = json.load(open(SPEC_DIR + "/probes/probes.json"))
     rng = random.Random(seed)
     extras = [";", "{", "}", "(", ")", "[", "]", "~", "def", "hold", "-", ".5", '"x"', "queue", "at",
               ",", ".", "turn;", "request;", "serve", "latency", "pull", "share", "in", "by", "sum", "=",
@@ -328,7 +329,7 @@ def _mutations(count, seed):
 def test_mutated_probes_are_rejected_like_pyserq(tmp_path, monkeypatch):
     """Where 0.1.2 gives a parse error (located, not a link error), we give the
     same one at the same place; where it parses, so do we."""
-    monkeypatch.chdir("/work/shared/spec/probes")
+    monkeypatch.chdir(SPEC_DIR + "/probes")
     for source in _mutations(400, seed=5):
         theirs = _pyserq_error(source)
         theirs_parse = theirs is not None and re.match(r"\d+:\d+: ", theirs) and "link error" not in theirs

@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sq.frontend.errors import SqError
 from sq.trace import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
+from oracle import SPEC_DIR
 
 pyserq = pytest.importorskip("pyserq")
 
-PROBES = "/work/shared/spec/probes"
+PROBES = SPEC_DIR + "/probes"
 TRACE_STREAM = 0x6A09E667F3BCC908
 
 
