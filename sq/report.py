@@ -62,6 +62,11 @@ def _name(s: str) -> str:
 
 # -- rows ----------------------------------------------------------------------
 
+def _avg(area: Area, warmup: float, end: float) -> float:
+    """A stage's or pool's time average over [warmup, end]."""
+    return stats.time_mean(area.integral, area.value, warmup, end)
+
+
 @dataclass
 class Observe:
     """One observation's statistics over its samples at t >= warmup."""
@@ -149,20 +154,17 @@ class Stage:
 
     @classmethod
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
-        def avg(area: Area) -> float:
-            return stats.time_mean(area.integral, area.value, warmup, end)
-
         completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
         p50, p99 = stats.itl_quantiles(raw.itl_gaps)
         return cls(
             name=raw.name, index=raw.index,
-            mean_number=avg(raw.number), utilization=avg(raw.busy),
+            mean_number=_avg(raw.number, warmup, end), utilization=_avg(raw.busy, warmup, end),
             completed=completed, throughput=_ratio(completed, end - warmup),
             mean_wait=_mean(raw.wait_mean, raw.waits),
             mean_service=_mean(raw.service_mean, raw.services),
             iterations=int(raw.iterations),
-            prefill_only=avg(raw.prefill_only), decode_only=avg(raw.decode_only),
-            mixed=avg(raw.mixed), mean_decodes=avg(raw.decodes),
+            prefill_only=_avg(raw.prefill_only, warmup, end), decode_only=_avg(raw.decode_only, warmup, end),
+            mixed=_avg(raw.mixed, warmup, end), mean_decodes=_avg(raw.decodes, warmup, end),
             mean_decode_batch=stats.mean_or_nan(raw.decode_batches),
             mean_decode_step=stats.mean_or_nan(raw.decode_steps),
             mean_itl=stats.itl_mean(raw.itl_gaps), itl_p50=p50, itl_p99=p99,
@@ -190,13 +192,10 @@ class Pool:
 
     @classmethod
     def from_raw(cls, raw: PoolRaw, warmup: float, end: float) -> "Pool":
-        def avg(area: Area) -> float:
-            return stats.time_mean(area.integral, area.value, warmup, end)
-
         return cls(
             name=raw.name, index=raw.index,
-            mean_used=avg(raw.used), mean_cached=avg(raw.cached),
-            mean_queue=avg(raw.queue), mean_holders=avg(raw.holders),
+            mean_used=_avg(raw.used, warmup, end), mean_cached=_avg(raw.cached, warmup, end),
+            mean_queue=_avg(raw.queue, warmup, end), mean_holders=_avg(raw.holders, warmup, end),
             mean_wait=_mean(raw.wait_mean, raw.waits),
             admissions=int(raw.admissions), evicted_entries=int(raw.evicted_entries),
             evicted_units=float(raw.evicted_units), preemptions=int(raw.preemptions),

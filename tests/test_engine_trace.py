@@ -8,7 +8,6 @@ import pytest
 
 from sq.frontend.errors import SqError
 from sq.lower import lower
-from sq.trace import read_trace
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
@@ -53,12 +52,6 @@ def test_replay_matches_pyserq(tmp_path, monkeypatch, workload, seed):
         assert o.sessions.tolist() == list(r.sessions) and o.turns.tolist() == list(r.turns)
         assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(o.samples.tolist(), r.samples))
         assert len(o.samples) == len(r.samples)
-
-
-def test_reader_matches_pyserq(tmp_path):
-    path = tmp_path / "t.csv"
-    path.write_text(CORPUS + "-4,x,inf,1e2,+0.5\n")
-    assert read_trace(str(path)).sessions() == [list(s) for s in pyserq.read_trace(str(path))]
 
 
 @pytest.mark.parametrize("csv", [
