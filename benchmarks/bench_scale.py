@@ -59,6 +59,18 @@ stage d : delay;
 workload {{ arrive closed({n}); }}
 session {{ hold kv (1 + ~uniform(0, 1)) {{ run d (~exp(1)); }} cache (inf); }}
 """, 200_000),
+    Scenario("holders", "N holders of a pool whose `grow` preempts lifo", """
+pool p {{ cap {n} * 2; preempt lifo; }}
+stage d : delay;
+workload {{ arrive closed({n}); }}
+session {{ hold p (1) {{ run d (~exp(1)); grow p (~uniform(0, 2)); run d (~exp(1)); }} }}
+""", 200_000),
+    Scenario("preempt", "N residents growing in a step engine's pool, preempting lifo", """
+pool kv {{ cap {n} * 30; block 4; preempt lifo; evict lru; }}
+stage engine : step {{ memory kv; budget inf; cost 0.01; }}
+workload {{ arrive closed({n}); }}
+session {{ hold kv (4) {{ run engine decode (1 + ~exp(50)) growing kv; }} cache (4); }}
+""", 100_000),
     Scenario("step", "N residents of a step stage (decoding, no memory limit)", """
 pool seqs {{ cap inf; admit via engine; }}
 stage engine : step {{ budget inf; cost 0.01; }}

@@ -93,7 +93,7 @@ cdef struct Stage:
     int32_t* res             # resident job slots, in admission order
     int64_t nres
     int64_t res_cap
-    # residents before `cursor` are served in pass `cursor_stamp` (reset when residents change),
+    # residents before `cursor` are served in pass `cursor_stamp` (kept so as residents join and leave),
     # so a pass in resident order costs O(residents), not O(residents²)
     int64_t cursor
     int64_t cursor_stamp
@@ -131,14 +131,20 @@ cdef struct Entry:
     double size
     double last
     int64_t seq
+    int64_t at              # its place in the pool's lru heap (lru pools only)
 
 cdef struct Pool:
     double cap
     double block            # 0: none
     double used
     double cached
-    int32_t* holders        # session slots, one per admission (nested holds appear twice)
-    int64_t nholders
+    # holders: session slots, one per admission (nested holds appear twice), in admission order.
+    # A release removes all of a session's entries at once by moving its generation on, which
+    # leaves them stale in place (skipped, and squeezed out once they are half the array).
+    int32_t* holders
+    uint32_t* holders_gen   # the session's generation when the entry was pushed
+    int64_t nholders        # live entries
+    int64_t holders_len     # entries in the array, stale ones included
     int64_t holders_cap
     int32_t* queue          # waiting session slots, in the order they joined (= queue_base + qhead)
     int64_t qlen
@@ -166,6 +172,9 @@ cdef struct Pool:
     Entry* entries
     int64_t nentries
     int64_t entries_cap
+    # lru pools: a binary min-heap of entry indices by (last, seq); each entry knows its place,
+    # so evicting, touching and removing an entry cost O(log entries)
+    int64_t* lru
     # serial -> index of the session's own entry (open addressing, linear probing, backward-shift
     # deletion), so finding it costs O(1) instead of a scan of every entry (dead ones are not indexed)
     int64_t* own_keys         # serial + 1; 0 marks an empty bucket
@@ -209,6 +218,8 @@ cdef struct State:
     int32_t* sess_job          # per session: its current stage job (-1: none)
     char* stuck                # per session: counted stuck once
     double* ppos               # per session × pool: position at the last preemption (NaN: none)
+    int32_t* hcount            # per session × pool: its live entries in the pool's holders
+    uint32_t* hgen             # per session × pool: the generation its live holders entries carry
     const int32_t* hold_pcs
     int iter_preempted         # a preemption happened during the current start_iteration
     int32_t* itl_stage         # per session: the stage of its previous token

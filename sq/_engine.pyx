@@ -461,6 +461,8 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.stuck, cap * sizeof(char)) \
                 or not grow(<void**> &st.itl_stage, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.ppos, cap * (st.n_pools + 1) * sizeof(double)) \
+                or not grow(<void**> &st.hcount, cap * st.n_pools * sizeof(int32_t)) \
+                or not grow(<void**> &st.hgen, cap * st.n_pools * sizeof(uint32_t)) \
                 or not grow(<void**> &st.grow_job, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.itl_has, cap * sizeof(char)) \
                 or not grow(<void**> &st.itl_last, cap * sizeof(double)) \
@@ -471,6 +473,8 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.trace_next, cap * sizeof(int64_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
+        # generations start at 0 for new slots and carry on when a slot is reused
+        memset(&st.hgen[st.scap * st.n_pools], 0, (cap - st.scap) * st.n_pools * sizeof(uint32_t))
         st.scap = cap
     slot = <int32_t> st.shigh
     st.shigh += 1
@@ -778,21 +782,10 @@ cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, i
     if start_job(st, k, slot, w) < 0:
         return -1
     if mode != M_PLAIN:
-        # the job just joined: it is the resident with this owner and the newest id
-        j = newest_job(st, k)
+        j = st.sess_job[slot]           # the job that just joined
         st.job_mode[j] = mode
         st.job_grow[j] = growing
     return 0
-
-
-cdef int32_t newest_job(State* st, int32_t k) noexcept nogil:
-    cdef Stage* s = &st.stages[k]
-    cdef int64_t r
-    cdef int32_t best = s.res[0]
-    for r in range(s.nres):
-        if st.job_id[s.res[r]] > st.job_id[best]:
-            best = s.res[r]
-    return best
 
 
 cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
@@ -1013,8 +1006,57 @@ cdef int own_reserve(State* st, Pool* p) noexcept nogil:
     return 0
 
 
+# ---- the lru heap: entry indices by (last, seq), smallest on top ----
+cdef inline bint lru_pool(Pool* p) noexcept nogil:
+    return p.evict_count == 0
+
+
+cdef inline bint lru_before(Pool* p, int64_t a, int64_t b) noexcept nogil:
+    return p.entries[a].last < p.entries[b].last or (
+        p.entries[a].last == p.entries[b].last and p.entries[a].seq < p.entries[b].seq)
+
+
+cdef inline void lru_place(Pool* p, int64_t i, int64_t e) noexcept nogil:
+    p.lru[i] = e
+    p.entries[e].at = i
+
+
+cdef void lru_sift(Pool* p, int64_t i, int64_t n) noexcept nogil:
+    """Restore the heap order around place i of a heap of n (the entry there moved either way)."""
+    cdef int64_t e = p.lru[i], parent, child
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not lru_before(p, e, p.lru[parent]):
+            break
+        lru_place(p, i, p.lru[parent])
+        i = parent
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and lru_before(p, p.lru[child + 1], p.lru[child]):
+            child += 1
+        if not lru_before(p, p.lru[child], e):
+            break
+        lru_place(p, i, p.lru[child])
+        i = child
+    lru_place(p, i, e)
+
+
+cdef inline void lru_touched(Pool* p, int64_t e) noexcept nogil:
+    """Entry e's (last, seq) changed."""
+    if lru_pool(p):
+        lru_sift(p, p.entries[e].at, p.nentries)
+
+
 cdef inline void remove_entry(Pool* p, int64_t e) noexcept nogil:
-    cdef int64_t last = p.nentries - 1
+    cdef int64_t last = p.nentries - 1, i
+    if lru_pool(p):
+        # the heap's last place fills e's place; then the array's last entry fills e's index
+        i = p.entries[e].at
+        if i != last:
+            lru_place(p, i, p.lru[last])
+            lru_sift(p, i, last)
     free(p.entries[e].snap)
     if p.entries[e].serial >= 0:
         own_forget(p, p.entries[e].serial)
@@ -1022,6 +1064,8 @@ cdef inline void remove_entry(Pool* p, int64_t e) noexcept nogil:
         p.entries[e] = p.entries[last]
         if p.entries[e].serial >= 0:
             own_put(p, p.entries[e].serial, e)
+        if lru_pool(p):
+            p.lru[p.entries[e].at] = e
     p.nentries -= 1
 
 
@@ -1057,6 +1101,7 @@ cdef double consume_entry(State* st, Pool* p, int32_t slot, int32_t reuse) noexc
                 return 0.0
             p.entries[p.nentries - 1].last = kept.last
             p.entries[p.nentries - 1].seq = kept.seq
+            lru_touched(p, p.nentries - 1)
             snapshot(st, &p.entries[p.nentries - 1], slot)
             st.next_entry_seq -= 1
             own = r
@@ -1078,6 +1123,9 @@ cdef int add_entry(State* st, Pool* p, int64_t serial, double size) noexcept nog
             return -1
         p.entries = e
         p.entries_cap = cap
+        if lru_pool(p) and not grow(<void**> &p.lru, cap * sizeof(int64_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
     if serial >= 0 and own_reserve(st, p) < 0:
         return -1
     e = &p.entries[p.nentries]
@@ -1092,6 +1140,9 @@ cdef int add_entry(State* st, Pool* p, int64_t serial, double size) noexcept nog
     e.seq = st.next_entry_seq
     st.next_entry_seq += 1
     p.cached += size
+    if lru_pool(p):
+        p.lru[p.nentries - 1] = p.nentries - 1
+        lru_sift(p, p.nentries - 1, p.nentries)
     return 0
 
 
@@ -1165,6 +1216,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
         tier.entries[k].last = st.now
         tier.entries[k].seq = st.next_entry_seq
         st.next_entry_seq += 1
+        lru_touched(tier, k)
         tier.cached += piece
     else:
         if add_entry(st, tier, e.serial, piece) < 0:
@@ -1189,7 +1241,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
 
 cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
-    cdef int64_t e, best
+    cdef int64_t best
     cdef double piece
     cdef Entry gone
     cdef double* owned
@@ -1206,10 +1258,7 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
             if best < 0:
                 return
         else:
-            for e in range(1, p.nentries):
-                if p.entries[e].last < p.entries[best].last or (
-                        p.entries[e].last == p.entries[best].last and p.entries[e].seq < p.entries[best].seq):
-                    best = e
+            best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
         p.entries[best].size -= piece
         p.cached -= piece
@@ -1229,24 +1278,41 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
 
 
 cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
-    if p.nholders == p.holders_cap:
-        if not grow(<void**> &p.holders, (p.holders_cap * 2 + 16) * sizeof(int32_t)):
+    cdef int64_t h = <int64_t> slot * st.n_pools + (p - st.pools), cap
+    if p.holders_len == p.holders_cap:
+        cap = p.holders_cap * 2 + 16
+        if not grow(<void**> &p.holders, cap * sizeof(int32_t)) \
+                or not grow(<void**> &p.holders_gen, cap * sizeof(uint32_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
-        p.holders_cap = p.holders_cap * 2 + 16
-    p.holders[p.nholders] = slot
+        p.holders_cap = cap
+    p.holders[p.holders_len] = slot
+    p.holders_gen[p.holders_len] = st.hgen[h]
+    p.holders_len += 1
     p.nholders += 1
+    st.hcount[h] += 1
     return 0
 
 
-cdef void holders_remove(Pool* p, int32_t slot) noexcept nogil:
+cdef inline bint holder_live(State* st, Pool* p, int64_t i) noexcept nogil:
+    return p.holders_gen[i] == st.hgen[<int64_t> p.holders[i] * st.n_pools + (p - st.pools)]
+
+
+cdef void holders_remove(State* st, Pool* p, int32_t slot) noexcept nogil:
     # every occurrence goes: nested holds on one pool leave together
-    cdef int64_t i, j = 0
-    for i in range(p.nholders):
-        if p.holders[i] != slot:
-            p.holders[j] = p.holders[i]
-            j += 1
-    p.nholders = j
+    cdef int64_t h = <int64_t> slot * st.n_pools + (p - st.pools), i, j = 0
+    if st.hcount[h] == 0:
+        return
+    p.nholders -= st.hcount[h]
+    st.hcount[h] = 0
+    st.hgen[h] += 1
+    if p.holders_len > 2 * p.nholders + 16:
+        for i in range(p.holders_len):
+            if holder_live(st, p, i):
+                p.holders[j] = p.holders[i]
+                p.holders_gen[j] = p.holders_gen[i]
+                j += 1
+        p.holders_len = j
 
 
 cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
@@ -1458,7 +1524,7 @@ cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, doub
     cdef Pool* p = &st.pools[row]
     cdef double keep
     p.used -= alloc
-    holders_remove(p, slot)
+    holders_remove(st, p, slot)
     if cache >= 0:
         keep = clamp0(evaluate(st, cache, slot, &st.rng_session, NAN))
         if st.err:
@@ -1630,22 +1696,33 @@ cdef int32_t lifo_victim(State* st, int32_t row, int32_t grower) noexcept nogil:
     """Engine pool: the resident (of a stage with this memory) admitted last; else the last holder with an open hold."""
     cdef Pool* p = &st.pools[row]
     cdef int64_t i
-    cdef int32_t slot, best = -1, j
+    cdef int32_t k, slot, best = -1
     if p.engine:
-        for i in range(p.nholders):
-            slot = p.holders[i]
-            j = st.sess_job[slot]
-            if j < 0 or st.stages[st.job_stage[j]].kind != K_STEP or st.stages[st.job_stage[j]].memory != row:
-                continue
-            if (st.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:
-                continue            # stalled elsewhere, or holding the pool only through a lease
-            if best < 0 or st.adm[slot] > st.adm[best]:
-                best = slot
+        # residents are in admission order, so each stage's candidate is found from its end
+        for k in range(st.n_stages):
+            if st.stages[k].kind == K_STEP and st.stages[k].memory == row:
+                slot = last_resident_victim(st, &st.stages[k], row, grower)
+                if slot >= 0 and (best < 0 or st.adm[slot] > st.adm[best]):
+                    best = slot
         return best
-    for i in range(p.nholders - 1, -1, -1):
+    for i in range(p.holders_len - 1, -1, -1):
         slot = p.holders[i]
-        if innermost(st, slot, row) >= 0:
+        if holder_live(st, p, i) and innermost(st, slot, row) >= 0:
             return slot
+    return -1
+
+
+cdef int32_t last_resident_victim(State* st, Stage* s, int32_t row, int32_t grower) noexcept nogil:
+    """The stage's latest-admitted resident that holds pool row and may be preempted (-1: none)."""
+    cdef int64_t r
+    cdef int32_t slot
+    for r in range(s.nres - 1, -1, -1):
+        slot = st.job_owner[s.res[r]]
+        if st.hcount[<int64_t> slot * st.n_pools + row] == 0:
+            continue                # not among the pool's holders
+        if (st.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:
+            continue                # stalled elsewhere, or holding the pool only through a lease
+        return slot
     return -1
 
 
@@ -1683,7 +1760,7 @@ cdef void remove_job(State* st, int32_t j) noexcept nogil:
                 break
         s.dirty = 1
     elif s.kind == K_STEP:
-        leave_residents(s, j)
+        leave_residents(st, s, j)
     job_free(st, j)
 
 
@@ -1710,17 +1787,14 @@ cdef void ps_fix(Stage* s, int64_t i) noexcept nogil:
 
 
 cdef void leave_queue(State* st, int32_t slot) noexcept nogil:
-    cdef int32_t k
-    cdef int64_t i, q
-    cdef Pool* p
-    for k in range(st.n_pools):
-        p = &st.pools[k]
-        q = 0
-        for i in range(p.qlen):
-            if p.queue[i] != slot:
-                p.queue[q] = p.queue[i]
-                q += 1
-        p.qlen = q
+    """A waiting hold leaves its queue (that of the first pool its innermost hold names)."""
+    cdef int64_t fi = frame_of(st, slot, st.depth[slot] - 1), i, q = 0
+    cdef Pool* p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
+    for i in range(p.qlen):
+        if p.queue[i] != slot:
+            p.queue[q] = p.queue[i]
+            q += 1
+    p.qlen = q
     st.waiting[slot] = 0
     st.resumed[slot] = 0
 
@@ -1879,6 +1953,8 @@ cdef int spawn(State* st) noexcept nogil:
     st.itl_stage[slot] = -1
     for i in range(st.n_pools + 1):
         st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
+    for i in range(st.n_pools):
+        st.hcount[<int64_t> slot * st.n_pools + i] = 0
     st.grow_job[slot] = -1
     st.itl_has[slot] = 0
     st.depth[slot] = 0
@@ -2378,6 +2454,8 @@ cdef void free_state(State* st) noexcept:
     if st.pools != NULL:
         for k in range(st.n_pools):
             free(st.pools[k].holders)
+            free(st.pools[k].holders_gen)
+            free(st.pools[k].lru)
             free(st.pools[k].queue_base)
             for i in range(st.pools[k].nentries):
                 free(st.pools[k].entries[i].snap)
@@ -2396,6 +2474,7 @@ cdef void free_state(State* st) noexcept:
     free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
     free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
     free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
+    free(st.hcount); free(st.hgen)
     free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
     free(st.it_tokens.p)

@@ -10,6 +10,9 @@ DEF INV_POOL_NEG = 4    # a pool counter below zero
 DEF INV_POOL_CAP = 5    # allocated + cached above the pool's cap
 DEF INV_POOL_HOLDS = 6  # allocated vs the allocations of open holds and leases
 DEF INV_HOLD_NEG = 7    # a hold's allocation below zero
+DEF INV_RESIDENTS = 8   # a step stage's residents out of admission order, or not its jobs
+DEF INV_HOLDERS = 9     # a pool's holders disagree with the sessions' counts of them
+DEF INV_LRU = 10        # an lru pool's heap out of order, or not naming each entry once
 
 # Sums of many allocations carry rounding; the engine itself fits within EPS.
 DEF INV_TOL = 1e-6
@@ -43,6 +46,8 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
         # on a shared stage (chapter 06) jobs are flows, kept outside the ps heap
         if s.kind == K_PS and s.share_cap <= 0 and s.n != s.hlen:
             return INV_STAGE
+        if s.kind == K_STEP and not residents_ordered(st, s):
+            return INV_RESIDENTS
         jobs -= s.n
         shared = shared or s.share_cap > 0
     # a flow is one job counted on each of its stages, so the tally holds only without flows
@@ -61,7 +66,47 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
             return INV_HOLD_NEG
         if over(p.used, held) or over(held, p.used):
             return INV_POOL_HOLDS
+        if not holders_agree(st, k):
+            return INV_HOLDERS
+        if lru_pool(p) and not lru_ordered(p):
+            return INV_LRU
     return 0
+
+
+cdef bint residents_ordered(State* st, Stage* s) noexcept nogil:
+    cdef int64_t r
+    if s.nres != s.n:
+        return False
+    for r in range(s.nres):
+        if st.job_stage[s.res[r]] != s - st.stages:
+            return False
+        if r > 0 and st.adm[st.job_owner[s.res[r - 1]]] > st.adm[st.job_owner[s.res[r]]]:
+            return False
+    return True
+
+
+cdef bint holders_agree(State* st, int32_t row) noexcept nogil:
+    """The live entries number nholders, and each session's count sums to them."""
+    cdef Pool* p = &st.pools[row]
+    cdef int64_t i, live = 0, counted = 0
+    for i in range(p.holders_len):
+        if holder_live(st, p, i):
+            live += 1
+    for i in range(st.shigh):
+        if st.hcount[i * st.n_pools + row] < 0:
+            return False
+        counted += st.hcount[i * st.n_pools + row]
+    return live == p.nholders and counted == p.nholders
+
+
+cdef bint lru_ordered(Pool* p) noexcept nogil:
+    cdef int64_t i
+    for i in range(p.nentries):
+        if p.entries[i].at < 0 or p.entries[i].at >= p.nentries or p.lru[p.entries[i].at] != i:
+            return False
+        if i > 0 and lru_before(p, p.lru[i], p.lru[(i - 1) >> 1]):
+            return False
+    return True
 
 
 cdef bint is_spill_tier(State* st, int32_t row) noexcept nogil:
@@ -109,6 +154,9 @@ _INVARIANT_TEXT = {
     INV_POOL_CAP: "pool row {}: allocated + cached exceeds the cap",
     INV_POOL_HOLDS: "pool row {}: its allocated units disagree with the holds and leases that hold it",
     INV_HOLD_NEG: "pool row {}: a hold's allocation is negative",
+    INV_RESIDENTS: "stage row {}: its residents are out of admission order or not its jobs",
+    INV_HOLDERS: "pool row {}: its holders disagree with the sessions' counts of them",
+    INV_LRU: "pool row {}: its lru heap is out of order or does not name each cached prefix once",
 }
 
 

@@ -48,36 +48,49 @@ cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
     return st.job_work[j]
 
 
+cdef int64_t resident_bound(State* st, Stage* s, double adm) noexcept nogil:
+    """The first resident whose owner was admitted strictly later than `adm` (residents are
+    kept in admission order, so a binary search finds it)."""
+    cdef int64_t lo = 0, hi = s.nres, mid
+    if hi == 0 or st.adm[st.job_owner[s.res[hi - 1]]] <= adm:
+        return hi                      # the common case: the newest admission goes last
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if st.adm[st.job_owner[s.res[mid]]] > adm:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
     """Insert before the first resident whose owner was admitted strictly later; else at the end."""
-    cdef int64_t r, at
-    cdef double mine = st.adm[st.job_owner[j]]
+    cdef int64_t at
     if s.nres == s.res_cap:
         if not grow(<void**> &s.res, (s.res_cap * 2 + 16) * sizeof(int32_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         s.res_cap = s.res_cap * 2 + 16
-    at = s.nres
-    for r in range(s.nres):
-        if st.adm[st.job_owner[s.res[r]]] > mine:
-            at = r
-            break
-    for r in range(s.nres, at, -1):
-        s.res[r] = s.res[r - 1]
+    at = resident_bound(st, s, st.adm[st.job_owner[j]])
+    memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
     s.nres += 1
-    s.cursor = 0
+    if at < s.cursor:
+        s.cursor = at               # everything before it is still served; it is not
     return 0
 
 
-cdef void leave_residents(Stage* s, int32_t j) noexcept nogil:
-    cdef int64_t r, k = 0
-    for r in range(s.nres):
-        if s.res[r] != j:
-            s.res[k] = s.res[r]
-            k += 1
-    s.nres = k
-    s.cursor = 0
+cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
+    # owners admitted at the same number (+inf: never admitted) sit together before the bound
+    cdef int64_t r = resident_bound(st, s, st.adm[st.job_owner[j]])
+    while r > 0:
+        r -= 1
+        if s.res[r] == j:
+            memmove(&s.res[r], &s.res[r + 1], (s.nres - r - 1) * sizeof(int32_t))
+            s.nres -= 1
+            if r < s.cursor:
+                s.cursor -= 1
+            break
 
 
 cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
