@@ -5,6 +5,7 @@
 # without the GIL and never touches a Python object.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from sq._random cimport sq_rng
+from sq._itl cimport Bucket
 
 cdef struct Area:
     # a step function's integral: integral += value * (now - last) at every sample
@@ -111,9 +112,16 @@ cdef struct Stage:
     Area decode_only
     Area mixed
     Area decodes
-    DArr decode_batches
-    DArr decode_steps
-    DArr itl_gaps
+    Running decode_batch
+    Running decode_step
+    # inter-token gaps, as the report's histogram (nothing is kept per token)
+    int64_t itl_n
+    double itl_total
+    Bucket itl_low
+    Bucket itl_top
+    Bucket* itl_cells        # bucket k at itl_cells[k - itl_kmin], for itl_kmin <= k < itl_kmin + itl_nk
+    int64_t itl_kmin
+    int64_t itl_nk
     # online estimators (est_lambda, est_rho, est_wait, price)
     int64_t est_count
     double est_last_start

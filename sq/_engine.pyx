@@ -19,6 +19,7 @@ import numpy as np
 from sq._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
                          SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                          SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
+from sq._itl cimport Bucket, bucket_add, itl_bucket, itl_bucket_width
 from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntry, Stage, Observe, Gauge, State
 
 cnp.import_array()
@@ -1345,18 +1346,22 @@ cdef void queue_take(Pool* p, int64_t q) noexcept nogil:
 
 
 cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
-    cdef int64_t i
-    if p.qhead > 0:
-        p.qhead -= 1
-        p.queue -= 1
-        p.queue[0] = slot
-        p.qlen += 1
-        return
-    if queue_push(st, p, slot) < 0:
-        return
-    for i in range(p.qlen - 1, 0, -1):
-        p.queue[i] = p.queue[i - 1]
+    cdef int64_t room
+    if p.qhead == 0:
+        # no room before the head: move the line to the middle of an allocation with room on
+        # both sides, so that pushes at the front cost O(1) amortized
+        if p.qcap < 2 * p.qlen + 32:
+            if not grow(<void**> &p.queue_base, (2 * p.qlen + 32) * sizeof(int32_t)):
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return
+            p.qcap = 2 * p.qlen + 32
+        room = (p.qcap - p.qlen) // 2
+        memmove(p.queue_base + room, p.queue_base, p.qlen * sizeof(int32_t))
+        p.qhead = room
+    p.qhead -= 1
+    p.queue = p.queue_base + p.qhead
     p.queue[0] = slot
+    p.qlen += 1
 
 
 cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
@@ -2439,9 +2444,7 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].a_job)
         free(st.stages[k].a_id)
         free(st.stages[k].a_tok)
-        free(st.stages[k].decode_batches.p)
-        free(st.stages[k].decode_steps.p)
-        free(st.stages[k].itl_gaps.p)
+        free(st.stages[k].itl_cells)
     for k in range(st.n_observes):
         free(st.observes[k].values.p)
         free(st.observes[k].times.p)
@@ -2547,6 +2550,39 @@ cdef object turns_numpy(Turns* a):
 
 cdef object _running(R, Running* r):
     return R.Running(n=r.n, mean=r.mean if r.n > 0 else NAN)
+
+
+def itl_histogram_of(gaps):
+    """The histogram the engine builds from these gaps, one token at a time (for tests: it
+    must equal the one sq.stats makes from the list)."""
+    import sq.results as R
+    cdef Stage s
+    memset(&s, 0, sizeof(Stage))
+    try:
+        for g in gaps:
+            if itl_add(&s, <double> g) < 0:
+                raise MemoryError()
+        return _itl(R, &s)
+    finally:
+        free(s.itl_cells)
+
+
+cdef object _itl(R, Stage* s):
+    cdef int64_t i, n = s.itl_nk
+    counts = np.empty(n, dtype=np.int64)
+    least = np.empty(n, dtype=np.float64)
+    greatest = np.empty(n, dtype=np.float64)
+    cdef int64_t[::1] c = counts
+    cdef double[::1] lo = least
+    cdef double[::1] hi = greatest
+    for i in range(n):
+        c[i] = s.itl_cells[i].count
+        lo[i] = s.itl_cells[i].least
+        hi[i] = s.itl_cells[i].greatest
+    return R.ItlHistogram(
+        n=s.itl_n, total=s.itl_total, kmin=s.itl_kmin, counts=counts, least=least, greatest=greatest,
+        low=(s.itl_low.count, s.itl_low.least, s.itl_low.greatest),
+        top=(s.itl_top.count, s.itl_top.least, s.itl_top.greatest))
 
 
 def _contig(a, dtype):
@@ -2828,8 +2864,8 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             wait_mean=_running(R, &s.waits), service_mean=_running(R, &s.services),
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
             decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
-            decode_batches=darr_numpy(&s.decode_batches), decode_steps=darr_numpy(&s.decode_steps),
-            itl_gaps=darr_numpy(&s.itl_gaps)))
+            decode_batch_mean=_running(R, &s.decode_batch), decode_step_mean=_running(R, &s.decode_step),
+            itl=_itl(R, s)))
     cdef Pool* p
     if st.trace_iters:
         raw.iteration_trace = _iteration_lines(st)

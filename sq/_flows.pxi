@@ -158,18 +158,15 @@ cdef void flows_recompute(State* st) noexcept nogil:
             if pick < 0:
                 break
             share = fmax(0.0, left[pick] / rising[pick])
-            for f in range(st.nfl):        # flow slots are not in id order: take them by id
-                best = -1
-                for i in range(st.nfl):
-                    if not st.fl_frozen[i] and flow_on(st, <int32_t> i, pick) \
-                            and (best < 0 or st.fl_id[i] < st.fl_id[best]):
-                        best = i
-                if best < 0:
-                    break
-                st.fl_rate[best] = share
-                st.fl_frozen[best] = 1
-                for i in range(st.fl_nst[best]):
-                    k = st.fl_stage[best * st.flow_max_st + i]
+            # every flow frozen here subtracts the same share, so the order they are taken in
+            # (0.1.2: by id) cannot change a result: one pass in slot order
+            for f in range(st.nfl):
+                if st.fl_frozen[f] or not flow_on(st, <int32_t> f, pick):
+                    continue
+                st.fl_rate[f] = share
+                st.fl_frozen[f] = 1
+                for i in range(st.fl_nst[f]):
+                    k = st.fl_stage[f * st.flow_max_st + i]
                     left[k] -= share
                     rising[k] -= 1
     else:

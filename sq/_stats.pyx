@@ -14,8 +14,9 @@ import numpy as np
 
 from libc.math cimport exp, floor, isfinite, log, INFINITY, NAN
 from libc.stdint cimport INT64_MAX, int32_t, int64_t
-from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
+
+from sq._itl cimport Bucket, bucket_add, itl_bucket
 
 cdef extern from *:
     """
@@ -252,104 +253,84 @@ def gauge_pass(const double[::1] times, const double[::1] values,
 
 # -- inter-token gaps: the 1 % log histogram -----------------------------------------
 
-cdef struct Bucket:
-    int64_t count
-    double least
-    double greatest
-
-
-cdef inline void bucket_add(Bucket* c, double x) noexcept nogil:
-    # minNum/maxNum: a NaN never displaces a number; a tie keeps the first
-    if c.count == 0:
-        c.least = x
-        c.greatest = x
-    else:
-        if c.least != c.least or (x == x and x < c.least):
-            c.least = x
-        if c.greatest != c.greatest or (x == x and x > c.greatest):
-            c.greatest = x
-    c.count += 1
-
-
 cdef inline double clamp(double middle, double least, double greatest) noexcept nogil:
     """Python's `min(max(middle, least), greatest)`."""
     cdef double r = least if least > middle else middle
     return greatest if greatest < r else r
 
 
-cdef struct Histogram:
-    Bucket low          # x <= 0 and NaN
-    Bucket top          # +inf
-    Bucket* cells       # bucket k at cells[k - kmin], for kmin <= k < kmin + nk
-    int32_t kmin
-    Py_ssize_t nk
-
-
-cdef double histogram_quantile(Histogram* h, int64_t rank, double bucket) noexcept nogil:
+cdef double histogram_quantile(const int64_t[::1] counts, const double[::1] least,
+                               const double[::1] greatest, int64_t kmin, Bucket* low, Bucket* top,
+                               int64_t rank, double bucket) noexcept nogil:
     """The first bucket upward whose running count reaches `rank`: its
     geometric middle clamped to the least and greatest gap it holds."""
-    cdef int64_t seen = h.low.count
+    cdef int64_t seen = low.count
     cdef Py_ssize_t i
     if seen >= rank:
-        return clamp(0.0, h.low.least, h.low.greatest)
-    for i in range(h.nk):
-        seen += h.cells[i].count
-        if h.cells[i].count and seen >= rank:
-            return clamp(exp((<double>(h.kmin + i) + 0.5) * bucket),
-                         h.cells[i].least, h.cells[i].greatest)
-    return clamp(INFINITY, h.top.least, h.top.greatest)
+        return clamp(0.0, low.least, low.greatest)
+    for i in range(counts.shape[0]):
+        seen += counts[i]
+        if counts[i] and seen >= rank:
+            return clamp(exp((<double>(kmin + i) + 0.5) * bucket), least[i], greatest[i])
+    return clamp(INFINITY, top.least, top.greatest)
 
 
-def itl_quantiles(const double[::1] gaps, const int64_t[::1] ranks, double bucket):
-    """For each rank (1..n), the histogram quantile of chapter 08 §3.4.
-
-    Gap x > 0 goes to bucket k = floor(log(x) / bucket) (libm's log, as
-    Python's math.log), an infinite gap above them all; x <= 0 and NaN to
-    one bucket below them all. Walking the buckets upward, the first whose
-    running count reaches the rank gives its geometric middle
-    exp((k + 0.5)*bucket) (0 for the low bucket, +inf for the top one),
-    clamped to the least and greatest gap it holds.
+def histogram_quantiles(int64_t kmin, const int64_t[::1] counts, const double[::1] least,
+                        const double[::1] greatest, tuple low, tuple top, const int64_t[::1] ranks,
+                        double bucket):
+    """For each rank (1..n), the histogram quantile of chapter 08 §3.4: walking
+    the buckets upward (`low` = (count, least, greatest) of x <= 0 and NaN, then
+    bucket kmin + i, then `top`, the +inf gaps), the first whose running count
+    reaches the rank gives its geometric middle exp((k + 0.5)*bucket) (0 for the
+    low bucket, +inf for the top one), clamped to the least and greatest gap it holds.
     """
-    cdef Py_ssize_t n = gaps.shape[0], i, j
-    out = np.full(ranks.shape[0], NAN, dtype=np.float64)
-    if n == 0:
-        return out
+    cdef Bucket lo, hi
+    lo.count, lo.least, lo.greatest = low
+    hi.count, hi.least, hi.greatest = top
+    out = np.empty(ranks.shape[0], dtype=np.float64)
     cdef double[::1] res = out
-    cdef Histogram h
-    cdef int32_t kmax = -2147483647 - 1
-    cdef double x
-    # finite positive gaps span about ±75000 buckets, so an int32 holds k
-    cdef int32_t* ks = <int32_t*>malloc(n * sizeof(int32_t))
-    if ks == NULL:
-        raise MemoryError()
-    h.low.count = h.top.count = 0
-    h.low.least = h.low.greatest = h.top.least = h.top.greatest = NAN
-    h.kmin = 2147483647
-    h.cells = NULL
-    try:
-        with nogil:
-            for i in range(n):
-                x = gaps[i]
-                if x > 0.0 and isfinite(x):
-                    ks[i] = <int32_t>floor(log(x) / bucket)
-                    h.kmin = min(h.kmin, ks[i])
-                    kmax = max(kmax, ks[i])
-        h.nk = kmax - h.kmin + 1 if kmax >= h.kmin else 0
-        h.cells = <Bucket*>calloc(max(h.nk, 1), sizeof(Bucket))
-        if h.cells == NULL:
-            raise MemoryError()
-        with nogil:
-            for i in range(n):
-                x = gaps[i]
-                if not x > 0.0:
-                    bucket_add(&h.low, x)
-                elif not isfinite(x):
-                    bucket_add(&h.top, x)
-                else:
-                    bucket_add(&h.cells[ks[i] - h.kmin], x)
-            for j in range(ranks.shape[0]):
-                res[j] = histogram_quantile(&h, ranks[j], bucket)
-    finally:
-        free(ks)
-        free(h.cells)
+    cdef Py_ssize_t j
+    for j in range(ranks.shape[0]):
+        res[j] = histogram_quantile(counts, least, greatest, kmin, &lo, &hi, ranks[j], bucket)
     return out
+
+
+def itl_histogram(const double[::1] gaps, double bucket):
+    """The histogram of a list of gaps: (kmin, counts, least, greatest, low, top) with
+    the bucket of x > 0 finite at k = floor(log(x) / bucket) (libm's log, as Python's
+    math.log), cells for every k from the least to the greatest one present."""
+    cdef Py_ssize_t n = gaps.shape[0], i
+    cdef int32_t kmin = 2147483647, kmax = -2147483647 - 1, k
+    cdef double x
+    cdef Bucket lo, hi
+    lo.count = hi.count = 0
+    lo.least = lo.greatest = hi.least = hi.greatest = NAN
+    with nogil:
+        for i in range(n):
+            x = gaps[i]
+            if x > 0.0 and isfinite(x):
+                k = itl_bucket(x, bucket)
+                kmin = min(kmin, k)
+                kmax = max(kmax, k)
+    cdef Py_ssize_t nk = kmax - kmin + 1 if kmax >= kmin else 0
+    counts = np.zeros(nk, dtype=np.int64)
+    least = np.full(nk, NAN)
+    greatest = np.full(nk, NAN)
+    cdef int64_t[::1] c = counts
+    cdef double[::1] lst = least
+    cdef double[::1] grt = greatest
+    cdef Bucket cell
+    with nogil:
+        for i in range(n):
+            x = gaps[i]
+            if not x > 0.0:
+                bucket_add(&lo, x)
+            elif not isfinite(x):
+                bucket_add(&hi, x)
+            else:
+                k = itl_bucket(x, bucket) - kmin
+                cell.count, cell.least, cell.greatest = c[k], lst[k], grt[k]
+                bucket_add(&cell, x)
+                c[k], lst[k], grt[k] = cell.count, cell.least, cell.greatest
+    return (int(kmin) if nk else 0, counts, least, greatest,
+            (lo.count, lo.least, lo.greatest), (hi.count, hi.least, hi.greatest))

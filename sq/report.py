@@ -155,7 +155,8 @@ class Stage:
     @classmethod
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
         completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
-        p50, p99 = stats.itl_quantiles(raw.itl_gaps)
+        itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
+        p50, p99 = stats.itl_quantiles(itl)
         return cls(
             name=raw.name, index=raw.index,
             mean_number=_avg(raw.number, warmup, end), utilization=_avg(raw.busy, warmup, end),
@@ -165,9 +166,9 @@ class Stage:
             iterations=int(raw.iterations),
             prefill_only=_avg(raw.prefill_only, warmup, end), decode_only=_avg(raw.decode_only, warmup, end),
             mixed=_avg(raw.mixed, warmup, end), mean_decodes=_avg(raw.decodes, warmup, end),
-            mean_decode_batch=stats.mean_or_nan(raw.decode_batches),
-            mean_decode_step=stats.mean_or_nan(raw.decode_steps),
-            mean_itl=stats.itl_mean(raw.itl_gaps), itl_p50=p50, itl_p99=p99,
+            mean_decode_batch=_mean(raw.decode_batch_mean, raw.decode_batches),
+            mean_decode_step=_mean(raw.decode_step_mean, raw.decode_steps),
+            mean_itl=stats.itl_mean(itl), itl_p50=p50, itl_p99=p99,
         )
 
 

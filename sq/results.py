@@ -65,6 +65,27 @@ class Running:
 
 
 @dataclass
+class ItlHistogram:
+    """Inter-token gaps as chapter 08 §3.4's 1 % log histogram, which is all the report reads
+    of them: the engine fills it token by token instead of keeping one float per token.
+
+    `counts[i]`, `least[i]`, `greatest[i]` describe bucket `kmin + i` (gaps x > 0 with
+    floor(ln x / ln 1.01) = kmin + i); `low` and `top` are (count, least, greatest) of the
+    gaps x <= 0 or NaN and of the infinite ones. `total` is their left-to-right sum from
+    +0.0, in record order (the exact mean is total / n).
+    """
+
+    n: int = 0
+    total: float = 0.0
+    kmin: int = 0
+    counts: np.ndarray = field(default_factory=_i64)
+    least: np.ndarray = field(default_factory=_f64)
+    greatest: np.ndarray = field(default_factory=_f64)
+    low: tuple = (0, float("nan"), float("nan"))
+    top: tuple = (0, float("nan"), float("nan"))
+
+
+@dataclass
 class ObserveRaw:
     """Every sample of one `observe NAME = e;`, whole run, in record order."""
 
@@ -130,6 +151,11 @@ class StageRaw:
     # inter-token gaps (token time - previous token time) ending on this stage
     # at t >= warmup, in record order
     itl_gaps: np.ndarray = field(default_factory=_f64)
+    # what the engine keeps instead of the three lists above (it leaves them empty):
+    # running means of the first two and the histogram of the gaps; None: use the lists
+    decode_batch_mean: Running | None = None
+    decode_step_mean: Running | None = None
+    itl: ItlHistogram | None = None
 
 
 @dataclass

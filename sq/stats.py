@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sq import _stats
+from sq.results import ItlHistogram
 
 BATCHES = 20
 T_19 = 2.093          # Student t, 97.5 %, 19 degrees of freedom
@@ -165,22 +166,31 @@ def _window_areas(a, b, v, start, end, width, batches) -> list[float]:
 
 # -- inter-token gaps ---------------------------------------------------------
 
+def itl_histogram(gaps) -> ItlHistogram:
+    """The histogram a list of gaps makes (what the engine builds as tokens arrive)."""
+    xs = _as_f64(gaps)
+    kmin, counts, least, greatest, low, top = _stats.itl_histogram(xs, ITL_BUCKET)
+    return ItlHistogram(len(xs), seq_sum(xs), kmin, counts, least, greatest, low, top)
+
+
 def itl_quantiles(gaps, qs=(0.5, 0.99)) -> tuple[float, ...]:
-    """Quantiles of the 1 %-bucket log histogram of chapter 08 §3.4.
+    """Quantiles of the 1 %-bucket log histogram of chapter 08 §3.4 (of an
+    ItlHistogram, or of the one a list of gaps makes).
 
     Bucket k = floor(ln x / ln 1.01) for x > 0, one bucket below all for
     x <= 0 (and NaN); the quantile is the bucket's geometric middle
     clamped to the least and greatest gap it holds (0 for the low bucket).
     """
-    xs = _as_f64(gaps)
-    n = len(xs)
-    if n == 0:
+    hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
+    if hist.n == 0:
         return tuple(NAN for _ in qs)
-    ranks = np.array([_rank(q, n) for q in qs], dtype=np.int64)
-    return tuple(_stats.itl_quantiles(xs, ranks, ITL_BUCKET).tolist())
+    ranks = np.array([_rank(q, hist.n) for q in qs], dtype=np.int64)
+    return tuple(_stats.histogram_quantiles(
+        hist.kmin, np.ascontiguousarray(hist.counts, dtype=np.int64), _as_f64(hist.least),
+        _as_f64(hist.greatest), tuple(hist.low), tuple(hist.top), ranks, ITL_BUCKET).tolist())
 
 
 def itl_mean(gaps) -> float:
-    """The exact mean: a running sum over n; NaN without gaps."""
-    xs = _as_f64(gaps)
-    return seq_sum(xs) / len(xs) if len(xs) else NAN
+    """The exact mean: a running sum over n; NaN without gaps (an ItlHistogram, or a list of gaps)."""
+    hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
+    return hist.total / hist.n if hist.n else NAN

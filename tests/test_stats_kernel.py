@@ -272,6 +272,11 @@ def literal_itl_quantile(gaps, rank, bucket=math.log1p(0.01)):
             return min(max(middle, lo), hi)
 
 
+def kernel_itl_quantiles(gaps, ranks):
+    hist = _stats.itl_histogram(f64(gaps), stats.ITL_BUCKET)
+    return _stats.histogram_quantiles(*hist, np.array(ranks, dtype=np.int64), stats.ITL_BUCKET).tolist()
+
+
 gap = st.one_of(st.floats(0.0, 1e3), st.floats(0.98, 1.03), st.floats(5e-324, 1e-300),
                 st.sampled_from([1.01 ** k for k in range(-5, 5)]), special, anything)
 
@@ -281,8 +286,29 @@ gap = st.one_of(st.floats(0.0, 1e3), st.floats(0.98, 1.03), st.floats(5e-324, 1e
 def test_itl_quantiles(gaps, qs):
     n = len(gaps)
     ranks = [min(max(math.ceil(q * n), 1), n) for q in qs]
-    got = _stats.itl_quantiles(f64(gaps), np.array(ranks, dtype=np.int64), stats.ITL_BUCKET).tolist()
+    got = kernel_itl_quantiles(gaps, ranks)
     assert all(map(same, got, [literal_itl_quantile(gaps, r) for r in ranks]))
+
+
+def _cells(hist):
+    return {hist.kmin + i: (int(c), bits(lo), bits(hi))
+            for i, (c, lo, hi) in enumerate(zip(hist.counts, hist.least, hist.greatest)) if c}
+
+
+@FAST
+@given(st.lists(st.one_of(gap, st.floats(1e250, 1e300)), max_size=150))
+def test_engine_builds_the_histogram_the_gaps_make(gaps):
+    # the engine adds gaps one token at a time, widening its cells either way as they come
+    from sq import _engine
+
+    mine, ref = _engine.itl_histogram_of(gaps), stats.itl_histogram(gaps)
+    assert mine.n == ref.n == len(gaps)
+    assert same_nan_aside(mine.total, ref.total)
+    assert _cells(mine) == _cells(ref)
+    for a, b in ((mine.low, ref.low), (mine.top, ref.top)):
+        assert a[0] == b[0] and (a[0] == 0 or (same(a[1], b[1]) and same(a[2], b[2])))
+    qs = (0.0, 0.1, 0.5, 0.9, 0.99, 1.0)
+    assert all(map(same, stats.itl_quantiles(mine, qs), stats.itl_quantiles(ref, qs)))
 
 
 def test_itl_buckets_at_their_edges():
@@ -291,7 +317,7 @@ def test_itl_buckets_at_their_edges():
     gaps = gaps + [math.nextafter(g, 0.0) for g in gaps] + [math.nextafter(g, 2.0) for g in gaps]
     n = len(gaps)
     ranks = list(range(1, n + 1, 7))
-    got = _stats.itl_quantiles(f64(gaps), np.array(ranks, dtype=np.int64), stats.ITL_BUCKET).tolist()
+    got = kernel_itl_quantiles(gaps, ranks)
     assert got == [literal_itl_quantile(gaps, r) for r in ranks]
 
 
