@@ -131,9 +131,11 @@ cdef struct Stage:
     int est_has_gap
 
 cdef struct Entry:
-    # a cached prefix: the session's own (by serial, -1: a dead entry), evicted by (last, seq)
-    # under lru, else by the pool's keys read on the live session or this snapshot of it
-    int64_t serial
+    # a cached prefix: the session's own (keyed by its serial) or a dead one (nobody's, keyed
+    # DEAD_KEY + n for the run's n-th), evicted by (last, seq) under lru, else by the pool's keys
+    # read on the live session or this snapshot of it. A spilled piece joins the tier's entry
+    # with the same key, so a dead entry's pieces meet again there.
+    int64_t key
     int32_t slot
     double* snap
     double size
@@ -183,9 +185,9 @@ cdef struct Pool:
     # lru pools: a binary min-heap of entry indices by (last, seq); each entry knows its place,
     # so evicting, touching and removing an entry cost O(log entries)
     int64_t* lru
-    # serial -> index of the session's own entry (open addressing, linear probing, backward-shift
-    # deletion), so finding it costs O(1) instead of a scan of every entry (dead ones are not indexed)
-    int64_t* own_keys         # serial + 1; 0 marks an empty bucket
+    # entry key -> its index (open addressing, linear probing, backward-shift deletion), so
+    # finding a session's own entry costs O(1) instead of a scan of every entry
+    int64_t* own_keys         # key + 1; 0 marks an empty bucket
     int64_t* own_rows
     int64_t own_cap           # a power of two, or 0 before the first entry
     Area used_area
@@ -313,6 +315,7 @@ cdef struct State:
     const int32_t* pool_keys
     Pool* pools
     int64_t next_entry_seq
+    int64_t next_dead          # dead entries made so far (their keys follow DEAD_KEY)
     # step stages
     const int32_t* serve_keys
     const int32_t* admit_via   # per pool: the stage whose iterations admit it (-1: settle)

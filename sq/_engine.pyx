@@ -937,39 +937,43 @@ cdef inline double round_down(Pool* p, double x) noexcept nogil:
     return floor(x / p.block) * p.block if p.block > 0 else x
 
 
-# ---- the own-entry index: serial -> entry row ---------------------------------------------
-cdef inline int64_t own_bucket(Pool* p, int64_t serial) noexcept nogil:
-    return <int64_t> ((<uint64_t> serial * <uint64_t> 0x9E3779B97F4A7C15) >> 17) & (p.own_cap - 1)
+# dead cache entries' keys start at 2**62 (0.1.2's, as its eviction trace prints them)
+cdef int64_t DEAD_KEY = (<int64_t> 1) << 62
 
 
-cdef int64_t own_entry(Pool* p, int64_t serial) noexcept nogil:
+# ---- the entry index: key (a serial, or a dead entry's key) -> entry row -------------------
+cdef inline int64_t own_bucket(Pool* p, int64_t key) noexcept nogil:
+    return <int64_t> ((<uint64_t> key * <uint64_t> 0x9E3779B97F4A7C15) >> 17) & (p.own_cap - 1)
+
+
+cdef int64_t own_entry(Pool* p, int64_t key) noexcept nogil:
     cdef int64_t b
     if p.own_cap == 0:
         return -1
-    b = own_bucket(p, serial)
+    b = own_bucket(p, key)
     while p.own_keys[b] != 0:
-        if p.own_keys[b] == serial + 1:
+        if p.own_keys[b] == key + 1:
             return p.own_rows[b]
         b = (b + 1) & (p.own_cap - 1)
     return -1
 
 
-cdef void own_put(Pool* p, int64_t serial, int64_t row) noexcept nogil:
-    """Index or re-index `serial` (the table has room: see own_reserve)."""
-    cdef int64_t b = own_bucket(p, serial)
-    while p.own_keys[b] != 0 and p.own_keys[b] != serial + 1:
+cdef void own_put(Pool* p, int64_t key, int64_t row) noexcept nogil:
+    """Index or re-index `key` (the table has room: see own_reserve)."""
+    cdef int64_t b = own_bucket(p, key)
+    while p.own_keys[b] != 0 and p.own_keys[b] != key + 1:
         b = (b + 1) & (p.own_cap - 1)
-    p.own_keys[b] = serial + 1
+    p.own_keys[b] = key + 1
     p.own_rows[b] = row
 
 
-cdef void own_forget(Pool* p, int64_t serial) noexcept nogil:
-    """Remove `serial`, shifting later members of its probe run back so no lookup breaks."""
+cdef void own_forget(Pool* p, int64_t key) noexcept nogil:
+    """Remove `key`, shifting later members of its probe run back so no lookup breaks."""
     cdef int64_t b, next_b, home
     if p.own_cap == 0:
         return
-    b = own_bucket(p, serial)
-    while p.own_keys[b] != serial + 1:
+    b = own_bucket(p, key)
+    while p.own_keys[b] != key + 1:
         if p.own_keys[b] == 0:
             return
         b = (b + 1) & (p.own_cap - 1)
@@ -1059,12 +1063,10 @@ cdef inline void remove_entry(Pool* p, int64_t e) noexcept nogil:
             lru_place(p, i, p.lru[last])
             lru_sift(p, i, last)
     free(p.entries[e].snap)
-    if p.entries[e].serial >= 0:
-        own_forget(p, p.entries[e].serial)
+    own_forget(p, p.entries[e].key)
     if e != last:
         p.entries[e] = p.entries[last]
-        if p.entries[e].serial >= 0:
-            own_put(p, p.entries[e].serial, e)
+        own_put(p, p.entries[e].key, e)
         if lru_pool(p):
             p.lru[p.entries[e].at] = e
     p.nentries -= 1
@@ -1098,8 +1100,9 @@ cdef double consume_entry(State* st, Pool* p, int32_t slot, int32_t reuse) noexc
             return 0.0
         if own > r:
             # the excess keeps the original's age and order, and is nobody's
-            if add_entry(st, p, -1, own - r) < 0:
+            if add_entry(st, p, DEAD_KEY + st.next_dead, own - r) < 0:
                 return 0.0
+            st.next_dead += 1
             p.entries[p.nentries - 1].last = kept.last
             p.entries[p.nentries - 1].seq = kept.seq
             lru_touched(p, p.nentries - 1)
@@ -1113,7 +1116,7 @@ cdef void drop_entry(Pool* p, int64_t serial) noexcept nogil:
     take_entry(p, serial)   # `drop` is not an eviction
 
 
-cdef int add_entry(State* st, Pool* p, int64_t serial, double size) noexcept nogil:
+cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     cdef int64_t cap
     cdef Entry* e
     if p.nentries == p.entries_cap:
@@ -1127,13 +1130,12 @@ cdef int add_entry(State* st, Pool* p, int64_t serial, double size) noexcept nog
         if lru_pool(p) and not grow(<void**> &p.lru, cap * sizeof(int64_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
-    if serial >= 0 and own_reserve(st, p) < 0:
+    if own_reserve(st, p) < 0:
         return -1
     e = &p.entries[p.nentries]
-    if serial >= 0:
-        own_put(p, serial, p.nentries)
+    own_put(p, key, p.nentries)
     p.nentries += 1
-    e.serial = serial
+    e.key = key
     e.slot = -1
     e.snap = NULL
     e.size = size
@@ -1163,7 +1165,7 @@ cdef int64_t evict_choice(State* st, Pool* p) noexcept nogil:
     cdef Entry* en
     for e in range(p.nentries):
         en = &p.entries[e]
-        slot = en.slot if (en.slot >= 0 and st.alive[en.slot] and st.serial[en.slot] == en.serial) else -1
+        slot = en.slot if (en.slot >= 0 and st.alive[en.slot] and st.serial[en.slot] == en.key) else -1
         st.ctxv[2] = en.size
         st.ctxv[3] = st.now - en.last
         st.ctxv[4] = en.last
@@ -1184,7 +1186,7 @@ cdef int64_t evict_choice(State* st, Pool* p) noexcept nogil:
 
 cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
     """An evicted piece goes to the tier (as the same session's entry) if `when` holds, over a job on the link."""
-    cdef int32_t slot = e.slot if (e.slot >= 0 and st.alive[e.slot] and st.serial[e.slot] == e.serial) else -1
+    cdef int32_t slot = e.slot if (e.slot >= 0 and st.alive[e.slot] and st.serial[e.slot] == e.key) else -1
     cdef double when, work
     cdef Pool* tier = &st.pools[p.spill_to]
     cdef int64_t k
@@ -1211,7 +1213,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
     st.spill_depth -= 1
     if st.err:
         return
-    k = own_entry(tier, e.serial) if e.serial >= 0 else -1
+    k = own_entry(tier, e.key)
     if k >= 0:
         tier.entries[k].size += piece
         tier.entries[k].last = st.now
@@ -1220,7 +1222,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
         lru_touched(tier, k)
         tier.cached += piece
     else:
-        if add_entry(st, tier, e.serial, piece) < 0:
+        if add_entry(st, tier, e.key, piece) < 0:
             return
         tier.entries[tier.nentries - 1].slot = e.slot
         if e.snap != NULL and st.pools_evict_by:

@@ -104,6 +104,23 @@ session {
   }
 }
 """,
+    "dead_spill": """
+// reuse leaves dead entries; their evicted pieces spill into tight tiers, where a dead
+// entry's pieces must meet again as one entry (keyed like 0.1.2's)
+pool kv { cap 120; block 4; evict lru; spill tier via wire (size / 100) when (size >= 4); }
+pool tier { cap 60; block 4; evict by (-size, last); spill disk via wire (0) when (1); }
+pool disk { cap 40; evict lru; }
+stage wire : fifo;
+stage d : delay;
+workload { arrive poisson(4); }
+session {
+  loop {
+    hold kv (12 + ~uniform(0, 30)) reuse (~uniform(0, 12)) { run d (~exp(2)); } cache (inf);
+    run d (~exp(1));
+    branch (~bernoulli(0.3)) { end; }
+  }
+}
+""",
 }
 SEEDS = (1, 2, 3)
 HORIZON = 300
