@@ -59,10 +59,12 @@ def load(path_or_json):
 
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, check_invariants=False):
+        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
     """Run a compiled program and return its Report.
 
-    Settings given here replace the program's own for this run only.
+    Settings given here replace the program's own for this run only. The debug
+    traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
+    lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
     """
     from sq import _engine
     from sq.lower import lower
@@ -73,7 +75,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     lowered = lower(ir)
-    raw = _engine.run(lowered, trace_iterations=trace_iterations, check_invariants=check_invariants)
+    raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                      dump_pools=dump_pools, check_invariants=check_invariants)
     return Report.from_results(raw)
 
 

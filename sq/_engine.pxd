@@ -341,6 +341,11 @@ cdef struct State:
     LArr it_turn
     LArr it_mode
     DArr it_tokens
+    # the eviction trace (only when asked): per evicted piece its time, entry key and units
+    int trace_evicts
+    DArr ev_time
+    LArr ev_key
+    DArr ev_units
     # flows over shared stages (slots reused)
     int32_t flow_max_st
     int share_maxmin

@@ -1263,6 +1263,10 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         else:
             best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
+        if st.trace_evicts and (darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
+                                or darr_push(&st.ev_units, piece) < 0):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
         p.entries[best].size -= piece
         p.cached -= piece
         p.evicted_units += piece
@@ -2482,7 +2486,7 @@ cdef void free_state(State* st) noexcept:
     free(st.hcount); free(st.hgen)
     free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
-    free(st.it_tokens.p)
+    free(st.it_tokens.p); free(st.ev_time.p); free(st.ev_key.p); free(st.ev_units.p)
     free(st.itl_decoded); free(st.job_mode); free(st.job_grow); free(st.job_served)
     free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
@@ -2592,7 +2596,8 @@ def _contig(a, dtype):
 
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, check_invariants=False, step_limit=STEPS_PER_INSTANT):
+        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
+        step_limit=STEPS_PER_INSTANT):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
@@ -2721,6 +2726,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.admit_via = <const int32_t*> data_of(admit_via)
         st.bl_stage = -1
         st.trace_iters = bool(trace_iterations)
+        st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):
             st.stages[k].budget_e = (<int32_t*> data_of(step_exprs))[3 * k]
             st.stages[k].chunk_e = (<int32_t*> data_of(step_exprs))[3 * k + 1]
@@ -2750,7 +2756,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         if st.err:
             raise SqError(_error_text(st, lowered), phase="run")
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
-        return _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end)
+        return _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
     finally:
         free_state(st)
 
@@ -2837,11 +2843,57 @@ cdef object _iteration_lines(State* st):
     return lines
 
 
+cdef object _eviction_lines(State* st):
+    """`EVICT <now> <key> <units>` per evicted piece, like the reference's SERQ_TRACE_EVICT
+    (the key is the owner's serial, or 2^62 + n for a dead entry)."""
+    from sq.lower import format_number as fmt
+    cdef int64_t i
+    return [f"EVICT {st.ev_time.p[i]:.4f} {st.ev_key.p[i]} {fmt(st.ev_units.p[i])}" for i in range(st.ev_time.n)]
+
+
+cdef str _owner_status(State* st, Entry* en):
+    """What the entry's owner is doing at the end, in the reference's words ("gone": ended, or nobody's)."""
+    cdef int32_t slot = en.slot
+    if slot < 0 or not st.alive[slot] or st.serial[slot] != en.key:
+        return "gone"
+    if st.waiting[slot]:
+        return "Queued"
+    if st.grow_at[slot] >= 0:
+        return "Growing"
+    if st.sess_job[slot] >= 0 or st.sess_flow[slot] >= 0:
+        return "InStage"
+    return "Ready"
+
+
+cdef object _pool_dump_lines(State* st, lowered):
+    """`POOL <name> used U cached C by status {…}` per pool at the end, like SERQ_DUMP_POOLS:
+    the cache entries counted and summed by what their owners are doing. The sums run in
+    (last) cache order; 0.1.2 sums in its hash map's order, which changes from run to run,
+    so the last digits of a fractional sum may differ from one of its runs."""
+    from sq.lower import format_number as fmt, format_debug_number as dbg
+    cdef int32_t k
+    cdef int64_t e
+    cdef Pool* p
+    lines = []
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        entries = sorted((p.entries[e].seq, _owner_status(st, &p.entries[e]), p.entries[e].size)
+                         for e in range(p.nentries))
+        groups = {}
+        for _, status, size in entries:
+            count, units = groups.get(status, (0, 0.0))
+            groups[status] = (count + 1, units + size)
+        text = ", ".join(f'"{status}": ({count}, {dbg(units)})' for status, (count, units) in sorted(groups.items()))
+        lines.append(f"POOL {lowered.pool_names[k]} used {fmt(p.used)} "   # members print the array's name
+                     f"cached {fmt(p.cached)} by status {{{text}}}")
+    return lines
+
+
 cdef object _area(R, Area* a):
     return R.Area(integral=a.integral, value=a.value)
 
 
-cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end):
+cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end, bint dump_pools):
     cdef int32_t k
     cdef Stage* s
     raw = R.RawResults(horizon=horizon, end=end, warmup=warmup, seed=seed,
@@ -2871,6 +2923,10 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
     cdef Pool* p
     if st.trace_iters:
         raw.iteration_trace = _iteration_lines(st)
+    if st.trace_evicts:
+        raw.eviction_trace = _eviction_lines(st)
+    if dump_pools:
+        raw.pool_dump = _pool_dump_lines(st, lowered)
     for k in range(st.n_pools):
         p = &st.pools[k]
         raw.pools.append(R.PoolRaw(

@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
     run.add_argument("--trace-iterations", action="store_true",
                      help="print one ITER line per step iteration (on stderr)")
+    run.add_argument("--trace-evictions", action="store_true",
+                     help="print one EVICT line per evicted piece of cache (on stderr)")
+    run.add_argument("--dump-pools", action="store_true",
+                     help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
@@ -128,8 +132,9 @@ def _cmd_run(args) -> int:
     from sq import run
 
     program = _compile(args)
-    report = run(program, trace_iterations=args.trace_iterations)
-    for line in report.iteration_trace:
+    report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
+                 dump_pools=args.dump_pools)
+    for line in report.iteration_trace + report.eviction_trace + report.pool_dump:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)

@@ -168,6 +168,18 @@ def format_number(x: float) -> str:
     return text
 
 
+def format_debug_number(x: float) -> str:
+    """A float as Rust's `Debug` prints it: like `Display` but always with a fraction
+    (`16.0`), and with an exponent below 1e-4 or from 1e16 on (`1e16`, `1.5e-7`)."""
+    if math.isnan(x) or math.isinf(x):
+        return format_number(x)
+    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e16):
+        mantissa, _, exponent = repr(x).partition("e")   # Python switches at the same bounds
+        return f"{mantissa}e{int(exponent)}"
+    text = format_number(x)
+    return text if "." in text else text + ".0"
+
+
 def _num(v) -> float:
     return float(v)  # the IR spells non-finite numbers "inf", "-inf", "NaN"
 

@@ -243,6 +243,8 @@ class Report:
     pools: list[Pool] = field(default_factory=list)
     serq_version: str = SERQ_VERSION
     iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
+    eviction_trace: list[str] = field(default_factory=list)   # only with trace_evictions=True
+    pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
 
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
@@ -257,6 +259,8 @@ class Report:
             stages=[Stage.from_raw(s, warmup, end) for s in raw.stages],
             pools=[Pool.from_raw(p, warmup, end) for p in raw.pools],
             iteration_trace=list(getattr(raw, "iteration_trace", None) or []),
+            eviction_trace=list(getattr(raw, "eviction_trace", None) or []),
+            pool_dump=list(getattr(raw, "pool_dump", None) or []),
         )
 
     # lookups, as pyserq's Report has them

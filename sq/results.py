@@ -200,3 +200,6 @@ class RawResults:
     pools: list[PoolRaw] = field(default_factory=list)        # declaration order, arrays expanded
     # debug lines describing each iteration, only when the run was asked to trace
     iteration_trace: list[str] = field(default_factory=list)
+    # debug lines: one per evicted piece, and each pool's contents at the end, when asked
+    eviction_trace: list[str] = field(default_factory=list)
+    pool_dump: list[str] = field(default_factory=list)

@@ -80,3 +80,18 @@ def test_run_prints_a_readable_table():
     out = sq_cli("run", EXAMPLE, "--horizon", "500", "--warmup", "50")
     assert out.returncode == 0, out.stderr
     assert "response" in out.stdout
+
+
+def test_run_prints_the_debug_traces_on_stderr(tmp_path):
+    program = tmp_path / "evict.sq"
+    program.write_text("""
+pool mem { cap 30; block 10; evict lru; }
+stage d : delay;
+workload { arrive batch(2); }
+session { run d (serial); hold mem (20) { run d (0.5); } cache (20); run d (10); }
+""")
+    out = sq_cli("run", program, "--horizon", "5", "--trace-evictions", "--dump-pools")
+    assert out.returncode == 0, out.stderr
+    # serial 1's admission at t=1 needs 20 of 30 with serial 0's 20 cached: one block goes
+    assert out.stderr.splitlines() == ["EVICT 1.0000 0 10",
+                                       'POOL mem used 0 cached 30 by status {"InStage": (2, 30.0)}']
