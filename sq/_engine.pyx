@@ -1087,17 +1087,19 @@ cdef double take_entry(Pool* p, int64_t serial) noexcept nogil:
 cdef double consume_entry(State* st, Pool* p, int32_t slot, int32_t reuse) noexcept nogil:
     """Admission takes the session's own prefix; beyond `reuse`, the excess stays as a dead entry."""
     cdef int64_t e = own_entry(p, st.serial[slot])
-    cdef double own = 0.0, r
+    cdef double own = 0.0, r = 0.0
     cdef Entry kept
+    if reuse >= 0:
+        # read before the prefix leaves the cache (0.1.2: `reuse (cachedin(P))` still sees it)
+        r = round_down(p, clamp0(evaluate(st, reuse, slot, &st.rng_session, NAN)))
+        if st.err:
+            return 0.0
     if e >= 0:
         kept = p.entries[e]
         own = kept.size
         p.cached -= own
         remove_entry(p, e)
     if reuse >= 0:
-        r = round_down(p, clamp0(evaluate(st, reuse, slot, &st.rng_session, NAN)))
-        if st.err:
-            return 0.0
         if own > r:
             # the excess keeps the original's age and order, and is nobody's
             if add_entry(st, p, DEAD_KEY + st.next_dead, own - r) < 0:
@@ -1496,8 +1498,6 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
     cdef int32_t i, row
     cdef bint caching = st.holds[off + 1] >= 0
     cdef Pool* p
-    st.waiting[slot] = 0
-    st.resumed[slot] = 0
     cdef int64_t j
     for i in range(n):
         row = st.frame_member[fi * st.hold_pools_max + i]
@@ -1523,6 +1523,9 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
     if st.warm:
         p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
         running_add(&p.waits, st.now - st.frame_queued_at[fi])
+    # the session counts as waiting while its own admission makes room (0.1.2: `waiting` reads 1)
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
     st.attrs[<int64_t> slot * st.n_attrs + st.slot_cached] = consumed
     st.adm[slot] = st.next_adm       # every hold admission takes the next admission number
     st.next_adm += 1.0

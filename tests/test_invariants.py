@@ -48,3 +48,16 @@ def test_a_broken_invariant_is_reported_with_where_and_when():
     assert "time 0" in text
     # Without the debug mode the same tables run (wrongly, but without a check).
     _engine.run(_lowered_with_cap(-1.0))
+
+
+def test_a_hold_naming_fewer_pools_than_the_widest_is_checked_on_its_own_pools():
+    # The frame of a one-pool hold has room for the widest hold's pools; the checker once read
+    # those never-written entries, so repeated runs in one process failed at random.
+    program = sq.compile(source="""
+pool kv { } pool host { } stage d : delay;
+workload { arrive batch(2); }
+session { loop { hold kv (3) { run d (0.01); } hold kv (3), host (1) { observe u = 1; } } }
+run { horizon 1; }
+""")
+    for _ in range(8):
+        assert sq.run(program, check_invariants=True).observes["u"].count > 0
