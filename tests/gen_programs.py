@@ -1,7 +1,7 @@
 """A seeded generator of small, valid serQ programs for differential testing against pyserq 0.1.2.
 
 `generate(seed)` returns a `Case`: the program text, its family and any trace
-files it needs (written by `Case.materialise(folder)`). Four families cover
+files it needs (written by `Case.materialise(folder)`). Six families cover
 the language:
 
 * `net`   — open/closed/batch/renewal workloads over fifo/ps(φ)/delay networks
@@ -11,7 +11,14 @@ the language:
             across turns, leases and multi-pool holds all happen;
 * `flow`  — runs over several stages under `share maxmin`/`bottleneck`, and
             queues with roles, transfers and a pull relation;
-* `trace` — replay of a small generated CSV corpus.
+* `trace` — replay of a small generated CSV corpus;
+* `edge`  — zero, negative, NaN and infinite amounts and works;
+* `tiers` — multi-turn sessions on a prefix-cached KV pool: `reuse` bounds
+            below the cached prefix (dead entries), `drop`, `load`,
+            `release`, leases, `cached`/`cachedin`, `evict lru`/`evict by`
+            over sizes, ages, `waiting` and attributes (snapshots of ended
+            sessions), and spill chains of one or two tight tiers over fifo
+            links, sometimes behind a step engine.
 
 Every program keeps a short horizon so the reference runs it in well under a
 second, and avoids the forms the spec says hang (a zero-time closed body, an
@@ -23,7 +30,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAMILIES = ("net", "step", "flow", "trace", "edge")
+FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers")
 
 
 @dataclass
@@ -47,7 +54,8 @@ class Case:
 def generate(seed: int, family: str | None = None) -> Case:
     rng = random.Random(seed)
     family = family or rng.choice(FAMILIES)
-    return {"net": _net, "step": _step, "flow": _flow, "trace": _trace, "edge": _edge}[family](rng)
+    return {"net": _net, "step": _step, "flow": _flow, "trace": _trace, "edge": _edge,
+            "tiers": _tiers}[family](rng)
 
 
 # ------------------------------------------------------------------ shared pieces
@@ -575,3 +583,188 @@ def _edge(rng) -> Case:
         f"init {{ set x = 5; }} turn {{ set n = floor(~uniform(0, 10)); }} session {{ turn; request; }} }}",
         f"server {{ {body} observe done = now; }}",
     ]), "edge")
+
+
+# ------------------------------------------------------------------ family (f): the prefix cache and its tiers
+
+def _tiers(rng) -> Case:
+    """Multi-turn sessions over a KV pool with a prefix cache spilling into one or two tight tiers.
+
+    `reuse` bounds below the cached prefix leave dead entries; `drop`, `load`, `release`, leases and
+    reads of `cached`/`cachedin` act on the entries; eviction keys read sizes, ages, `waiting` and
+    session attributes (so the snapshots of ended sessions decide); the tiers have caps small enough
+    that they evict and spill further. Links are fifo stages; a step engine sometimes fronts the pool.
+    """
+    bs = rng.choice([None, None, 1, 2, 4, 8])
+    unit = bs or 1
+    cap = unit * rng.randint(6, 24)
+    engine = rng.random() < 0.3
+    ntiers = rng.choice([0, 1, 1, 2, 2])
+    gate = rng.random() < 0.3
+    host = rng.random() < 0.2
+
+    def evict():
+        r = rng.random()
+        if r < 0.25:
+            return "evict lru;"
+        if r < 0.3:
+            return ""
+        keys = ["size", "-size", "last", "-last", "age", "-age", "waiting", "-waiting", "tag", "-tag",
+                "prio", "serial", "-serial", "k", "size - age", "tag * size"]
+        if rng.random() < 0.1:
+            keys.append(rng.choice(["used(kv)", "cachedin(kv)", "holders(kv)"]))
+        return f"evict by ({', '.join(rng.sample(keys, rng.randint(1, 3)))});"
+
+    def pred():
+        return rng.choice(["1", "1", f"size >= {unit * rng.randint(1, 3)}", "waiting == 0", f"tag < {rng.randint(1, 3)}",
+                           f"age > {_num(rng, 0, 1)}", "size > 0 && k > 0", f"~uniform(0, 1) < {_num(rng, 0.3, 0.9)}",
+                           "prio >= 1"])
+
+    def work():
+        return rng.choice(["0", f"size / {rng.choice([10, 50, 200])}", f"{_num(rng, 0.01, 0.2)}",
+                           f"size / 100 + {_num(rng, 0.01, 0.05)}", "age / 10"])
+
+    def link_decl(name):
+        return f"stage {name} : {rng.choice(['fifo', 'fifo', 'fifo(1)', 'fifo(2)'])};"
+
+    items = []
+    kv = [f"cap {cap};"]
+    if bs:
+        kv.append(f"block {bs};")
+    kv.append(evict())
+    if engine:
+        kv.append(rng.choice(["preempt lifo;", "preempt lifo;", "preempt none;"]))
+    if rng.random() < 0.2:
+        kv.append(f"queue by ({rng.choice(['waited', '-prio', 'tag, serial', '-k'])});")
+    if ntiers:
+        kv.append(f"spill t1 via l1 ({work()}) when ({pred()});")
+    items.append("pool kv { " + " ".join(x for x in kv if x) + " }")
+    for t in range(1, ntiers + 1):
+        tb = rng.choice([None, None, None, 1, 2, 4])
+        tcap = rng.choice([unit * rng.randint(2, 12), unit * rng.randint(2, 6), rng.randint(3, 40)])
+        if t == ntiers and rng.random() < 0.15:
+            tcap = "inf"
+        opts = [f"cap {tcap};", f"block {tb};" if tb else "", evict()]
+        if t < ntiers:
+            opts.append(f"spill t{t + 1} via l{t + 1} ({work()}) when ({pred()});")
+        items.append(f"pool t{t} {{ " + " ".join(x for x in opts if x) + " }")
+        items.append(link_decl(f"l{t}"))
+    if gate:
+        items.append(f"pool gate {{ cap {rng.randint(1, 3)}; }}")
+    if host:
+        items.append(f"pool host {{ cap {unit * rng.randint(8, 30)}; {evict()} }}")
+    items.append("stage think : delay;")
+    items.append(f"stage work : {rng.choice(['fifo', 'fifo(2)', 'fifo(4)', 'ps(2)', 'delay'])};")
+    if engine:
+        items.append(f"stage e : step {{ budget {rng.choice([8, 16, 32, 'inf'])}; "
+                     f"{rng.choice(['', 'chunk 4;', 'chunk 8;'])} "
+                     f"cost {rng.choice(['0.01 + 0.001 * tokens', '0.02 + 0.0005 * kv_decode', '0.01 + 0.002 * decoders'])}; "
+                     f"memory kv; {rng.choice(['', 'serve decode first;', 'serve by (remaining);'])} }}")
+    if rng.random() < 0.25:
+        items.append(f"gauge gc = {rng.choice(['used(kv)', 'used(kv) + queued(kv)'] + [f'used(t{t})' for t in range(1, ntiers + 1)])};")
+
+    has_lease = [False]
+    tiers = [f"t{t}" for t in range(1, ntiers + 1)]
+
+    def cache_amount():
+        return rng.choice(["inf", "ctx", "ctx", "K", f"{unit * rng.randint(1, 8)}", "ctx / 2", "0", "ctx + o"])
+
+    def reuse_amount():
+        return rng.choice(["inf", f"{unit * rng.randint(0, 4)}", "ctx / 2", "cachedin(kv) / 2", "K - 3",
+                           f"{unit * rng.randint(1, 3)}"])
+
+    def kv_hold():
+        has_cache = rng.random() < 0.85
+        # (Mostly bounded by the cap: a hold that can never fit rejects and ends its session.)
+        units = rng.choice(["ctx", "n", f"min(ctx, {cap})", f"min(ctx, {cap})", f"min(ctx, {cap})",
+                            f"min(max(ctx, computed), {cap})"])
+        pools = [f"kv ({units})"]
+        if host and rng.random() < 0.5:
+            pools.append(f"host ({rng.choice(['n', 'ctx / 2', str(unit)])})")
+        if rng.random() < 0.08:
+            pools[0] += f" reserve ({units} + {unit * rng.randint(1, 3)})"
+        body = []
+        if has_cache and rng.random() < 0.7:
+            body.append("observe hit = cached;")
+        if rng.random() < 0.4:
+            body.append(f"observe c_in = {rng.choice(['cachedin(kv)', 'used(kv)', 'holders(kv)', 'queued(kv)'] + [f'cachedin({t})' for t in tiers])};")
+        loaded = False
+        if rng.random() < 0.35 and not engine or rng.random() < 0.15:
+            # A load must fit the allocation: at most the units minus the consumed prefix.
+            # (The consumed prefix can exceed the allocation: then even `load kv (0)` fails, so guard it.)
+            amount = f"min({rng.choice(['n', 'ctx', str(unit * 2), 'o'])}, {units} - cached)" if has_cache else units
+            load = f"load kv (max(0, {amount}));"
+            body.append(f"branch (cached <= {units}) {{ {load} }}" if has_cache else load)
+            loaded = True
+        if engine:
+            pre = "max(1, ctx - cached)" if has_cache else "ctx"
+            body.append(f"run e prefill ({pre}){' growing kv' if rng.random() < 0.85 else ''};")
+            if rng.random() < 0.3:
+                body.append(f"run work ({_service(rng, 0.05)});")
+            body.append(f"run e decode (o){' growing kv' if rng.random() < 0.85 else ''};")
+        else:
+            body.append(f"run work ({_service(rng, _num(rng, 0.05, 0.5))});")
+        if rng.random() < 0.2:
+            body.append("release kv;")
+            body.append(f"run work ({_service(rng, 0.05)});")
+        if rng.random() < 0.15:
+            body.append("observe u = used(kv) + cachedin(kv);")
+        if rng.random() < 0.15:
+            body.append(f"set tag = {rng.choice(['tag + 1', '~uniform(0, 3)', 'k'])};")
+        reuse = f" reuse ({reuse_amount()})" if has_cache and rng.random() < 0.55 else ""
+        text = "hold " + ", ".join(pools) + reuse + " { " + " ".join(body) + " }"
+        if has_cache:
+            text += f" cache ({cache_amount()})"
+        if rng.random() < 0.2:
+            has_lease[0] = True
+            text += f" lease kv ({rng.choice(['0', '0.05', str(_num(rng, 0.1, 1)), 'inf', '-1'])})"
+        text += ";"
+        if gate and rng.random() < 0.5:
+            text = f"hold gate (1) {{ {text} run work ({_service(rng, 0.05)}); }}"
+        return text
+
+    def extra():
+        r = rng.random()
+        if r < 0.15:
+            return f"branch (~bernoulli({_num(rng, 0.1, 0.5)})) {{ drop kv; }}"
+        if r < 0.3 and tiers:
+            t = rng.choice(tiers)
+            l = "l" + t[1:]
+            return (f"branch (cachedin({t}) > 0) {{ observe back = cachedin({t}); "
+                    f"run {l} (cachedin({t}) / {rng.choice([20, 100])}); {rng.choice(['drop ' + t + ';', ''])} }}")
+        if r < 0.4 and tiers:
+            return f"drop {rng.choice(tiers)};"
+        if r < 0.55:
+            return f"observe c = {rng.choice(['cachedin(kv)'] + [f'cachedin({t})' for t in tiers])};"
+        if r < 0.65:
+            return f"set tag = {rng.choice(['tag + 1', '~uniform(0, 3)', '10 - serial', 'k'])};"
+        if r < 0.72 and has_lease[0]:
+            return "release kv;"
+        if r < 0.8:
+            return f"observe f = used(kv) + {rng.choice(['free(kv)', 'queued(kv)', 'holders(kv)'] + [f'used({t}) + cachedin({t})' for t in tiers])};"
+        return ""
+
+    turn = [kv_hold()]
+    for _ in range(rng.randint(0, 2)):
+        turn.append(extra())
+    if rng.random() < 0.25:
+        turn.insert(rng.randint(0, len(turn)), kv_hold())
+    if rng.random() < 0.3:
+        turn.append("set K = 0;" if rng.random() < 0.3 else "")
+    body = " ".join(x for x in turn if x)
+    p_end = _num(rng, 0.2, 0.6)
+    think = _service(rng, _num(rng, 0.05, 1))
+    # The think time comes first: a rejected hold takes no time, and a closed population would spin.
+    session = (f"session {{ set k = 0; loop {{ run think ({think}); set n = {rng.choice(['1 + floor(~uniform(0, ' + str(max(2, cap // 3)) + '))', str(unit * rng.randint(1, 4)), '~uniform(1, ' + str(max(2, cap // 2)) + ')'])}; "
+               f"set o = 1 + floor(~exp({rng.choice([1, 2, 4])})); set ctx = K + n; {body} "
+               f"set K = ctx + o; set k = k + 1; observe turns = k; "
+               f"branch ({rng.choice(['~bernoulli(' + str(p_end) + ')', '~bernoulli(' + str(p_end) + ') || K > ' + str(cap * 3 // 4)] + ['~bernoulli(' + str(p_end) + ') || K > ' + str(cap)] * 2)}) {{ end; }} }} }}")
+    init = (f"init {{ set K = 0; set tag = {rng.choice(['serial - 3 * floor(serial / 3)', '~uniform(0, 3)', 'serial'])}; "
+            f"set prio = {rng.choice(['~bernoulli(0.5)', 'serial - 2 * floor(serial / 2)'])}; set k = 0; }}")
+    arrival = _arrival(rng, _num(rng, 1, 6))
+    prog = "\n".join(items + [
+        _run_block(rng, rng.choice([5, 10, 15]), arrival),
+        f"workload {{ arrive {arrival}; {init} }}",
+        session,
+    ])
+    return Case(prog, "tiers")
