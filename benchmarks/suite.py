@@ -123,7 +123,7 @@ def _row(name: str, impl: str, m: dict) -> str:
         return f"{name:8} {impl:7} error: {m['error']}"
     return (f"{name:8} {impl:7} {m['wall']:8.3f}s {m['events_per_s'] / 1e6:8.2f} Mev/s "
             f"{m['arrivals_per_s'] / 1e6:8.2f} Marr/s {m['iterations_per_s'] / 1e3:8.1f} kit/s  "
-            f"peak {m['peak_kib'] / 1024:7.1f} MiB "
+            f"peak {m['peak_kib'] / 1024:7.1f} MiB (run {m['grew_kib'] / 1024:6.1f}) "
             f"{m['bytes_per_sample']:6.1f} B/sample")
 
 

@@ -5,7 +5,7 @@
 # without the GIL and never touches a Python object.
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from sq._random cimport sq_rng
-from sq._itl cimport Bucket
+from sq._itl cimport Histogram
 
 cdef struct Area:
     # a step function's integral: integral += value * (now - last) at every sample
@@ -114,14 +114,7 @@ cdef struct Stage:
     Area decodes
     Running decode_batch
     Running decode_step
-    # inter-token gaps, as the report's histogram (nothing is kept per token)
-    int64_t itl_n
-    double itl_total
-    Bucket itl_low
-    Bucket itl_top
-    Bucket* itl_cells        # bucket k at itl_cells[k - itl_kmin], for itl_kmin <= k < itl_kmin + itl_nk
-    int64_t itl_kmin
-    int64_t itl_nk
+    Histogram itl           # inter-token gaps, as the report's histogram (nothing is kept per token)
     # online estimators (est_lambda, est_rho, est_wait, price)
     int64_t est_count
     double est_last_start

@@ -19,7 +19,7 @@ import numpy as np
 from sq._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
                          SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                          SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
-from sq._itl cimport Bucket, bucket_add, itl_bucket, itl_bucket_width
+from sq._itl cimport Histogram, histogram_add
 from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntry, Stage, Observe, Gauge, State
 
 cnp.import_array()
@@ -2453,7 +2453,7 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].a_job)
         free(st.stages[k].a_id)
         free(st.stages[k].a_tok)
-        free(st.stages[k].itl_cells)
+        free(st.stages[k].itl.cells)
     for k in range(st.n_observes):
         free(st.observes[k].values.p)
         free(st.observes[k].times.p)
@@ -2565,19 +2565,19 @@ def itl_histogram_of(gaps):
     """The histogram the engine builds from these gaps, one token at a time (for tests: it
     must equal the one sq.stats makes from the list)."""
     import sq.results as R
-    cdef Stage s
-    memset(&s, 0, sizeof(Stage))
+    cdef Histogram h
+    memset(&h, 0, sizeof(Histogram))
     try:
         for g in gaps:
-            if itl_add(&s, <double> g) < 0:
+            if histogram_add(&h, <double> g) < 0:
                 raise MemoryError()
-        return _itl(R, &s)
+        return _itl(R, &h)
     finally:
-        free(s.itl_cells)
+        free(h.cells)
 
 
-cdef object _itl(R, Stage* s):
-    cdef int64_t i, n = s.itl_nk
+cdef object _itl(R, Histogram* h):
+    cdef int64_t i, n = h.nk
     counts = np.empty(n, dtype=np.int64)
     least = np.empty(n, dtype=np.float64)
     greatest = np.empty(n, dtype=np.float64)
@@ -2585,13 +2585,12 @@ cdef object _itl(R, Stage* s):
     cdef double[::1] lo = least
     cdef double[::1] hi = greatest
     for i in range(n):
-        c[i] = s.itl_cells[i].count
-        lo[i] = s.itl_cells[i].least
-        hi[i] = s.itl_cells[i].greatest
+        c[i] = h.cells[i].count
+        lo[i] = h.cells[i].least
+        hi[i] = h.cells[i].greatest
     return R.ItlHistogram(
-        n=s.itl_n, total=s.itl_total, kmin=s.itl_kmin, counts=counts, least=least, greatest=greatest,
-        low=(s.itl_low.count, s.itl_low.least, s.itl_low.greatest),
-        top=(s.itl_top.count, s.itl_top.least, s.itl_top.greatest))
+        n=h.n, total=h.total, kmin=h.kmin, counts=counts, least=least, greatest=greatest,
+        low=(h.low.count, h.low.least, h.low.greatest), top=(h.top.count, h.top.least, h.top.greatest))
 
 
 def _contig(a, dtype):
@@ -2922,7 +2921,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
             decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
             decode_batch_mean=_running(R, &s.decode_batch), decode_step_mean=_running(R, &s.decode_step),
-            itl=_itl(R, s)))
+            itl=_itl(R, &s.itl)))
     cdef Pool* p
     if st.trace_iters:
         raw.iteration_trace = _iteration_lines(st)

@@ -356,7 +356,7 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     if not counts:
         return
     if same and (decode or st.itl_decoded[slot]):
-        if st.warm and itl_add(s, st.now - st.itl_last[slot]) < 0:
+        if st.warm and histogram_add(&s.itl, st.now - st.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
         st.itl_last[slot] = st.now
@@ -369,47 +369,6 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     st.itl_last[slot] = st.now
     st.itl_turn[slot] = turn
     st.itl_decoded[slot] = 1 if decode else 0
-
-
-cdef int itl_add(Stage* s, double gap) noexcept nogil:
-    """One inter-token gap into the stage's histogram (its cells grow to cover the bucket)."""
-    cdef int32_t k
-    s.itl_n += 1
-    s.itl_total += gap
-    if not gap > 0.0:
-        bucket_add(&s.itl_low, gap)
-    elif not isfinite(gap):
-        bucket_add(&s.itl_top, gap)
-    else:
-        k = itl_bucket(gap, itl_bucket_width())
-        if (k < s.itl_kmin or k >= s.itl_kmin + s.itl_nk) and itl_cover(s, k) < 0:
-            return -1
-        bucket_add(&s.itl_cells[k - s.itl_kmin], gap)
-    return 0
-
-
-cdef int itl_cover(Stage* s, int64_t k) noexcept nogil:
-    """Widen the cells to take bucket k, with room to spare on the side that grew."""
-    cdef int64_t lo = s.itl_kmin if s.itl_nk else k, hi = s.itl_kmin + s.itl_nk if s.itl_nk else k + 1
-    cdef int64_t width, nk, kmin
-    cdef Bucket* cells
-    if k < lo:
-        lo = k
-    if k >= hi:
-        hi = k + 1
-    width = hi - lo
-    nk = width + 32 + width // 2
-    kmin = lo - (nk - width) if k < s.itl_kmin and s.itl_nk else lo
-    cells = <Bucket*> calloc(nk, sizeof(Bucket))
-    if cells == NULL:
-        return -1
-    if s.itl_nk:
-        memcpy(&cells[s.itl_kmin - kmin], s.itl_cells, s.itl_nk * sizeof(Bucket))
-    free(s.itl_cells)
-    s.itl_cells = cells
-    s.itl_kmin = kmin
-    s.itl_nk = nk
-    return 0
 
 
 cdef void end_iteration(State* st, int32_t k) noexcept nogil:
