@@ -1084,22 +1084,18 @@ cdef double take_entry(Pool* p, int64_t serial) noexcept nogil:
     return size
 
 
-cdef double consume_entry(State* st, Pool* p, int32_t slot, int32_t reuse) noexcept nogil:
-    """Admission takes the session's own prefix; beyond `reuse`, the excess stays as a dead entry."""
+cdef double consume_entry(State* st, Pool* p, int32_t slot, bint bounded, double reuse) noexcept nogil:
+    """Admission takes the session's own prefix; beyond `reuse` (when bounded), the excess stays
+    as a dead entry."""
     cdef int64_t e = own_entry(p, st.serial[slot])
-    cdef double own = 0.0, r = 0.0
+    cdef double own = 0.0, r = round_down(p, reuse)
     cdef Entry kept
-    if reuse >= 0:
-        # read before the prefix leaves the cache (0.1.2: `reuse (cachedin(P))` still sees it)
-        r = round_down(p, clamp0(evaluate(st, reuse, slot, &st.rng_session, NAN)))
-        if st.err:
-            return 0.0
     if e >= 0:
         kept = p.entries[e]
         own = kept.size
         p.cached -= own
         remove_entry(p, e)
-    if reuse >= 0:
+    if bounded:
         if own > r:
             # the excess keeps the original's age and order, and is nobody's
             if add_entry(st, p, DEAD_KEY + st.next_dead, own - r) < 0:
@@ -1499,12 +1495,20 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
     cdef bint caching = st.holds[off + 1] >= 0
     cdef Pool* p
     cdef int64_t j
+    cdef bint bounded = caching and st.holds[off + 4] >= 0
+    cdef double reuse = 0.0
+    if bounded:
+        # once per admission, before any pool's own prefix leaves the cache (0.1.2:
+        # `reuse (cachedin(P))` still sees it, and a draw in it is taken once)
+        reuse = clamp0(evaluate(st, st.holds[off + 4], slot, &st.rng_session, NAN))
+        if st.err:
+            return
     for i in range(n):
         row = st.frame_member[fi * st.hold_pools_max + i]
         p = &st.pools[row]
         own = 0.0
         if caching:
-            own = consume_entry(st, p, slot, st.holds[off + 4])
+            own = consume_entry(st, p, slot, bounded, reuse)
             if st.err:
                 return
         if own > consumed:
