@@ -1833,8 +1833,7 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
         remove_flow(st, st.sess_flow[victim])
     job = st.sess_job[victim]
     if job >= 0:
-        if st.stages[st.job_stage[job]].kind == K_STEP and st.itl_has[victim] \
-                and st.itl_stage[victim] == st.job_stage[job]:
+        if st.stages[st.job_stage[job]].kind == K_STEP and st.itl_has[victim]:
             st.itl_decoded[victim] = 1   # a later prefill completion continues the turn's tokens
         remove_job(st, job)
         st.sess_job[victim] = -1

@@ -424,11 +424,16 @@ cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
     if s.kind != K_STEP:
         fail(st, E_BUDGET_LEFT, slot, 0, 0, 0)
         return NAN
+    cdef double outer[17]
     if st.bl_stage == k:
         return st.bl_value
+    # the stage's totals are read in its own Budget context; the expression around this call
+    # goes on in its own (0.1.2: a chunk after `budget_left(E2)` still reads its stage's residents)
+    memcpy(outer, st.ctxv, sizeof(outer))
     set_totals(st, s)
     budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
     chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    memcpy(st.ctxv, outer, sizeof(outer))
     for r in range(s.nres):
         total += want(st, s.res[r], chunk)
     return fmax(0.0, budget - total)

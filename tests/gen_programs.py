@@ -1,7 +1,7 @@
 """A seeded generator of small, valid serQ programs for differential testing against pyserq 0.1.2.
 
 `generate(seed)` returns a `Case`: the program text, its family and any trace
-files it needs (written by `Case.materialise(folder)`). Six families cover
+files it needs (written by `Case.materialise(folder)`). Seven families cover
 the language:
 
 * `net`   — open/closed/batch/renewal workloads over fifo/ps(φ)/delay networks
@@ -18,7 +18,15 @@ the language:
             `release`, leases, `cached`/`cachedin`, `evict lru`/`evict by`
             over sizes, ages, `waiting` and attributes (snapshots of ended
             sessions), and spill chains of one or two tight tiers over fifo
-            links, sometimes behind a step engine.
+            links, sometimes behind a step engine;
+* `engines` — one to three step engines, sometimes sharing one `memory` pool:
+            every serve policy (`serve by` keys over attributes, `remaining`,
+            `admission`, `decoding`), budgets and chunks as Budget-moment
+            expressions (draws, `residents`, `kv_decode`, `budget_left`), costs
+            over every Step variable, `admit via` from a seqs pool and the KV
+            pool with `queue by` orders, growing KV under `preempt lifo`/`none`,
+            disaggregated prefill/decode, a tool call between decode phases
+            while the KV is held, prefix caching across turns and leases.
 
 Every program keeps a short horizon so the reference runs it in well under a
 second, and avoids the forms the spec says hang (a zero-time closed body, an
@@ -30,7 +38,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers")
+FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers", "engines")
 
 
 @dataclass
@@ -55,7 +63,7 @@ def generate(seed: int, family: str | None = None) -> Case:
     rng = random.Random(seed)
     family = family or rng.choice(FAMILIES)
     return {"net": _net, "step": _step, "flow": _flow, "trace": _trace, "edge": _edge,
-            "tiers": _tiers}[family](rng)
+            "tiers": _tiers, "engines": _engines}[family](rng)
 
 
 # ------------------------------------------------------------------ shared pieces
@@ -768,3 +776,183 @@ def _tiers(rng) -> Case:
         session,
     ])
     return Case(prog, "tiers")
+
+
+# ------------------------------------------------------------------ family (g): step engines under stress
+
+def _engines(rng) -> Case:
+    """One to three step engines, sometimes sharing one `memory` pool, under every serve policy.
+
+    Budgets and chunks are expressions of the Budget moment (constants, draws, `residents`,
+    `decoders`, `kv_decode`, `kv_prefill` and `budget_left` of a later-declared engine); costs read
+    every Step variable; `serve by` keys read attributes (some drawn in the turn), `remaining`,
+    `admission` and `decoding`. A seqs pool and the KV pool may `admit via` the first engine with
+    `queue by` orders; KV grows under `preempt lifo`/`none`, with blocks, eviction orders, prefix
+    caching across turns, leases, `at admission (room = budget_left(E))`, and a tool call between
+    two decode phases while the KV stays held. Sessions are multi-turn with think time.
+    """
+    bs = rng.choice([None, None, 1, 2, 4, 8])
+    unit = bs or 1
+    cap = unit * rng.randint(8, 40)
+    n = rng.choice([1, 2, 2, 3])
+    engines = [f"e{i}" for i in range(n)]
+    shared = n == 1 or rng.random() < 0.5
+    mems = ["kv"] * n if shared else [f"kv{i}" for i in range(n)]
+    pools = list(dict.fromkeys(mems))
+    seqs = rng.random() < 0.45
+    via = {p: (rng.random() < 0.35) for p in pools}
+    # A serve order other than admission order makes 0.1.2 panic when a growth preempts a resident
+    # already served in the iteration (ch. 04 §4.5.5): such engines' pools mostly do not preempt.
+    serves = {e: rng.choice(["", "admission", "decode first", "exclusive prefill", "exclusive prefill",
+                             "by (remaining)", "by (-remaining, admission)", "by (decoding ? 0 : 1, -admission)",
+                             "by (prio, remaining)", "by (-prio)", "by (decoding, remaining)",
+                             "by (n - remaining)", "by (tag, admission)", "by (remaining + prio * 4)",
+                             "by (kv_decode > 0 ? decoding : 1 - decoding, remaining)", "by (-admission)",
+                             "by (admission)"]) for e in engines}
+    unordered = {mems[i] for i, e in enumerate(engines)
+                 if serves[e] not in ("", "admission", "exclusive prefill", "by (admission)")}
+    items = []
+    if seqs:
+        q = rng.choice(["", "", "queue fifo;", "queue by (-prio);", "queue by (waited, serial);",
+                        "queue by (n, -waited);", f"queue by (budget_left({engines[0]}) < n ? 1 : 0, serial);",
+                        "queue by (prio - waited);"])
+        items.append(f"pool seqs {{ cap {rng.randint(1, 5)}; admit via {engines[0]}; {q} }}")
+    for p in pools:
+        i = mems.index(p)
+        opts = [f"cap {cap};"]
+        if bs:
+            opts.append(f"block {bs};")
+        opts.append(rng.choice(["evict lru;", "", "evict by (size, -age);", "evict by (-last);", "evict by (waiting, -size);",
+                                "evict by (prio, size);", "evict by (-serial);", "evict by (age);", "evict by (-size, prio);"]))
+        if p in unordered and rng.random() < 0.7:
+            opts.append(rng.choice(["preempt none;", ""]))
+        else:
+            opts.append(rng.choice(["preempt lifo;", "preempt lifo;", "preempt none;", ""]))
+        if rng.random() < 0.3:
+            opts.append(f"queue by ({rng.choice(['waited', '-prio', 'serial', 'n, serial', '-waited', 'used(' + p + ')', 'computed'])});")
+        if via[p]:
+            opts.append(f"admit via {engines[i]};")
+        items.append(f"pool {p} {{ " + " ".join(x for x in opts if x) + " }")
+    for i, e in enumerate(engines):
+        later = engines[i + 1:]
+        budget = rng.choice([4, 8, 16, 32, "inf", "8 + 2 * residents", "max(4, 48 - kv_decode / 4)",
+                             "4 + ~uniform(0, 12)", "max(2, 16 - decoders)", "max(1, 32 - kv_prefill / 2)",
+                             "residents > 3 ? 8 : 24", "floor(~uniform(4, 20))"]
+                            + ([f"min(16, budget_left({later[0]}) + 4)", f"max(4, budget_left({later[-1]}))"] if later else []))
+        opts = [f"budget {budget};"]
+        if rng.random() < 0.6:
+            opts.append("chunk " + str(rng.choice([2, 4, 8, 16, "max(1, 8 - residents)", "residents - 1",
+                                                  "2 + ~uniform(0, 6)", "max(2, 12 - decoders * 2)", "0"]
+                                                 + ([f"min(8, budget_left({later[0]}))"] if later else []))) + ";")
+        terms = rng.sample(["0.001 * tokens", "0.002 * decoders", "0.0005 * prefilled", "0.0002 * residents",
+                            "0.0001 * kv_decode", "0.0001 * kv_prefill", "0.00001 * attention",
+                            "~exp(0.001)", "(decoders > 0 ? 0.003 : 0)", "0.001 * sqrt(tokens)"], rng.randint(1, 4))
+        opts.append(f"cost {_num(rng, 0.004, 0.02, 3)} + {' + '.join(terms)};")
+        if rng.random() < 0.92:
+            opts.append(f"memory {mems[i]};")
+        serve = serves[e]
+        if serve:
+            opts.append(f"serve {serve};")
+        items.append(f"stage {e} : step {{ " + " ".join(opts) + " }")
+    items += ["stage think : delay;", f"stage tool : {rng.choice(['fifo', 'fifo(2)', 'delay', 'fifo(1)'])};"]
+    if rng.random() < 0.25:
+        items.append(f"gauge g = {rng.choice(['used(' + pools[0] + ')', 'queued(' + pools[0] + ') + holders(' + pools[0] + ')'])};")
+
+    def grow_flag(p):
+        return f" growing {p}" if rng.random() < 0.88 else ""
+
+    def hold(e, p, phases):
+        """A hold on `p` (maybe with seqs first) around the runs on `e`; phases: 'pd', 'p', 'd'."""
+        cache = rng.random() < 0.7
+        at_adm = rng.random() < 0.35
+        units = rng.choice(["c", f"min(c, {cap})", f"min(c, {cap})", "n", f"min(c, {cap - unit})",
+                            f"{unit} + floor(~uniform(0, {max(2, cap // 2)}))"])
+        if at_adm:
+            units = f"min({units}, max({unit}, room))"
+        pl = []
+        if seqs and e == engines[0] and rng.random() < 0.8:
+            pl.append("seqs (1)")
+        spec = f"{p} ({units})"
+        if rng.random() < 0.12:
+            spec += f" reserve (min(c + {unit * rng.randint(1, 3)}, {cap}))"
+        pl.append(spec)
+        body = []
+        if cache and rng.random() < 0.4:
+            body.append("observe hit = cached;")
+        g = grow_flag(p)
+        if "p" in phases:
+            pre = "max(1, c - cached)" if cache else "c"
+            body.append(f"run {e} prefill ({pre}){g};")
+            body.append("branch (!started) { set started = 1; observe ttft = now - t0; }")
+        if "d" in phases:
+            if rng.random() < 0.35:
+                body.append(f"run {e} decode (o1){g};")
+                body.append(f"run tool ({_service(rng, _num(rng, 0.01, 0.1))});")
+                if rng.random() < 0.2:
+                    body.append(f"grow {p} ({unit * rng.randint(1, 2)});")
+                body.append(f"run {e} decode (max(1, o - o1)){g};")
+            else:
+                body.append(f"run {e} decode (o){g};")
+        if rng.random() < 0.15:
+            body.append(f"observe u = used({p}) + queued({p}) + holders({p}) + budget_left({e});")
+        text = "hold " + ", ".join(pl)
+        if cache and rng.random() < 0.3:
+            text += f" reuse ({rng.choice(['inf', 'c', str(unit * 2), 'cachedin(' + p + ') / 2'])})"
+        if at_adm:
+            text += f" at admission (room = budget_left({e}))"
+        text += " { " + " ".join(body) + " }"
+        if cache:
+            text += f" cache ({rng.choice(['inf', 'c', 'c + o', 'K', 'c / 2', '0'])})"
+            if rng.random() < 0.15:
+                text += f" lease {p} ({rng.choice(['0', '0.02', str(_num(rng, 0.05, 0.5)), 'inf'])})"
+        return text + ";"
+
+    def request():
+        r = rng.random()
+        if n >= 2 and r < 0.35:
+            # Disaggregated: prefill on one engine, decode on another.
+            a, b = rng.sample(range(n), 2)
+            if mems[a] == mems[b] and rng.random() < 0.5:
+                p = mems[a]
+                g = grow_flag(p)
+                return (f"hold {p} (min(c, {cap})) {{ run {engines[a]} prefill (c){g}; "
+                        f"run tool ({_service(rng, 0.02)}); run {engines[b]} decode (o){g}; }} "
+                        f"cache ({rng.choice(['inf', 'c + o', 'c'])});")
+            return hold(engines[a], mems[a], "p") + " " + hold(engines[b], mems[b], "d")
+        if n >= 2 and r < 0.7:
+            i = rng.randrange(n)
+            j = rng.choice([x for x in range(n) if x != i])
+            guard = rng.choice([f"~bernoulli({_num(rng, 0.2, 0.8)})", f"prio == {rng.randint(0, 1)}",
+                                f"queued({mems[i]}) <= queued({mems[j]})", f"work({engines[i]}) <= work({engines[j]})"])
+            return f"branch ({guard}) {{ {hold(engines[i], mems[i], 'pd')} }} else {{ {hold(engines[j], mems[j], 'pd')} }}"
+        i = rng.randrange(n)
+        return hold(engines[i], mems[i], "pd")
+
+    body = [request()]
+    if rng.random() < 0.2:
+        body.append(f"branch (~bernoulli({_num(rng, 0.1, 0.5)})) {{ drop {rng.choice(pools)}; }}")
+    if rng.random() < 0.2:
+        body.append(f"observe ci = cachedin({rng.choice(pools)});")
+    leased = [p for p in pools if f"lease {p} (" in body[0]]
+    if leased and rng.random() < 0.5:
+        body.append(f"release {rng.choice(leased)};")
+    p_end = _num(rng, 0.2, 0.6)
+    think = _service(rng, _num(rng, 0.02, 0.3))
+    turn = (f"set n = {rng.choice(['1 + floor(~uniform(0, ' + str(max(2, cap // 2)) + '))', '~uniform(1, ' + str(max(2, cap // 3)) + ')', str(unit * rng.randint(1, 4))])}; "
+            f"set o = 1 + floor(~exp({rng.choice([2, 4, 8])})); set o1 = floor(o / 2); set c = K + n; "
+            f"{'set prio = ~uniform(0, 3); ' if rng.random() < 0.4 else ''}{'set tag = floor(~uniform(0, 3)); ' if rng.random() < 0.3 else ''}"
+            "set t0 = now; set started = 0;")
+    stop = rng.choice([f"~bernoulli({p_end})", f"~bernoulli({p_end}) || K > {cap * 3 // 4}", f"~bernoulli({p_end}) || K > {cap}"])
+    # Without `turn;` every loop shares turn_no 0, which the ITL statistics key on.
+    session = (f"session {{ loop {{ run think ({think}); {'turn; ' if rng.random() < 0.5 else ''}{turn} {' '.join(body)} "
+               f"set K = {rng.choice(['c + o', 'c + o', '0'])}; observe latency = now - t0; "
+               f"branch ({stop}) {{ end; }} }} }}")
+    init = (f"init {{ set K = 0; set prio = {rng.choice(['serial - 2 * floor(serial / 2)', '~bernoulli(0.5)', 'floor(~uniform(0, 3))'])}; "
+            f"set tag = serial - 3 * floor(serial / 3); set n = 1; }}")
+    arrival = _arrival(rng, _num(rng, 4, 30))
+    prog = "\n".join(items + [
+        f"run {{ horizon {rng.choice([2, 3, 5])};{' warmup 0.5;' if rng.random() < 0.3 else ''} }}",
+        f"workload {{ arrive {arrival}; {init} }}",
+        session,
+    ])
+    return Case(prog, "engines")
