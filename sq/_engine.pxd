@@ -325,6 +325,7 @@ cdef struct State:
     double* itl_last
     double* itl_turn
     char* itl_decoded
+    char* itl_preempted        # per session: preempted since its last token
     # the iteration trace (only when asked): per iteration its time and entry count, per entry
     # serial, turn_no, mode and tokens, in serving order
     int trace_iters

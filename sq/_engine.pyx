@@ -469,6 +469,7 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.itl_last, cap * sizeof(double)) \
                 or not grow(<void**> &st.itl_turn, cap * sizeof(double)) \
                 or not grow(<void**> &st.itl_decoded, cap * sizeof(char)) \
+                or not grow(<void**> &st.itl_preempted, cap * sizeof(char)) \
                 or not grow(<void**> &st.lease_head, cap * sizeof(int64_t)) \
                 or not grow(<void**> &st.lease_tail, cap * sizeof(int64_t)) \
                 or not grow(<void**> &st.trace_next, cap * sizeof(int64_t)):
@@ -1833,8 +1834,8 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
         remove_flow(st, st.sess_flow[victim])
     job = st.sess_job[victim]
     if job >= 0:
-        if st.stages[st.job_stage[job]].kind == K_STEP and st.itl_has[victim]:
-            st.itl_decoded[victim] = 1   # a later prefill completion continues the turn's tokens
+        if st.stages[st.job_stage[job]].kind == K_STEP:
+            st.itl_preempted[victim] = 1  # see token(): a prefill completion may continue the turn
         remove_job(st, job)
         st.sess_job[victim] = -1
     if st.waiting[victim]:
@@ -1974,6 +1975,7 @@ cdef int spawn(State* st) noexcept nogil:
         st.hcount[<int64_t> slot * st.n_pools + i] = 0
     st.grow_job[slot] = -1
     st.itl_has[slot] = 0
+    st.itl_preempted[slot] = 0
     st.depth[slot] = 0
     st.grow_at[slot] = -1
     st.lease_head[slot] = -1
@@ -2493,7 +2495,7 @@ cdef void free_state(State* st) noexcept:
     free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
     free(st.it_tokens.p); free(st.ev_time.p); free(st.ev_key.p); free(st.ev_units.p)
-    free(st.itl_decoded); free(st.job_mode); free(st.job_grow); free(st.job_served)
+    free(st.itl_decoded); free(st.itl_preempted); free(st.job_mode); free(st.job_grow); free(st.job_served)
     free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
     free(st.job_owner); free(st.job_stage); free(st.job_id); free(st.job_work); free(st.job_enq)

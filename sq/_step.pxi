@@ -350,25 +350,30 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
 
 
 cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noexcept nogil:
-    """Inter-token gaps: a decode token, or a prefill's completion (the turn's first token unless a decode came before)."""
+    """Inter-token gaps: a decode token, or a prefill's completion. A completion continues the
+    turn's tokens after a decode of the turn, or after a preemption when it ends on the stage of
+    the previous token (0.1.2); otherwise it is the turn's first token."""
     cdef double turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
     cdef bint same = st.itl_has[slot] and st.itl_turn[slot] == turn
+    cdef int32_t k = <int32_t> (s - st.stages)
     if not counts:
         return
-    if same and (decode or st.itl_decoded[slot]):
+    if same and (decode or st.itl_decoded[slot] or (st.itl_preempted[slot] and st.itl_stage[slot] == k)):
         if st.warm and histogram_add(&s.itl, st.now - st.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
         st.itl_last[slot] = st.now
-        st.itl_stage[slot] = <int32_t> (s - st.stages)
+        st.itl_stage[slot] = k
+        st.itl_preempted[slot] = 0
         if decode:
             st.itl_decoded[slot] = 1
         return
     st.itl_has[slot] = 1
-    st.itl_stage[slot] = <int32_t> (s - st.stages)
+    st.itl_stage[slot] = k
     st.itl_last[slot] = st.now
     st.itl_turn[slot] = turn
     st.itl_decoded[slot] = 1 if decode else 0
+    st.itl_preempted[slot] = 0
 
 
 cdef void end_iteration(State* st, int32_t k) noexcept nogil:
