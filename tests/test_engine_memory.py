@@ -89,3 +89,23 @@ def test_welford_step_matches_stats():
     for n, x in enumerate(xs.tolist(), 1):
         m += (x - m) / n
     assert m == stats.welford(xs).mean
+
+
+STEP_TOKENS = """
+pool kv { cap 4000; block 16; preempt lifo; evict lru; }
+stage e : step { budget 512; chunk 256; cost 0.004 + 0.00002 * tokens; memory kv; }
+workload { arrive poisson(8); }
+session { hold kv (200) { run e prefill (200) growing kv; run e decode (1 + ~exp(150)) growing kv; } }
+"""
+
+
+def test_inter_token_gaps_are_not_kept_per_token_and_give_pyserqs_numbers():
+    raw, ref = _both(STEP_TOKENS, seed=3, horizon=400, warmup=20)
+    itl = raw.stages[0].itl
+    # ~450k gaps in a histogram of a few dozen 1 % buckets: nothing grows with the tokens
+    assert itl.n > 100_000 and len(itl.counts) < 2_000
+    assert len(raw.stages[0].itl_gaps) == 0 and raw.stages[0].decode_batch_mean.n > 1_000
+    mine = Report.from_results(raw).stages[0]
+    theirs = ref.stages[0]
+    for field in ("mean_itl", "itl_p50", "itl_p99", "mean_decode_batch", "mean_decode_step"):
+        assert getattr(mine, field) == pytest.approx(getattr(theirs, field), rel=1e-12), field
