@@ -102,7 +102,7 @@ session { hold kv (200) { run e prefill (200) growing kv; run e decode (1 + ~exp
 def test_inter_token_gaps_are_not_kept_per_token_and_give_pyserqs_numbers():
     raw, ref = _both(STEP_TOKENS, seed=3, horizon=400, warmup=20)
     itl = raw.stages[0].itl
-    # ~450k gaps in a histogram of a few dozen 1 % buckets: nothing grows with the tokens
+    # ~450k gaps in a histogram of some hundreds of 1 % buckets: nothing grows with the tokens
     assert itl.n > 100_000 and len(itl.counts) < 2_000
     assert len(raw.stages[0].itl_gaps) == 0 and raw.stages[0].decode_batch_mean.n > 1_000
     mine = Report.from_results(raw).stages[0]
