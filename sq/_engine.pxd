@@ -164,6 +164,7 @@ cdef struct Pool:
     int32_t spill_work
     int32_t spill_when
     int64_t spills
+    int overfull            # a release cached more than it freed and left the pool over its cap
     int lifo                # `preempt lifo`
     int engine              # some step stage has it as `memory`: victims come from its residents
     int64_t preemptions

@@ -1374,11 +1374,11 @@ cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
 
 
 cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcept nogil:
-    """A session reaches `hold`: evaluate every pool's amounts, test for rejection, join the queue."""
+    """A session reaches `hold`: evaluate every pool's units, test for rejection, join the queue."""
     cdef int32_t off = st.hold_offsets[h], n = st.holds[off], i, e
     cdef int32_t d = st.depth[slot]
     cdef int64_t fi = frame_of(st, slot, d), k
-    cdef double u, need, v
+    cdef double need, v
     cdef Pool* p
     for i in range(n):
         e = off + 5 + 5 * i
@@ -1392,16 +1392,20 @@ cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcep
                 return
         st.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e] + k)
         st.frame_active[fi * st.hold_pools_max + i] = 0
-        u = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
-        need = u
-        if st.holds[e + 4] >= 0:
-            need = fmax(u, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+        st.scratch[i] = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
         if st.err:
             return
-        st.scratch[i] = need
+    # then pool by pool its reserve and the test: the first pool that can never fit ends the
+    # session, and the reserves after it are never read (0.1.2's draw order)
     for i in range(n):
+        e = off + 5 + 5 * i
+        need = st.scratch[i]
+        if st.holds[e + 4] >= 0:
+            need = fmax(need, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+            if st.err:
+                return
         p = &st.pools[st.frame_member[fi * st.hold_pools_max + i]]
-        if round_up(p, st.scratch[i]) > p.cap:     # can never fit: compared exactly
+        if round_up(p, need) > p.cap:     # can never fit: compared exactly
             p.rejected += 1
             end_session(st, slot)
             return
@@ -1555,6 +1559,8 @@ cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, doub
                 return
             p.entries[p.nentries - 1].slot = slot
             snapshot(st, &p.entries[p.nentries - 1], slot)
+            if p.used + p.cached > p.cap + EPS:
+                p.overfull = 1      # as 0.1.2: caching never evicts (05 §5.4)
 
 
 cdef void mark_grown(State* st, int64_t j) noexcept nogil:

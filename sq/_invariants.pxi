@@ -58,8 +58,12 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
         where[0] = k
         if p.used < -INV_TOL or p.cached < -INV_TOL or p.qlen < 0 or p.nholders < 0 or p.nentries < 0:
             return INV_POOL_NEG
-        # a spill tier takes evicted pieces without making room first (05 §5.4, §5.11)
-        if over(p.used + p.cached, p.cap) and not is_spill_tier(st, k):
+        # a spill tier takes evicted pieces without making room first (05 §5.4, §5.11), and a
+        # release may cache a computed prefix longer than it frees (05 §5.5): both stay over
+        # their cap until something makes room
+        if not over(p.used + p.cached, p.cap):
+            p.overfull = 0
+        elif not is_spill_tier(st, k) and not p.overfull:
             return INV_POOL_CAP
         held = held_units(st, k)
         if held < -INV_TOL:

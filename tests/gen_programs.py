@@ -1,7 +1,7 @@
 """A seeded generator of small, valid serQ programs for differential testing against pyserq 0.1.2.
 
 `generate(seed)` returns a `Case`: the program text, its family and any trace
-files it needs (written by `Case.materialise(folder)`). Seven families cover
+files it needs (written by `Case.materialise(folder)`). Eight families cover
 the language:
 
 * `net`   — open/closed/batch/renewal workloads over fifo/ps(φ)/delay networks
@@ -26,7 +26,15 @@ the language:
             over every Step variable, `admit via` from a seqs pool and the KV
             pool with `queue by` orders, growing KV under `preempt lifo`/`none`,
             disaggregated prefill/decode, a tool call between decode phases
-            while the KV is held, prefix caching across turns and leases.
+            while the KV is held, prefix caching across turns and leases;
+* `holds` — holds on plain pools without any step engine (fifo/ps/delay
+            stages): nested and multi-pool holds, `reserve`, `at admission`
+            bindings, `queue by` orders with head-of-line blocking, `preempt
+            lifo` driven by `grow` statements, `load`, `release` inside and
+            outside holds (leases of finite, infinite and zero time), `cache`,
+            `reuse`, `drop`, rejection, `stuck`, a pool array indexed by an
+            attribute or a `choose`, and sessions that `end` inside holds
+            (HOLDS_DIVERGENT_FORMS adds the forms sq is known to get wrong).
 
 Every program keeps a short horizon so the reference runs it in well under a
 second, and avoids the forms the spec says hang (a zero-time closed body, an
@@ -35,10 +43,17 @@ infinite poisson rate, a loop that never takes time).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers", "engines")
+FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers", "engines", "holds")
+
+# The `holds` form on which sq is known to differ from 0.1.2 (off; see docs/differences.md):
+# a pool named twice in one hold (`hold A (u), A (v)`: 0.1.2 adds a `grow` to every entry of
+# the pool, which can take `used` below 0, and leases every entry). With this off, the family
+# draws the same numbers and writes the same programs, minus that form.
+HOLDS_DIVERGENT_FORMS = False
 
 
 @dataclass
@@ -63,7 +78,7 @@ def generate(seed: int, family: str | None = None) -> Case:
     rng = random.Random(seed)
     family = family or rng.choice(FAMILIES)
     return {"net": _net, "step": _step, "flow": _flow, "trace": _trace, "edge": _edge,
-            "tiers": _tiers, "engines": _engines}[family](rng)
+            "tiers": _tiers, "engines": _engines, "holds": _holds}[family](rng)
 
 
 # ------------------------------------------------------------------ shared pieces
@@ -956,3 +971,246 @@ def _engines(rng) -> Case:
         session,
     ])
     return Case(prog, "engines")
+
+
+# ------------------------------------------------------------------ family (h): holds without step engines
+
+def _holds(rng) -> Case:
+    """Holds, growth and preemption on plain pools, with fifo/ps/delay stages only (no step engine).
+
+    Nested holds (one pool twice, two pools), multi-pool holds with `reserve`, `at admission`
+    bindings over pool state, reserves above the units, `queue by` orders over `waited` and
+    attributes (head-of-line blocking), `preempt lifo` driven by `grow` statements (non-engine
+    victims: the last holder with an open hold), `load`, `release` inside a hold and outside it
+    (ending a lease), leases of finite, infinite and zero time, `cache`/`reuse`/`drop`, holds that
+    can never fit (rejection), repeated preemptions (`stuck`), a pool array indexed by an attribute
+    or a `choose`, and sessions that `end` inside holds. Every hold body starts with a positive run,
+    so a growth that preempts its own hold never re-admits and re-grows in one instant (a hang).
+    Forms sq is known to get wrong come only with HOLDS_DIVERGENT_FORMS (see its comment).
+    """
+    pools = {}  # name -> (cap, unit, is_array)
+    # A hot program has small pools and grows often, so preemptions chain and victims repeat (`stuck`).
+    hot = rng.random() < 0.5
+    p_grow = 0.4 if hot else 0.2
+
+    def pool_decl(name, size=None):
+        bs = rng.choice([None, None, None, 1, 2, 3, 4])
+        unit = bs or 1
+        cap = unit * (rng.randint(3, 6) if hot else rng.randint(3, 12))
+        opts = [f"cap {cap};"]
+        if bs:
+            opts.append(f"block {bs};")
+        opts.append(rng.choice(["preempt lifo;", "preempt lifo;", "preempt lifo;", "preempt none;", ""]))
+        opts.append(rng.choice(["", "", "queue fifo;", "queue by (waited);", "queue by (-waited);",
+                                "queue by (prio, -serial);", "queue by (-prio, waited);", "queue by (waited, prio, -serial);",
+                                "queue by (tag, serial);", "queue by (-serial);", "queue by (u);", "queue by (prio - waited);",
+                                "queue by (computed, serial);", f"queue by (cachedin({name}{'[0]' if size else ''}), -waited);",
+                                "queue by (used(A) > 2 ? serial : -serial);"]))
+        opts.append(rng.choice(["", "evict lru;", "evict by (size);", "evict by (-size, serial);", "evict by (waiting, age);",
+                                "evict by (tag);"]))
+        pools[name] = (cap, unit, size)
+        return f"pool {name}{f'[{size}]' if size else ''} {{ " + " ".join(o for o in opts if o) + " }"
+
+    items = [pool_decl("A")]
+    if rng.random() < 0.65:
+        items.append(pool_decl("B"))
+    arr = rng.random() < 0.4
+    if arr:
+        items.append(pool_decl("p", 3))
+    gate = rng.random() < 0.25
+    if gate:
+        items.append(f"pool g {{ cap {rng.randint(1, 2)}; {rng.choice(['', 'queue by (-prio);', 'queue by (waited, -serial);'])} }}")
+        pools["g"] = (2, 1, None)
+    items += ["stage d : delay;", f"stage f : {rng.choice(['fifo', 'fifo(2)', 'fifo(1)'])};",
+              f"stage s : ps({rng.choice(['1', '2', 'min(present, 2)'])});", "stage think : delay;"]
+    names = [p for p in pools if p != "g"]
+    leased = set()          # pool refs some hold leases: `release` outside a hold is legal for them
+    counter = [0]
+    index_mode = rng.choice(["attr", "choose"])
+    # 0.1.2 accepts a hold that names one pool twice (`hold A (u), A (v)`); with
+    # HOLDS_DIVERGENT_FORMS a few programs try it.
+    dup = rng.random() < 0.08
+
+    def ref(name):
+        return "p[i]" if name == "p" else name
+
+    def work():
+        return rng.choice(["0.5", "1", "0.2", "0.7 + ~uniform(0, 1)", "~det(0.4)", "0.1 + ~exp(0.5)", "1.5"])
+
+    def stage():
+        return rng.choice(["d", "d", "f", "s"])
+
+    def units(name):
+        cap, unit, _ = pools[name]
+        r = rng.random()
+        if r < 0.03:
+            return f"{cap + unit}", None             # never fits: rejected
+        if r < 0.06:
+            return f"u + {cap}", None                # u >= 1: never fits either
+        if r < 0.3:
+            return "max(u, computed)", "u"
+        if r < 0.4:
+            return f"{rng.randint(1, max(1, cap // 2))}", None
+        if r < 0.48:
+            return "serial - 2", None               # negative for the first ones: allocates 0
+        if r < 0.55:
+            return "v", "v"
+        if r < 0.63:
+            # Header draws: one per evaluation (at the statement and at every admission attempt).
+            return rng.choice(["u + floor(~uniform(0, 2))", f"min({cap}, 1 + ~exp(1))", "u * ~uniform(0.5, 1)"]), None
+        if r < 0.69:
+            # Header reads of pool state and time, evaluated at every attempt.
+            return rng.choice([f"max(1, free({ref(name)}) - {unit})", f"1 + used({ref(name)}) / 2", "u + floor(now / 4)",
+                               f"max(u, {cap} - cachedin({ref(name)}))"]), None
+        return "u", "u"
+
+    def body_stmts(frames, depth, frame):
+        """Statements after the first run of a hold body; `frames` are the enclosing holds, innermost last."""
+        out = []
+        loaded = False
+        for _ in range(rng.randint(1, 4 - depth)):
+            r = rng.random()
+            open_refs = [(f, p) for f in frames for p in f["pools"] if p not in f["released"]]
+            if r < p_grow and open_refs:
+                f, p = rng.choice(open_refs)
+                cap, unit, _ = pools[p.split("[")[0]]
+                out.append(f"grow {p} ({rng.choice([1, unit, 2 * unit, cap // 2, cap, 'u'])});")
+                out.append(f"run {stage()} ({work()});")
+            elif r < p_grow + 0.08 and not loaded and frame["floor"] and not frame["nested"] and frame["pools"][0] not in frame["released"]:
+                p = frame["pools"][0]
+                fl = frame["floor"]
+                amt = rng.choice([fl, f"{fl} / 2", "1"]) if not frame["cache"] else f"min({fl}, max(0, {fl} - cached))"
+                if amt == "1":
+                    amt = f"min(1, {fl})"
+                out.append(f"load {p} ({amt});")
+                loaded = True
+            elif r < p_grow + 0.16 and open_refs:
+                f, p = rng.choice(open_refs)
+                out.append(f"release {p};")
+                f["released"].add(p)
+                if rng.random() < 0.5:
+                    out.append(f"run {stage()} ({work()});")
+            elif r < p_grow + 0.34 and depth < 2:
+                frame["nested"] = True
+                out.append(hold(frames, depth + 1))
+            elif r < p_grow + 0.4:
+                out.append(f"branch ({rng.choice(['serial - 2 * floor(serial / 2) == 1', '~bernoulli(0.25)', 'now > 2', 'k >= 1', 'prio == 0'])}) {{ end; }}")
+            elif r < p_grow + 0.46:
+                out.append(f"drop {ref(rng.choice(names))};")
+            elif r < p_grow + 0.54:
+                out.append(f"set tag = {rng.choice(['tag + 1', '10 - serial', 'floor(~uniform(0, 3))'])};")
+            elif r < p_grow + 0.64:
+                p = ref(rng.choice(list(pools)))
+                out.append(f"observe o{rng.randint(0, 2)} = {rng.choice(['used', 'holders', 'queued', 'free', 'cachedin'])}({p}) "
+                           f"+ 100 * {rng.choice(['computed', 'now', 'holders(A)', 'used(A)'])};")
+            else:
+                out.append(f"run {stage()} ({work()});")
+        return out
+
+    def hold(frames, depth):
+        counter[0] += 1
+        hid = counter[0]
+        avail = list(names)
+        if gate and depth == 0 and rng.random() < 0.3:
+            avail = ["g"]
+        k = 2 if len(avail) >= 2 and rng.random() < 0.3 else 1
+        chosen = rng.sample(avail, k)
+        if dup and avail != ["g"] and rng.random() < 0.3 and HOLDS_DIVERGENT_FORMS:
+            chosen = [chosen[0], chosen[0]]     # one pool named twice in one hold statement
+        if frames and rng.random() < 0.35:
+            # Nested on a pool an enclosing hold already takes (the same member for `p[i]`).
+            outer = rng.choice([p for f in frames for p in f["pools"]])
+            chosen = [outer.split("[")[0]] + [c for c in chosen if c != outer.split("[")[0]][:k - 1]
+        bindings = []
+        specs, floor = [], None
+        for j, name in enumerate(chosen):
+            cap, unit, _ = pools[name]
+            u, fl = units(name)
+            if name != "g" and rng.random() < 0.2:
+                b = f"f{hid}_{j}"
+                bindings.append(f"{b} = {rng.choice(['free', 'used', 'cachedin', 'holders'])}({ref(name)})")
+                u, fl = f"min({u}, max({unit}, {b}))", None
+            if name == "g":
+                u, fl = "1", None
+            spec = f"{ref(name)} ({u})"
+            if rng.random() < 0.25:
+                spec += f" reserve ({rng.choice([f'{u} + {unit}', f'{u} + {cap // 2}', str(cap), f'{cap + 1}', 'v + 1', 'u * 2', 'u + ~uniform(0, 2)', f'max(u, computed + {unit})'])})"
+            specs.append(spec)
+            if j == 0:
+                floor = fl
+        refs = [ref(n) for n in chosen]
+        cache = rng.random() < 0.5 and chosen != ["g"]
+        frame = {"pools": refs, "released": set(), "cache": cache, "floor": floor, "nested": False}
+        first = f"run {stage()} ({work()});"
+        head = []
+        if rng.random() < 0.6:
+            head.append(f"observe adm{min(depth, 2)} = now;")
+        if cache and rng.random() < 0.3:
+            head.append("observe hit = cached;")
+        if rng.random() < 0.2:
+            head.append("observe comp = computed;")
+        body_reads = None
+        if rng.random() < 0.25:
+            body_reads = f"w{hid}"
+            bindings.append(f"{body_reads} = {rng.choice(['u * 2', 'prio + 1', 'serial', 'tag - k'])}")
+            head.append(f"observe w = {body_reads};")
+        rest = body_stmts(frames + [frame], depth, frame)
+        text = "hold " + ", ".join(specs)
+        if cache and rng.random() < 0.35:
+            text += f" reuse ({rng.choice(['0', '1', 'u', 'inf', 'u / 2'])})"
+        if bindings:
+            text += f" at admission ({', '.join(bindings)})"
+        text += " { " + " ".join(head + [first] + rest) + " }"
+        hdr = [b.split(" = ")[0] for b in bindings if b.startswith("f")]
+        if cache:
+            # A binding in `cache` is substituted: it reads the pool at the release, not at admission.
+            text += f" cache ({rng.choice(['inf', 'u', '0', 'u / 2', '2', 'u + v', 'u * ~uniform(0, 1)', 'computed + 1'] + hdr)})"
+        if chosen != ["g"] and rng.random() < 0.25:
+            lp = rng.choice([r for r in refs if r != "g"])
+            leased.add(lp)
+            text += f" lease {lp} ({rng.choice(['0', '0.5', '2', 'inf', 'inf', '-1', '1 + ~uniform(0, 1)'] + [h + ' / 4' for h in hdr])})"
+        return text + ";"
+
+    def turn():
+        stmts = []
+        if arr and index_mode == "choose":
+            stmts.append(f"choose i in 3 by ({rng.choice(['used(p[i])', 'queued(p[i]) + holders(p[i])', '-free(p[i])'])}, i);")
+        for _ in range(rng.randint(1, 2)):
+            stmts.append(hold([], 0))
+            if rng.random() < 0.3:
+                stmts.append(f"run {stage()} ({work()});")
+        if leased and rng.random() < 0.6:
+            stmts.insert(rng.randint(1, len(stmts)), f"release {rng.choice(sorted(leased))};")
+        if rng.random() < 0.25:
+            stmts.append(f"drop {ref(rng.choice(names))};")
+        if rng.random() < 0.3:
+            stmts.append(f"observe c = cachedin({ref(rng.choice(names))}) + used({ref(rng.choice(names))});")
+        return stmts
+
+    caps = min(pools[n][0] for n in names)
+    ustat = f"set u = {rng.choice(['1 + floor(~uniform(0, ' + str(max(2, caps // 2)) + '))', str(max(1, caps // 3)), '1 + floor(~uniform(0, ' + str(caps) + '))'])};"
+    vstat = f"set v = {rng.choice(['1', '2', '1 + floor(~uniform(0, 3))', 'u'])};"
+    # The think time comes first: a rejected hold takes no time, and a closed population would spin.
+    body = " ".join(turn())
+    if rng.random() < 0.4:
+        # Two roles: even and odd serials run different holds, so they meet in each other's pools.
+        body = (f"branch (serial - 2 * floor(serial / 2) == {rng.randint(0, 1)}) {{ {body} }} "
+                f"else {{ {' '.join(turn())} }}")
+    if rng.random() < 0.55:
+        kmax = rng.randint(2, 4)
+        session = (f"session {{ loop {{ run think ({work()}); {ustat} {vstat} {body} set k = k + 1; "
+                   f"branch (k >= {kmax} || ~bernoulli({_num(rng, 0.1, 0.4)})) {{ end; }} }} }}")
+    else:
+        session = f"session {{ run think ({work()}); {ustat} {vstat} {body} observe done = now; }}"
+    init = (f"init {{ set k = 0; set u = 1; set v = 1; set prio = {rng.choice(['serial - 2 * floor(serial / 2)', 'floor(~uniform(0, 3))', 'serial'])}; "
+            f"set tag = {rng.choice(['serial - 3 * floor(serial / 3)', 'floor(~uniform(0, 3))'])}; "
+            f"set i = {rng.choice(['serial - 3 * floor(serial / 3)', '0', 'floor(~uniform(0, 3))'])}; }}")
+    arrival = rng.choice([f"batch({rng.randint(2, 10 if hot else 8)})", f"poisson({_num(rng, 0.5, 3)})",
+                          f"closed({rng.randint(1, 4)})", f"renewal(~det({_num(rng, 0.3, 1)}))"])
+    warm = f" warmup {rng.choice([1, 2])};" if rng.random() < 0.25 else ""
+    prog = "\n".join(items + [
+        f"run {{ horizon {rng.choice([6, 10, 15])};{warm} }}",
+        f"workload {{ arrive {arrival}; {init} }}",
+        session,
+    ])
+    return Case(prog, "holds")
