@@ -1838,10 +1838,9 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
     st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
     if st.sess_flow[victim] >= 0:
         remove_flow(st, st.sess_flow[victim])
+    st.itl_preempted[victim] = 1          # see token(): a prefill completion may continue the turn
     job = st.sess_job[victim]
     if job >= 0:
-        if st.stages[st.job_stage[job]].kind == K_STEP:
-            st.itl_preempted[victim] = 1  # see token(): a prefill completion may continue the turn
         remove_job(st, job)
         st.sess_job[victim] = -1
     if st.waiting[victim]:
