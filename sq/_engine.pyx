@@ -275,21 +275,69 @@ cdef inline void fail(State* st, int code, int slot, double value, int64_t a, in
 
 
 # ---- the event heap: (time, seq) order -----------------------------------------
-cdef inline bint ev_less(Event* x, Event* y) noexcept nogil:
-    return x.t < y.t or (x.t == y.t and x.seq < y.seq)
+# ---- binary min-heaps: the event list (by time, then seq) and each ps stage (by tag, then id) ----
+ctypedef fused HeapItem:
+    Event
+    PsEntry
+
+
+cdef inline bint before(HeapItem* x, HeapItem* y) noexcept nogil:
+    if HeapItem is Event:
+        return x.t < y.t or (x.t == y.t and x.seq < y.seq)
+    else:
+        return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)
+
+
+cdef inline int heap_room(State* st, HeapItem** heap, int64_t* cap, int64_t n, int64_t first) noexcept nogil:
+    """Room for one more item (the allocation doubles, starting at `first`)."""
+    cdef int64_t c
+    cdef HeapItem* h
+    if n < cap[0]:
+        return 0
+    c = cap[0] * 2 if cap[0] else first
+    h = <HeapItem*> realloc(heap[0], c * sizeof(HeapItem))
+    if h == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    heap[0] = h
+    cap[0] = c
+    return 0
+
+
+cdef inline void heap_place(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexcept nogil:
+    """Put e at place i of a heap of n (i's old item is gone), moving it up or down to its place."""
+    cdef int64_t parent, child
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not before(&e, &h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and before(&h[child + 1], &h[child]):
+            child += 1
+        if not before(&h[child], &e):
+            break
+        h[i] = h[child]
+        i = child
+    h[i] = e
+
+
+cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
+    cdef HeapItem top = h[0]
+    n[0] -= 1
+    if n[0] > 0:
+        heap_place(h, 0, n[0], h[n[0]])
+    return top
 
 
 cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
-    cdef int64_t i, parent, cap
-    cdef Event e, *h
-    if st.hlen == st.hcap:
-        cap = st.hcap * 2 if st.hcap else 64
-        h = <Event*> realloc(st.heap, cap * sizeof(Event))
-        if h == NULL:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        st.heap = h
-        st.hcap = cap
+    cdef Event e
+    if heap_room(st, &st.heap, &st.hcap, st.hlen, 64) < 0:
+        return -1
     e.t = t
     e.seq = st.seq
     st.seq += 1
@@ -297,95 +345,29 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
     e.a = a
     e.b = b
     e.c = c
-    h = st.heap
-    i = st.hlen
     st.hlen += 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not ev_less(&e, &h[parent]):
-            break
-        h[i] = h[parent]
-        i = parent
-    h[i] = e
+    heap_place(st.heap, st.hlen - 1, st.hlen, e)
     return 0
 
 
-cdef Event pop_event(State* st) noexcept nogil:
-    cdef Event* h = st.heap
-    cdef Event top = h[0]
-    cdef Event last
-    cdef int64_t i = 0, child, n
-    st.hlen -= 1
-    n = st.hlen
-    if n > 0:
-        last = h[n]
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            if child + 1 < n and ev_less(&h[child + 1], &h[child]):
-                child += 1
-            if not ev_less(&h[child], &last):
-                break
-            h[i] = h[child]
-            i = child
-        h[i] = last
-    return top
-
-
-# ---- ps: a min-heap of (tag, job id) -------------------------------------------
-cdef inline bint ps_less(PsEntry* x, PsEntry* y) noexcept nogil:
-    return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)
+cdef inline Event pop_event(State* st) noexcept nogil:
+    return heap_pop(st.heap, &st.hlen)
 
 
 cdef int ps_push(State* st, Stage* s, double tag, int64_t id, int32_t job) noexcept nogil:
-    cdef int64_t i, parent, cap
-    cdef PsEntry e, *h
-    if s.hlen == s.hcap:
-        cap = s.hcap * 2 if s.hcap else 16
-        h = <PsEntry*> realloc(s.heap, cap * sizeof(PsEntry))
-        if h == NULL:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        s.heap = h
-        s.hcap = cap
+    cdef PsEntry e
+    if heap_room(st, &s.heap, &s.hcap, s.hlen, 16) < 0:
+        return -1
     e.tag = tag
     e.id = id
     e.job = job
-    h = s.heap
-    i = s.hlen
     s.hlen += 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not ps_less(&e, &h[parent]):
-            break
-        h[i] = h[parent]
-        i = parent
-    h[i] = e
+    heap_place(s.heap, s.hlen - 1, s.hlen, e)
     return 0
 
 
-cdef PsEntry ps_pop(Stage* s) noexcept nogil:
-    cdef PsEntry* h = s.heap
-    cdef PsEntry top = h[0]
-    cdef PsEntry last
-    cdef int64_t i = 0, child, n
-    s.hlen -= 1
-    n = s.hlen
-    if n > 0:
-        last = h[n]
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            if child + 1 < n and ps_less(&h[child + 1], &h[child]):
-                child += 1
-            if not ps_less(&h[child], &last):
-                break
-            h[i] = h[child]
-            i = child
-        h[i] = last
-    return top
+cdef inline PsEntry ps_pop(Stage* s) noexcept nogil:
+    return heap_pop(s.heap, &s.hlen)
 
 
 # ---- rings: the ready queue and fifo waiting lines ------------------------------
@@ -1756,7 +1738,6 @@ cdef void remove_job(State* st, int32_t j) noexcept nogil:
     cdef int32_t k = st.job_stage[j], nxt
     cdef Stage* s = &st.stages[k]
     cdef int64_t i, q
-    cdef PsEntry last
     s.n -= 1
     if s.kind == K_FIFO:
         if st.job_started[j]:
@@ -1777,38 +1758,14 @@ cdef void remove_job(State* st, int32_t j) noexcept nogil:
         s.Vt = st.now
         for i in range(s.hlen):
             if s.heap[i].job == j:
-                last = s.heap[s.hlen - 1]
                 s.hlen -= 1
                 if i < s.hlen:
-                    s.heap[i] = last
-                    ps_fix(s, i)
+                    heap_place(s.heap, i, s.hlen, s.heap[s.hlen])
                 break
         s.dirty = 1
     elif s.kind == K_STEP:
         leave_residents(st, s, j)
     job_free(st, j)
-
-
-cdef void ps_fix(Stage* s, int64_t i) noexcept nogil:
-    cdef PsEntry e = s.heap[i]
-    cdef int64_t parent, child
-    while i > 0:
-        parent = (i - 1) >> 1
-        if not ps_less(&e, &s.heap[parent]):
-            break
-        s.heap[i] = s.heap[parent]
-        i = parent
-    while True:
-        child = 2 * i + 1
-        if child >= s.hlen:
-            break
-        if child + 1 < s.hlen and ps_less(&s.heap[child + 1], &s.heap[child]):
-            child += 1
-        if not ps_less(&s.heap[child], &e):
-            break
-        s.heap[i] = s.heap[child]
-        i = child
-    s.heap[i] = e
 
 
 cdef void leave_queue(State* st, int32_t slot) noexcept nogil:
