@@ -288,19 +288,21 @@ cdef inline bint before(HeapItem* x, HeapItem* y) noexcept nogil:
         return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)
 
 
-cdef inline int heap_room(State* st, HeapItem** heap, int64_t* cap, int64_t n, int64_t first) noexcept nogil:
-    """Room for one more item (the allocation doubles, starting at `first`)."""
+cdef inline int heap_push(State* st, HeapItem** heap, int64_t* cap, int64_t* n, int64_t first,
+                          HeapItem e) noexcept nogil:
+    """Add e (the allocation doubles when full, starting at `first` items)."""
     cdef int64_t c
     cdef HeapItem* h
-    if n < cap[0]:
-        return 0
-    c = cap[0] * 2 if cap[0] else first
-    h = <HeapItem*> realloc(heap[0], c * sizeof(HeapItem))
-    if h == NULL:
-        fail(st, E_MEMORY, -1, 0, 0, 0)
-        return -1
-    heap[0] = h
-    cap[0] = c
+    if n[0] == cap[0]:
+        c = cap[0] * 2 if cap[0] else first
+        h = <HeapItem*> realloc(heap[0], c * sizeof(HeapItem))
+        if h == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        heap[0] = h
+        cap[0] = c
+    n[0] += 1
+    heap_place(heap[0], n[0] - 1, n[0], e)
     return 0
 
 
@@ -336,8 +338,6 @@ cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
 
 cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
     cdef Event e
-    if heap_room(st, &st.heap, &st.hcap, st.hlen, 64) < 0:
-        return -1
     e.t = t
     e.seq = st.seq
     st.seq += 1
@@ -345,9 +345,7 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
     e.a = a
     e.b = b
     e.c = c
-    st.hlen += 1
-    heap_place(st.heap, st.hlen - 1, st.hlen, e)
-    return 0
+    return heap_push(st, &st.heap, &st.hcap, &st.hlen, 64, e)
 
 
 cdef inline Event pop_event(State* st) noexcept nogil:
@@ -356,14 +354,10 @@ cdef inline Event pop_event(State* st) noexcept nogil:
 
 cdef int ps_push(State* st, Stage* s, double tag, int64_t id, int32_t job) noexcept nogil:
     cdef PsEntry e
-    if heap_room(st, &s.heap, &s.hcap, s.hlen, 16) < 0:
-        return -1
     e.tag = tag
     e.id = id
     e.job = job
-    s.hlen += 1
-    heap_place(s.heap, s.hlen - 1, s.hlen, e)
-    return 0
+    return heap_push(st, &s.heap, &s.hcap, &s.hlen, 16, e)
 
 
 cdef inline PsEntry ps_pop(Stage* s) noexcept nogil:
@@ -1834,15 +1828,16 @@ cdef int grow_or_preempt(State* st, int32_t slot, int32_t row, int64_t j, double
             return -1
 
 
-cdef bint grow_statement(State* st, int32_t slot, int32_t row, double units) noexcept nogil:
-    """`grow P (units)`: granted now (preempting under lifo), or the session waits among P's growers."""
+cdef bint grow_or_wait(State* st, int32_t slot, int32_t row, int64_t j, double units,
+                       int32_t job) noexcept nogil:
+    """Grow frame entry j by `units`: granted now (preempting under lifo), or the session waits
+    among the pool's growers (`job`: the resident job whose growth waits, -1 for a statement)."""
     cdef Pool* p = &st.pools[row]
-    cdef int64_t j = innermost(st, slot, row)
     cdef int r = grow_or_preempt(st, slot, row, j, units)
     if r == 1:
         return True
     if r < 0:
-        return False                # its own victim: back in the queue
+        return False                # its own victim: back in the queue, any job gone
     if p.ngrowers == p.growers_cap:
         if not grow(<void**> &p.growers, (p.growers_cap * 2 + 16) * sizeof(int32_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -1852,7 +1847,13 @@ cdef bint grow_statement(State* st, int32_t slot, int32_t row, double units) noe
     p.ngrowers += 1
     st.grow_units[slot] = units
     st.grow_at[slot] = j
+    st.grow_job[slot] = job
     return False
+
+
+cdef inline bint grow_statement(State* st, int32_t slot, int32_t row, double units) noexcept nogil:
+    """`grow P (units)` on the session's innermost hold of P."""
+    return grow_or_wait(st, slot, row, innermost(st, slot, row), units, -1)
 
 
 cdef void retry_growers(State* st, int32_t pk) noexcept nogil:

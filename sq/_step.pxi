@@ -176,27 +176,6 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
     return False
 
 
-cdef bint grow_for_job(State* st, int32_t owner, int32_t row, int64_t fj, double need, int32_t j) noexcept nogil:
-    """A `growing` job's growth, as a `grow` statement would; a refusal stalls the job (preempt none)."""
-    cdef Pool* p = &st.pools[row]
-    cdef int r = grow_or_preempt(st, owner, row, fj, need)
-    if r == 1:
-        return True
-    if r < 0:
-        return False                # preempted itself: the job has left the residents
-    if p.ngrowers == p.growers_cap:
-        if not grow(<void**> &p.growers, (p.growers_cap * 2 + 16) * sizeof(int32_t)):
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return False
-        p.growers_cap = p.growers_cap * 2 + 16
-    p.growers[p.ngrowers] = owner
-    p.ngrowers += 1
-    st.grow_units[owner] = need
-    st.grow_at[owner] = fj
-    st.grow_job[owner] = j
-    return False
-
-
 cdef int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
     if s.na == s.a_cap:
         if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
@@ -260,7 +239,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             if fj < 0:
                 continue
             need = st.frame_pos[fj] + tokens - st.frame_alloc[fj]
-            if need > EPS and not grow_for_job(st, owner, row, fj, need, j):
+            if need > EPS and not grow_or_wait(st, owner, row, fj, need, j):
                 if st.err:
                     return
                 continue

@@ -169,6 +169,16 @@ def _list(v: Any, where: str, n: int | None = None) -> list:
     return v
 
 
+def _unit_or_by(v: Any, unit: str, what: str, where: str) -> Any:
+    """An order that is either the unit variant `unit` or {"By": [keys]} (evict, serve)."""
+    tag, keys = _variant(v, where)
+    if tag == unit and keys is None:
+        return unit
+    if tag == "By":
+        return {"By": [check_expr(k, where) for k in _list(keys, where)]}
+    raise _bad(f"{where}: unknown {what} {v!r}")
+
+
 def _variant(v: Any, where: str) -> tuple[str, Any]:
     """A serde enum value: a bare string (unit variant) or a one-key object."""
     if isinstance(v, str):
@@ -386,13 +396,7 @@ class Pool:
         where = f"pool {d.get('name')!r}" if isinstance(d, dict) else "pool"
         _keys(d, where, {"name", "cap", "block", "evict", "preempt", "queue", "spill", "admit_via"},
               {"index"})
-        evict_tag, keys = _variant(d["evict"], where)
-        if evict_tag == "Lru" and keys is None:
-            evict: Any = "Lru"
-        elif evict_tag == "By":
-            evict = {"By": [check_expr(k, where) for k in _list(keys, where)]}
-        else:
-            raise _bad(f"{where}: unknown evict policy {d['evict']!r}")
+        evict = _unit_or_by(d["evict"], "Lru", "evict policy", where)
         if d["preempt"] not in ("None", "Lifo"):
             raise _bad(f"{where}: unknown preempt policy {d['preempt']!r}")
         queue = d["queue"]
@@ -439,13 +443,7 @@ def _check_kind(v: Any, where: str) -> Any:
         return {"Ps": check_expr(body, where)}
     if tag == "Step":
         _keys(body, where, {"budget", "cost", "chunk", "serve", "memory"})
-        serve_tag, keys = _variant(body["serve"], where)
-        if serve_tag == "ExclusivePrefill" and keys is None:
-            serve: Any = "ExclusivePrefill"
-        elif serve_tag == "By":
-            serve = {"By": [check_expr(k, where) for k in _list(keys, where)]}
-        else:
-            raise _bad(f"{where}: unknown serve order {body['serve']!r}")
+        serve = _unit_or_by(body["serve"], "ExclusivePrefill", "serve order", where)
         memory = body["memory"]
         return {"Step": {"budget": check_expr(body["budget"], where), "cost": check_expr(body["cost"], where),
                          "chunk": check_expr(body["chunk"], where), "serve": serve,

@@ -8,6 +8,7 @@ import pytest
 
 from sq.frontend.errors import SqError
 from sq.lower import lower
+from test_trace import SPEC_CORPUS
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
@@ -24,16 +25,8 @@ def _both(tmp_path, monkeypatch, csv: str, workload: str, **overrides):
     return pyserq.run(program), _engine.run(lower(json.loads(program.to_json())))
 
 
-CORPUS = """session,turn,new,out,think,forced
-# comment line
-7,0,100,10,1.5,0
-7,1,20,5,2,1
-9,0,300,30,0
-3,0,1,2,3
-3,5,4,5,6
-
-3,9,7,8,9
-1.9,0,5,5,5
+# the spec's example corpus, and two sessions whose ids are not whole numbers
+CORPUS = SPEC_CORPUS + """1.9,0,5,5,5
 1.2,0,6,6,6
 """
 
