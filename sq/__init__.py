@@ -67,41 +67,45 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
     """
     from sq import _engine
-    from sq.lower import lower
     from sq.report import Report
 
-    # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
-    ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
-    ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    ir = _with_trace_path(ir, getattr(program, "trace_base", None))
-    lowered = lower(ir)
-    raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+    if hasattr(program, "to_dict"):
+        # Lowered once per program: the run settings go to the engine, not into the arrays.
+        lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
+    else:
+        lowered = _lower(dict(program), None)
+    _with_settings(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                      trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                       dump_pools=dump_pools, check_invariants=check_invariants)
     return Report.from_results(raw)
 
 
-def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
-    """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
+def _lower(ir: dict, trace_base: str | None):
+    """The engine's arrays for an IR (`exact` form: what JSON cannot say, an infinite block or rate, kept)."""
+    from sq.lower import lower
+
+    return lower(_with_trace_path(ir, trace_base))
+
+
+def _with_settings(lowered, *, seed, horizon, warmup, arrivals) -> None:
+    """Check run settings given to `run` as the `run {}` block is checked (the engine applies them)."""
     if seed is None and horizon is None and warmup is None and arrivals is None:
-        return ir
-    ir = dict(ir)  # only top-level settings change: a shallow copy is enough
+        return
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise SqError(f"run: the seed is a whole number from 0 to 2^64-1, found {seed!r}", phase="settings")
-        ir["seed"] = seed
-    if horizon is not None:
-        ir["horizon"] = _setting_number("horizon", horizon)
-    if warmup is not None:
-        ir["warmup"] = _setting_number("warmup", warmup)
-    if not (math.isfinite(ir["horizon"]) and 0 <= ir["warmup"] < ir["horizon"]):
+    horizon = lowered.horizon if horizon is None else _setting_number("horizon", horizon)
+    warmup = lowered.warmup if warmup is None else _setting_number("warmup", warmup)
+    if not (math.isfinite(horizon) and 0 <= warmup < horizon):
         raise SqError("run: need 0 <= warmup < horizon", phase="settings")
     if arrivals is not None:
         if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")
-        if not any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal")):
+        from sq.lower import A_POISSON, A_RENEWAL
+
+        if lowered.arrival_kind not in (A_POISSON, A_RENEWAL):
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
-        ir["arrivals"] = int(arrivals)
-    return ir
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:
