@@ -223,6 +223,7 @@ cdef struct State:
     char* stuck                # per session: counted stuck once
     double* ppos               # per session × pool: position at the last preemption (NaN: none)
     int32_t* hcount            # per session × pool: its live entries in the pool's holders
+    char* pools_touched        # per session: its ppos/hcount rows may differ from NaN/0 (reset at spawn)
     uint32_t* hgen             # per session × pool: the generation its live holders entries carry
     const int32_t* hold_pcs
     int iter_preempted         # a preemption happened during the current start_iteration
@@ -308,6 +309,12 @@ cdef struct State:
     const int32_t* hold_offsets
     const int32_t* pool_keys
     Pool* pools
+    # Idle declarations cost nothing per event: settle's pools pass and the area samples visit
+    # only the rows these bit sets name (bit k of word k / 64). Each is a superset: a bit is set
+    # where the row can leave its idle state, and cleared when a visit finds the row idle.
+    uint64_t* pools_waiting    # a pool that may have waiting holds or growers
+    uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero
+    uint64_t* stages_sampled   # a stage whose areas may be nonzero (step and shared stages: always)
     int64_t next_entry_seq
     int64_t next_dead          # dead entries made so far (their keys follow DEAD_KEY)
     # step stages

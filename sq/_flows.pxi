@@ -55,6 +55,7 @@ cdef int start_flow(State* st, int32_t* stages, int32_t n, int32_t owner, double
     for i in range(n):
         st.fl_stage[f * st.flow_max_st + i] = stages[i]
         st.stages[stages[i]].n += 1
+        mark_row(st.stages_sampled, stages[i])
     st.fl_rem[f] = w
     st.fl_rate[f] = 0.0
     st.fl_start[f] = st.now
