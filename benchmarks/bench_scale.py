@@ -92,6 +92,13 @@ stage server : fifo(1);
 workload {{ arrive poisson(0.9); }}
 session {{ set t0 = now; run server (~exp(1)); observe response = now - t0; }}
 """, 400_000),
+    Scenario("instant", "N flows (max-min) started in one instant; ns per flow, pyserq's below", """
+share maxmin;
+stage a : ps(1);
+stage b : ps(2);
+workload {{ arrive batch({n}); }}
+session {{ run a, b (~exp(1)); }}
+""", 0, instant=True),
 ]
 
 

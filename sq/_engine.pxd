@@ -365,6 +365,7 @@ cdef struct State:
     int64_t nfl
     int64_t fl_cap
     double fl_last
+    int fl_finite              # every shared stage's capacity is finite: so is every flow's rate
     int64_t fl_epoch
     int fl_dirty
     char* touched             # per stage: a flow started, ended or left it since the last recompute

@@ -2773,6 +2773,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
             st.stages[k].servers = (<int32_t*> data_of(servers))[k]
             st.stages[k].phi = (<int32_t*> data_of(phis))[k]
+        st.fl_finite = 1
+        for k in range(st.n_stages):
+            if not isfinite(st.stages[k].share_cap):
+                st.fl_finite = 0
         st.n_ps_first = st.n_stages
         for k in range(st.n_stages - 1, -1, -1):
             if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:

@@ -32,6 +32,8 @@ cdef void flows_advance(State* st) noexcept nogil:
     """Bring every flow's remaining work to now."""
     cdef double dt = st.now - st.fl_last
     cdef int64_t f
+    if dt == 0 and st.fl_finite:
+        return      # finite rates x 0: nothing moves (flows started in one instant stay linear)
     for f in range(st.nfl):
         if st.fl_active[f]:
             st.fl_rem[f] = fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * dt)
