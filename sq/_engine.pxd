@@ -327,6 +327,8 @@ cdef struct State:
     int32_t* job_grow          # the job's `growing` pool row (-1: none)
     int64_t* job_served        # the serving pass that last served the job
     int64_t serve_stamp
+    int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
+    int kv_iteration           # start_iteration makes them (some expression reads them)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     char* itl_has              # per session: token bookkeeping for inter-token gaps

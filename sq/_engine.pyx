@@ -2759,6 +2759,8 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.serve_keys = <const int32_t*> data_of(serve_keys)
         st.admit_via = <const int32_t*> data_of(admit_via)
         st.bl_stage = -1
+        st.kv_budget = bool(getattr(lowered, "kv_budget", True))
+        st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):
