@@ -671,33 +671,50 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
         elif op == X_TRUTH:
             s[sp - 1] = 1.0 if s[sp - 1] != 0.0 else 0.0
             pc += 1
-        elif op <= X_NE:
+        # one branch per binary operator, all `op == constant`: Cython compiles the chain to one C switch
+        elif op == X_ADD:
             sp -= 1
-            a = s[sp - 1]
-            b = s[sp]
-            if op == X_ADD:
-                a = a + b
-            elif op == X_SUB:
-                a = a - b
-            elif op == X_MUL:
-                a = a * b
-            elif op == X_DIV:
-                a = a / b
-            elif op == X_POW:
-                a = pow(a, b)
-            elif op == X_LT:
-                a = 1.0 if a < b else 0.0
-            elif op == X_LE:
-                a = 1.0 if a <= b else 0.0
-            elif op == X_GT:
-                a = 1.0 if a > b else 0.0
-            elif op == X_GE:
-                a = 1.0 if a >= b else 0.0
-            elif op == X_EQ:
-                a = 1.0 if a == b else 0.0
-            else:
-                a = 1.0 if a != b else 0.0
-            s[sp - 1] = a
+            s[sp - 1] = s[sp - 1] + s[sp]
+            pc += 1
+        elif op == X_SUB:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] - s[sp]
+            pc += 1
+        elif op == X_MUL:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] * s[sp]
+            pc += 1
+        elif op == X_DIV:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] / s[sp]
+            pc += 1
+        elif op == X_POW:
+            sp -= 1
+            s[sp - 1] = pow(s[sp - 1], s[sp])
+            pc += 1
+        elif op == X_LT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] < s[sp] else 0.0
+            pc += 1
+        elif op == X_LE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] <= s[sp] else 0.0
+            pc += 1
+        elif op == X_GT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] > s[sp] else 0.0
+            pc += 1
+        elif op == X_GE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] >= s[sp] else 0.0
+            pc += 1
+        elif op == X_EQ:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] == s[sp] else 0.0
+            pc += 1
+        elif op == X_NE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] != s[sp] else 0.0
             pc += 1
         elif op == X_AND:
             if s[sp - 1] == 0.0:
