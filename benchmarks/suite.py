@@ -84,9 +84,8 @@ import json, resource, sys, time
 impl, source, horizon = sys.argv[1], sys.argv[2], float(sys.argv[3])
 runs, arrivals = int(sys.argv[4]), int(sys.argv[5]) or None
 if impl == "sq-engine":   # sq's engine alone, on the lowered program (no report): what the C loop does
-    import sq, sq._engine
-    from sq import _lower
-    lowered = _lower(sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals).to_dict(exact=True), None)
+    import sq, sq._engine, sq.lower
+    lowered = sq.lower.lower(sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals).to_dict(exact=True))
     class _Raw:   # the engine's raw results, read as the report fields used below
         def __init__(self, raw):
             self.events, self.arrivals, self.observes, self.stages = raw.events, raw.arrivals, {}, []
