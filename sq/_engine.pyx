@@ -2575,7 +2575,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     event (pools within their caps, no negative counter or allocation, queues,
     servers and residents consistent) and raises SqError at the first fault.
     """
-    from sq.frontend.errors import SqError
+    from sq.errors import SqError
     from sq import results as R
 
     settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)

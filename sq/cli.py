@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3

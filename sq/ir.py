@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 IR_VERSION = 10
 

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 # ---- expression opcodes (operands follow inline) ---------------------------
 X_NUM, X_ATTR, X_CTX = 1, 2, 3                  # const index / slot / context id

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.lower import format_number, lower
 
 pyserq = pytest.importorskip("pyserq")

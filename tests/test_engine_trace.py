@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.lower import lower
 from test_trace import SPEC_CORPUS
 

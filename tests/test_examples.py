@@ -25,7 +25,7 @@ import pytest
 
 import sq
 from oracle import first_difference
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 pyserq = pytest.importorskip("pyserq", reason="the examples are checked against pyserq 0.1.2")
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import oracle
 
 compile_mod = oracle.require_module("sq.frontend.compile", "sq's front end (compile_program) is not written yet")
-errors = oracle.require_module("sq.frontend.errors", "sq.frontend.errors is not written yet")
+from sq import errors  # noqa: E402
 ir = oracle.require_module("sq.ir", "sq.ir is not written yet")
 
 pytestmark = pytest.mark.usefixtures("at_repo_root")

@@ -52,7 +52,7 @@ from lark.lexer import Lexer, Token as LarkToken               # noqa: E402
 from lark.parsers.lalr_analysis import Shift                   # noqa: E402
 
 from sq.frontend import parser as sq_parser                    # noqa: E402
-from sq.frontend.errors import SqError                         # noqa: E402
+from sq.errors import SqError                                  # noqa: E402
 
 GRAMMAR = Path(sq_parser.__file__).with_name("grammar.lark")
 PROBES_FILE = Path(os.environ.get("SQ_PROBES", Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sq.frontend.compile import compile_program
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.ir import Program
 from oracle import SPEC_DIR
 

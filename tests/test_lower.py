@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sq import lower as L
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 pyserq = pytest.importorskip("pyserq")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sq.frontend import ast
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.frontend.lexer import format_number, tokenize
 from sq.frontend.parser import parse
 from oracle import SPEC_DIR

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.frontend.parser import parse
 from oracle import SPEC_DIR
 

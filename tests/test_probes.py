@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 SPEC = Path(__file__).resolve().parents[1].parent / "shared" / "spec"
 PROBES_FILE = Path(os.environ.get("SQ_PROBES", SPEC / "probes" / "probes.json"))

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sq._random import DIST_CODES, STREAM_MASKS, Rng, stream_seed
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 try:
     import pyserq

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.trace import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
 from oracle import SPEC_DIR
 

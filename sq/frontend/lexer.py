@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from sq.frontend import unicode_tables
-from sq.frontend.errors import SqError, Span
+from sq.errors import SqError
+from sq.frontend.errors import Span
 
 IDENT, NUM, STR, EOF = "Ident", "Num", "Str", "Eof"
 _SAME = object()

@@ -18,7 +18,8 @@ from typing import Any
 from sq import ir
 from sq.frontend import ast as A
 from sq.frontend import queues
-from sq.frontend.errors import SqError, Span
+from sq.errors import SqError
+from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
 
 # ---------------------------------------------------------------- the language's names

@@ -26,7 +26,8 @@ import sys
 from sq.frontend import ast
 from sq.frontend import expand as ex
 from sq.frontend import queues, sides
-from sq.frontend.errors import SqError, Span
+from sq.errors import SqError
+from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, format_number, tokenize
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
