@@ -2764,7 +2764,7 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
 
 cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
-    from sq.lower import format_number as fmt
+    from sq.numbers import display as fmt
     cdef double end
     cdef int32_t k
     if limit > 0:
@@ -2799,7 +2799,7 @@ cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqE
 
 cdef object _iteration_lines(State* st):
     """`ITER <now> serial:turn:(p|d)tokens …` per iteration start, like the reference's SERQ_TRACE_ITER."""
-    from sq.lower import format_number as fmt
+    from sq.numbers import display as fmt
     lines = []
     cdef int64_t i, e = 0, n
     for i in range(st.it_time.n):
@@ -2816,7 +2816,7 @@ cdef object _iteration_lines(State* st):
 cdef object _eviction_lines(State* st):
     """`EVICT <now> <key> <units>` per evicted piece, like the reference's SERQ_TRACE_EVICT
     (the key is the owner's serial, or 2^62 + n for a dead entry)."""
-    from sq.lower import format_number as fmt
+    from sq.numbers import display as fmt
     cdef int64_t i
     return [f"EVICT {st.ev_time.p[i]:.4f} {st.ev_key.p[i]} {fmt(st.ev_units.p[i])}" for i in range(st.ev_time.n)]
 
@@ -2840,7 +2840,7 @@ cdef object _pool_dump_lines(State* st, lowered):
     the cache entries counted and summed by what their owners are doing. The sums run in
     (last) cache order; 0.1.2 sums in its hash map's order, which changes from run to run,
     so the last digits of a fractional sum may differ from one of its runs."""
-    from sq.lower import format_number as fmt, format_debug_number as dbg
+    from sq.numbers import debug as dbg, display as fmt
     cdef int32_t k
     cdef int64_t e
     cdef Pool* p
@@ -2910,10 +2910,10 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 
 
 cdef object _error_text(State* st, lowered):
-    from sq.lower import format_number as fmt
+    from sq.numbers import brief, display as fmt
     index = (<uint64_t> st.err_a)      # an index is unsigned (saturated at 2^64 - 1)
-    where = f" (session {st.err_serial}, time {fmt(st.err_time)})" if st.err_serial >= 0 \
-        else f" (time {fmt(st.err_time)})"
+    where = f" (session {st.err_serial}, time {brief(st.err_time)})" if st.err_serial >= 0 \
+        else f" (time {brief(st.err_time)})"
     if st.err == E_BRANCH:
         site = lowered.sites[st.err_a]
         return (f"{site}: the guard is {fmt(st.err_value)}, not 0 or 1; "

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from sq.errors import SqError
-from sq.lower import format_number, lower
+from sq.lower import lower
+from sq.numbers import display
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
@@ -150,7 +151,7 @@ def test_deeply_nested_expression_lowers():
                                      (float("inf"), "inf"), (-float("inf"), "-inf"), (1e21, "1000000000000000000000"),
                                      (1e-7, "0.0000001"), (-0.0, "-0"), (0.1 + 0.2, "0.30000000000000004")])
 def test_numbers_print_as_the_reference_prints_them(x, text):
-    assert format_number(x) == text
+    assert display(x) == text
 
 
 SPILL_OVER_STEP = """

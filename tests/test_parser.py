@@ -12,7 +12,8 @@ import pytest
 
 from sq.frontend import ast
 from sq.errors import SqError
-from sq.frontend.lexer import format_number, tokenize
+from sq.frontend.lexer import tokenize
+from sq.numbers import display
 from sq.frontend.parser import parse
 from oracle import SPEC_DIR
 
@@ -34,7 +35,7 @@ def observed(expr_text: str) -> ast.Expr:
 def show(e) -> str:
     """A fully parenthesised rendering, so a test states the grouping it expects."""
     if isinstance(e, ast.Num):
-        return format_number(e.value)
+        return display(e.value)
     if isinstance(e, ast.Name):
         return e.name
     if isinstance(e, ast.Dotted):
@@ -197,7 +198,7 @@ def test_lexical_errors(text, message, col):
     (math.nan, "NaN"), (-1.0, "-1"), (0.1, "0.1"),
 ])
 def test_numbers_print_like_pyserq(value, text):
-    assert format_number(value) == text
+    assert display(value) == text
 
 
 # ---------------------------------------------------------------- precedence

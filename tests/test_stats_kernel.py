@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from sq import _stats, stats
-from sq.report import format_number
+from sq.numbers import json_number
 
 NEG_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
 POS_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0]
@@ -364,4 +364,4 @@ def test_gauge_extremes_break_a_signed_zero_tie_as_pyserq_does(gauge, session):
     want = report[report.index('"g":{'):]
     want = want[: want.index("}")]
     s = stats.gauge_stats(g.times, g.values, r.warmup, r.end)
-    assert f'"min":{format_number(s.min)},"max":{format_number(s.max)}' in want
+    assert f'"min":{json_number(s.min)},"max":{json_number(s.max)}' in want

@@ -9,7 +9,6 @@ run last, in `sq.ir.validate`.
 """
 from __future__ import annotations
 
-from decimal import Decimal
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from sq import ir
 from sq.frontend import ast as A
 from sq.frontend import queues
 from sq.errors import SqError
+from sq.numbers import display
 from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
 
@@ -49,18 +49,6 @@ LIVE_FNS = frozenset(("used", "free", "holders", "queued", "cachedin", "queue", 
 MAX_TERMS = 4096
 NAN_HELP = "help: a constant is a number or `inf`; `0/0` and `inf - inf` are not"
 CONST_HELP = "help: declare this constant or use the name of an existing constant"
-
-
-def fmt_num(x: float) -> str:
-    """A number the way 0.1.2 prints it in messages (Rust's `{}` for f64: never an exponent)."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    text = format(Decimal(repr(x)), "f")   # the shortest digits, written out in full
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def closest_name(name: str, candidates) -> str | None:
@@ -290,11 +278,11 @@ class Linker:
         if math.isnan(n):
             raise self.error(f"{label}'s count is NaN", e, NAN_HELP, length=len(e.op))
         if math.isinf(n) or not (n >= 1 and n == int(n)):
-            raise self.error(f"{label}'s count must be a positive integer, found {fmt_num(n)}", e,
+            raise self.error(f"{label}'s count must be a positive integer, found {display(n)}", e,
                              length=len(e.op))
         self.terms += n          # a float, as in 0.1.2: a huge count is printed whole, rounded as f64 adds
         if self.terms > MAX_TERMS:
-            raise self.error(f"{label}: the program's aggregates write out {fmt_num(self.terms)} terms, "
+            raise self.error(f"{label}: the program's aggregates write out {display(self.terms)} terms, "
                              f"at most {MAX_TERMS}",
                              e, length=len(e.op))
         return int(n)
@@ -371,7 +359,7 @@ class Linker:
         except SqError:
             return self.expr(index, c)
         if not (0 <= value < fam.count) or value != int(value):
-            raise self.error(f"{what} `{fam.name}[{fmt_num(value)}]` is out of range: `{fam.name}` has "
+            raise self.error(f"{what} `{fam.name}[{display(value)}]` is out of range: `{fam.name}` has "
                              f"{fam.count} member(s)", node, length=len(fam.name))
         return {"Num": float(value)}
 
@@ -829,7 +817,7 @@ class Linker:
     def _check_guard(self, s: A.Branch, v: float) -> None:
         if v in (0.0, 1.0):
             return
-        text = fmt_num(v)   # the folded guard, not its source text
+        text = display(v)   # the folded guard, not its source text
         if 0 < v < 1:
             self._lint(1, f"`branch ({text})` is not a test: a guard is 0 or 1, and a constant strictly between "
                           f"them is a probability. Write `branch with ({text})`.")
@@ -1375,7 +1363,7 @@ def _expr_text(e: Any) -> str:
         text = _expr_text(x)
         return f"({text})" if needs else text
     if isinstance(e, A.Num):
-        return fmt_num(e.value)
+        return display(e.value)
     if isinstance(e, A.Name):
         return e.name
     if isinstance(e, A.Ref):

@@ -29,7 +29,8 @@ from sq.frontend import queues, sides
 from sq.errors import SqError
 from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
-from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, format_number, tokenize
+from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, tokenize
+from sq.numbers import display
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
@@ -479,9 +480,9 @@ class _Parser:
         if value is None:
             raise self.error(tok, "array size must be a positive integer or a `let` constant that is one")
         if not (1 <= value < math.inf and value == math.floor(value)):
-            raise self.error(tok, f"array size must be a positive integer, found {format_number(value)}")
+            raise self.error(tok, f"array size must be a positive integer, found {display(value)}")
         if value > MAX_ARRAY:
-            raise self.error(tok, f"array size {format_number(value)} is more than a family holds "
+            raise self.error(tok, f"array size {display(value)} is more than a family holds "
                              f"({MAX_ARRAY}): every member is a pool or stage of its own")
         self.expect("RBracket")
         self.size_lets |= deps
