@@ -26,9 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 
 PROGRAMS = Path(__file__).parent / "programs"
-# The spec (its probes, trace files and grammar chapter) sits beside the checkout, in shared/spec;
-# SQ_SPEC points elsewhere.
-SPEC_DIR = os.environ.get("SQ_SPEC", str(Path(__file__).resolve().parents[2] / "shared" / "spec"))
 CORPUS_KINDS = ("valid", "invalid", "spec")
 HEADER_PREFIX = "// sq-test:"
 OVERRIDE_KEYS = ("sets", "defs", "seed", "horizon", "warmup", "arrivals", "trace")

@@ -8,18 +8,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 
 import pytest
 
 from sq.lower import lower
 from sq.report import Report
-from oracle import SPEC_DIR
+from spec_data import PROBES_FILE as PROBES
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
 
-PROBES = Path(SPEC_DIR + "/probes/probes.json")
 
 # probes this engine covers now: fifo/ps/delay stages, sessions, arrivals, streams
 IN_SCOPE = {

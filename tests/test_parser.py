@@ -15,10 +15,8 @@ from sq.errors import SqError
 from sq.frontend.lexer import tokenize
 from sq.numbers import display
 from sq.frontend.parser import parse
-from oracle import SPEC_DIR
+from spec_data import PROBES_FILE as PROBES, chapter10_programs
 
-SPEC = Path(SPEC_DIR)
-PROBES = SPEC / "probes" / "probes.json"
 RUN = "run { horizon 10; }\nworkload { arrive batch(1); }\n"
 
 
@@ -517,11 +515,6 @@ def test_errors_in_a_library_def_are_placed_at_the_use(tmp_path):
 
 
 # ---------------------------------------------------------------- whole programs
-
-def chapter10_programs():
-    blocks = re.findall(r"```serq\n(.*?)```", (SPEC / "10-grammar.md").read_text(), re.S)
-    return blocks[0], blocks[1], blocks[2]
-
 
 def test_the_chapter_10_programs_parse(tmp_path):
     lib, program_a, program_b = chapter10_programs()

@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sq.errors import SqError
 from sq.trace import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
-from oracle import SPEC_DIR
+from spec_data import PROBES_DIR, SPEC_CORPUS
 
 pyserq = pytest.importorskip("pyserq")
 
-PROBES = SPEC_DIR + "/probes"
+PROBES = str(PROBES_DIR)
 TRACE_STREAM = 0x6A09E667F3BCC908
 
 
@@ -58,17 +58,6 @@ def _same_as_pyserq(path: str):
     return ours
 
 
-# ---- the spec's own example ----------------------------------------------------
-SPEC_CORPUS = """session,turn,new,out,think,forced
-# comment line
-7,0,100,10,1.5,0
-7,1,20,5,2,1
-9,0,300,30,0
-3,0,1,2,3
-3,5,4,5,6
-
-3,9,7,8,9
-"""
 
 
 def test_spec_example_corpus(tmp_path):
