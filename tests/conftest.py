@@ -28,3 +28,12 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 def at_repo_root(monkeypatch):
     """Run the test from the repository root (modules opt in with `pytest.mark.usefixtures`)."""
     monkeypatch.chdir(ROOT)
+
+
+REFERENCE_MISSING = "needs pyserq 0.1.2, the reference, live (pip install pyserq==0.1.2)"
+
+
+@pytest.fixture(scope="session")
+def pyserq():
+    """pyserq 0.1.2 for a differential test; without it the test skips, saying so."""
+    return pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)

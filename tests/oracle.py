@@ -243,3 +243,13 @@ def first_difference(a, b, path: str = "$") -> str | None:
     if a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b):
         return None
     return f"{path}: {a!r} vs {b!r}"
+
+
+def sq_ir(source: str, **overrides) -> dict:
+    """sq's own IR of a program as a dict, in the form the engine runs (`horizon` 10 unless given):
+    for unit tests of lowering and the engine, which need IR but not the reference."""
+    import sq
+
+    overrides.setdefault("horizon", 10)
+    return sq.compile(source=source, **overrides).to_dict(exact=True)
+

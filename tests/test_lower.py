@@ -1,7 +1,6 @@
 """Lowering: IR dict → flat arrays, and the source form printed in run-time errors."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
@@ -9,12 +8,7 @@ import pytest
 from sq import lower as L
 from sq.errors import SqError
 
-pyserq = pytest.importorskip("pyserq")
-
-
-def _ir(source: str, **overrides) -> dict:
-    overrides.setdefault("horizon", 10)
-    return json.loads(pyserq.compile(source=source, **overrides).to_json())
+from oracle import sq_ir as _ir
 
 
 def test_tables_follow_declarations():
