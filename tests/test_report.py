@@ -17,10 +17,7 @@ from sq.numbers import json_number
 from sq.report import Report
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
 
-pyserq = pytest.importorskip("pyserq")
-
-
-def pyserq_json(source: str, **settings) -> str:
+def pyserq_json(pyserq, source: str, **settings) -> str:
     return pyserq.run(pyserq.compile(source=source, **settings)).json()
 
 
@@ -32,7 +29,7 @@ PRINTED = ["1e21", "1e22", "1e-7", "0.1+0.2", "-0", "123456789012345680", "5e-32
            "1/0", "0/0", "-1/0", "0.1", "1e300 * 7"]
 
 
-def test_numbers_print_as_pyserq_prints_them():
+def test_numbers_print_as_pyserq_prints_them(pyserq):
     # one observation per value; a lone sample is its own p99, so the p99
     # field shows the value itself (the mean would turn -0 into 0)
     body = " ".join(f"observe x{k} = {v};" for k, v in enumerate(PRINTED))
@@ -171,10 +168,10 @@ def warmup_filters_observations():
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_report_json_equals_pyserq(key):
+def test_report_json_equals_pyserq(key, pyserq):
     source, settings, build = CASES[key]
     ours = Report.from_results(build()).to_json()
-    theirs = pyserq_json(source, **settings)
+    theirs = pyserq_json(pyserq, source, **settings)
     if ours != theirs:  # show the first differing field, not two long lines
         a, b = json.loads(ours), json.loads(theirs)
         assert a == b
