@@ -30,10 +30,9 @@ def at_repo_root(monkeypatch):
     monkeypatch.chdir(ROOT)
 
 
-REFERENCE_MISSING = "needs pyserq 0.1.2, the reference, live (pip install pyserq==0.1.2)"
-
-
 @pytest.fixture(scope="session")
 def pyserq():
     """pyserq 0.1.2 for a differential test; without it the test skips, saying so."""
+    from oracle import REFERENCE_MISSING
+
     return pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)

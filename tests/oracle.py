@@ -26,6 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 
 PROGRAMS = Path(__file__).parent / "programs"
+# why a test that compares with the reference live is skipped without it
+REFERENCE_MISSING = "needs pyserq 0.1.2, the reference, live (pip install pyserq==0.1.2)"
 CORPUS_KINDS = ("valid", "invalid", "spec")
 HEADER_PREFIX = "// sq-test:"
 OVERRIDE_KEYS = ("sets", "defs", "seed", "horizon", "warmup", "arrivals", "trace")
@@ -252,4 +254,20 @@ def sq_ir(source: str, **overrides) -> dict:
 
     overrides.setdefault("horizon", 10)
     return sq.compile(source=source, **overrides).to_dict(exact=True)
+
+
+def reference():
+    """pyserq if it is installed, else None (a module that imports it at top level uses `needs_reference`)."""
+    try:
+        import pyserq
+    except ImportError:
+        return None
+    return pyserq
+
+
+def needs_reference(test):
+    """Skip `test` (saying why) when pyserq is not installed."""
+    import pytest
+
+    return pytest.mark.skipif(reference() is None, reason=REFERENCE_MISSING)(test)
 

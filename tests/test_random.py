@@ -24,12 +24,9 @@ from sq._random import DIST_CODES, STREAM_MASKS, Rng, stream_seed
 from sq.errors import SqError
 import golden
 
-try:
-    import pyserq
-except ImportError:  # the reference is a test-only extra
-    pyserq = None
+from oracle import needs_reference as needs_pyserq, reference
 
-needs_pyserq = pytest.mark.skipif(pyserq is None, reason="pyserq 0.1.2 is not installed")
+pyserq = reference()
 
 U64 = (1 << 64) - 1
 U32 = (1 << 32) - 1
