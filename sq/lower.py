@@ -12,11 +12,11 @@ the same values); keep the two lists in step.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from sq.deep import recursion_limit
 from sq.errors import SqError
 from sq.numbers import display
 
@@ -144,16 +144,13 @@ def lower(ir: dict) -> Lowered:
     pool references, block numbers) is checked here, so the engine can trust
     the arrays it gets.
     """
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 200_000))  # folded aggregates nest thousands deep
     try:
-        return _Lowering(ir).build()
+        with recursion_limit(200_000):   # folded aggregates nest thousands deep
+            return _Lowering(ir).build()
     except SqError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, OverflowError) as e:
         raise SqError(f"malformed IR: {type(e).__name__}: {e}", phase="validate") from None
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def _num(v) -> float:
