@@ -1,49 +1,27 @@
-"""Deep trees: the one place that raises Python's recursion limit, and the deep-stack worker.
+"""Running the recursive tree walks on programs thousands of levels deep.
 
-0.1.2 accepts expressions thousands of levels deep (`1+1+…+1` is a left-leaning
-tree of 5000 nodes). The tree walks of the front end, the IR and lowering are
-recursive, so such a program runs them again on a thread with a large stack and a
-high recursion limit (`run_deep`) instead of failing with RecursionError.
+0.1.2 accepts expressions thousands of levels deep (`1+1+…+1` is a
+left-leaning tree of 5000 nodes, `((…(1)…))` runs to about 3000 parentheses).
+The parser, the linker and the IR's own walks are recursive, so such a
+program runs them again on a thread with a large stack and a high recursion
+limit instead of failing with RecursionError.
 
-The recursion limit is one number for the whole process, so it is raised only
-through `recursion_limit`: the first caller in saves it, every caller raises it to
-what it needs, and the last one out puts the saved value back, whatever the
-threads' order (two threads lowering at once leave the limit as they found it).
+Under a tight address-space limit (`ulimit -v`) the largest stack may not be
+available: smaller ones are tried in turn, each with a recursion limit it can
+hold, and only if no thread can start at all is the program refused.
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 
 from sq.errors import SqError
 
-_DEEP_STACK = 512 * 1024 * 1024
-_DEEP_LIMIT = 1_000_000
-
-_limit_lock = threading.Lock()
-_limit_holders = 0
-_limit_saved = 0
-_deep_lock = threading.Lock()   # the stack size of new threads is process-wide too
-
-
-@contextlib.contextmanager
-def recursion_limit(at_least: int):
-    """Run the body with the recursion limit at `at_least` or above; restored when the last holder leaves."""
-    global _limit_holders, _limit_saved
-    with _limit_lock:
-        if _limit_holders == 0:
-            _limit_saved = sys.getrecursionlimit()
-        _limit_holders += 1
-        if sys.getrecursionlimit() < at_least:
-            sys.setrecursionlimit(at_least)
-    try:
-        yield
-    finally:
-        with _limit_lock:
-            _limit_holders -= 1
-            if _limit_holders == 0:
-                sys.setrecursionlimit(_limit_saved)
+# Stack sizes to try, largest first, and how many bytes of C stack one level of
+# Python recursion is allowed (the walks recurse through a few C calls a level).
+_STACKS = (512 << 20, 128 << 20, 32 << 20)
+_BYTES_PER_LEVEL = 512
+_lock = threading.Lock()
 
 
 def run_deep(fn, *args, **kwargs):
@@ -52,25 +30,43 @@ def run_deep(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except RecursionError:
         pass
-    result: dict = {}
+    for size in _STACKS:
+        outcome = _on_stack(size, fn, args, kwargs)
+        if outcome is None:
+            continue  # no thread with this stack: try a smaller one
+        if "error" not in outcome:
+            return outcome["value"]
+        if isinstance(outcome["error"], RecursionError):
+            raise SqError("the program nests too deeply to be read", phase="link") from None
+        raise outcome["error"]
+    raise SqError("the program nests too deeply to be read in the memory available "
+                  "(no thread with a large enough stack could start)", phase="link")
+
+
+def _on_stack(size: int, fn, args, kwargs) -> dict | None:
+    """Run fn on a new thread with a `size`-byte stack: {"value": …} or
+    {"error": …}; None if the thread could not start."""
+    outcome: dict = {}
 
     def target() -> None:
         try:
-            with recursion_limit(_DEEP_LIMIT):
-                result["value"] = fn(*args, **kwargs)
+            outcome["value"] = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001  (handed back to the calling thread)
-            result["error"] = e
-    with _deep_lock:
-        old_size = threading.stack_size()
-        threading.stack_size(_DEEP_STACK)
+            outcome["error"] = e
+
+    with _lock:
+        old_size, old_limit = threading.stack_size(), sys.getrecursionlimit()
         try:
-            worker = threading.Thread(target=target, name="sq-deep")
-            worker.start()
+            threading.stack_size(size)
+            sys.setrecursionlimit(max(old_limit, size // _BYTES_PER_LEVEL))
+            # A daemon: Ctrl-C in the caller ends the process without waiting for it.
+            worker = threading.Thread(target=target, name="sq-deep", daemon=True)
+            try:
+                worker.start()
+            except (RuntimeError, MemoryError):  # "can't start new thread"
+                return None
+            worker.join()
         finally:
             threading.stack_size(old_size)
-    worker.join()
-    if "error" in result:
-        if isinstance(result["error"], RecursionError):
-            raise SqError("the program nests too deeply to be read", phase="link") from None
-        raise result["error"]
-    return result["value"]
+            sys.setrecursionlimit(old_limit)
+    return outcome

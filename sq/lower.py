@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sq.deep import recursion_limit
+from sq.deep import run_deep
 from sq.errors import SqError
 from sq.numbers import display
 
@@ -145,8 +145,7 @@ def lower(ir: dict) -> Lowered:
     the arrays it gets.
     """
     try:
-        with recursion_limit(200_000):   # folded aggregates nest thousands deep
-            return _Lowering(ir).build()
+        return run_deep(lambda: _Lowering(ir).build())   # folded aggregates nest thousands deep
     except SqError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, OverflowError) as e:

@@ -13,7 +13,6 @@ from typing import Any
 
 from sq import ir
 from sq.frontend import link as linker
-from sq.deep import run_deep
 from sq.errors import SqError
 
 
@@ -37,10 +36,10 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     elif not isinstance(source, str):
         raise SqError("source must be text", phase="link")
     with _gc_paused():
-        tree = run_deep(_parse, source, file, defs or {})
+        tree = ir.run_deep(_parse, source, file, defs or {})
         settings = linker.Settings(sets=dict(sets or {}), seed=seed, horizon=horizon, warmup=warmup,
                                    arrivals=arrivals, trace=None if trace is None else os.fspath(trace))
-        prog = run_deep(linker.link, tree, settings)
+        prog = ir.run_deep(linker.link, tree, settings)
     # A relative trace written in a file is read next to that file; one given
     # here or in text compiled from a string is read from the current directory.
     if trace is None and file is not None and prog.trace is not None:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 
 from sq.frontend import ast
 from sq.frontend import expand as ex
 from sq.frontend import queues, sides
-from sq.deep import recursion_limit
 from sq.errors import SqError
 from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
@@ -55,11 +55,14 @@ def parse(text: str, file: str | None = None, *, defs: dict | None = None) -> as
     from a file (a `use` needs it); `defs` are `--def` replacements."""
     if not isinstance(text, str):
         raise SqError("a program is text", phase="parse")
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 12 * MAX_NESTING + 2000))
     try:
-        with recursion_limit(12 * MAX_NESTING + 2000):
-            return _Parser(text, file, defs or {}).program()
+        return _Parser(text, file, defs or {}).program()
     except RecursionError:
         raise SqError(f"the program nests deeper than {MAX_NESTING} levels", phase="parse") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
 
 
 def parse_expression(text: str) -> ast.Expr:
