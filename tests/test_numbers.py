@@ -13,7 +13,6 @@ import math
 import random
 import re
 import struct
-from pathlib import Path
 
 import pytest
 
@@ -110,19 +109,3 @@ def test_a_run_time_message_prints_the_horizon_as_pyserq(horizon):
     want = _message(pyserq, source, run=True)
     assert want.startswith(f"run: horizon {display(horizon)} reached before requested arrivals")
     assert _message(sq, source, run=True) == want
-
-
-# ---------------------------------------------------------------- no stale import in the engine
-
-def test_the_engines_lazy_imports_name_what_exists():
-    """The engine imports Python helpers inside functions (run only on an error path):
-    each `from sq.X import a, b as c` there must name a module and names that exist."""
-    import importlib
-    root = Path(sq.__file__).parent
-    for path in sorted(root.glob("*.pyx")) + sorted(root.glob("*.pxi")):
-        for module, names in re.findall(r"^\s*from (sq(?:\.\w+)*) import ([\w, ]+(?: as \w+)?)\s*$",
-                                        path.read_text(), flags=re.M):
-            mod = importlib.import_module(module)
-            for name in names.split(","):
-                name = name.split(" as ")[0].strip()
-                assert hasattr(mod, name) or importlib.util.find_spec(f"{module}.{name}"), (path.name, module, name)

@@ -39,3 +39,12 @@ def _source_line(source: str | None, line: int) -> str | None:
 
 def _display_width(prefix: str) -> int:
     return len(prefix)
+
+
+def __getattr__(name: str):
+    # SqError lived here once; code written against that still imports it from here.
+    # Its one home is sq.errors (tests/test_layout.py keeps sq's own modules importing it there).
+    if name == "SqError":
+        from sq.errors import SqError
+        return SqError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
