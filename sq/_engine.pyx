@@ -2268,6 +2268,22 @@ cdef void restart_areas(State* st) noexcept nogil:
 
 
 cdef void settle(State* st) noexcept nogil:
+    """Settle the instant after an event (and once at time 0), spec 09 §9.5, in this order:
+
+    1. the ready queue: each ready session executes (§9.6) until it blocks, ends or waits;
+    2. the pools pass, in declaration order: `retry_growers` (05 §5.8), then `try_admit`
+       (§5.5; a no-op for `admit via` pools); sessions it admits join the ready queue, so
+       1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
+    3. the stages pass, in declaration order (from the first ps or step stage): an idle step
+       stage with work starts an iteration (04 §4.5.3) unless another event is still pending
+       at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
+       this re-runs 1 and 2: what an iteration's admissions put on an earlier stage waits
+       for the next settle;
+    4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
+    5. the time averages are sampled (live sessions, stage numbers and busy time, step
+       batch state, pool used/cached/queue/holders; 08, §9.9).
+    Gauges are read by `run_loop` when time moves on, not here.
+    """
     cdef int32_t slot, k
     while True:
         while st.rlen > 0 and not st.err:
@@ -2341,6 +2357,14 @@ cdef int next_arrival(State* st) noexcept nogil:
 
 
 cdef void handle(State* st, Event* e) noexcept nogil:
+    """Handle one popped event (spec 09 §9.2), before `settle` runs the instant:
+
+    a job's finish (fifo, ps or delay stage; a stale ps finish is ignored), an arrival
+    (the next one is scheduled first, then the session spawns: §9.7), a flow's end (06),
+    a step iteration's end (04 §4.5.3; stale after a preemption restarted it), a lease's
+    end (05: its pool is freed, then every pool is tried in declaration order), or the
+    end of the warm-up (§9.9: the time averages restart from now).
+    """
     if e.kind == EV_FINISH:
         finish(st, e)
     elif e.kind == EV_ARRIVE:
@@ -2366,6 +2390,12 @@ cdef void handle(State* st, Event* e) noexcept nogil:
 
 
 cdef void run_loop(State* st) noexcept nogil:
+    """The main loop, spec 09 §9.4: the warm-up event and the first arrivals (§9.7), one
+    `settle` at time 0, then per event: stop at the arrival limit or past the horizon; read
+    the gauges when time moves on (§9.10: the previous instant is over); pop the earliest
+    event (time, then sequence: §9.3), `handle` it and `settle`. A run-time error (§9.11)
+    stops the loop with `st.err` set; the gauges are read once more at the end.
+    """
     cdef int64_t i
     cdef Event e
     if st.warmup > 0:
