@@ -59,6 +59,7 @@ class Model:
     runs: int = 1        # > 1: a sweep, `runs` runs of one compiled program with seeds 1..runs
     arrivals: int = 0    # each run's arrival limit (0: none)
     c_loop: bool = False  # also compare sq's engine with benchmarks/mm1_loop.c (the same model in plain C)
+    bare: str = ""        # the same model without its extra declarations: sq's cost per event is compared
 
 
 MODELS = [
@@ -76,6 +77,15 @@ MODELS = [
     # and the report are paid per run). pyserq changes a compiled program's seed only through its JSON.
     Model("sweep", MM1, 1e9, "1,000 short runs of M/M/1 (1 k arrivals each, seeds 1..1000, one compiled program)",
           runs=1000, arrivals=1000),
+    Model("idle", "\n".join(f"pool idle{i} {{ cap 1; }} stage quiet{i} : fifo(1);" for i in range(512)) + MM1,
+          200_000, "M/M/1 beside 512 idle pools and 512 idle fifo stages", bare=MM1),
+    Model("instant", """
+share maxmin;
+stage a : ps(1);
+stage b : ps(2);
+workload { arrive batch(30000); }
+session { run a, b (~exp(1)); }
+""", 1e-9, "30,000 flows (max-min, two ps stages) started in one instant"),
 ]
 
 # One measurement, run as `python -c` in a fresh process: prints a JSON line.
@@ -140,6 +150,15 @@ def measure(impl: str, model: Model, horizon: float, rounds: int) -> dict:
     return m
 
 
+def per_event(model: Model, horizon: float, rounds: int) -> float | None:
+    """sq's engine time per event, net of what a run costs whatever its length (set-up, collection):
+    the slope between a run of the horizon and one of a tenth of it."""
+    long, short = measure("sq-engine", model, horizon, rounds), measure("sq-engine", model, horizon / 10, rounds)
+    if "error" in long or "error" in short or long["events"] == short["events"]:
+        return None
+    return (long["wall"] - short["wall"]) / (long["events"] - short["events"])
+
+
 def c_loop(horizon: float, rounds: int) -> float | None:
     """CPU seconds (median) of benchmarks/mm1_loop.c built with gcc -O2, or None without a compiler."""
     import shutil
@@ -198,6 +217,14 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
             if "error" not in ours and "error" not in theirs:
                 print(f"{model.name:8} ratio   sq is {theirs['wall'] / ours['wall']:.2f}x pyserq "
                       f"({model.what})", flush=True)
+        if model.bare:
+            flat = per_event(model, horizon, rounds), per_event(Model(model.name, model.bare, horizon, model.what),
+                                                                horizon, rounds)
+            if None in flat:
+                print(f"{model.name:8} flat    (not measured: a run failed)")
+            else:
+                print(f"{model.name:8} flat    sq's engine {flat[0] * 1e9:.0f} ns/event, {flat[1] * 1e9:.0f} without the "
+                      f"idle declarations: {flat[0] / flat[1]:.2f}x (target: within 1.2x)", flush=True)
         if model.c_loop:
             engine = measure("sq-engine", model, horizon, rounds)
             c = c_loop(horizon, rounds)

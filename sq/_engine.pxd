@@ -310,7 +310,7 @@ cdef struct State:
     const int32_t* pool_keys
     Pool* pools
     # Idle declarations cost nothing per event: settle's pools pass and the area samples visit
-    # only the rows these bit sets name (bit k of word k / 64). Each is a superset: a bit is set
+    # only the rows these bit sets name (rows_new: a summary word per 4096 rows over the row words). Each is a superset: a bit is set
     # where the row can leave its idle state, and cleared when a visit finds the row idle.
     uint64_t* pools_waiting    # a pool that may have waiting holds or growers
     uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero

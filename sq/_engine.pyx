@@ -242,28 +242,54 @@ cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 
 
+# A row set is two levels of bits: bits[0] holds ns, the count of summary words; bits[1 .. ns]
+# say which words of rows may be nonzero; the row words follow. A pass over the set costs what it
+# visits, not the rows declared (up to 4096 rows in one summary word).
+cdef uint64_t* rows_new(int64_t n) noexcept nogil:
+    cdef int64_t nw = (n + 63) // 64 + 1, ns = (nw + 63) // 64
+    cdef uint64_t* bits = <uint64_t*> calloc(1 + ns + nw, sizeof(uint64_t))
+    if bits != NULL:
+        bits[0] = <uint64_t> ns
+    return bits
+
+
 cdef inline void mark_row(uint64_t* bits, int64_t k) noexcept nogil:
-    bits[k >> 6] |= (<uint64_t> 1) << (k & 63)
+    cdef int64_t w = k >> 6
+    bits[1 + <int64_t> bits[0] + w] |= (<uint64_t> 1) << (k & 63)
+    bits[1 + (w >> 6)] |= (<uint64_t> 1) << (w & 63)
 
 
 cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
-    bits[k >> 6] &= ~((<uint64_t> 1) << (k & 63))
+    cdef int64_t w = k >> 6
+    cdef uint64_t* words = bits + 1 + <int64_t> bits[0]
+    words[w] &= ~((<uint64_t> 1) << (k & 63))
+    if words[w] == 0:
+        bits[1 + (w >> 6)] &= ~((<uint64_t> 1) << (w & 63))
 
 
 cdef inline int64_t next_row(const uint64_t* bits, int64_t k, int64_t n) noexcept nogil:
     """The first row from k on whose bit is set (n: none), reading the bits as they are now
     (a row marked during a pass, after the one being visited, is visited by the same pass)."""
-    cdef int64_t w = k >> 6, nw = (n + 63) >> 6
+    cdef int64_t ns = <int64_t> bits[0], w = k >> 6, sw
+    cdef const uint64_t* words = bits + 1 + ns
     cdef uint64_t b
     if k >= n:
         return n
-    b = bits[w] & (~(<uint64_t> 0) << (k & 63))
+    b = words[w] & (~(<uint64_t> 0) << (k & 63))
+    if b != 0:
+        return (w << 6) + __builtin_ctzll(b)
+    w += 1                                   # the next word with a row, found in the summary
+    sw = w >> 6
+    if sw >= ns:
+        return n
+    b = bits[1 + sw] & (~(<uint64_t> 0) << (w & 63))
     while b == 0:
-        w += 1
-        if w >= nw:
+        sw += 1
+        if sw >= ns:
             return n
-        b = bits[w]
-    return (w << 6) + __builtin_ctzll(b)
+        b = bits[1 + sw]
+    w = (sw << 6) + __builtin_ctzll(b)
+    return min(n, (w << 6) + __builtin_ctzll(words[w]))
 
 
 cdef inline void area_restart(Area* a, double now) noexcept nogil:
@@ -2769,9 +2795,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
         st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
         st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
-        st.pools_waiting = <uint64_t*> calloc((st.n_pools + 63) // 64 + 1, sizeof(uint64_t))
-        st.pools_sampled = <uint64_t*> calloc((st.n_pools + 63) // 64 + 1, sizeof(uint64_t))
-        st.stages_sampled = <uint64_t*> calloc((st.n_stages + 63) // 64 + 1, sizeof(uint64_t))
+        st.pools_waiting = rows_new(st.n_pools)
+        st.pools_sampled = rows_new(st.n_pools)
+        st.stages_sampled = rows_new(st.n_stages)
         if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
                 or st.stages_sampled == NULL:
             raise MemoryError()

@@ -305,6 +305,12 @@ PROGRAMS = {
                         branch with (0.3) { hold tight (1) { run s (~exp(0.3)); } }
                         observe r = now - t0; }
               gauge q = queue(rare);""", dict(horizon=3000, warmup=300, seed=8)),
+    # more rows than one summary word of the idle-row sets covers (4096): the busy ones come last
+    "idle-rows-many": ("""pool never[5000] { cap 1; } stage quiet[5000] : fifo(1);
+              pool sometimes { cap 1; } stage s : fifo(1);
+              workload { arrive poisson(0.8); }
+              session { set t0 = now; branch with (0.5) { hold sometimes (1) { run s (~exp(1)); } }
+                        else { run s (~exp(1)); } observe r = now - t0; }""", dict(horizon=200, seed=3)),
 }
 
 
