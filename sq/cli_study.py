@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
     where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster's scheduler")
     p.add_argument("--cache", metavar="DIR", help="keep each finished run in DIR; a rerun computes only what is missing")
     p.add_argument("--metric", dest="metrics", action="append", default=[], metavar="OBS<=X",
-                   help="also record and show OBS.le(X), the share of OBS's samples <= X (repeatable)")
+                   help="also record and show OBS.le(X), the share of OBS's samples <= X; or show "
+                        "another metric (e.g. stage.NAME.util) in the table (repeatable)")
     p.add_argument("--out", metavar="FILE", help="write every run as a row: FILE.csv, .jsonl or .parquet")
     p.add_argument("--plot", metavar="x=NAME,y=METRIC[,by=NAME][,slo=V][,logy]",
                    help="plot METRIC's mean (with interval bars) against a swept NAME into --plot-out")
