@@ -324,3 +324,16 @@ def test_a_report_knows_where_it_came_from():
     extra = json.loads(report.to_json(provenance=True))
     assert extra["provenance"]["overrides"] == {"lam": 5} and extra["provenance"]["program"] == MMC
     assert report.to_json(provenance=True).startswith(report.to_json()[:-1] + ',"provenance":')
+
+
+def test_a_failing_run_names_its_point_and_seed():
+    with pytest.raises(SqError) as err:
+        study.sweep(MMC, {"lam": [5]}, [3], executor="serial", horizon=20.0, warmup=0.0, arrivals=10**6)
+    assert "the run at lam=5 seed 3 failed" in err.value.message and err.value.phase == "run"
+
+
+def test_a_swept_name_may_not_shadow_a_column():
+    with pytest.raises(SqError, match="`seed` is a column"):
+        study.grid_points({"seed": [1, 2]})
+    with pytest.raises(SqError, match="`events` is a column"):
+        study.grid_points([{"events": 1}])
