@@ -18,7 +18,8 @@ import json
 import math
 import os
 import sys
-from contextlib import closing
+import types
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -481,11 +482,11 @@ class _Executor:
             return
         if isinstance(self.kind, str):
             with self._owned(len(todo)) as pool:
-                yield from _futures(pool, tasks, todo)
+                yield from _futures(pool, tasks, todo, spawns=self.kind == "processes")
         elif _is_dask(self.kind):
             yield from _dask(self.kind, tasks, todo)
         else:
-            yield from _futures(self.kind, tasks, todo, owned=False)
+            yield from _futures(self.kind, tasks, todo)
 
     def _owned(self, n: int):
         import concurrent.futures as cf  # noqa: PLC0415
@@ -513,6 +514,23 @@ class _Shutdown:
         self.pool.shutdown(wait=kind is None, cancel_futures=True)
 
 
+@contextmanager
+def _main_hidden():
+    """`__main__` replaced by an empty module while worker processes start.
+
+    A spawned worker imports the parent's main script first, which runs a script
+    without an `if __name__ == "__main__":` guard again, sweep and all, and breaks
+    the pool. Workers run `sq.study.run_task` and need nothing of the script, so
+    they are started without it.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def _ignore_interrupt() -> None:
     import signal  # noqa: PLC0415
 
@@ -529,10 +547,11 @@ def _is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
 
 
-def _futures(pool, tasks, todo, owned=True):
+def _futures(pool, tasks, todo, spawns=self.kind == "processes"):
     import concurrent.futures as cf  # noqa: PLC0415
 
-    index = {pool.submit(run_task, tasks[i]): i for i in todo}
+    with _main_hidden() if spawns else nullcontext():  # the pool starts its workers as tasks arrive
+        index = {pool.submit(run_task, tasks[i]): i for i in todo}
     try:
         for fut in cf.as_completed(index):
             yield index[fut], fut.result()

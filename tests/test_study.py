@@ -119,10 +119,27 @@ def test_a_list_of_points_and_numpy_values():
 
 # -- executors ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("executor", ["threads", "processes"])
-def test_executors_give_the_serial_table(serial, executor):
-    result = study.sweep(MMC, GRID, SEEDS, executor=executor, jobs=2, metrics=["wait<=1"], **SHORT)
+def test_threads_give_the_serial_table(serial):
+    result = study.sweep(MMC, GRID, SEEDS, executor="threads", jobs=2, metrics=["wait<=1"], **SHORT)
     assert _equal_tables(result.records, serial.records)
+
+
+UNGUARDED = """
+import json, sys, sq
+# no `if __name__ == "__main__":` guard: spawned workers must not run this again
+result = sq.sweep(sys.argv[1], json.loads(sys.argv[2]), [1, 2, 3], executor="processes", jobs=2,
+                  metrics=["wait<=1"], horizon=400.0, warmup=50.0)
+print(json.dumps(result.records))
+"""
+
+
+def test_processes_give_the_serial_table_from_an_unguarded_script(serial, tmp_path):
+    script = tmp_path / "study.py"   # a file: spawned workers would import it as their __main__
+    script.write_text(UNGUARDED)
+    done = subprocess.run([sys.executable, str(script), MMC, json.dumps(GRID)], capture_output=True,
+                          text=True, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _equal_tables(json.loads(done.stdout), serial.records)
 
 
 def test_any_concurrent_futures_executor(serial):
