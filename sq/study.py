@@ -547,7 +547,7 @@ def _is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
 
 
-def _futures(pool, tasks, todo, spawns=self.kind == "processes"):
+def _futures(pool, tasks, todo, spawns=False):
     import concurrent.futures as cf  # noqa: PLC0415
 
     with _main_hidden() if spawns else nullcontext():  # the pool starts its workers as tasks arrive

@@ -323,6 +323,14 @@ def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
     with pytest.raises(SqError) as err:
         serial.runs
     assert str(err.value) == "error: Sweep.runs needs pandas, which is not installed: pip install 'sq[table]'"
+    with pytest.raises(SqError, match=r"Report.to_pandas\(\) needs pandas.*pip install 'sq\[table\]'"):
+        sq.run(sq.compile(MMC), horizon=20.0, warmup=0.0).to_pandas()
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(SqError, match=r"pip install 'sq\[plot\]'"):
+        serial.plot("lam", "wait.p99")
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    with pytest.raises(SqError, match=r"pip install 'sq\[progress\]'"):
+        study.sweep(MMC, {"lam": [5]}, [1], executor="serial", progress=True, **SHORT)
 
 
 def test_progress_bar_on_request(capsys):
