@@ -502,7 +502,10 @@ class _Executor:
 
 
 class _Shutdown:
-    """An owned executor: on the way out, drop what has not started and do not wait for it."""
+    """An owned executor. Left early (Ctrl-C, a failed run): drop what has not started, and
+    stop worker processes in the middle of their runs, whose results nobody will read --
+    a long run would otherwise hold the exit until it ends. (Threads cannot be stopped:
+    they finish the run they are in.)"""
 
     def __init__(self, pool):
         self.pool = pool
@@ -511,6 +514,13 @@ class _Shutdown:
         return self.pool
 
     def __exit__(self, kind, *_):
+        if kind is not None:
+            stop = getattr(self.pool, "terminate_workers", None)  # Python 3.14
+            if stop is not None:
+                stop()
+            else:
+                for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                    process.terminate()
         self.pool.shutdown(wait=kind is None, cancel_futures=True)
 
 

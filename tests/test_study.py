@@ -255,6 +255,19 @@ def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     assert 3 <= kept < 423 and len(rows) - 1 == kept
 
 
+def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
+    # each run takes tens of seconds; the sweep must stop without finishing them
+    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
+           "--horizon", "2000000", "--warmup", "0", "-j", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    time.sleep(4)   # the workers start and take their first runs
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted: 0 of 4 runs finished" in err, err
+    assert time.monotonic() - sent < 5
+
+
 def _env():
     return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
