@@ -230,7 +230,7 @@ def _interrupt_when_cached(cmd, cache: Path, env=None) -> subprocess.CompletedPr
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
-    out, err = proc.communicate(timeout=30)
+    out, err = _communicate(proc, 30)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err + f"\n(stopped in {time.monotonic() - sent:.2f} s)")
 
 
@@ -263,9 +263,19 @@ def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
     time.sleep(4)   # the workers start and take their first runs
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
-    _, err = proc.communicate(timeout=60)
+    _, err = _communicate(proc, 60)
     assert proc.returncode == 130 and "interrupted: 0 of 4 runs finished" in err, err
     assert time.monotonic() - sent < 5
+
+
+def _communicate(proc, timeout):
+    """The process's output; a process that does not stop in time is killed (and the test fails)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def _env():
