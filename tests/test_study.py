@@ -264,8 +264,11 @@ def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
     _, err = _communicate(proc, 60)
-    assert proc.returncode == 130 and "interrupted: 0 of 4 runs finished" in err, err
-    assert time.monotonic() - sent < 5
+    stopped = time.monotonic() - sent
+    # (on a busy machine the interrupt may even come before the workers start: also prompt)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert "runs finished" not in err or "interrupted: 0 of 4 runs finished" in err, err
+    assert stopped < 5, f"stopped {stopped:.1f} s after Ctrl-C"
 
 
 def _communicate(proc, timeout):
