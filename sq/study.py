@@ -41,6 +41,10 @@ class Sweep:
     provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
     total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
 
+    def __repr__(self) -> str:  # the records can be thousands of rows
+        total = self.total if self.total is not None else len(self.records)
+        return f"Sweep(names={self.names}, runs={len(self.records)} of {total}, metrics={len(self.metrics)})"
+
     @property
     def metrics(self) -> list[str]:
         """The metric columns, in record order."""
