@@ -25,7 +25,8 @@ from pathlib import Path
 
 from sq import metrics as sq_metrics
 from sq._optional import available, require
-from sq.frontend.errors import SqError
+from sq.deep import run_deep
+from sq.errors import SqError
 
 EXECUTORS = ("serial", "threads", "processes")
 
@@ -257,9 +258,8 @@ def run_task(task: Task) -> dict:
 def _lowered(ir_json: str, horizon, warmup, arrivals):
     """The lowered program of a point; tasks come point by point, so a small cache hits."""
     import sq  # noqa: PLC0415
-    from sq import ir  # noqa: PLC0415
 
-    return sq.lower_program(ir.run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return sq.lower_program(run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
 
 
 # -- the sweep ------------------------------------------------------------------------
@@ -406,14 +406,13 @@ def _ir_json(program, horizon, warmup, arrivals) -> str:
     """The IR a worker runs: exact (infinities kept), with settings checked here, before any
     run, and a relative trace path made absolute (a worker may run elsewhere)."""
     import sq  # noqa: PLC0415
-    from sq import ir  # noqa: PLC0415
 
     d = program.to_dict(exact=True)
     sq._with_settings(d, seed=None, horizon=horizon, warmup=warmup, arrivals=arrivals)
     d = sq._with_trace_path(d, program.trace_base)
     if d.get("trace") and not os.path.isabs(d["trace"]):
         d["trace"] = os.path.abspath(d["trace"])
-    return ir.run_deep(json.dumps, d, separators=(",", ":"))
+    return run_deep(json.dumps, d, separators=(",", ":"))
 
 
 def _provenance(program, seeds, horizon, warmup, arrivals, extra) -> dict:
