@@ -31,10 +31,14 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
-    if name in ("sweep", "Sweep", "t_interval"):
+    if name in ("sweep", "Sweep"):
         from sq import study
 
         return getattr(study, name)
+    if name == "t_interval":
+        from sq.confidence import t_interval
+
+        return t_interval
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import sq
+from sq import confidence as sq_confidence
 from sq import metrics as sq_metrics
 from sq import study
 from sq.frontend.errors import SqError
@@ -313,7 +314,7 @@ def test_the_t_quantile_without_scipy_is_scipys(confidence):
     scipy_stats = pytest.importorskip("scipy.stats")
     p = (1 + confidence) / 2
     for df in [1, 2, 3, 4, 5, 7, 9, 19, 29, 50, 100, 1000]:
-        assert study._t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-10)
+        assert sq_confidence._t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-10)
 
 
 # -- writing, plotting and extras -----------------------------------------------------
