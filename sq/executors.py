@@ -72,25 +72,45 @@ class _Shutdown:
 
 def _processes(fn, tasks, todo, workers):
     """A pool of spawned worker processes (not forked from a parent that may hold threads),
-    which leave Ctrl-C to the parent. Left early, the pool is terminated: runs in the
-    middle are abandoned at once, where waiting for a long one would hold the exit."""
+    which leave Ctrl-C to the parent. Left early, the workers are terminated: runs in the
+    middle are abandoned at once, where waiting for a long one would hold the exit. A
+    worker that dies in a run (killed, out of memory) is an SqError, never a hang."""
+    import concurrent.futures as cf  # noqa: PLC0415
     import multiprocessing  # noqa: PLC0415
 
-    with _main_hidden():
-        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_ignore_interrupt)
     try:
-        yield from pool.imap_unordered(_run_indexed, [(fn, i, tasks[i]) for i in todo])
-        pool.close()
+        with _main_hidden():  # the pool starts its workers as tasks arrive
+            index = {pool.submit(fn, tasks[i]): i for i in todo}
+        for fut in cf.as_completed(index):
+            yield index[fut], _result(fut)
     except BaseException:
-        pool.terminate()
+        _terminate(pool)
+        pool.shutdown(wait=False)
         raise
-    finally:
-        pool.join()
+    pool.shutdown()
 
 
-def _run_indexed(item):
-    fn, i, task = item
-    return i, fn(task)
+def _result(fut):
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        raise SqError("sweep: a worker process ended in the middle of a run (killed, or out of memory?); "
+                      "the runs that finished are kept with cache=DIR, and a rerun computes only the rest",
+                      phase="run") from None
+
+
+def _terminate(pool) -> None:
+    """Stop the pool's worker processes now (Python 3.14 has a method for it)."""
+    stop = getattr(pool, "terminate_workers", None)
+    if stop is not None:
+        stop()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
 
 
 @contextmanager
