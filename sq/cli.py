@@ -169,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except MemoryError:  # bad input too: a program or file too big for this machine's memory
+        print(f"error: out of memory during `sq {args.command}` (the program, its input files or its "
+              "run need more memory than this process may use)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from sq.frontend import ast
+from sq.files import read_text
 from sq.frontend.errors import SqError, Span
 from sq.frontend.lexer import EOF, IDENT, Token, tokenize
 from sq.frontend.words import (CONTEXT_VARIABLES, DISTRIBUTIONS, FUNCTIONS, KEYWORDS,
@@ -306,9 +307,8 @@ def substitute(defn: Definition, use: Token, args: list[list[Token]], seps: list
 
 
 def read_library(path: str, display: str) -> tuple[str, list[Token]]:
-    """Text and tokens of a library file; a read failure is the caller's to report."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    """Text and tokens of a library file; a read failure (`Unreadable`) is the caller's to report."""
+    text = read_text(path)
     return text, tokenize(text, display)
 
 
