@@ -1,4 +1,4 @@
-"""Reading the files a user names: programs, `use` libraries and traces.
+"""Reading the files a user names (programs, `use` libraries, traces), and writing outputs.
 
 One reader for all of them, as pyserq reads them: the bytes decoded as UTF-8
 with no newline translation (a lone `\\r` is an ordinary character, not a
@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
+from typing import Iterable
 
 # A program of 200,000 lines is a few megabytes; traces can be far longer.
 PROGRAM_LIMIT = 256 * 1024 * 1024
@@ -61,3 +63,22 @@ def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
         raise Unreadable("stream did not contain valid UTF-8") from None
     except MemoryError:
         raise Unreadable("out of memory") from None
+
+
+def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
+    """Write the text `chunks` to `path` through a temporary file beside it,
+    renamed over `path` only once all is written: a failure (a full disk, an
+    interrupted run) leaves no partial file behind."""
+    folder = os.path.dirname(os.fspath(path)) or "."
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".sq-", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise

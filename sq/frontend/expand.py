@@ -45,6 +45,17 @@ class Definitions:
 
     table: dict = field(default_factory=dict)
     order: list = field(default_factory=list)
+    # name -> the first def whose body calls `name(…)`: a def may only use the
+    # ones before it, and this finds a use of a later one without a rescan.
+    first_caller: dict = field(default_factory=dict)
+
+    def add(self, defn: "Definition") -> None:
+        self.table[defn.name] = defn
+        self.order.append(defn.name)
+        body = defn.body
+        for k in range(len(body) - 1):
+            if body[k].kind == IDENT and body[k + 1].kind == "LParen":
+                self.first_caller.setdefault(body[k].text, defn.name)
 
     def get(self, name: str) -> Definition | None:
         return self.table.get(name)

@@ -299,20 +299,17 @@ class _Parser:
         for k, tok in enumerate(body[:-1]):
             if tok.kind == IDENT and tok.text == name and body[k + 1].kind == "LParen":
                 raise self.error(name_tok, f"`{name}` uses itself")
-        for earlier in self.defs.order:
-            ebody = self.defs.get(earlier).body
-            for k, tok in enumerate(ebody[:-1]):
-                if tok.kind == IDENT and tok.text == name and ebody[k + 1].kind == "LParen":
-                    raise self.error(name_tok, f"`{earlier}` uses `{name}`, which is defined after "
-                                     "it: a definition uses the ones before it")
+        earlier = self.defs.first_caller.get(name)
+        if earlier is not None:
+            raise self.error(name_tok, f"`{earlier}` uses `{name}`, which is defined after "
+                             "it: a definition uses the ones before it")
         defn = ex.Definition(name, params, body, expression, name_tok.span)
         clash = ex.param_binding_clash(defn)
         if clash is not None:
             raise self.error(name_tok, f"`{clash}` is a parameter, and the body names with it "
                              "what it assigns or binds")
         ex.body_facts(defn, self.defs)
-        self.defs.table[name] = defn
-        self.defs.order.append(name)
+        self.defs.add(defn)
 
     def use(self) -> None:
         """Splice a library's tokens in place of `use "path";` (each file once)."""
@@ -1679,9 +1676,16 @@ class _Folder:
             value = self.value(expr)
         except _NotConstant:
             value = None
-        deps = set(self.used)
-        for name in self.used:
-            deps |= self.deps.get(name, frozenset())
+        if not self.sizes:
+            # A let keeps only the lets it names: storing every let's full closure
+            # made a chain of N lets quadratic.  A size needs the closure.
+            return value, frozenset(self.used)
+        deps, todo = set(self.used), list(self.used)
+        while todo:
+            for name in self.deps.get(todo.pop(), ()):
+                if name not in deps:
+                    deps.add(name)
+                    todo.append(name)
         return value, frozenset(deps)
 
     def value(self, e) -> float:
