@@ -16,6 +16,7 @@ from typing import Any
 
 from sq import ir
 from sq.frontend import ast as A
+from sq.frontend import cycles
 from sq.frontend import queues
 from sq.frontend.errors import SqError, Span
 from sq.frontend.fold import binary_value, pure_value
@@ -1070,6 +1071,8 @@ class Linker:
             for i in range(fam.count):
                 k = kind(i) if callable(kind) else kind
                 self.stage_rows[fam.base + i].kind = k
+        cycles.check({name: fam.kind for name, fam in self.stages.items()},
+                     lambda message, call: self.error(message, call))
 
     def _stage_kind(self, fam: Family) -> Any:
         k = fam.kind
