@@ -1071,8 +1071,6 @@ class Linker:
             for i in range(fam.count):
                 k = kind(i) if callable(kind) else kind
                 self.stage_rows[fam.base + i].kind = k
-        cycles.check({name: fam.kind for name, fam in self.stages.items()},
-                     lambda message, call: self.error(message, call))
 
     def _stage_kind(self, fam: Family) -> Any:
         k = fam.kind
@@ -1265,6 +1263,10 @@ class Linker:
         self._raise_lints()
         prog.share = self._share()
         ir.validate(prog)
+        # Last: 0.1.2 accepts such a program (and overflows its stack running it), so
+        # every fault it reports comes first.
+        cycles.check({name: fam.kind for name, fam in self.stages.items()},
+                     lambda message, call: self.error(message, call))
         return prog
 
     def _check_binding_reach(self, body: list, visible: frozenset) -> None:
