@@ -252,3 +252,90 @@ def test_compile_takes_source_bytes_and_bytes_paths():
 def test_bad_api_input_is_sqerror(call):
     with pytest.raises(SqError):
         call()
+
+
+# ---- item 4: the `from` parameter in an index is the source member ------------------------
+SOURCE_BASE = """stage link : ps(1);
+stage link2[2] : ps(1);
+queue P[2] : prefill {
+  pool kv { cap 1000; block 16; }
+  serve fifo;
+  prefill (prompt) { hold kv (prompt) { run (prompt / 100); } cache (0) lease kv (inf); }
+}
+queue D[2] : decode {
+  pool kv { cap 1000; block 16; }
+  serve delay;
+  decode (prompt) { hold kv (prompt) { run (1); } }
+  decode (prompt) from src { HOLD { XFER run (2); } }
+}
+queue gw : gateway {
+  route { choose i in 2 by (queued(P[i].kv), i); set j = 1 - i; P[i].prefill (prompt); D[j].decode (prompt) from P[i]; }
+}
+run { horizon 100; }
+workload { arrive poisson(0.5); init { set prompt = 100 + floor(~uniform(0, 100)); }
+           session { request gw; observe done = now; } }
+"""
+PLAIN_HOLD = "hold kv (prompt)"
+PLAIN_XFER = "transfer (prompt / 100) from src to kv (prompt);"
+SOURCE_FORMS = {
+    "transfer-on-member": (PLAIN_HOLD, "transfer on link2[src] (prompt / 100) from src to kv (prompt);"),
+    # `transfer[i]` indexes the stage array named `link`
+    "transfer-index": (PLAIN_HOLD, "transfer[src] (prompt / 100) from src to kv (prompt);", "stage link[2] : ps(1);"),
+    "index-arithmetic": (PLAIN_HOLD, "transfer on link2[1 - src] (prompt / 100) from src to kv (prompt);"),
+    "run-on-member": (PLAIN_HOLD, PLAIN_XFER + " run link2[src] (1);"),
+    "pool-functions": (PLAIN_HOLD, "transfer (prompt / 100 + used(src) * 0) from src to kv "
+                                   "(prompt + blocksize(src) * 0 + cachedin(src) * 0);"),
+    "in-the-header": ("hold kv (prompt + queued(src) * 0 + holders(src) * 0)", PLAIN_XFER),
+    "observed": (PLAIN_HOLD, PLAIN_XFER + " observe u = used(src);"),
+}
+
+
+def _source_form(hold: str, xfer: str, link: str = "stage link : ps(1);") -> str:
+    return SOURCE_BASE.replace("stage link : ps(1);", link).replace("HOLD", hold).replace("XFER", xfer)
+
+
+@pytest.mark.parametrize("form", SOURCE_FORMS)
+def test_from_parameter_in_an_index_or_a_pool_function_runs_as_pyserq(form):
+    _same_report(_source_form(*SOURCE_FORMS[form]))
+
+
+@pytest.mark.parametrize("hold, xfer", [
+    (PLAIN_HOLD, PLAIN_XFER + " observe n = src;"),
+    (PLAIN_HOLD, PLAIN_XFER + " run (2 + src);"),
+], ids=["observe", "run-work"])
+def test_from_parameter_read_as_a_number_is_refused_as_pyserq(hold, xfer):
+    source = _source_form(hold, xfer)
+    with pytest.raises(ValueError) as theirs:
+        pyserq.compile(source=source)
+    with pytest.raises(SqError) as ours:
+        sq.compile(source=source)
+    assert "reads `src` as a number: `src` is the source pool" in ours.value.message
+    assert ours.value.message in str(theirs.value)
+    assert (ours.value.line, ours.value.col) == tuple(int(x) for x in str(theirs.value).split(":")[:2])
+
+
+def test_from_parameter_as_an_index_of_a_single_queue_is_refused_as_pyserq():
+    source = _source_form(PLAIN_HOLD, "transfer on link2[src] (prompt / 100) from src to kv (prompt);")
+    source = source.replace("queue P[2]", "queue P").replace(
+        "choose i in 2 by (queued(P[i].kv), i); set j = 1 - i; P[i].prefill (prompt); D[j].decode (prompt) from P[i];",
+        "set j = 1; P.prefill (prompt); D[j].decode (prompt) from P;")
+    with pytest.raises(ValueError) as theirs:
+        pyserq.compile(source=source)
+    with pytest.raises(SqError) as ours:
+        sq.compile(source=source)
+    assert "`src` as an index: its source `P.kv` is no family's member" in ours.value.message
+    assert ours.value.message in str(theirs.value)
+    assert (ours.value.line, ours.value.col) == tuple(int(x) for x in str(theirs.value).split(":")[:2])
+
+
+def test_blocksize_of_a_queue_members_pool():
+    """`blocksize(P[i].kv)` in a route read the family `P`, not `P.kv` (an internal KeyError)."""
+    base = _source_form(PLAIN_HOLD, PLAIN_XFER).replace("set j = 1 - i;", "set j = 1 - i; observe b = blocksize(P[i].kv);")
+    _same_report(base)
+    no_block = base.replace("pool kv { cap 1000; block 16; }\n  serve fifo;", "pool kv { cap 1000; }\n  serve fifo;")
+    with pytest.raises(ValueError) as theirs:
+        pyserq.compile(source=no_block)
+    with pytest.raises(SqError) as ours:
+        sq.compile(source=no_block)
+    assert ours.value.message == "`blocksize(P.kv)`: pool `P.kv` has no `block`"
+    assert ours.value.message in str(theirs.value)

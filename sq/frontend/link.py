@@ -535,12 +535,13 @@ class Linker:
         if isinstance(arg, A.Ref) and arg.index is not None and _draws(arg.index):
             raise self.error("`blocksize`'s index draws, and the folded number would drop the draw", arg)
         self.ref(arg, self.pools, "pool", c, e)   # the member must exist, as anywhere a pool is named
-        fam = self.pools[arg.name]
-        pool = self._pool_item(fam)
+        # a queue member's pool (`P[i].kv`) is the family `P.kv`
+        name = f"{arg.name}.{arg.field}" if isinstance(arg, A.Ref) and arg.field else arg.name
+        pool = self._pool_item(self.pools[name])
         block = ast_last(pool.options, A.Block)
         if block is None:
-            raise self.error(f"`blocksize({arg.name})`: pool `{arg.name}` has no `block`", arg)
-        return {"Num": ir.num_to_json(self.const(block.value, f"pool `{arg.name}`: block"))}
+            raise self.error(f"`blocksize({name})`: pool `{name}` has no `block`", arg)
+        return {"Num": ir.num_to_json(self.const(block.value, f"pool `{name}`: block"))}
 
     def _pool_item(self, fam: Family) -> A.Pool:
         return self.items[fam.order]

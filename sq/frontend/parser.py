@@ -824,7 +824,8 @@ class _Parser:
         header += [hold.reuse] if hold.reuse is not None else []
         bound = {x.var for e in header for x in queues.expressions(e) if isinstance(x, ast.Aggregate)}
         seen = set(entry.params or ()) | bound | set(self.lets) | {"inf", "self"}
-        own = {p.name for p in body.pools} | {body.name}
+        # a function may also be handed the pool `from` names (`used(src)`)
+        own = {p.name for p in body.pools} | {body.name} | ({entry.source} if entry.source else set())
         for e in header:
             dotted = next((x for x in queues.expressions(e) if isinstance(x, ast.Dotted)), None)
             for name, is_ref in _header_names(e, {b.name: b.value for b in hold.bindings}):
