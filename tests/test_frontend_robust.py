@@ -294,6 +294,17 @@ def _source_form(hold: str, xfer: str, link: str = "stage link : ps(1);") -> str
     return SOURCE_BASE.replace("stage link : ps(1);", link).replace("HOLD", hold).replace("XFER", xfer)
 
 
+def _same_error(source: str) -> SqError:
+    """Both refuse `source` with the same message at the same place; sq's error."""
+    with pytest.raises(ValueError) as theirs:
+        pyserq.compile(source=source)
+    with pytest.raises(SqError) as ours:
+        sq.compile(source=source)
+    assert ours.value.message in str(theirs.value)
+    assert (ours.value.line, ours.value.col) == tuple(int(x) for x in str(theirs.value).split(":")[:2])
+    return ours.value
+
+
 @pytest.mark.parametrize("form", SOURCE_FORMS)
 def test_from_parameter_in_an_index_or_a_pool_function_runs_as_pyserq(form):
     _same_report(_source_form(*SOURCE_FORMS[form]))
@@ -304,14 +315,8 @@ def test_from_parameter_in_an_index_or_a_pool_function_runs_as_pyserq(form):
     (PLAIN_HOLD, PLAIN_XFER + " run (2 + src);"),
 ], ids=["observe", "run-work"])
 def test_from_parameter_read_as_a_number_is_refused_as_pyserq(hold, xfer):
-    source = _source_form(hold, xfer)
-    with pytest.raises(ValueError) as theirs:
-        pyserq.compile(source=source)
-    with pytest.raises(SqError) as ours:
-        sq.compile(source=source)
-    assert "reads `src` as a number: `src` is the source pool" in ours.value.message
-    assert ours.value.message in str(theirs.value)
-    assert (ours.value.line, ours.value.col) == tuple(int(x) for x in str(theirs.value).split(":")[:2])
+    err = _same_error(_source_form(hold, xfer))
+    assert "reads `src` as a number: `src` is the source pool" in err.message
 
 
 def test_from_parameter_as_an_index_of_a_single_queue_is_refused_as_pyserq():
@@ -319,13 +324,8 @@ def test_from_parameter_as_an_index_of_a_single_queue_is_refused_as_pyserq():
     source = source.replace("queue P[2]", "queue P").replace(
         "choose i in 2 by (queued(P[i].kv), i); set j = 1 - i; P[i].prefill (prompt); D[j].decode (prompt) from P[i];",
         "set j = 1; P.prefill (prompt); D[j].decode (prompt) from P;")
-    with pytest.raises(ValueError) as theirs:
-        pyserq.compile(source=source)
-    with pytest.raises(SqError) as ours:
-        sq.compile(source=source)
-    assert "`src` as an index: its source `P.kv` is no family's member" in ours.value.message
-    assert ours.value.message in str(theirs.value)
-    assert (ours.value.line, ours.value.col) == tuple(int(x) for x in str(theirs.value).split(":")[:2])
+    err = _same_error(source)
+    assert "`src` as an index: its source `P.kv` is no family's member" in err.message
 
 
 def test_blocksize_of_a_queue_members_pool():
