@@ -34,10 +34,11 @@ from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RET
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
 # Nesting deeper than this (parentheses, prefix operators, blocks) is refused
-# with a message.  0.1.2 reads about 3000 levels and crashes (a stack overflow)
-# from about 4000; deeper than the main thread's stack allows, the parse is
-# run again on a deep stack (sq.deep).
-MAX_NESTING = 4000
+# with a message.  0.1.2 crashes (a stack overflow) from about 3000
+# parentheses or blocks and 8000-10000 prefix operators or `^`s, so every
+# program it reads is read; deeper than the main thread's stack allows, the
+# parse runs again on a deep stack (sq.deep).
+MAX_NESTING = 10000
 MAX_ARRAY = 10000
 
 # Binary operators: token kind -> (level, operator); a higher level binds tighter.
