@@ -12,7 +12,7 @@ import pyserq
 import pytest
 
 import sq
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEAD = "run { horizon 10; }\nstage svc : ps(1);\nworkload { arrive poisson(1); }\n"
