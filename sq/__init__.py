@@ -17,7 +17,8 @@ import os
 from sq.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "Program", "Report", "SqError", "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -30,6 +31,14 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
+    if name in ("sweep", "Sweep"):
+        from sq import study
+
+        return getattr(study, name)
+    if name == "t_interval":
+        from sq.confidence import t_interval
+
+        return t_interval
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -48,13 +57,29 @@ def compile(path=None, *, source=None, sets=None, defs=None, seed=None, horizon=
 
 
 def load(path_or_json):
-    """Read an IR (pyserq IR version 10 JSON) from a file path or a JSON string."""
+    """Read an IR (pyserq IR version 10 JSON) from a file or from JSON text.
+
+    A path is a `str` or `os.PathLike` (`pathlib.Path`); a `str` whose first
+    non-blank character is `{` or `[` is JSON text, as are `bytes` (UTF-8).
+    """
+    from sq.files import Unreadable, read_text
     from sq.ir import Program
 
-    text = path_or_json
-    if not text.lstrip().startswith("{"):
-        with open(path_or_json, encoding="utf-8") as f:
-            text = f.read()
+    if isinstance(path_or_json, (bytes, bytearray)):
+        try:
+            text = bytes(path_or_json).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqError("load: the IR bytes are not valid UTF-8", phase="validate") from None
+    elif isinstance(path_or_json, str) and path_or_json.lstrip()[:1] in ("{", "["):
+        text = path_or_json
+    elif isinstance(path_or_json, (str, os.PathLike)):
+        path = os.fspath(path_or_json)
+        try:
+            text = read_text(path)
+        except Unreadable as e:
+            raise SqError(f"cannot read `{os.fsdecode(path)}`: {e.reason}", phase="validate") from None
+    else:
+        raise SqError(f"load takes a path or JSON text, found {type(path_or_json).__name__}", phase="validate")
     return Program.from_json(text)
 
 
@@ -66,19 +91,35 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
     """
-    from sq import _engine
-    from sq.report import Report
+    import time
 
+    started = time.perf_counter()
+    lowered = lower_program(program)
+    _checked_settings(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    # the settings go to the engine: the arrays kept on the program stay as they are
+    return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                       started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                       dump_pools=dump_pools, check_invariants=check_invariants)
+
+
+def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
+    """The first half of `run`: the program (a Program or an IR dict) with the settings
+    applied, lowered to the engine's arrays. A Program is lowered once, on first use, and the
+    arrays kept on it (setting one of its fields drops them); settings given here make a
+    copy of the `Lowered` that carries them, sharing the arrays."""
     if hasattr(program, "to_dict"):
-        # Lowered once per program: the run settings go to the engine, not into the arrays.
         lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
-    else:
+    elif isinstance(program, dict):
         lowered = _lower(dict(program), None)
-    _with_settings(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                      trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                      dump_pools=dump_pools, check_invariants=check_invariants)
-    return Report.from_results(raw)
+    else:
+        raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
+                      phase="settings")
+    changes = _checked_settings(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    if not changes:
+        return lowered
+    import dataclasses
+
+    return dataclasses.replace(lowered, **changes)
 
 
 def _lower(ir: dict, trace_base: str | None):
@@ -88,24 +129,52 @@ def _lower(ir: dict, trace_base: str | None):
     return lower(_with_trace_path(ir, trace_base))
 
 
-def _with_settings(lowered, *, seed, horizon, warmup, arrivals) -> None:
-    """Check run settings given to `run` as the `run {}` block is checked (the engine applies them)."""
+def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
+                trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+    """The second half of `run`: run a lowered program (with other settings if given: the
+    engine reads them only when the run starts) and build its Report with provenance."""
+    import time
+
+    from sq import _engine
+    from sq.report import Report
+
+    started = time.perf_counter() if started is None else started
+    raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                      trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                      dump_pools=dump_pools, check_invariants=check_invariants)
+    report = Report.from_results(raw)
+    origin = getattr(program, "compiled_from", None) or {}
+    report.program = origin.get("path")
+    report.overrides = dict(origin.get("sets") or {})
+    report.wall_s = time.perf_counter() - started
+    return report
+
+
+def _checked_settings(lowered, *, seed, horizon, warmup, arrivals) -> dict:
+    """Run settings given to `run`, checked as the `run {}` block is: the Lowered fields they replace."""
     if seed is None and horizon is None and warmup is None and arrivals is None:
-        return
+        return {}
+    changes: dict = {}
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise SqError(f"run: the seed is a whole number from 0 to 2^64-1, found {seed!r}", phase="settings")
-    horizon = lowered.horizon if horizon is None else _setting_number("horizon", horizon)
-    warmup = lowered.warmup if warmup is None else _setting_number("warmup", warmup)
-    if not (math.isfinite(horizon) and 0 <= warmup < horizon):
+        changes["seed"] = seed
+    if horizon is not None:
+        changes["horizon"] = _setting_number("horizon", horizon)
+    if warmup is not None:
+        changes["warmup"] = _setting_number("warmup", warmup)
+    h, w = changes.get("horizon", lowered.horizon), changes.get("warmup", lowered.warmup)
+    if not (math.isfinite(h) and 0 <= w < h):
         raise SqError("run: need 0 <= warmup < horizon", phase="settings")
     if arrivals is not None:
-        if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
-            raise SqError("run: arrivals must be positive", phase="settings")
         from sq.lower import A_POISSON, A_RENEWAL
 
+        if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
+            raise SqError("run: arrivals must be positive", phase="settings")
         if lowered.arrival_kind not in (A_POISSON, A_RENEWAL):
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
+        changes["arrivals"] = int(arrivals)
+    return changes
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:
