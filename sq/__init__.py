@@ -95,7 +95,7 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
 
     started = time.perf_counter()
     lowered = lower_program(program)
-    _checked_settings(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     # the settings go to the engine: the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
@@ -114,7 +114,7 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     else:
         raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
                       phase="settings")
-    changes = _checked_settings(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    changes = _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     if not changes:
         return lowered
     import dataclasses
@@ -150,8 +150,24 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     return report
 
 
-def _checked_settings(lowered, *, seed, horizon, warmup, arrivals) -> dict:
-    """Run settings given to `run`, checked as the `run {}` block is: the Lowered fields they replace."""
+def _current(lowered) -> tuple:
+    from sq.lower import A_POISSON, A_RENEWAL
+
+    return lowered.horizon, lowered.warmup, lowered.arrival_kind in (A_POISSON, A_RENEWAL)
+
+
+def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
+    """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
+    open_arrivals = any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal"))
+    changes = _checked_settings(float(ir["horizon"]), float(ir.get("warmup", 0.0)), open_arrivals,
+                                seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return {**ir, **changes} if changes else ir
+
+
+def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, seed, horizon, warmup,
+                      arrivals) -> dict:
+    """Run settings given to `run`, checked as the `run {}` block is against the program's own
+    horizon, warmup and arrival kind: the fields (of the IR, or of a Lowered) they replace."""
     if seed is None and horizon is None and warmup is None and arrivals is None:
         return {}
     changes: dict = {}
@@ -163,15 +179,13 @@ def _checked_settings(lowered, *, seed, horizon, warmup, arrivals) -> dict:
         changes["horizon"] = _setting_number("horizon", horizon)
     if warmup is not None:
         changes["warmup"] = _setting_number("warmup", warmup)
-    h, w = changes.get("horizon", lowered.horizon), changes.get("warmup", lowered.warmup)
+    h, w = changes.get("horizon", horizon0), changes.get("warmup", warmup0)
     if not (math.isfinite(h) and 0 <= w < h):
         raise SqError("run: need 0 <= warmup < horizon", phase="settings")
     if arrivals is not None:
-        from sq.lower import A_POISSON, A_RENEWAL
-
         if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")
-        if lowered.arrival_kind not in (A_POISSON, A_RENEWAL):
+        if not open_arrivals:
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         changes["arrivals"] = int(arrivals)
     return changes
