@@ -14,10 +14,11 @@ def extension(name):
     )
 
 
+# _bytecode: the bytecode contract's enums for Python (sq/lower.py); the engine cimports its .pxd;
 # _random: the ChaCha12 streams and distributions (C header + a small Python class);
 # _engine: the event loop, which cimports _random's C functions;
 # _stats: the report's order-sensitive sums (Welford, batch means) at C speed.
-extensions = [extension("_random"), extension("_engine"), extension("_stats")]
+extensions = [extension("_bytecode"), extension("_random"), extension("_engine"), extension("_stats")]
 
 setup(
     ext_modules=cythonize(

@@ -6,6 +6,7 @@
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from sq._random cimport sq_rng
 from sq._itl cimport Histogram
+from sq._bytecode cimport N_CONTEXTS
 
 cdef struct Area:
     # a step function's integral: integral += value * (now - last) at every sample
@@ -215,7 +216,7 @@ cdef struct State:
     int32_t slot_turn
     int32_t slot_cached
     int32_t slot_computed
-    double ctxv[17]            # context variables of the moment being evaluated (by IR id)
+    double ctxv[N_CONTEXTS]            # context variables of the moment being evaluated (by IR id)
     double* attr_row           # when set, attributes are read here (an ended session's snapshot)
     char* waiting              # per session: waiting in a pool's queue
     char* resumed              # per session: re-queued at the front after a preemption

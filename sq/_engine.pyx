@@ -5,7 +5,8 @@
 runs the whole simulation without the GIL, then turns the C arrays into a
 `sq.results.RawResults`. Semantics follow spec chapter 09 (event loop),
 04 §4.0–4.4 (fifo, ps, delay) and 02/03/07 (sessions, statements,
-expressions); the opcode numbers are those of `sq/lower.py`.
+expressions); it reads the bytecode and tables of `sq/_bytecode.pxd`, which
+`sq/lower.py` writes.
 """
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -24,119 +25,55 @@ from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntr
 
 cnp.import_array()
 
-# ---- opcodes (the same numbers as sq/lower.py) -------------------------------
-DEF X_NUM = 1
-DEF X_ATTR = 2
-DEF X_CTX = 3
-DEF X_NEG = 4
-DEF X_NOT = 5
-DEF X_TRUTH = 6
-DEF X_ADD = 7
-DEF X_SUB = 8
-DEF X_MUL = 9
-DEF X_DIV = 10
-DEF X_POW = 11
-DEF X_LT = 12
-DEF X_LE = 13
-DEF X_GT = 14
-DEF X_GE = 15
-DEF X_EQ = 16
-DEF X_NE = 17
-DEF X_AND = 18
-DEF X_OR = 19
-DEF X_JZ = 20
-DEF X_JMP = 21
-DEF X_FN1 = 22
-DEF X_MIN = 23
-DEF X_MAX = 24
-DEF X_STAGE = 25
-DEF X_POOL = 26
-DEF X_PRICE = 27
-DEF X_SAMPLE = 28
-DEF X_RET = 29
+# the bytecode and tables lowering writes: opcodes, operand offsets, kinds (sq/_bytecode.pxd)
+from sq._bytecode cimport *
 
-DEF CTX_NOW = 0
-DEF CTX_PRESENT = 6
-
-DEF S_SET = 1
-DEF S_OBSERVE = 2
-DEF S_TURN = 3
-DEF S_END = 4
-DEF S_JUMP = 5
-DEF S_BRANCH = 6
-DEF S_CHOOSE = 7
-DEF S_RUN = 8
-DEF S_RET = 9
-DEF S_HOLD = 10
-DEF S_HOLD_END = 11
-DEF S_RELEASE = 12
-DEF S_DROP = 13
-DEF S_GROW = 14
-DEF S_LOAD = 15
-DEF CTX_WAITED = 1
-
-DEF K_FIFO = 0
-DEF K_PS = 1
-DEF K_DELAY = 2
-DEF K_STEP = 3
-
-DEF A_NONE = 0
-DEF A_POISSON = 1
-DEF A_RENEWAL = 2
-DEF A_BATCH = 3
-DEF A_CLOSED = 4
-
-DEF EV_ARRIVE = 0
-DEF EV_FINISH = 1
-DEF EV_END_WARMUP = 2
-DEF EV_LEASE_END = 3
-DEF EV_ITER_END = 4
-DEF EV_FLOW_END = 5
+cdef enum EventKind:
+    EV_ARRIVE = 0
+    EV_FINISH = 1
+    EV_END_WARMUP = 2
+    EV_LEASE_END = 3
+    EV_ITER_END = 4
+    EV_FLOW_END = 5
 
 # run-time errors, turned into SqError after the loop
-DEF E_NONE = 0
-DEF E_MEMORY = 1
-DEF E_BRANCH = 2
-DEF E_INDEX = 3
-DEF E_STAGE_INDEX = 4
-DEF E_POOL_INDEX = 5
-DEF E_BUDGET_LEFT = 6
-DEF E_RENEWAL = 7
-DEF E_STUCK = 8
-DEF E_GROW_OUTSIDE = 9
-DEF E_LOAD_OUTSIDE = 10
-DEF E_LOAD_FIT = 11
-DEF E_GROWING_OUTSIDE = 12
-DEF E_SPILL_CYCLE = 13
-DEF E_TOO_MANY = 14
-DEF E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
-DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
-# live sessions at once: beyond this the run would only exhaust memory
-DEF MAX_SESSIONS = 1 << 24
+cdef enum RunError:
+    E_NONE = 0
+    E_MEMORY = 1
+    E_BRANCH = 2
+    E_INDEX = 3
+    E_STAGE_INDEX = 4
+    E_POOL_INDEX = 5
+    E_BUDGET_LEFT = 6
+    E_RENEWAL = 7
+    E_STUCK = 8
+    E_GROW_OUTSIDE = 9
+    E_LOAD_OUTSIDE = 10
+    E_LOAD_FIT = 11
+    E_GROWING_OUTSIDE = 12
+    E_SPILL_CYCLE = 13
+    E_TOO_MANY = 14
+    E_INVARIANT = 15       # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
+    E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
 
-DEF M_PLAIN = 0
-DEF M_PREFILL = 1
-DEF M_DECODE = 2
+cdef enum:
+    # live sessions at once: beyond this the run would only exhaust memory
+    MAX_SESSIONS = 1 << 24
+    # statements allowed within one instant before the run is declared stuck
+    # (0.1.2 hangs there; §9.11 allows a guard); `run(step_limit=...)` changes it
+    STEPS_PER_INSTANT = 100000000
 
-DEF CTX_NTOK = 7
-DEF CTX_NDEC = 8
-DEF CTX_NPRE = 9
-DEF CTX_NRES = 10
-DEF CTX_KVB = 11
-DEF CTX_KVP = 12
-DEF CTX_ATTN = 13
-DEF CTX_DECODING = 14
-DEF CTX_ADMISSION = 15
-DEF CTX_REMAINING = 16
-
-# a session that was never admitted to a hold reads `admission` as u64::MAX
-DEF NEVER_ADMITTED = 18446744073709551615.0
-
-DEF EPS = 1e-9
-# statements allowed within one instant before the run is declared stuck
-# (0.1.2 hangs there; §9.11 allows a guard); `run(step_limit=...)` changes it
-DEF STEPS_PER_INSTANT = 100000000
-DEF EWMA = 0.01
+# Real constants as C literals, so the C compiler folds them as it did Cython's DEFs.
+cdef extern from *:
+    """
+    /* a session that was never admitted to a hold reads `admission` as u64::MAX */
+    #define SQ_NEVER_ADMITTED 18446744073709551615.0
+    #define SQ_EPS 1e-9
+    #define SQ_EWMA 0.01
+    """
+    const double NEVER_ADMITTED "SQ_NEVER_ADMITTED"
+    const double EPS "SQ_EPS"
+    const double EWMA "SQ_EWMA"
 
 
 # ---- growable arrays ------------------------------------------------------------
@@ -2787,7 +2724,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.step_limit = step_limit
         st.warm = 0 if warmup_v > 0 else 1
         st.stack = <double*> malloc((8 * lowered.stack_depth + 64) * sizeof(double))
-        for k in range(17):
+        for k in range(N_CONTEXTS):
             st.ctxv[k] = NAN
         st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
         st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))

@@ -3,19 +3,22 @@
 # program, so it is reported as such, with what disagreed, where and when.
 # Included by _engine.pyx.
 
-DEF INV_LIVE = 1        # live sessions counted vs slots marked alive
-DEF INV_STAGE = 2       # a stage's job count vs its servers, queue or heap
-DEF INV_JOBS = 3        # job slots in use vs jobs counted on stages
-DEF INV_POOL_NEG = 4    # a pool counter below zero
-DEF INV_POOL_CAP = 5    # allocated + cached above the pool's cap
-DEF INV_POOL_HOLDS = 6  # allocated vs the allocations of open holds and leases
-DEF INV_HOLD_NEG = 7    # a hold's allocation below zero
-DEF INV_RESIDENTS = 8   # a step stage's residents out of admission order, or not its jobs
-DEF INV_HOLDERS = 9     # a pool's holders disagree with the sessions' counts of them
-DEF INV_LRU = 10        # an lru pool's heap out of order, or not naming each entry once
+cdef enum Invariant:
+    INV_LIVE = 1        # live sessions counted vs slots marked alive
+    INV_STAGE = 2       # a stage's job count vs its servers, queue or heap
+    INV_JOBS = 3        # job slots in use vs jobs counted on stages
+    INV_POOL_NEG = 4    # a pool counter below zero
+    INV_POOL_CAP = 5    # allocated + cached above the pool's cap
+    INV_POOL_HOLDS = 6  # allocated vs the allocations of open holds and leases
+    INV_HOLD_NEG = 7    # a hold's allocation below zero
+    INV_RESIDENTS = 8   # a step stage's residents out of admission order, or not its jobs
+    INV_HOLDERS = 9     # a pool's holders disagree with the sessions' counts of them
+    INV_LRU = 10        # an lru pool's heap out of order, or not naming each entry once
 
 # Sums of many allocations carry rounding; the engine itself fits within EPS.
-DEF INV_TOL = 1e-6
+cdef extern from *:
+    "#define SQ_INV_TOL 1e-6"
+    const double INV_TOL "SQ_INV_TOL"
 
 
 cdef inline bint over(double a, double b) noexcept nogil:

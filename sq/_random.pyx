@@ -13,6 +13,12 @@ DIST_CODES = {
     "bernoulli": SQ_DIST_BERNOULLI, "Bernoulli": SQ_DIST_BERNOULLI,
 }
 
+
+def dist_arity(int code):
+    """How many arguments the law with this code takes (-1: no such code)."""
+    return sq_dist_arity(code)
+
+
 STREAM_MASKS = {
     "arrival": SQ_STREAM_ARRIVAL_MASK,
     "workload": SQ_STREAM_WORKLOAD_MASK,

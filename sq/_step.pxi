@@ -1,8 +1,6 @@
 # Step stages (spec 04 §4.5): residents, iteration planning, `admit via`, token bookkeeping.
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
-# (its DEF constants live at the top of _engine.pyx, which must see them first)
-
 
 cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
     """Units the session holds in pool row over all its open holds (leases are not holds)."""
@@ -410,7 +408,7 @@ cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
     if s.kind != K_STEP:
         fail(st, E_BUDGET_LEFT, slot, 0, 0, 0)
         return NAN
-    cdef double outer[17]
+    cdef double outer[N_CONTEXTS]
     if st.bl_stage == k:
         return st.bl_value
     # the stage's totals are read in its own Budget context; the expression around this call

@@ -6,8 +6,9 @@ statement code with jumps. Stage, observe and gauge tables are small numpy
 arrays. Nothing here knows about time: the engine (`sq._engine`) reads
 these arrays and nothing else.
 
-The opcode numbers below are shared with `sq/_engine.pyx` (which declares
-the same values); keep the two lists in step.
+The opcodes, operand offsets and table columns are those of
+`sq/_bytecode.pxd` (one definition, which the engine cimports);
+`disassemble` prints code back as one named instruction per line.
 """
 from __future__ import annotations
 
@@ -20,58 +21,37 @@ from sq.deep import run_deep
 from sq.errors import SqError
 from sq.numbers import display
 
-# ---- expression opcodes (operands follow inline) ---------------------------
-X_NUM, X_ATTR, X_CTX = 1, 2, 3                  # const index / slot / context id
-X_NEG, X_NOT, X_TRUTH = 4, 5, 6
-X_ADD, X_SUB, X_MUL, X_DIV, X_POW = 7, 8, 9, 10, 11
-X_LT, X_LE, X_GT, X_GE, X_EQ, X_NE = 12, 13, 14, 15, 16, 17
-X_AND, X_OR = 18, 19                            # short circuit: target
-X_JZ, X_JMP = 20, 21                            # target
-X_FN1 = 22                                      # fn code (one argument on the stack)
-X_MIN, X_MAX = 23, 24
-X_STAGE = 25                                    # fn base count has_index
-X_POOL = 26                                     # fn base count has_index
-X_PRICE = 27                                    # base count has_index (s_hit, ds on the stack)
-X_SAMPLE = 28                                   # dist nargs
-X_RET = 29
+# The bytecode and its tables are defined once, in sq/_bytecode.pxd, which the engine cimports.
+from sq._bytecode import (
+    X_NUM, X_ATTR, X_CTX, X_NEG, X_NOT, X_TRUTH, X_ADD, X_SUB, X_MUL, X_DIV, X_POW,
+    X_LT, X_LE, X_GT, X_GE, X_EQ, X_NE, X_AND, X_OR, X_JZ, X_JMP, X_FN1, X_MIN, X_MAX,
+    X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XREF_HAS_INDEX, XREF_LEN, XPRICE_LEN,
+    CTX_NOW, CTX_WAITED, CTX_SIZE, CTX_AGE, CTX_LAST, CTX_QUEUED, CTX_PRESENT, CTX_NTOK, CTX_NDEC,
+    CTX_NPRE, CTX_NRES, CTX_KVB, CTX_KVP, CTX_ATTN, CTX_DECODING, CTX_ADMISSION, CTX_REMAINING,
+    Fn1, StageFn, PoolFn,
+    S_SET, S_OBSERVE, S_TURN, S_END, S_JUMP, S_BRANCH, S_CHOOSE, S_RUN, S_RET, S_HOLD, S_HOLD_END,
+    S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, SR_ALSO, REF_LEN,
+    K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
+    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED,
+)
+from sq._random import DIST_CODES, dist_arity
 
-FN1 = {"Abs": 0, "Floor": 1, "Ceil": 2, "Sqrt": 3, "Exp": 4, "Ln": 5}
-STAGE_FN = {"Queue": 0, "Busy": 1, "Work": 2, "EstLambda": 3, "EstRho": 4, "EstWait": 5,
-            "BudgetLeft": 6}
-POOL_FN = {"Used": 0, "Free": 1, "Holders": 2, "Queued": 3, "CachedIn": 4}
-DIST = {"Det": 0, "Exp": 1, "Uniform": 2, "Erlang": 3, "H2": 4, "Bernoulli": 5}
-_ARITY = {"Det": 1, "Exp": 1, "Uniform": 2, "Erlang": 2, "H2": 2, "Bernoulli": 1}
-CTX = {"Now": 0, "Waited": 1, "Size": 2, "Age": 3, "Last": 4, "Queued": 5, "N": 6,
-       "Ntok": 7, "Ndec": 8, "Npre": 9, "Nres": 10, "Kvb": 11, "Kvp": 12, "Attn": 13,
-       "Decoding": 14, "Admission": 15, "Remaining": 16}
+# the IR's names of functions and context variables → their codes in the bytecode
+FN1 = {"Abs": Fn1.FN_ABS, "Floor": Fn1.FN_FLOOR, "Ceil": Fn1.FN_CEIL, "Sqrt": Fn1.FN_SQRT,
+       "Exp": Fn1.FN_EXP, "Ln": Fn1.FN_LN}
+STAGE_FN = {"Queue": StageFn.SF_QUEUE, "Busy": StageFn.SF_BUSY, "Work": StageFn.SF_WORK,
+            "EstLambda": StageFn.SF_EST_LAMBDA, "EstRho": StageFn.SF_EST_RHO,
+            "EstWait": StageFn.SF_EST_WAIT, "BudgetLeft": StageFn.SF_BUDGET_LEFT}
+POOL_FN = {"Used": PoolFn.PF_USED, "Free": PoolFn.PF_FREE, "Holders": PoolFn.PF_HOLDERS,
+           "Queued": PoolFn.PF_QUEUED, "CachedIn": PoolFn.PF_CACHED_IN}
+CTX = {"Now": CTX_NOW, "Waited": CTX_WAITED, "Size": CTX_SIZE,
+       "Age": CTX_AGE, "Last": CTX_LAST, "Queued": CTX_QUEUED,
+       "N": CTX_PRESENT, "Ntok": CTX_NTOK, "Ndec": CTX_NDEC,
+       "Npre": CTX_NPRE, "Nres": CTX_NRES, "Kvb": CTX_KVB,
+       "Kvp": CTX_KVP, "Attn": CTX_ATTN, "Decoding": CTX_DECODING,
+       "Admission": CTX_ADMISSION, "Remaining": CTX_REMAINING}
 BINARY = {"Add": X_ADD, "Sub": X_SUB, "Mul": X_MUL, "Div": X_DIV, "Pow": X_POW,
           "Lt": X_LT, "Le": X_LE, "Gt": X_GT, "Ge": X_GE, "Eq": X_EQ, "Ne": X_NE}
-
-# ---- statement opcodes ------------------------------------------------------
-S_SET = 1        # slot expr
-S_OBSERVE = 2    # observe-id expr
-S_TURN = 3
-S_END = 4        # the session ends (also the end of the session block)
-S_JUMP = 5       # target
-S_BRANCH = 6     # expr else-target site
-S_CHOOSE = 7     # var count-expr nkeys key-expr...
-S_RUN = 8        # base count index-expr(-1) work-expr mode growing-base growing-count growing-index(-1)
-                 # growing-site n-also (base count index-expr)*n-also
-S_RET = 9        # end of an init/turn block
-S_HOLD = 10      # hold-id: evaluate the header, join the first pool's queue (the body follows)
-S_HOLD_END = 11  # hold-id: the body is done, release and cache
-S_RELEASE = 12   # base count index-expr(-1)
-S_DROP = 13      # base count index-expr(-1)
-S_GROW = 14      # base count index-expr(-1) units-expr
-S_LOAD = 15      # base count index-expr(-1) amount-expr site
-
-# a hold's row in `holds`: the head, then one (base, count, index, units, reserve) per pool
-H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD = 0, 1, 2, 3, 4, 5
-
-# ---- stage kinds, arrival kinds --------------------------------------------
-K_FIFO, K_PS, K_DELAY, K_STEP = 0, 1, 2, 3
-M_PLAIN, M_PREFILL, M_DECODE = 0, 1, 2
-A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED = 0, 1, 2, 3, 4
 
 
 @dataclass
@@ -586,10 +566,11 @@ class _Lowering:
             dist, args = arg
             for a in args:
                 self.emit(a)
-            if len(args) != _ARITY[dist]:
-                raise SqError(f"malformed IR: `~{dist.lower()}` takes {_ARITY[dist]} argument(s)",
+            code = DIST_CODES[dist]
+            if len(args) != dist_arity(code):
+                raise SqError(f"malformed IR: `~{dist.lower()}` takes {dist_arity(code)} argument(s)",
                               phase="validate")
-            c += [X_SAMPLE, DIST[dist], len(args)]
+            c += [X_SAMPLE, code, len(args)]
             self.depth -= len(args)
             self.push()
         else:
