@@ -542,21 +542,21 @@ cdef double stage_work(State* st, int32_t k) noexcept nogil:
 cdef double stage_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef double lam
-    if fn == 0:      # queue: waiting + in service (step: residents)
+    if fn == SF_QUEUE:      # queue: waiting + in service (step: residents)
         return <double> s.n
-    if fn == 1:      # busy: fifo servers in use; every job of a ps or delay stage; step: scheduled jobs
+    if fn == SF_BUSY:      # busy: fifo servers in use; every job of a ps or delay stage; step: scheduled jobs
         if s.kind == K_STEP:
             return <double> (s.na if s.inflight else 0)
         return <double> (s.busy if s.kind == K_FIFO else s.n)   # a shared stage: its flows
-    if fn == 2:
+    if fn == SF_WORK:
         return stage_work(st, k)
-    if fn == 3:
+    if fn == SF_EST_LAMBDA:
         return est_lambda(s)
-    if fn == 4:
+    if fn == SF_EST_RHO:
         return est_rho(s)
-    if fn == 5:
+    if fn == SF_EST_WAIT:
         return s.est_wait
-    return budget_left(st, k, slot)
+    return budget_left(st, k, slot)   # SF_BUDGET_LEFT
 
 
 cdef inline double est_lambda(Stage* s) noexcept nogil:
@@ -578,15 +578,15 @@ cdef double price(Stage* s, double s_hit, double ds) noexcept nogil:
 cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
     cdef Pool* p = &st.pools[k]
     cdef int64_t e
-    if fn == 0:
+    if fn == PF_USED:
         return p.used
-    if fn == 1:
+    if fn == PF_FREE:
         return p.cap - p.used          # cached units are not subtracted
-    if fn == 2:
+    if fn == PF_HOLDERS:
         return <double> p.nholders
-    if fn == 3:
+    if fn == PF_QUEUED:
         return <double> p.qlen
-    if slot < 0:
+    if slot < 0:                       # PF_CACHED_IN: the session's own cached units
         return 0.0
     e = own_entry(p, st.serial[slot])
     return p.entries[e].size if e >= 0 else 0.0
@@ -601,165 +601,165 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     cdef int32_t pc = off, op, has_index
     cdef int64_t k
     cdef double a, b
-    if c[pc] == X_NUM and c[pc + 2] == X_RET:
-        return st.consts[c[pc + 1]]      # a constant (a ps stage's φ, most amounts): no stack
+    if c[pc] == X_NUM and c[pc + XONE_LEN] == X_RET:
+        return st.consts[c[pc + XONE_ARG]]      # a constant (a ps stage's φ, most amounts): no stack
     while True:
         op = c[pc]
         if op == X_NUM:
-            s[sp] = st.consts[c[pc + 1]]
+            s[sp] = st.consts[c[pc + XONE_ARG]]
             sp += 1
-            pc += 2
+            pc += XONE_LEN
         elif op == X_ATTR:
             if st.attr_row != NULL:
-                s[sp] = st.attr_row[c[pc + 1]]
+                s[sp] = st.attr_row[c[pc + XONE_ARG]]
             else:
-                s[sp] = st.attrs[<int64_t> slot * st.n_attrs + c[pc + 1]] if slot >= 0 else NAN
+                s[sp] = st.attrs[<int64_t> slot * st.n_attrs + c[pc + XONE_ARG]] if slot >= 0 else NAN
             sp += 1
-            pc += 2
+            pc += XONE_LEN
         elif op == X_CTX:
-            if c[pc + 1] == CTX_NOW:
+            if c[pc + XONE_ARG] == CTX_NOW:
                 s[sp] = st.now
-            elif c[pc + 1] == CTX_PRESENT:
+            elif c[pc + XONE_ARG] == CTX_PRESENT:
                 s[sp] = present
             else:
-                s[sp] = st.ctxv[c[pc + 1]]
+                s[sp] = st.ctxv[c[pc + XONE_ARG]]
             sp += 1
-            pc += 2
+            pc += XONE_LEN
         elif op == X_NEG:
             s[sp - 1] = -s[sp - 1]
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_NOT:
             s[sp - 1] = 1.0 if s[sp - 1] == 0.0 else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_TRUTH:
             s[sp - 1] = 1.0 if s[sp - 1] != 0.0 else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         # one branch per binary operator, all `op == constant`: Cython compiles the chain to one C switch
         elif op == X_ADD:
             sp -= 1
             s[sp - 1] = s[sp - 1] + s[sp]
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_SUB:
             sp -= 1
             s[sp - 1] = s[sp - 1] - s[sp]
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_MUL:
             sp -= 1
             s[sp - 1] = s[sp - 1] * s[sp]
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_DIV:
             sp -= 1
             s[sp - 1] = s[sp - 1] / s[sp]
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_POW:
             sp -= 1
             s[sp - 1] = pow(s[sp - 1], s[sp])
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_LT:
             sp -= 1
             s[sp - 1] = 1.0 if s[sp - 1] < s[sp] else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_LE:
             sp -= 1
             s[sp - 1] = 1.0 if s[sp - 1] <= s[sp] else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_GT:
             sp -= 1
             s[sp - 1] = 1.0 if s[sp - 1] > s[sp] else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_GE:
             sp -= 1
             s[sp - 1] = 1.0 if s[sp - 1] >= s[sp] else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_EQ:
             sp -= 1
             s[sp - 1] = 1.0 if s[sp - 1] == s[sp] else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_NE:
             sp -= 1
             s[sp - 1] = 1.0 if s[sp - 1] != s[sp] else 0.0
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_AND:
             if s[sp - 1] == 0.0:
                 s[sp - 1] = 0.0
-                pc = c[pc + 1]
+                pc = c[pc + XONE_ARG]
             else:
                 sp -= 1
-                pc += 2
+                pc += XONE_LEN
         elif op == X_OR:
             if s[sp - 1] != 0.0:
                 s[sp - 1] = 1.0
-                pc = c[pc + 1]
+                pc = c[pc + XONE_ARG]
             else:
                 sp -= 1
-                pc += 2
+                pc += XONE_LEN
         elif op == X_JZ:
             sp -= 1
             if s[sp] == 0.0:
-                pc = c[pc + 1]
+                pc = c[pc + XONE_ARG]
             else:
-                pc += 2
+                pc += XONE_LEN
         elif op == X_JMP:
-            pc = c[pc + 1]
+            pc = c[pc + XONE_ARG]
         elif op == X_FN1:
             a = s[sp - 1]
-            k = c[pc + 1]
-            if k == 0:
+            k = c[pc + XONE_ARG]
+            if k == FN_ABS:
                 a = fabs(a)
-            elif k == 1:
+            elif k == FN_FLOOR:
                 a = floor(a)
-            elif k == 2:
+            elif k == FN_CEIL:
                 a = ceil(a)
-            elif k == 3:
+            elif k == FN_SQRT:
                 a = sqrt(a)
-            elif k == 4:
+            elif k == FN_EXP:
                 a = exp(a)
             else:
-                a = log(a)
+                a = log(a)          # FN_LN
             s[sp - 1] = a
-            pc += 2
+            pc += XONE_LEN
         elif op == X_MIN:
             sp -= 1
             s[sp - 1] = fmin(s[sp - 1], s[sp])
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_MAX:
             sp -= 1
             s[sp - 1] = fmax(s[sp - 1], s[sp])
-            pc += 1
+            pc += X_BARE_LEN
         elif op == X_STAGE or op == X_POOL:
-            has_index = c[pc + 4]
+            has_index = c[pc + XREF_HAS_INDEX]
             k = 0
             if has_index:
                 sp -= 1
-                k = member(st, s[sp], c[pc + 3], E_INDEX, slot)
+                k = member(st, s[sp], c[pc + XREF_COUNT], E_INDEX, slot)
                 if k < 0:
                     return NAN
             if op == X_STAGE:
                 st.stack_top = base + sp + 1
-                a = stage_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
+                a = stage_fn(st, c[pc + XREF_FN], <int32_t> (c[pc + XREF_BASE] + k), slot)
                 st.stack_top = base
                 s[sp] = a
             else:
-                s[sp] = pool_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
+                s[sp] = pool_fn(st, c[pc + XREF_FN], <int32_t> (c[pc + XREF_BASE] + k), slot)
             sp += 1
-            pc += 5
+            pc += XREF_LEN
         elif op == X_PRICE:
-            has_index = c[pc + 3]
+            has_index = c[pc + XPRICE_HAS_INDEX]
             k = 0
             if has_index:
                 sp -= 1
-                k = member(st, s[sp], c[pc + 2], E_INDEX, slot)
+                k = member(st, s[sp], c[pc + XPRICE_COUNT], E_INDEX, slot)
                 if k < 0:
                     return NAN
             sp -= 1
-            s[sp - 1] = price(&st.stages[c[pc + 1] + k], s[sp - 1], s[sp])
-            pc += 4
+            s[sp - 1] = price(&st.stages[c[pc + XPRICE_BASE] + k], s[sp - 1], s[sp])
+            pc += XPRICE_LEN
         elif op == X_SAMPLE:
-            k = c[pc + 2]
+            k = c[pc + XSAMPLE_NARGS]
             sp -= k
-            s[sp] = sq_draw(rng, c[pc + 1], &s[sp])
+            s[sp] = sq_draw(rng, c[pc + XSAMPLE_DIST], &s[sp])
             sp += 1
-            pc += 3
+            pc += XSAMPLE_LEN
         else:  # X_RET
             return s[sp - 1]
 
@@ -1370,33 +1370,33 @@ cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
 
 cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcept nogil:
     """A session reaches `hold`: evaluate every pool's units, test for rejection, join the queue."""
-    cdef int32_t off = st.hold_offsets[h], n = st.holds[off], i, e
+    cdef int32_t off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i, e
     cdef int32_t d = st.depth[slot]
     cdef int64_t fi = frame_of(st, slot, d), k
     cdef double need, v
     cdef Pool* p
     for i in range(n):
-        e = off + 5 + 5 * i
+        e = off + H_HEAD_LEN + HP_LEN * i
         k = 0
-        if st.holds[e + 2] >= 0:
-            v = evaluate(st, st.holds[e + 2], slot, &st.rng_session, NAN)
+        if st.holds[e + HP_REF + REF_INDEX] >= 0:
+            v = evaluate(st, st.holds[e + HP_REF + REF_INDEX], slot, &st.rng_session, NAN)
             if st.err:
                 return
-            k = member(st, v, st.holds[e + 1], E_POOL_INDEX, slot)
+            k = member(st, v, st.holds[e + HP_REF + REF_COUNT], E_POOL_INDEX, slot)
             if k < 0:
                 return
-        st.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e] + k)
+        st.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e + HP_REF + REF_BASE] + k)
         st.frame_active[fi * st.hold_pools_max + i] = 0
-        st.scratch[i] = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
+        st.scratch[i] = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
         if st.err:
             return
     # then pool by pool its reserve and the test: the first pool that can never fit ends the
     # session, and the reserves after it are never read (0.1.2's draw order)
     for i in range(n):
-        e = off + 5 + 5 * i
+        e = off + H_HEAD_LEN + HP_LEN * i
         need = st.scratch[i]
-        if st.holds[e + 4] >= 0:
-            need = fmax(need, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+        if st.holds[e + HP_RESERVE] >= 0:
+            need = fmax(need, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
             if st.err:
                 return
         p = &st.pools[st.frame_member[fi * st.hold_pools_max + i]]
@@ -1465,13 +1465,13 @@ cdef void try_admit(State* st, int32_t pk) noexcept nogil:
         fi = frame_of(st, slot, st.depth[slot] - 1)
         h = st.frame_hold[fi]
         off = st.hold_offsets[h]
-        n = st.holds[off]
+        n = st.holds[off + H_NPOOLS]
         for i in range(n):
-            e = off + 5 + 5 * i
-            u = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
+            e = off + H_HEAD_LEN + HP_LEN * i
+            u = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
             need = u
-            if st.holds[e + 4] >= 0:
-                need = fmax(u, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+            if st.holds[e + HP_RESERVE] >= 0:
+                need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
             if st.err:
                 return
             st.scratch[2 * i] = u
@@ -1492,15 +1492,15 @@ cdef inline bint fits(Pool* p, double need) noexcept nogil:
 cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noexcept nogil:
     cdef double consumed = 0.0, own, a
     cdef int32_t i, row
-    cdef bint caching = st.holds[off + 1] >= 0
+    cdef bint caching = st.holds[off + H_CACHE] >= 0
     cdef Pool* p
     cdef int64_t j
-    cdef bint bounded = caching and st.holds[off + 4] >= 0
+    cdef bint bounded = caching and st.holds[off + H_REUSE] >= 0
     cdef double reuse = 0.0
     if bounded:
         # once per admission, before any pool's own prefix leaves the cache (0.1.2:
         # `reuse (cachedin(P))` still sees it, and a draw in it is taken once)
-        reuse = clamp0(evaluate(st, st.holds[off + 4], slot, &st.rng_session, NAN))
+        reuse = clamp0(evaluate(st, st.holds[off + H_REUSE], slot, &st.rng_session, NAN))
         if st.err:
             return
     for i in range(n):
@@ -1574,18 +1574,18 @@ cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noex
     """Release every pool a hold still holds, in the order written; at the end of the
     body the `lease` pool's allocation becomes a lease instead."""
     cdef int64_t fi = frame_of(st, slot, d), j
-    cdef int32_t h = st.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off], i
+    cdef int32_t h = st.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i
     for i in range(n):
         j = fi * st.hold_pools_max + i
         if st.frame_active[j]:
             st.frame_active[j] = 0
             if body_done:
                 st.ppos[<int64_t> slot * (st.n_pools + 1) + st.frame_member[j]] = NAN
-            if body_done and i == st.holds[off + 2]:
-                start_lease(st, slot, j, st.holds[off + 1], st.holds[off + 3])
+            if body_done and i == st.holds[off + H_LEASE_POOL]:
+                start_lease(st, slot, j, st.holds[off + H_CACHE], st.holds[off + H_LEASE_TIME])
             else:
                 release_units(st, slot, st.frame_member[j], st.frame_alloc[j], computed_of(st, j),
-                              st.holds[off + 1])
+                              st.holds[off + H_CACHE])
             if st.err:
                 return
 
@@ -1669,13 +1669,13 @@ cdef void release_pool(State* st, int32_t slot, int32_t row) noexcept nogil:
     for d in range(st.depth[slot] - 1, -1, -1):
         fi = frame_of(st, slot, d)
         off = st.hold_offsets[st.frame_hold[fi]]
-        n = st.holds[off]
+        n = st.holds[off + H_NPOOLS]
         for i in range(n):
             j = fi * st.hold_pools_max + i
             if st.frame_active[j] and st.frame_member[j] == row:
                 st.frame_active[j] = 0
                 st.ppos[<int64_t> slot * (st.n_pools + 1) + row] = NAN
-                release_units(st, slot, row, st.frame_alloc[j], computed_of(st, j), st.holds[off + 1])
+                release_units(st, slot, row, st.frame_alloc[j], computed_of(st, j), st.holds[off + H_CACHE])
                 return
     # outside any hold on P: the session's first lease on P ends
     cdef int64_t k = st.lease_head[slot]
@@ -1692,7 +1692,7 @@ cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
     cdef int64_t fi, j
     for d in range(st.depth[slot] - 1, -1, -1):
         fi = frame_of(st, slot, d)
-        n = st.holds[st.hold_offsets[st.frame_hold[fi]]]
+        n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
         for i in range(n):
             j = fi * st.hold_pools_max + i
             if st.frame_active[j] and st.frame_member[j] == row:
@@ -2024,15 +2024,15 @@ cdef void exec_block(State* st, int32_t pc, int32_t slot, sq_rng* rng) noexcept 
     cdef const int32_t* code = st.stmts
     cdef double v
     while code[pc] != S_RET:
-        v = evaluate(st, code[pc + 2], slot, rng, NAN)
+        v = evaluate(st, code[pc + SV_EXPR], slot, rng, NAN)
         if st.err:
             return
         if code[pc] == S_SET:
-            st.attrs[<int64_t> slot * st.n_attrs + code[pc + 1]] = v
+            st.attrs[<int64_t> slot * st.n_attrs + code[pc + SV_TARGET]] = v
         elif st.warm:
-            if record(st, code[pc + 1], v, slot) < 0:
+            if record(st, code[pc + SV_TARGET], v, slot) < 0:
                 return
-        pc += 3
+        pc += SV_LEN
 
 
 cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
@@ -2066,18 +2066,18 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             return
         op = code[pc]
         if op == S_SET:
-            v = evaluate(st, code[pc + 2], slot, &st.rng_session, NAN)
+            v = evaluate(st, code[pc + SV_EXPR], slot, &st.rng_session, NAN)
             if st.err:
                 return
-            st.attrs[base + code[pc + 1]] = v
-            pc += 3
+            st.attrs[base + code[pc + SV_TARGET]] = v
+            pc += SV_LEN
         elif op == S_OBSERVE:
-            v = evaluate(st, code[pc + 2], slot, &st.rng_session, NAN)
+            v = evaluate(st, code[pc + SV_EXPR], slot, &st.rng_session, NAN)
             if st.err:
                 return
-            if st.warm and record(st, code[pc + 1], v, slot) < 0:
+            if st.warm and record(st, code[pc + SV_TARGET], v, slot) < 0:
                 return
-            pc += 3
+            pc += SV_LEN
         elif op == S_TURN:
             st.attrs[base + st.slot_turn] += 1.0
             if st.warm:
@@ -2088,34 +2088,34 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
                 exec_block(st, st.turn_pc, slot, &st.rng_workload)
                 if st.err:
                     return
-            pc += 1
+            pc += S_BARE_LEN
         elif op == S_END:
             end_session(st, slot)
             return
         elif op == S_JUMP:
-            pc = code[pc + 1]
+            pc = code[pc + SJ_TARGET]
         elif op == S_BRANCH:
-            v = evaluate(st, code[pc + 1], slot, &st.rng_session, NAN)
+            v = evaluate(st, code[pc + SB_GUARD], slot, &st.rng_session, NAN)
             if st.err:
                 return
             if v == 1.0:
-                pc += 4
+                pc += SB_LEN
             elif v == 0.0:
-                pc = code[pc + 2]
+                pc = code[pc + SB_ELSE]
             else:
-                fail(st, E_BRANCH, slot, v, code[pc + 3], 0)
+                fail(st, E_BRANCH, slot, v, code[pc + SB_SITE], 0)
                 return
         elif op == S_CHOOSE:
-            nkeys = code[pc + 3]
-            v = evaluate(st, code[pc + 2], slot, &st.rng_session, NAN)
+            nkeys = code[pc + SC_NKEYS]
+            v = evaluate(st, code[pc + SC_COUNT], slot, &st.rng_session, NAN)
             if st.err:
                 return
             n = saturate_i64(v)
             best = 0
             for cand in range(n):
-                st.attrs[base + code[pc + 1]] = <double> cand
+                st.attrs[base + code[pc + SC_VAR]] = <double> cand
                 for i in range(nkeys):
-                    keys[nkeys + i] = evaluate(st, code[pc + 4 + i], slot, &st.rng_session, NAN)
+                    keys[nkeys + i] = evaluate(st, code[pc + SC_KEYS + i], slot, &st.rng_session, NAN)
                     if st.err:
                         return
                 if cand == 0:
@@ -2132,11 +2132,11 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
                     best = <int32_t> cand
                     for i in range(nkeys):
                         keys[i] = keys[nkeys + i]
-            st.attrs[base + code[pc + 1]] = <double> best
-            pc += 4 + nkeys
+            st.attrs[base + code[pc + SC_VAR]] = <double> best
+            pc += SC_KEYS + nkeys
         elif op == S_HOLD:
-            st.pc[slot] = pc + 2
-            hold_statement(st, slot, code[pc + 1], False)
+            st.pc[slot] = pc + SH_LEN
+            hold_statement(st, slot, code[pc + SH_HOLD], False)
             return                       # queued (or rejected and ended)
         elif op == S_HOLD_END:
             release_frame(st, slot, st.depth[slot] - 1, True)
@@ -2147,101 +2147,101 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             try_every_pool(st)
             if st.err:
                 return
-            pc += 2
+            pc += SH_LEN
         elif op == S_GROW or op == S_LOAD:
             member_k = 0
-            if code[pc + 3] >= 0:
-                v = evaluate(st, code[pc + 3], slot, &st.rng_session, NAN)
+            if code[pc + SPOOL_REF + REF_INDEX] >= 0:
+                v = evaluate(st, code[pc + SPOOL_REF + REF_INDEX], slot, &st.rng_session, NAN)
                 if st.err:
                     return
-                member_k = member(st, v, code[pc + 2], E_POOL_INDEX, slot)
+                member_k = member(st, v, code[pc + SPOOL_REF + REF_COUNT], E_POOL_INDEX, slot)
                 if member_k < 0:
                     return
-            w = clamp0(evaluate(st, code[pc + 4], slot, &st.rng_session, NAN))
+            w = clamp0(evaluate(st, code[pc + SPOOL_AMOUNT], slot, &st.rng_session, NAN))
             if st.err:
                 return
-            kk = <int32_t> (code[pc + 1] + member_k)
+            kk = <int32_t> (code[pc + SPOOL_REF + REF_BASE] + member_k)
             j = innermost(st, slot, kk)
             if op == S_GROW:
                 if j < 0:
-                    fail(st, E_GROW_OUTSIDE, slot, 0, code[pc + 5], 0)
+                    fail(st, E_GROW_OUTSIDE, slot, 0, code[pc + SPOOL_SITE], 0)
                     return
-                pc += 6
+                pc += SPOOL_AMOUNT_LEN
                 st.pc[slot] = pc
                 if not grow_statement(st, slot, kk, w):
                     return                   # waits among the growers, or was its own victim
             else:
                 if j < 0:
-                    fail(st, E_LOAD_OUTSIDE, slot, 0, code[pc + 5] + 1, 0)
+                    fail(st, E_LOAD_OUTSIDE, slot, 0, code[pc + SPOOL_SITE] + 1, 0)
                     return
                 if st.frame_pos[j] + w > st.frame_alloc[j] + EPS:
-                    fail(st, E_LOAD_FIT, slot, st.frame_alloc[j], code[pc + 5], 0)
+                    fail(st, E_LOAD_FIT, slot, st.frame_alloc[j], code[pc + SPOOL_SITE], 0)
                     st.err_value2 = st.frame_pos[j]
                     st.err_value3 = w
                     return
                 st.frame_pos[j] += w
                 mark_grown(st, j)
-                pc += 6
+                pc += SPOOL_AMOUNT_LEN
         elif op == S_RELEASE or op == S_DROP:
             member_k = 0
-            if code[pc + 3] >= 0:
-                v = evaluate(st, code[pc + 3], slot, &st.rng_session, NAN)
+            if code[pc + SPOOL_REF + REF_INDEX] >= 0:
+                v = evaluate(st, code[pc + SPOOL_REF + REF_INDEX], slot, &st.rng_session, NAN)
                 if st.err:
                     return
-                member_k = member(st, v, code[pc + 2], E_POOL_INDEX, slot)
+                member_k = member(st, v, code[pc + SPOOL_REF + REF_COUNT], E_POOL_INDEX, slot)
                 if member_k < 0:
                     return
             if op == S_DROP:
-                drop_entry(&st.pools[code[pc + 1] + member_k], st.serial[slot])
+                drop_entry(&st.pools[code[pc + SPOOL_REF + REF_BASE] + member_k], st.serial[slot])
             else:
-                release_pool(st, slot, <int32_t> (code[pc + 1] + member_k))
+                release_pool(st, slot, <int32_t> (code[pc + SPOOL_REF + REF_BASE] + member_k))
                 if st.err:
                     return
                 try_every_pool(st)
                 if st.err:
                     return
-            pc += 4
+            pc += SPOOL_LEN
         elif op == S_RUN:
             member_k = 0
-            if code[pc + 3] >= 0:
-                v = evaluate(st, code[pc + 3], slot, &st.rng_session, NAN)
+            if code[pc + SR_STAGE + REF_INDEX] >= 0:
+                v = evaluate(st, code[pc + SR_STAGE + REF_INDEX], slot, &st.rng_session, NAN)
                 if st.err:
                     return
-                member_k = member(st, v, code[pc + 2], E_STAGE_INDEX, slot)
+                member_k = member(st, v, code[pc + SR_STAGE + REF_COUNT], E_STAGE_INDEX, slot)
                 if member_k < 0:
                     return
-            w = evaluate(st, code[pc + 4], slot, &st.rng_session, NAN)
+            w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
             if st.err:
                 return
             kk = -1
-            if code[pc + 6] >= 0:
+            if code[pc + SR_GROWING + REF_BASE] >= 0:
                 # `growing P`: the hold it grows must be open when the run starts
                 j = 0
-                if code[pc + 8] >= 0:
-                    v = evaluate(st, code[pc + 8], slot, &st.rng_session, NAN)
+                if code[pc + SR_GROWING + REF_INDEX] >= 0:
+                    v = evaluate(st, code[pc + SR_GROWING + REF_INDEX], slot, &st.rng_session, NAN)
                     if st.err:
                         return
-                    j = member(st, v, code[pc + 7], E_POOL_INDEX, slot)
+                    j = member(st, v, code[pc + SR_GROWING + REF_COUNT], E_POOL_INDEX, slot)
                     if j < 0:
                         return
-                kk = <int32_t> (code[pc + 6] + j)
+                kk = <int32_t> (code[pc + SR_GROWING + REF_BASE] + j)
                 if innermost(st, slot, kk) < 0:
-                    fail(st, E_GROWING_OUTSIDE, slot, 0, code[pc + 9], 0)
+                    fail(st, E_GROWING_OUTSIDE, slot, 0, code[pc + SR_GROWING_SITE], 0)
                     return
             # the other stages a flow holds
-            nkeys = code[pc + 10]
-            st.fl_scratch[0] = <int32_t> (code[pc + 1] + member_k)
+            nkeys = code[pc + SR_NALSO]
+            st.fl_scratch[0] = <int32_t> (code[pc + SR_STAGE + REF_BASE] + member_k)
             for i in range(nkeys):
                 j = 0
-                if code[pc + 13 + 3 * i] >= 0:
-                    v = evaluate(st, code[pc + 13 + 3 * i], slot, &st.rng_session, NAN)
+                if code[pc + SR_ALSO + REF_LEN * i + REF_INDEX] >= 0:
+                    v = evaluate(st, code[pc + SR_ALSO + REF_LEN * i + REF_INDEX], slot, &st.rng_session, NAN)
                     if st.err:
                         return
-                    j = member(st, v, code[pc + 12 + 3 * i], E_STAGE_INDEX, slot)
+                    j = member(st, v, code[pc + SR_ALSO + REF_LEN * i + REF_COUNT], E_STAGE_INDEX, slot)
                     if j < 0:
                         return
-                st.fl_scratch[1 + i] = <int32_t> (code[pc + 11 + 3 * i] + j)
-            st.pc[slot] = pc + 11 + 3 * nkeys
+                st.fl_scratch[1 + i] = <int32_t> (code[pc + SR_ALSO + REF_LEN * i + REF_BASE] + j)
+            st.pc[slot] = pc + SR_ALSO + REF_LEN * nkeys
             if not (w > 0):
                 # zero work: no job, but the session yields to everyone already ready
                 ready_push(st, slot)
@@ -2249,7 +2249,7 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             if st.stages[st.fl_scratch[0]].share_cap > 0:
                 start_flow(st, st.fl_scratch, nkeys + 1, slot, w)
             else:
-                start_run(st, st.fl_scratch[0], slot, w, code[pc + 5], kk)
+                start_run(st, st.fl_scratch[0], slot, w, code[pc + SR_MODE], kk)
             return
         else:
             return
@@ -2746,10 +2746,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
             st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
             st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
-            st.pools[k].spill_to = (<int32_t*> data_of(spills))[4 * k]
-            st.pools[k].spill_via = (<int32_t*> data_of(spills))[4 * k + 1]
-            st.pools[k].spill_work = (<int32_t*> data_of(spills))[4 * k + 2]
-            st.pools[k].spill_when = (<int32_t*> data_of(spills))[4 * k + 3]
+            st.pools[k].spill_to = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_TO]
+            st.pools[k].spill_via = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_VIA]
+            st.pools[k].spill_work = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_WORK]
+            st.pools[k].spill_when = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_WHEN]
             if st.pools[k].spill_to >= 0:
                 st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
             for i in range(st.n_stages):
@@ -2776,12 +2776,12 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):
-            st.stages[k].budget_e = (<int32_t*> data_of(step_exprs))[3 * k]
-            st.stages[k].chunk_e = (<int32_t*> data_of(step_exprs))[3 * k + 1]
-            st.stages[k].cost_e = (<int32_t*> data_of(step_exprs))[3 * k + 2]
-            st.stages[k].excl = (<int32_t*> data_of(step_serve))[3 * k]
-            st.stages[k].serve_start = (<int32_t*> data_of(step_serve))[3 * k + 1]
-            st.stages[k].serve_count = (<int32_t*> data_of(step_serve))[3 * k + 2]
+            st.stages[k].budget_e = (<int32_t*> data_of(step_exprs))[STEP_EXPRS_WIDTH * k + STEP_BUDGET]
+            st.stages[k].chunk_e = (<int32_t*> data_of(step_exprs))[STEP_EXPRS_WIDTH * k + STEP_CHUNK]
+            st.stages[k].cost_e = (<int32_t*> data_of(step_exprs))[STEP_EXPRS_WIDTH * k + STEP_COST]
+            st.stages[k].excl = (<int32_t*> data_of(step_serve))[STEP_SERVE_WIDTH * k + SERVE_EXCLUSIVE]
+            st.stages[k].serve_start = (<int32_t*> data_of(step_serve))[STEP_SERVE_WIDTH * k + SERVE_KEY_START]
+            st.stages[k].serve_count = (<int32_t*> data_of(step_serve))[STEP_SERVE_WIDTH * k + SERVE_KEY_COUNT]
             st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
             st.stages[k].share_cap = (<double*> data_of(shared))[k]
             st.stages[k].kind = (<int32_t*> data_of(kinds))[k]

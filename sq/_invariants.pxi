@@ -134,7 +134,7 @@ cdef double held_units(State* st, int32_t row) noexcept nogil:
         for d in range(st.depth[slot]):
             frame = frame_of(st, <int32_t> slot, <int32_t> d)
             # only the pools this hold names: the frame's other entries are never written
-            for i in range(st.holds[st.hold_offsets[st.frame_hold[frame]]]):
+            for i in range(st.holds[st.hold_offsets[st.frame_hold[frame]] + H_NPOOLS]):
                 j = frame * st.hold_pools_max + i
                 if st.frame_active[j] and st.frame_member[j] == row:
                     a = st.frame_alloc[j]

@@ -11,7 +11,7 @@ cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
         return 0.0
     for d in range(st.depth[slot]):
         fi = frame_of(st, slot, d)
-        n = st.holds[st.hold_offsets[st.frame_hold[fi]]]
+        n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
         for i in range(n):
             j = fi * st.hold_pools_max + i
             if st.frame_active[j] and st.frame_member[j] == row:
@@ -148,13 +148,13 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
         fi = frame_of(st, slot, st.depth[slot] - 1)
         h = st.frame_hold[fi]
         off = st.hold_offsets[h]
-        n = st.holds[off]
+        n = st.holds[off + H_NPOOLS]
         for i in range(n):
-            e = off + 5 + 5 * i
-            u = clamp0(evaluate(st, st.holds[e + 3], slot, &st.rng_session, NAN))
+            e = off + H_HEAD_LEN + HP_LEN * i
+            u = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
             need = u
-            if st.holds[e + 4] >= 0:
-                need = fmax(u, clamp0(evaluate(st, st.holds[e + 4], slot, &st.rng_session, NAN)))
+            if st.holds[e + HP_RESERVE] >= 0:
+                need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
             st.scratch[2 * i] = u
             st.scratch[2 * i + 1] = need
         st.bl_stage = -1
