@@ -354,6 +354,8 @@ cdef struct State:
     char* fl_active
     char* fl_frozen
     int32_t* fl_free
+    int32_t* fl_order         # the active flows' slots in id order (0.1.2 sums their rates so)
+    int64_t nflorder
     int64_t nflfree
     int64_t nfl
     int64_t fl_cap

@@ -522,9 +522,10 @@ cdef inline double ps_virtual(Stage* s, double now) noexcept nogil:
 
 
 cdef double stage_work(State* st, int32_t k) noexcept nogil:
-    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones."""
+    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones.
+    The sum starts from -0.0, as 0.1.2's (Rust's empty float sum): an empty stage's work is -0."""
     cdef Stage* s = &st.stages[k]
-    cdef double total = 0.0, v
+    cdef double total = -0.0, v
     cdef int64_t j
     if s.share_cap > 0:
         return flow_work(st, k)
@@ -2243,11 +2244,6 @@ cdef void sample_areas(State* st) noexcept nogil:
             area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
         else:
             area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
-        if s.kind == K_STEP:
-            area_set(&s.prefill_only, st.now, 1.0 if (s.inflight and s.iter_kind == 1) else 0.0)
-            area_set(&s.decode_only, st.now, 1.0 if (s.inflight and s.iter_kind == 2) else 0.0)
-            area_set(&s.mixed, st.now, 1.0 if (s.inflight and s.iter_kind == 3) else 0.0)
-            area_set(&s.decodes, st.now, <double> s.iter_decodes if s.inflight else 0.0)
 
 
 cdef void restart_areas(State* st) noexcept nogil:
@@ -2451,7 +2447,7 @@ cdef void free_state(State* st) noexcept:
     free(st.lease_prev); free(st.lease_free); free(st.lease_head); free(st.lease_tail)
     free(st.trace_of); free(st.trace_next)
     free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
-    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
+    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.fl_order); free(st.touched)
     free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
     free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
     free(st.hcount); free(st.hgen)

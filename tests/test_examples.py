@@ -93,15 +93,28 @@ def _same_numbers(ours, theirs, path="$"):
     return [] if ours == theirs else [f"{path}: {ours!r} vs {theirs!r}"]
 
 
+def _exact_differences(ours, theirs, path="$"):
+    """Leaves whose JSON text differs (the report's numbers compared digit for digit)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        return [d for k in ours for d in _exact_differences(ours[k], theirs.get(k), f"{path}.{k}")]
+    if isinstance(ours, list) and isinstance(theirs, list):
+        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in _exact_differences(a, b, f"{path}[{i}]")]
+    return [] if json.dumps(ours) == json.dumps(theirs) else [f"{path}: {ours!r} vs {theirs!r}"]
+
+
 def _compare_short_run(path: Path, **kw):
     kw.update(_overrides(path))
     default = json.loads(pyserq.compile(path=str(path), **kw).to_json())
     kw.update(horizon=default["horizon"] * SHORT, warmup=default["warmup"] * SHORT)
     report = _run_or_skip(sq.compile(path, **kw))
-    ours = json.loads(report.json())
-    theirs = json.loads(pyserq.run(pyserq.compile(path=str(path), **kw)).json())
+    ours_text = report.json()
+    theirs_text = pyserq.run(pyserq.compile(path=str(path), **kw)).json()
+    ours, theirs = json.loads(ours_text), json.loads(theirs_text)
     assert ours["arrivals"] > 0, "a short run must still see traffic to compare anything"
     assert _same_numbers(ours, theirs) == []
+    # docs/differences.md promises the same JSON text, number for number (issue 14 item 7:
+    # step stages' time shares once differed in their last digits)
+    assert _exact_differences(ours, theirs) == [] and ours_text == theirs_text
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)
@@ -144,6 +157,8 @@ def test_the_comparison_catches_a_difference():
     assert _same_numbers(base, {"events": 11, "observes": {"r": {"count": 3, "mean": 1.0}}})
     assert _same_numbers(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0 + 1e-6}}})
     assert _same_numbers(base, {"observes": {}, "events": 10})
+    assert _exact_differences(base, base) == []
+    assert _exact_differences(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0000000000000002}}})
 
 
 def test_readme_lists_every_example_with_its_command():
