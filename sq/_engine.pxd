@@ -406,6 +406,8 @@ cdef struct State:
     # expression stack (nested evaluations stack above stack_top) and choose scratch
     double* stack
     int64_t stack_top
+    int64_t stack_cap          # slots in `stack`
+    int64_t frame_depth        # the most slots one expression uses by itself
     double* keys
     # streams
     sq_rng rng_arrival

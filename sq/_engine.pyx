@@ -111,6 +111,7 @@ DEF E_SPILL_CYCLE = 13
 DEF E_TOO_MANY = 14
 DEF E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
 DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
+DEF E_NESTING = 17       # budget_left calls nested deeper than the expression stack (a guard)
 # live sessions at once: beyond this the run would only exhaust memory
 DEF MAX_SESSIONS = 1 << 24
 
@@ -727,6 +728,11 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
                     return NAN
             if op == X_STAGE:
                 st.stack_top = base + sp + 1
+                if st.stack_top + st.frame_depth > st.stack_cap:
+                    # lowering sizes the stack for the deepest budget_left chain: never reached
+                    fail(st, E_NESTING, slot, 0, c[pc + 2] + k, 0)
+                    st.stack_top = base
+                    return NAN
                 a = stage_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
                 st.stack_top = base
                 s[sp] = a
@@ -2647,7 +2653,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.limit = limit_v
         st.step_limit = step_limit
         st.warm = 0 if warmup_v > 0 else 1
-        st.stack = <double*> malloc((8 * lowered.stack_depth + 64) * sizeof(double))
+        st.stack_cap = lowered.stack_depth + 64
+        st.frame_depth = lowered.frame_depth
+        st.stack = <double*> malloc(st.stack_cap * sizeof(double))
         for k in range(17):
             st.ctxv[k] = NAN
         st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
@@ -2927,6 +2935,9 @@ cdef object _error_text(State* st, lowered):
                 f"{fmt(st.err_value2)} computed; a load must fit the allocation (grow first){where}")
     if st.err == E_BUDGET_LEFT:
         return f"budget_left needs a step stage{where}"
+    if st.err == E_NESTING:
+        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.err_a)})` nests "
+                f"deeper than the expression stack{where}")
     if st.err == E_RENEWAL:
         return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
     if st.err == E_STUCK:
