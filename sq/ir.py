@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from sq.deep import run_deep
 from sq.frontend.errors import SqError
 
 IR_VERSION = 10
@@ -50,49 +49,6 @@ SHARES = frozenset(("MaxMin", "Bottleneck"))
 
 def _bad(what: str) -> SqError:
     return SqError(f"IR: {what}", phase="validate")
-
-
-# ---------------------------------------------------------------- deep trees
-#
-# 0.1.2 accepts expressions thousands of levels deep (`1+1+…+1` is a left-leaning
-# tree of 5000 nodes).  The tree walks here and in the linker are recursive, so
-# such a program runs them again on a thread with a large stack and a high
-# recursion limit instead of failing with RecursionError.
-
-_DEEP_STACK = 512 * 1024 * 1024
-_DEEP_LIMIT = 1_000_000
-_deep_lock = threading.Lock()
-
-
-def run_deep(fn, *args, **kwargs):
-    """`fn(*args, **kwargs)`, retried on a deep stack if it recursed too far."""
-    try:
-        return fn(*args, **kwargs)
-    except RecursionError:
-        pass
-    result: dict = {}
-
-    def target() -> None:
-        try:
-            result["value"] = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001  (handed back to the calling thread)
-            result["error"] = e
-    with _deep_lock:
-        old_size, old_limit = threading.stack_size(), sys.getrecursionlimit()
-        threading.stack_size(_DEEP_STACK)
-        sys.setrecursionlimit(max(old_limit, _DEEP_LIMIT))
-        try:
-            worker = threading.Thread(target=target, name="sq-deep")
-            worker.start()
-            worker.join()
-        finally:
-            threading.stack_size(old_size)
-            sys.setrecursionlimit(old_limit)
-    if "error" in result:
-        if isinstance(result["error"], RecursionError):
-            raise SqError("the program nests too deeply to be read", phase="link") from None
-        raise result["error"]
-    return result["value"]
 
 
 def _copy_tree(v: Any) -> Any:
@@ -403,7 +359,7 @@ class Pool:
         if queue is not None:
             queue = [check_expr(k, where) for k in _list(queue, where)]
         return Pool(name=_name(d["name"], where), cap=num_from_json(d["cap"], where),
-                    block=None if d["block"] is None else _float(d["block"], where),
+                    block=None if d["block"] is None else _block_from(d["block"], where),
                     evict=evict, preempt=d["preempt"], queue=queue,
                     spill=None if d["spill"] is None else Spill.from_dict(d["spill"], where),
                     admit_via=None if d["admit_via"] is None else _int(d["admit_via"], where),
@@ -472,6 +428,11 @@ def _name(v: Any, where: str) -> str:
     return v
 
 
+def _block_from(v: Any, where: str) -> float:
+    """A pool's block: a finite number, or "inf" (the exact form of `block inf`)."""
+    return math.inf if v == "inf" else _float(v, where)
+
+
 def _arrival_to(v: Any, exact: bool = False) -> Any:
     if isinstance(v, dict) and "Poisson" in v:
         rate = float(v["Poisson"])
@@ -485,7 +446,11 @@ def _arrival_from(v: Any) -> Any:
     tag, body = _variant(v, "arrival")
     if tag == "None" and body is None:
         return "None"
-    if tag == "Poisson":   # a plain f64: 0.1.2 writes an infinite rate null and cannot read it back
+    if tag == "Poisson":
+        # A plain f64 in 0.1.2, which writes an infinite rate null (and cannot read it
+        # back); sq's exact form writes "inf".  Both are read as the infinite rate.
+        if body is None or body == "inf":
+            return {"Poisson": math.inf}
         return {"Poisson": _float(body, "arrival")}
     if tag in ("Closed", "Batch"):
         return {tag: _int(body, "arrival")}
@@ -551,8 +516,12 @@ class Program:
         return _copy_tree(d)   # detached from this object: callers may edit it
 
     def to_json(self, indent: int | None = None) -> str:
-        """The IR as JSON text: compact by default (pyserq indents by 2; pass indent=2 for its layout)."""
-        return run_deep(lambda: json.dumps(self.to_dict(), indent=indent))
+        """The IR as JSON text: compact by default (pyserq indents by 2; pass indent=2 for its layout).
+
+        The exact form: an infinite `block` or poisson rate is written "inf"
+        (0.1.2 writes null, which reads back as no block, or not at all), so
+        that `from_json` reads back the same program."""
+        return run_deep(lambda: json.dumps(self.to_dict(exact=True), indent=indent))
 
     # ------------------------------------------------------------ reading
     @staticmethod
