@@ -120,6 +120,9 @@ def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
     if arrivals is not None:
         if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")
+        if not arrivals < 2**64:     # the count is a u64, as in 0.1.2 (inf included)
+            raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
+                          phase="settings")
         if not any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal")):
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         ir["arrivals"] = int(arrivals)

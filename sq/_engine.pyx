@@ -94,6 +94,9 @@ DEF EV_ITER_END = 4
 DEF EV_FLOW_END = 5
 
 # run-time errors, turned into SqError after the loop
+# An arrival limit the run cannot reach (sessions are counted in int64): the engine stops at
+# min(limit, this), the report names the limit asked for (0.1.2 takes any u64).
+DEF ARRIVALS_NEVER = 4611686018427387904  # 2^62
 DEF E_NONE = 0
 DEF E_MEMORY = 1
 DEF E_BRANCH = 2
@@ -134,7 +137,7 @@ DEF CTX_REMAINING = 16
 DEF NEVER_ADMITTED = 18446744073709551615.0
 
 DEF EPS = 1e-9
-# statements allowed within one instant before the run is declared stuck
+# statements and events allowed within one instant before the run is declared stuck
 # (0.1.2 hangs there; §9.11 allows a guard); `run(step_limit=...)` changes it
 DEF STEPS_PER_INSTANT = 100000000
 DEF EWMA = 0.01
@@ -2396,6 +2399,12 @@ cdef void run_loop(State* st) noexcept nogil:
         e = pop_event(st)
         st.now = e.t
         st.events += 1
+        # events count toward the instant's work too: a step iteration of cost 0, or a job
+        # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+            return
         handle(st, &e)
         if st.err:
             return
@@ -2416,7 +2425,9 @@ cdef void free_state(State* st) noexcept:
     cdef int64_t i
     if st == NULL:
         return
-    for k in range(st.n_stages):
+    # the state may be half built (an error while setting it up): a table not allocated yet
+    # is NULL (the State is calloc'ed), whatever its count says
+    for k in range(st.n_stages if st.stages != NULL else 0):
         free(st.stages[k].q)
         free(st.stages[k].heap)
         free(st.stages[k].res)
@@ -2424,13 +2435,13 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].a_id)
         free(st.stages[k].a_tok)
         free(st.stages[k].itl.cells)
-    for k in range(st.n_observes):
+    for k in range(st.n_observes if st.observes != NULL else 0):
         free(st.observes[k].values.p)
         free(st.observes[k].times.p)
         free(st.observes[k].serials.p32)
         free(st.observes[k].serials.p64)
         free(st.observes[k].turns.p)
-    for k in range(st.n_gauges):
+    for k in range(st.n_gauges if st.gauges != NULL else 0):
         free(st.gauges[k].times.p)
         free(st.gauges[k].values.p)
     if st.pools != NULL:
@@ -2650,7 +2661,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.arrival_gap = lowered.arrival_gap
         st.horizon = horizon_v
         st.warmup = warmup_v
-        st.limit = limit_v
+        st.limit = min(limit_v, ARRIVALS_NEVER)   # a larger limit is never reached either
         st.step_limit = step_limit
         st.warm = 0 if warmup_v > 0 else 1
         st.stack_cap = lowered.stack_depth + 64
@@ -2752,7 +2763,11 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     seed = lowered.seed if seed is None else seed
     horizon = lowered.horizon if horizon is None else float(horizon)
     warmup = lowered.warmup if warmup is None else float(warmup)
-    limit = lowered.arrivals if arrivals is None else int(arrivals)
+    limit = lowered.arrivals if arrivals is None else arrivals
+    if isinstance(limit, float) and limit == limit and abs(limit) != INFINITY:
+        limit = int(limit)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or not 0 <= limit < 2**64:
+        raise SqError(f"run: arrivals {limit!r} is not a whole number in [0, 2^64)", phase="run")
     if not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**64:
         raise SqError(f"run: seed {seed} is not an integer in [0, 2^64)", phase="run")
     if not (horizon == horizon) or horizon < 0:
@@ -2766,7 +2781,7 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     return int(seed), horizon, warmup, max(limit, 0)
 
 
-cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
+cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
     from sq.lower import format_number as fmt
     cdef double end
@@ -2941,8 +2956,22 @@ cdef object _error_text(State* st, lowered):
     if st.err == E_RENEWAL:
         return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
     if st.err == E_STUCK:
-        return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
-                f"without time passing (a `loop` with no time-taking `run`?){where}")
+        head = f"the run does not advance: more than {st.step_limit} statements and events without time passing"
+        pc = st.err_a
+        if pc >= 0 and lowered.stmts[pc] == S_JUMP:     # a loop's back jump: the loop's first statement
+            pc = lowered.stmts[pc + 1]
+        if pc >= 0 and lowered.stmts[pc] == S_RUN:      # stuck at a session's `run`
+            stage = _row_name(lowered.stage_names, lowered.stage_indices, lowered.stmts[pc + 1])
+            return (f"{head}: a `run {stage}` that takes no time (work 0, or a time lost to rounding: "
+                    f"`now + work == now`) in a `loop`?{where}")
+        if st.err_a >= 0:     # a session's statements
+            return f"{head} (a `loop` with no time-taking `run`?){where}"
+        if st.err_b >= 0:     # a stage's events
+            what = "iterations" if lowered.stage_kinds[st.err_b] == K_STEP else "jobs"
+            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}` "
+                    f"repeats {what} that take no time (a cost of 0, or a time lost to rounding: "
+                    f"`now + work == now`){where}")
+        return f"{head}{where}"
     if st.err == E_SPILL_VIA_STEP:
         return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.err_a)}` spills a piece over "
                 f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}`, which runs only "
