@@ -75,12 +75,15 @@ def load(path_or_json):
 
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
+        max_memory=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
+    `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
+    a run that would pass it stops with an SqError saying how far it got.
     """
     from sq import _engine
     from sq.lower import lower
@@ -97,8 +100,9 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     lowered = lower(ir)
+    bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
     raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                      dump_pools=dump_pools, check_invariants=check_invariants)
+                      dump_pools=dump_pools, check_invariants=check_invariants, **bound)
     return Report.from_results(raw)
 
 
@@ -135,6 +139,13 @@ def _with_trace_path(ir: dict, base: str | None) -> dict:
     if not trace or not base or os.path.isabs(trace):
         return ir
     return {**ir, "trace": os.path.join(base, trace)}
+
+
+def _memory_bound(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value < 2**63:
+        raise SqError(f"run: max_memory is a number of bytes from 1 to 2^63 - 1, found {value!r}",
+                      phase="settings")
+    return int(value)
 
 
 def _setting_number(name: str, value) -> float:

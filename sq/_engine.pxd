@@ -416,6 +416,8 @@ cdef struct State:
     # guard against instants that never end
     int64_t steps
     int64_t step_limit
+    int64_t max_memory         # bytes the growing tables may take (E_MEMORY_LIMIT past it)
+    int64_t mem_bytes          # what they take (counted where they grow)
     bint check                # debug mode: re-check invariants after every event
     int32_t spill_depth
     # the first run-time error: code, where, and what

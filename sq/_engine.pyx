@@ -115,6 +115,10 @@ DEF E_TOO_MANY = 14
 DEF E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
 DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
 DEF E_NESTING = 17       # budget_left calls nested deeper than the expression stack (a guard)
+DEF E_MEMORY_LIMIT = 18  # the run's tables would pass max_memory bytes
+# the engine's memory bound by default (run(max_memory=...), --max-memory): what the tables that
+# grow with a run may take (session slots × attributes and holds, samples, cache entries, traces)
+DEF MAX_MEMORY = 4294967296   # 4 GiB
 # live sessions at once: beyond this the run would only exhaust memory
 DEF MAX_SESSIONS = 1 << 24
 
@@ -406,6 +410,23 @@ cdef inline int ready_push(State* st, int32_t slot) noexcept nogil:
     return ring_push(st, &st.ready, &st.rcap, &st.rhead, &st.rlen, slot)
 
 
+# ---- the memory bound ----------------------------------------------------------------
+cdef inline int charge(State* st, int64_t nbytes) noexcept nogil:
+    """Count bytes a table is about to take; past max_memory the run stops (clean error, not the
+    kernel's OOM killer: memory is overcommitted, so malloc alone rarely fails)."""
+    st.mem_bytes += nbytes
+    if st.mem_bytes > st.max_memory:
+        fail(st, E_MEMORY_LIMIT, -1, 0, 0, 0)
+        return -1
+    return 0
+
+
+cdef inline int64_t slot_bytes(State* st) noexcept nogil:
+    """What one session slot takes in the per-session tables (session_alloc's list)."""
+    return (8 * st.n_attrs + 12 * st.hold_depth_max + 22 * st.hold_depth_max * st.hold_pools_max
+            + 16 * st.n_pools + 8 + 130)
+
+
 # ---- sessions and jobs: slots reused ----------------------------------------------
 cdef int32_t session_alloc(State* st) noexcept nogil:
     cdef int64_t cap, k
@@ -417,6 +438,8 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         cap = st.scap * 2 if st.scap else 64
         if cap > MAX_SESSIONS:
             fail(st, E_TOO_MANY, -1, 0, 0, 0)
+            return -1
+        if charge(st, (cap - st.scap) * slot_bytes(st)) < 0:
             return -1
         if not grow(<void**> &st.attrs, cap * st.n_attrs * sizeof(double)) \
                 or not grow(<void**> &st.pc, cap * sizeof(int32_t)) \
@@ -479,6 +502,8 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         return st.jfree[st.njfree]
     if st.jhigh == st.jcap:
         cap = st.jcap * 2 if st.jcap else 64
+        if charge(st, (cap - st.jcap) * 73) < 0:     # the job tables below
+            return -1
         if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_id, cap * sizeof(int64_t)) \
@@ -1106,6 +1131,8 @@ cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     cdef Entry* e
     if p.nentries == p.entries_cap:
         cap = p.entries_cap * 2 if p.entries_cap else 16
+        if charge(st, (cap - p.entries_cap) * (sizeof(Entry) + 16 + 8 * st.n_attrs)) < 0:   # with snapshots
+            return -1
         e = <Entry*> realloc(p.entries, cap * sizeof(Entry))
         if e == NULL:
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -1248,7 +1275,7 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         else:
             best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
-        if st.trace_evicts and (darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
+        if st.trace_evicts and (charge(st, 24) < 0 or darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
                                 or darr_push(&st.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
@@ -1990,6 +2017,8 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
 cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
+    if charge(st, 24) < 0:         # value, time, serial, turn
+        return -1
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
             or serials_push(&o.serials, st.serial[slot]) < 0 \
             or turns_push(&o.turns, <uint32_t> turn_of(st.attrs[base + st.slot_turn])) < 0:
@@ -2325,6 +2354,8 @@ cdef void read_gauges(State* st) noexcept nogil:
         if st.err:
             return
         if gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+            if charge(st, 16) < 0:
+                return
             if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
                 fail(st, E_MEMORY, -1, 0, 0, 0)
                 return
@@ -2580,7 +2611,7 @@ def _contig(a, dtype):
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        step_limit=STEPS_PER_INSTANT):
+        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
@@ -2663,6 +2694,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.warmup = warmup_v
         st.limit = min(limit_v, ARRIVALS_NEVER)   # a larger limit is never reached either
         st.step_limit = step_limit
+        st.max_memory = max_memory
         st.warm = 0 if warmup_v > 0 else 1
         st.stack_cap = lowered.stack_depth + 64
         st.frame_depth = lowered.frame_depth
@@ -2979,9 +3011,30 @@ cdef object _error_text(State* st, lowered):
                 f"link the spill through a fifo, ps or delay stage{where}")
     if st.err == E_INVARIANT:
         return f"{invariant_text(st.err_a, st.err_b)}{where}"
+    if st.err == E_MEMORY_LIMIT:
+        return (f"the run would take more than {_bytes(st.max_memory)} of memory (max_memory) at time "
+                f"{fmt(st.err_time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
+                f"--max-memory) or shorten the run")
     if st.err == E_TOO_MANY:
         return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
     if st.err == E_SPILL_CYCLE:
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")
-    return f"out of memory{where}"
+    return f"out of memory{where}: {_progress(st, lowered)}"
+
+
+def _bytes(n) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} bytes"
+
+
+cdef str _progress(State* st, lowered):
+    """How far a run got (for an error that stops it)."""
+    cdef int64_t samples = 0
+    cdef int32_t k
+    for k in range(st.n_observes):
+        samples += st.observes[k].values.n
+    return (f"{st.events} events, {st.arrivals} arrivals, {st.live} sessions alive with "
+            f"{lowered.n_attrs} attributes each, {samples} samples recorded")
