@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 # Stack sizes to try, largest first, and how many bytes of C stack one level of
 # Python recursion is allowed (the walks recurse through a few C calls a level).

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sq.deep import run_deep
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 IR_VERSION = 10
 

@@ -62,8 +62,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sq.errors import SqError
 from sq.files import TRACE_LIMIT, Unreadable, read_text
-from sq.frontend.errors import SqError
 
 # The attributes a turn loads, in the column order of `TraceCorpus.turns`.
 FIELDS = ("new", "out", "think", "forced")

@@ -20,7 +20,7 @@ import oracle
 
 pyserq = pytest.importorskip("pyserq", reason="pyserq 0.1.2 (the reference) is needed for differential tests")
 compile_mod = oracle.require_module("sq.frontend.compile", "sq's front end (compile_program) is not written yet")
-errors = oracle.require_module("sq.frontend.errors", "sq.frontend.errors is not written yet")
+from sq import errors  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("at_repo_root")
 
@@ -110,7 +110,10 @@ def test_sq_agrees_with_reference(path):
     header = oracle.read_header(path)
     ref = oracle.pyserq_outcome(path)
     mine = sq_outcome(path)
-    if ref.accepted:
+    if ref.accepted and header.sq_error:
+        assert not mine.accepted and header.sq_error in mine.message, \
+            f"sq should refuse it on purpose ({header.sq_error!r}):\n{mine.message}"
+    elif ref.accepted:
         assert mine.accepted, f"sq rejects a program 0.1.2 accepts:\n{mine.message}"
         diff = oracle.first_difference(oracle.normalise_ir(ref.ir), oracle.normalise_ir(mine.ir))
         assert diff is None, f"IR differs (reference vs sq) at {diff}"

@@ -97,8 +97,19 @@ def test_nesting_that_pyserq_runs_runs_the_same(tmp_path):
 
 
 def test_nesting_beyond_the_limit_is_refused(tmp_path):
-    path = _write(tmp_path, "deeper.sq", _parens(4100))
-    assert_refused(run_sq("check", path, timeout=120), "nests deeper than 4000 levels")
+    path = _write(tmp_path, "deeper.sq", _parens(10100))
+    assert_refused(run_sq("check", path, timeout=120), "nests deeper than 10000 levels")
+
+
+@pytest.mark.parametrize("shape", ["prefix", "power", "blocks"])
+def test_nesting_pyserq_crashes_on_runs_up_to_the_limit(tmp_path, shape):
+    """Deeper than 0.1.2 reads blocks (it crashes before 3000); 9,000 prefix operators or `^`s it reads."""
+    n = 5000 if shape == "blocks" else 9000
+    body = {"prefix": "observe x = " + "-" * n + "now;",
+            "power": "observe x = " + "now^" * n + "1;",
+            "blocks": "branch (now >= 0) { " * n + "observe x = now;" + " }" * n}[shape]
+    path = _write(tmp_path, "deep.sq", HEAD + "session { run svc (1); " + body + " }\n")
+    assert_ok(run_sq("run", path, "--json", timeout=240))
 
 
 def test_deep_program_runs_under_a_tight_address_space_limit(tmp_path):

@@ -22,7 +22,7 @@ def reads(kind: Any) -> list[tuple[str, str, A.Call]]:
         return []
     out = []
     for cls, option in EVALUATED:
-        opt = _last(kind.options, cls)
+        opt = A.last_option(kind.options, cls)
         if opt is None:
             continue
         for e in A.subexpressions(opt.value):
@@ -31,15 +31,6 @@ def reads(kind: Any) -> list[tuple[str, str, A.Call]]:
                 if isinstance(target, (A.Name, A.Ref)):
                     out.append((option, target.name, e))
     return out
-
-
-def _last(options, cls):
-    """The option's last occurrence (the one that counts)."""
-    found = None
-    for o in options:
-        if isinstance(o, cls):
-            found = o
-    return found
 
 
 def check(stage_kinds: dict[str, Any], error: Callable[[str, Any], Exception]) -> None:
