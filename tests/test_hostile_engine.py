@@ -80,6 +80,17 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
+LOWERED = ("import dataclasses, sys, sq\nfrom sq import _engine\nfrom sq.lower import lower\n"
+           "low = lower(sq.compile(sys.argv[1]).to_dict(exact=True))\n")
+
+
+def _script_lines(program: Path, code: str) -> list[str]:
+    """Run `code` in a child (argv[1]: the program, `low`: it lowered); its output lines, after a clean exit."""
+    r = run_script(LOWERED + code, program)
+    assert_ok(r)
+    return r.stdout.strip().splitlines()
+
+
 # ---- item 1: the expression stack ---------------------------------------------------------
 
 def test_budget_left_chain_runs_as_pyserq(tmp_path):
@@ -93,16 +104,11 @@ def test_a_stack_smaller_than_the_chain_stops_cleanly(tmp_path):
     # The engine does not trust the size it is given: whatever the stack, a nesting past it is an
     # SqError naming the budget_left call, never a write past the buffer.
     path = _write(tmp_path, "chain.sq", budget_left_chain())
-    r = run_script(
-        "import dataclasses, sys, sq\nfrom sq import _engine\nfrom sq.lower import lower\n"
-        "low = lower(sq.compile(sys.argv[1]).to_dict(exact=True))\n"
-        "for depth in (0, 1, 20, low.stack_depth // 2):\n"
-        "    try:\n        _engine.run(dataclasses.replace(low, stack_depth=depth))\n"
-        "    except sq.SqError as e:\n        print(e)\n    else:\n        print('ran')\n", path)
-    assert_ok(r)
-    lines = r.stdout.strip().splitlines()
-    assert len(lines) == 4 and all("nests deeper than the expression stack" in ln for ln in lines), r
-    assert all(re.search(r"`budget_left\(e\d+\)`", ln) for ln in lines), r
+    lines = _script_lines(path, "for depth in (0, 1, 20, low.stack_depth // 2):\n"
+                                "    try:\n        _engine.run(dataclasses.replace(low, stack_depth=depth))\n"
+                                "    except sq.SqError as e:\n        print(e)\n    else:\n        print('ran')\n")
+    assert len(lines) == 4 and all("nests deeper than the expression stack" in ln for ln in lines), lines
+    assert all(re.search(r"`budget_left\(e\d+\)`", ln) for ln in lines), lines
 
 
 def test_the_stack_is_sized_from_the_deepest_chain():
@@ -143,38 +149,28 @@ def test_arrivals_past_u64_on_the_command_line(tmp_path):
 
 def test_arrivals_of_sq_run(tmp_path):
     path = _write(tmp_path, "open.sq", OPEN_RUN % "")
-    r = run_script(
-        "import sys, sq\np = sq.compile(sys.argv[1])\n"
-        "for a in (2**63, 2**64 - 1, 1e19, 2**64, 2**70, 1e30, float('inf')):\n"
-        "    try:\n        sq.run(p, arrivals=a)\n    except sq.SqError as e:\n        print(e)\n", path)
-    assert_ok(r)
-    lines = r.stdout.strip().splitlines()
-    assert [("requested" in ln) for ln in lines] == [True, True, True, False, False, False, False], r
-    assert all("below 2^64" in ln for ln in lines[3:]), r
+    lines = _script_lines(path, "for a in (2**63, 2**64 - 1, 1e19, 2**64, 2**70, 1e30, float('inf')):\n"
+                                "    try:\n        sq.run(sq.compile(sys.argv[1]), arrivals=a)\n"
+                                "    except sq.SqError as e:\n        print(e)\n")
+    assert [("requested" in ln) for ln in lines] == [True, True, True, False, False, False, False], lines
+    assert all("below 2^64" in ln for ln in lines[3:]), lines
 
 
 def test_cleanup_of_a_half_built_engine_state(tmp_path):
     # An error while the engine state is being built (here a step limit that does not fit in C,
     # after the table counts are set and before the tables exist) must free what was built only.
     path = _write(tmp_path, "open.sq", OPEN_RUN % "")
-    r = run_script(
-        "import sys, sq\nfrom sq import _engine\nfrom sq.lower import lower\n"
-        "low = lower(sq.compile(sys.argv[1]).to_dict(exact=True))\n"
-        "try:\n    _engine.run(low, step_limit=2**70)\nexcept OverflowError:\n    print('refused')\n", path)
-    assert_ok(r)
-    assert r.stdout.strip() == "refused"
+    lines = _script_lines(path, "try:\n    _engine.run(low, step_limit=2**70)\nexcept OverflowError:\n    print('refused')\n")
+    assert lines == ["refused"]
 
 
 # ---- item 11: runs that never advance -----------------------------------------------------
 
 def test_a_step_stage_of_cost_zero_stops(tmp_path):
     path = _write(tmp_path, "cost0.sq", COST_ZERO)
-    r = run_script(
-        "import sys, sq\nfrom sq import _engine\nfrom sq.lower import lower\n"
-        "try:\n    _engine.run(lower(sq.compile(sys.argv[1]).to_dict(exact=True)), step_limit=10**6)\n"
-        "except sq.SqError as e:\n    print(e)\n", path)
-    assert_ok(r)
-    assert "does not advance" in r.stdout and "stage `e`" in r.stdout and "time 0" in r.stdout, r
+    text = "\n".join(_script_lines(path, "try:\n    _engine.run(low, step_limit=10**6)\n"
+                                         "except sq.SqError as e:\n    print(e)\n"))
+    assert "does not advance" in text and "stage `e`" in text and "time 0" in text, text
 
 
 def test_a_run_whose_time_rounds_away_stops(tmp_path):
@@ -206,14 +202,10 @@ def test_the_default_bound_stops_before_the_address_space_does(tmp_path):
 
 def test_max_memory_of_sq_run_is_checked(tmp_path):
     path = _write(tmp_path, "open.sq", OPEN_RUN % "")
-    r = run_script(
-        "import sys, sq\np = sq.compile(sys.argv[1])\n"
-        "for m in (0, -1, 'lots', 2**63):\n"
-        "    try:\n        sq.run(p, max_memory=m)\n    except sq.SqError as e:\n        print(e)\n"
-        "print(sq.run(p, max_memory=10**8).arrivals > 0)\n", path)
-    assert_ok(r)
-    lines = r.stdout.strip().splitlines()
-    assert len(lines) == 5 and all("max_memory" in ln for ln in lines[:4]) and lines[4] == "True", r
+    lines = _script_lines(path, "p = sq.compile(sys.argv[1])\nfor m in (0, -1, 'lots', 2**63):\n"
+                                "    try:\n        sq.run(p, max_memory=m)\n    except sq.SqError as e:\n        print(e)\n"
+                                "print(sq.run(p, max_memory=10**8).arrivals > 0)\n")
+    assert len(lines) == 5 and all("max_memory" in ln for ln in lines[:4]) and lines[4] == "True", lines
 
 
 # ---- slow: the crash reproducers under valgrind ------------------------------------------------
