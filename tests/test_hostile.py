@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hostile import ROOT, assert_clean, assert_ok, assert_refused, run_process, run_sq
+from oracle import needs_reference
 
 HEAD = "run { horizon 10; }\nstage svc : ps(1);\nworkload { arrive poisson(1); }\n"
 
@@ -86,6 +87,7 @@ def _parens(n: int) -> str:
 _REFERENCE_JSON = "import sys, pyserq; print(pyserq.run(pyserq.compile(path=sys.argv[1])).json())"
 
 
+@needs_reference
 def test_nesting_that_pyserq_runs_runs_the_same(tmp_path):
     """2500 levels: 0.1.2 runs it (it crashes from about 3000); sq gives the same report."""
     path = _write(tmp_path, "deep.sq", _parens(2500))
