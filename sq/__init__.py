@@ -17,7 +17,8 @@ import os
 from sq.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "Program", "Report", "SqError", "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -30,6 +31,14 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
+    if name in ("sweep", "Sweep"):
+        from sq import study
+
+        return getattr(study, name)
+    if name == "t_interval":
+        from sq.confidence import t_interval
+
+        return t_interval
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -85,9 +94,19 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
     a run that would pass it stops with an SqError saying how far it got.
     """
-    from sq import _engine
+    import time
+
+    started = time.perf_counter()
+    lowered = lower_program(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return run_lowered(lowered, program, started=started, trace_iterations=trace_iterations,
+                       trace_evictions=trace_evictions, dump_pools=dump_pools, check_invariants=check_invariants,
+                       max_memory=max_memory)
+
+
+def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
+    """The first half of `run`: the program (a Program or an IR dict) with the settings
+    applied, lowered to the engine's arrays. A study lowers a point once for all its seeds."""
     from sq.lower import lower
-    from sq.report import Report
 
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
     if hasattr(program, "to_dict"):
@@ -99,11 +118,28 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
                       phase="settings")
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
-    lowered = lower(ir)
+    return lower(ir)
+
+
+def run_lowered(lowered, program=None, *, seed=None, started=None, trace_iterations=False,
+                trace_evictions=False, dump_pools=False, check_invariants=False, max_memory=None):
+    """The second half of `run`: run a lowered program (with another `seed` if given: the
+    engine reads the seed only when the run starts) and build its Report with provenance."""
+    import time
+
+    from sq import _engine
+    from sq.report import Report
+
+    started = time.perf_counter() if started is None else started
     bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
-    raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+    raw = _engine.run(lowered, seed=seed, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                       dump_pools=dump_pools, check_invariants=check_invariants, **bound)
-    return Report.from_results(raw)
+    report = Report.from_results(raw)
+    origin = getattr(program, "compiled_from", None) or {}
+    report.program = origin.get("path")
+    report.overrides = dict(origin.get("sets") or {})
+    report.wall_s = time.perf_counter() - started
+    return report
 
 
 def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
