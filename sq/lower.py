@@ -25,12 +25,13 @@ from sq.numbers import display
 from sq._bytecode import (
     X_NUM, X_ATTR, X_CTX, X_NEG, X_NOT, X_TRUTH, X_ADD, X_SUB, X_MUL, X_DIV, X_POW,
     X_LT, X_LE, X_GT, X_GE, X_EQ, X_NE, X_AND, X_OR, X_JZ, X_JMP, X_FN1, X_MIN, X_MAX,
-    X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XREF_HAS_INDEX, XREF_LEN, XPRICE_LEN,
+    X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XBare, XOne, XRef, XPrice, XSample,
     CTX_NOW, CTX_WAITED, CTX_SIZE, CTX_AGE, CTX_LAST, CTX_QUEUED, CTX_PRESENT, CTX_NTOK, CTX_NDEC,
     CTX_NPRE, CTX_NRES, CTX_KVB, CTX_KVP, CTX_ATTN, CTX_DECODING, CTX_ADMISSION, CTX_REMAINING,
     Fn1, StageFn, PoolFn,
     S_SET, S_OBSERVE, S_TURN, S_END, S_JUMP, S_BRANCH, S_CHOOSE, S_RUN, S_RET, S_HOLD, S_HOLD_END,
-    S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, SR_ALSO, REF_LEN,
+    S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SC_KEYS, SC_NKEYS, SR_ALSO, SR_NALSO,
+    SPOOL_AMOUNT_LEN, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
     A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED,
 )
@@ -369,11 +370,11 @@ class _Lowering:
             if blocks[else_b]:
                 jump_at = len(out)
                 out += [S_JUMP, -1]
-                out[at + 2] = len(out)
+                out[at + SB_ELSE] = len(out)
                 self.inline_index(else_b)
-                out[jump_at + 1] = len(out)
+                out[jump_at + SJ_TARGET] = len(out)
             else:
-                out[at + 2] = len(out)
+                out[at + SB_ELSE] = len(out)
         elif name == "Loop":
             top = len(out)
             self.inline_index(arg)
@@ -491,9 +492,9 @@ class _Lowering:
         for other in arg.get("also") or []:
             o_base, o_count = self.ref(other, self.stages, "stage")
             also += [o_base, o_count, self.expr(other["index"]) if other.get("index") is not None else -1]
-        self.max_flow_stages = max(self.max_flow_stages, 1 + len(also) // 3)
+        self.max_flow_stages = max(self.max_flow_stages, 1 + len(also) // REF_LEN)
         self.stmts += [S_RUN, base, count, index, self.expr(arg["work"]), mode, *growing[:3],
-                       growing[3] if len(growing) > 3 else -1, len(also) // 3, *also]
+                       growing[3] if len(growing) > 3 else -1, len(also) // REF_LEN, *also]
 
     # -- expressions -----------------------------------------------------------
     def expr(self, e) -> int:
@@ -585,7 +586,7 @@ class _Lowering:
                 self.depth -= 1
                 self.emit(b)
                 c.append(X_TRUTH)
-                c[at + 1] = len(c)
+                c[at + XONE_ARG] = len(c)
             else:
                 self.emit(a)
                 self.emit(b)
@@ -598,9 +599,9 @@ class _Lowering:
             self.emit(a)
             jump = len(c)
             c += [X_JMP, -1]; self.depth -= 1
-            c[at + 1] = len(c)
+            c[at + XONE_ARG] = len(c)
             self.emit(b)
-            c[jump + 1] = len(c)
+            c[jump + XONE_ARG] = len(c)
         elif name == "Call":
             self.call(*arg)
         elif name == "Sample":
@@ -653,6 +654,109 @@ class _Lowering:
     # -- source form (for run-time error messages) ---------------------------
     def source(self, e) -> str:
         return _Printer(self.attrs, self.stages, self.pools).text(e)
+
+
+# ---- the disassembler ------------------------------------------------------------------------
+# Each opcode's operand layout (an enum of sq/_bytecode.pxd); an opcode not listed has none.
+_LAYOUT = {
+    "code": {X_NUM: XOne, X_ATTR: XOne, X_CTX: XOne, X_FN1: XOne, X_AND: XOne, X_OR: XOne, X_JZ: XOne,
+             X_JMP: XOne, X_STAGE: XRef, X_POOL: XRef, X_PRICE: XPrice, X_SAMPLE: XSample},
+    "stmts": {S_SET: SValue, S_OBSERVE: SValue, S_JUMP: SJump, S_BRANCH: SBranch, S_CHOOSE: SChoose,
+              S_RUN: SRun, S_HOLD: SHold, S_HOLD_END: SHold, S_RELEASE: SPool, S_DROP: SPool,
+              S_GROW: SPool, S_LOAD: SPool},
+}
+_BARE = {"code": XBare, "stmts": SBare}
+# Cython's enums are IntFlags, whose constructor accepts any number: look names up instead
+_OPCODES = {kind: {int(v): name for name, v in enum.__members__.items()}
+            for kind, enum in (("code", ExprOp), ("stmts", StmtOp))}
+_REF_OPERANDS = {"SR_STAGE", "SR_GROWING", "SPOOL_REF"}   # operands that are a Ref (three words)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One decoded instruction: its address, opcode name, named operands and length."""
+
+    pc: int
+    name: str
+    operands: dict
+    length: int
+
+    def __str__(self) -> str:
+        args = " ".join(f"{k}={_operand_text(v)}" for k, v in self.operands.items())
+        return f"{self.pc:>6} {self.name:<11} {args}".rstrip()
+
+
+def _operand_text(v) -> str:
+    if isinstance(v, dict):
+        return "(" + " ".join(f"{k}={_operand_text(x)}" for k, x in v.items()) + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(_operand_text(x) for x in v) + "]"
+    return str(v)
+
+
+def _length(kind: str, op: int, layout, code, pc: int) -> int:
+    """An instruction's length: its layout's `*_LEN`, or its fixed part plus its variable tail."""
+    if layout is SChoose:
+        return SC_KEYS + int(code[pc + SC_NKEYS])
+    if layout is SRun:
+        return SR_ALSO + REF_LEN * int(code[pc + SR_NALSO])
+    if op in (S_GROW, S_LOAD) and kind == "stmts":
+        return SPOOL_AMOUNT_LEN
+    return next(v for name, v in layout.__members__.items() if name.endswith("_LEN"))
+
+
+def _ref(code, at: int) -> dict:
+    return {"base": int(code[at]), "count": int(code[at + 1]), "index": int(code[at + 2])}
+
+
+def decode(code, kind: str):
+    """Yield the `Instruction`s of `code` (kind "code": expressions, "stmts": statements) in order.
+
+    SqError if an opcode is unknown or an instruction runs past the end: the code is not what
+    lowering writes.
+    """
+    if kind not in _LAYOUT:
+        raise ValueError(f"kind is 'code' or 'stmts', not {kind!r}")
+    code = np.asarray(code)
+    pc, end = 0, len(code)
+    while pc < end:
+        op = int(code[pc])
+        name = _OPCODES[kind].get(op)
+        if name is None:
+            raise SqError(f"bytecode ({kind}) at {pc}: unknown opcode {op}", phase="validate")
+        layout = _LAYOUT[kind].get(op, _BARE[kind])
+        try:
+            length = _length(kind, op, layout, code, pc)
+        except IndexError:        # its count operand is past the end
+            length = end + 1
+        if pc + length > end:
+            raise SqError(f"bytecode ({kind}) at {pc}: `{name}` runs past the end ({end})", phase="validate")
+        operands = {}
+        for member, offset in layout.__members__.items():
+            if member.endswith("_LEN") or offset >= length or member in ("SC_KEYS", "SR_ALSO"):
+                continue
+            short = member.split("_", 1)[1].lower()
+            operands[short] = _ref(code, pc + offset) if member in _REF_OPERANDS else int(code[pc + offset])
+        if layout is SChoose:
+            operands["keys"] = [int(k) for k in code[pc + SC_KEYS:pc + length]]
+        elif layout is SRun:
+            operands["also"] = [_ref(code, at) for at in range(pc + SR_ALSO, pc + length, REF_LEN)]
+        yield Instruction(pc, name, operands, length)
+        pc += length
+
+
+def disassemble(what, kind: str | None = None) -> str:
+    """The bytecode as text, one instruction a line (address, opcode, named operands), like `dis`.
+
+    `what` is a `Lowered` (both its statement code and its expression code) or one code array
+    with its `kind` ("stmts" or "code").
+    """
+    if isinstance(what, Lowered):
+        return ("statements:\n" + disassemble(what.stmts, "stmts")
+                + "\nexpressions:\n" + disassemble(what.code, "code"))
+    if kind is None:
+        raise ValueError("disassemble(code, kind): kind is 'code' or 'stmts'")
+    return "\n".join(str(ins) for ins in decode(what, kind))
 
 
 def _saturating_count(x: float) -> int:

@@ -1,0 +1,131 @@
+"""The bytecode contract (sq/_bytecode.pxd): lowering's code decodes exactly, the engine runs every opcode.
+
+The corpus programs are lowered and disassembled: every instruction decodes with the operand layout
+of its opcode, the last one ends exactly at the end of the code, and every address an operand names
+(an expression entry, a jump target) is the start of an instruction.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sq
+from sq import _bytecode
+from sq.errors import SqError
+from sq.lower import decode, disassemble
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = sorted((ROOT / "tests" / "programs" / "valid").glob("*.sq"))
+
+# operands naming an expression's entry in the expression code (-1: none)
+EXPR_OPERANDS = {"expr", "guard", "count", "work", "amount", "index"}
+
+
+def _lowered(path):
+    try:
+        return sq.lower_program(sq.compile(path))
+    except SqError:
+        return None          # a program whose settings only a run's overrides make whole
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    lowered = {p.name: _lowered(p) for p in PROGRAMS}
+    return {name: lw for name, lw in lowered.items() if lw is not None}
+
+
+def _starts(code, kind):
+    return {ins.pc for ins in decode(code, kind)}
+
+
+def test_corpus_is_there(corpus):
+    assert len(corpus) >= 50
+
+
+def test_every_instruction_decodes_to_the_end(corpus):
+    for name, lw in corpus.items():
+        for kind in ("code", "stmts"):
+            code = getattr(lw, kind)
+            instructions = list(decode(code, kind))
+            assert sum(i.length for i in instructions) == len(code), name
+            if kind == "code" and len(code):
+                assert instructions[-1].name == "X_RET", name   # every expression ends with its X_RET
+
+
+def test_operands_name_instruction_starts(corpus):
+    """Jump targets land on statements, expression operands on expression entries."""
+    for name, lw in corpus.items():
+        exprs, stmts = _starts(lw.code, "code"), _starts(lw.stmts, "stmts")
+        entries = set()
+        for ins in decode(lw.stmts, "stmts"):
+            refs = [v for v in ins.operands.values() if isinstance(v, dict)]
+            refs += [r for v in ins.operands.values() if isinstance(v, list) for r in v if isinstance(r, dict)]
+            entries |= {ins.operands[k] for k in EXPR_OPERANDS & ins.operands.keys()}
+            entries |= {r["index"] for r in refs}
+            entries |= set(ins.operands.get("keys", []))
+            if ins.name in ("S_JUMP", "S_BRANCH"):
+                target = ins.operands["target" if ins.name == "S_JUMP" else "else"]
+                assert target in stmts or target == len(lw.stmts), (name, ins)
+        entries |= set(lw.gauge_exprs.tolist()) | set(lw.stage_phi.tolist()) | set(lw.serve_keys.tolist())
+        entries |= set(lw.step_exprs.ravel().tolist()) | set(lw.pool_keys.tolist())
+        entries.discard(-1)
+        assert entries <= exprs, (name, sorted(entries - exprs))
+        for ins in decode(lw.code, "code"):
+            if ins.name in ("X_AND", "X_OR", "X_JZ", "X_JMP"):
+                assert ins.operands["arg"] in exprs, (name, ins)
+
+
+def test_the_corpus_uses_every_opcode(corpus):
+    """So the checks above cover each instruction's layout (a new opcode needs a corpus program)."""
+    seen = {"code": set(), "stmts": set()}
+    for lw in corpus.values():
+        for kind in seen:
+            seen[kind] |= {ins.name for ins in decode(getattr(lw, kind), kind)}
+    assert seen["code"] == set(_bytecode.ExprOp.__members__)
+    assert seen["stmts"] == set(_bytecode.StmtOp.__members__)
+
+
+def _branches(source: str, function: str, prefix: str) -> set[str]:
+    """The opcodes a VM function of the engine compares `op` (or the code at pc) with."""
+    body = re.search(rf"^cdef \w+ {function}\(.*?(?=^cdef |^def )", source, re.S | re.M).group(0)
+    return set(re.findall(rf"(?:op|code\[pc\]|c\[pc\]) [=!]= ({prefix}_[A-Z0-9_]+)", body))
+
+
+def test_the_engine_dispatches_every_opcode():
+    source = (ROOT / "sq" / "_engine.pyx").read_text()
+    expressions = _branches(source, "evaluate", "X")
+    assert expressions | {"X_RET"} == set(_bytecode.ExprOp.__members__)   # X_RET: the final `else`
+    statements = _branches(source, "exec_session", "S") | _branches(source, "exec_block", "S")
+    assert statements == set(_bytecode.StmtOp.__members__)
+
+
+def test_python_sees_the_engine_values():
+    """Each enum member is also a module-level int, which lower.py imports."""
+    for enum in _bytecode.ENUMS:
+        for name, member in enum.__members__.items():
+            assert getattr(_bytecode, name) == int(member)
+    assert _bytecode.N_CONTEXTS == 17 and _bytecode.X_RET == max(_bytecode.ExprOp)
+
+
+def test_disassembly_names_operands(corpus):
+    text = disassemble(corpus["branch_forms.sq"])
+    assert text.startswith("statements:\n")
+    assert re.search(r"^\s+0 S_BRANCH\s+guard=\d+ else=\d+ site=0$", text, re.M)
+    assert "\nexpressions:\n" in text and re.search(r"X_NUM\s+arg=\d+", text)
+    runs = [line for lw in corpus.values() for line in disassemble(lw.stmts, "stmts").splitlines()
+            if "S_RUN" in line]
+    assert runs and all("stage=(base=" in line and "also=[" in line for line in runs)
+
+
+def test_bad_code_is_an_error_not_a_crash():
+    with pytest.raises(SqError, match="unknown opcode 99"):
+        list(decode(np.array([99], dtype=np.int32), "stmts"))
+    with pytest.raises(SqError, match="S_BRANCH` runs past the end"):
+        list(decode(np.array([_bytecode.S_BRANCH, 0], dtype=np.int32), "stmts"))
+    with pytest.raises(SqError, match="S_CHOOSE` runs past the end"):
+        list(decode(np.array([_bytecode.S_CHOOSE, 0, 0], dtype=np.int32), "stmts"))
+    with pytest.raises(ValueError):
+        disassemble(np.array([], dtype=np.int32))
