@@ -31,7 +31,11 @@ from sq._bytecode import (
     Fn1, StageFn, PoolFn,
     S_SET, S_OBSERVE, S_TURN, S_END, S_JUMP, S_BRANCH, S_CHOOSE, S_RUN, S_RET, S_HOLD, S_HOLD_END,
     S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SC_KEYS, SC_NKEYS, SR_ALSO, SR_NALSO,
-    SPOOL_AMOUNT_LEN, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
+    SR_STAGE, SR_WORK, SR_MODE, SR_GROWING, SR_GROWING_SITE,
+    SPOOL_AMOUNT_LEN, H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD_LEN, HP_REF, HP_UNITS,
+    HP_RESERVE, HP_LEN, STEP_BUDGET, STEP_CHUNK, STEP_COST, STEP_EXPRS_WIDTH, SERVE_EXCLUSIVE, SERVE_KEY_START,
+    SERVE_KEY_COUNT, STEP_SERVE_WIDTH, SPILL_TO, SPILL_VIA, SPILL_WORK, SPILL_WHEN, SPILL_WIDTH, REF_BASE,
+    REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
     A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED,
 )
@@ -199,13 +203,16 @@ class _Lowering:
         for st in self.stages:
             step = st["kind"].get("Step") if isinstance(st["kind"], dict) else None
             if step is None:
-                step_exprs.append([-1, -1, -1]); step_serve.append([0, 0, 0]); step_memory.append(-1)
+                step_exprs.append([-1] * STEP_EXPRS_WIDTH); step_serve.append([0] * STEP_SERVE_WIDTH)
+                step_memory.append(-1)
                 continue
             budget, chunk = self.expr(step["budget"]), self.expr(step["chunk"])
-            step_exprs.append([budget, chunk, self.cost_expr(step["cost"])])
+            step_exprs.append(_row(STEP_EXPRS_WIDTH, {STEP_BUDGET: budget, STEP_CHUNK: chunk,
+                                                      STEP_COST: self.cost_expr(step["cost"])}))
             serve = step["serve"]
             keys = [] if serve == "ExclusivePrefill" else serve["By"]
-            step_serve.append([int(serve == "ExclusivePrefill"), len(serve_keys), len(keys)])
+            step_serve.append(_row(STEP_SERVE_WIDTH, {SERVE_EXCLUSIVE: int(serve == "ExclusivePrefill"),
+                                                      SERVE_KEY_START: len(serve_keys), SERVE_KEY_COUNT: len(keys)}))
             serve_keys += [self.expr(k) for k in keys]
             self.max_keys = max(self.max_keys, len(keys))
             memory = step.get("memory")
@@ -239,13 +246,14 @@ class _Lowering:
             self.check_pool(pool)
             spill = pool.get("spill")
             if spill is None:
-                spills.append([-1, -1, -1, -1])
+                spills.append([-1] * SPILL_WIDTH)
             else:
                 to, via = spill["to"], spill["via"]
                 if not (isinstance(to, int) and 0 <= to < len(self.pools)
                         and isinstance(via, int) and 0 <= via < len(self.stages)):
                     raise SqError(f"malformed IR: pool `{pool['name']}` spills to {to} via {via}", phase="validate")
-                spills.append([to, via, self.expr(spill["work"]), self.expr(spill["when"])])
+                spills.append(_row(SPILL_WIDTH, {SPILL_TO: to, SPILL_VIA: via, SPILL_WORK: self.expr(spill["work"]),
+                                                 SPILL_WHEN: self.expr(spill["when"])}))
             key_start.append(len(keys))
             pool_keys = pool.get("queue") or []
             key_count.append(len(pool_keys))
@@ -448,12 +456,15 @@ class _Lowering:
             if not written:
                 raise SqError("malformed IR: a lease on a pool the hold does not take", phase="validate")
             lease_pool, lease_time = written[0], self.expr(time)
-        row = [len(pools), self.expr(arg["cache"]) if arg.get("cache") is not None else -1,
-               lease_pool, lease_time, self.expr(arg["reuse"]) if arg.get("reuse") is not None else -1]
+        row = _row(H_HEAD_LEN, {H_NPOOLS: len(pools), H_LEASE_POOL: lease_pool, H_LEASE_TIME: lease_time,
+                                H_CACHE: self.expr(arg["cache"]) if arg.get("cache") is not None else -1,
+                                H_REUSE: self.expr(arg["reuse"]) if arg.get("reuse") is not None else -1})
         for ref, units, reserve in pools:
             base, count = self.ref(ref, self.pools, "pool")
-            row += [base, count, self.expr(ref["index"]) if ref.get("index") is not None else -1,
-                    self.expr(units), self.expr(reserve) if reserve is not None else -1]
+            index = self.expr(ref["index"]) if ref.get("index") is not None else -1
+            row += _row(HP_LEN, {HP_REF + REF_BASE: base, HP_REF + REF_COUNT: count, HP_REF + REF_INDEX: index,
+                                 HP_UNITS: self.expr(units),
+                                 HP_RESERVE: self.expr(reserve) if reserve is not None else -1})
         h = len(self.hold_offsets)
         self.hold_offsets.append(len(self.holds))
         self.holds += row
@@ -493,8 +504,11 @@ class _Lowering:
             o_base, o_count = self.ref(other, self.stages, "stage")
             also += [o_base, o_count, self.expr(other["index"]) if other.get("index") is not None else -1]
         self.max_flow_stages = max(self.max_flow_stages, 1 + len(also) // REF_LEN)
-        self.stmts += [S_RUN, base, count, index, self.expr(arg["work"]), mode, *growing[:3],
-                       growing[3] if len(growing) > 3 else -1, len(also) // REF_LEN, *also]
+        self.stmts += _row(SR_ALSO, {
+            0: S_RUN, SR_STAGE + REF_BASE: base, SR_STAGE + REF_COUNT: count, SR_STAGE + REF_INDEX: index,
+            SR_WORK: self.expr(arg["work"]), SR_MODE: mode, SR_GROWING + REF_BASE: growing[0],
+            SR_GROWING + REF_COUNT: growing[1], SR_GROWING + REF_INDEX: growing[2],
+            SR_GROWING_SITE: growing[3] if len(growing) > 3 else -1, SR_NALSO: len(also) // REF_LEN}) + also
 
     # -- expressions -----------------------------------------------------------
     def expr(self, e) -> int:
@@ -757,6 +771,15 @@ def disassemble(what, kind: str | None = None) -> str:
     if kind is None:
         raise ValueError("disassemble(code, kind): kind is 'code' or 'stmts'")
     return "\n".join(str(ins) for ins in decode(what, kind))
+
+
+def _row(width: int, columns: dict) -> list[int]:
+    """A table row of `width` words from {column offset (sq/_bytecode.pxd): value}; all must be given."""
+    row = [None] * width
+    for at, value in columns.items():
+        row[at] = value
+    assert None not in row, row
+    return row
 
 
 def _saturating_count(x: float) -> int:
