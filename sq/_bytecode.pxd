@@ -5,6 +5,7 @@
 # An instruction is its opcode, then its operands at the named offsets from the opcode's address;
 # every `*_LEN` is the instruction's length (so the next instruction starts at pc + *_LEN).
 # A pool or stage reference takes three words, laid out by `Ref`.
+from libc.stdint cimport int32_t
 
 # ---- expression opcodes (postfix, over a stack of doubles) ---------------------------------
 cpdef enum ExprOp:
@@ -194,25 +195,22 @@ cpdef enum HoldPool:
     HP_RESERVE = 4     # expression (-1: none)
     HP_LEN = 5
 
-# ---- table columns --------------------------------------------------------------------------
-cpdef enum StepExprs:  # Lowered.step_exprs (n_stages, STEP_EXPRS_WIDTH)
-    STEP_BUDGET = 0
-    STEP_CHUNK = 1
-    STEP_COST = 2
-    STEP_EXPRS_WIDTH = 3
+# ---- table rows: C structs, whose numpy dtypes sq._bytecode derives (lower.py builds the arrays) ---
+cdef struct StepExprsRow:   # Lowered.step_exprs, one per stage (-1: not a step stage)
+    int32_t budget          # expression entries
+    int32_t chunk
+    int32_t cost
 
-cpdef enum StepServe:  # Lowered.step_serve (n_stages, STEP_SERVE_WIDTH)
-    SERVE_EXCLUSIVE = 0
-    SERVE_KEY_START = 1
-    SERVE_KEY_COUNT = 2
-    STEP_SERVE_WIDTH = 3
+cdef struct StepServeRow:   # Lowered.step_serve, one per stage
+    int32_t exclusive       # 1: `serve exclusive_prefill`
+    int32_t key_start       # the `serve by` keys: Lowered.serve_keys[key_start:key_start + key_count]
+    int32_t key_count
 
-cpdef enum PoolSpill:  # Lowered.pool_spill (n_pools, SPILL_WIDTH), -1: no spill
-    SPILL_TO = 0
-    SPILL_VIA = 1
-    SPILL_WORK = 2
-    SPILL_WHEN = 3
-    SPILL_WIDTH = 4
+cdef struct SpillRow:       # Lowered.pool_spill, one per pool (-1: no spill)
+    int32_t to              # the tier pool
+    int32_t via             # the link stage
+    int32_t work            # expression entries
+    int32_t when
 
 # ---- kinds ------------------------------------------------------------------------------------
 cpdef enum StageKind:

@@ -27,6 +27,7 @@ cnp.import_array()
 
 # the bytecode and tables lowering writes: opcodes, operand offsets, kinds (sq/_bytecode.pxd)
 from sq._bytecode cimport *
+from sq._bytecode import STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE
 
 cdef enum EventKind:
     EV_ARRIVE = 0
@@ -2716,14 +2717,14 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     holds = _contig(lowered.holds, np.int32)
     trace_turns, trace_start, trace_len = _trace_arrays(lowered)
     hoffs = _contig(lowered.hold_offsets, np.int32)
-    step_exprs = _contig(lowered.step_exprs, np.int32)
-    step_serve = _contig(lowered.step_serve, np.int32)
+    step_exprs = _contig(lowered.step_exprs, STEP_EXPRS_DTYPE)
+    step_serve = _contig(lowered.step_serve, STEP_SERVE_DTYPE)
     step_memory = _contig(lowered.step_memory, np.int32)
     serve_keys = _contig(lowered.serve_keys, np.int32)
     admit_via = _contig(lowered.pool_admit_via, np.int32)
     estart = _contig(lowered.pool_evict_start, np.int32)
     lifo = _contig(lowered.pool_lifo, np.int32)
-    spills = _contig(lowered.pool_spill, np.int32)
+    spills = _contig(lowered.pool_spill, SPILL_DTYPE)
     shared = _contig(lowered.stage_shared, np.float64)
     hpcs = _contig(lowered.hold_pcs, np.int32)
     ecount = _contig(lowered.pool_evict_count, np.int32)
@@ -2798,10 +2799,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
             st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
             st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
-            st.pools[k].spill_to = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_TO]
-            st.pools[k].spill_via = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_VIA]
-            st.pools[k].spill_work = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_WORK]
-            st.pools[k].spill_when = (<int32_t*> data_of(spills))[SPILL_WIDTH * k + SPILL_WHEN]
+            st.pools[k].spill_to = (<SpillRow*> data_of(spills))[k].to
+            st.pools[k].spill_via = (<SpillRow*> data_of(spills))[k].via
+            st.pools[k].spill_work = (<SpillRow*> data_of(spills))[k].work
+            st.pools[k].spill_when = (<SpillRow*> data_of(spills))[k].when
             if st.pools[k].spill_to >= 0:
                 st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
             for i in range(st.n_stages):
@@ -2828,12 +2829,12 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):
-            st.stages[k].budget_e = (<int32_t*> data_of(step_exprs))[STEP_EXPRS_WIDTH * k + STEP_BUDGET]
-            st.stages[k].chunk_e = (<int32_t*> data_of(step_exprs))[STEP_EXPRS_WIDTH * k + STEP_CHUNK]
-            st.stages[k].cost_e = (<int32_t*> data_of(step_exprs))[STEP_EXPRS_WIDTH * k + STEP_COST]
-            st.stages[k].excl = (<int32_t*> data_of(step_serve))[STEP_SERVE_WIDTH * k + SERVE_EXCLUSIVE]
-            st.stages[k].serve_start = (<int32_t*> data_of(step_serve))[STEP_SERVE_WIDTH * k + SERVE_KEY_START]
-            st.stages[k].serve_count = (<int32_t*> data_of(step_serve))[STEP_SERVE_WIDTH * k + SERVE_KEY_COUNT]
+            st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
+            st.stages[k].chunk_e = (<StepExprsRow*> data_of(step_exprs))[k].chunk
+            st.stages[k].cost_e = (<StepExprsRow*> data_of(step_exprs))[k].cost
+            st.stages[k].excl = (<StepServeRow*> data_of(step_serve))[k].exclusive
+            st.stages[k].serve_start = (<StepServeRow*> data_of(step_serve))[k].key_start
+            st.stages[k].serve_count = (<StepServeRow*> data_of(step_serve))[k].key_count
             st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
             st.stages[k].share_cap = (<double*> data_of(shared))[k]
             st.stages[k].kind = (<int32_t*> data_of(kinds))[k]

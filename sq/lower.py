@@ -33,8 +33,7 @@ from sq._bytecode import (
     S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SC_KEYS, SC_NKEYS, SR_ALSO, SR_NALSO,
     SR_STAGE, SR_WORK, SR_MODE, SR_GROWING, SR_GROWING_SITE,
     SPOOL_AMOUNT_LEN, H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD_LEN, HP_REF, HP_UNITS,
-    HP_RESERVE, HP_LEN, STEP_BUDGET, STEP_CHUNK, STEP_COST, STEP_EXPRS_WIDTH, SERVE_EXCLUSIVE, SERVE_KEY_START,
-    SERVE_KEY_COUNT, STEP_SERVE_WIDTH, SPILL_TO, SPILL_VIA, SPILL_WORK, SPILL_WHEN, SPILL_WIDTH, REF_BASE,
+    HP_RESERVE, HP_LEN, STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE, REF_BASE,
     REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
     A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED,
@@ -85,11 +84,11 @@ class Lowered:
     stage_kinds: np.ndarray     # int32 K_*
     stage_servers: np.ndarray   # int32 (fifo c)
     stage_phi: np.ndarray       # int32 expression offset of ps φ (-1 otherwise)
-    step_exprs: np.ndarray      # int32 (n_stages, 3): budget, chunk, cost expression offsets (step stages)
+    step_exprs: np.ndarray      # STEP_EXPRS_DTYPE per stage: budget, chunk, cost expression offsets (step stages)
     stage_shared: np.ndarray    # float64 capacity of a shared stage (0: not shared; its jobs are flows)
     share_maxmin: bool          # `share maxmin` (else bottleneck)
     max_flow_stages: int
-    step_serve: np.ndarray      # int32 (n_stages, 3): exclusive prefill?, serve-key start, serve-key count
+    step_serve: np.ndarray      # STEP_SERVE_DTYPE per stage: exclusive prefill?, serve-key start, serve-key count
     step_memory: np.ndarray     # int32 pool row of a step stage's `memory` (-1: none)
     serve_keys: np.ndarray      # int32 expression offsets of `serve by` keys
     pool_names: list[str]
@@ -102,7 +101,7 @@ class Lowered:
     pool_admit_via: np.ndarray  # int32 stage row that admits a pool's queue (-1: settle admits)
     pool_evict_start: np.ndarray  # int32 offset into pool_keys of `evict by` keys
     pool_evict_count: np.ndarray  # int32, 0: lru
-    pool_spill: np.ndarray      # int32 (n_pools, 4): tier pool, link stage, work expr, when expr (-1: none)
+    pool_spill: np.ndarray      # SPILL_DTYPE per pool: tier pool, link stage, work expr, when expr (-1: none)
     holds: np.ndarray           # int32: per hold the H_* head, then (base, count, index, units, reserve) per pool
     hold_offsets: np.ndarray    # int32 offset of each hold in `holds`
     hold_pcs: np.ndarray        # int32 statement address of each hold (a preempted hold re-executes from it)
@@ -203,16 +202,14 @@ class _Lowering:
         for st in self.stages:
             step = st["kind"].get("Step") if isinstance(st["kind"], dict) else None
             if step is None:
-                step_exprs.append([-1] * STEP_EXPRS_WIDTH); step_serve.append([0] * STEP_SERVE_WIDTH)
-                step_memory.append(-1)
+                step_exprs.append((-1, -1, -1)); step_serve.append((0, 0, 0)); step_memory.append(-1)
                 continue
             budget, chunk = self.expr(step["budget"]), self.expr(step["chunk"])
-            step_exprs.append(_row(STEP_EXPRS_WIDTH, {STEP_BUDGET: budget, STEP_CHUNK: chunk,
-                                                      STEP_COST: self.cost_expr(step["cost"])}))
+            step_exprs.append(_record(STEP_EXPRS_DTYPE, budget=budget, chunk=chunk, cost=self.cost_expr(step["cost"])))
             serve = step["serve"]
             keys = [] if serve == "ExclusivePrefill" else serve["By"]
-            step_serve.append(_row(STEP_SERVE_WIDTH, {SERVE_EXCLUSIVE: int(serve == "ExclusivePrefill"),
-                                                      SERVE_KEY_START: len(serve_keys), SERVE_KEY_COUNT: len(keys)}))
+            step_serve.append(_record(STEP_SERVE_DTYPE, exclusive=int(serve == "ExclusivePrefill"),
+                                      key_start=len(serve_keys), key_count=len(keys)))
             serve_keys += [self.expr(k) for k in keys]
             self.max_keys = max(self.max_keys, len(keys))
             memory = step.get("memory")
@@ -246,14 +243,14 @@ class _Lowering:
             self.check_pool(pool)
             spill = pool.get("spill")
             if spill is None:
-                spills.append([-1] * SPILL_WIDTH)
+                spills.append((-1, -1, -1, -1))
             else:
                 to, via = spill["to"], spill["via"]
                 if not (isinstance(to, int) and 0 <= to < len(self.pools)
                         and isinstance(via, int) and 0 <= via < len(self.stages)):
                     raise SqError(f"malformed IR: pool `{pool['name']}` spills to {to} via {via}", phase="validate")
-                spills.append(_row(SPILL_WIDTH, {SPILL_TO: to, SPILL_VIA: via, SPILL_WORK: self.expr(spill["work"]),
-                                                 SPILL_WHEN: self.expr(spill["when"])}))
+                spills.append(_record(SPILL_DTYPE, to=to, via=via, work=self.expr(spill["work"]),
+                                      when=self.expr(spill["when"])))
             key_start.append(len(keys))
             pool_keys = pool.get("queue") or []
             key_count.append(len(pool_keys))
@@ -284,10 +281,10 @@ class _Lowering:
             stage_kinds=np.array(kinds, dtype=np.int32),
             stage_servers=np.array(servers, dtype=np.int32),
             stage_phi=np.array(phis, dtype=np.int32),
-            step_exprs=np.array(step_exprs, dtype=np.int32).reshape(-1, 3),
+            step_exprs=np.array(step_exprs, dtype=STEP_EXPRS_DTYPE),
             stage_shared=np.array(self.shared, dtype=np.float64),
             share_maxmin=ir.get("share") == "MaxMin", max_flow_stages=self.max_flow_stages,
-            step_serve=np.array(step_serve, dtype=np.int32).reshape(-1, 3),
+            step_serve=np.array(step_serve, dtype=STEP_SERVE_DTYPE),
             step_memory=np.array(step_memory, dtype=np.int32),
             serve_keys=np.array(serve_keys, dtype=np.int32),
             pool_names=[p["name"] for p in self.pools],
@@ -299,7 +296,7 @@ class _Lowering:
             pool_key_count=np.array(key_count, dtype=np.int32),
             pool_keys=np.array(keys, dtype=np.int32),
             pool_evict_start=np.array(evict_start, dtype=np.int32),
-            pool_spill=np.array(spills, dtype=np.int32).reshape(-1, 4),
+            pool_spill=np.array(spills, dtype=SPILL_DTYPE),
             pool_evict_count=np.array(evict_count, dtype=np.int32),
             pool_admit_via=np.array([-1 if p.get("admit_via") is None else int(p["admit_via"])
                                      for p in self.pools], dtype=np.int32),
@@ -780,6 +777,13 @@ def _row(width: int, columns: dict) -> list[int]:
         row[at] = value
     assert None not in row, row
     return row
+
+
+def _record(dtype: np.dtype, **fields) -> tuple:
+    """A row of a structured table, its fields by name (all of them, in the dtype's order)."""
+    if set(fields) != set(dtype.names):
+        raise ValueError(f"a {dtype.names} row, given {sorted(fields)}")
+    return tuple(fields[name] for name in dtype.names)
 
 
 def _saturating_count(x: float) -> int:

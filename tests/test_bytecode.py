@@ -70,7 +70,8 @@ def test_operands_name_instruction_starts(corpus):
                 target = ins.operands["target" if ins.name == "S_JUMP" else "else"]
                 assert target in stmts or target == len(lw.stmts), (name, ins)
         entries |= set(lw.gauge_exprs.tolist()) | set(lw.stage_phi.tolist()) | set(lw.serve_keys.tolist())
-        entries |= set(lw.step_exprs.ravel().tolist()) | set(lw.pool_keys.tolist())
+        entries |= {int(v) for row in lw.step_exprs for v in row} | set(lw.pool_keys.tolist())
+        entries |= set(lw.pool_spill["work"].tolist()) | set(lw.pool_spill["when"].tolist())
         entries.discard(-1)
         assert entries <= exprs, (name, sorted(entries - exprs))
         for ins in decode(lw.code, "code"):
@@ -108,6 +109,15 @@ def test_python_sees_the_engine_values():
         for name, member in enum.__members__.items():
             assert getattr(_bytecode, name) == int(member)
     assert _bytecode.N_CONTEXTS == 17 and _bytecode.X_RET == max(_bytecode.ExprOp)
+
+
+def test_table_dtypes_are_the_engine_structs():
+    """Derived from the C structs: int32 fields in the order the engine reads them, nothing else."""
+    for dtype, names in ((_bytecode.STEP_EXPRS_DTYPE, ("budget", "chunk", "cost")),
+                         (_bytecode.STEP_SERVE_DTYPE, ("exclusive", "key_start", "key_count")),
+                         (_bytecode.SPILL_DTYPE, ("to", "via", "work", "when"))):
+        assert dtype.names == names and dtype.itemsize == 4 * len(names)
+        assert all(dtype.fields[n][0] == np.int32 for n in names)
 
 
 def test_disassembly_names_operands(corpus):
