@@ -3049,6 +3049,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 
 
 cdef object _error_text(State* st, lowered):
+    from sq.lower import instruction_at
     from sq.numbers import brief, display as fmt
     index = (<uint64_t> st.err_a)      # an index is unsigned (saturated at 2^64 - 1)
     where = f" (session {st.err_serial}, time {brief(st.err_time)})" if st.err_serial >= 0 \
@@ -3077,11 +3078,11 @@ cdef object _error_text(State* st, lowered):
         return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
     if st.err == E_STUCK:
         head = f"the run does not advance: more than {st.step_limit} statements and events without time passing"
-        pc = st.err_a
-        if pc >= 0 and lowered.stmts[pc] == S_JUMP:     # a loop's back jump: the loop's first statement
-            pc = lowered.stmts[pc + SJ_TARGET]
-        if pc >= 0 and lowered.stmts[pc] == S_RUN:      # stuck at a session's `run`
-            stage = _row_name(lowered.stage_names, lowered.stage_indices, lowered.stmts[pc + SR_STAGE + REF_BASE])
+        ins = instruction_at(lowered.stmts, st.err_a, "stmts") if st.err_a >= 0 else None
+        if ins is not None and ins.name == "S_JUMP":     # a loop's back jump: the loop's first statement
+            ins = instruction_at(lowered.stmts, ins.operands["target"], "stmts")
+        if ins is not None and ins.name == "S_RUN":      # stuck at a session's `run`
+            stage = _row_name(lowered.stage_names, lowered.stage_indices, ins.operands["stage"]["base"])
             return (f"{head}: a `run {stage}` that takes no time (work 0, or a time lost to rounding: "
                     f"`now + work == now`) in a `loop`?{where}")
         if st.err_a >= 0:     # a session's statements

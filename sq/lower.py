@@ -84,11 +84,11 @@ class Lowered:
     stage_kinds: np.ndarray     # int32 K_*
     stage_servers: np.ndarray   # int32 (fifo c)
     stage_phi: np.ndarray       # int32 expression offset of ps φ (-1 otherwise)
-    step_exprs: np.ndarray      # STEP_EXPRS_DTYPE per stage: budget, chunk, cost expression offsets (step stages)
+    step_exprs: np.ndarray      # STEP_EXPRS_DTYPE a stage: budget, chunk, cost expression entries (step stages)
     stage_shared: np.ndarray    # float64 capacity of a shared stage (0: not shared; its jobs are flows)
     share_maxmin: bool          # `share maxmin` (else bottleneck)
     max_flow_stages: int
-    step_serve: np.ndarray      # STEP_SERVE_DTYPE per stage: exclusive prefill?, serve-key start, serve-key count
+    step_serve: np.ndarray      # STEP_SERVE_DTYPE a stage: exclusive prefill?, serve-key start and count
     step_memory: np.ndarray     # int32 pool row of a step stage's `memory` (-1: none)
     serve_keys: np.ndarray      # int32 expression offsets of `serve by` keys
     pool_names: list[str]
@@ -205,7 +205,8 @@ class _Lowering:
                 step_exprs.append((-1, -1, -1)); step_serve.append((0, 0, 0)); step_memory.append(-1)
                 continue
             budget, chunk = self.expr(step["budget"]), self.expr(step["chunk"])
-            step_exprs.append(_record(STEP_EXPRS_DTYPE, budget=budget, chunk=chunk, cost=self.cost_expr(step["cost"])))
+            step_exprs.append(_record(STEP_EXPRS_DTYPE, budget=budget, chunk=chunk,
+                                      cost=self.cost_expr(step["cost"])))
             serve = step["serve"]
             keys = [] if serve == "ExclusivePrefill" else serve["By"]
             step_serve.append(_record(STEP_SERVE_DTYPE, exclusive=int(serve == "ExclusivePrefill"),
@@ -720,8 +721,9 @@ def _ref(code, at: int) -> dict:
     return {"base": int(code[at]), "count": int(code[at + 1]), "index": int(code[at + 2])}
 
 
-def decode(code, kind: str):
-    """Yield the `Instruction`s of `code` (kind "code": expressions, "stmts": statements) in order.
+def decode(code, kind: str, start: int = 0):
+    """Yield the `Instruction`s of `code` (kind "code": expressions, "stmts": statements) in order,
+    from address `start` (an instruction's).
 
     SqError if an opcode is unknown or an instruction runs past the end: the code is not what
     lowering writes.
@@ -729,7 +731,7 @@ def decode(code, kind: str):
     if kind not in _LAYOUT:
         raise ValueError(f"kind is 'code' or 'stmts', not {kind!r}")
     code = np.asarray(code)
-    pc, end = 0, len(code)
+    pc, end = start, len(code)
     while pc < end:
         op = int(code[pc])
         name = _OPCODES[kind].get(op)
@@ -754,6 +756,11 @@ def decode(code, kind: str):
             operands["also"] = [_ref(code, at) for at in range(pc + SR_ALSO, pc + length, REF_LEN)]
         yield Instruction(pc, name, operands, length)
         pc += length
+
+
+def instruction_at(code, pc: int, kind: str) -> Instruction:
+    """The one instruction at address `pc` (the engine's error messages read the statement there)."""
+    return next(decode(code, kind, pc))
 
 
 def disassemble(what, kind: str | None = None) -> str:
