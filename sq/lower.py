@@ -770,11 +770,43 @@ def disassemble(what, kind: str | None = None) -> str:
     with its `kind` ("stmts" or "code").
     """
     if isinstance(what, Lowered):
-        return ("statements:\n" + disassemble(what.stmts, "stmts")
-                + "\nexpressions:\n" + disassemble(what.code, "code"))
+        return ("statements:\n" + _listing(what.stmts, "stmts", what)
+                + "\nexpressions:\n" + _listing(what.code, "code", what))
     if kind is None:
         raise ValueError("disassemble(code, kind): kind is 'code' or 'stmts'")
-    return "\n".join(str(ins) for ins in decode(what, kind))
+    return _listing(what, kind, None)
+
+
+def _listing(code, kind: str, lowered: Lowered | None) -> str:
+    lines = []
+    for ins in decode(code, kind):
+        note = _note(ins, lowered) if lowered is not None else ""
+        lines.append(f"{ins}  # {note}" if note else str(ins))
+    return "\n".join(lines)
+
+
+_NAMES = {X_CTX: {v: k for k, v in CTX.items()}, X_FN1: {v: k for k, v in FN1.items()},
+          X_STAGE: {v: k for k, v in STAGE_FN.items()}, X_POOL: {v: k for k, v in POOL_FN.items()},
+          X_SAMPLE: {v: k for k, v in DIST_CODES.items() if k[0].isupper()}}
+
+
+def _note(ins: Instruction, lowered: Lowered) -> str:
+    """What an operand means in the program (like `dis`'s argrepr): a constant, a name, a site."""
+    ops = ins.operands
+    if ins.name == "X_NUM":
+        return display(float(lowered.consts[ops["arg"]]))
+    if ins.name in ("X_CTX", "X_FN1"):
+        return _NAMES[ExprOp.__members__[ins.name]].get(ops["arg"], "?")
+    if ins.name in ("X_STAGE", "X_POOL"):
+        names = lowered.stage_names if ins.name == "X_STAGE" else lowered.pool_names
+        return f"{_NAMES[ExprOp.__members__[ins.name]].get(ops['fn'], '?')} of {names[ops['base']]}"
+    if ins.name == "X_SAMPLE":
+        return _NAMES[X_SAMPLE].get(ops["dist"], "?")
+    if ins.name == "S_BRANCH":
+        return lowered.sites[ops["site"]]
+    if ins.name == "S_RUN":
+        return lowered.stage_names[ops["stage"]["base"]]
+    return ""
 
 
 def _row(width: int, columns: dict) -> list[int]:

@@ -123,8 +123,14 @@ def test_table_dtypes_are_the_engine_structs():
 def test_disassembly_names_operands(corpus):
     text = disassemble(corpus["branch_forms.sq"])
     assert text.startswith("statements:\n")
-    assert re.search(r"^\s+0 S_BRANCH\s+guard=\d+ else=\d+ site=0$", text, re.M)
-    assert "\nexpressions:\n" in text and re.search(r"X_NUM\s+arg=\d+", text)
+    # operands by name, and what they mean in the program: the branch's source, a constant's value
+    assert re.search(r"^\s+0 S_BRANCH\s+guard=\d+ else=\d+ site=0  # `branch \(serial < 10\)`$", text, re.M)
+    assert "\nexpressions:\n" in text and re.search(r"X_NUM\s+arg=\d+  # 0.25$", text, re.M)
+    assert re.search(r"X_SAMPLE\s+dist=\d+ nargs=1  # Bernoulli$", text, re.M)
+    bare = disassemble(corpus["branch_forms.sq"].stmts, "stmts")   # one array: no program to name things by
+    first = bare.splitlines()[0].split()
+    assert "#" not in bare and first[:2] == ["0", "S_BRANCH"]
+    assert [w.split("=")[0] for w in first[2:]] == ["guard", "else", "site"]
     runs = [line for lw in corpus.values() for line in disassemble(lw.stmts, "stmts").splitlines()
             if "S_RUN" in line]
     assert runs and all("stage=(base=" in line and "also=[" in line for line in runs)
