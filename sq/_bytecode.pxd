@@ -212,6 +212,12 @@ cdef struct SpillRow:       # Lowered.pool_spill, one per pool (-1: no spill)
     int32_t work            # expression entries
     int32_t when
 
+cdef struct TraceTurn:      # sq.trace's TraceCorpus.turns, one per turn: the attributes it loads
+    double new
+    double out
+    double think
+    double forced
+
 # ---- kinds ------------------------------------------------------------------------------------
 cpdef enum StageKind:
     K_FIFO = 0

@@ -14,8 +14,10 @@ ENUMS = tuple(v for v in list(globals().values()) if isinstance(v, type) and iss
 cdef StepExprsRow _step_exprs_row
 cdef StepServeRow _step_serve_row
 cdef SpillRow _spill_row
+cdef TraceTurn _trace_turn
 STEP_EXPRS_DTYPE = np.asarray(<StepExprsRow[:1]> &_step_exprs_row).dtype
 STEP_SERVE_DTYPE = np.asarray(<StepServeRow[:1]> &_step_serve_row).dtype
 SPILL_DTYPE = np.asarray(<SpillRow[:1]> &_spill_row).dtype
+TRACE_TURN_DTYPE = np.asarray(<TraceTurn[:1]> &_trace_turn).dtype
 
 globals().update({name: int(member) for e in ENUMS for name, member in e.__members__.items()})

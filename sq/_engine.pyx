@@ -2080,13 +2080,14 @@ cdef void exec_block(State* st, int32_t pc, int32_t slot, sq_rng* rng) noexcept 
 
 cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
     """Load the session's next trace turn; past the last one only `more` (0) changes."""
-    cdef int64_t t = st.trace_of[slot], k = st.trace_next[slot], at
+    cdef int64_t t = st.trace_of[slot], k = st.trace_next[slot]
+    cdef const TraceTurn* turn
     if k < st.trace_len[t]:
-        at = 4 * (st.trace_start[t] + k)
-        st.attrs[base + st.slot_new] = st.trace_turns[at]
-        st.attrs[base + st.slot_out] = st.trace_turns[at + 1]
-        st.attrs[base + st.slot_think] = st.trace_turns[at + 2]
-        st.attrs[base + st.slot_forced] = st.trace_turns[at + 3]
+        turn = &(<const TraceTurn*> st.trace_turns)[st.trace_start[t] + k]
+        st.attrs[base + st.slot_new] = turn.new
+        st.attrs[base + st.slot_out] = turn.out
+        st.attrs[base + st.slot_think] = turn.think
+        st.attrs[base + st.slot_forced] = turn.forced
         st.trace_next[slot] = k + 1
         st.attrs[base + st.slot_more] = 1.0 if k + 1 < st.trace_len[t] else 0.0
     else:

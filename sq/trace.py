@@ -62,11 +62,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sq._bytecode import TRACE_TURN_DTYPE
 from sq.errors import SqError
 from sq.files import TRACE_LIMIT, Unreadable, read_text
 
-# The attributes a turn loads, in the column order of `TraceCorpus.turns`.
-FIELDS = ("new", "out", "think", "forced")
+# The attributes a turn loads, in the column order of `TraceCorpus.turns`: the fields of the
+# engine's C row (sq/_bytecode.pxd's TraceTurn), which reads the table as those rows.
+FIELDS = TRACE_TURN_DTYPE.names
 
 # Field index in a line -> the name its error message uses.
 _NUMBER_COLUMNS = ((0, "session"), (2, "new"), (3, "out"), (4, "think"), (5, "forced"))

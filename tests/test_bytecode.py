@@ -118,6 +118,10 @@ def test_table_dtypes_are_the_engine_structs():
                          (_bytecode.SPILL_DTYPE, ("to", "via", "work", "when"))):
         assert dtype.names == names and dtype.itemsize == 4 * len(names)
         assert all(dtype.fields[n][0] == np.int32 for n in names)
+    # a trace's turns: the engine reads sq.trace's (rows, 4) float64 table as these rows
+    from sq.trace import FIELDS
+    assert _bytecode.TRACE_TURN_DTYPE.names == FIELDS == ("new", "out", "think", "forced")
+    assert _bytecode.TRACE_TURN_DTYPE.itemsize == 8 * len(FIELDS)
 
 
 def test_disassembly_names_operands(corpus):
