@@ -108,7 +108,10 @@ def test_python_sees_the_engine_values():
     for enum in _bytecode.ENUMS:
         for name, member in enum.__members__.items():
             assert getattr(_bytecode, name) == int(member)
-    assert _bytecode.N_CONTEXTS == 17 and _bytecode.X_RET == max(_bytecode.ExprOp)
+    assert _bytecode.X_RET == max(_bytecode.ExprOp)
+    # lowering names every context id the engine's moments hold, each once
+    from sq.lower import CTX
+    assert sorted(CTX.values()) == list(range(_bytecode.N_CONTEXTS))
 
 
 def test_table_dtypes_are_the_engine_structs():
