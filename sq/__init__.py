@@ -59,25 +59,53 @@ def load(path_or_json):
 
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
+        samples="all", progress=None, wall_limit=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
+
+    Long runs (docs/api.md): `samples="none"` keeps no sample (memory stays flat; the CI
+    and quantiles become approximate); `progress=True` shows a bar on stderr, a callable
+    gets a `sq.progress.Progress` every ~0.2 s; `wall_limit` seconds stop the run early
+    (`report.stopped == "wall limit"`). SIGINT stops it too: KeyboardInterrupt is raised
+    with the partial report as its `.report`.
     """
     from sq import _engine
+    from sq import progress as progress_mod
     from sq.lower import lower
     from sq.report import Report
 
+    if samples not in ("all", "none"):
+        raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
+    if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
+        raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
     ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     lowered = lower(ir)
-    raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                      dump_pools=dump_pools, check_invariants=check_invariants)
+    tracker = progress_mod.tracker(progress, ir["horizon"], ir.get("arrivals") or 0)
+    try:
+        raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                          dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
+                          wall_limit=wall_limit, progress=tracker)
+    except BaseException as exc:
+        # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
+        if getattr(exc, "raw", None) is None:
+            raise
+        exc.report = Report.from_results(exc.raw)
+        _finish_progress(tracker, exc.raw)
+        raise
+    _finish_progress(tracker, raw)
     return Report.from_results(raw)
+
+
+def _finish_progress(tracker, raw) -> None:
+    if tracker is not None:
+        tracker.finish(raw.end, raw.events, raw.arrivals)
 
 
 def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:

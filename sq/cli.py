@@ -15,6 +15,9 @@ from sq.frontend.errors import SqError
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_WALL_LIMIT = 124   # `--wall-limit` ended the run (as GNU timeout); the report is printed
+EXIT_INTERRUPTED = 130  # SIGINT (128 + 2); the report of what ran is printed
+AUTO_PROGRESS_AFTER = 1.0  # seconds: a terminal sees a bar only for runs longer than this
 
 
 def _overrides(pairs: list[str] | None, flag: str) -> dict[str, str]:
@@ -86,6 +89,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dump-pools", action="store_true",
                      help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
+    # long runs (docs/cli.md): memory, progress, wall-clock limit
+    run.add_argument("--samples", choices=("all", "none"), default="all",
+                     help="keep every sample (all, the default) or only summaries: flat memory, "
+                          "approximate CI and quantiles (none)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="show a progress bar on stderr (default: when stderr is a terminal "
+                          "and the run lasts over a second)")
+    run.add_argument("--wall-limit", type=_number, metavar="SECONDS",
+                     help=f"stop the run after SECONDS of wall time; print its report so far "
+                          f"(exit {EXIT_WALL_LIMIT})")
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -132,14 +145,36 @@ def _cmd_run(args) -> int:
     from sq import run
 
     program = _compile(args)
-    report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                 dump_pools=args.dump_pools)
+    try:
+        report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
+                     dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
+                     wall_limit=args.wall_limit)
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "report", None) is None:
+            raise
+        _print_report(args, stop.report)
+        return EXIT_INTERRUPTED
+    _print_report(args, report)
+    return EXIT_WALL_LIMIT if report.stopped else 0
+
+
+def _progress(args, program):
+    """--progress: a bar from the start; by default one on a terminal, after a second."""
+    if args.progress is False or (args.progress is None and not sys.stderr.isatty()):
+        return None
+    from sq.progress import tracker
+
+    auto = args.progress is None
+    return tracker(True, program.horizon, program.arrivals or 0,
+                   delay=AUTO_PROGRESS_AFTER if auto else 0.0, note=not auto)
+
+
+def _print_report(args, report) -> None:
     for line in report.iteration_trace + report.eviction_trace + report.pool_dump:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)
     sys.stdout.write((report.to_json() if args.json else report.to_text()) + "\n")
-    return 0
 
 
 def _cmd_bench(args) -> int:
@@ -171,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as err:  # a bug in sq: say so plainly, keep the traceback for SQ_DEBUG
         if os.environ.get("SQ_DEBUG"):
             traceback.print_exc()
