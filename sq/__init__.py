@@ -97,7 +97,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
         if getattr(exc, "raw", None) is None:
             raise
         exc.report = Report.from_results(exc.raw)
-        _finish_progress(tracker, exc.raw)
+        if tracker is not None:
+            tracker.close()
         raise
     _finish_progress(tracker, raw)
     return Report.from_results(raw)

@@ -205,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        if os.environ.get("SQ_DEBUG"):
+            traceback.print_exc()
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # a bug in sq: say so plainly, keep the traceback for SQ_DEBUG

@@ -67,8 +67,11 @@ class Tracker:
             if self.shown:
                 self.show(self.record(now, events, arrivals))
         finally:
-            if self._close is not None:
-                self._close(self.shown)
+            self.close()
+
+    def close(self) -> None:
+        if self._close is not None:
+            self._close(self.shown)
 
 
 def tracker(progress, horizon: float, limit: int = 0, *, delay: float = 0.0, stream=None,
