@@ -132,13 +132,13 @@ class ObserveRaw:
     (or, with samples="none", only their `summary` and empty arrays)."""
 
     name: str
-    summary: ObserveSummary | None = None
     samples: np.ndarray = field(default_factory=_f64)   # float64: the value
     times: np.ndarray = field(default_factory=_f64)     # float64: simulation time of the record
     # the session's arrival `serial`: the engine hands int32 while every serial fits, else int64
     sessions: np.ndarray = field(default_factory=_i64)
     # the session's `turn_no` then: the engine hands uint32 (a record saturates it to 32 bits)
     turns: np.ndarray = field(default_factory=_i64)
+    summary: ObserveSummary | None = None   # samples="none": this instead of the arrays
 
 
 @dataclass
