@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,9 +63,11 @@ def memory_table(program: Path, sizes: list[int], skip_all: set[int]) -> None:
 
 
 def progress_cost(program: Path, arrivals: int, repeat: int) -> None:
+    """One process, one compiled program; runs alternate without progress and with a callback."""
     import sq
 
     prog = sq.compile(str(program), arrivals=arrivals)
+    sq.run(prog, samples="none")   # warm caches
     calls = []
     times = {"off": [], "callback": []}
     for _ in range(repeat):
@@ -72,19 +75,58 @@ def progress_cost(program: Path, arrivals: int, repeat: int) -> None:
             t0 = time.perf_counter()
             sq.run(prog, samples="none", progress=calls.append if mode == "callback" else None)
             times[mode].append(time.perf_counter() - t0)
-    off, on = statistics.median(times["off"]), statistics.median(times["callback"])
-    print(f"\nprogress, {arrivals:.0e} arrivals, median of {repeat}: off {off:.3f} s, "
-          f"callback {on:.3f} s ({len(calls)} records), ratio {on / off:.3f}")
+    off, on = min(times["off"]), min(times["callback"])
+    print(f"\nprogress, {arrivals:.0e} arrivals, best of {repeat}: off {off:.3f} s, "
+          f"callback {on:.3f} s ({len(calls)} records), ratio {on / off:.3f} "
+          f"(medians {statistics.median(times['off']):.3f} / {statistics.median(times['callback']):.3f})")
+
+
+ENGINE_TIMING = """
+import sys, time, sq
+from sq import _engine
+from sq.lower import lower
+lowered = lower(sq.compile(sys.argv[1], arrivals=int(sys.argv[2])).to_dict(exact=True))
+for _ in range(int(sys.argv[3])):
+    t0 = time.perf_counter()
+    _engine.run(lowered)
+    print(time.perf_counter() - t0)
+"""
+
+
+def engine_seconds(root: Path, program: Path, arrivals: int, runs: int, tool: list[str] = ()) -> list[float]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([*tool, sys.executable, "-c", ENGINE_TIMING, str(program), str(arrivals), str(runs)],
+                         env=env, capture_output=True, text=True, check=True)
+    return [float(x) for x in out.stdout.split()]
+
+
+def loop_instructions(root: Path, program: Path, arrivals: int) -> int:
+    """Instructions executed inside the event loop (callgrind, collecting in run_loop only)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        engine_seconds(root, program, arrivals, 1, ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                                                    "--toggle-collect=*run_loop*", f"--callgrind-out-file={out}"])
+        for line in out.read_text().splitlines():
+            if line.startswith("summary:") or line.startswith("totals:"):
+                return int(line.split()[1])
+    raise SystemExit("callgrind wrote no totals")
 
 
 def poll_cost(program: Path, baseline: Path, arrivals: int, repeat: int) -> None:
+    """The engine's run alone (no start-up, no report), alternating builds; then, if valgrind is
+    installed, the instructions of the loop itself in each."""
     times = {"this build": [], "baseline": []}
     for _ in range(repeat):
-        times["this build"].append(run_process(ROOT, program, arrivals, "all")[0])
-        times["baseline"].append(run_process(baseline, program, arrivals, "all")[0])
-    new, old = statistics.median(times["this build"]), statistics.median(times["baseline"])
-    print(f"\ninterrupt poll, {arrivals:.0e} arrivals (whole process), median of {repeat}: "
+        times["this build"] += engine_seconds(ROOT, program, arrivals, 2)
+        times["baseline"] += engine_seconds(baseline, program, arrivals, 2)
+    new, old = min(times["this build"]), min(times["baseline"])
+    print(f"\ninterrupt poll, engine run of {arrivals:.0e} arrivals, best of {2 * repeat}: "
           f"with {new:.3f} s, baseline {old:.3f} s, ratio {new / old:.3f}")
+    if shutil.which("valgrind"):
+        n = arrivals // 10
+        new, old = loop_instructions(ROOT, program, n), loop_instructions(baseline, program, n)
+        print(f"interrupt poll, callgrind instructions in run_loop for {n:.0e} arrivals: "
+              f"with {new:,}, baseline {old:,}, ratio {new / old:.5f}")
 
 
 def main(argv=None) -> None:
