@@ -144,7 +144,7 @@ class TqdmBar:
     def show(self, p: Progress) -> None:
         if self.bar is None:
             self.bar = self.tqdm(total=1000, file=self.stream, unit="‰", dynamic_ncols=True,
-                                 bar_format="{l_bar}{bar}| {elapsed}<{remaining} {postfix}")
+                                 bar_format="{l_bar}{bar}| {elapsed}<{remaining}{postfix}")
         self.bar.n = int(p.fraction * 1000)
         self.bar.set_postfix_str(describe(p), refresh=False)
         self.bar.refresh()

@@ -288,3 +288,47 @@ def test_samples_none_memory_is_flat_at_1e7_arrivals(mm1):
     assert json.loads(done.stdout)["arrivals"] == 10_000_000
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert max(peak, before) / 1024 < 100
+
+
+# -- the command line -------------------------------------------------------------------------
+
+class _Stderr:
+    def __init__(self, tty: bool):
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("flags, tty, delay", [
+    ([], False, None),                 # not a terminal: no bar
+    ([], True, 1.0),                   # a terminal: a bar once the run has taken a second
+    (["--no-progress"], True, None),
+    (["--progress"], False, 0.0),      # asked for: from the start, terminal or not
+])
+def test_cli_progress_default_follows_the_terminal(flags, tty, delay, mm1, monkeypatch):
+    from sq import cli
+
+    monkeypatch.setattr(sys, "stderr", _Stderr(tty))
+    args = cli._parser().parse_args(["run", str(mm1), *flags])
+    got = cli._progress(args, sq.compile(str(mm1)))
+    assert (got is None) if delay is None else (got.delay == delay and got.horizon == 1e12)
+
+
+def test_cli_samples_none_prints_the_same_counts(mm1):
+    def run(*flags):
+        done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--horizon", "3000", "--json", *flags],
+                              cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    exact, approx = run(), run("--samples", "none")
+    assert approx["observes"]["response"]["count"] == exact["observes"]["response"]["count"] > 1000
+    assert approx["observes"]["response"]["mean"] == exact["observes"]["response"]["mean"]
+    assert approx["gauges"]["number"] == pytest.approx(exact["gauges"]["number"], rel=1e-9)
