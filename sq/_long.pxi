@@ -8,7 +8,7 @@
 from cpython.exc cimport PyErr_CheckSignals
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
-from sq._sketch cimport Summary, Fold, summary_start, summary_add, fold_start, fold_change, fold_segment
+from sq._sketch cimport Summary, Fold, from_total_order_key, summary_start, summary_add, fold_start, fold_change, fold_segment
 
 DEF STOP_INTERRUPT = 1      # a signal handler (or the progress callback) raised
 DEF STOP_WALL = 2           # the wall-clock limit passed
@@ -117,18 +117,10 @@ cdef object _summary(R, Summary* s):
     cdef int64_t i, full = s.batches.full
     return R.ObserveSummary(
         n=s.n, mean=s.mean, m2=s.m2,
-        least=_from_key(s.least_key), greatest=_from_key(s.greatest_key),
+        least=from_total_order_key(s.least_key), greatest=from_total_order_key(s.greatest_key),
         batch_size=s.batches.size, batch_sums=np.array([s.batches.sums[i] for i in range(full)]),
         positive=_itl(R, &s.positive), negative=_itl(R, &s.negative),
         nan_low=s.nan_low, nan_high=s.nan_high)
-
-
-cdef double _from_key(int64_t key):
-    cdef double x
-    if key < 0:
-        key ^= 0x7FFFFFFFFFFFFFFF
-    memcpy(&x, &key, 8)
-    return x
 
 
 cdef object _fold(R, Fold* f, double end):

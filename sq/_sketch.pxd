@@ -50,13 +50,22 @@ cdef struct Fold:
     int64_t full                   # complete windows before the current one
 
 
-cdef inline int64_t order_key(double x) noexcept nogil:
-    """An int64 whose order is IEEE 754 totalOrder (sq._stats.total_order_key)."""
+cdef inline int64_t total_order_key(double x) noexcept nogil:
+    """An int64 whose signed order is IEEE 754 totalOrder of the doubles
+    (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN); its own inverse."""
     cdef int64_t bits
     memcpy(&bits, &x, 8)
     if bits < 0:
         bits ^= INT64_MAX
     return bits
+
+
+cdef inline double from_total_order_key(int64_t key) noexcept nogil:
+    cdef double x
+    if key < 0:
+        key ^= INT64_MAX
+    memcpy(&x, &key, 8)
+    return x
 
 
 cdef inline void batches_add(Batches* b, double x) noexcept nogil:
@@ -82,7 +91,7 @@ cdef inline void summary_start(Summary* s) noexcept nogil:
 cdef inline int summary_add(Summary* s, double x) noexcept nogil:
     """One sample in (-1: out of memory)."""
     cdef double d = x - s.mean
-    cdef int64_t key = order_key(x)
+    cdef int64_t key = total_order_key(x)
     s.n += 1
     s.mean += d / <double> s.n
     s.m2 += d * (x - s.mean)
