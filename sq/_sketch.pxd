@@ -2,8 +2,9 @@
 # per observe a Summary (exact count, Welford moments, total-order min and max; one-pass batch
 # means; the 1 % log histogram of sq/_itl.pxd on each sign for quantiles), per gauge a Fold
 # (the exact time integral and extremes; one-pass time windows). Memory is constant in the
-# run's length. The engine folds as it records; sq._stats folds a list the same way (tests).
-from libc.math cimport isfinite, signbit
+# run's length. The engine folds as it records; `sq._engine.summary_of(list)` folds a list the
+# same way, for the tests.
+from libc.math cimport frexp, isfinite, ldexp, signbit
 from libc.stdint cimport int64_t, INT64_MAX
 from libc.string cimport memcpy
 
@@ -112,11 +113,19 @@ cdef inline int summary_add(Summary* s, double x) noexcept nogil:
 
 
 cdef inline void fold_start(Fold* f, double start, double horizon) noexcept nogil:
-    """Windows 2^-40 of the measured span wide to begin with: doubling reaches 20 windows of
-    span/20 at the horizon (sq.stats.gauge_stats's), and any earlier end keeps 20 to 40."""
+    """The first windows are span/20 · 2^-k wide, about 2^-1000 (k >= 40): as time passes they
+    double (some twenty additions per doubling), so they end as sq.stats.gauge_stats's 20
+    windows of span/20 at the horizon, and a run that ends at any other time (an arrivals
+    limit, a stop) still has 20 to 40 of them."""
     cdef double span = horizon - start
+    cdef int e
     f.start = start
-    f.width = span / 20.0 / 1099511627776.0 if isfinite(span) and span > 0.0 else 1.0 / 1099511627776.0
+    f.width = ldexp(1.0, -1000)
+    if isfinite(span) and span > 0.0:
+        frexp(span / 20.0, &e)      # span/20 = m · 2^e, 0.5 <= m < 1
+        f.width = ldexp(span / 20.0, -max(40, 1000 + e))
+        if not f.width > 0.0:       # a span so short it underflows
+            f.width = ldexp(1.0, -1074)
     f.least = 1.0 / 0.0
     f.greatest = -1.0 / 0.0
 
