@@ -332,3 +332,21 @@ def test_cli_samples_none_prints_the_same_counts(mm1):
     assert approx["observes"]["response"]["count"] == exact["observes"]["response"]["count"] > 1000
     assert approx["observes"]["response"]["mean"] == exact["observes"]["response"]["mean"]
     assert approx["gauges"]["number"] == pytest.approx(exact["gauges"]["number"], rel=1e-9)
+
+
+@pytest.mark.parametrize("horizon", [1e5, 1e12, 1e300])
+def test_gauge_fold_of_a_run_ending_before_its_horizon_keeps_20_to_40_windows(horizon, mm1):
+    """An arrivals limit ends the run long before the horizon: the windows still number 20 to
+    40, and the CI they give is finite (pyserq's 20 windows are of [warmup, end], unknown
+    until the end)."""
+    from sq.lower import lower
+
+    program = sq.compile(str(mm1), horizon=horizon, arrivals=5000)
+    raw = _engine.run(lower(program.to_dict(exact=True)), samples="none")
+    fold = raw.gauges[0].fold
+    assert 20 <= len(fold.window_sums) <= 40
+    assert 20 * fold.window <= raw.end - raw.warmup < 41 * fold.window
+    exact = sq.run(program).gauges["number"]
+    approx = sq.run(program, samples="none").gauges["number"]
+    assert (approx.mean, approx.min, approx.max) == (exact.mean, exact.min, exact.max)
+    assert 0 < approx.ci < math.inf
