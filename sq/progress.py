@@ -85,6 +85,10 @@ def tracker(progress, horizon: float, limit: int = 0, *, delay: float = 0.0, str
         return progress
     if callable(progress):
         return Tracker(progress, horizon, limit, delay=delay)
+    if progress is not True:
+        from sq.frontend.errors import SqError  # noqa: PLC0415
+
+        raise SqError(f"run: progress is True, False, None or a callable, found {progress!r}", phase="settings")
     stream = stream or sys.stderr
     try:
         from tqdm import tqdm  # noqa: PLC0415

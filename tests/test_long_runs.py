@@ -174,6 +174,11 @@ def test_progress_true_without_tqdm_is_one_note_and_a_plain_line(mm1, monkeypatc
     assert "%" in err and "ev/s" in err and report.stopped == "wall limit"
 
 
+def test_progress_must_be_true_or_a_callable(mm1):
+    with pytest.raises(sq.SqError, match="progress is True"):
+        sq.run(sq.compile(str(mm1)), progress="yes")
+
+
 def test_progress_callback_error_stops_the_run_and_propagates(mm1):
     def boom(p):
         raise RuntimeError("stop here")
