@@ -78,8 +78,6 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     from sq.lower import lower
     from sq.report import Report
 
-    if samples not in ("all", "none"):
-        raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
     if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
         raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.

@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
     # long runs (docs/cli.md): memory, progress, wall-clock limit
-    run.add_argument("--samples", choices=("all", "none"), default="all",
+    run.add_argument("--samples", metavar="{all,none}", default="all",  # checked by the engine
                      help="keep every sample (all, the default) or only summaries: flat memory, "
                           "approximate CI and quantiles (none)")
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,

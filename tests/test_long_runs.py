@@ -143,6 +143,14 @@ def test_wall_limit_cli_exit_status(mm1):
     assert "wall limit: stopped at simulated time" in done.stdout
 
 
+def test_samples_is_all_or_none(mm1):
+    with pytest.raises(sq.SqError, match="samples is 'all' or 'none'"):
+        sq.run(sq.compile(str(mm1)), samples="some")
+    done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--samples", "some"],
+                          cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "samples is 'all' or 'none'" in done.stderr
+
+
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), "1"])
 def test_wall_limit_must_be_positive(bad, mm1):
     with pytest.raises(sq.SqError, match="wall_limit"):
