@@ -403,6 +403,8 @@ def _render_text(r: Report) -> str:
            f"warmup {format_number(r.warmup)} seed {r.seed} events {r.events} "
            f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
            f"mean live {_fixed(r.mean_live, 3)}"]
+    if any(o.samples is None for o in r.observes.values()):
+        out.append("samples: none kept; the observes' CI is by one-pass batches and p99 within 0.5 %")
     if r.stopped:
         out.append(f"{r.stopped}: stopped at simulated time {format_number(r.end)} of horizon "
                    f"{format_number(r.horizon)}; the statistics cover [warmup, {format_number(r.end)}]")
