@@ -86,7 +86,7 @@ def tracker(progress, horizon: float, limit: int = 0, *, delay: float = 0.0, str
     if callable(progress):
         return Tracker(progress, horizon, limit, delay=delay)
     if progress is not True:
-        from sq.frontend.errors import SqError  # noqa: PLC0415
+        from sq.errors import SqError  # noqa: PLC0415
 
         raise SqError(f"run: progress is True, False, None or a callable, found {progress!r}", phase="settings")
     stream = stream or sys.stderr
