@@ -143,6 +143,13 @@ def test_wall_limit_cli_exit_status(mm1):
     assert "wall limit: stopped at simulated time" in done.stdout
 
 
+def test_cli_dump_without_samples_is_refused_before_the_run(mm1, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--samples", "none", "--dump",
+                           str(tmp_path / "out")], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--samples none" in done.stderr and not done.stdout
+    assert not (tmp_path / "out").exists()
+
+
 def test_samples_is_all_or_none(mm1):
     with pytest.raises(sq.SqError, match="samples is 'all' or 'none'"):
         sq.run(sq.compile(str(mm1)), samples="some")
