@@ -17,7 +17,8 @@ import os
 from sq.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "Program", "Report", "SqError", "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -30,6 +31,14 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
+    if name in ("sweep", "Sweep"):
+        from sq import study
+
+        return getattr(study, name)
+    if name == "t_interval":
+        from sq.confidence import t_interval
+
+        return t_interval
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -89,13 +98,22 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     (`report.stopped == "wall limit"`). SIGINT stops it too: KeyboardInterrupt is raised
     with the partial report as its `.report`.
     """
-    from sq import _engine
-    from sq import progress as progress_mod
-    from sq.lower import lower
-    from sq.report import Report
+    import time
 
+    started = time.perf_counter()
     if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
         raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
+    lowered = lower_program(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return run_lowered(lowered, program, started=started, trace_iterations=trace_iterations,
+                       trace_evictions=trace_evictions, dump_pools=dump_pools, check_invariants=check_invariants,
+                       samples=samples, progress=progress, wall_limit=wall_limit)
+
+
+def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
+    """The first half of `run`: the program (a Program or an IR dict) with the settings
+    applied, lowered to the engine's arrays. A study lowers a point once for all its seeds."""
+    from sq.lower import lower
+
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
     if hasattr(program, "to_dict"):
         ir = program.to_dict(exact=True)
@@ -106,22 +124,52 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
                       phase="settings")
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
-    lowered = lower(ir)
-    tracker = progress_mod.tracker(progress, ir["horizon"], ir.get("arrivals") or 0)
+    return lower(ir)
+
+
+def run_lowered(lowered, program=None, *, seed=None, started=None, trace_iterations=False,
+                trace_evictions=False, dump_pools=False, check_invariants=False,
+                samples="all", progress=None, wall_limit=None):
+    """The second half of `run`: run a lowered program (with another `seed` if given: the
+    engine reads the seed only when the run starts) and build its Report with provenance.
+    A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
+    ran as `.report`."""
+    import time
+
+    from sq import _engine
+    from sq import progress as progress_mod
+
+    started = time.perf_counter() if started is None else started
+    tracker = progress_mod.tracker(progress, lowered.horizon, lowered.arrivals or 0)
     try:
-        raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                          dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
-                          wall_limit=wall_limit, progress=tracker)
+        raw = _engine.run(lowered, seed=seed, trace_iterations=trace_iterations,
+                          trace_evictions=trace_evictions, dump_pools=dump_pools,
+                          check_invariants=check_invariants, samples=samples, wall_limit=wall_limit,
+                          progress=tracker)
     except BaseException as exc:
         # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
         if getattr(exc, "raw", None) is None:
             raise
-        exc.report = Report.from_results(exc.raw)
+        exc.report = _report(exc.raw, program, started)
         if tracker is not None:
             tracker.close()
         raise
     _finish_progress(tracker, raw)
-    return Report.from_results(raw)
+    return _report(raw, program, started)
+
+
+def _report(raw, program, started: float):
+    """The Report of raw results, with provenance: the program's origin and the wall time."""
+    import time
+
+    from sq.report import Report
+
+    report = Report.from_results(raw)
+    origin = getattr(program, "compiled_from", None) or {}
+    report.program = origin.get("path")
+    report.overrides = dict(origin.get("sets") or {})
+    report.wall_s = time.perf_counter() - started
+    return report
 
 
 def _finish_progress(tracker, raw) -> None:

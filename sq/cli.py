@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run and bench.
+"""`python -m sq`: check, ir, run, sweep and bench.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 
+from sq import cli_study
 from sq.errors import SqError
 from sq.numbers import brief
 
@@ -84,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a program and print its report")
     _add_program_args(run, settings=True)
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
+    run.add_argument("--provenance", action="store_true",
+                     help="with --json: add a last key `provenance` (program, overrides, sq version, wall time)")
     run.add_argument("--trace-iterations", action="store_true",
                      help="print one ITER line per step iteration (on stderr)")
     run.add_argument("--trace-evictions", action="store_true",
@@ -101,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--wall-limit", type=_number, metavar="SECONDS",
                      help=f"stop the run after SECONDS of wall time; print its report so far "
                           f"(exit {EXIT_WALL_LIMIT})")
+
+    cli_study.add_parser(sub)
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -212,7 +217,7 @@ def _print_report(args, report) -> None:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)
-    _emit(report.to_json() if args.json else report.to_text())
+    _emit(report.to_json(provenance=args.provenance) if args.json else report.to_text())
 
 
 def _cmd_bench(args) -> int:
@@ -229,7 +234,7 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference)
 
 
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench}
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep, "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

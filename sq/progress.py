@@ -12,7 +12,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-TQDM_MISSING = "sq: progress bar: tqdm is not installed (pip install tqdm, or pip install 'sq[progress]'); showing a plain line"
+from sq._optional import EXTRA, available
+from sq.errors import SqError
+
 
 
 @dataclass(frozen=True)
@@ -86,16 +88,15 @@ def tracker(progress, horizon: float, limit: int = 0, *, delay: float = 0.0, str
     if callable(progress):
         return Tracker(progress, horizon, limit, delay=delay)
     if progress is not True:
-        from sq.errors import SqError  # noqa: PLC0415
-
         raise SqError(f"run: progress is True, False, None or a callable, found {progress!r}", phase="settings")
     stream = stream or sys.stderr
-    try:
+    if available("tqdm"):
         from tqdm import tqdm  # noqa: PLC0415
         bar = TqdmBar(tqdm, stream)
-    except ImportError:
+    else:
         if note:
-            print(TQDM_MISSING, file=stream)
+            print(f"sq: a progress bar needs tqdm, which is not installed: pip install 'sq[{EXTRA['tqdm']}]' "
+                  "(showing a plain line)", file=stream)
         bar = LineBar(stream)
     return Tracker(bar.show, horizon, limit, delay=delay, close=bar.close)
 

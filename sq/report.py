@@ -234,6 +234,12 @@ class Report:
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
     # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
     stopped: str | None = None
+    # provenance (never in the serQ JSON unless asked): the program file, the `let`
+    # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
+    program: str | None = None
+    overrides: dict = field(default_factory=dict)
+    sq_version: str = field(default_factory=lambda: _sq_version())
+    wall_s: float = float("nan")
 
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
@@ -274,8 +280,10 @@ class Report:
 
     # -- output --------------------------------------------------------------------
 
-    def to_json(self) -> str:
-        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`."""
+    def to_json(self, provenance: bool = False) -> str:
+        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
+        `provenance=True` a last key `"provenance"` adds the program, overrides, sq
+        version and wall time."""
         n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
                 f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
@@ -291,8 +299,15 @@ class Report:
         pools = ",".join(_row_json(p) for p in self.pools)
         # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
         stopped = f',"stopped":"{self.stopped}"' if self.stopped else ""
+        extra = ',"provenance":' + self._provenance_json() if provenance else ""
         return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
-                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + stopped + "}")
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + stopped + extra + "}")
+
+    def _provenance_json(self) -> str:
+        import json  # noqa: PLC0415
+
+        return json.dumps({"program": self.program, "overrides": self.overrides,
+                           "sq_version": self.sq_version, "wall_s": self.wall_s}, separators=(",", ":"))
 
     json = to_json  # pyserq's spelling
 
@@ -328,10 +343,9 @@ class Report:
 
     def to_pandas(self) -> dict:
         """Per-section DataFrames (observes, gauges, stages, pools); needs pandas."""
-        try:
-            import pandas as pd  # noqa: PLC0415
-        except ImportError as e:  # pragma: no cover - pandas is optional
-            raise ImportError("Report.to_pandas() needs pandas, which is not installed") from e
+        from sq._optional import require  # noqa: PLC0415
+
+        pd = require("pandas", "Report.to_pandas()")
         obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.JSON_FIELDS}}
                for o in self.observes.values()]
         gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}
@@ -341,6 +355,12 @@ class Report:
             "stages": pd.DataFrame([vars(s) for s in self.stages]),
             "pools": pd.DataFrame([vars(p) for p in self.pools]),
         }
+
+
+def _sq_version() -> str:
+    from sq import __version__  # noqa: PLC0415  (sq imports this module lazily)
+
+    return __version__
 
 
 # -- the text report -------------------------------------------------------------

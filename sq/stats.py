@@ -13,22 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from sq import _stats
-
-NAN = float("nan")
-INF = float("inf")
+from sq.confidence import t_quantile
 from sq.results import GaugeFold, ItlHistogram, ObserveSummary
 
 BATCHES = 20
-# Student t 97.5 % quantiles by degrees of freedom (scipy.stats.t.ppf(0.975, df), 3 digits),
-# up to the 39 of the most batches a one-pass CI keeps; pyserq's 20 batches use df 19
-T_975 = (NAN, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060,
-         2.056, 2.052, 2.048, 2.045, 2.042, 2.040, 2.037, 2.035, 2.032, 2.030, 2.028, 2.026, 2.024,
-         2.023)
-T_19 = T_975[19]
+T_19 = 2.093          # Student t, 97.5 %, 19 degrees of freedom (pyserq's, to 3 digits)
 CI_MIN_SAMPLES = 40   # below this an observation's half-width is +inf
 ITL_BUCKET = math.log1p(0.01)  # log-width of a 1 % histogram bucket
 
+NAN = float("nan")
+INF = float("inf")
 
 
 # -- sums in record order ----------------------------------------------------
@@ -103,7 +97,8 @@ def one_pass_half_width(sums, size: float) -> float:
         size *= 2
     if len(sums) < 2:
         return INF
-    return means_half_width([x / size for x in sums], T_975[min(len(sums) - 1, len(T_975) - 1)])
+    # t to pyserq's 3 digits (2.093 at its 20 batches)
+    return means_half_width([x / size for x in sums], round(t_quantile(0.975, len(sums) - 1), 3))
 
 
 def total_order_keys(xs) -> np.ndarray:

@@ -184,7 +184,7 @@ def test_progress_true_without_tqdm_is_one_note_and_a_plain_line(mm1, monkeypatc
     monkeypatch.setitem(sys.modules, "tqdm", None)     # import tqdm fails as if not installed
     report = sq.run(sq.compile(str(mm1)), progress=True, wall_limit=0.5)
     err = capsys.readouterr().err
-    notes = [line for line in err.splitlines() if "pip install tqdm" in line]
+    notes = [line for line in err.splitlines() if "pip install 'sq[progress]'" in line]
     assert len(notes) == 1
     assert "%" in err and "ev/s" in err and report.stopped == "wall limit"
 

@@ -45,7 +45,7 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     elif not isinstance(source, str):
         raise SqError(f"compile: source must be text, found {type(source).__name__}", phase="parse")
     with _gc_paused():
-        tree = ir.run_deep(_parse, source, file, defs or {})
+        tree = ir.run_deep(_parse, source, file, defs or {}, dict(sets or {}))
         settings = linker.Settings(sets=dict(sets or {}), seed=seed, horizon=horizon, warmup=warmup,
                                    arrivals=arrivals, trace=None if trace is None else os.fspath(trace))
         prog = ir.run_deep(linker.link, tree, settings)
@@ -53,6 +53,9 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     # here or in text compiled from a string is read from the current directory.
     if trace is None and file is not None and prog.trace is not None:
         prog.trace_base = os.path.dirname(os.path.abspath(file))
+    prog.compiled_from = {"path": file, "source": None if file is not None else source,
+                          "sets": dict(sets or {}), "defs": dict(defs or {}), "seed": seed, "horizon": horizon,
+                          "warmup": warmup, "arrivals": arrivals, "trace": trace}
     return prog
 
 
@@ -79,11 +82,11 @@ def _read(file: str) -> str:
         raise SqError(f"cannot read `{file}`: {e.reason}", phase="parse") from None
 
 
-def _parse(source: str, file: str | None, defs: dict) -> Any:
+def _parse(source: str, file: str | None, defs: dict, sets: dict) -> Any:
     from sq.frontend import parser  # noqa: PLC0415  (the parser is the heaviest import of the front end)
     params = inspect.signature(parser.parse).parameters
     if "defs" in params:
-        return parser.parse(source, file=file, defs=defs)
+        return parser.parse(source, file=file, defs=defs, sets=sets)
     if defs:
         raise SqError("--def is not supported by this parser", phase="parse")
     return parser.parse(source, file=file)
