@@ -10,10 +10,14 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 from sq._sketch cimport Summary, Fold, from_total_order_key, summary_start, summary_add, fold_start, fold_change, fold_segment
 
-DEF STOP_INTERRUPT = 1      # a signal handler (or the progress callback) raised
-DEF STOP_WALL = 2           # the wall-clock limit passed
-DEF PYTHON_EVERY = 0.05     # seconds between visits to Python
-DEF POLL_MAX = 65536        # events between polls, at most
+cdef enum:
+    STOP_INTERRUPT = 1      # a signal handler (or the progress callback) raised
+    STOP_WALL = 2           # the wall-clock limit passed
+    POLL_MAX = 65536        # events between polls, at most
+
+cdef extern from *:
+    "#define SQ_PYTHON_EVERY 0.05"
+    const double PYTHON_EVERY "SQ_PYTHON_EVERY"   # seconds between visits to Python
 
 
 cdef inline double monotonic() noexcept nogil:

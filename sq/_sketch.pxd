@@ -12,7 +12,8 @@ from sq._itl cimport Histogram, histogram_add
 
 # A batch (or window) level holds at most MAX_BATCHES; the 41st starts a level twice as wide
 # (pairs summed), so between MAX_BATCHES // 2 and MAX_BATCHES complete ones are kept.
-DEF MAX_BATCHES = 40
+cdef enum:
+    MAX_BATCHES = 40
 
 
 cdef struct Batches:
