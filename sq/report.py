@@ -69,7 +69,12 @@ def _avg(area: Area, warmup: float, end: float) -> float:
 
 @dataclass
 class Observe:
-    """One observation's statistics over its samples at t >= warmup."""
+    """One observation's statistics over its samples at t >= warmup.
+
+    Beyond pyserq's fields (JSON_FIELDS), the order statistics min, p50, p90,
+    p95, p99.9 (`p999`) and max: all exact, from the samples, by the quantile
+    function of the p99 (`sq.stats.quantile`).
+    """
 
     name: str
     count: int
@@ -81,8 +86,16 @@ class Observe:
     times: np.ndarray
     sessions: np.ndarray
     turns: np.ndarray
+    min: float = math.nan
+    p50: float = math.nan
+    p90: float = math.nan
+    p95: float = math.nan
+    p999: float = math.nan
+    max: float = math.nan
 
     JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
+    # what the text report, to_pandas and sweeps show: the JSON's and the order statistics
+    SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
 
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
@@ -94,7 +107,14 @@ class Observe:
         s = stats.observe_stats(samples)
         # ids keep the engine's narrow integer types (widening would copy them all)
         return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[first:],
-                   _integers(raw.sessions)[first:], _integers(raw.turns)[first:])
+                   _integers(raw.sessions)[first:], _integers(raw.turns)[first:],
+                   min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
+
+    def quantile(self, q: float) -> float:
+        """The exact q-quantile of the samples: the ceil(q·n)-th smallest (what the p99 is)."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"a quantile is between 0 and 1, found {q!r}")
+        return stats.quantile(self.samples, q)
 
 
 def _integers(xs) -> np.ndarray:
@@ -331,20 +351,55 @@ class Report:
         return _render_text(self)
 
     def to_pandas(self) -> dict:
-        """Per-section DataFrames (observes, gauges, stages, pools); needs pandas."""
-        try:
-            import pandas as pd  # noqa: PLC0415
-        except ImportError as e:  # pragma: no cover - pandas is optional
-            raise ImportError("Report.to_pandas() needs pandas, which is not installed") from e
-        obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.JSON_FIELDS}}
+        """Per-section DataFrames (observes, gauges, stages, pools), each with the run's `seed`."""
+        pd = _pandas("Report.to_pandas()")
+        obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.SUMMARY_FIELDS}}
                for o in self.observes.values()]
         gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}
                for g in self.gauges.values()]
-        return {
-            "observes": pd.DataFrame(obs), "gauges": pd.DataFrame(gau),
-            "stages": pd.DataFrame([vars(s) for s in self.stages]),
-            "pools": pd.DataFrame([vars(p) for p in self.pools]),
+        frames = {
+            "observes": pd.DataFrame(obs, columns=["name", *Observe.SUMMARY_FIELDS]),
+            "gauges": pd.DataFrame(gau, columns=["name", *Gauge.JSON_FIELDS]),
+            "stages": _rows_frame(pd, self.stages, Stage),
+            "pools": _rows_frame(pd, self.pools, Pool),
         }
+        for frame in frames.values():
+            frame.insert(0, "seed", pd.Series([self.seed] * len(frame), dtype="uint64"))
+        return frames
+
+    def samples_frame(self):
+        """Every observation sample at t >= warmup as one long DataFrame: observe (categorical),
+        time, value, session (the arrival serial) and turn (`turn_no` then), in record order
+        per observe."""
+        pd = _pandas("Report.samples_frame()")
+        names = list(self.observes)
+        obs = list(self.observes.values())
+        codes = np.repeat(np.arange(len(obs), dtype=np.int32), [len(o.samples) for o in obs])
+        cat = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
+
+        def column(attr, dtype):
+            parts = [np.asarray(getattr(o, attr), dtype=dtype) for o in obs]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        return pd.DataFrame({"observe": cat, "time": column("times", np.float64),
+                             "value": column("samples", np.float64),
+                             "session": column("sessions", np.int64), "turn": column("turns", np.int64)})
+
+
+def _pandas(what: str):
+    try:
+        import pandas as pd  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - pandas is optional
+        raise ImportError(f"{what} needs pandas: pip install pandas") from None
+    return pd
+
+
+def _rows_frame(pd, rows, kind):
+    """Stage or pool rows as a DataFrame, its columns those of the row type; `index` (None
+    outside arrays) as nullable integers, not floats."""
+    frame = pd.DataFrame([vars(r) for r in rows], columns=[f.name for f in fields(kind)])
+    frame["index"] = pd.array([r.index for r in rows], dtype="Int64")
+    return frame
 
 
 # -- the text report -------------------------------------------------------------
@@ -375,9 +430,11 @@ def _render_text(r: Report) -> str:
            f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
            f"mean live {_fixed(r.mean_live, 3)}"]
     if r.observes:
-        out += _table(["observe", "count", "mean", "95% CI", "cv2", "p99"],
-                      [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4),
-                        _fixed(o.cv2, 3), _fixed(o.p99, 4)] for o in r.observes.values()])
+        out += _table(["observe", "count", "mean", "95% CI", "cv2", "min", "p50", "p90", "p95", "p99",
+                       "p99.9", "max"],
+                      [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4), _fixed(o.cv2, 3),
+                        *(_fixed(getattr(o, k), 4) for k in ("min", "p50", "p90", "p95", "p99", "p999", "max"))]
+                       for o in r.observes.values()])
     if r.gauges:
         out += _table(["gauge", "mean", "95% CI", "min", "max"],
                       [[g.name, _fixed(g.mean, 4), "±" + _fixed(g.ci, 4), _fixed(g.min, 4),
