@@ -114,6 +114,9 @@ cdef struct Stage:
     Area decodes
     Running decode_batch
     Running decode_step
+    # per iteration started warm: scheduled tokens / budget (a finite positive budget only), jobs served
+    Running budget_use
+    Running batch
     Histogram itl           # inter-token gaps, as the report's histogram (nothing is kept per token)
     # online estimators (est_lambda, est_rho, est_wait, price)
     int64_t est_count
@@ -188,6 +191,7 @@ cdef struct Pool:
     Area cached_area
     Area queue_area
     Area holders_area
+    double mid_queue           # queue_area's integral over [warmup, mid] (see State.mid_time)
     Running waits
     int64_t admissions
     int64_t evicted_entries
@@ -262,6 +266,14 @@ cdef struct State:
     int64_t next_serial
     int64_t next_job_id
     Area live_area
+    # steady-state check: the live and pool-queue integrals over [warmup, mid_time], the middle of
+    # the measured window, and the arrivals and ends counted by then
+    double mid_time
+    int mid_taken
+    double mid_live
+    int64_t warm_arrivals      # arrivals before warmup ended
+    int64_t mid_arrivals
+    int64_t mid_ended
     # sessions (struct of arrays, slots reused)
     double* attrs
     int32_t* pc

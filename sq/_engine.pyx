@@ -2250,6 +2250,23 @@ cdef void sample_areas(State* st) noexcept nogil:
             area_set(&s.decodes, st.now, <double> s.iter_decodes if s.inflight else 0.0)
 
 
+cdef inline double area_until(Area* a, double t) noexcept nogil:
+    """The integral over [warmup, t], the value held since `last` carried on to t."""
+    return a.integral + a.value * (t - a.last)
+
+
+cdef void take_mid(State* st) noexcept nogil:
+    """The integrals at the middle of the measured window (no event falls strictly between
+    now and mid_time, so the values held now are held until then)."""
+    cdef int32_t k
+    st.mid_taken = 1
+    st.mid_live = area_until(&st.live_area, st.mid_time)
+    for k in range(st.n_pools):
+        st.pools[k].mid_queue = area_until(&st.pools[k].queue_area, st.mid_time)
+    st.mid_arrivals = st.arrivals
+    st.mid_ended = st.ended
+
+
 cdef void restart_areas(State* st) noexcept nogil:
     cdef int32_t k
     area_restart(&st.live_area, st.now)
@@ -2362,6 +2379,7 @@ cdef void handle(State* st, Event* e) noexcept nogil:
                 try_every_pool(st)
     else:
         st.warm = 1
+        st.warm_arrivals = st.arrivals
         restart_areas(st)
 
 
@@ -2391,6 +2409,8 @@ cdef void run_loop(State* st) noexcept nogil:
         if st.heap[0].t > st.now:
             read_gauges(st)
             st.steps = 0
+            if st.heap[0].t > st.mid_time and not st.mid_taken:
+                take_mid(st)
         e = pop_event(st)
         st.now = e.t
         st.events += 1
@@ -2651,6 +2671,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.limit = limit_v
         st.step_limit = step_limit
         st.warm = 0 if warmup_v > 0 else 1
+        st.mid_time = warmup_v + (horizon_v - warmup_v) / 2.0
         st.stack = <double*> malloc((8 * lowered.stack_depth + 64) * sizeof(double))
         for k in range(17):
             st.ctxv[k] = NAN
@@ -2781,6 +2802,8 @@ cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqE
     else:
         end = horizon
     st.now = end
+    if not st.mid_taken and end >= st.mid_time:
+        take_mid(st)
     area_set(&st.live_area, end, st.live_area.value)
     for k in range(st.n_pools):
         area_set(&st.pools[k].used_area, end, st.pools[k].used_area.value)
@@ -2869,6 +2892,10 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
     raw = R.RawResults(horizon=horizon, end=end, warmup=warmup, seed=seed,
                        events=st.events, arrivals=st.arrivals, ended=st.ended, turns=st.turns,
                        live=_area(R, &st.live_area))
+    if st.mid_taken:
+        raw.middle = R.Middle(time=st.mid_time, live=st.mid_live,
+                              queues=[st.pools[k].mid_queue for k in range(st.n_pools)],
+                              warm_arrivals=st.warm_arrivals, arrivals=st.mid_arrivals, ended=st.mid_ended)
     for k in range(st.n_observes):
         raw.observes.append(R.ObserveRaw(
             name=lowered.observe_names[k],
@@ -2889,6 +2916,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
             decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
             decode_batch_mean=_running(R, &s.decode_batch), decode_step_mean=_running(R, &s.decode_step),
+            budget_use=_running(R, &s.budget_use), batch=_running(R, &s.batch),
             itl=_itl(R, &s.itl)))
     cdef Pool* p
     if st.trace_iters:

@@ -307,6 +307,11 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if st.warm and ndec > 0:
         running_add(&s.decode_batch, ndec)
         running_add(&s.decode_step, duration)
+    if st.warm:
+        # headroom where `util` shows none: how full the iterations run
+        if budget > 0 and isfinite(budget):
+            running_add(&s.budget_use, ntok / budget)
+        running_add(&s.batch, <double> s.na)
     s.inflight = 1
     s.iter_epoch += 1
     schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)

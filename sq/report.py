@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sq import stats
-from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw
+from sq import stats, steady
+from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw, row_label
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
@@ -65,6 +65,10 @@ def _name(s: str) -> str:
 def _avg(area: Area, warmup: float, end: float) -> float:
     """A stage's or pool's time average over [warmup, end]."""
     return stats.time_mean(area.integral, area.value, warmup, end)
+
+
+# Field metadata of report rows: a field sq adds beyond pyserq's report, left out of the JSON.
+NOT_SERQ = {"serq": False}
 
 
 @dataclass
@@ -171,6 +175,10 @@ class Stage:
     mean_itl: float
     itl_p50: float
     itl_p99: float
+    # beyond pyserq's row (not in the JSON): per iteration started warm, the mean of scheduled
+    # tokens / budget and of the jobs it served -- headroom that `utilization` does not show
+    mean_budget_use: float = field(default=math.nan, metadata=NOT_SERQ)
+    mean_batch: float = field(default=math.nan, metadata=NOT_SERQ)
 
     @classmethod
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
@@ -189,6 +197,7 @@ class Stage:
             mean_decode_batch=_mean(raw.decode_batch_mean, raw.decode_batches),
             mean_decode_step=_mean(raw.decode_step_mean, raw.decode_steps),
             mean_itl=stats.itl_mean(itl), itl_p50=p50, itl_p99=p99,
+            mean_budget_use=_mean(raw.budget_use, ()), mean_batch=_mean(raw.batch, ()),
         )
 
 
@@ -233,6 +242,8 @@ def _ratio(count: int, span: float) -> float:
 def _row_json(row) -> str:
     parts = []
     for f in fields(row):
+        if f.metadata.get("serq") is False:
+            continue
         value = getattr(row, f.name)
         if f.name == "name":
             text = _name(value)
@@ -265,6 +276,8 @@ class Report:
     iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
     eviction_trace: list[str] = field(default_factory=list)   # only with trace_evictions=True
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
+    # what makes the report's means doubtful (a run not in steady state); not in the JSON
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
@@ -281,6 +294,7 @@ class Report:
             iteration_trace=list(getattr(raw, "iteration_trace", None) or []),
             eviction_trace=list(getattr(raw, "eviction_trace", None) or []),
             pool_dump=list(getattr(raw, "pool_dump", None) or []),
+            warnings=steady.warnings(raw),
         )
 
     # lookups, as pyserq's Report has them
@@ -409,10 +423,6 @@ def _fixed(x, digits: int) -> str:
     return f"{x:.{digits}f}" if math.isfinite(x) else display_number(x)
 
 
-def _label(name: str, index: int | None) -> str:
-    return name if index is None else f"{name}[{index}]"
-
-
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     """Columns as wide as their widest cell; the first left-aligned, the rest right."""
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
@@ -441,22 +451,24 @@ def _render_text(r: Report) -> str:
                         _fixed(g.max, 4)] for g in r.gauges.values()])
     if r.stages:
         out += _table(["stage", "number", "util", "done", "thru", "wait", "service", "iters"],
-                      [[_label(s.name, s.index), _fixed(s.mean_number, 3), _fixed(s.utilization, 3),
+                      [[row_label(s.name, s.index), _fixed(s.mean_number, 3), _fixed(s.utilization, 3),
                         str(s.completed), _fixed(s.throughput, 4), _fixed(s.mean_wait, 4),
                         _fixed(s.mean_service, 4), str(s.iterations)] for s in r.stages])
     steps = [s for s in r.stages if s.iterations > 0]
     if steps:
         out += _table(["step", "prefill only", "decode only", "mixed", "idle", "decodes",
-                       "decode batch", "decode step", "itl mean", "itl p50", "itl p99"],
-                      [[_label(s.name, s.index), _fixed(s.prefill_only, 3), _fixed(s.decode_only, 3),
+                       "decode batch", "decode step", "itl mean", "itl p50", "itl p99", "budget use",
+                       "batch"],
+                      [[row_label(s.name, s.index), _fixed(s.prefill_only, 3), _fixed(s.decode_only, 3),
                         _fixed(s.mixed, 3), _fixed(1.0 - s.prefill_only - s.decode_only - s.mixed, 3),
                         _fixed(s.mean_decodes, 3), _fixed(s.mean_decode_batch, 3),
                         _fixed(s.mean_decode_step, 6), _fixed(s.mean_itl, 6), _fixed(s.itl_p50, 6),
-                        _fixed(s.itl_p99, 6)] for s in steps])
+                        _fixed(s.itl_p99, 6), _fixed(s.mean_budget_use, 3), _fixed(s.mean_batch, 2)]
+                       for s in steps])
     if r.pools:
         out += _table(["pool", "used", "cached", "queue", "holders", "wait", "admits", "evict(n)",
                        "evict(u)", "preempt", "spill", "rej", "stuck"],
-                      [[_label(p.name, p.index), _fixed(p.mean_used, 1), _fixed(p.mean_cached, 1),
+                      [[row_label(p.name, p.index), _fixed(p.mean_used, 1), _fixed(p.mean_cached, 1),
                         _fixed(p.mean_queue, 3), _fixed(p.mean_holders, 3), _fixed(p.mean_wait, 4),
                         str(p.admissions), str(p.evicted_entries), _fixed(p.evicted_units, 0),
                         str(p.preemptions), str(p.spills), str(p.rejected), str(p.stuck)]
@@ -464,6 +476,7 @@ def _render_text(r: Report) -> str:
         for p in r.pools:
             if p.stuck > 0:
                 out.append(f"stuck: {p.stuck} session(s) preempted again at pool "
-                           f"`{_label(p.name, p.index)}` without passing the position of "
+                           f"`{row_label(p.name, p.index)}` without passing the position of "
                            "their previous preemption")
+    out += [f"warning: {w}" for w in r.warnings]
     return "\n".join(out)
