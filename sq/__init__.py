@@ -59,12 +59,15 @@ def load(path_or_json):
 
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
+        timeline=None, timeline_window=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
+    `timeline` (a path) makes the run write a Chrome/Perfetto trace-event file of what
+    overlaps `timeline_window` (a pair (t0, t1) of times; None: the whole run).
     """
     from sq import _engine
     from sq.lower import lower
@@ -76,7 +79,9 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     lowered = lower(ir)
     raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                      dump_pools=dump_pools, check_invariants=check_invariants)
+                      dump_pools=dump_pools, check_invariants=check_invariants,
+                      timeline=None if timeline is None else os.fspath(timeline),
+                      timeline_window=_window(timeline_window))
     return Report.from_results(raw)
 
 
@@ -102,6 +107,20 @@ def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         ir["arrivals"] = int(arrivals)
     return ir
+
+
+def _window(window):
+    """A timeline window (t0, t1) as two floats, checked; None stays None (the whole run)."""
+    if window is None:
+        return None
+    try:
+        t0, t1 = (float(t) for t in window)
+    except (TypeError, ValueError):
+        raise SqError(f"run: a timeline window is a pair of times (t0, t1), found {window!r}",
+                      phase="settings") from None
+    if not t0 <= t1:
+        raise SqError(f"run: the timeline window {t0:g}:{t1:g} is empty (need t0 <= t1)", phase="settings")
+    return t0, t1
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:

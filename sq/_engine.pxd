@@ -198,6 +198,27 @@ cdef struct Pool:
     double evicted_units
     int64_t rejected
 
+cdef struct Timeline:
+    # the trace-event file a run streams (sq/_timeline.pxi); only events overlapping [t0, t1]
+    void* f                   # the C FILE*, open for writing
+    double t0
+    double t1
+    int64_t lanes_per_stage   # stage k's lane l is thread k * lanes_per_stage + l + 1
+    const char** stage_names  # labels, for the lanes a run opens
+    const char** pool_names
+    double** lane_end         # per stage: the end of each lane's last slice
+    int64_t* nlanes
+    double* pool_last         # per pool: used, cached, queue as last written
+    int counters_started
+    # per session slot (grown with the sessions): when it arrived, its open turn
+    double* sess_start
+    double* turn_start
+    int64_t* turn_no
+    # per hold frame (slot * depth + d): when its wait and its hold began (NaN: none open)
+    double* wait_start
+    double* hold_start
+    int64_t cap               # session slots the arrays above cover
+
 cdef struct Observe:
     DArr values
     DArr times
@@ -353,6 +374,7 @@ cdef struct State:
     DArr ev_time
     LArr ev_key
     DArr ev_units
+    Timeline* tl              # NULL unless the run writes a timeline
     # flows over shared stages (slots reused)
     int32_t flow_max_st
     int share_maxmin

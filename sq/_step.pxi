@@ -299,6 +299,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.iterations += 1
     if st.trace_iters:
         log_iteration(st, s)
+    if st.tl != NULL:
+        tl_iteration(st, k, duration, npre, ntok - npre, s.na, ndec)
     s.iter_decodes = <int64_t> ndec
     if s.na == 0:
         s.iter_kind = 0                 # an iteration that only preempted

@@ -52,6 +52,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _window(text: str) -> tuple[float, float]:
+    t0, sep, t1 = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        window = float(t0), float(t1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a window is T0:T1 (two times), found `{text}`")
+    if not window[0] <= window[1]:
+        raise argparse.ArgumentTypeError(f"the window `{text}` is empty: T0 must not exceed T1")
+    return window
+
+
 def _add_program_args(p: argparse.ArgumentParser, settings: bool) -> None:
     p.add_argument("file", help="the .sq program")
     p.add_argument("--set", dest="sets", action="append", metavar="NAME=EXPR",
@@ -86,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dump-pools", action="store_true",
                      help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
+    run.add_argument("--timeline", metavar="FILE.json",
+                     help="write a Chrome/Perfetto trace-event file of the run (opens in ui.perfetto.dev)")
+    run.add_argument("--timeline-window", type=_window, metavar="T0:T1",
+                     help="only what overlaps simulated times T0 to T1 goes into the timeline")
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -132,8 +149,10 @@ def _cmd_run(args) -> int:
     from sq import run
 
     program = _compile(args)
+    if args.timeline_window is not None and args.timeline is None:
+        raise SqError("--timeline-window needs --timeline FILE.json", phase="settings")
     report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                 dump_pools=args.dump_pools)
+                 dump_pools=args.dump_pools, timeline=args.timeline, timeline_window=args.timeline_window)
     for line in report.iteration_trace + report.eviction_trace + report.pool_dump:
         print(line, file=sys.stderr)
     if args.dump:
