@@ -206,8 +206,10 @@ cdef struct Timeline:
     int64_t lanes_per_stage   # stage k's lane l is thread k * lanes_per_stage + l + 1
     const char** stage_names  # labels, for the lanes a run opens
     const char** pool_names
-    double** lane_end         # per stage: the end of each lane's last slice
+    char** lane_busy          # per stage: whether each of its lanes serves a job now
     int64_t* nlanes
+    int64_t* job_lane         # per job slot: the lane its service runs on
+    int64_t job_cap
     double* pool_last         # per pool: used, cached, queue as last written
     int counters_started
     # per session slot (grown with the sessions): when it arrived, its open turn

@@ -12,7 +12,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno
 from libc.string cimport memset, memcpy, memmove
-from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
@@ -806,6 +806,8 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     st.job_start[j] = st.now
     st.job_started[j] = 1
     s.dirty = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
     return ps_push(st, s, s.V + w, st.job_id[j], j)
 
 
@@ -815,6 +817,8 @@ cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil
     st.job_start[j] = st.now
     st.job_end[j] = st.now + st.job_work[j]
     st.job_started[j] = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
     return schedule(st, st.job_end[j], EV_FINISH, k, j, st.job_id[j])
 
 
@@ -831,7 +835,7 @@ cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
         running_add(&s.services, service)
     estimate(s, start, wait, service)
     if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
-        tl_service(st, <int32_t> (s - st.stages), owner, st.job_enq[j], start)
+        tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
     job_free(st, j)
     if owner < 0:
         return 0                    # a spill's transfer: nobody waits for it
@@ -1745,6 +1749,8 @@ cdef void remove_job(State* st, int32_t j) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t i, q
     s.n -= 1
+    if st.tl != NULL and st.job_started[j] and s.kind != K_STEP:
+        tl_service_end(st, k, j, "job (preempted)")
     if s.kind == K_FIFO:
         if st.job_started[j]:
             s.busy -= 1
@@ -2800,10 +2806,10 @@ cdef object _open_timeline(State* st, path, window, lowered, SqError):
     tl.lanes_per_stage = 1 << 20
     tl.stage_names = <const char**> calloc(st.n_stages + 1, sizeof(char*))
     tl.pool_names = <const char**> calloc(st.n_pools + 1, sizeof(char*))
-    tl.lane_end = <double**> calloc(st.n_stages + 1, sizeof(double*))
+    tl.lane_busy = <char**> calloc(st.n_stages + 1, sizeof(char*))
     tl.nlanes = <int64_t*> calloc(st.n_stages + 1, sizeof(int64_t))
     tl.pool_last = <double*> calloc(3 * st.n_pools + 1, sizeof(double))
-    if tl.stage_names == NULL or tl.pool_names == NULL or tl.lane_end == NULL or tl.nlanes == NULL \
+    if tl.stage_names == NULL or tl.pool_names == NULL or tl.lane_busy == NULL or tl.nlanes == NULL \
             or tl.pool_last == NULL:
         raise MemoryError()
     cdef int32_t k
@@ -2847,10 +2853,10 @@ cdef int tl_close(State* st) noexcept:
         fputs(b'\n],"displayTimeUnit":"ms","otherData":{"writer":"sq","time":"one simulated time unit '
               b'is shown as one second"}}\n', <FILE*> tl.f)
         rc = fclose(<FILE*> tl.f)
-    if tl.lane_end != NULL:
+    if tl.lane_busy != NULL:
         for k in range(st.n_stages):
-            free(tl.lane_end[k])
-    free(tl.lane_end); free(tl.nlanes); free(tl.pool_last); free(tl.stage_names); free(tl.pool_names)
+            free(tl.lane_busy[k])
+    free(tl.lane_busy); free(tl.job_lane); free(tl.nlanes); free(tl.pool_last); free(tl.stage_names); free(tl.pool_names)
     free(tl.sess_start); free(tl.turn_start); free(tl.turn_no); free(tl.wait_start); free(tl.hold_start)
     free(tl)
     st.tl = NULL

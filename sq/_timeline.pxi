@@ -5,7 +5,8 @@
 # Processes and threads of the file (the header the Python side writes names them):
 #   pid 1 "stages": stage k's lanes are threads k * lanes_per_stage + lane + 1. A step stage's
 #     iterations are slices on its lane 0 (they never overlap); a fifo, ps or delay stage's
-#     services go to the first lane free at their start, so slices on a thread never overlap.
+#     jobs take the first lane free when their service starts, so slices on a lane never
+#     overlap and a fifo(c) stage shows at most c lanes.
 #   pid 2 "pools": one counter track per pool (used, cached, queue), written when they change.
 #   pid 3 "sessions": session s has thread 2s + 1 (the session and its turns) and 2s + 2 (its
 #     waits for admission and its holds; a preemption ends a hold and starts a wait).
@@ -31,10 +32,17 @@ cdef inline void tl_number(FILE* f, double x) noexcept nogil:
         fputs("null", f)
 
 
+cdef void tl_span(FILE* f, double a, double b) noexcept nogil:
+    """`"ts":…,"dur":…` in microseconds to the nanosecond, both ends rounded alike, so that
+    slices that touch in simulated time touch in the file too."""
+    cdef double ts = rint(a * 1e9), end = rint(b * 1e9)
+    fprintf(f, "\"ts\":%.3f,\"dur\":%.3f", ts / 1e3, (end - ts) / 1e3)
+
+
 cdef void tl_slice(State* st, const char* name, int pid, int64_t tid, double a, double b) noexcept nogil:
     """The head of a complete event ("X") from a to b; the caller writes `,"args":{…}}` or `}`."""
-    fprintf(tl_file(st), ",\n{\"ph\":\"X\",\"name\":\"%s\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f",
-            name, pid, <long long> tid, a * 1e6, (b - a) * 1e6)
+    fprintf(tl_file(st), ",\n{\"ph\":\"X\",\"name\":\"%s\",\"pid\":%d,\"tid\":%lld,", name, pid, <long long> tid)
+    tl_span(tl_file(st), a, b)
 
 
 cdef void tl_thread_name(State* st, int pid, int64_t tid, const char* name, const char* suffix,
@@ -67,35 +75,43 @@ cdef void tl_iteration(State* st, int32_t k, double duration, double prefill, do
             <long long> decodes, <long long> st.stages[k].nres)
 
 
-cdef int64_t tl_lane(State* st, int32_t k, double start, double end) noexcept nogil:
-    """The first lane of stage k whose last slice ended by `start` (a new one if none)."""
+cdef void tl_service_start(State* st, int32_t k, int32_t j) noexcept nogil:
+    """A fifo, ps or delay job starts service: it takes the stage's first free lane (so a
+    stage shows as many lanes as jobs it ever served at once)."""
     cdef Timeline* tl = st.tl
     cdef int64_t l, n = tl.nlanes[k]
+    if tl.job_cap < st.jcap:
+        if not grow(<void**> &tl.job_lane, st.jcap * sizeof(int64_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+        tl.job_cap = st.jcap
     for l in range(n):
-        if tl.lane_end[k][l] <= start:
-            tl.lane_end[k][l] = end
-            return l
-    if n >= tl.lanes_per_stage or not grow(<void**> &tl.lane_end[k], (n + 1) * sizeof(double)):
-        return n - 1                 # out of lanes: share the last (slices may overlap there)
-    tl.lane_end[k][n] = end
-    tl.nlanes[k] = n + 1
-    if n > 0:
-        tl_thread_name(st, TL_STAGES, k * tl.lanes_per_stage + n + 1, tl.stage_names[k], " #", n + 1)
-    return n
+        if not tl.lane_busy[k][l]:
+            break
+    else:
+        if not grow(<void**> &tl.lane_busy[k], (n + 1) * sizeof(char)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+        tl.nlanes[k] = n + 1
+        l = n
+        if l > 0:
+            tl_thread_name(st, TL_STAGES, k * tl.lanes_per_stage + l + 1, tl.stage_names[k], " #", l + 1)
+    tl.lane_busy[k][l] = 1
+    tl.job_lane[j] = l
 
 
-cdef void tl_service(State* st, int32_t k, int32_t owner, double enqueued, double start) noexcept nogil:
-    """A fifo, ps or delay job served over [start, now]."""
+cdef void tl_service_end(State* st, int32_t k, int32_t j, const char* name) noexcept nogil:
+    """The job leaves service (done, or removed by a preemption): its slice on its lane."""
     cdef FILE* f = tl_file(st)
-    cdef int64_t lane
-    if not tl_overlaps(st.tl, start, st.now):
+    cdef int64_t lane = st.tl.job_lane[j]
+    cdef int32_t owner = st.job_owner[j]
+    st.tl.lane_busy[k][lane] = 0
+    if not tl_overlaps(st.tl, st.job_start[j], st.now):
         return
-    lane = tl_lane(st, k, start, st.now)
-    tl_slice(st, "transfer" if owner < 0 else "job", TL_STAGES, k * st.tl.lanes_per_stage + lane + 1,
-             start, st.now)
+    tl_slice(st, name, TL_STAGES, k * st.tl.lanes_per_stage + lane + 1, st.job_start[j], st.now)
     fprintf(f, ",\"cat\":\"service\",\"args\":{\"session\":%lld,\"wait\":",
             <long long> (st.serial[owner] if owner >= 0 else -1))
-    tl_number(f, start - enqueued)
+    tl_number(f, st.job_start[j] - st.job_enq[j])
     fputs("}}", f)
 
 
@@ -193,8 +209,10 @@ cdef void tl_hold_slice(State* st, int32_t slot, int64_t fi, const char* what, d
     fprintf(f, ",\n{\"ph\":\"X\",\"name\":\"%s ", what)
     for i in range(n):
         fprintf(f, "%s%s", ", " if i > 0 else "", st.tl.pool_names[st.frame_member[fi * st.hold_pools_max + i]])
-    fprintf(f, "\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%lld,\"ts\":%.3f,\"dur\":%.3f}", what, TL_SESSIONS,
-            <long long> (tl_session_tid(st, slot) + 1), start * 1e6, (st.now - start) * 1e6)
+    fprintf(f, "\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%lld,", what, TL_SESSIONS,
+            <long long> (tl_session_tid(st, slot) + 1))
+    tl_span(f, start, st.now)
+    fputs("}", f)
 
 
 cdef void tl_queued(State* st, int64_t fi) noexcept nogil:
