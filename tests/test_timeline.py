@@ -168,3 +168,17 @@ def test_cli_writes_the_timeline(tmp_path):
     assert bad.returncode == 2 and "cannot write timeline" in bad.stderr
     with pytest.raises(sq.SqError, match="empty"):
         sq.run(sq.compile(VLLM, horizon=5, warmup=0), timeline=path, timeline_window=(3, 2))
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.rglob("*.sq")), ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_example_gives_a_well_formed_timeline(path, tmp_path):
+    program = sq.compile(path)
+    out = tmp_path / "t.json"
+    # a stretch after the warm-up, a tenth of the run long
+    h, w = program.horizon, program.warmup
+    report = sq.run(program, timeline=out, timeline_window=(w, w + (h - w) / 10))
+    events = load(out)
+    assert_nested(events)
+    assert any(e["ph"] == "X" for e in events)
+    iterations = sum(1 for e in events if e.get("cat") == "iteration")
+    assert (iterations > 0) == any(s.iterations > 0 for s in report.stages)
