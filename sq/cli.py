@@ -158,6 +158,10 @@ def _cmd_run(args) -> int:
     if args.dump:
         report.dump(args.dump)
     sys.stdout.write((report.to_json() if args.json else report.to_text()) + "\n")
+    if args.json:
+        # the JSON is pyserq's, so the warnings the text report ends with go to stderr
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -106,3 +106,15 @@ def test_the_growth_rules():
     assert steady.warnings(_raw(0.1, 0.9, 5)) == []             # small counts never warn
     text = steady.warnings(_raw(10, 30, 40))[0]
     assert "live sessions grow 0.4 per unit of time (mean 10 -> 30)" in text
+
+
+def test_cli_prints_the_warning(tmp_path):
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "sq", "run", str(VLLM), "--set", "rate=12", "--horizon", "300"]
+    text = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+    assert text.returncode == 0 and text.stdout.rstrip().splitlines()[-1].startswith("warning: not in steady state")
+    as_json = subprocess.run(args + ["--json"], capture_output=True, text=True, cwd=ROOT)
+    assert "warning" not in as_json.stdout and json.loads(as_json.stdout)["arrivals"] > 0
+    assert as_json.stderr.startswith("warning: not in steady state")
