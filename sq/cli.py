@@ -11,7 +11,8 @@ import os
 import sys
 import traceback
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
+from sq.numbers import brief
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
@@ -135,7 +136,7 @@ def _summary(ir: dict) -> str:
 
     parts = [count(len(ir["pools"]), "pool"), count(len(ir["stages"]), "stage"),
              count(len(ir["observes"]), "observe"), count(len(ir.get("gauges") or []), "gauge"),
-             f"horizon {ir['horizon']:g}", f"seed {ir['seed']}"]
+             f"horizon {brief(ir['horizon'])}", f"seed {ir['seed']}"]
     return ", ".join(parts)
 
 
