@@ -15,7 +15,6 @@ import pytest
 import sq
 
 pd = pytest.importorskip("pandas")
-pyserq = pytest.importorskip("pyserq")
 
 MM1 = """
 let lam = 0.8;
@@ -66,7 +65,7 @@ def test_quantile_is_the_report_quantile_function(mm1):
         o.quantile(1.5)
 
 
-def test_json_is_still_pyserqs_byte_for_byte(mm1):
+def test_json_is_still_pyserqs_byte_for_byte(mm1, pyserq):
     assert mm1.to_json() == pyserq.run(pyserq.compile(source=MM1)).json()
     assert list(json.loads(mm1.to_json())["observes"]["response"]) == ["count", "mean", "ci", "cv2", "p99"]
 
