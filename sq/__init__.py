@@ -17,7 +17,8 @@ import os
 from sq.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "Program", "Report", "SqError", "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -30,6 +31,14 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
+    if name in ("sweep", "Sweep"):
+        from sq import study
+
+        return getattr(study, name)
+    if name == "t_interval":
+        from sq.confidence import t_interval
+
+        return t_interval
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -48,13 +57,29 @@ def compile(path=None, *, source=None, sets=None, defs=None, seed=None, horizon=
 
 
 def load(path_or_json):
-    """Read an IR (pyserq IR version 10 JSON) from a file path or a JSON string."""
+    """Read an IR (pyserq IR version 10 JSON) from a file or from JSON text.
+
+    A path is a `str` or `os.PathLike` (`pathlib.Path`); a `str` whose first
+    non-blank character is `{` or `[` is JSON text, as are `bytes` (UTF-8).
+    """
+    from sq.files import Unreadable, read_text
     from sq.ir import Program
 
-    text = path_or_json
-    if not text.lstrip().startswith("{"):
-        with open(path_or_json, encoding="utf-8") as f:
-            text = f.read()
+    if isinstance(path_or_json, (bytes, bytearray)):
+        try:
+            text = bytes(path_or_json).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqError("load: the IR bytes are not valid UTF-8", phase="validate") from None
+    elif isinstance(path_or_json, str) and path_or_json.lstrip()[:1] in ("{", "["):
+        text = path_or_json
+    elif isinstance(path_or_json, (str, os.PathLike)):
+        path = os.fspath(path_or_json)
+        try:
+            text = read_text(path)
+        except Unreadable as e:
+            raise SqError(f"cannot read `{os.fsdecode(path)}`: {e.reason}", phase="validate") from None
+    else:
+        raise SqError(f"load takes a path or JSON text, found {type(path_or_json).__name__}", phase="validate")
     return Program.from_json(text)
 
 
@@ -69,20 +94,54 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `timeline` (a path) makes the run write a Chrome/Perfetto trace-event file of what
     overlaps `timeline_window` (a pair (t0, t1) of times; None: the whole run).
     """
-    from sq import _engine
+    import time
+
+    started = time.perf_counter()
+    lowered = lower_program(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return run_lowered(lowered, program, started=started, trace_iterations=trace_iterations,
+                       trace_evictions=trace_evictions, dump_pools=dump_pools, check_invariants=check_invariants,
+                       timeline=timeline, timeline_window=timeline_window)
+
+
+def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
+    """The first half of `run`: the program (a Program or an IR dict) with the settings
+    applied, lowered to the engine's arrays. A study lowers a point once for all its seeds."""
     from sq.lower import lower
-    from sq.report import Report
 
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
-    ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
+    if hasattr(program, "to_dict"):
+        ir = program.to_dict(exact=True)
+    elif isinstance(program, dict):
+        ir = dict(program)
+    else:
+        raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
+                      phase="settings")
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
-    lowered = lower(ir)
-    raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+    return lower(ir)
+
+
+def run_lowered(lowered, program=None, *, seed=None, started=None, trace_iterations=False,
+                trace_evictions=False, dump_pools=False, check_invariants=False, timeline=None,
+                timeline_window=None):
+    """The second half of `run`: run a lowered program (with another `seed` if given: the
+    engine reads the seed only when the run starts) and build its Report with provenance."""
+    import time
+
+    from sq import _engine
+    from sq.report import Report
+
+    started = time.perf_counter() if started is None else started
+    raw = _engine.run(lowered, seed=seed, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                       dump_pools=dump_pools, check_invariants=check_invariants,
                       timeline=None if timeline is None else os.fspath(timeline),
                       timeline_window=_window(timeline_window))
-    return Report.from_results(raw)
+    report = Report.from_results(raw)
+    origin = getattr(program, "compiled_from", None) or {}
+    report.program = origin.get("path")
+    report.overrides = dict(origin.get("sets") or {})
+    report.wall_s = time.perf_counter() - started
+    return report
 
 
 def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:

@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run and bench.
+"""`python -m sq`: check, ir, run, sweep and bench.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -7,10 +7,12 @@ and exit status 2; a bug in sq itself is reported as an internal error
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
 
+from sq import cli_study
 from sq.errors import SqError
 from sq.numbers import brief
 
@@ -93,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a program and print its report")
     _add_program_args(run, settings=True)
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
+    run.add_argument("--provenance", action="store_true",
+                     help="with --json: add a last key `provenance` (program, overrides, sq version, wall time)")
     run.add_argument("--trace-iterations", action="store_true",
                      help="print one ITER line per step iteration (on stderr)")
     run.add_argument("--trace-evictions", action="store_true",
@@ -104,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="write a Chrome/Perfetto trace-event file of the run (opens in ui.perfetto.dev)")
     run.add_argument("--timeline-window", type=_window, metavar="T0:T1",
                      help="only what overlaps simulated times T0 to T1 goes into the timeline")
+
+    cli_study.add_parser(sub)
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -124,9 +130,42 @@ def _compile(args):
     )
 
 
+def _emit(text: str) -> None:
+    """Print `text` and a newline on stdout, now: a full disk or a closed pipe is
+    an error said plainly (not at exit, and not as an empty file name)."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except OSError as e:
+        # Python would try the same flush again at exit and complain: point stdout at nothing.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        raise SqError(f"cannot write to standard output: {e.strerror or e} (os error {e.errno})",
+                      phase="run") from None
+
+
+def _dump_folder(folder: str | None) -> None:
+    """Check (and create) the `--dump` folder before the run, so a bad one does not cost the run."""
+    if folder is None:
+        return
+    if not folder.strip():
+        raise SqError("--dump takes a folder to write the CSV files into, found an empty name", phase="settings")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise SqError(f"--dump {folder}: exists and is not a folder", phase="settings") from None
+    except OSError as e:
+        raise SqError(f"--dump {folder}: cannot create the folder: {e.strerror} (os error {e.errno})",
+                      phase="settings") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SqError(f"--dump {folder}: the folder is not writable", phase="settings")
+
+
 def _cmd_check(args) -> int:
     ir = _compile(args).to_dict()
-    print(f"{args.file}: ok: {_summary(ir)}")
+    _emit(f"{args.file}: ok: {_summary(ir)}")
     return 0
 
 
@@ -142,13 +181,14 @@ def _summary(ir: dict) -> str:
 
 def _cmd_ir(args) -> int:
     program = _compile(args)
-    sys.stdout.write(program.to_json() + "\n")
+    _emit(program.to_json())
     return 0
 
 
 def _cmd_run(args) -> int:
     from sq import run
 
+    _dump_folder(args.dump)
     program = _compile(args)
     if args.timeline_window is not None and args.timeline is None:
         raise SqError("--timeline-window needs --timeline FILE.json", phase="settings")
@@ -158,7 +198,7 @@ def _cmd_run(args) -> int:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)
-    sys.stdout.write((report.to_json() if args.json else report.to_text()) + "\n")
+    _emit(report.to_json(provenance=args.provenance) if args.json else report.to_text())
     if args.json:
         # the JSON is pyserq's, so the warnings the text report ends with go to stderr
         for warning in report.warnings:
@@ -180,7 +220,7 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference)
 
 
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench}
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep, "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,7 +231,12 @@ def main(argv: list[str] | None = None) -> int:
         print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as err:
-        print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:  # bad input too: a program or file too big for this machine's memory
+        print(f"error: out of memory during `sq {args.command}` (the program, its input files or its "
+              "run need more memory than this process may use)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -6,6 +6,7 @@ engine's `RawResults`; `Report.to_json()` writes the exact text pyserq
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from sq import stats, steady
+from sq._optional import require
+from sq.files import write_atomic
 from sq.numbers import display, json_number
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw, row_label
 
@@ -243,6 +246,12 @@ class Report:
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
     # what makes the report's means doubtful (a run not in steady state); not in the JSON
     warnings: list[str] = field(default_factory=list)
+    # provenance (never in the serQ JSON unless asked): the program file, the `let`
+    # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
+    program: str | None = None
+    overrides: dict = field(default_factory=dict)
+    sq_version: str = field(default_factory=lambda: _sq_version())
+    wall_s: float = float("nan")
 
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
@@ -283,8 +292,10 @@ class Report:
 
     # -- output --------------------------------------------------------------------
 
-    def to_json(self) -> str:
-        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`."""
+    def to_json(self, provenance: bool = False) -> str:
+        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
+        `provenance=True` a last key `"provenance"` adds the program, overrides, sq
+        version and wall time."""
         n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
                 f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
@@ -298,8 +309,15 @@ class Report:
             for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)
+        extra = ',"provenance":' + self._provenance_json() if provenance else ""
         return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
-                + '},"stages":[' + stages + '],"pools":[' + pools + "]}")
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + extra + "}")
+
+    def _provenance_json(self) -> str:
+        import json  # noqa: PLC0415
+
+        return json.dumps({"program": self.program, "overrides": self.overrides,
+                           "sq_version": self.sq_version, "wall_s": self.wall_s}, separators=(",", ":"))
 
     json = to_json  # pyserq's spelling
 
@@ -318,12 +336,12 @@ class Report:
         for o in self.observes.values():
             rows = (f"{d(t)},{s},{k},{d(v)}\n" for t, s, k, v in
                     zip(o.times.tolist(), o.sessions.tolist(), o.turns.tolist(), o.samples.tolist()))
-            (root / f"{o.name}.csv").write_text("time,session,turn,value\n" + "".join(rows))
+            write_atomic(root / f"{o.name}.csv", itertools.chain(["time,session,turn,value\n"], rows))
         if self.gauges:
             (root / "gauge").mkdir(exist_ok=True)
             for g in self.gauges.values():
                 rows = (f"{d(t)},{d(v)}\n" for t, v in zip(g.times.tolist(), g.values.tolist()))
-                (root / "gauge" / f"{g.name}.csv").write_text("time,value\n" + "".join(rows))
+                write_atomic(root / "gauge" / f"{g.name}.csv", itertools.chain(["time,value\n"], rows))
 
     def to_text(self) -> str:
         """A readable report for the terminal (layout only; the numbers are the JSON's)."""
@@ -331,7 +349,7 @@ class Report:
 
     def to_pandas(self) -> dict:
         """Per-section DataFrames (observes, gauges, stages, pools), each with the run's `seed`."""
-        pd = _pandas("Report.to_pandas()")
+        pd = require("pandas", "Report.to_pandas()")
         obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.SUMMARY_FIELDS}}
                for o in self.observes.values()]
         gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}
@@ -350,7 +368,7 @@ class Report:
         """Every observation sample at t >= warmup as one long DataFrame: observe (categorical),
         time, value, session (the arrival serial) and turn (`turn_no` then), in record order
         per observe."""
-        pd = _pandas("Report.samples_frame()")
+        pd = require("pandas", "Report.samples_frame()")
         names = list(self.observes)
         obs = list(self.observes.values())
         codes = np.repeat(np.arange(len(obs), dtype=np.int32), [len(o.samples) for o in obs])
@@ -365,20 +383,18 @@ class Report:
                              "session": column("sessions", np.int64), "turn": column("turns", np.int64)})
 
 
-def _pandas(what: str):
-    try:
-        import pandas as pd  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - pandas is optional
-        raise ImportError(f"{what} needs pandas: pip install pandas") from None
-    return pd
-
-
 def _rows_frame(pd, rows, kind):
     """Stage or pool rows as a DataFrame, its columns those of the row type; `index` (None
     outside arrays) as nullable integers, not floats."""
     frame = pd.DataFrame([vars(r) for r in rows], columns=[f.name for f in fields(kind)])
     frame["index"] = pd.array([r.index for r in rows], dtype="Int64")
     return frame
+
+
+def _sq_version() -> str:
+    from sq import __version__  # noqa: PLC0415  (sq imports this module lazily)
+
+    return __version__
 
 
 # -- the text report -------------------------------------------------------------

@@ -1,0 +1,403 @@
+"""Studies: one program run over a grid of `let` values and a list of seeds.
+
+`sweep` compiles each point once, then hands out one small task per (point,
+seed) -- the IR as JSON text, the seed and the run settings, never an engine --
+to an executor (serial, threads, processes, any `concurrent.futures.Executor`
+or a Dask `distributed.Client`), and gets back one flat record of metrics
+(`sq.metrics`) per run. Records are placed by task, not by arrival, so the
+table is the same whatever ran it. With `cache=DIR` every finished run is
+stored under a key of what determines it, so a rerun (or a sweep resumed after
+Ctrl-C) computes only what is missing.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sq import metrics as sq_metrics
+from sq._optional import available, require
+from sq.confidence import t_interval
+from sq.deep import run_deep
+from sq.executors import Executor
+from sq.errors import SqError
+
+# -- the results -------------------------------------------------------------------------
+
+@dataclass
+class Sweep:
+    """The runs of a study: one record per (point, seed), in grid order then seed order."""
+
+    names: list[str]                  # the swept `let` names, in grid order
+    records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
+    provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
+    total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
+
+    def __repr__(self) -> str:  # the records can be thousands of rows
+        total = self.total if self.total is not None else len(self.records)
+        return f"Sweep(names={self.names}, runs={len(self.records)} of {total}, metrics={len(self.metrics)})"
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metric columns, in record order."""
+        keys = set(self.names) | {"seed"}
+        return [k for k in (self.records[0] if self.records else {}) if k not in keys]
+
+    @property
+    def runs(self):
+        """The runs as a pandas DataFrame (one row per record)."""
+        pd = require("pandas", "Sweep.runs")
+        return pd.DataFrame.from_records(self.records, columns=self._columns())
+
+    def _columns(self) -> list[str]:
+        return [*self.names, "seed", *self.metrics]
+
+    def summary(self, confidence: float = 0.95):
+        """One row per point: the swept names, `n` (seeds), and for every metric M the mean
+        over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
+        pd = require("pandas", "Sweep.summary")
+        rows = self.summary_records(confidence)
+        return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)
+
+    def summary_records(self, confidence: float = 0.95) -> list[dict]:
+        """`summary` as a list of dicts (no pandas needed)."""
+        groups: dict[tuple, list[dict]] = {}
+        for r in self.records:
+            groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
+        rows = []
+        for runs in groups.values():
+            row = {n: runs[0].get(n) for n in self.names}
+            row["n"] = len(runs)
+            for m in self.metrics:
+                row[m], row[m + "±"] = t_interval([r[m] for r in runs], confidence)
+            rows.append(row)
+        return rows
+
+    # -- writing ------------------------------------------------------------------------
+    def to_csv(self, path) -> None:
+        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
+        import csv  # noqa: PLC0415
+
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(self._columns())
+            for r in self.records:
+                w.writerow([_csv_cell(r.get(c)) for c in self._columns()])
+
+    def to_json(self, path) -> None:
+        """The runs as JSON lines, one object per run (no pandas needed); NaN and
+        infinities are written null, as JSON has no spelling for them."""
+        with open(path, "w", encoding="utf-8") as f:
+            for r in self.records:
+                f.write(json.dumps({c: _json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) + "\n")
+
+    def to_parquet(self, path) -> None:
+        """The runs as a Parquet file (needs pyarrow)."""
+        pa = require("pyarrow", "Sweep.to_parquet")
+        pq = require("pyarrow.parquet", "Sweep.to_parquet")
+        table = pa.Table.from_pylist([{c: r.get(c) for c in self._columns()} for r in self.records])
+        pq.write_table(table, str(path))
+
+    def write(self, path) -> None:
+        """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl/.json)."""
+        writer = _WRITERS.get(Path(path).suffix.lower())
+        if writer is None:
+            raise SqError(f"cannot tell the format of `{path}`: use .csv, .parquet, .jsonl or .json",
+                          phase="settings")
+        getattr(self, writer)(path)
+
+    def plot(self, x: str, y: str, by: str | None = None, slo: float | None = None, ax=None,
+             confidence: float = 0.95, logx: bool = False, logy: bool = False):
+        """Mean of metric `y` against swept name `x` with t-interval bars, one line per value
+        of `by`, a dashed horizontal line at `slo`; returns the matplotlib axes."""
+        from sq.plot import plot_summary  # noqa: PLC0415
+
+        return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
+
+
+_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
+
+
+def _key(v):
+    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+
+
+def _csv_cell(v):
+    return "" if v is None else repr(v) if isinstance(v, float) else v
+
+
+def _json_cell(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+# -- tasks ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs to run one (point, seed): small and picklable."""
+
+    ir_json: str
+    seed: int
+    horizon: float | None
+    warmup: float | None
+    arrivals: int | None
+    extra: tuple[str, ...]
+
+    def key(self) -> str:
+        """The cache key: everything that determines the record, and the sq that made it."""
+        from sq import __version__  # noqa: PLC0415
+
+        text = json.dumps([__version__, self.ir_json, self.seed, self.horizon, self.warmup, self.arrivals,
+                           sorted(self.extra)])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_task(task: Task) -> dict:
+    """Run one task; the metrics record, or {"error": text} for a run sq refuses.
+
+    `sq.run` of the point's program with the task's seed: lowered once per point and
+    worker (`_lowered`), then run with the seed, which the engine reads only at the start.
+    """
+    import time  # noqa: PLC0415
+
+    import sq  # noqa: PLC0415
+
+    try:
+        started = time.perf_counter()
+        lowered = _lowered(task.ir_json, task.horizon, task.warmup, task.arrivals)
+        report = sq.run_lowered(lowered, seed=task.seed, started=started)
+        return sq_metrics.report_metrics(report, task.extra)
+    except SqError as err:
+        return {"error": err.render()}
+
+
+@functools.lru_cache(maxsize=4)
+def _lowered(ir_json: str, horizon, warmup, arrivals):
+    """The lowered program of a point; tasks come point by point, so a small cache hits."""
+    import sq  # noqa: PLC0415
+
+    return sq.lower_program(run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
+
+
+# -- the sweep ------------------------------------------------------------------------
+
+def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, executor=None, jobs=None,
+          cache=None, progress=None, metrics=None) -> Sweep:
+    """Run `program` at every point of `grid` with every seed; see the module doc and docs/api.md.
+
+    Each (point, seed) run is `sq.run(sq.compile(program, sets=point), seed=seed, horizon=...,
+    warmup=..., arrivals=...)`. A Ctrl-C stops the sweep and raises KeyboardInterrupt with
+    the finished runs as its `sweep` attribute (and in the cache).
+    """
+    plan = _Plan(program, grid, seeds, horizon, warmup, arrivals, metrics)
+    store = _Cache(cache) if cache is not None else None
+    pool = Executor(executor, jobs)  # checked before any run
+    results: list[dict | None] = [store.get(t) if store else None for t in plan.tasks]
+    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks))
+    try:
+        _collect(plan, pool, store, results, progress)
+    except KeyboardInterrupt as interrupt:
+        if store:  # the interrupt may have come between a run's end and its write
+            for task, record in zip(plan.tasks, results):
+                if record is not None and store.get(task) is None:
+                    store.put(task, record)
+        result.records = plan.records(results)
+        interrupt.sweep = result
+        raise
+    result.records = plan.records(results)
+    return result
+
+
+class _Plan:
+    """A study's tasks, checked: every point compiled, settings and metrics valid."""
+
+    def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
+        points, self.names = grid_points(grid)
+        seeds = _seed_list(seeds)
+        # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
+        horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
+                           for x in (horizon, warmup))
+        programs = [compile_point(program, point) for point in points]
+        extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
+        irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
+        self.tasks = [Task(ir_json, seed, horizon, warmup, arrivals, extra) for ir_json in irs for seed in seeds]
+        self.labels = [(point, seed) for point in points for seed in seeds]
+        self.provenance = _provenance(program, seeds, horizon, warmup, arrivals, extra)
+
+    def records(self, results) -> list[dict]:
+        """The finished runs' rows, in task order: swept values, seed, metrics."""
+        return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
+                for (point, seed), record in zip(self.labels, results) if record is not None]
+
+
+def _collect(plan: _Plan, pool, store, results: list, progress) -> None:
+    """Run what `results` lacks, filling it (and the cache) as runs finish."""
+    finished = pool.run(run_task, plan.tasks, [i for i, r in enumerate(results) if r is None])
+    done = sum(r is not None for r in results)
+    with closing(finished), _progress_bar(progress, len(plan.tasks), done) as bar:
+        for i, record in finished:
+            if "error" in record:
+                point, seed = plan.labels[i]
+                raise SqError(f"sweep: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
+                              phase="run")
+            results[i] = record
+            if store:
+                store.put(plan.tasks[i], record)
+            bar.update(1)
+
+
+def _describe(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "the program's own values"
+
+
+def grid_points(grid) -> tuple[list[dict], list[str]]:
+    """The points of a grid ({name: [values]}: the cartesian product, first name slowest)
+    or of a list of {name: value} points; and the swept names in order."""
+    if grid is None:
+        grid = {}
+    if isinstance(grid, dict):
+        names = list(grid)
+        _check_names(names)
+        values = []
+        for name in names:
+            vs = grid[name]
+            vs = list(vs) if isinstance(vs, (list, tuple, range)) or hasattr(vs, "tolist") else [vs]
+            if not vs:
+                raise SqError(f"sweep: `{name}` has no values", phase="settings")
+            values.append([_value(name, v) for v in vs])
+        return [dict(zip(names, combo)) for combo in itertools.product(*values)], names
+    points = list(grid)
+    if not points or not all(isinstance(p, dict) for p in points):
+        raise SqError("sweep: the grid is {name: [values]} or a non-empty list of {name: value} points",
+                      phase="settings")
+    names = list(dict.fromkeys(n for p in points for n in p))
+    _check_names(names)
+    return [{n: _value(n, v) for n, v in p.items()} for p in points], names
+
+
+def _check_names(names) -> None:
+    """A swept name is a column beside `seed` and the run metrics: it may not be one of them."""
+    for name in names:
+        if name == "seed" or name in sq_metrics.RUN_FIELDS:
+            raise SqError(f"sweep: `{name}` is a column of every run's record; a swept `let` cannot be called so",
+                          phase="settings")
+
+
+def _value(name: str, v):
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()  # a numpy scalar
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise SqError(f"sweep: the value of `{name}` must be a number or an expression (text), found {v!r}",
+                      phase="settings")
+    return v
+
+
+def _seed_list(seeds) -> list[int]:
+    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
+    if not seeds:
+        raise SqError("sweep: no seeds", phase="settings")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**64:
+            raise SqError(f"sweep: a seed is a whole number from 0 to 2^64-1, found {s!r}", phase="settings")
+    return seeds
+
+
+def compile_point(program, point: dict):
+    """The program with the point's `let` values: `sq.compile(path, sets=point)`, or a compiled
+    Program compiled again from what it was compiled from with the point's values added."""
+    import sq  # noqa: PLC0415
+
+    if isinstance(program, (str, os.PathLike)):
+        return sq.compile(program, sets=point)
+    origin = getattr(program, "compiled_from", None)
+    if not point:
+        return program
+    if origin is None:
+        raise SqError("sweep: a program read from an IR cannot take `let` values; give the .sq file",
+                      phase="settings")
+    return sq.compile(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
+                      | {"sets": {**origin["sets"], **point}})
+
+
+def _ir_json(program, horizon, warmup, arrivals) -> str:
+    """The IR a worker runs: exact (infinities kept), with settings checked here, before any
+    run, and a relative trace path made absolute (a worker may run elsewhere)."""
+    import sq  # noqa: PLC0415
+
+    d = program.to_dict(exact=True)
+    sq._with_settings(d, seed=None, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    d = sq._with_trace_path(d, program.trace_base)
+    if d.get("trace") and not os.path.isabs(d["trace"]):
+        d["trace"] = os.path.abspath(d["trace"])
+    return run_deep(json.dumps, d, separators=(",", ":"))
+
+
+def _provenance(program, seeds, horizon, warmup, arrivals, extra) -> dict:
+    from sq import __version__  # noqa: PLC0415
+
+    origin = getattr(program, "compiled_from", None) or {}
+    path = os.fspath(program) if isinstance(program, (str, os.PathLike)) else origin.get("path")
+    return {"program": path, "overrides": dict(origin.get("sets") or {}), "sq_version": __version__,
+            "seeds": list(seeds), "horizon": horizon, "warmup": warmup, "arrivals": arrivals,
+            "metrics": list(extra)}
+
+
+# -- the cache ------------------------------------------------------------------------
+
+class _Cache:
+    """One JSON file per finished run, DIR/KEY[:2]/KEY.json, written atomically."""
+
+    def __init__(self, directory):
+        self.root = Path(directory)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SqError(f"cache: cannot create `{directory}`: {e.strerror}", phase="settings") from None
+        if not os.access(self.root, os.W_OK):
+            raise SqError(f"cache: `{directory}` is not writable", phase="settings")
+
+    def _path(self, task: Task) -> Path:
+        key = task.key()
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, task: Task) -> dict | None:
+        try:
+            return json.loads(self._path(task).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, task: Task, record: dict) -> None:
+        path = self._path(task)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+# -- progress -------------------------------------------------------------------------
+
+class _NoBar:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        return False
+
+    def update(self, n):
+        pass
+
+
+def _progress_bar(progress, total: int, done: int):
+    """A tqdm bar on stderr when asked (progress=True), or by default when stderr is a terminal."""
+    want = progress if progress is not None else (sys.stderr.isatty() and available("tqdm"))
+    if not want:
+        return _NoBar()
+    tqdm = require("tqdm", "progress=True").tqdm
+    return tqdm(total=total, initial=done, unit="run", file=sys.stderr, dynamic_ncols=True)
