@@ -98,6 +98,9 @@ DEF EV_ITER_END = 4
 DEF EV_FLOW_END = 5
 
 # run-time errors, turned into SqError after the loop
+# An arrival limit the run cannot reach (sessions are counted in int64): the engine stops at
+# min(limit, this), the report names the limit asked for (0.1.2 takes any u64).
+DEF ARRIVALS_NEVER = 4611686018427387904  # 2^62
 DEF E_NONE = 0
 DEF E_MEMORY = 1
 DEF E_BRANCH = 2
@@ -115,6 +118,11 @@ DEF E_SPILL_CYCLE = 13
 DEF E_TOO_MANY = 14
 DEF E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
 DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
+DEF E_NESTING = 17       # budget_left calls nested deeper than the expression stack (a guard)
+DEF E_MEMORY_LIMIT = 18  # the run's tables would pass max_memory bytes
+# the engine's memory bound by default (run(max_memory=...), --max-memory): what the tables that
+# grow with a run may take (session slots × attributes and holds, samples, cache entries, traces)
+DEF MAX_MEMORY = 4294967296   # 4 GiB
 # live sessions at once: beyond this the run would only exhaust memory
 DEF MAX_SESSIONS = 1 << 24
 
@@ -137,7 +145,7 @@ DEF CTX_REMAINING = 16
 DEF NEVER_ADMITTED = 18446744073709551615.0
 
 DEF EPS = 1e-9
-# statements allowed within one instant before the run is declared stuck
+# statements and events allowed within one instant before the run is declared stuck
 # (0.1.2 hangs there; §9.11 allows a guard); `run(step_limit=...)` changes it
 DEF STEPS_PER_INSTANT = 100000000
 DEF EWMA = 0.01
@@ -240,6 +248,60 @@ cdef inline void area_set(Area* a, double now, double v) noexcept nogil:
     a.integral += a.value * (now - a.last)
     a.last = now
     a.value = v
+
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
+
+# A row set is two levels of bits: bits[0] holds ns, the count of summary words; bits[1 .. ns]
+# say which words of rows may be nonzero; the row words follow. A pass over the set costs what it
+# visits, not the rows declared (up to 4096 rows in one summary word).
+cdef uint64_t* rows_new(int64_t n) noexcept nogil:
+    cdef int64_t nw = (n + 63) // 64 + 1, ns = (nw + 63) // 64
+    cdef uint64_t* bits = <uint64_t*> calloc(1 + ns + nw, sizeof(uint64_t))
+    if bits != NULL:
+        bits[0] = <uint64_t> ns
+    return bits
+
+
+cdef inline void mark_row(uint64_t* bits, int64_t k) noexcept nogil:
+    cdef int64_t w = k >> 6
+    bits[1 + <int64_t> bits[0] + w] |= (<uint64_t> 1) << (k & 63)
+    bits[1 + (w >> 6)] |= (<uint64_t> 1) << (w & 63)
+
+
+cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
+    cdef int64_t w = k >> 6
+    cdef uint64_t* words = bits + 1 + <int64_t> bits[0]
+    words[w] &= ~((<uint64_t> 1) << (k & 63))
+    if words[w] == 0:
+        bits[1 + (w >> 6)] &= ~((<uint64_t> 1) << (w & 63))
+
+
+cdef inline int64_t next_row(const uint64_t* bits, int64_t k, int64_t n) noexcept nogil:
+    """The first row from k on whose bit is set (n: none), reading the bits as they are now
+    (a row marked during a pass, after the one being visited, is visited by the same pass)."""
+    cdef int64_t ns = <int64_t> bits[0], w = k >> 6, sw
+    cdef const uint64_t* words = bits + 1 + ns
+    cdef uint64_t b
+    if k >= n:
+        return n
+    b = words[w] & (~(<uint64_t> 0) << (k & 63))
+    if b != 0:
+        return (w << 6) + __builtin_ctzll(b)
+    w += 1                                   # the next word with a row, found in the summary
+    sw = w >> 6
+    if sw >= ns:
+        return n
+    b = bits[1 + sw] & (~(<uint64_t> 0) << (w & 63))
+    while b == 0:
+        sw += 1
+        if sw >= ns:
+            return n
+        b = bits[1 + sw]
+    w = (sw << 6) + __builtin_ctzll(b)
+    return min(n, (w << 6) + __builtin_ctzll(words[w]))
 
 
 cdef inline void area_restart(Area* a, double now) noexcept nogil:
@@ -406,6 +468,23 @@ cdef inline int ready_push(State* st, int32_t slot) noexcept nogil:
     return ring_push(st, &st.ready, &st.rcap, &st.rhead, &st.rlen, slot)
 
 
+# ---- the memory bound ----------------------------------------------------------------
+cdef inline int charge(State* st, int64_t nbytes) noexcept nogil:
+    """Count bytes a table is about to take; past max_memory the run stops (clean error, not the
+    kernel's OOM killer: memory is overcommitted, so malloc alone rarely fails)."""
+    st.mem_bytes += nbytes
+    if st.mem_bytes > st.max_memory:
+        fail(st, E_MEMORY_LIMIT, -1, 0, 0, 0)
+        return -1
+    return 0
+
+
+cdef inline int64_t slot_bytes(State* st) noexcept nogil:
+    """What one session slot takes in the per-session tables (session_alloc's list)."""
+    return (8 * st.n_attrs + 12 * st.hold_depth_max + 22 * st.hold_depth_max * st.hold_pools_max
+            + 16 * st.n_pools + 8 + 130)
+
+
 # ---- sessions and jobs: slots reused ----------------------------------------------
 cdef int32_t session_alloc(State* st) noexcept nogil:
     cdef int64_t cap, k
@@ -417,6 +496,8 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         cap = st.scap * 2 if st.scap else 64
         if cap > MAX_SESSIONS:
             fail(st, E_TOO_MANY, -1, 0, 0, 0)
+            return -1
+        if charge(st, (cap - st.scap) * slot_bytes(st)) < 0:
             return -1
         if not grow(<void**> &st.attrs, cap * st.n_attrs * sizeof(double)) \
                 or not grow(<void**> &st.pc, cap * sizeof(int32_t)) \
@@ -443,6 +524,7 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.itl_stage, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.ppos, cap * (st.n_pools + 1) * sizeof(double)) \
                 or not grow(<void**> &st.hcount, cap * st.n_pools * sizeof(int32_t)) \
+                or not grow(<void**> &st.pools_touched, cap * sizeof(char)) \
                 or not grow(<void**> &st.hgen, cap * st.n_pools * sizeof(uint32_t)) \
                 or not grow(<void**> &st.grow_job, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.itl_has, cap * sizeof(char)) \
@@ -460,6 +542,7 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         st.scap = cap
     slot = <int32_t> st.shigh
     st.shigh += 1
+    st.pools_touched[slot] = 1            # its per-pool rows are not set yet
     return slot
 
 
@@ -479,6 +562,8 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         return st.jfree[st.njfree]
     if st.jhigh == st.jcap:
         cap = st.jcap * 2 if st.jcap else 64
+        if charge(st, (cap - st.jcap) * 73) < 0:     # the job tables below
+            return -1
         if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_id, cap * sizeof(int64_t)) \
@@ -526,9 +611,10 @@ cdef inline double ps_virtual(Stage* s, double now) noexcept nogil:
 
 
 cdef double stage_work(State* st, int32_t k) noexcept nogil:
-    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones."""
+    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones.
+    The sum starts from -0.0, as 0.1.2's (Rust's empty float sum): an empty stage's work is -0."""
     cdef Stage* s = &st.stages[k]
-    cdef double total = 0.0, v
+    cdef double total = -0.0, v
     cdef int64_t j
     if s.share_cap > 0:
         return flow_work(st, k)
@@ -645,33 +731,50 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
         elif op == X_TRUTH:
             s[sp - 1] = 1.0 if s[sp - 1] != 0.0 else 0.0
             pc += 1
-        elif op <= X_NE:
+        # one branch per binary operator, all `op == constant`: Cython compiles the chain to one C switch
+        elif op == X_ADD:
             sp -= 1
-            a = s[sp - 1]
-            b = s[sp]
-            if op == X_ADD:
-                a = a + b
-            elif op == X_SUB:
-                a = a - b
-            elif op == X_MUL:
-                a = a * b
-            elif op == X_DIV:
-                a = a / b
-            elif op == X_POW:
-                a = pow(a, b)
-            elif op == X_LT:
-                a = 1.0 if a < b else 0.0
-            elif op == X_LE:
-                a = 1.0 if a <= b else 0.0
-            elif op == X_GT:
-                a = 1.0 if a > b else 0.0
-            elif op == X_GE:
-                a = 1.0 if a >= b else 0.0
-            elif op == X_EQ:
-                a = 1.0 if a == b else 0.0
-            else:
-                a = 1.0 if a != b else 0.0
-            s[sp - 1] = a
+            s[sp - 1] = s[sp - 1] + s[sp]
+            pc += 1
+        elif op == X_SUB:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] - s[sp]
+            pc += 1
+        elif op == X_MUL:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] * s[sp]
+            pc += 1
+        elif op == X_DIV:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] / s[sp]
+            pc += 1
+        elif op == X_POW:
+            sp -= 1
+            s[sp - 1] = pow(s[sp - 1], s[sp])
+            pc += 1
+        elif op == X_LT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] < s[sp] else 0.0
+            pc += 1
+        elif op == X_LE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] <= s[sp] else 0.0
+            pc += 1
+        elif op == X_GT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] > s[sp] else 0.0
+            pc += 1
+        elif op == X_GE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] >= s[sp] else 0.0
+            pc += 1
+        elif op == X_EQ:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] == s[sp] else 0.0
+            pc += 1
+        elif op == X_NE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] != s[sp] else 0.0
             pc += 1
         elif op == X_AND:
             if s[sp - 1] == 0.0:
@@ -730,6 +833,11 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
                     return NAN
             if op == X_STAGE:
                 st.stack_top = base + sp + 1
+                if st.stack_top + st.frame_depth > st.stack_cap:
+                    # lowering sizes the stack for the deepest budget_left chain: never reached
+                    fail(st, E_NESTING, slot, 0, c[pc + 2] + k, 0)
+                    st.stack_top = base
+                    return NAN
                 a = stage_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
                 st.stack_top = base
                 s[sp] = a
@@ -789,6 +897,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     if slot >= 0:
         st.sess_job[slot] = j
     s.n += 1
+    mark_row(st.stages_sampled, k)
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents
         st.job_start[j] = st.now
@@ -1106,6 +1215,8 @@ cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     cdef Entry* e
     if p.nentries == p.entries_cap:
         cap = p.entries_cap * 2 if p.entries_cap else 16
+        if charge(st, (cap - p.entries_cap) * (sizeof(Entry) + 16 + 8 * st.n_attrs)) < 0:   # with snapshots
+            return -1
         e = <Entry*> realloc(p.entries, cap * sizeof(Entry))
         if e == NULL:
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -1128,6 +1239,7 @@ cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     e.seq = st.next_entry_seq
     st.next_entry_seq += 1
     p.cached += size
+    mark_row(st.pools_sampled, p - st.pools)
     if lru_pool(p):
         p.lru[p.nentries - 1] = p.nentries - 1
         lru_sift(p, p.nentries - 1, p.nentries)
@@ -1206,6 +1318,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
         st.next_entry_seq += 1
         lru_touched(tier, k)
         tier.cached += piece
+        mark_row(st.pools_sampled, tier - st.pools)
     else:
         if add_entry(st, tier, e.key, piece) < 0:
             return
@@ -1248,7 +1361,7 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         else:
             best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
-        if st.trace_evicts and (darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
+        if st.trace_evicts and (charge(st, 24) < 0 or darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
                                 or darr_push(&st.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
@@ -1282,6 +1395,8 @@ cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.holders_gen[p.holders_len] = st.hgen[h]
     p.holders_len += 1
     p.nholders += 1
+    mark_row(st.pools_sampled, p - st.pools)
+    st.pools_touched[slot] = 1
     st.hcount[h] += 1
     return 0
 
@@ -1321,6 +1436,8 @@ cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
         p.queue = p.queue_base + p.qhead
     p.queue[p.qlen] = slot
     p.qlen += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    mark_row(st.pools_sampled, p - st.pools)
     return 0
 
 
@@ -1353,6 +1470,8 @@ cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.queue = p.queue_base + p.qhead
     p.queue[0] = slot
     p.qlen += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    mark_row(st.pools_sampled, p - st.pools)
 
 
 cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
@@ -1511,6 +1630,7 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
         a = round_up(p, st.scratch[2 * i])          # the units, not the reserve, are allocated
         make_room(st, p, a)
         p.used += a
+        mark_row(st.pools_sampled, p - st.pools)
         if holders_push(st, p, slot) < 0:
             return
         p.admissions += 1
@@ -1704,6 +1824,7 @@ cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     if p.used + need <= p.cap + EPS:
         make_room(st, p, need)
         p.used += need
+        mark_row(st.pools_sampled, p - st.pools)
         st.frame_alloc[j] += need
         return True
     return False
@@ -1804,6 +1925,7 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
         st.stuck[victim] = 1
         p.stuck += 1
     before[0] = c
+    st.pools_touched[victim] = 1
     st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
     if st.tl != NULL:
         tl_preempted(st, victim)
@@ -1865,6 +1987,7 @@ cdef bint grow_or_wait(State* st, int32_t slot, int32_t row, int64_t j, double u
         p.growers_cap = p.growers_cap * 2 + 16
     p.growers[p.ngrowers] = slot
     p.ngrowers += 1
+    mark_row(st.pools_waiting, p - st.pools)
     st.grow_units[slot] = units
     st.grow_at[slot] = j
     st.grow_job[slot] = job
@@ -1914,12 +2037,17 @@ cdef void leave_growers(State* st, int32_t slot) noexcept nogil:
 
 
 cdef void try_every_pool(State* st) noexcept nogil:
-    cdef int32_t k
-    for k in range(st.n_pools):
+    """Growers, then admission, pool by pool: only pools with holds or growers waiting (the
+    others' passes do nothing), in row order as if every pool were visited."""
+    cdef int32_t k = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
+    while k < st.n_pools:
         retry_growers(st, k)
         try_admit(st, k)
         if st.err:
             return
+        if st.pools[k].qlen == 0 and st.pools[k].ngrowers == 0:
+            unmark_row(st.pools_waiting, k)
+        k = <int32_t> next_row(st.pools_waiting, k + 1, st.n_pools)
 
 include "_step.pxi"
 include "_flows.pxi"
@@ -1953,10 +2081,13 @@ cdef int spawn(State* st) noexcept nogil:
     st.sess_flow[slot] = -1
     st.stuck[slot] = 0
     st.itl_stage[slot] = -1
-    for i in range(st.n_pools + 1):
-        st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
-    for i in range(st.n_pools):
-        st.hcount[<int64_t> slot * st.n_pools + i] = 0
+    if st.pools_touched[slot]:
+        # only a slot whose session held or was preempted pays for the pools it never used
+        for i in range(st.n_pools + 1):
+            st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
+        for i in range(st.n_pools):
+            st.hcount[<int64_t> slot * st.n_pools + i] = 0
+        st.pools_touched[slot] = 0
     st.grow_job[slot] = -1
     st.itl_has[slot] = 0
     st.itl_preempted[slot] = 0
@@ -2005,6 +2136,8 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
 cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
+    if charge(st, 24) < 0:         # value, time, serial, turn
+        return -1
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
             or serials_push(&o.serials, st.serial[slot]) < 0 \
             or turns_push(&o.turns, <uint32_t> turn_of(st.attrs[base + st.slot_turn])) < 0:
@@ -2257,24 +2390,31 @@ cdef void sample_areas(State* st) noexcept nogil:
     cdef Stage* s
     cdef Pool* p
     area_set(&st.live_area, st.now, <double> st.live)
-    for k in range(st.n_pools):
+    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
+    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
+    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
+    while k < st.n_pools:
         p = &st.pools[k]
         area_set(&p.used_area, st.now, p.used)
         area_set(&p.cached_area, st.now, p.cached)
         area_set(&p.queue_area, st.now, <double> p.qlen)
         area_set(&p.holders_area, st.now, <double> p.nholders)
-    for k in range(st.n_stages):
+        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+            unmark_row(st.pools_sampled, k)
+        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+    k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
+    while k < st.n_stages:
         s = &st.stages[k]
         area_set(&s.number, st.now, <double> s.n)
         if s.share_cap > 0:
             area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
         else:
             area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
-        if s.kind == K_STEP:
-            area_set(&s.prefill_only, st.now, 1.0 if (s.inflight and s.iter_kind == 1) else 0.0)
-            area_set(&s.decode_only, st.now, 1.0 if (s.inflight and s.iter_kind == 2) else 0.0)
-            area_set(&s.mixed, st.now, 1.0 if (s.inflight and s.iter_kind == 3) else 0.0)
-            area_set(&s.decodes, st.now, <double> s.iter_decodes if s.inflight else 0.0)
+        # a step stage's time shares are integrated at its iterations' ends (not here); it stays
+        # sampled once used, as its busy area may be mid-iteration
+        if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
+            unmark_row(st.stages_sampled, k)
+        k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
     if st.tl != NULL:
         tl_pools(st)
 
@@ -2320,6 +2460,7 @@ cdef void settle(State* st) noexcept nogil:
     2. the pools pass, in declaration order: `retry_growers` (05 §5.8), then `try_admit`
        (§5.5; a no-op for `admit via` pools); sessions it admits join the ready queue, so
        1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
+       only pools with holds or growers waiting are visited (the others' passes do nothing);
     3. the stages pass, in declaration order (from the first ps or step stage): an idle step
        stage with work starts an iteration (04 §4.5.3) unless another event is still pending
        at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
@@ -2327,7 +2468,8 @@ cdef void settle(State* st) noexcept nogil:
        for the next settle;
     4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
     5. the time averages are sampled (live sessions, stage numbers and busy time, step
-       batch state, pool used/cached/queue/holders; 08, §9.9).
+       batch state, pool used/cached/queue/holders; 08, §9.9); a pool or stage that holds 0
+       in every area and still does is skipped (it would add 0 to each integral).
     Gauges are read by `run_loop` when time moves on, not here.
     """
     cdef int32_t slot, k
@@ -2339,11 +2481,9 @@ cdef void settle(State* st) noexcept nogil:
         if st.err:
             return
         # the pools pass: admission at settle happens only here
-        for k in range(st.n_pools):
-            retry_growers(st, k)
-            try_admit(st, k)
-            if st.err:
-                return
+        try_every_pool(st)
+        if st.err:
+            return
         if st.rlen == 0:
             break
     cdef bint pending_now = st.hlen > 0 and st.heap[0].t <= st.now
@@ -2382,6 +2522,8 @@ cdef void read_gauges(State* st) noexcept nogil:
         if st.err:
             return
         if gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+            if charge(st, 16) < 0:
+                return
             if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
                 fail(st, E_MEMORY, -1, 0, 0, 0)
                 return
@@ -2473,6 +2615,12 @@ cdef void run_loop(State* st) noexcept nogil:
         e = pop_event(st)
         st.now = e.t
         st.events += 1
+        # events count toward the instant's work too: a step iteration of cost 0, or a job
+        # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+            return
         handle(st, &e)
         if st.err:
             return
@@ -2493,7 +2641,9 @@ cdef void free_state(State* st) noexcept:
     cdef int64_t i
     if st == NULL:
         return
-    for k in range(st.n_stages):
+    # the state may be half built (an error while setting it up): a table not allocated yet
+    # is NULL (the State is calloc'ed), whatever its count says
+    for k in range(st.n_stages if st.stages != NULL else 0):
         free(st.stages[k].q)
         free(st.stages[k].heap)
         free(st.stages[k].res)
@@ -2501,13 +2651,13 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].a_id)
         free(st.stages[k].a_tok)
         free(st.stages[k].itl.cells)
-    for k in range(st.n_observes):
+    for k in range(st.n_observes if st.observes != NULL else 0):
         free(st.observes[k].values.p)
         free(st.observes[k].times.p)
         free(st.observes[k].serials.p32)
         free(st.observes[k].serials.p64)
         free(st.observes[k].turns.p)
-    for k in range(st.n_gauges):
+    for k in range(st.n_gauges if st.gauges != NULL else 0):
         free(st.gauges[k].times.p)
         free(st.gauges[k].values.p)
     if st.pools != NULL:
@@ -2522,7 +2672,7 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
-    free(st.pools); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
+    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
     free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
     free(st.frame_grown); free(st.grow_units); free(st.grow_at)
     free(st.lease_slot); free(st.lease_row); free(st.lease_alloc); free(st.lease_computed)
@@ -2530,9 +2680,10 @@ cdef void free_state(State* st) noexcept:
     free(st.lease_prev); free(st.lease_free); free(st.lease_head); free(st.lease_tail)
     free(st.trace_of); free(st.trace_next)
     free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
-    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
+    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.fl_order); free(st.touched)
     free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
     free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
+    free(st.pools_touched)
     free(st.hcount); free(st.hgen)
     free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
@@ -2647,7 +2798,7 @@ def _contig(a, dtype):
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        step_limit=STEPS_PER_INSTANT, timeline=None, timeline_window=None):
+        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, timeline=None, timeline_window=None):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
@@ -2730,11 +2881,14 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.arrival_gap = lowered.arrival_gap
         st.horizon = horizon_v
         st.warmup = warmup_v
-        st.limit = limit_v
+        st.limit = min(limit_v, ARRIVALS_NEVER)   # a larger limit is never reached either
         st.step_limit = step_limit
+        st.max_memory = max_memory
         st.warm = 0 if warmup_v > 0 else 1
         st.mid_time = warmup_v + (horizon_v - warmup_v) / 2.0
-        st.stack = <double*> malloc((8 * lowered.stack_depth + 64) * sizeof(double))
+        st.stack_cap = lowered.stack_depth + 64
+        st.frame_depth = lowered.frame_depth
+        st.stack = <double*> malloc(st.stack_cap * sizeof(double))
         for k in range(17):
             st.ctxv[k] = NAN
         st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
@@ -2743,7 +2897,11 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
         st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
         st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
-        if st.pools == NULL or st.scratch == NULL:
+        st.pools_waiting = rows_new(st.n_pools)
+        st.pools_sampled = rows_new(st.n_pools)
+        st.stages_sampled = rows_new(st.n_stages)
+        if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
+                or st.stages_sampled == NULL:
             raise MemoryError()
         for k in range(st.n_pools):
             st.pools[k].cap = (<double*> data_of(caps))[k]
@@ -2778,6 +2936,8 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.serve_keys = <const int32_t*> data_of(serve_keys)
         st.admit_via = <const int32_t*> data_of(admit_via)
         st.bl_stage = -1
+        st.kv_budget = bool(getattr(lowered, "kv_budget", True))
+        st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):
@@ -2792,6 +2952,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
             st.stages[k].servers = (<int32_t*> data_of(servers))[k]
             st.stages[k].phi = (<int32_t*> data_of(phis))[k]
+        st.fl_finite = 1
+        for k in range(st.n_stages):
+            if not isfinite(st.stages[k].share_cap):
+                st.fl_finite = 0
         st.n_ps_first = st.n_stages
         for k in range(st.n_stages - 1, -1, -1):
             if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
@@ -2910,7 +3074,11 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     seed = lowered.seed if seed is None else seed
     horizon = lowered.horizon if horizon is None else float(horizon)
     warmup = lowered.warmup if warmup is None else float(warmup)
-    limit = lowered.arrivals if arrivals is None else int(arrivals)
+    limit = lowered.arrivals if arrivals is None else arrivals
+    if isinstance(limit, float) and limit == limit and abs(limit) != INFINITY:
+        limit = int(limit)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or not 0 <= limit < 2**64:
+        raise SqError(f"run: arrivals {limit!r} is not a whole number in [0, 2^64)", phase="run")
     if not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**64:
         raise SqError(f"run: seed {seed} is not an integer in [0, 2^64)", phase="run")
     if not (horizon == horizon) or horizon < 0:
@@ -2924,7 +3092,7 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     return int(seed), horizon, warmup, max(limit, 0)
 
 
-cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
+cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
     from sq.numbers import display as fmt
     cdef double end
@@ -3100,11 +3268,28 @@ cdef object _error_text(State* st, lowered):
                 f"{fmt(st.err_value2)} computed; a load must fit the allocation (grow first){where}")
     if st.err == E_BUDGET_LEFT:
         return f"budget_left needs a step stage{where}"
+    if st.err == E_NESTING:
+        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.err_a)})` nests "
+                f"deeper than the expression stack{where}")
     if st.err == E_RENEWAL:
         return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
     if st.err == E_STUCK:
-        return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
-                f"without time passing (a `loop` with no time-taking `run`?){where}")
+        head = f"the run does not advance: more than {st.step_limit} statements and events without time passing"
+        pc = st.err_a
+        if pc >= 0 and lowered.stmts[pc] == S_JUMP:     # a loop's back jump: the loop's first statement
+            pc = lowered.stmts[pc + 1]
+        if pc >= 0 and lowered.stmts[pc] == S_RUN:      # stuck at a session's `run`
+            stage = _row_name(lowered.stage_names, lowered.stage_indices, lowered.stmts[pc + 1])
+            return (f"{head}: a `run {stage}` that takes no time (work 0, or a time lost to rounding: "
+                    f"`now + work == now`) in a `loop`?{where}")
+        if st.err_a >= 0:     # a session's statements
+            return f"{head} (a `loop` with no time-taking `run`?){where}"
+        if st.err_b >= 0:     # a stage's events
+            what = "iterations" if lowered.stage_kinds[st.err_b] == K_STEP else "jobs"
+            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}` "
+                    f"repeats {what} that take no time (a cost of 0, or a time lost to rounding: "
+                    f"`now + work == now`){where}")
+        return f"{head}{where}"
     if st.err == E_SPILL_VIA_STEP:
         return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.err_a)}` spills a piece over "
                 f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}`, which runs only "
@@ -3112,9 +3297,30 @@ cdef object _error_text(State* st, lowered):
                 f"link the spill through a fifo, ps or delay stage{where}")
     if st.err == E_INVARIANT:
         return f"{invariant_text(st.err_a, st.err_b)}{where}"
+    if st.err == E_MEMORY_LIMIT:
+        return (f"the run would take more than {_bytes(st.max_memory)} of memory (max_memory) at time "
+                f"{brief(st.err_time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
+                f"--max-memory) or shorten the run")
     if st.err == E_TOO_MANY:
         return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
     if st.err == E_SPILL_CYCLE:
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")
-    return f"out of memory{where}"
+    return f"out of memory{where}: {_progress(st, lowered)}"
+
+
+def _bytes(n) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} bytes"
+
+
+cdef str _progress(State* st, lowered):
+    """How far a run got (for an error that stops it)."""
+    cdef int64_t samples = 0
+    cdef int32_t k
+    for k in range(st.n_observes):
+        samples += st.observes[k].values.n
+    return (f"{st.events} events, {st.arrivals} arrivals, {st.live} sessions alive with "
+            f"{lowered.n_attrs} attributes each, {samples} samples recorded")

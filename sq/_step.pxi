@@ -28,12 +28,12 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     cdef double dec = 0.0, kvb = 0.0, kvp = 0.0, units
     for r in range(s.nres):
         j = s.res[r]
-        units = owner_units(st, st.job_owner[j], s.memory)
         if st.job_mode[j] == M_DECODE:
             dec += 1.0
-            kvb += units
-        else:
-            kvp += units
+            if st.kv_budget:            # no expression reads the sums: they are not made
+                kvb += owner_units(st, st.job_owner[j], s.memory)
+        elif st.kv_budget:
+            kvp += owner_units(st, st.job_owner[j], s.memory)
     st.ctxv[CTX_NRES] = <double> s.nres
     st.ctxv[CTX_NDEC] = dec
     st.ctxv[CTX_KVB] = kvb
@@ -282,10 +282,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         ntok += s.a_tok[r]
         if st.job_mode[j] == M_DECODE:
             ndec += 1.0
-            kvb += owner_units(st, st.job_owner[j], s.memory)
+            if st.kv_iteration:
+                kvb += owner_units(st, st.job_owner[j], s.memory)
         else:
             npre += s.a_tok[r]
-            kvp += owner_units(st, st.job_owner[j], s.memory)
+            if st.kv_iteration:
+                kvp += owner_units(st, st.job_owner[j], s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre
@@ -315,6 +317,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             running_add(&s.budget_use, ntok / budget)
         running_add(&s.batch, <double> s.na)
     s.inflight = 1
+    iteration_areas(st, s)
     s.iter_epoch += 1
     schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
 
@@ -322,6 +325,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r
     cdef int32_t j, owner
+    if charge(st, 16 + 40 * s.na) < 0:
+        return
     if darr_push(&st.it_time, st.now) < 0 or larr_push(&st.it_count, s.na) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return
@@ -362,6 +367,15 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     st.itl_preempted[slot] = 0
 
 
+cdef inline void iteration_areas(State* st, Stage* s) noexcept nogil:
+    """The iteration time shares change only when an iteration starts or ends (0.1.2 integrates
+    them over whole iterations, not event by event: the sums round differently)."""
+    area_set(&s.prefill_only, st.now, 1.0 if s.iter_kind == 1 else 0.0)
+    area_set(&s.decode_only, st.now, 1.0 if s.iter_kind == 2 else 0.0)
+    area_set(&s.mixed, st.now, 1.0 if s.iter_kind == 3 else 0.0)
+    area_set(&s.decodes, st.now, <double> s.iter_decodes)
+
+
 cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     """Apply the iteration's tokens; finished jobs leave the residents and complete, in assignment order."""
     cdef Stage* s = &st.stages[k]
@@ -371,6 +385,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     s.inflight = 0
     s.iter_kind = 0
     s.iter_decodes = 0
+    iteration_areas(st, s)
     for r in range(s.na):
         j = s.a_job[r]
         if st.job_id[j] != s.a_id[r]:

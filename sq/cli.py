@@ -68,6 +68,23 @@ def _window(text: str) -> tuple[float, float]:
     return window
 
 
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _size(text: str) -> int:
+    """A byte count: a whole number with an optional K, M, G or T (powers of 2^10)."""
+    number, unit = text.strip(), ""
+    if number[-1:].upper() in _SIZE_UNITS:
+        number, unit = number[:-1], number[-1].upper()
+    try:
+        value = int(number) * _SIZE_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size like 512M or 4G, found `{text}`")
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a size from 1 byte to 2^63 - 1, found `{text}`")
+    return value
+
+
 def _add_program_args(p: argparse.ArgumentParser, settings: bool) -> None:
     p.add_argument("file", help="the .sq program")
     p.add_argument("--set", dest="sets", action="append", metavar="NAME=EXPR",
@@ -104,6 +121,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dump-pools", action="store_true",
                      help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
+    run.add_argument("--max-memory", type=_size, metavar="SIZE",
+                     help="stop the run (an error) before its tables take more than SIZE bytes "
+                          "(suffix K, M, G or T for 2^10…2^40; default 4G)")
     run.add_argument("--timeline", metavar="FILE.json",
                      help="write a Chrome/Perfetto trace-event file of the run (opens in ui.perfetto.dev)")
     run.add_argument("--timeline-window", type=_window, metavar="T0:T1",
@@ -114,6 +134,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
+    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement; the median is shown")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
     return ap
 
@@ -193,7 +214,8 @@ def _cmd_run(args) -> int:
     if args.timeline_window is not None and args.timeline is None:
         raise SqError("--timeline-window needs --timeline FILE.json", phase="settings")
     report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                 dump_pools=args.dump_pools, timeline=args.timeline, timeline_window=args.timeline_window)
+                 dump_pools=args.dump_pools, max_memory=args.max_memory, timeline=args.timeline,
+                 timeline_window=args.timeline_window)
     for line in report.iteration_trace + report.eviction_trace + report.pool_dump:
         print(line, file=sys.stderr)
     if args.dump:
@@ -217,7 +239,7 @@ def _cmd_bench(args) -> int:
         raise SqError("`sq bench` runs benchmarks/suite.py from a source checkout of sq; "
                       f"none found at {suite.parent}", phase="settings")
     bench = runpy.run_path(str(suite))
-    return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference)
+    return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
 
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep, "bench": _cmd_bench}

@@ -89,7 +89,8 @@ class Lowered:
     slot_turn: int
     slot_cached: int
     slot_computed: int
-    stack_depth: int
+    stack_depth: int            # the deepest chain of nested evaluations (budget_left) fits
+    frame_depth: int            # the most stack one expression needs by itself
     max_keys: int
     observe_names: list[str]
     gauge_names: list[str]
@@ -135,6 +136,10 @@ class Lowered:
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
+    # Which sums of `kvb`/`kvp` a step stage makes: those of its Budget moment only if an expression
+    # other than a cost reads them, those of its iteration if any expression does.
+    kv_budget: bool = True
+    kv_iteration: bool = True
 
 
 def lower(ir: dict) -> Lowered:
@@ -166,10 +171,15 @@ class _Lowering:
         self.sites: list[str] = []
         self.depth = 0
         self.max_depth = 1
+        self.expr_depth = 0
+        self.calls: list = []
+        self.frames: dict[int, tuple[int, list]] = {}   # expression offset -> own depth, budget_left calls
         self.max_keys = 1
         self.attrs = ir.get("attrs", [])
         self.n_observes = len(ir.get("observes", []))
         self.open_blocks: set[int] = set()
+        self.contexts_read: set[str] = set()   # context variables read by any expression but a cost
+        self.cost_contexts: set[str] = set()   # ... by step stages' cost expressions
         self.holds: list[int] = []
         self.max_flow_stages = 1
         self.hold_pcs: list[int] = []
@@ -210,7 +220,8 @@ class _Lowering:
             if step is None:
                 step_exprs.append([-1, -1, -1]); step_serve.append([0, 0, 0]); step_memory.append(-1)
                 continue
-            step_exprs.append([self.expr(step["budget"]), self.expr(step["chunk"]), self.expr(step["cost"])])
+            budget, chunk = self.expr(step["budget"]), self.expr(step["chunk"])
+            step_exprs.append([budget, chunk, self.cost_expr(step["cost"])])
             serve = step["serve"]
             keys = [] if serve == "ExclusivePrefill" else serve["By"]
             step_serve.append([int(serve == "ExclusivePrefill"), len(serve_keys), len(keys)])
@@ -275,7 +286,7 @@ class _Lowering:
             n_attrs=len(self.attrs),
             slot_serial=self.slot(ir.get("slot_serial", 1)), slot_turn=self.slot(ir.get("slot_turn", 2)),
             slot_cached=self.slot(ir.get("slot_cached", 0)), slot_computed=self.slot(ir.get("slot_computed", 8)),
-            stack_depth=self.max_depth + 4, max_keys=self.max_keys,
+            stack_depth=self.chain_depth(step_exprs) + 4, frame_depth=self.max_depth, max_keys=self.max_keys,
             observe_names=list(ir.get("observes", [])),
             gauge_names=[g["name"] for g in gauges],
             gauge_exprs=np.array(gauge_exprs, dtype=np.int32),
@@ -312,6 +323,8 @@ class _Lowering:
             horizon=_num(ir["horizon"]), warmup=_num(ir.get("warmup", 0.0)),
             seed=int(ir.get("seed", 1)), arrivals=int(limit), sites=self.sites,
             trace=ir.get("trace"), trace_ordered=bool(ir.get("trace_ordered", False)),
+            kv_budget=bool(self.contexts_read & {"Kvb", "Kvp"}),
+            kv_iteration=bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
             slot_trace=tuple(self.slot(ir.get(k, d)) for k, d in (("slot_new", 3), ("slot_out", 4),
                                                             ("slot_think", 5), ("slot_forced", 7),
                                                             ("slot_more", 6))),
@@ -506,14 +519,61 @@ class _Lowering:
     def expr(self, e) -> int:
         """Compile one expression; returns its entry offset."""
         start = len(self.code)
-        self.depth = 0
+        self.depth = self.expr_depth = 0
+        self.calls = []
         self.emit(e)
         self.code.append(X_RET)
+        self.frames[start] = (self.expr_depth, self.calls)
         return start
+
+    def cost_expr(self, e) -> int:
+        """A step stage's cost, whose reads are kept apart: it runs right after its iteration sets
+        kvb and kvp, so it never sees the sums of the Budget moment before it."""
+        others, self.contexts_read = self.contexts_read, set()
+        try:
+            return self.expr(e)
+        finally:
+            self.cost_contexts |= self.contexts_read
+            self.contexts_read = others
 
     def push(self, n: int = 1) -> None:
         self.depth += n
         self.max_depth = max(self.max_depth, self.depth)
+        self.expr_depth = max(self.expr_depth, self.depth)
+
+    def chain_depth(self, step_exprs: list) -> int:
+        """The expression stack the program needs: `budget_left(S)` evaluates S's budget and chunk
+        on top of the expression that calls it, so an expression needs its own depth or, at each
+        such call, the depth there plus what S's budget and chunk need, deepest first.
+        A cycle of such calls (a stage's budget or chunk reaching its own budget_left) would
+        evaluate without end, and is refused."""
+        stage_need: dict[int, int] = {}
+        open_stages: list[int] = []
+
+        def need_of_expr(off: int) -> int:
+            own, calls = self.frames[off]
+            need = own
+            for at, base, count in calls:
+                need = max(need, at + max(need_of_stage(k) for k in range(base, base + count)))
+            return need
+
+        def need_of_stage(k: int) -> int:
+            if k in stage_need:
+                return stage_need[k]
+            budget, chunk, _ = step_exprs[k]
+            if budget < 0:
+                return 0                       # not a step stage: budget_left fails, evaluating nothing
+            if k in open_stages:
+                cycle = [self.stages[j]["name"] for j in open_stages[open_stages.index(k):]] + [self.stages[k]["name"]]
+                raise SqError("`budget_left` cycle: " + " → ".join(f"`{n}`" for n in cycle)
+                              + " (a step stage's budget or chunk reaches its own budget_left, "
+                              "which would evaluate without end)", phase="validate")
+            open_stages.append(k)
+            stage_need[k] = max(need_of_expr(budget), need_of_expr(chunk))
+            open_stages.pop()
+            return stage_need[k]
+
+        return max([self.max_depth] + [need_of_expr(off) for off in self.frames])
 
     def const(self, v: float) -> int:
         key = (repr(v), math.copysign(1.0, v) if v == 0 else 0)
@@ -531,6 +591,7 @@ class _Lowering:
             c += [X_ATTR, self.slot(arg)]; self.push()
         elif name == "Ctx":
             c += [X_CTX, CTX[arg]]; self.push()
+            self.contexts_read.add(arg)
         elif name == "Unary":
             op, a = arg
             self.emit(a)
@@ -602,6 +663,8 @@ class _Lowering:
         if has_index:
             self.emit(ref["index"])
             self.depth -= 1
+        if op == X_STAGE and fn == STAGE_FN["BudgetLeft"]:
+            self.calls.append((self.depth + 1, base, count))   # nested above the result's slot
         head = [op] if fn is None else [op, fn]
         self.code += head + [base, count, int(has_index)]
         self.push()
