@@ -137,7 +137,7 @@ def _lower(ir: dict, trace_base: str | None):
 
 def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
                 trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-                max_memory=None):
+                max_memory=None, timeline=None, timeline_window=None):
     """The second half of `run`: run a lowered program (with other settings if given: the
     engine reads them only when the run starts) and build its Report with provenance."""
     import time
