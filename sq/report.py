@@ -15,9 +15,10 @@ import numpy as np
 
 from sq import stats, steady
 from sq._optional import require
+from sq.errors import SqError
 from sq.files import write_atomic
 from sq.numbers import display, json_number
-from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw, row_label
+from sq.results import Area, GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
@@ -46,6 +47,10 @@ class Observe:
     Beyond pyserq's fields (JSON_FIELDS), the order statistics min, p50, p90,
     p95, p99.9 (`p999`) and max: all exact, from the samples, by the quantile
     function of the p99 (`sq.stats.quantile`).
+
+    A run with samples="none" keeps no samples (`samples`, `times`, `sessions`, `turns` are
+    None) but their `summary`: count, mean and cv2 are then the same, the CI and the
+    quantiles approximate (docs/guide.md, "Long runs").
     """
 
     name: str
@@ -54,10 +59,11 @@ class Observe:
     ci: float
     cv2: float
     p99: float
-    samples: np.ndarray
-    times: np.ndarray
-    sessions: np.ndarray
-    turns: np.ndarray
+    samples: np.ndarray | None
+    times: np.ndarray | None
+    sessions: np.ndarray | None
+    turns: np.ndarray | None
+    summary: ObserveSummary | None = None
     min: float = math.nan
     p50: float = math.nan
     p90: float = math.nan
@@ -69,8 +75,13 @@ class Observe:
     # what the text report, to_pandas and sweeps show: the JSON's and the order statistics
     SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
 
+
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
+        if raw.summary is not None:
+            s = stats.summary_stats(raw.summary)
+            return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, None, None, None, None, raw.summary,
+                       min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
         times = np.asarray(raw.times, dtype=np.float64)
         # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
         # slicing keeps views of the engine's arrays instead of copying them.
@@ -83,9 +94,12 @@ class Observe:
                    min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
 
     def quantile(self, q: float) -> float:
-        """The exact q-quantile of the samples: the ceil(q·n)-th smallest (what the p99 is)."""
+        """The q-quantile of the samples: the ceil(q·n)-th smallest in total order (what the p99
+        is), exact; from the histogram (within 0.5 %) when the run kept no samples."""
         if not 0.0 <= q <= 1.0:
             raise ValueError(f"a quantile is between 0 and 1, found {q!r}")
+        if self.samples is None:
+            return stats.summary_quantiles(self.summary, (q,))[0]
         return stats.quantile(self.samples, q)
 
 
@@ -108,13 +122,16 @@ class Gauge:
     ci: float
     min: float
     max: float
-    times: np.ndarray
-    values: np.ndarray
+    times: np.ndarray | None     # None when the run kept no samples
+    values: np.ndarray | None
 
     JSON_FIELDS = ("mean", "ci", "min", "max")
 
     @classmethod
     def from_raw(cls, raw: GaugeRaw, warmup: float, end: float) -> "Gauge":
+        if raw.fold is not None:
+            g = stats.fold_stats(raw.fold, warmup, end)
+            return cls(raw.name, g.mean, g.ci, g.min, g.max, None, None)
         times = np.asarray(raw.times, dtype=np.float64)
         values = np.asarray(raw.values, dtype=np.float64)
         g = stats.gauge_stats(times, values, warmup, end)
@@ -253,6 +270,8 @@ class Report:
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
     # what makes the report's means doubtful (a run not in steady state); not in the JSON
     warnings: list[str] = field(default_factory=list)
+    # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
+    stopped: str | None = None
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
     # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
     program: str | None = None
@@ -276,6 +295,7 @@ class Report:
             eviction_trace=list(getattr(raw, "eviction_trace", None) or []),
             pool_dump=list(getattr(raw, "pool_dump", None) or []),
             warnings=steady.warnings(raw),
+            stopped=getattr(raw, "stopped", None),
         )
 
     # lookups, as pyserq's Report has them
@@ -316,9 +336,11 @@ class Report:
             for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)
+        # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
+        stopped = f',"stopped":"{self.stopped}"' if self.stopped else ""
         extra = ',"provenance":' + self._provenance_json() if provenance else ""
         return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
-                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + extra + "}")
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + stopped + extra + "}")
 
     def _provenance_json(self) -> str:
         import json  # noqa: PLC0415
@@ -337,6 +359,10 @@ class Report:
     def dump(self, directory) -> None:
         """Write every observation as `NAME.csv` (time,session,turn,value) and every
         gauge's change points as `gauge/NAME.csv` (time,value) under `directory`."""
+        if any(o.samples is None for o in self.observes.values()) or \
+                any(g.times is None for g in self.gauges.values()):
+            raise SqError("dump: this run kept no samples (samples='none'); run with samples='all' to dump them",
+                          phase="settings")
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
         d = display
@@ -376,6 +402,9 @@ class Report:
         time, value, session (the arrival serial) and turn (`turn_no` then), in record order
         per observe."""
         pd = require("pandas", "Report.samples_frame()")
+        if any(o.samples is None for o in self.observes.values()):
+            raise SqError("Report.samples_frame() needs the samples, which a run with samples='none' "
+                          "does not keep", phase="settings")
         names = list(self.observes)
         obs = list(self.observes.values())
         codes = np.repeat(np.arange(len(obs), dtype=np.int32), [len(o.samples) for o in obs])
@@ -427,6 +456,11 @@ def _render_text(r: Report) -> str:
            f"warmup {json_number(r.warmup)} seed {r.seed} events {r.events} "
            f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
            f"mean live {_fixed(r.mean_live, 3)}"]
+    if any(o.samples is None for o in r.observes.values()):
+        out.append("samples: none kept; the observes' CI is by one-pass batches and p99 within 0.5 %")
+    if r.stopped:
+        out.append(f"{r.stopped}: stopped at simulated time {json_number(r.end)} of horizon "
+                   f"{json_number(r.horizon)}; the statistics cover [warmup, {json_number(r.end)}]")
     if r.observes:
         out += _table(["observe", "count", "mean", "95% CI", "cv2", "min", "p50", "p90", "p95", "p99",
                        "p99.9", "max"],

@@ -109,3 +109,18 @@ def test_tables_carry_the_seed_and_integer_indices():
     assert str(stages["index"].dtype) == "Int64" and str(pools["index"].dtype) == "Int64"
     assert stages["index"].tolist()[:3] == [0, 1, 2] and stages["index"].isna().tolist()[3]
     assert pools["index"].tolist() == [0, 1]
+
+
+def test_without_samples_the_order_statistics_come_from_the_histogram(mm1):
+    # samples="none": min and max exact, the others within the histogram's 0.5 %
+    light = sq.run(sq.compile(source=MM1), samples="none")
+    for name, exact in mm1.observes.items():
+        o = light.observes[name]
+        assert o.samples is None and o.count == exact.count
+        assert o.min == exact.min and o.max == exact.max
+        for field in ("p50", "p90", "p95", "p99", "p999"):
+            assert abs(getattr(o, field) / getattr(exact, field) - 1) <= 0.005, (name, field)
+        assert o.quantile(0.99) == o.p99
+    assert light.to_pandas()["observes"].p50.notna().all()
+    with pytest.raises(sq.SqError, match="samples='none'"):
+        light.samples_frame()
