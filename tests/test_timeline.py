@@ -182,3 +182,13 @@ def test_every_example_gives_a_well_formed_timeline(path, tmp_path):
     assert any(e["ph"] == "X" for e in events)
     iterations = sum(1 for e in events if e.get("cat") == "iteration")
     assert (iterations > 0) == any(s.iterations > 0 for s in report.stages)
+
+
+def test_a_stopped_run_leaves_a_complete_file(tmp_path):
+    # a wall limit stops the run between instants: the file still closes as JSON, sessions alive then included
+    path = tmp_path / "stopped.json"
+    report = sq.run(sq.compile(VLLM, horizon=1e6, warmup=0), timeline=path, wall_limit=0.3)
+    assert report.stopped == "wall limit" and report.end < 1e6
+    events = load(path)
+    assert_nested(events)
+    assert sum(1 for e in events if e.get("cat") == "session") == report.arrivals
