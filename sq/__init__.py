@@ -85,7 +85,7 @@ def load(path_or_json):
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        max_memory=None, samples="all", progress=None, wall_limit=None):
+        max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None, timeline_window=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
@@ -93,6 +93,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
     `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
     a run that would pass it stops with an SqError saying how far it got.
+    `timeline` (a path) makes the run write a Chrome/Perfetto trace-event file of what
+    overlaps `timeline_window` (a pair (t0, t1) of times; None: the whole run).
 
     Long runs (docs/api.md): `samples="none"` keeps no sample (memory stays flat; the CI
     and quantiles become approximate); `progress=True` shows a bar on stderr, a callable
@@ -111,7 +113,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                        dump_pools=dump_pools, check_invariants=check_invariants,
-                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit)
+                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit,
+                       timeline=timeline, timeline_window=timeline_window)
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
@@ -143,7 +146,8 @@ def _lower(ir: dict, trace_base: str | None):
 
 def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
                 trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-                max_memory=None, samples="all", progress=None, wall_limit=None):
+                max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None,
+                timeline_window=None):
     """The second half of `run`: run a lowered program (with other settings if given: the
     engine reads them only when the run starts) and build its Report with provenance.
     A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
@@ -161,7 +165,9 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
         raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                           trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                           dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
-                          wall_limit=wall_limit, progress=tracker, **bound)
+                          wall_limit=wall_limit, progress=tracker,
+                          timeline=None if timeline is None else os.fspath(timeline),
+                          timeline_window=_window(timeline_window), **bound)
     except BaseException as exc:
         # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
         if getattr(exc, "raw", None) is None:
@@ -235,6 +241,20 @@ def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, s
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         changes["arrivals"] = int(arrivals)
     return changes
+
+
+def _window(window):
+    """A timeline window (t0, t1) as two floats, checked; None stays None (the whole run)."""
+    if window is None:
+        return None
+    try:
+        t0, t1 = (float(t) for t in window)
+    except (TypeError, ValueError):
+        raise SqError(f"run: a timeline window is a pair of times (t0, t1), found {window!r}",
+                      phase="settings") from None
+    if not t0 <= t1:
+        raise SqError(f"run: the timeline window {t0:g}:{t1:g} is empty (need t0 <= t1)", phase="settings")
+    return t0, t1
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:

@@ -58,6 +58,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _window(text: str) -> tuple[float, float]:
+    t0, sep, t1 = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        window = float(t0), float(t1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a window is T0:T1 (two times), found `{text}`")
+    if not window[0] <= window[1]:
+        raise argparse.ArgumentTypeError(f"the window `{text}` is empty: T0 must not exceed T1")
+    return window
+
+
 _SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
@@ -124,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--wall-limit", type=_number, metavar="SECONDS",
                      help=f"stop the run after SECONDS of wall time; print its report so far "
                           f"(exit {EXIT_WALL_LIMIT})")
+    run.add_argument("--timeline", metavar="FILE.json",
+                     help="write a Chrome/Perfetto trace-event file of the run (opens in ui.perfetto.dev)")
+    run.add_argument("--timeline-window", type=_window, metavar="T0:T1",
+                     help="only what overlaps simulated times T0 to T1 goes into the timeline")
 
     cli_study.add_parser(sub)
 
@@ -209,10 +226,13 @@ def _cmd_run(args) -> int:
         raise SqError("--dump writes the samples, which --samples none does not keep", phase="settings")
     _dump_folder(args.dump)
     program = _compile(args)
+    if args.timeline_window is not None and args.timeline is None:
+        raise SqError("--timeline-window needs --timeline FILE.json", phase="settings")
     try:
         report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
                      dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
-                     wall_limit=args.wall_limit, max_memory=args.max_memory)
+                     wall_limit=args.wall_limit, max_memory=args.max_memory, timeline=args.timeline,
+                     timeline_window=args.timeline_window)
     except KeyboardInterrupt as stop:
         if getattr(stop, "report", None) is None:
             raise
@@ -239,6 +259,10 @@ def _print_report(args, report) -> None:
     if args.dump:
         report.dump(args.dump)
     _emit(report.to_json(provenance=args.provenance) if args.json else report.to_text())
+    if args.json:
+        # the JSON is pyserq's, so the warnings the text report ends with go to stderr
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
 
 
 def _cmd_bench(args) -> int:
