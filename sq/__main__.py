@@ -6,10 +6,9 @@ arguments are parsed, during a command — ends the command with one line on
 stderr and exit status 130, never a traceback. A second Ctrl-C ends the process
 at once (death by SIGINT), without waiting for whatever the first one stopped.
 """
+import os
 import signal
 import sys
-
-EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 class Interrupted(KeyboardInterrupt):
@@ -48,7 +47,13 @@ def entry(argv: list[str] | None = None) -> int:
             raise Interrupted
         return main(argv)
     except KeyboardInterrupt as stop:  # a command may have put its own line in it (a sweep's count)
+        if os.environ.get("SQ_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
         print(str(stop) or "interrupted", file=sys.stderr)
+        from sq.cli import EXIT_INTERRUPTED  # loaded: an interrupt while it loads waits for the end
+
         return EXIT_INTERRUPTED
 
 
