@@ -10,7 +10,6 @@ import argparse
 import math
 import os
 import re
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -184,8 +183,8 @@ def _run(args, grid, seeds, extra, plot, client) -> int:
         done = len(partial.records) if partial is not None else 0
         total = partial.total if partial is not None else "?"
         kept = f"; kept in {args.cache}" if args.cache else ""
-        print(f"interrupted: {done} of {total} runs finished{kept}", file=sys.stderr)
-        return 130
+        # the same kind of interrupt, carrying the line that `sq.__main__` prints
+        raise type(stop)(f"interrupted: {done} of {total} runs finished{kept}") from None
     print(summary_table(result, extra))
     if args.out:
         result.write(args.out)
