@@ -17,7 +17,8 @@ import os
 from sq.frontend.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "Program", "Report", "SqError", "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -30,6 +31,10 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
+    if name in ("sweep", "Sweep", "t_interval"):
+        from sq import study
+
+        return getattr(study, name)
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -66,10 +71,13 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
     """
+    import time
+
     from sq import _engine
     from sq.lower import lower
     from sq.report import Report
 
+    started = time.perf_counter()
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
     ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
@@ -77,7 +85,12 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     lowered = lower(ir)
     raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                       dump_pools=dump_pools, check_invariants=check_invariants)
-    return Report.from_results(raw)
+    report = Report.from_results(raw)
+    origin = getattr(program, "compiled_from", None) or {}
+    report.program = origin.get("path")
+    report.overrides = dict(origin.get("sets") or {})
+    report.wall_s = time.perf_counter() - started
+    return report
 
 
 def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:

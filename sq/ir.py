@@ -525,6 +525,10 @@ class Program:
     # Not part of the JSON: the folder a relative `trace` path is read from
     # (the program file's, for a program compiled from a file; else the cwd).
     trace_base: str | None = field(default=None, compare=False)
+    # Not part of the JSON: the keywords `sq.compile` was called with (path or source, sets,
+    # defs, settings), so a study can compile the program again with other `let` values
+    # and a report can say where it came from.
+    compiled_from: dict | None = field(default=None, compare=False, repr=False)
 
     # ------------------------------------------------------------ writing
     def to_dict(self, exact: bool = False) -> dict:

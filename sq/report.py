@@ -245,6 +245,12 @@ class Report:
     iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
     eviction_trace: list[str] = field(default_factory=list)   # only with trace_evictions=True
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
+    # provenance (never in the serQ JSON unless asked): the program file, the `let`
+    # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
+    program: str | None = None
+    overrides: dict = field(default_factory=dict)
+    sq_version: str = field(default_factory=lambda: _sq_version())
+    wall_s: float = float("nan")
 
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
@@ -284,8 +290,10 @@ class Report:
 
     # -- output --------------------------------------------------------------------
 
-    def to_json(self) -> str:
-        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`."""
+    def to_json(self, provenance: bool = False) -> str:
+        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
+        `provenance=True` a last key `"provenance"` adds the program, overrides, sq
+        version and wall time."""
         n = format_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
                 f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
@@ -299,8 +307,15 @@ class Report:
             for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)
+        extra = ',"provenance":' + self._provenance_json() if provenance else ""
         return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
-                + '},"stages":[' + stages + '],"pools":[' + pools + "]}")
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + extra + "}")
+
+    def _provenance_json(self) -> str:
+        import json  # noqa: PLC0415
+
+        return json.dumps({"program": self.program, "overrides": self.overrides,
+                           "sq_version": self.sq_version, "wall_s": self.wall_s}, separators=(",", ":"))
 
     json = to_json  # pyserq's spelling
 
@@ -345,6 +360,12 @@ class Report:
             "stages": pd.DataFrame([vars(s) for s in self.stages]),
             "pools": pd.DataFrame([vars(p) for p in self.pools]),
         }
+
+
+def _sq_version() -> str:
+    from sq import __version__  # noqa: PLC0415  (sq imports this module lazily)
+
+    return __version__
 
 
 # -- the text report -------------------------------------------------------------

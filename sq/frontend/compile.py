@@ -44,6 +44,9 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     # here or in text compiled from a string is read from the current directory.
     if trace is None and file is not None and prog.trace is not None:
         prog.trace_base = os.path.dirname(os.path.abspath(file))
+    prog.compiled_from = {"path": file, "source": None if file is not None else source,
+                          "sets": dict(sets or {}), "defs": dict(defs or {}), "seed": seed, "horizon": horizon,
+                          "warmup": warmup, "arrivals": arrivals, "trace": trace}
     return prog
 
 

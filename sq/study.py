@@ -1,0 +1,529 @@
+"""Studies: one program run over a grid of `let` values and a list of seeds.
+
+`sweep` compiles each point once, then hands out one small task per (point,
+seed) -- the IR as JSON text, the seed and the run settings, never an engine --
+to an executor (serial, threads, processes, any `concurrent.futures.Executor`
+or a Dask `distributed.Client`), and gets back one flat record of metrics
+(`sq.metrics`) per run. Records are placed by task, not by arrival, so the
+table is the same whatever ran it. With `cache=DIR` every finished run is
+stored under a key of what determines it, so a rerun (or a sweep resumed after
+Ctrl-C) computes only what is missing.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sq import metrics as sq_metrics
+from sq._optional import available, require
+from sq.frontend.errors import SqError
+
+EXECUTORS = ("serial", "threads", "processes")
+
+
+# -- the results -------------------------------------------------------------------------
+
+@dataclass
+class Sweep:
+    """The runs of a study: one record per (point, seed), in grid order then seed order."""
+
+    names: list[str]                  # the swept `let` names, in grid order
+    records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
+    provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
+    total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metric columns, in record order."""
+        keys = set(self.names) | {"seed"}
+        return [k for k in (self.records[0] if self.records else {}) if k not in keys]
+
+    @property
+    def runs(self):
+        """The runs as a pandas DataFrame (one row per record)."""
+        pd = require("pandas", "Sweep.runs")
+        return pd.DataFrame.from_records(self.records, columns=self._columns())
+
+    def _columns(self) -> list[str]:
+        return [*self.names, "seed", *self.metrics]
+
+    def summary(self, confidence: float = 0.95):
+        """One row per point: the swept names, `n` (seeds), and for every metric M the mean
+        over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
+        pd = require("pandas", "Sweep.summary")
+        rows = self.summary_records(confidence)
+        return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)
+
+    def summary_records(self, confidence: float = 0.95) -> list[dict]:
+        """`summary` as a list of dicts (no pandas needed)."""
+        groups: dict[tuple, list[dict]] = {}
+        for r in self.records:
+            groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
+        rows = []
+        for runs in groups.values():
+            row = {n: runs[0].get(n) for n in self.names}
+            row["n"] = len(runs)
+            for m in self.metrics:
+                row[m], row[m + "±"] = t_interval([r[m] for r in runs], confidence)
+            rows.append(row)
+        return rows
+
+    # -- writing ------------------------------------------------------------------------
+    def to_csv(self, path) -> None:
+        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
+        import csv  # noqa: PLC0415
+
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(self._columns())
+            for r in self.records:
+                w.writerow([_csv_cell(r.get(c)) for c in self._columns()])
+
+    def to_json(self, path) -> None:
+        """The runs as JSON lines, one object per run (no pandas needed); NaN and
+        infinities are written null, as JSON has no spelling for them."""
+        with open(path, "w", encoding="utf-8") as f:
+            for r in self.records:
+                f.write(json.dumps({c: _json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) + "\n")
+
+    def to_parquet(self, path) -> None:
+        """The runs as a Parquet file (needs pyarrow)."""
+        pa = require("pyarrow", "Sweep.to_parquet")
+        pq = require("pyarrow.parquet", "Sweep.to_parquet")
+        table = pa.Table.from_pylist([{c: r.get(c) for c in self._columns()} for r in self.records])
+        pq.write_table(table, str(path))
+
+    def write(self, path) -> None:
+        """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl/.json)."""
+        writer = _WRITERS.get(Path(path).suffix.lower())
+        if writer is None:
+            raise SqError(f"cannot tell the format of `{path}`: use .csv, .parquet, .jsonl or .json",
+                          phase="settings")
+        getattr(self, writer)(path)
+
+    def plot(self, x: str, y: str, by: str | None = None, slo: float | None = None, ax=None,
+             confidence: float = 0.95, logx: bool = False, logy: bool = False):
+        """Mean of metric `y` against swept name `x` with t-interval bars, one line per value
+        of `by`, a dashed horizontal line at `slo`; returns the matplotlib axes."""
+        from sq.plot import plot_summary  # noqa: PLC0415
+
+        return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
+
+
+_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
+
+
+def _key(v):
+    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+
+
+def _csv_cell(v):
+    return "" if v is None else repr(v) if isinstance(v, float) else v
+
+
+def _json_cell(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+# -- the Student-t interval --------------------------------------------------------------
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """(mean, half-width) of the two-sided Student-t interval of the mean of `values`.
+
+    The half-width is NaN for fewer than two values. t comes from scipy when it is
+    installed, else from inverting the t distribution's CDF (`_t_quantile`).
+    """
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if not 0.0 < confidence < 1.0:
+        raise SqError(f"confidence must be between 0 and 1, found {confidence!r}", phase="settings")
+    if n == 0:
+        return math.nan, math.nan
+    mean = math.fsum(xs) / n
+    if n < 2:
+        return mean, math.nan
+    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p-quantile (p >= 1/2) of Student's t with `df` degrees of freedom."""
+    if available("scipy"):
+        from scipy.stats import t  # noqa: PLC0415
+
+        return float(t.ppf(p, df))
+    return _t_quantile(p, df)
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Bisection of the t CDF, which is 1 - I_x(df/2, 1/2)/2 at x = df/(df+t²) for t >= 0."""
+    lo, hi = 0.0, 1.0
+    while _t_cdf(hi, df) < p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+def _t_cdf(t: float, df: int) -> float:
+    return 1.0 - 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below the mean
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 500):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return front * f
+
+
+# -- tasks ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Task:
+    """What a worker needs to run one (point, seed): small and picklable."""
+
+    ir_json: str
+    seed: int
+    horizon: float | None
+    warmup: float | None
+    arrivals: int | None
+    extra: tuple[str, ...]
+
+    def key(self) -> str:
+        """The cache key: everything that determines the record, and the sq that made it."""
+        from sq import __version__  # noqa: PLC0415
+
+        text = json.dumps([__version__, self.ir_json, self.seed, self.horizon, self.warmup, self.arrivals,
+                           sorted(self.extra)])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_task(task: Task) -> dict:
+    """Run one task; the metrics record, or {"error": text} for a run sq refuses."""
+    import sq  # noqa: PLC0415
+    from sq import ir  # noqa: PLC0415
+
+    try:
+        program = ir.run_deep(json.loads, task.ir_json)
+        report = sq.run(program, seed=task.seed, horizon=task.horizon, warmup=task.warmup,
+                        arrivals=task.arrivals)
+        return sq_metrics.report_metrics(report, task.extra)
+    except SqError as err:
+        return {"error": err.render()}
+
+
+# -- the sweep ------------------------------------------------------------------------
+
+def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, executor=None, jobs=None,
+          cache=None, progress=None, metrics=None) -> Sweep:
+    """Run `program` at every point of `grid` with every seed; see the module doc and docs/api.md.
+
+    Each (point, seed) run is `sq.run(sq.compile(program, sets=point), seed=seed, horizon=...,
+    warmup=..., arrivals=...)`. A Ctrl-C stops the sweep and raises KeyboardInterrupt with
+    the finished runs as its `sweep` attribute (and in the cache).
+    """
+    points, names = grid_points(grid)
+    seeds = _seed_list(seeds)
+    programs = [compile_point(program, point) for point in points]
+    extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0])
+                  if m.observe is not None)
+    irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
+    tasks = [Task(ir_json, seed, horizon, warmup, arrivals, extra) for ir_json in irs for seed in seeds]
+    labels = [(point, seed) for point in points for seed in seeds]
+    store = _Cache(cache) if cache is not None else None
+    pool = _Executor(executor, jobs)  # checked before any run
+    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
+    result = Sweep(names, [], _provenance(program, seeds, horizon, warmup, arrivals, extra), len(tasks))
+    finished = pool.run(tasks, [i for i, r in enumerate(results) if r is None])
+    try:
+        with closing(finished), _progress_bar(progress, len(tasks), sum(r is not None for r in results)) as bar:
+            for i, record in finished:
+                if "error" in record:
+                    point, seed = labels[i]
+                    raise SqError(f"sweep: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
+                                  phase="run")
+                results[i] = record
+                if store:
+                    store.put(tasks[i], record)
+                bar.update(1)
+    except KeyboardInterrupt as interrupt:
+        result.records = _records(names, labels, results)
+        interrupt.sweep = result
+        raise
+    result.records = _records(names, labels, results)
+    return result
+
+
+def _records(names, labels, results) -> list[dict]:
+    return [{**{n: point.get(n) for n in names}, "seed": seed, **record}
+            for (point, seed), record in zip(labels, results) if record is not None]
+
+
+def _describe(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "the program's own values"
+
+
+def grid_points(grid) -> tuple[list[dict], list[str]]:
+    """The points of a grid ({name: [values]}: the cartesian product, first name slowest)
+    or of a list of {name: value} points; and the swept names in order."""
+    if grid is None:
+        grid = {}
+    if isinstance(grid, dict):
+        names = list(grid)
+        values = []
+        for name in names:
+            vs = grid[name]
+            vs = list(vs) if isinstance(vs, (list, tuple, range)) or hasattr(vs, "tolist") else [vs]
+            if not vs:
+                raise SqError(f"sweep: `{name}` has no values", phase="settings")
+            values.append([_value(name, v) for v in vs])
+        return [dict(zip(names, combo)) for combo in itertools.product(*values)], names
+    points = list(grid)
+    if not points or not all(isinstance(p, dict) for p in points):
+        raise SqError("sweep: the grid is {name: [values]} or a non-empty list of {name: value} points",
+                      phase="settings")
+    names = list(dict.fromkeys(n for p in points for n in p))
+    return [{n: _value(n, v) for n, v in p.items()} for p in points], names
+
+
+def _value(name: str, v):
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()  # a numpy scalar
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise SqError(f"sweep: the value of `{name}` must be a number or an expression (text), found {v!r}",
+                      phase="settings")
+    return v
+
+
+def _seed_list(seeds) -> list[int]:
+    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
+    if not seeds:
+        raise SqError("sweep: no seeds", phase="settings")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**64:
+            raise SqError(f"sweep: a seed is a whole number from 0 to 2^64-1, found {s!r}", phase="settings")
+    return seeds
+
+
+def compile_point(program, point: dict):
+    """The program with the point's `let` values: `sq.compile(path, sets=point)`, or a compiled
+    Program compiled again from what it was compiled from with the point's values added."""
+    import sq  # noqa: PLC0415
+
+    if isinstance(program, (str, os.PathLike)):
+        return sq.compile(program, sets=point)
+    origin = getattr(program, "compiled_from", None)
+    if not point:
+        return program
+    if origin is None:
+        raise SqError("sweep: a program read from an IR cannot take `let` values; give the .sq file",
+                      phase="settings")
+    return sq.compile(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
+                      | {"sets": {**origin["sets"], **point}})
+
+
+def _ir_json(program, horizon, warmup, arrivals) -> str:
+    """The IR a worker runs: exact (infinities kept), with settings checked here, before any
+    run, and a relative trace path made absolute (a worker may run elsewhere)."""
+    import sq  # noqa: PLC0415
+    from sq import ir  # noqa: PLC0415
+
+    d = program.to_dict(exact=True)
+    sq._with_settings(d, seed=None, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    d = sq._with_trace_path(d, program.trace_base)
+    if d.get("trace") and not os.path.isabs(d["trace"]):
+        d["trace"] = os.path.abspath(d["trace"])
+    return ir.run_deep(json.dumps, d, separators=(",", ":"))
+
+
+def _provenance(program, seeds, horizon, warmup, arrivals, extra) -> dict:
+    from sq import __version__  # noqa: PLC0415
+
+    origin = getattr(program, "compiled_from", None) or {}
+    path = os.fspath(program) if isinstance(program, (str, os.PathLike)) else origin.get("path")
+    return {"program": path, "overrides": dict(origin.get("sets") or {}), "sq_version": __version__,
+            "seeds": list(seeds), "horizon": horizon, "warmup": warmup, "arrivals": arrivals,
+            "metrics": list(extra)}
+
+
+# -- the cache ------------------------------------------------------------------------
+
+class _Cache:
+    """One JSON file per finished run, DIR/KEY[:2]/KEY.json, written atomically."""
+
+    def __init__(self, directory):
+        self.root = Path(directory)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise SqError(f"cache: cannot create `{directory}`: {e.strerror}", phase="settings") from None
+        if not os.access(self.root, os.W_OK):
+            raise SqError(f"cache: `{directory}` is not writable", phase="settings")
+
+    def _path(self, task: Task) -> Path:
+        key = task.key()
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, task: Task) -> dict | None:
+        try:
+            return json.loads(self._path(task).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def put(self, task: Task, record: dict) -> None:
+        path = self._path(task)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+# -- executors ------------------------------------------------------------------------
+
+class _Executor:
+    """Runs tasks and yields (index, record) as they finish."""
+
+    def __init__(self, executor, jobs):
+        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+            raise SqError(f"sweep: jobs must be a positive whole number, found {jobs!r}", phase="settings")
+        self.jobs = jobs or os.cpu_count() or 1
+        self.kind = "processes" if executor is None else executor
+        if isinstance(self.kind, str):
+            if self.kind not in EXECUTORS:
+                raise SqError(f"sweep: unknown executor `{self.kind}`", phase="settings",
+                              notes=(f"help: {', '.join(EXECUTORS)}, a concurrent.futures.Executor "
+                                     "or a dask distributed.Client",))
+        elif not _is_dask(self.kind) and not _is_futures(self.kind):
+            raise SqError(f"sweep: executor {self.kind!r} is neither a concurrent.futures.Executor "
+                          "nor a dask distributed.Client", phase="settings")
+
+    def run(self, tasks: list[Task], todo: list[int]):
+        if not todo:
+            return
+        if self.kind == "serial" or (isinstance(self.kind, str) and (self.jobs == 1 or len(todo) == 1)):
+            for i in todo:
+                yield i, run_task(tasks[i])
+            return
+        if isinstance(self.kind, str):
+            with self._owned(len(todo)) as pool:
+                yield from _futures(pool, tasks, todo)
+        elif _is_dask(self.kind):
+            yield from _dask(self.kind, tasks, todo)
+        else:
+            yield from _futures(self.kind, tasks, todo, owned=False)
+
+    def _owned(self, n: int):
+        import concurrent.futures as cf  # noqa: PLC0415
+        import multiprocessing  # noqa: PLC0415
+
+        workers = min(self.jobs, n)
+        if self.kind == "threads":
+            return _Shutdown(cf.ThreadPoolExecutor(workers))
+        # spawned workers (not forked from a process that may hold threads) that leave
+        # Ctrl-C to the parent, which stops handing out tasks
+        return _Shutdown(cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                                initializer=_ignore_interrupt))
+
+
+class _Shutdown:
+    """An owned executor: on the way out, drop what has not started and do not wait for it."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def __enter__(self):
+        return self.pool
+
+    def __exit__(self, kind, *_):
+        self.pool.shutdown(wait=kind is None, cancel_futures=True)
+
+
+def _ignore_interrupt() -> None:
+    import signal  # noqa: PLC0415
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _is_futures(x) -> bool:
+    import concurrent.futures as cf  # noqa: PLC0415
+
+    return isinstance(x, cf.Executor)
+
+
+def _is_dask(x) -> bool:
+    return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
+
+
+def _futures(pool, tasks, todo, owned=True):
+    import concurrent.futures as cf  # noqa: PLC0415
+
+    index = {pool.submit(run_task, tasks[i]): i for i in todo}
+    try:
+        for fut in cf.as_completed(index):
+            yield index[fut], fut.result()
+    finally:
+        for fut in index:
+            fut.cancel()
+
+
+def _dask(client, tasks, todo):
+    distributed = require("distributed", "a Dask executor")
+    futures = client.map(run_task, [tasks[i] for i in todo], pure=False)
+    index = {f.key: i for f, i in zip(futures, todo)}
+    try:
+        for fut in distributed.as_completed(futures):
+            yield index[fut.key], fut.result()
+    finally:
+        client.cancel(futures)
+
+
+# -- progress -------------------------------------------------------------------------
+
+class _NoBar:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        return False
+
+    def update(self, n):
+        pass
+
+
+def _progress_bar(progress, total: int, done: int):
+    """A tqdm bar on stderr when asked (progress=True), or by default when stderr is a terminal."""
+    want = progress if progress is not None else (sys.stderr.isatty() and available("tqdm"))
+    if not want:
+        return _NoBar()
+    tqdm = require("tqdm", "progress=True").tqdm
+    return tqdm(total=total, initial=done, unit="run", file=sys.stderr, dynamic_ncols=True)
