@@ -14,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 from dataclasses import dataclass, field
 
+from sq._optional import require
 from sq.frontend.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, parse_slo
 
@@ -61,8 +63,6 @@ def resolve_knob(program, name: str, direction: str | None, lo=None, hi=None) ->
     """The knob's value in the program and its search: a `let` that changes only the workload
     is load (search up: the largest value that meets); one that changes pools or stages sizes
     the deployment (search down: the smallest), over whole numbers when its value is one."""
-    from sq.study import let_value
-
     if direction is not None and direction not in DIRECTIONS:
         raise SqError(f"capacity: direction is 'max' or 'min', found {direction!r}", phase="settings")
     start = let_value(program, name)
@@ -82,6 +82,31 @@ def resolve_knob(program, name: str, direction: str | None, lo=None, hi=None) ->
         raise SqError(f"capacity: `{name}` is {start:g} in the program, so a geometric search has nowhere "
                       "to start; give lo and hi", phase="settings")
     return Knob(name, int(start) if integer else float(start), integer, direction)
+
+
+def let_value(program, name: str) -> float:
+    """The value of `let name` in a program (a path, or a Program compiled from a file or text,
+    with the `sets` it was compiled with)."""
+    from sq.frontend import link
+    from sq.frontend.compile import _parse, _read
+    from sq.ir import run_deep
+
+    if isinstance(program, (str, os.PathLike)):
+        origin = {"path": os.fspath(program), "source": None, "sets": {}, "defs": {}}
+    else:
+        origin = getattr(program, "compiled_from", None)
+        if origin is None:
+            raise SqError("capacity: a program read from an IR has no `let`s to vary; give the .sq file",
+                          phase="settings")
+    path = origin["path"]
+    source = _read(path) if path is not None else origin["source"]
+    tree = run_deep(_parse, source, path, origin.get("defs") or {})
+    linker = link.Linker(tree, link.Settings(sets=dict(origin.get("sets") or {})))
+    run_deep(linker._fold_lets)
+    if name not in linker.lets:
+        raise SqError(f"capacity: the knob `{name}` is not a `let` of the program", phase="settings",
+                      notes=(f"help: its constants: {', '.join(linker.lets) or 'none'}",))
+    return linker.lets[name]
 
 
 def _ir_parts(program, name: str, value) -> dict:
@@ -167,21 +192,17 @@ class Capacity:
     @property
     def runs(self):
         """Every run of every point as a pandas DataFrame (with its point's decision)."""
-        from sq.study import _pandas
-
-        return _pandas().DataFrame(self.records)
+        return require("pandas", "Capacity.runs").DataFrame.from_records(self.records)
 
     def summary(self):
         """One row per point, in knob order: decision, n, and every SLO metric's mean and ± half-width."""
-        from sq.study import _pandas
-
         rows = []
         for p in sorted(self.points, key=lambda p: p.value):
             row = {self.knob: p.value, "decision": p.decision, "n": len(p.seeds)}
             for m, (mean, half) in p.intervals.items():
                 row[m], row[m + "±"] = mean, half
             rows.append(row)
-        return _pandas().DataFrame(rows)
+        return require("pandas", "Capacity.summary").DataFrame.from_records(rows)
 
     def line(self) -> str:
         """The answer in one line, with its bracket."""
@@ -206,9 +227,7 @@ class Capacity:
     def plot(self, ax=None, path=None):
         """Each SLO metric against the knob (interval bars coloured by verdict), its bound
         as a line and the answer marked; one panel per metric. Returns the axes."""
-        from sq.study import _pyplot
-
-        plt = _pyplot()
+        plt = require("matplotlib.pyplot", "Capacity.plot")
         metrics = list(dict.fromkeys(m for p in self.points for m in p.intervals))
         if ax is None:
             _, axes = plt.subplots(len(metrics), 1, figsize=(6, 3.2 * len(metrics)), squeeze=False)
@@ -435,4 +454,13 @@ def _seeds(seeds) -> list[int]:
 
 @contextlib.contextmanager
 def _executor(executor, jobs):
-    yield executor
+    """One executor for the whole search: a pool that `sq.sweep` would start and stop for
+    every point is started here once (processes are slow to start) and handed to each sweep."""
+    from sq.study import _Executor
+
+    chosen = _Executor(executor, jobs)
+    if not isinstance(chosen.kind, str) or chosen.kind == "serial" or chosen.jobs == 1:
+        yield chosen.kind
+        return
+    with chosen._owned(chosen.jobs) as pool:
+        yield pool
