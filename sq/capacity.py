@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from sq._optional import require
 from sq.frontend.errors import SqError
-from sq.slo import MEETS, OPEN, VIOLATES, parse_slo
+from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
@@ -179,7 +179,7 @@ class Capacity:
     knob: str
     direction: str
     integer: bool
-    slo: tuple[str, ...]
+    conditions: tuple[Condition, ...]
     confidence: float
     tol: float
     value: float | None                 # the last value shown to meet (None: none met)
@@ -188,6 +188,10 @@ class Capacity:
     reason: str
     points: list[Point]                 # in the order they were tried
     records: list[dict] = field(repr=False)   # every run: the knob, seed, metrics and the point's decision
+
+    @property
+    def slo(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.conditions)
 
     @property
     def runs(self):
@@ -226,35 +230,45 @@ class Capacity:
 
     def plot(self, ax=None, path=None):
         """Each SLO metric against the knob (interval bars coloured by verdict), its bound
-        as a line and the answer marked; one panel per metric. Returns the axes."""
+        as a line and the answer marked; one panel per metric. Points far beyond the
+        bound (an overloaded system) are drawn as arrows at the top, so they do not
+        squash the region that matters. Returns the axes (a list for several metrics)."""
         plt = require("matplotlib.pyplot", "Capacity.plot")
-        metrics = list(dict.fromkeys(m for p in self.points for m in p.intervals))
+        metrics = list(dict.fromkeys(c.metric for c in self.conditions))
         if ax is None:
-            _, axes = plt.subplots(len(metrics), 1, figsize=(6, 3.2 * len(metrics)), squeeze=False)
-            axes = list(axes[:, 0])
+            _, grid = plt.subplots(len(metrics), 1, figsize=(6, 3.2 * len(metrics)), squeeze=False)
+            axes = list(grid[:, 0])
         else:
             axes = list(ax) if isinstance(ax, (list, tuple)) else [ax]
-        colours = {MEETS: "tab:green", VIOLATES: "tab:red", UNDECIDED: "tab:orange"}
-        points = sorted(self.points, key=lambda p: p.value)
         for a, metric in zip(axes, metrics):
-            for decision, colour in colours.items():
-                chosen = [p for p in points if p.decision == decision and metric in p.intervals]
-                if chosen:
-                    a.errorbar([p.value for p in chosen], [p.intervals[metric][0] for p in chosen],
-                               yerr=[p.intervals[metric][1] for p in chosen], fmt="o", color=colour,
-                               capsize=3, label=decision)
-            for text in self.slo:
-                name, _, bound = text.partition(" ")
-                if name == metric:
-                    a.axhline(float(bound.split()[-1]), color="grey", linestyle="--", label=f"SLO: {text}")
-            if self.value is not None:
-                a.axvline(self.value, color="black", linestyle=":", label=f"{self.knob} = {self.value:g}")
-            a.set_xlabel(self.knob)
-            a.set_ylabel(metric)
-            a.legend(fontsize="small")
+            self._plot_metric(a, metric)
         if path is not None:
             axes[0].figure.savefig(path, bbox_inches="tight")
         return axes[0] if len(axes) == 1 else axes
+
+    def _plot_metric(self, a, metric: str) -> None:
+        colours = {MEETS: "tab:green", VIOLATES: "tab:red", UNDECIDED: "tab:orange"}
+        bounds = [c.bound for c in self.conditions if c.metric == metric]
+        points = sorted((p for p in self.points if metric in p.intervals), key=lambda p: p.value)
+        top = 3 * max(bounds) if bounds and max(bounds) > 0 else math.inf
+        for decision, colour in colours.items():
+            shown = [p for p in points if p.decision == decision and p.intervals[metric][0] <= top]
+            beyond = [p for p in points if p.decision == decision and not p.intervals[metric][0] <= top]
+            if shown:
+                a.errorbar([p.value for p in shown], [p.intervals[metric][0] for p in shown],
+                           yerr=[p.intervals[metric][1] for p in shown], fmt="o", color=colour, capsize=3,
+                           label=decision)
+            if beyond:
+                a.plot([p.value for p in beyond], [top] * len(beyond), "^", color=colour,
+                       label=None if shown else decision)
+        for c in self.conditions:
+            if c.metric == metric:
+                a.axhline(c.bound, color="grey", linestyle="--", label=f"SLO: {c}")
+        if self.value is not None:
+            a.axvline(self.value, color="black", linestyle=":", label=f"{self.knob} = {self.value:g}")
+        a.set_xlabel(self.knob)
+        a.set_ylabel(metric)
+        a.legend(fontsize="small")
 
 
 def _json_number(x):
@@ -414,7 +428,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     with _executor(executor, jobs) as ex:
         value, bracket, confident, reason, points = search(k, lambda x: run(x, ex), lo=lo, hi=hi, tol=tol,
                                                            max_points=max_points)
-    return Capacity(knob, k.direction, k.integer, tuple(str(c) for c in conditions), confidence, tol,
+    return Capacity(knob, k.direction, k.integer, conditions, confidence, tol,
                     value, bracket, confident, reason, points, records)
 
 

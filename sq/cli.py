@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run and bench.
+"""`python -m sq`: check, ir, run, bench and capacity.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -91,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
+
+    from sq import cli_capacity
+
+    cli_capacity.add_parser(sub)
     return ap
 
 
@@ -156,7 +160,13 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference)
 
 
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench}
+def _cmd_capacity(args) -> int:
+    from sq import cli_capacity
+
+    return cli_capacity.run(args)
+
+
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench, "capacity": _cmd_capacity}
 
 
 def main(argv: list[str] | None = None) -> int:

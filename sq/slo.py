@@ -88,7 +88,10 @@ def parse_condition(text: str, known=None) -> Condition:
         number = math.nan
     if not bound or math.isnan(number):
         raise SqError(f"slo `{text.strip()}`: expected a number after `{op}`, found `{bound}`", phase="settings")
-    name = parse_metric(metric).name      # the canonical spelling: the column of the runs table
-    if known is not None:
-        known(metric)
+    try:
+        name = parse_metric(metric).name      # the canonical spelling: the column of the runs table
+        if known is not None:
+            known(metric)
+    except SqError as err:
+        raise SqError(f"slo `{text.strip()}`: {err.message}", phase="settings", notes=err.notes) from None
     return Condition(name, op, number)

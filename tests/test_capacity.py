@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,41 @@ def test_the_record_reads_back_and_plots(tmp_path):
     axes = cap.plot(path=tmp_path / "cap.png")
     assert len(axes) == 2 and (tmp_path / "cap.png").stat().st_size > 0
     assert axes[0].get_ylabel() == "wait.mean"
+
+
+# -- the command line ---------------------------------------------------------------
+
+def _cli(capsys, *argv):
+    from sq.cli import main
+
+    status = main(["capacity", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_cli_prints_each_point_then_the_answer(capsys):
+    status, out, err = _cli(capsys, MMC, "--knob", "c", "--slo", "wait.mean<=0.2", "--seeds", "1..4",
+                            "--horizon", "1000", "--warmup", "100", "-j", "1")
+    assert status == 0, err
+    lines = out.strip().splitlines()
+    assert re.fullmatch(r"c = 8: wait\.mean [0-9.]+ ± [0-9.e-]+ \(n=(4|8|16)\) -> violates", lines[0]), lines[0]
+    assert lines[-1].startswith("capacity: c = 9 (smallest value meeting wait.mean <= 0.2); meets at 9, violates at 8")
+
+
+def test_cli_json_and_plot(capsys, tmp_path):
+    status, out, err = _cli(capsys, MMC, "--knob", "c", "--slo", "wait.mean<=0.2", "--seeds", "1,2,3,4",
+                            "--horizon", "1000", "--warmup", "100", "-j", "1", "--json",
+                            "--plot-out", str(tmp_path / "c.png"))
+    assert status == 0 and json.loads(out)["value"] == 9 and "-> violates" in err
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--knob", "lam", "--slo", "response.mean == 5"], "unknown operator `==`"),
+    (["--knob", "lam", "--slo", "ttft.p99 <= 1"], "metric `ttft.p99`: the program has no such metric"),
+    (["--knob", "lamda", "--slo", "response.mean <= 5"], "`lamda` is not a `let`"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--lo", "1"], "both lo and hi"),
+])
+def test_cli_bad_input_exits_2(capsys, argv, words):
+    status, out, err = _cli(capsys, MM1, *argv)
+    assert status == 2 and words in err and not out
