@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, bench and capacity.
+"""`python -m sq`: check, ir, run, sweep, capacity and bench.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 
+from sq import cli_capacity, cli_study
 from sq.frontend.errors import SqError
 
 EXIT_BAD_INPUT = 2
@@ -79,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a program and print its report")
     _add_program_args(run, settings=True)
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
+    run.add_argument("--provenance", action="store_true",
+                     help="with --json: add a last key `provenance` (program, overrides, sq version, wall time)")
     run.add_argument("--trace-iterations", action="store_true",
                      help="print one ITER line per step iteration (on stderr)")
     run.add_argument("--trace-evictions", action="store_true",
@@ -87,14 +90,13 @@ def _parser() -> argparse.ArgumentParser:
                      help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
 
+    cli_study.add_parser(sub)
+    cli_capacity.add_parser(sub)
+
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
-
-    from sq import cli_capacity
-
-    cli_capacity.add_parser(sub)
     return ap
 
 
@@ -142,7 +144,7 @@ def _cmd_run(args) -> int:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)
-    sys.stdout.write((report.to_json() if args.json else report.to_text()) + "\n")
+    sys.stdout.write((report.to_json(provenance=args.provenance) if args.json else report.to_text()) + "\n")
     return 0
 
 
@@ -160,13 +162,8 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference)
 
 
-def _cmd_capacity(args) -> int:
-    from sq import cli_capacity
-
-    return cli_capacity.run(args)
-
-
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "bench": _cmd_bench, "capacity": _cmd_capacity}
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
+            "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

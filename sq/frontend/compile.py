@@ -36,7 +36,7 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     elif not isinstance(source, str):
         raise SqError("source must be text", phase="link")
     with _gc_paused():
-        tree = ir.run_deep(_parse, source, file, defs or {})
+        tree = ir.run_deep(_parse, source, file, defs or {}, dict(sets or {}))
         settings = linker.Settings(sets=dict(sets or {}), seed=seed, horizon=horizon, warmup=warmup,
                                    arrivals=arrivals, trace=None if trace is None else os.fspath(trace))
         prog = ir.run_deep(linker.link, tree, settings)
@@ -76,11 +76,11 @@ def _read(file: str) -> str:
         raise SqError(f"cannot read `{file}`: stream did not contain valid UTF-8", phase="parse") from None
 
 
-def _parse(source: str, file: str | None, defs: dict) -> Any:
+def _parse(source: str, file: str | None, defs: dict, sets: dict) -> Any:
     from sq.frontend import parser  # noqa: PLC0415  (the parser is the heaviest import of the front end)
     params = inspect.signature(parser.parse).parameters
     if "defs" in params:
-        return parser.parse(source, file=file, defs=defs)
+        return parser.parse(source, file=file, defs=defs, sets=sets)
     if defs:
         raise SqError("--def is not supported by this parser", phase="parse")
     return parser.parse(source, file=file)

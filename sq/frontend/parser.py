@@ -48,15 +48,18 @@ _BINARY = {"OrOr": (1, "||"), "AndAnd": (2, "&&"),
 SESSION, CLIENT, SERVER, WORKLOAD_BLOCK, ENTRY = "session", "client", "server", "workload", "entry"
 
 
-def parse(text: str, file: str | None = None, *, defs: dict | None = None) -> ast.Program:
+def parse(text: str, file: str | None = None, *, defs: dict | None = None,
+          sets: dict | None = None) -> ast.Program:
     """Parse a whole program. `file` is the program's path when it was read
-    from a file (a `use` needs it); `defs` are `--def` replacements."""
+    from a file (a `use` needs it); `defs` are `--def` replacements; `sets` the
+    `--set` values, which array sizes are folded with (0.1.2 refuses a `--set`
+    of a size; the linker still applies and checks every `--set`)."""
     if not isinstance(text, str):
         raise SqError("a program is text", phase="parse")
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 12 * MAX_NESTING + 2000))
     try:
-        return _Parser(text, file, defs or {}).program()
+        return _Parser(text, file, defs or {}, sets=sets).program()
     except RecursionError:
         raise SqError(f"the program nests deeper than {MAX_NESTING} levels", phase="parse") from None
     finally:
@@ -74,8 +77,10 @@ def parse_expression(text: str) -> ast.Expr:
 
 
 class _Parser:
-    def __init__(self, text: str, file: str | None, overrides: dict, allow_use: bool = True):
+    def __init__(self, text: str, file: str | None, overrides: dict, allow_use: bool = True,
+                 sets: dict | None = None):
         self.source = text
+        self.sets = dict(sets or {})
         self.file = file
         self.sources = {file: text}
         self.toks = tokenize(text, file)
@@ -386,10 +391,24 @@ class _Parser:
         self.expect("Assign")
         value = self.expr()
         self.expect("Semi")
-        folded, deps = _Folder(self.lets, self.let_deps).fold(value)
+        folded_from = self._set_value(name.text, value)
+        folded, deps = _Folder(self.lets, self.let_deps).fold(folded_from) if folded_from else (None, frozenset())
         self.lets[name.text] = folded
         self.let_deps[name.text] = deps
         return ast.Let(start.span, name.text, value)
+
+    def _set_value(self, name: str, written):
+        """The expression a `let` folds to here: its `--set` value if it has one (a bad
+        one folds to nothing; the linker reports it), else what the program writes."""
+        if name not in self.sets:
+            return written
+        value = self.sets[name]
+        if not isinstance(value, str):
+            return ast.Num(written.span, float(value)) if isinstance(value, (int, float)) else None
+        try:
+            return parse_expression(value)
+        except SqError:
+            return None
 
     def gauge(self) -> ast.Gauge:
         start = self.advance()
@@ -475,15 +494,16 @@ class _Parser:
         tok = self.peek()
         expr = self.expr()
         value, deps = _Folder(self.lets, self.let_deps, sizes=True).fold(expr)
+        notes = [f"note: --set {n}={self.sets[n]}" for n in sorted(deps & self.sets.keys())]
         if value is None:
-            raise self.error(tok, "array size must be a positive integer or a `let` constant that is one")
+            raise self.error(tok, "array size must be a positive integer or a `let` constant that is one", notes)
         if not (1 <= value < math.inf and value == math.floor(value)):
-            raise self.error(tok, f"array size must be a positive integer, found {format_number(value)}")
+            raise self.error(tok, f"array size must be a positive integer, found {format_number(value)}", notes)
         if value > MAX_ARRAY:
             raise self.error(tok, f"array size {format_number(value)} is more than a family holds "
                              f"({MAX_ARRAY}): every member is a pool or stage of its own")
         self.expect("RBracket")
-        self.size_lets |= deps
+        self.size_lets |= deps - self.sets.keys()    # a size folded from a --set value is resolved
         return int(value)
 
     # ------------------------------------------------------------ pools

@@ -1,0 +1,245 @@
+"""`python -m sq sweep`: a study from the command line (see docs/cli.md).
+
+Everything the user typed is checked before the first run starts (names, ranges,
+seeds, metrics, the output file, the plot, the scheduler); a mistake is one
+error line and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from sq.frontend.errors import SqError
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_RANGE = re.compile(rf"^\s*({_NUMBER})\s*:\s*({_NUMBER})\s*:\s*({_NUMBER})\s*$")
+_SEED_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
+MAX_POINTS = 1_000_000
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="run a program over a grid of `let` values and seeds; print a summary",
+                       description="Run FILE at every combination of the --set values, once per seed; "
+                                   "print one row per point (mean ± Student-t half-width over seeds).")
+    p.add_argument("file", help="the .sq program")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2,…|START:STOP:STEP",
+                   help="values of a `let` to sweep (repeatable; the grid is every combination)")
+    add_run_args(p)
+    p.add_argument("--metric", dest="metrics", action="append", default=[], metavar="OBS<=X",
+                   help="also record and show OBS.le(X), the share of OBS's samples <= X (repeatable)")
+    p.add_argument("--out", metavar="FILE", help="write every run as a row: FILE.csv, .jsonl or .parquet")
+    p.add_argument("--plot", metavar="x=NAME,y=METRIC[,by=NAME][,slo=V][,logy]",
+                   help="plot METRIC's mean (with interval bars) against a swept NAME into --plot-out")
+    p.add_argument("--plot-out", metavar="FILE.png", help="where --plot writes its figure")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def add_run_args(p) -> None:
+    """The flags of every study command (sweep, capacity): seeds, run settings, where to run, the cache."""
+    p.add_argument("--seeds", default="1..10", help="seeds: 1..10 (both ends included) or 1,4,9 (default 1..10)")
+    p.add_argument("--horizon", type=float, help="simulated time of every run")
+    p.add_argument("--warmup", type=float, help="time before statistics start")
+    p.add_argument("--arrivals", type=int, help="stop each run after N arrivals have ended")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("-j", "--jobs", type=int, help="worker processes (default: every core; 1: no pool)")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster's scheduler")
+    p.add_argument("--cache", metavar="DIR", help="keep each finished run in DIR; a rerun computes only what is missing")
+
+
+# -- reading the flags -------------------------------------------------------------------
+
+def parse_values(text: str) -> tuple[str, list]:
+    """`NAME=V1,V2,…` or `NAME=START:STOP:STEP` (STOP included when the steps land on it)."""
+    name, sep, values = text.partition("=")
+    name = name.strip()
+    if not sep or not re.fullmatch(r"[^\W\d]\w*", name):
+        raise SqError(f"--set takes NAME=V1,V2,… or NAME=START:STOP:STEP, found `{text}`", phase="settings")
+    m = _RANGE.match(values)
+    if m:
+        return name, _range(name, *m.groups())
+    items = [v.strip() for v in values.split(",")]
+    if not all(items):
+        raise SqError(f"--set {name}: an empty value in `{values}`", phase="settings")
+    return name, [_number_or_text(v) for v in items]
+
+
+def _range(name: str, start: str, stop: str, step: str) -> list:
+    a, b, s = Decimal(start), Decimal(stop), Decimal(step)
+    if s == 0:
+        raise SqError(f"--set {name}={start}:{stop}:{step}: the step is 0", phase="settings")
+    count = math.floor((b - a) / s) + 1
+    if count < 1:
+        raise SqError(f"--set {name}={start}:{stop}:{step}: the range is empty", phase="settings")
+    if count > MAX_POINTS:
+        raise SqError(f"--set {name}={start}:{stop}:{step}: {count} values is more than {MAX_POINTS}",
+                      phase="settings")
+    # decimal steps: 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 as written, not 0.30000000000000004
+    return [_number_or_text(str(a + k * s)) for k in range(count)]
+
+
+def _number_or_text(v: str):
+    """A number as int or float; anything else stays an expression for the linker."""
+    try:
+        d = Decimal(v)
+    except InvalidOperation:
+        return v
+    return int(d) if d == d.to_integral_value() and "e" not in v.lower() and "." not in v else float(d)
+
+
+def parse_seeds(text: str) -> list[int]:
+    m = _SEED_RANGE.match(text)
+    try:
+        if m:
+            first, last = int(m.group(1)), int(m.group(2))
+            if last < first:
+                raise SqError(f"--seeds {text}: the range is empty", phase="settings")
+            seeds = list(range(first, last + 1))
+        else:
+            seeds = [int(s, 0) for s in text.split(",")]
+    except ValueError:
+        raise SqError(f"--seeds takes 1..10 or 1,4,9, found `{text}`", phase="settings") from None
+    if any(not 0 <= s < 2**64 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise SqError(f"--seeds {text}: seeds are distinct whole numbers from 0 to 2^64-1", phase="settings")
+    return seeds
+
+
+def parse_plot(text: str) -> dict:
+    spec: dict = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if key in ("logx", "logy") and not sep:
+            spec[key] = True
+        elif key in ("x", "y", "by") and sep and value.strip():
+            spec[key] = value.strip()
+        elif key == "slo" and sep:
+            try:
+                spec["slo"] = float(value)
+            except ValueError:
+                raise SqError(f"--plot: slo must be a number, found `{value}`", phase="settings") from None
+        else:
+            raise SqError(f"--plot takes x=NAME,y=METRIC[,by=NAME][,slo=V][,logx][,logy], found `{part}`",
+                          phase="settings")
+    if "x" not in spec or "y" not in spec:
+        raise SqError("--plot needs x=NAME and y=METRIC", phase="settings")
+    return spec
+
+
+# -- the command -------------------------------------------------------------------------
+
+def cmd_sweep(args) -> int:
+    from sq import metrics as sq_metrics
+    from sq import study
+    from sq._optional import require
+
+    grid = dict(parse_values(t) for t in args.sets)
+    seeds = parse_seeds(args.seeds)
+    plot = parse_plot(args.plot) if args.plot else None
+    if plot and not args.plot_out:
+        raise SqError("--plot needs --plot-out FILE.png", phase="settings")
+    if args.plot_out and not plot:
+        raise SqError("--plot-out needs --plot x=NAME,y=METRIC", phase="settings")
+    extra = [sq_metrics.parse_metric(m).name for m in args.metrics]
+    if plot:
+        require("matplotlib", "--plot")
+        for key in ("x", "by"):
+            if plot.get(key) is not None and plot[key] not in grid:
+                raise SqError(f"--plot {key}={plot[key]}: not a swept name (--set NAME=…)", phase="settings")
+        y = sq_metrics.parse_metric(plot["y"])
+        plot["y"] = y.name
+        if y.observe is not None:
+            extra.append(y.name)
+    # the names and values, the metrics and the run settings are checked by compiling every point
+    points, _ = study.grid_points(grid)
+    first = study.compile_point(args.file, points[0])
+    sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
+    for path in (args.out, args.plot_out):
+        if path:
+            _check_writable(path)
+    if args.out and Path(args.out).suffix.lower() == ".parquet":
+        require("pyarrow", "--out FILE.parquet")
+    client = _client(args.scheduler) if args.scheduler else None
+    try:
+        return _run(args, grid, seeds, extra, plot, client)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _run(args, grid, seeds, extra, plot, client) -> int:
+    from sq import study
+
+    try:
+        result = study.sweep(args.file, grid, seeds, horizon=args.horizon, warmup=args.warmup,
+                             arrivals=args.arrivals, executor=client, jobs=args.jobs, cache=args.cache,
+                             progress=args.progress, metrics=extra)
+    except KeyboardInterrupt as stop:
+        partial = getattr(stop, "sweep", None)
+        if partial is not None and partial.records and args.out:
+            partial.write(args.out)
+        done = len(partial.records) if partial is not None else 0
+        total = partial.total if partial is not None else "?"
+        kept = f"; kept in {args.cache}" if args.cache else ""
+        print(f"interrupted: {done} of {total} runs finished{kept}", file=sys.stderr)
+        return 130
+    print(summary_table(result, extra))
+    if args.out:
+        result.write(args.out)
+    if plot:
+        import matplotlib  # noqa: PLC0415
+
+        matplotlib.use("Agg")
+        ax = result.plot(plot["x"], plot["y"], by=plot.get("by"), slo=plot.get("slo"),
+                         logx=plot.get("logx", False), logy=plot.get("logy", False))
+        ax.figure.savefig(args.plot_out, dpi=120, bbox_inches="tight")
+    return 0
+
+
+def summary_table(result, extra=()) -> str:
+    """One aligned row per point: the swept values, n, and `mean ± half-width` of every
+    observe's mean and p99 and of the metrics asked for."""
+    from sq.report import _table  # noqa: PLC0415  (the report's own column layout)
+
+    observes = list(dict.fromkeys(m.rsplit(".", 1)[0] for m in result.metrics if m.endswith(".p99")))
+    shown = [f"{o}.{f}" for o in observes for f in ("mean", "p99")] + list(dict.fromkeys(extra))
+    rows = [[*(_cell(r[n]) for n in result.names), str(r["n"]),
+             *(f"{_g(r[m])} ± {_g(r[m + '±'])}" for m in shown)] for r in result.summary_records()]
+    headers = [*result.names, "n", *shown]
+    if not result.names:  # the table's first column is left-aligned: keep a label there
+        headers, rows = ["point", *headers], [["(program)", *row] for row in rows]
+    return "\n".join(_table(headers, rows)[1:])
+
+
+def _g(x: float) -> str:
+    return "nan" if x != x else f"{x:.4g}"
+
+
+def _cell(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _check_writable(path: str) -> None:
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
+            or (target.exists() and not os.access(target, os.W_OK)):
+        raise SqError(f"cannot write `{path}`", phase="settings")
+    if target.suffix.lower() not in (".csv", ".jsonl", ".json", ".parquet", ".png", ".pdf", ".svg"):
+        raise SqError(f"cannot tell the format of `{path}` from its extension", phase="settings",
+                      notes=("help: --out takes .csv, .jsonl or .parquet; --plot-out .png, .pdf or .svg",))
+
+
+def _client(address: str):
+    from sq._optional import require  # noqa: PLC0415
+
+    distributed = require("distributed", "--scheduler")
+    try:
+        return distributed.Client(address, timeout="5s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise SqError(f"--scheduler {address}: cannot reach the scheduler ({e})", phase="settings") from None
