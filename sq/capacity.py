@@ -100,8 +100,9 @@ def let_value(program, name: str) -> float:
                           phase="settings")
     path = origin["path"]
     source = _read(path) if path is not None else origin["source"]
-    tree = run_deep(_parse, source, path, origin.get("defs") or {})
-    linker = link.Linker(tree, link.Settings(sets=dict(origin.get("sets") or {})))
+    sets = dict(origin.get("sets") or {})
+    tree = run_deep(_parse, source, path, origin.get("defs") or {}, sets)
+    linker = link.Linker(tree, link.Settings(sets=sets))
     run_deep(linker._fold_lets)
     if name not in linker.lets:
         raise SqError(f"capacity: the knob `{name}` is not a `let` of the program", phase="settings",
