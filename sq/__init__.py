@@ -17,8 +17,8 @@ import os
 from sq.frontend.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
-           "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
+           "Capacity", "SqError", "__version__"]
 
 
 def __getattr__(name):
@@ -35,6 +35,10 @@ def __getattr__(name):
         from sq import study
 
         return getattr(study, name)
+    if name in ("capacity", "Capacity"):
+        from sq import capacity_search
+
+        return getattr(capacity_search, name)
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 

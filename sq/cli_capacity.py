@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 def cmd_capacity(args) -> int:
     from sq import compile as sq_compile
-    from sq.capacity import capacity
+    from sq.capacity_search import capacity
     from sq.cli import _overrides
     from sq.cli_study import _client, parse_seeds
 

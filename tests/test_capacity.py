@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq.capacity import MEETS, UNDECIDED, VIOLATES, Knob, Point, capacity, resolve_knob, search
+from sq.capacity_search import MEETS, UNDECIDED, VIOLATES, Knob, Point, capacity, resolve_knob, search
 from sq.slo import OPEN, Condition, parse_slo
 
 ROOT = Path(__file__).resolve().parents[1]
