@@ -335,6 +335,10 @@ class _Search:
             if m is None:
                 return False, "no value tried meets the SLO"
             if v is None:
+                beyond = self.open_between(m, None)
+                if beyond:
+                    return False, (f"undecided at {', '.join(f'{u:g}' for u in beyond)} with the seeds allowed, "
+                                   "and no value shown to violate the SLO")
                 edge = knob.integer and knob.direction == "min" and m == 1
                 return edge, ("the smallest possible value meets the SLO" if edge
                               else "no value tried violates the SLO: the answer may lie further out")
