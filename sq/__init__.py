@@ -77,17 +77,35 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     """
     import time
 
-    from sq import _engine
-    from sq.lower import lower
-    from sq.report import Report
-
     started = time.perf_counter()
+    lowered = lower_program(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return run_lowered(lowered, program, started=started, trace_iterations=trace_iterations,
+                       trace_evictions=trace_evictions, dump_pools=dump_pools, check_invariants=check_invariants)
+
+
+def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
+    """The first half of `run`: the program (a Program or an IR dict) with the settings
+    applied, lowered to the engine's arrays. A study lowers a point once for all its seeds."""
+    from sq.lower import lower
+
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
     ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
-    lowered = lower(ir)
-    raw = _engine.run(lowered, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+    return lower(ir)
+
+
+def run_lowered(lowered, program=None, *, seed=None, started=None, trace_iterations=False,
+                trace_evictions=False, dump_pools=False, check_invariants=False):
+    """The second half of `run`: run a lowered program (with another `seed` if given: the
+    engine reads the seed only when the run starts) and build its Report with provenance."""
+    import time
+
+    from sq import _engine
+    from sq.report import Report
+
+    started = time.perf_counter() if started is None else started
+    raw = _engine.run(lowered, seed=seed, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                       dump_pools=dump_pools, check_invariants=check_invariants)
     report = Report.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}

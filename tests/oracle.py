@@ -19,6 +19,7 @@ only need the corpus listing or the IR normaliser work without it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -246,3 +247,22 @@ def first_difference(a, b, path: str = "$") -> str | None:
     if a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b):
         return None
     return f"{path}: {a!r} vs {b!r}"
+
+
+def report_differences(ours, theirs, path: str = "$") -> list[str]:
+    """Differences between two report JSONs: keys and counts exact, floats within 1e-9 relative."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        if list(ours) != list(theirs):
+            return [f"{path}: keys {list(ours)} vs {list(theirs)}"]
+        return [d for k in ours for d in report_differences(ours[k], theirs[k], f"{path}.{k}")]
+    if isinstance(ours, list) and isinstance(theirs, list):
+        if len(ours) != len(theirs):
+            return [f"{path}: {len(ours)} items vs {len(theirs)}"]
+        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in report_differences(a, b, f"{path}[{i}]")]
+    if isinstance(ours, int) and isinstance(theirs, int) and not isinstance(ours, bool):
+        return [] if ours == theirs else [f"{path}: count {ours} vs {theirs}"]
+    if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) and not isinstance(ours, bool):
+        if math.isnan(ours) and math.isnan(theirs):
+            return []
+        return [] if math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=0.0) else [f"{path}: {ours!r} vs {theirs!r}"]
+    return [] if ours == theirs else [f"{path}: {ours!r} vs {theirs!r}"]

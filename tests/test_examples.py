@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import sq
-from oracle import first_difference
+from oracle import first_difference, report_differences
 from sq.frontend.errors import SqError
 
 pyserq = pytest.importorskip("pyserq", reason="the examples are checked against pyserq 0.1.2")
@@ -74,25 +74,6 @@ def test_ir_is_pyserqs(path):
         pytest.xfail(f"linker bug: sq's IR differs from pyserq's at {where}")
 
 
-def _same_numbers(ours, theirs, path="$"):
-    """Differences between two report JSONs: keys and counts exact, floats within 1e-9 relative."""
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        if list(ours) != list(theirs):
-            return [f"{path}: keys {list(ours)} vs {list(theirs)}"]
-        return [d for k in ours for d in _same_numbers(ours[k], theirs[k], f"{path}.{k}")]
-    if isinstance(ours, list) and isinstance(theirs, list):
-        if len(ours) != len(theirs):
-            return [f"{path}: {len(ours)} items vs {len(theirs)}"]
-        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in _same_numbers(a, b, f"{path}[{i}]")]
-    if isinstance(ours, int) and isinstance(theirs, int) and not isinstance(ours, bool):
-        return [] if ours == theirs else [f"{path}: count {ours} vs {theirs}"]
-    if isinstance(ours, (int, float)) and isinstance(theirs, (int, float)) and not isinstance(ours, bool):
-        if math.isnan(ours) and math.isnan(theirs):
-            return []
-        return [] if math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=0.0) else [f"{path}: {ours!r} vs {theirs!r}"]
-    return [] if ours == theirs else [f"{path}: {ours!r} vs {theirs!r}"]
-
-
 def _compare_short_run(path: Path, **kw):
     kw.update(_overrides(path))
     default = json.loads(pyserq.compile(path=str(path), **kw).to_json())
@@ -101,7 +82,7 @@ def _compare_short_run(path: Path, **kw):
     ours = json.loads(report.json())
     theirs = json.loads(pyserq.run(pyserq.compile(path=str(path), **kw)).json())
     assert ours["arrivals"] > 0, "a short run must still see traffic to compare anything"
-    assert _same_numbers(ours, theirs) == []
+    assert report_differences(ours, theirs) == []
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)
@@ -140,10 +121,10 @@ def test_relative_trace_is_read_beside_the_program(tmp_path, monkeypatch):
 def test_the_comparison_catches_a_difference():
     # The report comparison above must be able to fail.
     base = {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0}}}
-    assert _same_numbers(base, base) == []
-    assert _same_numbers(base, {"events": 11, "observes": {"r": {"count": 3, "mean": 1.0}}})
-    assert _same_numbers(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0 + 1e-6}}})
-    assert _same_numbers(base, {"observes": {}, "events": 10})
+    assert report_differences(base, base) == []
+    assert report_differences(base, {"events": 11, "observes": {"r": {"count": 3, "mean": 1.0}}})
+    assert report_differences(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0 + 1e-6}}})
+    assert report_differences(base, {"observes": {}, "events": 10})
 
 
 def test_readme_lists_every_example_with_its_command():

@@ -1,0 +1,126 @@
+"""`python -m sq sweep` (issue 9) and `run --json --provenance`."""
+from __future__ import annotations
+
+import csv
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+import sq
+from sq import cli, cli_study
+from sq.frontend.errors import SqError
+
+ROOT = Path(__file__).resolve().parent.parent
+MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
+SHORT = ["--horizon", "400", "--warmup", "50"]
+
+
+def test_seeds_and_values():
+    assert cli_study.parse_seeds("1..4") == [1, 2, 3, 4]
+    assert cli_study.parse_seeds("1,4,9") == [1, 4, 9]
+    assert cli_study.parse_seeds("7") == [7]
+    assert cli_study.parse_values("lam=0.1:0.3:0.1") == ("lam", [0.1, 0.2, 0.3])
+    assert cli_study.parse_values("R=2:8:2") == ("R", [2, 4, 6, 8])
+    assert cli_study.parse_values("R=2:7:2") == ("R", [2, 4, 6])
+    assert cli_study.parse_values("x=3:1:-1") == ("x", [3, 2, 1])
+    assert cli_study.parse_values("lam=0.5,1e3,2*c") == ("lam", [0.5, 1000.0, "2*c"])
+    for bad in ("4..1", "a", "1,1", "-3"):
+        with pytest.raises(SqError):
+            cli_study.parse_seeds(bad)
+    for bad, phrase in (("lam=1:2:0", "the step is 0"), ("lam=2:1:1", "the range is empty"),
+                        ("lam=1,,2", "empty value"), ("=1", "NAME=")):
+        with pytest.raises(SqError, match=phrase):
+            cli_study.parse_values(bad)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--set", "nope=1,2"], "unknown --set constant `nope`"),
+    (["--set", "lam=5:4:1"], "the range is empty"),
+    (["--set", "lam=5:6:0"], "the step is 0"),
+    (["--seeds", "5..1"], "the range is empty"),
+    (["--metric", "ttft<=1"], "no observe `ttft`"),
+    (["--metric", "wait.p98"], "unknown metric"),
+    (["--out", "/nonexistent/folder/runs.csv"], "cannot write"),
+    (["--out", "runs.xlsx"], "cannot tell the format"),
+    (["--plot", "x=lam,y=wait.p99"], "--plot needs --plot-out"),
+    (["--set", "lam=5,6", "--plot", "x=c,y=wait.p99", "--plot-out", "p.png"], "x=c: not a swept name"),
+    (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
+    (["--horizon", "10", "--warmup", "20"], "warmup < horizon"),
+    (["--scheduler", "tcp://127.0.0.1:PORT"], "cannot reach the scheduler"),
+])
+def test_bad_input_exits_2_before_any_run(tmp_path, capsys, monkeypatch, args, phrase):
+    monkeypatch.chdir(tmp_path)
+    args = [a.replace("PORT", str(_closed_port())) for a in args]
+    serial = [] if "--scheduler" in args else ["-j", "1"]
+    status = cli.main(["sweep", MMC, *args, "--cache", str(tmp_path / "cache"), *serial])
+    err = capsys.readouterr().err
+    assert status == 2 and phrase in err and "Traceback" not in err, err
+    assert not list(tmp_path.rglob("*.json"))  # no run finished, none was cached
+
+
+def test_the_summary_table_and_the_runs(tmp_path, capsys):
+    out = tmp_path / "runs.csv"
+    status = cli.main(["sweep", MMC, "--set", "lam=5,6", "--set", "c=8:9:1", "--seeds", "1..3", *SHORT,
+                       "--metric", "wait<=1", "-j", "1", "--out", str(out)])
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 0
+    assert printed[0].split() == ["lam", "c", "n", "wait.mean", "wait.p99", "waited.mean", "waited.p99",
+                                  "wait.le(1)"]
+    assert [line.split()[:3] for line in printed[1:]] == [["5", "8", "3"], ["5", "9", "3"], ["6", "8", "3"],
+                                                         ["6", "9", "3"]]
+    rows = list(csv.DictReader(out.open()))
+    expected = sq.sweep(MMC, {"lam": [5, 6], "c": [8, 9]}, [1, 2, 3], executor="serial", horizon=400.0,
+                        warmup=50.0, metrics=["wait<=1"])
+    assert len(rows) == 12 and [float(r["wait.p99"]) for r in rows] == [r["wait.p99"] for r in expected.records]
+    assert [float(r["wait.le(1)"]) for r in rows] == [r["wait.le(1)"] for r in expected.records]
+    first = expected.summary_records()[0]
+    assert f"{first['wait.mean']:.4g} ± {first['wait.mean±']:.4g}" in printed[1]
+
+
+def test_jsonl_parquet_and_a_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    for name in ("runs.jsonl", "runs.parquet"):
+        status = cli.main(["sweep", MMC, "--set", "lam=5,6", "--seeds", "1,2", *SHORT, "-j", "1",
+                           "--out", str(tmp_path / name), "--plot", "x=lam,y=wait<=1,slo=0.99",
+                           "--plot-out", str(tmp_path / "p.png")])
+        assert status == 0
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    table = pd.read_parquet(tmp_path / "runs.parquet")
+    assert [r["wait.le(1)"] for r in lines] == table["wait.le(1)"].tolist()
+    assert [(r["lam"], r["seed"]) for r in lines] == [(5, 1), (5, 2), (6, 1), (6, 2)]
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+
+
+def test_a_sweep_on_a_dask_scheduler(capsys):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                  processes=False, protocol="tcp://") as cluster:
+        status = cli.main(["sweep", MMC, "--set", "lam=5,6", "--seeds", "1,2", *SHORT,
+                           "--scheduler", cluster.scheduler_address])
+    dask_out = capsys.readouterr().out
+    assert status == 0
+    assert cli.main(["sweep", MMC, "--set", "lam=5,6", "--seeds", "1,2", *SHORT, "-j", "1"]) == 0
+    assert capsys.readouterr().out == dask_out
+
+
+def test_run_json_is_unchanged_unless_provenance_is_asked(capsys):
+    args = ["run", MMC, "--set", "lam=5", "--horizon", "100", "--warmup", "10", "--json"]
+    assert cli.main(args) == 0
+    plain = capsys.readouterr().out
+    assert plain == sq.run(sq.compile(MMC, sets={"lam": "5"}, horizon=100, warmup=10)).to_json() + "\n"
+    assert cli.main([*args, "--provenance"]) == 0
+    extra = json.loads(capsys.readouterr().out)
+    assert extra["provenance"]["program"] == MMC and extra["provenance"]["overrides"] == {"lam": "5"}
+    assert extra["provenance"]["sq_version"] == sq.__version__
+    assert {k: v for k, v in extra.items() if k != "provenance"} == json.loads(plain)

@@ -1,0 +1,326 @@
+"""Studies (issue 9): sq.sweep, its table, executors, cache, interrupts, metrics and t intervals.
+
+The sweep's promise is exactness: every (point, seed) record is the metrics of
+`sq.run(sq.compile(path, sets=point), seed=seed, ...)`, whatever ran it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sq
+from sq import metrics as sq_metrics
+from sq import study
+from sq.frontend.errors import SqError
+
+ROOT = Path(__file__).resolve().parent.parent
+MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
+REPLICA = str(ROOT / "examples" / "multi-turn" / "replica.sq")
+GRID = {"lam": [5, 6.4], "c": [8, 9]}
+SEEDS = [1, 2, 3]
+SHORT = {"horizon": 400.0, "warmup": 50.0}
+
+
+def _same(a, b) -> bool:
+    """Equal floats, NaN equal to NaN: the records of two sweeps, bit for bit."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def _table(records):
+    """The records without wall_s (the one metric that is a measurement, not a result)."""
+    return [[(k, v) for k, v in r.items() if k != "wall_s"] for r in records]
+
+
+def _equal_tables(a, b) -> bool:
+    ta, tb = _table(a), _table(b)
+    return len(ta) == len(tb) and all(
+        [k for k, _ in ra] == [k for k, _ in rb] and all(_same(x, y) for (_, x), (_, y) in zip(ra, rb))
+        for ra, rb in zip(ta, tb))
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return study.sweep(MMC, GRID, SEEDS, executor="serial", metrics=["wait<=1"], **SHORT)
+
+
+# -- exactness ------------------------------------------------------------------------
+
+def test_every_record_is_the_single_run(serial):
+    assert len(serial.records) == 4 * len(SEEDS)
+    points = [{"lam": lam, "c": c} for lam in GRID["lam"] for c in GRID["c"]]
+    expected = [(p, s) for p in points for s in SEEDS]
+    for record, (point, seed) in zip(serial.records, expected):
+        assert {k: record[k] for k in ("lam", "c", "seed")} == {**point, "seed": seed}
+        report = sq.run(sq.compile(MMC, sets=point), seed=seed, **SHORT)
+        mine = sq_metrics.report_metrics(report, ["wait.le(1)"])
+        assert list(record)[3:] == list(mine)
+        assert all(_same(record[k], v) for k, v in mine.items() if k != "wall_s")
+        # p99 is the report's own, to the bit; the other percentiles are order statistics
+        wait = report.observes["wait"]
+        assert record["wait.p99"] == wait.p99 and record["wait.mean"] == wait.mean
+        assert record["wait.count"] == wait.count
+        xs = sorted(wait.samples.tolist())
+        assert record["wait.min"] == xs[0] and record["wait.max"] == xs[-1]
+        assert record["wait.p50"] == xs[math.ceil(0.5 * len(xs)) - 1]
+        assert record["wait.le(1)"] == sum(x <= 1 for x in xs) / len(xs)
+
+
+def test_metric_names_of_arrays_pools_and_the_run():
+    report = sq.run(sq.compile(REPLICA, sets={"R": 2}), seed=1, horizon=80, warmup=20)
+    m = sq_metrics.report_metrics(report)
+    assert set(sq_metrics.program_metric_names(sq.compile(REPLICA, sets={"R": 2}).to_dict())) == set(m)
+    assert m["stage.engine[1].iters"] == report.stages_named("engine")[1].iterations
+    assert m["pool.kv[0].used"] == report.pools_named("kv")[0].mean_used
+    assert m["pool.kv[0].evicted"] == report.pools_named("kv")[0].evicted_units
+    assert (m["arrivals"], m["ended"], m["events"]) == (report.arrivals, report.ended, report.events)
+    assert m["warnings"] == len(getattr(report, "warnings", []))
+    assert m["wall_s"] == report.wall_s > 0
+
+
+def test_parse_metric_accepts_the_documented_forms_and_nothing_else():
+    assert sq_metrics.parse_metric("ttft<=0.5").name == "ttft.le(0.5)"
+    assert sq_metrics.parse_metric("ttft.le(2)") == sq_metrics.Metric("ttft.le(2)", "ttft", 2.0)
+    for good in ("ttft.p999", "stage.engine[3].util", "pool.kv.preemptions", "mean_live", "g.max"):
+        assert sq_metrics.parse_metric(good).name == good
+    for bad in ("ttft.p98", "ttft.le(x)", "stage.engine.busy", "pool.kv.admissions", "wall", "ttft<=nan", ""):
+        with pytest.raises(SqError):
+            sq_metrics.parse_metric(bad)
+    with pytest.raises(SqError, match="no observe `ttft`"):
+        sq_metrics.check_metrics(["ttft<=1"], sq.compile(MMC))
+    with pytest.raises(SqError, match="no such metric"):
+        sq_metrics.check_metrics(["stage.engine.util"], sq.compile(MMC))
+
+
+def test_a_compiled_program_is_compiled_again_with_the_point(serial):
+    program = sq.compile(MMC, sets={"mu": 1})
+    again = study.sweep(program, GRID, SEEDS, executor="serial", metrics=["wait<=1"], **SHORT)
+    assert _equal_tables(again.records, serial.records)
+    assert again.provenance["program"] == MMC and again.provenance["overrides"] == {"mu": 1}
+
+
+def test_a_list_of_points_and_numpy_values():
+    np = pytest.importorskip("numpy")
+    design = [{"lam": np.float64(5.0)}, {"lam": 6.0, "c": 9}]
+    result = study.sweep(MMC, design, [4], executor="serial", **SHORT)
+    assert [(r["lam"], r["c"]) for r in result.records] == [(5.0, None), (6.0, 9)]
+    assert result.records[1]["wait.mean"] == sq.run(sq.compile(MMC, sets={"lam": 6.0, "c": 9}), seed=4,
+                                                    **SHORT).observes["wait"].mean
+
+
+# -- executors ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("executor", ["threads", "processes"])
+def test_executors_give_the_serial_table(serial, executor):
+    result = study.sweep(MMC, GRID, SEEDS, executor=executor, jobs=2, metrics=["wait<=1"], **SHORT)
+    assert _equal_tables(result.records, serial.records)
+
+
+def test_any_concurrent_futures_executor(serial):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        result = study.sweep(MMC, GRID, SEEDS, executor=pool, metrics=["wait<=1"], **SHORT)
+    assert _equal_tables(result.records, serial.records)
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_a_dask_local_cluster_gives_the_serial_table(serial, processes):
+    distributed = pytest.importorskip("distributed")
+    options = {} if processes else {"protocol": "tcp://"}
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                  processes=processes, **options) as cluster, distributed.Client(cluster) as client:
+        result = study.sweep(MMC, GRID, SEEDS, executor=client, metrics=["wait<=1"], **SHORT)
+    assert _equal_tables(result.records, serial.records)
+
+
+def test_bad_settings_are_refused_before_any_run(monkeypatch):
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    cases = [({"nope": [1]}, [1], {}, "unknown --set constant `nope`"),
+             ({"lam": []}, [1], {}, "`lam` has no values"),
+             (GRID, [], {}, "no seeds"),
+             (GRID, [-1], {}, "seed is a whole number"),
+             (GRID, [1], {"executor": "gpu"}, "unknown executor"),
+             (GRID, [1], {"jobs": 0}, "jobs must be"),
+             (GRID, [1], {"metrics": ["ttft<=1"]}, "no observe `ttft`"),
+             (GRID, [1], {"horizon": 10, "warmup": 20}, "warmup < horizon")]
+    for grid, seeds, kw, message in cases:
+        with pytest.raises(SqError, match=message.replace("(", r"\(")):
+            study.sweep(MMC, grid, seeds, **{"executor": "serial", **kw})
+
+
+def _forbidden(task):
+    raise AssertionError("a run started")
+
+
+_original_run_task = study.run_task
+
+
+# -- cache ----------------------------------------------------------------------------
+
+def test_a_cached_rerun_performs_no_run(tmp_path, monkeypatch, serial):
+    calls = []
+
+    def counting(task):
+        calls.append(task.seed)
+        return _original_run_task(task)
+
+    monkeypatch.setattr(study, "run_task", counting)
+    first = study.sweep(MMC, GRID, SEEDS, executor="serial", cache=tmp_path, metrics=["wait<=1"], **SHORT)
+    assert len(calls) == 12 and _equal_tables(first.records, serial.records)
+    second = study.sweep(MMC, GRID, SEEDS, executor="serial", cache=tmp_path, metrics=["wait<=1"], **SHORT)
+    assert len(calls) == 12
+    assert second.records == first.records or _equal_tables(second.records, first.records)
+    # lose a third of the runs: only those are computed again
+    files = sorted(tmp_path.rglob("*.json"))
+    assert len(files) == 12
+    for f in files[::3]:
+        f.unlink()
+    third = study.sweep(MMC, GRID, SEEDS, executor="serial", cache=tmp_path, metrics=["wait<=1"], **SHORT)
+    assert len(calls) == 16 and _equal_tables(third.records, serial.records)
+    # another horizon is another run
+    study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, horizon=300.0, warmup=50.0)
+    assert len(calls) == 17
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------
+
+INTERRUPTED = """
+import sys, sq
+try:
+    sq.sweep(sys.argv[1], {"lam": [5, 5.5, 6, 6.4] * 50}, [1, 2], executor="serial", cache=sys.argv[2],
+             horizon=3000.0)
+except KeyboardInterrupt as stop:
+    print(len(stop.sweep.records), stop.sweep.total, flush=True)
+    sys.exit(130)
+print("finished", flush=True)
+"""
+
+
+def _interrupt_when_cached(cmd, cache: Path, env=None) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(cache.rglob("*.json"))) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err + f"\n(stopped in {time.monotonic() - sent:.2f} s)")
+
+
+def test_ctrl_c_keeps_the_finished_runs(tmp_path):
+    cache = tmp_path / "cache"
+    done = _interrupt_when_cached([sys.executable, "-c", INTERRUPTED, MMC, str(cache)], cache, _env())
+    assert done.returncode == 130, done.stderr
+    kept, total = map(int, done.stdout.split())
+    assert total == 400 and 3 <= kept < total
+    assert len(list(cache.rglob("*.json"))) == kept  # every finished run is in the cache, no more
+
+
+def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
+           "--horizon", "3000", "-j", "2", "--cache", str(cache), "--out", str(tmp_path / "runs.csv")]
+    done = _interrupt_when_cached(cmd, cache, _env())
+    assert done.returncode == 130, done.stderr
+    assert "interrupted:" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    kept = len(list(cache.rglob("*.json")))
+    rows = (tmp_path / "runs.csv").read_text().splitlines()
+    assert 3 <= kept < 423 and len(rows) - 1 == kept
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+# -- the summary and the t interval ---------------------------------------------------
+
+def test_summary_is_the_t_interval_over_seeds(serial):
+    rows = serial.summary_records(0.9)
+    assert [(r["lam"], r["c"], r["n"]) for r in rows] == [(5, 8, 3), (5, 9, 3), (6.4, 8, 3), (6.4, 9, 3)]
+    for row, k in zip(rows, range(0, 12, 3)):
+        values = [r["wait.p99"] for r in serial.records[k:k + 3]]
+        assert (row["wait.p99"], row["wait.p99±"]) == study.t_interval(values, 0.9)
+    frame = serial.summary()
+    assert list(frame["wait.mean"]) == [r["wait.mean"] for r in serial.summary_records()]
+
+
+def test_t_interval_matches_scipy():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    import numpy as np
+
+    xs = [3.1, 2.7, 3.3, 2.9, 3.8, 3.0]
+    mean, half = study.t_interval(xs, 0.95)
+    lo, hi = scipy_stats.t.interval(0.95, len(xs) - 1, loc=np.mean(xs), scale=scipy_stats.sem(xs))
+    assert mean == pytest.approx((lo + hi) / 2, rel=1e-14) and half == pytest.approx((hi - lo) / 2, rel=1e-12)
+    assert math.isnan(study.t_interval([1.0], 0.95)[1])
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99, 0.999])
+def test_the_t_quantile_without_scipy_is_scipys(confidence):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    p = (1 + confidence) / 2
+    for df in [1, 2, 3, 4, 5, 7, 9, 19, 29, 50, 100, 1000]:
+        assert study._t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-10)
+
+
+# -- writing, plotting and extras -----------------------------------------------------
+
+def test_runs_tables_round_trip(serial, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    frame = serial.runs
+    assert list(frame.columns) == list(serial.records[0]) and len(frame) == 12
+    serial.to_csv(tmp_path / "runs.csv")
+    serial.to_parquet(tmp_path / "runs.parquet")
+    serial.to_json(tmp_path / "runs.jsonl")
+    for back in (pd.read_csv(tmp_path / "runs.csv"), pd.read_parquet(tmp_path / "runs.parquet")):
+        assert list(back.columns) == list(frame.columns)
+        assert back["wait.p99"].tolist() == frame["wait.p99"].tolist()
+        assert back["seed"].tolist() == frame["seed"].tolist()
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["wait.mean"] for r in lines] == [r["wait.mean"] for r in serial.records]
+
+
+def test_plot_draws_a_line_per_group_with_the_slo(serial):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = serial.plot("lam", "wait.p99", by="c", slo=1.5)
+    assert len(ax.lines) >= 3   # two error-bar lines and the SLO
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["SLO 1.5", "c=8", "c=9"]
+    with pytest.raises(SqError, match="not a metric"):
+        serial.plot("lam", "nope.p99")
+
+
+def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(SqError) as err:
+        serial.runs
+    assert str(err.value) == "error: Sweep.runs needs pandas, which is not installed: pip install 'sq[table]'"
+
+
+def test_progress_bar_on_request(capsys):
+    pytest.importorskip("tqdm")
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=True, **SHORT)
+    assert "2/2" in capsys.readouterr().err
+
+
+# -- provenance -----------------------------------------------------------------------
+
+def test_a_report_knows_where_it_came_from():
+    report = sq.run(sq.compile(MMC, sets={"lam": 5}), seed=2, horizon=100, warmup=10)
+    assert (report.program, report.overrides, report.sq_version) == (MMC, {"lam": 5}, sq.__version__)
+    assert report.wall_s > 0
+    assert "provenance" not in report.to_json()
+    extra = json.loads(report.to_json(provenance=True))
+    assert extra["provenance"]["overrides"] == {"lam": 5} and extra["provenance"]["program"] == MMC
+    assert report.to_json(provenance=True).startswith(report.to_json()[:-1] + ',"provenance":')
