@@ -274,3 +274,58 @@ def test_cli_json_and_plot(capsys, tmp_path):
 def test_cli_bad_input_exits_2(capsys, argv, words):
     status, out, err = _cli(capsys, MM1, *argv)
     assert status == 2 and words in err and not out
+
+
+# -- verdicts of a point -------------------------------------------------------------
+
+def test_a_run_that_is_not_stationary_makes_its_point_violate():
+    from sq.capacity_search import judge
+
+    cond = parse_slo("response.mean <= 5")
+    calm = [{"seed": s, "response.mean": 1.0, "warnings": 0.0} for s in (1, 2, 3)]
+    assert judge(0.5, calm, cond, 0.95).decision == MEETS
+    drifting = calm[:2] + [{"seed": 3, "response.mean": 1.0, "warnings": 1.0}]
+    point = judge(0.5, drifting, cond, 0.95)
+    assert point.decision == VIOLATES and not point.stationary
+    empty = [{"seed": s, "response.mean": math.nan, "warnings": 0.0} for s in (1, 2, 3)]
+    assert judge(0.5, empty, cond, 0.95).decision == VIOLATES     # no samples is no evidence
+
+
+def test_a_cached_search_runs_nothing_again(tmp_path, monkeypatch):
+    import sq.study
+
+    args = dict(lo=0.5, hi=1.0, tol=0.1, horizon=3000, warmup=300, seeds=range(1, 4), executor="serial",
+                cache=tmp_path)
+    first = capacity(MM1, "lam", "response.mean <= 5", **args)
+
+    def no_runs(task):
+        raise AssertionError("a run that is in the cache ran again")
+
+    monkeypatch.setattr(sq.study, "run_task", no_runs)
+    again = capacity(MM1, "lam", "response.mean <= 5", **args)
+    assert (again.value, again.bracket) == (first.value, first.bracket)
+    assert _without_wall(again.records) == _without_wall(first.records)
+
+
+# -- the questions of the guide, at full length --------------------------------------
+
+@pytest.mark.slow
+def test_replicas_for_a_load():
+    program = sq.compile(REPLICA, sets={"rate": 4})
+    cap = capacity(program, "R", "ttft.p99 <= 2", seeds=range(1, 6), jobs=2)
+    assert (cap.value, cap.bracket, cap.confident) == (3, (3, 2), True), cap.line()
+    assert all(r["R"] in (2, 3, 4) for r in cap.records)
+
+
+@pytest.mark.slow
+def test_the_example_plan_runs(tmp_path, monkeypatch):
+    import runpy
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["plan.py", "--quick"])
+    import matplotlib
+
+    matplotlib.use("Agg")
+    runpy.run_path(str(ROOT / "examples" / "capacity" / "plan.py"), run_name="__main__")
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["capacity-fleet.png", "capacity-load.png",
+                                                               "capacity-memory.png"]
