@@ -87,27 +87,21 @@ def resolve_knob(program, name: str, direction: str | None, lo=None, hi=None) ->
 def let_value(program, name: str) -> float:
     """The value of `let name` in a program (a path, or a Program compiled from a file or text,
     with the `sets` it was compiled with)."""
-    from sq.frontend import link
-    from sq.frontend.compile import _parse, _read
-    from sq.ir import run_deep
+    from sq.frontend.compile import let_values
 
     if isinstance(program, (str, os.PathLike)):
-        origin = {"path": os.fspath(program), "source": None, "sets": {}, "defs": {}}
+        lets = let_values(program)
     else:
         origin = getattr(program, "compiled_from", None)
         if origin is None:
             raise SqError("capacity: a program read from an IR has no `let`s to vary; give the .sq file",
                           phase="settings")
-    path = origin["path"]
-    source = _read(path) if path is not None else origin["source"]
-    sets = dict(origin.get("sets") or {})
-    tree = run_deep(_parse, source, path, origin.get("defs") or {}, sets)
-    linker = link.Linker(tree, link.Settings(sets=sets))
-    run_deep(linker._fold_lets)
-    if name not in linker.lets:
+        lets = let_values(origin["path"], source=None if origin["path"] else origin["source"],
+                          sets=origin.get("sets"), defs=origin.get("defs"))
+    if name not in lets:
         raise SqError(f"capacity: the knob `{name}` is not a `let` of the program", phase="settings",
-                      notes=(f"help: its constants: {', '.join(linker.lets) or 'none'}",))
-    return linker.lets[name]
+                      notes=(f"help: its constants: {', '.join(lets) or 'none'}",))
+    return lets[name]
 
 
 def _ir_parts(program, name: str, value) -> dict:

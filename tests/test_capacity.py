@@ -329,3 +329,11 @@ def test_the_example_plan_runs(tmp_path, monkeypatch):
     runpy.run_path(str(ROOT / "examples" / "capacity" / "plan.py"), run_name="__main__")
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["capacity-fleet.png", "capacity-load.png",
                                                                "capacity-memory.png"]
+
+
+def test_the_search_starts_from_the_programs_value_after_its_sets():
+    program = sq.compile(source=Path(MM1).read_text(), sets={"lam": "0.6 + 0.1"})
+    knob = resolve_knob(program, "lam", None)
+    assert (knob.start, knob.direction, knob.integer) == (0.7, "max", False)
+    with pytest.raises(sq.SqError, match="program read from an IR"):
+        resolve_knob(sq.load(program.to_json()), "lam", None)
