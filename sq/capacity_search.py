@@ -472,8 +472,11 @@ def _executor(executor, jobs):
     from sq.study import _Executor
 
     chosen = _Executor(executor, jobs)
-    if not isinstance(chosen.kind, str) or chosen.kind == "serial" or chosen.jobs == 1:
+    if not isinstance(chosen.kind, str):
         yield chosen.kind
+        return
+    if chosen.kind == "serial" or chosen.jobs == 1:
+        yield "serial"
         return
     with chosen._owned(chosen.jobs) as pool:
         yield pool

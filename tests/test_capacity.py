@@ -337,3 +337,17 @@ def test_the_search_starts_from_the_programs_value_after_its_sets():
     assert (knob.start, knob.direction, knob.integer) == (0.7, "max", False)
     with pytest.raises(sq.SqError, match="program read from an IR"):
         resolve_knob(sq.load(program.to_json()), "lam", None)
+
+
+@pytest.mark.parametrize("executor, jobs, pools", [("threads", 2, 1), (None, 1, 0)])
+def test_one_pool_serves_the_whole_search(monkeypatch, executor, jobs, pools):
+    # a pool per point (a process pool takes seconds to start) would dominate a search of short runs
+    import concurrent.futures as cf
+
+    started = []
+    for name in ("ThreadPoolExecutor", "ProcessPoolExecutor"):
+        real = getattr(cf, name)
+        monkeypatch.setattr(cf, name, lambda *a, real=real, **k: started.append(real) or real(*a, **k))
+    cap = capacity(MMC, "c", "wait.mean <= 0.2", seeds=range(1, 4), horizon=500, warmup=50,
+                   executor=executor, jobs=jobs)
+    assert len(cap.points) >= 3 and len(started) == pools
