@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from sq.frontend.errors import SqError
-
 
 def add_parser(sub) -> None:
     from sq.cli import _add_program_args, _number, _positive_int
@@ -41,13 +39,14 @@ def cmd_capacity(args) -> int:
     from sq import compile as sq_compile
     from sq.capacity_search import capacity
     from sq.cli import _overrides
-    from sq.cli_study import _client, parse_seeds
+    from sq.cli_study import _check_writable, _client, parse_seeds
 
     program = sq_compile(args.file, sets=_overrides(args.sets, "--set"), defs=_overrides(args.defs, "--def"))
     seeds = parse_seeds(args.seeds)
     if args.plot_out:
         from sq._optional import require
 
+        _check_writable(args.plot_out)     # before the search, not after all its runs
         require("matplotlib", "--plot-out").use("Agg")
     out = sys.stderr if args.json else sys.stdout
 
@@ -64,10 +63,6 @@ def cmd_capacity(args) -> int:
         if client is not None:
             client.close()
     if args.plot_out:
-        try:
-            cap.plot(path=args.plot_out)
-        except OSError as err:
-            raise SqError(f"--plot-out: cannot write `{args.plot_out}`: {err.strerror or err}",
-                          phase="settings") from None
+        cap.plot(path=args.plot_out)
     print(cap.to_json() if args.json else cap.line())
     return 0

@@ -270,6 +270,8 @@ def test_cli_json_and_plot(capsys, tmp_path):
     (["--knob", "lam", "--slo", "ttft.p99 <= 1"], "metric `ttft.p99`: the program has no such metric"),
     (["--knob", "lamda", "--slo", "response.mean <= 5"], "`lamda` is not a `let`"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--lo", "1"], "both lo and hi"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "/nonexistent/c.png"], "cannot write"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--seeds", "3..1"], "the range is empty"),
 ])
 def test_cli_bad_input_exits_2(capsys, argv, words):
     status, out, err = _cli(capsys, MM1, *argv)
