@@ -269,6 +269,8 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     """
     points, names = grid_points(grid)
     seeds = _seed_list(seeds)
+    # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
+    horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in (horizon, warmup))
     programs = [compile_point(program, point) for point in points]
     extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0])
                   if m.observe is not None)
