@@ -439,7 +439,12 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on
         rows: list[dict] = []
         batch = seeds
         while True:
-            rows += sweep(program, [{knob: x}], batch, executor=executor, **sweep_args).records
+            try:
+                rows += sweep(program, [{knob: x}], batch, executor=executor, **sweep_args).records
+            except SqError as err:
+                raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
+                              notes=(*err.notes, "help: give lo and hi to keep the search where the "
+                                     "program runs")) from None
             point = judge(x, rows, conditions, confidence)
             if point.decision != OPEN:
                 break

@@ -219,6 +219,19 @@ def test_the_answer_does_not_depend_on_the_executor(executor):
     assert [p.to_dict() for p in serial.points] == [p.to_dict() for p in parallel.points]
 
 
+def test_a_dask_cluster_gives_the_serial_answer():
+    # in-process workers on loopback TCP: the search hands each point's sweep the client
+    distributed = pytest.importorskip("distributed")
+    args = dict(tol=0.1, horizon=500, warmup=50, seeds=range(1, 4))
+    serial = capacity(MMC, "c", "wait.mean <= 0.2", executor="serial", **args)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                  processes=False, protocol="tcp://") as cluster, \
+            distributed.Client(cluster) as client:
+        clustered = capacity(MMC, "c", "wait.mean <= 0.2", executor=client, **args)
+    assert (clustered.value, clustered.bracket) == (serial.value, serial.bracket)
+    assert _without_wall(clustered.records) == _without_wall(serial.records)
+
+
 def test_the_record_reads_back_and_plots(tmp_path):
     cap = capacity(MMC, "c", ["wait.mean <= 0.2", "wait.le(1) >= 0.9"], horizon=1000, warmup=100,
                    seeds=range(1, 5), executor="serial")
