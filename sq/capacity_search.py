@@ -23,6 +23,7 @@ from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
+ENDED_SHARE = 0.5   # a run where fewer of its arrivals ended than this is not in steady state
 MAX_STEPS = 24      # geometric probes in one direction: 2^24 covers any sensible range
 
 
@@ -143,7 +144,7 @@ def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
     one on the bad side, or any run that is not stationary, violates; else it stays open."""
     from sq.study import t_interval
 
-    stationary = all(not row.get("warnings") for row in rows)
+    stationary = all(_steady(row) for row in rows)
     intervals, verdicts = {}, {}
     for c in conditions:
         values = [float(row[c.metric]) for row in rows]
@@ -157,6 +158,16 @@ def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
     else:
         decision = OPEN
     return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary)
+
+
+def _steady(row: dict) -> bool:
+    """A run in steady state: no steady-state warning in its report (queues or live sessions
+    still growing), and at least half of its arrivals ended (fewer means its sessions are
+    piling up, or the horizon is too short for the statistics to mean anything)."""
+    if row.get("warnings"):
+        return False
+    arrivals, ended = row.get("arrivals"), row.get("ended")
+    return arrivals is None or ended is None or ended >= ENDED_SHARE * arrivals
 
 
 def more_seeds(seeds: list[int], count: int) -> list[int]:

@@ -302,6 +302,8 @@ def test_a_run_that_is_not_stationary_makes_its_point_violate():
     drifting = calm[:2] + [{"seed": 3, "response.mean": 1.0, "warnings": 1.0}]
     point = judge(0.5, drifting, cond, 0.95)
     assert point.decision == VIOLATES and not point.stationary
+    piling = calm[:2] + [{"seed": 3, "response.mean": 1.0, "warnings": 0.0, "arrivals": 1000.0, "ended": 400.0}]
+    assert judge(0.5, piling, cond, 0.95).decision == VIOLATES
     empty = [{"seed": s, "response.mean": math.nan, "warnings": 0.0} for s in (1, 2, 3)]
     assert judge(0.5, empty, cond, 0.95).decision == VIOLATES     # no samples is no evidence
 
