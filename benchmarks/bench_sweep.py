@@ -3,7 +3,9 @@
 A sweep of the vLLM-like example (examples/single-turn/vllm_single_turn.sq, 10 request
 rates x runs/10 seeds) run three ways in one invocation: serial in this process, a process
 pool over every core, and a Dask LocalCluster on 127.0.0.1 (one single-threaded worker
-process per core). For each: runs/s, and the speed-up over serial.
+process per core). For each: runs/s, the speed-up over serial, and how busy the workers were with runs: the sum
+of the runs' own wall times (`wall_s`: lowering, engine, report) over wall time x workers;
+the rest is starting workers, transport (tasks out, records back) and waiting.
 
 The serial pass also splits the time: the engine's own (`sq._engine.run`, timed by
 wrapping it) against everything around it (compiling each point, writing and reading the
@@ -60,7 +62,12 @@ def engine_share(grid, seeds, horizon):
                                                                   horizon=horizon, warmup=min(30.0, horizon / 10)))
     finally:
         sq._engine.run = real
-    return wall, spent[0], len(result.records)
+    return wall, spent[0], len(result.records), busy(result)
+
+
+def busy(result) -> float:
+    """Seconds spent inside runs (the sum of their wall_s)."""
+    return sum(r["wall_s"] for r in result.records)
 
 
 def main(argv=None) -> int:
@@ -75,11 +82,11 @@ def main(argv=None) -> int:
     kw = {"horizon": args.horizon, "warmup": min(30.0, args.horizon / 10)}
     print(f"{runs} runs of {Path(PROGRAM).name}, horizon {args.horizon:g} s, {cores} cores")
 
-    wall, engine, n = engine_share(grid, seeds, args.horizon)
-    rows = [("serial", wall)]
+    wall, engine, n, inside = engine_share(grid, seeds, args.horizon)
+    rows = [("serial", wall, inside / wall)]
     print(f"serial: engine {engine:.2f} s of {wall:.2f} s; outside the engine {100 * (1 - engine / wall):.1f} %")
-    _, w, reference = timed("processes", lambda: study.sweep(PROGRAM, grid, seeds, executor="processes", **kw))
-    rows.append((f"processes ({cores})", w))
+    _, w, result = timed("processes", lambda: study.sweep(PROGRAM, grid, seeds, executor="processes", **kw))
+    rows.append((f"processes ({cores})", w, busy(result) / (w * cores)))
     if not args.no_dask:
         import distributed
 
@@ -89,16 +96,16 @@ def main(argv=None) -> int:
                     distributed.Client(cluster) as client:
                 client.run(lambda: __import__("sq.study"))  # workers start and import sq before the clock
                 start = time.perf_counter()
-                study.sweep(PROGRAM, grid, seeds, executor=client, **kw)
-                return time.perf_counter() - start
+                result = study.sweep(PROGRAM, grid, seeds, executor=client, **kw)
+                return time.perf_counter() - start, busy(result)
 
-        _, _, w = timed("dask", on_dask)
-        rows.append((f"dask LocalCluster ({cores} workers)", w))
+        _, _, (w, inside) = timed("dask", on_dask)
+        rows.append((f"dask LocalCluster ({cores} workers)", w, inside / (w * cores)))
     print()
-    print("| executor | wall (s) | runs/s | speed-up |")
-    print("|---|---|---|---|")
-    for label, w in rows:
-        print(f"| {label} | {w:.2f} | {runs / w:.1f} | {rows[0][1] / w:.2f} |")
+    print("| executor | wall (s) | runs/s | speed-up | workers busy in runs |")
+    print("|---|---|---|---|---|")
+    for label, w, share in rows:
+        print(f"| {label} | {w:.2f} | {runs / w:.1f} | {rows[0][1] / w:.2f} | {100 * share:.0f} % |")
 
     short_grid, short_seeds = {"rate": RATES}, list(range(1, 101))
     short_runs = len(RATES) * len(short_seeds)

@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
                    help="values of a `let` to sweep (repeatable; the grid is every combination)")
     add_run_args(p)
     p.add_argument("--metric", dest="metrics", action="append", default=[], metavar="OBS<=X",
-                   help="also record and show OBS.le(X), the share of OBS's samples <= X (repeatable)")
+                   help="also record and show OBS.le(X), the share of OBS's samples <= X; or show "
+                        "another metric (e.g. stage.NAME.util) in the table (repeatable)")
     p.add_argument("--out", metavar="FILE", help="write every run as a row: FILE.csv, .jsonl or .parquet")
     p.add_argument("--plot", metavar="x=NAME,y=METRIC[,by=NAME][,slo=V][,logy]",
                    help="plot METRIC's mean (with interval bars) against a swept NAME into --plot-out")

@@ -347,10 +347,9 @@ class Report:
 
     def to_pandas(self) -> dict:
         """Per-section DataFrames (observes, gauges, stages, pools); needs pandas."""
-        try:
-            import pandas as pd  # noqa: PLC0415
-        except ImportError as e:  # pragma: no cover - pandas is optional
-            raise ImportError("Report.to_pandas() needs pandas, which is not installed") from e
+        from sq._optional import require  # noqa: PLC0415
+
+        pd = require("pandas", "Report.to_pandas()")
         obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.JSON_FIELDS}}
                for o in self.observes.values()]
         gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}

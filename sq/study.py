@@ -18,7 +18,8 @@ import json
 import math
 import os
 import sys
-from contextlib import closing
+import types
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,10 @@ class Sweep:
     records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
     provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
     total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
+
+    def __repr__(self) -> str:  # the records can be thousands of rows
+        total = self.total if self.total is not None else len(self.records)
+        return f"Sweep(names={self.names}, runs={len(self.records)} of {total}, metrics={len(self.metrics)})"
 
     @property
     def metrics(self) -> list[str]:
@@ -267,47 +272,61 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     warmup=..., arrivals=...)`. A Ctrl-C stops the sweep and raises KeyboardInterrupt with
     the finished runs as its `sweep` attribute (and in the cache).
     """
-    points, names = grid_points(grid)
-    seeds = _seed_list(seeds)
-    # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
-    horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x for x in (horizon, warmup))
-    programs = [compile_point(program, point) for point in points]
-    extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0])
-                  if m.observe is not None)
-    irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
-    tasks = [Task(ir_json, seed, horizon, warmup, arrivals, extra) for ir_json in irs for seed in seeds]
-    labels = [(point, seed) for point in points for seed in seeds]
+    plan = _Plan(program, grid, seeds, horizon, warmup, arrivals, metrics)
     store = _Cache(cache) if cache is not None else None
     pool = _Executor(executor, jobs)  # checked before any run
-    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
-    result = Sweep(names, [], _provenance(program, seeds, horizon, warmup, arrivals, extra), len(tasks))
-    finished = pool.run(tasks, [i for i, r in enumerate(results) if r is None])
+    results: list[dict | None] = [store.get(t) if store else None for t in plan.tasks]
+    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks))
     try:
-        with closing(finished), _progress_bar(progress, len(tasks), sum(r is not None for r in results)) as bar:
-            for i, record in finished:
-                if "error" in record:
-                    point, seed = labels[i]
-                    raise SqError(f"sweep: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
-                                  phase="run")
-                results[i] = record
-                if store:
-                    store.put(tasks[i], record)
-                bar.update(1)
+        _collect(plan, pool, store, results, progress)
     except KeyboardInterrupt as interrupt:
         if store:  # the interrupt may have come between a run's end and its write
-            for task, record in zip(tasks, results):
+            for task, record in zip(plan.tasks, results):
                 if record is not None and store.get(task) is None:
                     store.put(task, record)
-        result.records = _records(names, labels, results)
+        result.records = plan.records(results)
         interrupt.sweep = result
         raise
-    result.records = _records(names, labels, results)
+    result.records = plan.records(results)
     return result
 
 
-def _records(names, labels, results) -> list[dict]:
-    return [{**{n: point.get(n) for n in names}, "seed": seed, **record}
-            for (point, seed), record in zip(labels, results) if record is not None]
+class _Plan:
+    """A study's tasks, checked: every point compiled, settings and metrics valid."""
+
+    def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
+        points, self.names = grid_points(grid)
+        seeds = _seed_list(seeds)
+        # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
+        horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
+                           for x in (horizon, warmup))
+        programs = [compile_point(program, point) for point in points]
+        extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
+        irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
+        self.tasks = [Task(ir_json, seed, horizon, warmup, arrivals, extra) for ir_json in irs for seed in seeds]
+        self.labels = [(point, seed) for point in points for seed in seeds]
+        self.provenance = _provenance(program, seeds, horizon, warmup, arrivals, extra)
+
+    def records(self, results) -> list[dict]:
+        """The finished runs' rows, in task order: swept values, seed, metrics."""
+        return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
+                for (point, seed), record in zip(self.labels, results) if record is not None]
+
+
+def _collect(plan: _Plan, pool, store, results: list, progress) -> None:
+    """Run what `results` lacks, filling it (and the cache) as runs finish."""
+    finished = pool.run(plan.tasks, [i for i, r in enumerate(results) if r is None])
+    done = sum(r is not None for r in results)
+    with closing(finished), _progress_bar(progress, len(plan.tasks), done) as bar:
+        for i, record in finished:
+            if "error" in record:
+                point, seed = plan.labels[i]
+                raise SqError(f"sweep: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
+                              phase="run")
+            results[i] = record
+            if store:
+                store.put(plan.tasks[i], record)
+            bar.update(1)
 
 
 def _describe(point: dict) -> str:
@@ -321,6 +340,7 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
         grid = {}
     if isinstance(grid, dict):
         names = list(grid)
+        _check_names(names)
         values = []
         for name in names:
             vs = grid[name]
@@ -334,7 +354,16 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
         raise SqError("sweep: the grid is {name: [values]} or a non-empty list of {name: value} points",
                       phase="settings")
     names = list(dict.fromkeys(n for p in points for n in p))
+    _check_names(names)
     return [{n: _value(n, v) for n, v in p.items()} for p in points], names
+
+
+def _check_names(names) -> None:
+    """A swept name is a column beside `seed` and the run metrics: it may not be one of them."""
+    for name in names:
+        if name == "seed" or name in sq_metrics.RUN_FIELDS:
+            raise SqError(f"sweep: `{name}` is a column of every run's record; a swept `let` cannot be called so",
+                          phase="settings")
 
 
 def _value(name: str, v):
@@ -457,11 +486,11 @@ class _Executor:
             return
         if isinstance(self.kind, str):
             with self._owned(len(todo)) as pool:
-                yield from _futures(pool, tasks, todo)
+                yield from _futures(pool, tasks, todo, spawns=self.kind == "processes")
         elif _is_dask(self.kind):
             yield from _dask(self.kind, tasks, todo)
         else:
-            yield from _futures(self.kind, tasks, todo, owned=False)
+            yield from _futures(self.kind, tasks, todo)
 
     def _owned(self, n: int):
         import concurrent.futures as cf  # noqa: PLC0415
@@ -477,7 +506,10 @@ class _Executor:
 
 
 class _Shutdown:
-    """An owned executor: on the way out, drop what has not started and do not wait for it."""
+    """An owned executor. Left early (Ctrl-C, a failed run): drop what has not started, and
+    stop worker processes in the middle of their runs, whose results nobody will read --
+    a long run would otherwise hold the exit until it ends. (Threads cannot be stopped:
+    they finish the run they are in.)"""
 
     def __init__(self, pool):
         self.pool = pool
@@ -486,7 +518,31 @@ class _Shutdown:
         return self.pool
 
     def __exit__(self, kind, *_):
+        if kind is not None:
+            stop = getattr(self.pool, "terminate_workers", None)  # Python 3.14
+            if stop is not None:
+                stop()
+            else:
+                for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+                    process.terminate()
         self.pool.shutdown(wait=kind is None, cancel_futures=True)
+
+
+@contextmanager
+def _main_hidden():
+    """`__main__` replaced by an empty module while worker processes start.
+
+    A spawned worker imports the parent's main script first, which runs a script
+    without an `if __name__ == "__main__":` guard again, sweep and all, and breaks
+    the pool. Workers run `sq.study.run_task` and need nothing of the script, so
+    they are started without it.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
 
 
 def _ignore_interrupt() -> None:
@@ -505,10 +561,11 @@ def _is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
 
 
-def _futures(pool, tasks, todo, owned=True):
+def _futures(pool, tasks, todo, spawns=False):
     import concurrent.futures as cf  # noqa: PLC0415
 
-    index = {pool.submit(run_task, tasks[i]): i for i in todo}
+    with _main_hidden() if spawns else nullcontext():  # the pool starts its workers as tasks arrive
+        index = {pool.submit(run_task, tasks[i]): i for i in todo}
     try:
         for fut in cf.as_completed(index):
             yield index[fut], fut.result()

@@ -119,10 +119,27 @@ def test_a_list_of_points_and_numpy_values():
 
 # -- executors ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("executor", ["threads", "processes"])
-def test_executors_give_the_serial_table(serial, executor):
-    result = study.sweep(MMC, GRID, SEEDS, executor=executor, jobs=2, metrics=["wait<=1"], **SHORT)
+def test_threads_give_the_serial_table(serial):
+    result = study.sweep(MMC, GRID, SEEDS, executor="threads", jobs=2, metrics=["wait<=1"], **SHORT)
     assert _equal_tables(result.records, serial.records)
+
+
+UNGUARDED = """
+import json, sys, sq
+# no `if __name__ == "__main__":` guard: spawned workers must not run this again
+result = sq.sweep(sys.argv[1], json.loads(sys.argv[2]), [1, 2, 3], executor="processes", jobs=2,
+                  metrics=["wait<=1"], horizon=400.0, warmup=50.0)
+print(json.dumps(result.records))
+"""
+
+
+def test_processes_give_the_serial_table_from_an_unguarded_script(serial, tmp_path):
+    script = tmp_path / "study.py"   # a file: spawned workers would import it as their __main__
+    script.write_text(UNGUARDED)
+    done = subprocess.run([sys.executable, str(script), MMC, json.dumps(GRID)], capture_output=True,
+                          text=True, env=_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _equal_tables(json.loads(done.stdout), serial.records)
 
 
 def test_any_concurrent_futures_executor(serial):
@@ -213,7 +230,7 @@ def _interrupt_when_cached(cmd, cache: Path, env=None) -> subprocess.CompletedPr
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
-    out, err = proc.communicate(timeout=30)
+    out, err = _communicate(proc, 30)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err + f"\n(stopped in {time.monotonic() - sent:.2f} s)")
 
 
@@ -236,6 +253,32 @@ def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     kept = len(list(cache.rglob("*.json")))
     rows = (tmp_path / "runs.csv").read_text().splitlines()
     assert 3 <= kept < 423 and len(rows) - 1 == kept
+
+
+def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
+    # each run takes tens of seconds; the sweep must stop without finishing them
+    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
+           "--horizon", "2000000", "--warmup", "0", "-j", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    time.sleep(4)   # the workers start and take their first runs
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = _communicate(proc, 60)
+    stopped = time.monotonic() - sent
+    # (on a busy machine the interrupt may even come before the workers start: also prompt)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert "runs finished" not in err or "interrupted: 0 of 4 runs finished" in err, err
+    assert stopped < 5, f"stopped {stopped:.1f} s after Ctrl-C"
+
+
+def _communicate(proc, timeout):
+    """The process's output; a process that does not stop in time is killed (and the test fails)."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
 
 
 def _env():
@@ -306,6 +349,14 @@ def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
     with pytest.raises(SqError) as err:
         serial.runs
     assert str(err.value) == "error: Sweep.runs needs pandas, which is not installed: pip install 'sq[table]'"
+    with pytest.raises(SqError, match=r"Report.to_pandas\(\) needs pandas.*pip install 'sq\[table\]'"):
+        sq.run(sq.compile(MMC), horizon=20.0, warmup=0.0).to_pandas()
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(SqError, match=r"pip install 'sq\[plot\]'"):
+        serial.plot("lam", "wait.p99")
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    with pytest.raises(SqError, match=r"pip install 'sq\[progress\]'"):
+        study.sweep(MMC, {"lam": [5]}, [1], executor="serial", progress=True, **SHORT)
 
 
 def test_progress_bar_on_request(capsys):
@@ -324,3 +375,16 @@ def test_a_report_knows_where_it_came_from():
     extra = json.loads(report.to_json(provenance=True))
     assert extra["provenance"]["overrides"] == {"lam": 5} and extra["provenance"]["program"] == MMC
     assert report.to_json(provenance=True).startswith(report.to_json()[:-1] + ',"provenance":')
+
+
+def test_a_failing_run_names_its_point_and_seed():
+    with pytest.raises(SqError) as err:
+        study.sweep(MMC, {"lam": [5]}, [3], executor="serial", horizon=20.0, warmup=0.0, arrivals=10**6)
+    assert "the run at lam=5 seed 3 failed" in err.value.message and err.value.phase == "run"
+
+
+def test_a_swept_name_may_not_shadow_a_column():
+    with pytest.raises(SqError, match="`seed` is a column"):
+        study.grid_points({"seed": [1, 2]})
+    with pytest.raises(SqError, match="`events` is a column"):
+        study.grid_points([{"events": 1}])
