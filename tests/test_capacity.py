@@ -368,3 +368,9 @@ def test_one_pool_serves_the_whole_search(monkeypatch, executor, jobs, pools):
     cap = capacity(MMC, "c", "wait.mean <= 0.2", seeds=range(1, 4), horizon=500, warmup=50,
                    executor=executor, jobs=jobs)
     assert len(cap.points) >= 3 and len(started) == pools
+
+
+def test_a_fractional_end_searches_a_deployment_knob_over_real_values():
+    knob = resolve_knob(VLLM, "kv_gib", None, lo=4.5, hi=8)
+    assert (knob.integer, knob.direction) == (False, "min")
+    assert resolve_knob(VLLM, "kv_gib", None, lo=4, hi=8).integer
