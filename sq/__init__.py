@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 __version__ = "0.1.0"
 __all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",

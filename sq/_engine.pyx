@@ -2268,6 +2268,22 @@ cdef void restart_areas(State* st) noexcept nogil:
 
 
 cdef void settle(State* st) noexcept nogil:
+    """Settle the instant after an event (and once at time 0), spec 09 §9.5, in this order:
+
+    1. the ready queue: each ready session executes (§9.6) until it blocks, ends or waits;
+    2. the pools pass, in declaration order: `retry_growers` (05 §5.8), then `try_admit`
+       (§5.5; a no-op for `admit via` pools); sessions it admits join the ready queue, so
+       1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
+    3. the stages pass, in declaration order (from the first ps or step stage): an idle step
+       stage with work starts an iteration (04 §4.5.3) unless another event is still pending
+       at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
+       this re-runs 1 and 2: what an iteration's admissions put on an earlier stage waits
+       for the next settle;
+    4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
+    5. the time averages are sampled (live sessions, stage numbers and busy time, step
+       batch state, pool used/cached/queue/holders; 08, §9.9).
+    Gauges are read by `run_loop` when time moves on, not here.
+    """
     cdef int32_t slot, k
     while True:
         while st.rlen > 0 and not st.err:
@@ -2341,6 +2357,14 @@ cdef int next_arrival(State* st) noexcept nogil:
 
 
 cdef void handle(State* st, Event* e) noexcept nogil:
+    """Handle one popped event (spec 09 §9.2), before `settle` runs the instant:
+
+    a job's finish (fifo, ps or delay stage; a stale ps finish is ignored), an arrival
+    (the next one is scheduled first, then the session spawns: §9.7), a flow's end (06),
+    a step iteration's end (04 §4.5.3; stale after a preemption restarted it), a lease's
+    end (05: its pool is freed, then every pool is tried in declaration order), or the
+    end of the warm-up (§9.9: the time averages restart from now).
+    """
     if e.kind == EV_FINISH:
         finish(st, e)
     elif e.kind == EV_ARRIVE:
@@ -2366,6 +2390,12 @@ cdef void handle(State* st, Event* e) noexcept nogil:
 
 
 cdef void run_loop(State* st) noexcept nogil:
+    """The main loop, spec 09 §9.4: the warm-up event and the first arrivals (§9.7), one
+    `settle` at time 0, then per event: stop at the arrival limit or past the horizon; read
+    the gauges when time moves on (§9.10: the previous instant is over); pop the earliest
+    event (time, then sequence: §9.3), `handle` it and `settle`. A run-time error (§9.11)
+    stops the loop with `st.err` set; the gauges are read once more at the end.
+    """
     cdef int64_t i
     cdef Event e
     if st.warmup > 0:
@@ -2575,7 +2605,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     event (pools within their caps, no negative counter or allocation, queues,
     servers and residents consistent) and raises SqError at the first fault.
     """
-    from sq.frontend.errors import SqError
+    from sq.errors import SqError
     from sq import results as R
 
     settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
@@ -2764,7 +2794,7 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
 
 cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
-    from sq.lower import format_number as fmt
+    from sq.numbers import display as fmt
     cdef double end
     cdef int32_t k
     if limit > 0:
@@ -2799,7 +2829,7 @@ cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqE
 
 cdef object _iteration_lines(State* st):
     """`ITER <now> serial:turn:(p|d)tokens …` per iteration start, like the reference's SERQ_TRACE_ITER."""
-    from sq.lower import format_number as fmt
+    from sq.numbers import display as fmt
     lines = []
     cdef int64_t i, e = 0, n
     for i in range(st.it_time.n):
@@ -2816,7 +2846,7 @@ cdef object _iteration_lines(State* st):
 cdef object _eviction_lines(State* st):
     """`EVICT <now> <key> <units>` per evicted piece, like the reference's SERQ_TRACE_EVICT
     (the key is the owner's serial, or 2^62 + n for a dead entry)."""
-    from sq.lower import format_number as fmt
+    from sq.numbers import display as fmt
     cdef int64_t i
     return [f"EVICT {st.ev_time.p[i]:.4f} {st.ev_key.p[i]} {fmt(st.ev_units.p[i])}" for i in range(st.ev_time.n)]
 
@@ -2840,7 +2870,7 @@ cdef object _pool_dump_lines(State* st, lowered):
     the cache entries counted and summed by what their owners are doing. The sums run in
     (last) cache order; 0.1.2 sums in its hash map's order, which changes from run to run,
     so the last digits of a fractional sum may differ from one of its runs."""
-    from sq.lower import format_number as fmt, format_debug_number as dbg
+    from sq.numbers import debug as dbg, display as fmt
     cdef int32_t k
     cdef int64_t e
     cdef Pool* p
@@ -2910,10 +2940,10 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 
 
 cdef object _error_text(State* st, lowered):
-    from sq.lower import format_number as fmt
+    from sq.numbers import brief, display as fmt
     index = (<uint64_t> st.err_a)      # an index is unsigned (saturated at 2^64 - 1)
-    where = f" (session {st.err_serial}, time {fmt(st.err_time)})" if st.err_serial >= 0 \
-        else f" (time {fmt(st.err_time)})"
+    where = f" (session {st.err_serial}, time {brief(st.err_time)})" if st.err_serial >= 0 \
+        else f" (time {brief(st.err_time)})"
     if st.err == E_BRANCH:
         site = lowered.sites[st.err_a]
         return (f"{site}: the guard is {fmt(st.err_value)}, not 0 or 1; "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 # module -> the extra of pyproject.toml that installs it
 EXTRA = {

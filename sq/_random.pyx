@@ -1,7 +1,7 @@
 """Python face of serQ's random streams (tests, tools); the engine uses the C API."""
 from libc.stdint cimport uint32_t, uint64_t
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 # Source names of the laws (the `~name` and the IR's `Sample` name) -> C code.
 DIST_CODES = {

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 
 from sq._optional import require
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 
 UNDECIDED = "undecided"

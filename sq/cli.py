@@ -12,7 +12,8 @@ import sys
 import traceback
 
 from sq import cli_capacity, cli_study
-from sq.frontend.errors import SqError
+from sq.errors import SqError
+from sq.numbers import brief
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
@@ -124,7 +125,7 @@ def _summary(ir: dict) -> str:
 
     parts = [count(len(ir["pools"]), "pool"), count(len(ir["stages"]), "stage"),
              count(len(ir["observes"]), "observe"), count(len(ir.get("gauges") or []), "gauge"),
-             f"horizon {ir['horizon']:g}", f"seed {ir['seed']}"]
+             f"horizon {brief(ir['horizon'])}", f"seed {ir['seed']}"]
     return ", ".join(parts)
 
 

@@ -11,10 +11,10 @@ import math
 import os
 import re
 import sys
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from pathlib import Path
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"^\s*({_NUMBER})\s*:\s*({_NUMBER})\s*:\s*({_NUMBER})\s*$")
@@ -71,7 +71,7 @@ def parse_values(text: str) -> tuple[str, list]:
 
 
 def _range(name: str, start: str, stop: str, step: str) -> list:
-    a, b, s = Decimal(start), Decimal(stop), Decimal(step)
+    a, b, s = Fraction(start), Fraction(stop), Fraction(step)
     if s == 0:
         raise SqError(f"--set {name}={start}:{stop}:{step}: the step is 0", phase="settings")
     count = math.floor((b - a) / s) + 1
@@ -80,17 +80,19 @@ def _range(name: str, start: str, stop: str, step: str) -> list:
     if count > MAX_POINTS:
         raise SqError(f"--set {name}={start}:{stop}:{step}: {count} values is more than {MAX_POINTS}",
                       phase="settings")
-    # decimal steps: 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 as written, not 0.30000000000000004
-    return [_number_or_text(str(a + k * s)) for k in range(count)]
+    # exact steps: 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 as written, not 0.30000000000000004
+    whole = all(re.fullmatch(r"[-+]?\d+", t.strip()) for t in (start, stop, step))
+    return [int(v) if whole else float(v) for v in (a + k * s for k in range(count))]
 
 
 def _number_or_text(v: str):
-    """A number as int or float; anything else stays an expression for the linker."""
+    """A number as int (written whole) or float; anything else stays an expression for the linker."""
+    if re.fullmatch(r"[-+]?\d+", v):
+        return int(v)
     try:
-        d = Decimal(v)
-    except InvalidOperation:
+        return float(v) if re.fullmatch(_NUMBER, v) else v
+    except ValueError:
         return v
-    return int(d) if d == d.to_integral_value() and "e" not in v.lower() and "." not in v else float(d)
 
 
 def parse_seeds(text: str) -> list[int]:

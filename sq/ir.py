@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from sq.frontend.errors import SqError
+from sq.deep import run_deep
+from sq.errors import SqError
 
 IR_VERSION = 10
 
@@ -50,49 +49,6 @@ SHARES = frozenset(("MaxMin", "Bottleneck"))
 
 def _bad(what: str) -> SqError:
     return SqError(f"IR: {what}", phase="validate")
-
-
-# ---------------------------------------------------------------- deep trees
-#
-# 0.1.2 accepts expressions thousands of levels deep (`1+1+…+1` is a left-leaning
-# tree of 5000 nodes).  The tree walks here and in the linker are recursive, so
-# such a program runs them again on a thread with a large stack and a high
-# recursion limit instead of failing with RecursionError.
-
-_DEEP_STACK = 512 * 1024 * 1024
-_DEEP_LIMIT = 1_000_000
-_deep_lock = threading.Lock()
-
-
-def run_deep(fn, *args, **kwargs):
-    """`fn(*args, **kwargs)`, retried on a deep stack if it recursed too far."""
-    try:
-        return fn(*args, **kwargs)
-    except RecursionError:
-        pass
-    result: dict = {}
-
-    def target() -> None:
-        try:
-            result["value"] = fn(*args, **kwargs)
-        except BaseException as e:  # noqa: BLE001  (handed back to the calling thread)
-            result["error"] = e
-    with _deep_lock:
-        old_size, old_limit = threading.stack_size(), sys.getrecursionlimit()
-        threading.stack_size(_DEEP_STACK)
-        sys.setrecursionlimit(max(old_limit, _DEEP_LIMIT))
-        try:
-            worker = threading.Thread(target=target, name="sq-deep")
-            worker.start()
-            worker.join()
-        finally:
-            threading.stack_size(old_size)
-            sys.setrecursionlimit(old_limit)
-    if "error" in result:
-        if isinstance(result["error"], RecursionError):
-            raise SqError("the program nests too deeply to be read", phase="link") from None
-        raise result["error"]
-    return result["value"]
 
 
 def _copy_tree(v: Any) -> Any:

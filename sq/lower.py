@@ -12,13 +12,13 @@ the same values); keep the two lists in step.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 import numpy as np
 
-from sq.frontend.errors import SqError
+from sq.deep import run_deep
+from sq.errors import SqError
+from sq.numbers import display
 
 # ---- expression opcodes (operands follow inline) ---------------------------
 X_NUM, X_ATTR, X_CTX = 1, 2, 3                  # const index / slot / context id
@@ -144,40 +144,12 @@ def lower(ir: dict) -> Lowered:
     pool references, block numbers) is checked here, so the engine can trust
     the arrays it gets.
     """
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 200_000))  # folded aggregates nest thousands deep
     try:
-        return _Lowering(ir).build()
+        return run_deep(lambda: _Lowering(ir).build())   # folded aggregates nest thousands deep
     except SqError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError, OverflowError) as e:
         raise SqError(f"malformed IR: {type(e).__name__}: {e}", phase="validate") from None
-    finally:
-        sys.setrecursionlimit(limit)
-
-
-def format_number(x: float) -> str:
-    """A float as Rust's `Display` prints it: shortest round-trip digits, no exponent."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == int(x) and abs(x) < 1e17:
-        return ("-" if math.copysign(1.0, x) < 0 and x == 0 else "") + str(int(x))
-    text = format(Decimal(repr(x)), "f")
-    return text
-
-
-def format_debug_number(x: float) -> str:
-    """A float as Rust's `Debug` prints it: like `Display` but always with a fraction
-    (`16.0`), and with an exponent below 1e-4 or from 1e16 on (`1e16`, `1.5e-7`)."""
-    if math.isnan(x) or math.isinf(x):
-        return format_number(x)
-    if x != 0 and (abs(x) < 1e-4 or abs(x) >= 1e16):
-        mantissa, _, exponent = repr(x).partition("e")   # Python switches at the same bounds
-        return f"{mantissa}e{int(exponent)}"
-    text = format_number(x)
-    return text if "." in text else text + ".0"
 
 
 def _num(v) -> float:
@@ -255,7 +227,7 @@ class _Lowering:
             if name == "Poisson":
                 a_kind, rate = A_POISSON, _num(arg)
                 if not (rate >= 0 and math.isfinite(rate)):
-                    raise SqError(f"poisson rate {format_number(rate)} is not a finite rate >= 0",
+                    raise SqError(f"poisson rate {display(rate)} is not a finite rate >= 0",
                                   phase="validate")
             elif name == "Renewal":
                 a_kind, gap = A_RENEWAL, self.expr(arg)
@@ -671,7 +643,7 @@ class _Printer:
     def form(self, e):
         (name, arg), = e.items()
         if name == "Num":
-            return format_number(_num(arg)), 8
+            return display(_num(arg)), 8
         if name == "Attr":
             return self.attrs[arg] if arg < len(self.attrs) else f"attr{arg}", 8
         if name == "Ctx":

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sq import stats
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 # observe statistic -> quantile level (None: a field of the report's Observe)
 OBSERVE_FIELDS = {"count": None, "mean": None, "ci": None, "cv2": None, "min": 0.0, "p50": 0.5,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from sq._optional import require
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 
 def plot_summary(sweep, x: str, y: str, *, by=None, slo=None, ax=None, confidence=0.95,

@@ -8,51 +8,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 
 from sq import stats
+from sq.numbers import display, json_number
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
-
-
-# -- number printing -----------------------------------------------------------
-
-def format_number(x) -> str:
-    """A JSON number as serQ prints it.
-
-    Integers (counters) as integers. Floats: the shortest digits that read
-    back exactly, never an exponent, no trailing `.0`; `-0` for -0.0;
-    `null` for NaN and ±inf.
-    """
-    if isinstance(x, (bool, np.bool_)):
-        raise TypeError("a report number is never a bool")
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    x = float(x)
-    if not math.isfinite(x):
-        return "null"
-    text = repr(x)  # shortest round-trip digits, maybe with an exponent
-    if "e" in text or "E" in text:
-        text = format(Decimal(text), "f")
-    if text.endswith(".0"):
-        text = text[:-2]
-    return text
-
-
-def display_number(x: float) -> str:
-    """A float as serQ's text output shows it: like `format_number`, but NaN and
-    infinities are spelled `NaN`, `inf`, `-inf` instead of `null`."""
-    x = float(x)
-    if x != x:
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return format_number(x)
 
 
 def _name(s: str) -> str:
@@ -219,7 +184,7 @@ def _row_json(row) -> str:
         elif value is None:
             text = "null"
         else:
-            text = format_number(value)
+            text = json_number(value)
         parts.append(f'"{f.name}":{text}')
     return "{" + ",".join(parts) + "}"
 
@@ -294,7 +259,7 @@ class Report:
         """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
         `provenance=True` a last key `"provenance"` adds the program, overrides, sq
         version and wall time."""
-        n = format_number
+        n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
                 f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
                 f'"events":{n(self.events)},"arrivals":{n(self.arrivals)},'
@@ -330,7 +295,7 @@ class Report:
         gauge's change points as `gauge/NAME.csv` (time,value) under `directory`."""
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
-        d = display_number
+        d = display
         for o in self.observes.values():
             rows = (f"{d(t)},{s},{k},{d(v)}\n" for t, s, k, v in
                     zip(o.times.tolist(), o.sessions.tolist(), o.turns.tolist(), o.samples.tolist()))
@@ -371,7 +336,7 @@ def _sq_version() -> str:
 
 def _fixed(x, digits: int) -> str:
     x = float(x)
-    return f"{x:.{digits}f}" if math.isfinite(x) else display_number(x)
+    return f"{x:.{digits}f}" if math.isfinite(x) else display(x)
 
 
 def _label(name: str, index: int | None) -> str:
@@ -390,8 +355,8 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _render_text(r: Report) -> str:
-    out = [f"run: horizon {format_number(r.horizon)} end {format_number(r.end)} "
-           f"warmup {format_number(r.warmup)} seed {r.seed} events {r.events} "
+    out = [f"run: horizon {json_number(r.horizon)} end {json_number(r.end)} "
+           f"warmup {json_number(r.warmup)} seed {r.seed} events {r.events} "
            f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
            f"mean live {_fixed(r.mean_live, 3)}"]
     if r.observes:

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 MEETS, VIOLATES, OPEN = "meets", "violates", "open"
 

@@ -19,13 +19,14 @@ import math
 import os
 import sys
 import types
-from contextlib import closing, contextmanager, nullcontext
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sq import metrics as sq_metrics
 from sq._optional import available, require
-from sq.frontend.errors import SqError
+from sq.deep import run_deep
+from sq.errors import SqError
 
 EXECUTORS = ("serial", "threads", "processes")
 
@@ -257,9 +258,8 @@ def run_task(task: Task) -> dict:
 def _lowered(ir_json: str, horizon, warmup, arrivals):
     """The lowered program of a point; tasks come point by point, so a small cache hits."""
     import sq  # noqa: PLC0415
-    from sq import ir  # noqa: PLC0415
 
-    return sq.lower_program(ir.run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return sq.lower_program(run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
 
 
 # -- the sweep ------------------------------------------------------------------------
@@ -406,14 +406,13 @@ def _ir_json(program, horizon, warmup, arrivals) -> str:
     """The IR a worker runs: exact (infinities kept), with settings checked here, before any
     run, and a relative trace path made absolute (a worker may run elsewhere)."""
     import sq  # noqa: PLC0415
-    from sq import ir  # noqa: PLC0415
 
     d = program.to_dict(exact=True)
     sq._with_settings(d, seed=None, horizon=horizon, warmup=warmup, arrivals=arrivals)
     d = sq._with_trace_path(d, program.trace_base)
     if d.get("trace") and not os.path.isabs(d["trace"]):
         d["trace"] = os.path.abspath(d["trace"])
-    return ir.run_deep(json.dumps, d, separators=(",", ":"))
+    return run_deep(json.dumps, d, separators=(",", ":"))
 
 
 def _provenance(program, seeds, horizon, warmup, arrivals, extra) -> dict:
@@ -484,32 +483,23 @@ class _Executor:
             for i in todo:
                 yield i, run_task(tasks[i])
             return
-        if isinstance(self.kind, str):
-            with self._owned(len(todo)) as pool:
-                yield from _futures(pool, tasks, todo, spawns=self.kind == "processes")
+        workers = min(self.jobs, len(todo))
+        if self.kind == "processes":
+            yield from _processes(tasks, todo, workers)
+        elif self.kind == "threads":
+            import concurrent.futures as cf  # noqa: PLC0415
+
+            with _Shutdown(cf.ThreadPoolExecutor(workers)) as pool:
+                yield from _futures(pool, tasks, todo)
         elif _is_dask(self.kind):
             yield from _dask(self.kind, tasks, todo)
         else:
             yield from _futures(self.kind, tasks, todo)
 
-    def _owned(self, n: int):
-        import concurrent.futures as cf  # noqa: PLC0415
-        import multiprocessing  # noqa: PLC0415
-
-        workers = min(self.jobs, n)
-        if self.kind == "threads":
-            return _Shutdown(cf.ThreadPoolExecutor(workers))
-        # spawned workers (not forked from a process that may hold threads) that leave
-        # Ctrl-C to the parent, which stops handing out tasks
-        return _Shutdown(cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                                initializer=_ignore_interrupt))
-
 
 class _Shutdown:
-    """An owned executor. Left early (Ctrl-C, a failed run): drop what has not started, and
-    stop worker processes in the middle of their runs, whose results nobody will read --
-    a long run would otherwise hold the exit until it ends. (Threads cannot be stopped:
-    they finish the run they are in.)"""
+    """An owned thread pool: left early (Ctrl-C, a failed run), drop what has not started
+    and do not wait for the rest (threads cannot be stopped: they finish their run)."""
 
     def __init__(self, pool):
         self.pool = pool
@@ -518,14 +508,30 @@ class _Shutdown:
         return self.pool
 
     def __exit__(self, kind, *_):
-        if kind is not None:
-            stop = getattr(self.pool, "terminate_workers", None)  # Python 3.14
-            if stop is not None:
-                stop()
-            else:
-                for process in list((getattr(self.pool, "_processes", None) or {}).values()):
-                    process.terminate()
         self.pool.shutdown(wait=kind is None, cancel_futures=True)
+
+
+def _processes(tasks, todo, workers):
+    """A pool of spawned worker processes (not forked from a parent that may hold threads),
+    which leave Ctrl-C to the parent. Left early, the pool is terminated: runs in the
+    middle are abandoned at once, where waiting for a long one would hold the exit."""
+    import multiprocessing  # noqa: PLC0415
+
+    with _main_hidden():
+        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+    try:
+        yield from pool.imap_unordered(_run_indexed, [(i, tasks[i]) for i in todo])
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+def _run_indexed(item):
+    i, task = item
+    return i, run_task(task)
 
 
 @contextmanager
@@ -561,11 +567,10 @@ def _is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
 
 
-def _futures(pool, tasks, todo, spawns=False):
+def _futures(pool, tasks, todo):
     import concurrent.futures as cf  # noqa: PLC0415
 
-    with _main_hidden() if spawns else nullcontext():  # the pool starts its workers as tasks arrive
-        index = {pool.submit(run_task, tasks[i]): i for i in todo}
+    index = {pool.submit(run_task, tasks[i]): i for i in todo}
     try:
         for fut in cf.as_completed(index):
             yield index[fut], fut.result()

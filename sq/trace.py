@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 # The attributes a turn loads, in the column order of `TraceCorpus.turns`.
 FIELDS = ("new", "out", "think", "forced")

@@ -28,3 +28,11 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 def at_repo_root(monkeypatch):
     """Run the test from the repository root (modules opt in with `pytest.mark.usefixtures`)."""
     monkeypatch.chdir(ROOT)
+
+
+@pytest.fixture(scope="session")
+def pyserq():
+    """pyserq 0.1.2 for a differential test; without it the test skips, saying so."""
+    from oracle import REFERENCE_MISSING
+
+    return pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)

@@ -27,9 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 
 PROGRAMS = Path(__file__).parent / "programs"
-# The spec (its probes, trace files and grammar chapter) sits beside the checkout, in shared/spec;
-# SQ_SPEC points elsewhere.
-SPEC_DIR = os.environ.get("SQ_SPEC", str(Path(__file__).resolve().parents[2] / "shared" / "spec"))
+# why a test that compares with the reference live is skipped without it
+REFERENCE_MISSING = "needs pyserq 0.1.2, the reference, live (pip install pyserq==0.1.2)"
 CORPUS_KINDS = ("valid", "invalid", "spec")
 HEADER_PREFIX = "// sq-test:"
 OVERRIDE_KEYS = ("sets", "defs", "seed", "horizon", "warmup", "arrivals", "trace")
@@ -266,3 +265,29 @@ def report_differences(ours, theirs, path: str = "$") -> list[str]:
             return []
         return [] if math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=0.0) else [f"{path}: {ours!r} vs {theirs!r}"]
     return [] if ours == theirs else [f"{path}: {ours!r} vs {theirs!r}"]
+
+
+def sq_ir(source: str, **overrides) -> dict:
+    """sq's own IR of a program as a dict, in the form the engine runs (`horizon` 10 unless given):
+    for unit tests of lowering and the engine, which need IR but not the reference."""
+    import sq
+
+    overrides.setdefault("horizon", 10)
+    return sq.compile(source=source, **overrides).to_dict(exact=True)
+
+
+def reference():
+    """pyserq if it is installed, else None (a module that imports it at top level uses `needs_reference`)."""
+    try:
+        import pyserq
+    except ImportError:
+        return None
+    return pyserq
+
+
+def needs_reference(test):
+    """Skip `test` (saying why) when pyserq is not installed."""
+    import pytest
+
+    return pytest.mark.skipif(reference() is None, reason=REFERENCE_MISSING)(test)
+

@@ -18,7 +18,7 @@ import pytest
 
 import gen_programs
 import sq
-from test_engine_structures import PROGRAMS as CHURN
+from churn_programs import PROGRAMS as CHURN
 
 pytest.importorskip("pyserq")
 

@@ -11,19 +11,15 @@ import sys
 
 import pytest
 
-from sq.frontend.errors import SqError
-from sq.lower import format_number, lower
+from sq.errors import SqError
+from sq.lower import lower
+from sq.numbers import display
 
-pyserq = pytest.importorskip("pyserq")
+from oracle import sq_ir as _ir
 _engine = pytest.importorskip("sq._engine")
 
 
-def _ir(source: str, **overrides) -> dict:
-    overrides.setdefault("horizon", 10)
-    return json.loads(pyserq.compile(source=source, **overrides).to_json())
-
-
-def _reference_error(source: str, **overrides) -> str:
+def _reference_error(pyserq, source: str, **overrides) -> str:
     overrides.setdefault("horizon", 10)
     with pytest.raises(ValueError) as info:
         pyserq.run(pyserq.compile(source=source, **overrides))
@@ -58,9 +54,9 @@ RUN_ERRORS = {
 
 
 @pytest.mark.parametrize("name", sorted(RUN_ERRORS))
-def test_run_error_carries_the_reference_message(name):
+def test_run_error_carries_the_reference_message(name, pyserq):
     source, overrides = RUN_ERRORS[name]
-    expected = _reference_error(source, **dict(overrides))
+    expected = _reference_error(pyserq, source, **dict(overrides))
     with pytest.raises(SqError) as info:
         _engine.run(lower(_ir(source, **dict(overrides))))
     assert info.value.phase == "run"
@@ -137,7 +133,7 @@ def test_deeply_nested_expression_lowers():
     # aggregates are written out at link: 2000 terms nest 2000 deep, past the default recursion limit
     source = "workload { arrive batch(1); } session { observe s = sum k in 2000 (k); }"
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(50_000)   # for json.loads of the reference's IR
+    sys.setrecursionlimit(50_000)   # for the front end and lowering of 2000 nested terms
     try:
         ir = _ir(source)
     finally:
@@ -150,7 +146,7 @@ def test_deeply_nested_expression_lowers():
                                      (float("inf"), "inf"), (-float("inf"), "-inf"), (1e21, "1000000000000000000000"),
                                      (1e-7, "0.0000001"), (-0.0, "-0"), (0.1 + 0.2, "0.30000000000000004")])
 def test_numbers_print_as_the_reference_prints_them(x, text):
-    assert format_number(x) == text
+    assert display(x) == text
 
 
 SPILL_OVER_STEP = """
@@ -165,7 +161,7 @@ session { hold kv (6) { run d (1); } cache (6); observe done = now; }
 
 
 @pytest.mark.parametrize("sessions, work", [(1, "1"), (2, "0")])
-def test_a_spill_link_on_a_step_stage_runs_while_it_carries_nothing(sessions, work):
+def test_a_spill_link_on_a_step_stage_runs_while_it_carries_nothing(sessions, work, pyserq):
     # pyserq 0.1.2 runs these: no piece spills, or a piece spills with no transfer
     import sq
 
@@ -174,7 +170,7 @@ def test_a_spill_link_on_a_step_stage_runs_while_it_carries_nothing(sessions, wo
         json.loads(pyserq.run(pyserq.compile(source=src)).json())
 
 
-def test_a_spill_transfer_over_a_step_stage_is_a_clear_error():
+def test_a_spill_transfer_over_a_step_stage_is_a_clear_error(pyserq):
     # pyserq 0.1.2 panics (`entered unreachable code`); sq says what cannot go on, where and when
     import sq
 

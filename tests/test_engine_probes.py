@@ -1,25 +1,23 @@
 """The engine against the spec's probe figures (chapters 04 and 09 appendices).
 
-Each probe is compiled by the reference front end (pyserq) only to obtain its
-IR; the figures checked are the ones the spec lists, not pyserq's run.
+Each probe is compiled by sq's front end; the figures checked are the ones the
+spec lists (kept in tests/data/probes), not a run of pyserq.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
-from pathlib import Path
 
 import pytest
 
+import sq
 from sq.lower import lower
 from sq.report import Report
-from oracle import SPEC_DIR
+from spec_data import PROBES_FILE as PROBES
 
-pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")
 
-PROBES = Path(SPEC_DIR + "/probes/probes.json")
 
 # probes this engine covers now: fifo/ps/delay stages, sessions, arrivals, streams
 IN_SCOPE = {
@@ -127,8 +125,8 @@ def test_probe(probe):
     cwd = os.getcwd()
     os.chdir(PROBES.parent)   # trace files are read relative to the current directory
     try:
-        program = pyserq.compile(source=probe["source"], **probe["overrides"])
-        raw = _engine.run(lower(json.loads(program.to_json())), trace_iterations=True)
+        program = sq.compile(source=probe["source"], **probe["overrides"])
+        raw = _engine.run(lower(program.to_dict(exact=True)), trace_iterations=True)
     finally:
         os.chdir(cwd)
     report = Report.from_results(raw)

@@ -152,7 +152,7 @@ def test_random_program_matches_pyserq(seed):
             continue
     ir = json.loads(program.to_json())
     if error is not None:
-        from sq.frontend.errors import SqError
+        from sq.errors import SqError
         with pytest.raises(SqError) as info:
             _engine.run(lower(ir))
         assert error in info.value.message

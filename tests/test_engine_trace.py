@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.lower import lower
-from test_trace import SPEC_CORPUS
+from spec_data import SPEC_CORPUS
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from sq.frontend.compile import compile_program
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.frontend.link import closest_name
 
 RUN = "run { horizon 100; } workload { arrive batch(1); } "

@@ -13,7 +13,7 @@ import pytest
 
 import sq
 from sq.frontend import lexer, unicode_tables
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 
 def _in_table(table, cp: int) -> bool:

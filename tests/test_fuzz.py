@@ -21,31 +21,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import oracle
+from source_tokens import TOKEN, VOCAB
 
 compile_mod = oracle.require_module("sq.frontend.compile", "sq's front end (compile_program) is not written yet")
-errors = oracle.require_module("sq.frontend.errors", "sq.frontend.errors is not written yet")
+from sq import errors  # noqa: E402
 ir = oracle.require_module("sq.ir", "sq.ir is not written yet")
 
 pytestmark = pytest.mark.usefixtures("at_repo_root")
 
 HANG_SECONDS = 10
 
-# Tokens roughly as serQ lexes them; good enough to cut programs at token seams.
-TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"[^"]*"|\.?\d[\w.]*|[^\W\d]\w*|&&|\|\||<=|>=|==|!=|\S', re.S)
-
-VOCAB = [
-    # words of the language and names that are special somewhere
-    "let", "def", "use", "pool", "stage", "queue", "share", "workload", "session", "server", "gauge", "run",
-    "hold", "grow", "drop", "release", "load", "branch", "with", "else", "loop", "choose", "in", "by",
-    "end", "turn", "request", "set", "observe", "mark", "self", "prefill", "decode", "tool", "transfer",
-    "from", "to", "on", "growing", "cache", "lease", "reserve", "reuse", "at", "admission", "step", "fifo",
-    "ps", "delay", "cap", "block", "evict", "preempt", "admit", "via", "spill", "when", "latency", "pull",
-    "maxmin", "bottleneck", "poisson", "renewal", "closed", "batch", "none", "trace", "ordered", "hidden",
-    "init", "sum", "min", "max", "inf", "now", "present", "tokens", "used", "blocksize", "keep", "enter",
-    # punctuation and numbers
-    "{", "}", "(", ")", "[", "]", ",", ";", ":", ".", "=", "~", "?", "+", "-", "*", "/", "^", "<", "<=",
-    ">", ">=", "==", "!=", "&&", "||", "!", "0", "1", "-1", "0.5", "1e3", '"x.csv"', "/*", "*/", "//",
-]
 HUGE_NUMBERS = ["9" * 400, "1e999999", "1e-999999", "1" + "_" * 200, ".5e308", "1.7976931348623157e308",
                 "123456789012345678901234567890", "0" * 300 + "1", "1e18446744073709551616"]
 

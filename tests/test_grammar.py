@@ -52,11 +52,11 @@ from lark.lexer import Lexer, Token as LarkToken               # noqa: E402
 from lark.parsers.lalr_analysis import Shift                   # noqa: E402
 
 from sq.frontend import parser as sq_parser                    # noqa: E402
-from sq.frontend.errors import SqError                         # noqa: E402
+from sq.errors import SqError                                  # noqa: E402
+from spec_data import PROBES_FILE                               # noqa: E402
+from source_tokens import TOKEN as _SEAM, VOCAB as _VOCAB       # noqa: E402
 
 GRAMMAR = Path(sq_parser.__file__).with_name("grammar.lark")
-PROBES_FILE = Path(os.environ.get("SQ_PROBES", Path(__file__).resolve().parents[2]
-                                  / "shared" / "spec" / "probes" / "probes.json"))
 
 # (terminal, rule) pairs of the shift/reduce conflicts lark reports; none today
 # (see the grammar's header for why §10.8's aggregate conflict is gone).
@@ -276,14 +276,6 @@ def probe_cases():
         return []
     return [(p["id"], p["source"], None, (p.get("overrides") or {}).get("defs"))
             for p in json.loads(PROBES_FILE.read_text(encoding="utf-8"))]
-
-
-# Cut at token seams as tests/test_fuzz.py does, with its vocabulary.
-try:
-    from test_fuzz import TOKEN as _SEAM, VOCAB as _VOCAB
-except Exception:                                     # pragma: no cover - fuzz module unavailable
-    _SEAM = re.compile(r'//[^\n]*|/\*.*?\*/|"[^"]*"|\.?\d[\w.]*|[^\W\d]\w*|&&|\|\||<=|>=|==|!=|\S', re.S)
-    _VOCAB = ["hold", "sum", "in", "by", "(", ")", "{", "}", "[", "]", ";", ",", ".", "1", "x"]
 
 
 def mutate(rng: random.Random, text: str) -> str:

@@ -3,17 +3,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.ir import Program
-from oracle import SPEC_DIR
+from spec_data import probes
 
 pyserq = pytest.importorskip("pyserq")
 
-PROBES = json.loads(Path(SPEC_DIR + "/probes/probes.json").read_text())
+PROBES = probes()
 
 
 def _pyserq_ir(source: str, **overrides) -> str | None:

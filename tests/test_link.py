@@ -11,18 +11,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 from sq.frontend.compile import compile_program
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.ir import Program
-from oracle import SPEC_DIR
+from spec_data import PROBES_DIR, chapter10_programs, probes
 
 pyserq = pytest.importorskip("pyserq")
 
-PROBES = json.loads(Path(SPEC_DIR + "/probes/probes.json").read_text())
+PROBES = probes()
 
 # Programs covering each construct the linker writes (pools, stages, queues, holds and
 # bindings, serving forms, aggregates, gauges, run settings, name resolution).
@@ -288,12 +287,11 @@ def test_rejections_match_pyserq(source):
 
 @pytest.mark.parametrize("probe", PROBES, ids=[p["id"] for p in PROBES])
 def test_probe_programs(probe, monkeypatch):
-    monkeypatch.chdir(SPEC_DIR + "/probes")
+    monkeypatch.chdir(PROBES_DIR)
     assert_same(probe["source"], **(probe.get("overrides") or {}))
 
 
-GRAMMAR = Path(SPEC_DIR + "/10-grammar.md").read_text()
-EVERY_PRODUCTION = re.findall(r"```serq\n(.*?)```", GRAMMAR, re.S)[-2:]
+EVERY_PRODUCTION = chapter10_programs()[1:]
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["program_A", "program_B"])

@@ -1,20 +1,14 @@
 """Lowering: IR dict → flat arrays, and the source form printed in run-time errors."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 
 from sq import lower as L
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
-pyserq = pytest.importorskip("pyserq")
-
-
-def _ir(source: str, **overrides) -> dict:
-    overrides.setdefault("horizon", 10)
-    return json.loads(pyserq.compile(source=source, **overrides).to_json())
+from oracle import sq_ir as _ir
 
 
 def test_tables_follow_declarations():
@@ -101,3 +95,26 @@ def test_printed_guard_reads_back_to_the_same_ir(text):
     printed = L._Printer(ir["attrs"], ir["stages"], ir["pools"]).text(expr)
     _, again = guard(printed)
     assert again == expr, printed
+
+
+def test_threads_lowering_at_once_leave_the_recursion_limit_as_they_found_it():
+    # the limit is one number for the process: each lowering raised and restored it, so two
+    # threads interleaving could restore the other's raised value and leave it at 200000
+    import sys
+    import threading
+
+    before = sys.getrecursionlimit()
+    ir = _ir("workload { arrive batch(1); } session { observe s = sum k in 300 (k * now); }")
+    start = threading.Barrier(4)
+
+    def work():
+        start.wait()
+        for _ in range(15):
+            L.lower(ir)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sys.getrecursionlimit() == before

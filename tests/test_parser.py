@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from sq.frontend import ast
-from sq.frontend.errors import SqError
-from sq.frontend.lexer import format_number, tokenize
+from sq.errors import SqError
+from sq.frontend.lexer import tokenize
+from sq.numbers import display
 from sq.frontend.parser import parse
-from oracle import SPEC_DIR
+from spec_data import PROBES_FILE as PROBES, chapter10_programs
 
-SPEC = Path(SPEC_DIR)
-PROBES = SPEC / "probes" / "probes.json"
 RUN = "run { horizon 10; }\nworkload { arrive batch(1); }\n"
 
 
@@ -34,7 +33,7 @@ def observed(expr_text: str) -> ast.Expr:
 def show(e) -> str:
     """A fully parenthesised rendering, so a test states the grouping it expects."""
     if isinstance(e, ast.Num):
-        return format_number(e.value)
+        return display(e.value)
     if isinstance(e, ast.Name):
         return e.name
     if isinstance(e, ast.Dotted):
@@ -197,7 +196,7 @@ def test_lexical_errors(text, message, col):
     (math.nan, "NaN"), (-1.0, "-1"), (0.1, "0.1"),
 ])
 def test_numbers_print_like_pyserq(value, text):
-    assert format_number(value) == text
+    assert display(value) == text
 
 
 # ---------------------------------------------------------------- precedence
@@ -516,11 +515,6 @@ def test_errors_in_a_library_def_are_placed_at_the_use(tmp_path):
 
 
 # ---------------------------------------------------------------- whole programs
-
-def chapter10_programs():
-    blocks = re.findall(r"```serq\n(.*?)```", (SPEC / "10-grammar.md").read_text(), re.S)
-    return blocks[0], blocks[1], blocks[2]
-
 
 def test_the_chapter_10_programs_parse(tmp_path):
     lib, program_a, program_b = chapter10_programs()

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.frontend.parser import parse
-from oracle import SPEC_DIR
+from spec_data import PROBES_DIR, probes as spec_probes
 
 pyserq = pytest.importorskip("pyserq")
 
@@ -303,9 +303,8 @@ def test_rejected_like_pyserq(source, phrase):
 
 def _mutations(count, seed):
     """Small token-level edits of the probe programs."""
-    import json
     import random
-    probes = json.load(open(SPEC_DIR + "/probes/probes.json"))
+    probes = spec_probes()
     rng = random.Random(seed)
     extras = [";", "{", "}", "(", ")", "[", "]", "~", "def", "hold", "-", ".5", '"x"', "queue", "at",
               ",", ".", "turn;", "request;", "serve", "latency", "pull", "share", "in", "by", "sum", "=",
@@ -329,7 +328,7 @@ def _mutations(count, seed):
 def test_mutated_probes_are_rejected_like_pyserq(tmp_path, monkeypatch):
     """Where 0.1.2 gives a parse error (located, not a link error), we give the
     same one at the same place; where it parses, so do we."""
-    monkeypatch.chdir(SPEC_DIR + "/probes")
+    monkeypatch.chdir(PROBES_DIR)
     for source in _mutations(400, seed=5):
         theirs = _pyserq_error(source)
         theirs_parse = theirs is not None and re.match(r"\d+:\d+: ", theirs) and "link error" not in theirs

@@ -1,6 +1,6 @@
 """The spec's 150 probe programs, run through sq, against pyserq 0.1.2's recorded figures.
 
-probes.json (in ../shared/spec/probes/) holds each probe's source, the
+probes.json (kept in tests/data/probes/, see spec_data.py) holds each probe's source, the
 pyserq.compile keywords it was run with, and what 0.1.2 produced. A probe
 whose program uses a construct the engine does not run yet is skipped with
 the engine's own "not supported yet" message (SqError phase "unsupported");
@@ -8,24 +8,17 @@ every other difference fails.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-from pathlib import Path
 
 import pytest
 
 import sq
-from sq.frontend.errors import SqError
+from sq.errors import SqError
+from spec_data import PROBES_FILE, probes
 
-SPEC = Path(__file__).resolve().parents[1].parent / "shared" / "spec"
-PROBES_FILE = Path(os.environ.get("SQ_PROBES", SPEC / "probes" / "probes.json"))
 RTOL = 1e-9
 
-if not PROBES_FILE.exists():
-    pytest.skip(f"probes not found at {PROBES_FILE}", allow_module_level=True)
-
-PROBES = json.loads(PROBES_FILE.read_text())
+PROBES = probes()
 # Probes where pyserq 0.1.2 panics and sq follows the spec's recommendation instead
 # (04 §4.5.5: drop the preempted victim from the iteration and go on).
 PANICS = {"ST-PANIC-1"}

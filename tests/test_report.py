@@ -13,13 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from sq.report import Report, format_number
+from sq.numbers import json_number
+from sq.report import Report
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
 
-pyserq = pytest.importorskip("pyserq")
-
-
-def pyserq_json(source: str, **settings) -> str:
+def pyserq_json(pyserq, source: str, **settings) -> str:
     return pyserq.run(pyserq.compile(source=source, **settings)).json()
 
 
@@ -31,7 +29,7 @@ PRINTED = ["1e21", "1e22", "1e-7", "0.1+0.2", "-0", "123456789012345680", "5e-32
            "1/0", "0/0", "-1/0", "0.1", "1e300 * 7"]
 
 
-def test_numbers_print_as_pyserq_prints_them():
+def test_numbers_print_as_pyserq_prints_them(pyserq):
     # one observation per value; a lone sample is its own p99, so the p99
     # field shows the value itself (the mean would turn -0 into 0)
     body = " ".join(f"observe x{k} = {v};" for k, v in enumerate(PRINTED))
@@ -45,18 +43,18 @@ def test_numbers_print_as_pyserq_prints_them():
         obj = obj[: obj.index("}") + 1]
         want_p99 = obj[obj.index('"p99":') + 6 : -1]
         want_mean = obj[obj.index('"mean":') + 7 : obj.index(',"ci"')]
-        assert format_number(sample) == want_p99, (PRINTED[k], sample)
-        assert format_number(r.observes[f"x{k}"].mean) == want_mean, (PRINTED[k], sample)
+        assert json_number(sample) == want_p99, (PRINTED[k], sample)
+        assert json_number(r.observes[f"x{k}"].mean) == want_mean, (PRINTED[k], sample)
 
 
 def test_number_printing_rules():
-    assert format_number(3) == "3" and format_number(np.int64(12)) == "12"
-    assert format_number(1000.0) == "1000"
-    assert format_number(-0.0) == "-0"
-    assert format_number(float("nan")) == "null" and format_number(-math.inf) == "null"
-    assert format_number(1e-7) == "0.0000001"
+    assert json_number(3) == "3" and json_number(np.int64(12)) == "12"
+    assert json_number(1000.0) == "1000"
+    assert json_number(-0.0) == "-0"
+    assert json_number(float("nan")) == "null" and json_number(-math.inf) == "null"
+    assert json_number(1e-7) == "0.0000001"
     for x in np.random.default_rng(3).standard_normal(200) * 10.0 ** np.arange(-100, 100):
-        text = format_number(x)
+        text = json_number(x)
         assert "e" not in text and float(text) == x  # never an exponent, always round-trips
 
 
@@ -170,10 +168,10 @@ def warmup_filters_observations():
 
 
 @pytest.mark.parametrize("key", sorted(CASES))
-def test_report_json_equals_pyserq(key):
+def test_report_json_equals_pyserq(key, pyserq):
     source, settings, build = CASES[key]
     ours = Report.from_results(build()).to_json()
-    theirs = pyserq_json(source, **settings)
+    theirs = pyserq_json(pyserq, source, **settings)
     if ours != theirs:  # show the first differing field, not two long lines
         a, b = json.loads(ours), json.loads(theirs)
         assert a == b
@@ -261,7 +259,7 @@ def test_raw_results_may_hold_plain_lists():
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_any_finite_float_prints_plainly_and_reads_back(x):
-    text = format_number(x)
+    text = json_number(x)
     assert "e" not in text and "E" not in text and not text.endswith(".0")
     assert float(text) == x and (text.startswith("-") == (math.copysign(1.0, x) < 0))
     # shortest: as many significant digits as Python's shortest repr

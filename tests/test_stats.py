@@ -16,7 +16,6 @@ import pytest
 
 from sq import stats
 
-pyserq = pytest.importorskip("pyserq")
 
 NEG_NAN = float(np.copysign(np.nan, -1.0))
 POS_NAN = float(np.copysign(np.nan, 1.0))
@@ -29,7 +28,7 @@ def same(a: float, b) -> bool:
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
-def run(source: str, **settings):
+def run(pyserq, source: str, **settings):
     r = pyserq.run(pyserq.compile(source=source, **settings))
     # parse_int=float keeps the sign of "-0"
     return r, json.loads(r.json(), parse_int=float)
@@ -69,9 +68,9 @@ OBSERVE_PROGRAMS = {
 
 
 @pytest.mark.parametrize("key", sorted(OBSERVE_PROGRAMS))
-def test_observe_statistics_match_pyserq_bit_for_bit(key):
+def test_observe_statistics_match_pyserq_bit_for_bit(key, pyserq):
     source, settings = OBSERVE_PROGRAMS[key]
-    r, j = run(source, **settings)
+    r, j = run(pyserq, source, **settings)
     assert r.observes, "the program must observe something"
     for name, o in r.observes.items():
         s = stats.observe_stats(o.samples)
@@ -81,9 +80,9 @@ def test_observe_statistics_match_pyserq_bit_for_bit(key):
             assert same(getattr(s, field), want[field]), (name, field, getattr(s, field), want[field])
 
 
-def test_the_nan_program_really_has_a_nan_and_a_finite_p99():
+def test_the_nan_program_really_has_a_nan_and_a_finite_p99(pyserq):
     # guards the NaN case above: the statistic it checks must be the interesting one
-    r, j = run(*OBSERVE_PROGRAMS["nan"][:1], **OBSERVE_PROGRAMS["nan"][1])
+    r, j = run(pyserq, *OBSERVE_PROGRAMS["nan"][:1], **OBSERVE_PROGRAMS["nan"][1])
     assert any(math.isnan(x) for x in r.observes["y"].samples)
     assert j["observes"]["y"]["mean"] is None and j["observes"]["y"]["p99"] == 1
 
@@ -105,9 +104,9 @@ GAUGE_PROGRAMS = {
 
 
 @pytest.mark.parametrize("key", sorted(GAUGE_PROGRAMS))
-def test_gauge_statistics_match_pyserq_bit_for_bit(key):
+def test_gauge_statistics_match_pyserq_bit_for_bit(key, pyserq):
     source, settings = GAUGE_PROGRAMS[key]
-    r, j = run(source, **settings)
+    r, j = run(pyserq, source, **settings)
     for name, g in r.gauges.items():
         s = stats.gauge_stats(g.times, g.values, r.warmup, r.end)
         want = j["gauges"][name]
@@ -155,7 +154,7 @@ def test_welford_moments():
     assert math.isnan(stats.welford([]).mean) and math.isnan(stats.welford([1.0]).variance)
 
 
-def test_welford_is_the_recurrence_not_the_plain_average():
+def test_welford_is_the_recurrence_not_the_plain_average(pyserq):
     # a fifo fed 1/(k+3) from t=0: the waits' Welford mean and their plain
     # average differ in the last bit, and pyserq reports the Welford one
     n = 37
@@ -165,7 +164,7 @@ def test_welford_is_the_recurrence_not_the_plain_average():
         waits.append(t)
         services.append(end - t)
         t = end
-    _, j = run("stage s : fifo;\nsession { run s (1 / (serial + 3)); }\nworkload { arrive batch(37); }",
+    _, j = run(pyserq, "stage s : fifo;\nsession { run s (1 / (serial + 3)); }\nworkload { arrive batch(37); }",
                horizon=1000)
     row = j["stages"][0]
     assert stats.welford(waits).mean == row["mean_wait"]
@@ -244,11 +243,11 @@ def test_itl_without_gaps():
     assert math.isnan(stats.itl_mean([]))
 
 
-def test_step_stage_itl_and_decode_step_match_pyserq():
+def test_step_stage_itl_and_decode_step_match_pyserq(pyserq):
     # one session: prefill 1 token, then 9 decodes, each iteration costing
     # 1/(now+3); every token ends an iteration, so the gaps are the
     # differences of successive iteration ends
-    _, j = run("stage e : step { budget 100; cost 1/(now+3); }\n"
+    _, j = run(pyserq, "stage e : step { budget 100; cost 1/(now+3); }\n"
                "session { run e prefill (1); run e decode (9); }\nworkload { arrive batch(1); }",
                horizon=100)
     row = j["stages"][0]

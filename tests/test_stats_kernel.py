@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from sq import _stats, stats
-from sq.report import format_number
+from sq.numbers import json_number
 
 NEG_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
 POS_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0]
@@ -343,8 +343,6 @@ def test_observe_stats_are_the_literal_formulas(xs):
         assert same_nan_aside(s.ci, 2.093 * math.sqrt(var / 20.0) if var == var else math.nan)
 
 
-pyserq = pytest.importorskip("pyserq")
-
 # a gauge whose value is -0 or +0 at different times, with `queue(d)` 2, 1, 0
 # or 0, 1, 2, -0, ... (sessions delayed by `w` first)
 ZERO_GAUGES = ["(queue(d)-2)*(queue(d)-3)*queue(d)", "-((queue(d)-2)*(queue(d)-3)*queue(d))",
@@ -353,7 +351,7 @@ ZERO_GAUGES = ["(queue(d)-2)*(queue(d)-3)*queue(d)", "-((queue(d)-2)*(queue(d)-3
 
 @pytest.mark.parametrize("gauge", ZERO_GAUGES)
 @pytest.mark.parametrize("session", ["run d (serial + 1);", "run w (3 - serial); run d (serial + 1);"])
-def test_gauge_extremes_break_a_signed_zero_tie_as_pyserq_does(gauge, session):
+def test_gauge_extremes_break_a_signed_zero_tie_as_pyserq_does(gauge, session, pyserq):
     source = (f"stage d : delay;\nstage w : delay;\ngauge g = {gauge};\n"
               f"workload {{ arrive batch(2); }}\nsession {{ {session} }}")
     r = pyserq.run(pyserq.compile(source=source, horizon=10))
@@ -364,4 +362,4 @@ def test_gauge_extremes_break_a_signed_zero_tie_as_pyserq_does(gauge, session):
     want = report[report.index('"g":{'):]
     want = want[: want.index("}")]
     s = stats.gauge_stats(g.times, g.values, r.warmup, r.end)
-    assert f'"min":{format_number(s.min)},"max":{format_number(s.max)}' in want
+    assert f'"min":{json_number(s.min)},"max":{json_number(s.max)}' in want

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 from sq.trace import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
-from oracle import SPEC_DIR
+from oracle import needs_reference, reference
+from spec_data import PROBES_DIR, SPEC_CORPUS
 
-pyserq = pytest.importorskip("pyserq")
+pyserq = reference()
 
-PROBES = SPEC_DIR + "/probes"
+PROBES = str(PROBES_DIR)
 TRACE_STREAM = 0x6A09E667F3BCC908
 
 
@@ -58,19 +59,9 @@ def _same_as_pyserq(path: str):
     return ours
 
 
-# ---- the spec's own example ----------------------------------------------------
-SPEC_CORPUS = """session,turn,new,out,think,forced
-# comment line
-7,0,100,10,1.5,0
-7,1,20,5,2,1
-9,0,300,30,0
-3,0,1,2,3
-3,5,4,5,6
-
-3,9,7,8,9
-"""
 
 
+@needs_reference
 def test_spec_example_corpus(tmp_path):
     path = _write(tmp_path / "tr1.csv", SPEC_CORPUS)
     corpus = read_trace(path)
@@ -90,6 +81,7 @@ def test_flat_layout(tmp_path):
     assert flat[4 * (corpus.offset[2] + 1) + FIELDS.index("think")] == 6.0
 
 
+@needs_reference
 @pytest.mark.parametrize("name", ["trace5.csv", "trace2.csv"])
 def test_probe_trace_files(name):
     outcome = _same_as_pyserq(os.path.join(PROBES, name))
@@ -169,6 +161,7 @@ EDGE_CASES = [
 ]
 
 
+@needs_reference
 @pytest.mark.parametrize("content", EDGE_CASES, ids=[repr(c)[:40] for c in EDGE_CASES])
 def test_edge_case_matches_pyserq(tmp_path, content):
     _same_as_pyserq(_write(tmp_path / "t.csv", content))
@@ -190,6 +183,7 @@ ERRORS = [
 ]
 
 
+@needs_reference
 @pytest.mark.parametrize("content, what, help_line", ERRORS)
 def test_format_errors(tmp_path, content, what, help_line):
     path = _write(tmp_path / "bad.csv", content)
@@ -204,6 +198,7 @@ def test_format_errors(tmp_path, content, what, help_line):
     assert "Traceback" not in e.render() and path in e.render()
 
 
+@needs_reference
 @pytest.mark.parametrize("make, reason", [
     (lambda d: os.path.join(d, "nope.csv"), "No such file or directory (os error 2)"),
     (lambda d: d, "Is a directory (os error 21)"),
@@ -225,6 +220,7 @@ def test_unreadable_file(tmp_path, make, reason):
     assert str(ref.value) == err.value.message
 
 
+@needs_reference
 @pytest.mark.parametrize("content", [c for c, _, _ in ERRORS] + ["1,0,1,1,1\x1c\n", b"\xff\n"])
 def test_a_run_refuses_with_the_same_words(tmp_path, content):
     # pyserq.run reads the file at run start with the reader read_trace mirrors
@@ -238,6 +234,7 @@ def test_a_run_refuses_with_the_same_words(tmp_path, content):
     assert str(ref.value) == "\n".join((ours.value.message,) + ours.value.notes)
 
 
+@needs_reference
 def test_a_run_reads_the_file_even_without_sessions(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     program = pyserq.compile(source='stage d : delay;\nworkload { arrive none; trace "nope.csv"; }\n'
@@ -280,6 +277,7 @@ def _random_file(rng: random.Random, dirty: bool) -> str:
     return end.join(lines) + rng.choice([end, ""])
 
 
+@needs_reference
 @pytest.mark.parametrize("dirty", [False, True])
 def test_generated_files_match_pyserq(tmp_path, dirty):
     rng = random.Random(20261129 + dirty)
@@ -295,6 +293,7 @@ def test_generated_files_match_pyserq(tmp_path, dirty):
 ALPHABET = "0123456789.,eE+-#\n\r \tsessionaf_x\x1c\u3000\xa0\u200b"
 
 
+@needs_reference
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(alphabet=ALPHABET, max_size=80))
 def test_arbitrary_text_matches_pyserq(tmp_path, text):
@@ -308,6 +307,7 @@ NUMBERISH = st.one_of(
                      "(1)", "1/2", "\u0663", "\u00bd", "\u2155", "\u00b2", "1\u2009", "\u3000"]))
 
 
+@needs_reference
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fields=st.lists(NUMBERISH, min_size=5, max_size=6))
 def test_number_syntax_matches_pyserq(tmp_path, fields):
@@ -315,6 +315,7 @@ def test_number_syntax_matches_pyserq(tmp_path, fields):
     _same_as_pyserq(_write(tmp_path / "num.csv", "1,0,1,1,1\n" + ",".join(fields) + "\n"))
 
 
+@needs_reference
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.tuples(st.sampled_from(["1", "2", "3"]),
                                st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=3, max_size=4)),
@@ -343,6 +344,7 @@ def test_turn_of_rule(tmp_path):
         turn_of(corpus, 0, 0)
 
 
+@needs_reference
 def test_ev_trace_picks():
     # [EV-TRACE] / [EV-TRACE-ordered]: 5-session corpus, six sessions, seed 9
     corpus = read_trace(os.path.join(PROBES, "trace5.csv"))
@@ -353,6 +355,7 @@ def test_ev_trace_picks():
     assert ordered == [10, 20, 30, 40, 50, 10]
 
 
+@needs_reference
 def test_picks_on_sq_stream_equal_pyserq_stream():
     _random = pytest.importorskip("sq._random")
     ours, ref = _random.Rng(2 ^ TRACE_STREAM), pyserq.Rng(2 ^ TRACE_STREAM)
@@ -390,6 +393,7 @@ def _same_value(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
+@needs_reference
 @pytest.mark.parametrize("case", range(12))
 def test_replay_in_pyserq_follows_the_rule(tmp_path, case):
     rng = random.Random(case)
@@ -409,6 +413,7 @@ def test_replay_in_pyserq_follows_the_rule(tmp_path, case):
         assert all(_same_value(got[k], expected[k][attr]) for k in got), name
 
 
+@needs_reference
 def test_resolve_path_names_what_pyserq_opens(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.makedirs("sub")
@@ -427,6 +432,7 @@ def test_resolve_path_names_what_pyserq_opens(tmp_path, monkeypatch):
     assert resolve_path("t.csv", "p.serq") == "t.csv"
 
 
+@needs_reference
 @pytest.mark.slow
 def test_many_generated_files_match_pyserq(tmp_path):
     rng = random.Random(7)

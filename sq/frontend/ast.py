@@ -640,3 +640,89 @@ def subexpressions(e):
         kids = children(type(x))
         if kids is not None:
             push(kids(x))
+
+
+# ---------------------------------------------------------------- walking statements
+#
+# The one toolkit for the front end's walks: the blocks a statement nests, every
+# statement of a block in source order, and the expressions a statement reads.
+
+_END = object()
+
+
+def sub_blocks(stmt) -> list:
+    """The blocks a statement nests: a hold's or a loop's body, a branch's two arms."""
+    kind = type(stmt)     # exact types: every statement is asked, and the classes have no subclasses
+    if kind is Hold or kind is Loop:
+        return [stmt.body]
+    if kind is Branch:
+        return [stmt.then] + ([stmt.other] if stmt.other is not None else [])
+    return []
+
+
+def walk(body):
+    """Every statement of a block, nested ones included, pre-order (a hold, then its body), in source
+    order (a loop over a stack of blocks, not recursion: blocks may nest thousands deep)."""
+    stack = [iter(body)]
+    while stack:
+        stmt = next(stack[-1], _END)
+        if stmt is _END:
+            stack.pop()
+            continue
+        yield stmt
+        blocks = sub_blocks(stmt)
+        if blocks:
+            stack.append(iter([s for b in blocks for s in b]))
+
+
+def expressions_of(stmt, refs: bool = True) -> list:
+    """The expressions a statement reads itself (not those of its nested blocks).
+
+    With `refs` the pool and stage references it names are among them (the linker
+    resolves them); without, only the values it computes (the queue expander's view:
+    a member index counts for `grow`/`load`, which the expander rewrites, and a
+    queue call's arguments and indices).
+    """
+    kind = type(stmt)
+    if kind is Set or kind is Observe:
+        return [stmt.value]
+    if kind is Choose:
+        return [stmt.count, *stmt.keys]
+    if kind is Branch:
+        return [stmt.test]
+    if kind is Grow or kind is Load:
+        if refs:
+            return [stmt.pool, stmt.amount]
+        pool = stmt.pool
+        return [stmt.amount] + ([pool.index] if type(pool) is Ref and pool.index is not None else [])
+    if kind is Drop or kind is Release:
+        return [stmt.pool] if refs else []
+    if kind is Run:
+        if not refs:
+            return [stmt.work]
+        return [*stmt.stages, stmt.work] + ([stmt.growing] if stmt.growing is not None else [])
+    if kind is Serving:
+        parts = (stmt.index, *(stmt.on or ()), stmt.work, stmt.growing, stmt.source, stmt.dest, stmt.amount) \
+            if refs else (stmt.index, stmt.work, stmt.amount)
+        return [x for x in parts if x is not None]
+    if kind is QueueCall and not refs:     # the linker meets queue calls expanded
+        return [x for x in (stmt.index, *stmt.args, stmt.source_index, stmt.amount) if x is not None]
+    if kind is Hold:
+        return _hold_expressions(stmt, refs)
+    return []
+
+
+def _hold_expressions(hold, refs: bool) -> list:
+    if refs:
+        out = []
+        for hp in hold.pools:
+            out += [hp.pool, hp.units] + ([hp.reserve] if hp.reserve is not None else [])
+        out += [x for x in (hold.reuse, hold.cache) if x is not None]
+        if hold.lease is not None:
+            out += [hold.lease.pool, hold.lease.time]
+        return out + [b.value for b in hold.bindings]
+    out = [x for hp in hold.pools for x in (hp.units, hp.reserve) if x is not None]
+    out += [x for x in (hold.reuse, hold.cache) if x is not None] + [b.value for b in hold.bindings]
+    if hold.lease is not None:
+        out.append(hold.lease.time)
+    return out

@@ -13,7 +13,7 @@ from typing import Any
 
 from sq import ir
 from sq.frontend import link as linker
-from sq.frontend.errors import SqError
+from sq.errors import SqError
 
 
 def compile_program(path: str | os.PathLike | None = None, *, source: str | None = None,

@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass, field
 
 from sq.frontend import ast
-from sq.frontend.errors import SqError, Span
+from sq.errors import SqError
+from sq.frontend.errors import Span
 from sq.frontend.lexer import EOF, IDENT, Token, tokenize
 from sq.frontend.words import (CONTEXT_VARIABLES, DISTRIBUTIONS, FUNCTIONS, KEYWORDS,
                                STATE_FUNCTIONS, retired_name)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 
 from sq.frontend import unicode_tables
-from sq.frontend.errors import SqError, Span
+from sq.numbers import display
+from sq.errors import SqError
+from sq.frontend.errors import Span
 
 IDENT, NUM, STR, EOF = "Ident", "Num", "Str", "Eof"
 _SAME = object()
@@ -65,7 +67,7 @@ class Token:
         if self.kind == IDENT:
             return f"`{self.text}`"
         if self.kind == NUM:
-            return format_number(self.value)
+            return display(self.value)
         if self.kind == STR:
             return f'"{self.text}"'
         return self.kind
@@ -78,42 +80,6 @@ class Token:
                      self.length if length is None else length,
                      self.file if file is _SAME else file, self.value,
                      self.via if via is None else via)
-
-
-def format_number(value: float) -> str:
-    """A double printed the way pyserq's messages print it: positional
-    notation with the shortest round-tripping digits (`1e20` is
-    `100000000000000000000`, `1e-7` is `0.0000001`)."""
-    if value != value:
-        return "NaN"
-    if value in (float("inf"), float("-inf")):
-        return "inf" if value > 0 else "-inf"
-    sign = "-" if value < 0 or (value == 0 and str(value).startswith("-")) else ""
-    digits, exponent = _shortest_digits(abs(value))
-    point = len(digits) + exponent
-    if point <= 0:
-        text = "0." + "0" * (-point) + digits
-    elif point >= len(digits):
-        text = digits + "0" * (point - len(digits))
-    else:
-        text = digits[:point] + "." + digits[point:]
-    return sign + text
-
-
-def _shortest_digits(value: float) -> tuple[str, int]:
-    """(significant digits, exponent) with value == 0.digits… scaled: int(digits) * 10**exponent."""
-    if value == 0:
-        return "0", 0
-    mantissa, _, exp = repr(value).partition("e")
-    exponent = int(exp) if exp else 0
-    whole, _, frac = mantissa.partition(".")
-    if frac == "0":
-        frac = ""
-    digits = (whole + frac).lstrip("0")
-    exponent -= len(frac)
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    return stripped or "0", exponent
 
 
 def _char_class(table, lo_bound: int = 0, hi_bound: int = 0x10FFFF) -> str:

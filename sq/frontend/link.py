@@ -9,7 +9,6 @@ run last, in `sq.ir.validate`.
 """
 from __future__ import annotations
 
-from decimal import Decimal
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -18,7 +17,9 @@ from typing import Any
 from sq import ir
 from sq.frontend import ast as A
 from sq.frontend import queues
-from sq.frontend.errors import SqError, Span
+from sq.errors import SqError
+from sq.numbers import display
+from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
 
 # ---------------------------------------------------------------- the language's names
@@ -48,18 +49,6 @@ LIVE_FNS = frozenset(("used", "free", "holders", "queued", "cachedin", "queue", 
 MAX_TERMS = 4096
 NAN_HELP = "help: a constant is a number or `inf`; `0/0` and `inf - inf` are not"
 CONST_HELP = "help: declare this constant or use the name of an existing constant"
-
-
-def fmt_num(x: float) -> str:
-    """A number the way 0.1.2 prints it in messages (Rust's `{}` for f64: never an exponent)."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    text = format(Decimal(repr(x)), "f")   # the shortest digits, written out in full
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 def closest_name(name: str, candidates) -> str | None:
@@ -289,11 +278,11 @@ class Linker:
         if math.isnan(n):
             raise self.error(f"{label}'s count is NaN", e, NAN_HELP, length=len(e.op))
         if math.isinf(n) or not (n >= 1 and n == int(n)):
-            raise self.error(f"{label}'s count must be a positive integer, found {fmt_num(n)}", e,
+            raise self.error(f"{label}'s count must be a positive integer, found {display(n)}", e,
                              length=len(e.op))
         self.terms += n          # a float, as in 0.1.2: a huge count is printed whole, rounded as f64 adds
         if self.terms > MAX_TERMS:
-            raise self.error(f"{label}: the program's aggregates write out {fmt_num(self.terms)} terms, "
+            raise self.error(f"{label}: the program's aggregates write out {display(self.terms)} terms, "
                              f"at most {MAX_TERMS}",
                              e, length=len(e.op))
         return int(n)
@@ -370,7 +359,7 @@ class Linker:
         except SqError:
             return self.expr(index, c)
         if not (0 <= value < fam.count) or value != int(value):
-            raise self.error(f"{what} `{fam.name}[{fmt_num(value)}]` is out of range: `{fam.name}` has "
+            raise self.error(f"{what} `{fam.name}[{display(value)}]` is out of range: `{fam.name}` has "
                              f"{fam.count} member(s)", node, length=len(fam.name))
         return {"Num": float(value)}
 
@@ -715,7 +704,7 @@ class Linker:
         # with hundreds of attributes spent milliseconds there)
         self.attr_slots = {name: k for k, name in reversed(list(enumerate(self.attrs)))}
         self.visible_bindings: set[str] = set()
-        for stmt in _walk(init + turn + body):
+        for stmt in A.walk(init + turn + body):
             if isinstance(stmt, (A.Set, A.Choose)):
                 self._new_attr(stmt.name, stmt)
             elif isinstance(stmt, A.Hold):
@@ -828,7 +817,7 @@ class Linker:
     def _check_guard(self, s: A.Branch, v: float) -> None:
         if v in (0.0, 1.0):
             return
-        text = fmt_num(v)   # the folded guard, not its source text
+        text = display(v)   # the folded guard, not its source text
         if 0 < v < 1:
             self._lint(1, f"`branch ({text})` is not a test: a guard is 0 or 1, and a constant strictly between "
                           f"them is a probability. Write `branch with ({text})`.")
@@ -885,7 +874,7 @@ class Linker:
 
     def _leases(self, name: str) -> list[str]:
         """How the program's leases of pool family `name` are written."""
-        return [_ref_text(s.lease.pool) for s in _walk(self.body_for_leases)
+        return [_ref_text(s.lease.pool) for s in A.walk(self.body_for_leases)
                 if isinstance(s, A.Hold) and s.lease is not None and _ref_name(s.lease.pool) == name]
 
     def _hold(self, h: A.Hold, holds: tuple) -> dict:
@@ -970,7 +959,7 @@ class Linker:
                              f"means", b, "help: rename the binding", phase="parse")
         if name in _names_read_expr(b.value):
             raise self.error(f"the binding `{name}` reads itself", b, phase="parse")
-        for e in _exprs_in(value):
+        for e in A.subexpressions(value):
             if isinstance(e, A.Call) and e.name not in PURE:
                 hint = ("help: in the body read `cached`, the units the admission consumed"
                         if e.name == "cachedin" else "help: name what the body needs with a `set` in the body")
@@ -1204,13 +1193,13 @@ class Linker:
         arrival, init, turn, the session, gauges, `hidden` and the run settings."""
         init = list(wl.init.body) if wl and wl.init else []
         turn = list(wl.turn.body) if wl and wl.turn else []
-        self.assigned = {s.name for s in _walk(init + turn + body) if isinstance(s, (A.Set, A.Choose))}
+        self.assigned = {s.name for s in A.walk(init + turn + body) if isinstance(s, (A.Set, A.Choose))}
         body = self._expand_block(body)
 
         self.body_for_leases = body
         self._collect_names(init, turn, body)
         # names bound by `at admission` that a body reads (and nothing else assigns)
-        self.binding_names = {b.name: b for s in _walk(body) if isinstance(s, A.Hold)
+        self.binding_names = {b.name: b for s in A.walk(body) if isinstance(s, A.Hold)
                               for b in self._read_bindings(s) if b.name in self.bound_only}
         self._check_binding_reach(body, frozenset())
         self._check_name_clashes()
@@ -1254,15 +1243,15 @@ class Linker:
                     self._reach(b.value, visible | {x.name for x in s.bindings}, bound)
                 self._check_binding_reach(list(s.body), inner)
                 continue
-            for e in _stmt_exprs(s):
+            for e in A.expressions_of(s):
                 self._reach(e, visible, bound)
-            for block in _sub_blocks(s):
+            for block in A.sub_blocks(s):
                 self._check_binding_reach(list(block), visible)
 
     def _reach(self, e: Any, visible: frozenset, bound: dict) -> None:
         if not bound:       # no binding is read outside its hold's body: nothing to find
             return
-        for x in _exprs_in(e):
+        for x in A.subexpressions(e):
             if isinstance(x, A.Name) and x.name in bound and x.name not in visible:
                 raise self.error(f"`{x.name}` is read outside the body of the hold that binds it",
                                  bound[x.name], length=len(x.name), phase="parse")
@@ -1277,7 +1266,7 @@ class Linker:
         live = {} if live is None else live
         for s in body:
             if isinstance(s, A.Set):
-                calls = [e for e in _exprs_in(s.value) if isinstance(e, A.Call) and e.name in LIVE_FNS]
+                calls = [e for e in A.subexpressions(s.value) if isinstance(e, A.Call) and e.name in LIVE_FNS]
                 if calls:
                     live[s.name] = _expr_text(calls[0])
                 else:
@@ -1286,7 +1275,7 @@ class Linker:
                 self._check_header(s, live)
                 self._check_live_headers(list(s.body), {})
             else:
-                for block in _sub_blocks(s):
+                for block in A.sub_blocks(s):
                     self._check_live_headers(list(block), dict(live))
 
     def _check_header(self, h: A.Hold, live: dict) -> None:
@@ -1297,7 +1286,7 @@ class Linker:
             parts = [x for x in (hp.units, hp.reserve) if x is not None]
             if hp is h.pools[0]:   # 0.1.2 counts `reuse` and `cache` under the first pool
                 parts += [x for x in (h.reuse, h.cache) if x is not None]
-            for e in (e for x in parts for e in _exprs_in(_substitute(x, subst))):
+            for e in (e for x in parts for e in A.subexpressions(_substitute(x, subst))):
                 if isinstance(e, A.Name) and e.name in live and (id(h), e.name) not in self.live_seen:
                     self.live_seen.add((id(h), e.name))
                     self._lint(0, f"`{e.name}` reads {live[e.name]} when the session reaches the `set`, and is "
@@ -1374,7 +1363,7 @@ def _expr_text(e: Any) -> str:
         text = _expr_text(x)
         return f"({text})" if needs else text
     if isinstance(e, A.Num):
-        return fmt_num(e.value)
+        return display(e.value)
     if isinstance(e, A.Name):
         return e.name
     if isinstance(e, A.Ref):
@@ -1402,54 +1391,25 @@ def _expr_text(e: Any) -> str:
     return repr(e)
 
 
-_exprs_in = A.subexpressions
 
 
 def _draws(e: Any) -> bool:
-    return any(type(x) is A.Sample for x in _exprs_in(e))
+    return any(type(x) is A.Sample for x in A.subexpressions(e))
 
 
 def _names_read_expr(e: Any) -> set[str]:
     """The names of the bare names and references in `e`."""
-    return {x.name for x in _exprs_in(e) if type(x) is A.Name or type(x) is A.Ref}
-
-
-def _stmt_exprs(s: Any) -> list:
-    """The expressions a statement reads itself (not those of nested blocks)."""
-    if isinstance(s, (A.Set, A.Observe)):
-        return [s.value]
-    if isinstance(s, A.Choose):
-        return [s.count, *s.keys]
-    if isinstance(s, A.Branch):
-        return [s.test]
-    if isinstance(s, (A.Grow, A.Load)):
-        return [s.pool, s.amount]
-    if isinstance(s, (A.Drop, A.Release)):
-        return [s.pool]
-    if isinstance(s, A.Run):
-        return [*s.stages, s.work] + ([s.growing] if s.growing is not None else [])
-    if isinstance(s, A.Serving):
-        return [x for x in (s.index, *(s.on or ()), s.work, s.growing, s.source, s.dest, s.amount) if x is not None]
-    if isinstance(s, A.Hold):
-        out = []
-        for hp in s.pools:
-            out += [hp.pool, hp.units] + ([hp.reserve] if hp.reserve is not None else [])
-        out += [x for x in (s.reuse, s.cache) if x is not None]
-        if s.lease is not None:
-            out += [s.lease.pool, s.lease.time]
-        out += [b.value for b in s.bindings]
-        return out
-    return []
+    return {x.name for x in A.subexpressions(e) if type(x) is A.Name or type(x) is A.Ref}
 
 
 def _names_read(body: Any, stop_at_holds: bool = False) -> set[str]:
     """Names the statements read; `stop_at_holds` leaves out nested holds' bodies."""
     names: set[str] = set()
     for s in body:
-        for e in _stmt_exprs(s):
+        for e in A.expressions_of(s):
             names |= _names_read_expr(e)
         if not (stop_at_holds and isinstance(s, A.Hold)):
-            for b in _sub_blocks(s):
+            for b in A.sub_blocks(s):
                 names |= _names_read(b, stop_at_holds)
     return names
 
@@ -1460,9 +1420,9 @@ def _reads(body: Any) -> set[str]:
     names: set[str] = set()
     for s in body:
         if not isinstance(s, A.Hold):
-            for e in _stmt_exprs(s):
+            for e in A.expressions_of(s):
                 names |= _names_read_expr(e)
-            for b in _sub_blocks(s):
+            for b in A.sub_blocks(s):
                 names |= _reads(b)
             continue
         subst: dict = {}
@@ -1482,23 +1442,6 @@ def _reads(body: Any) -> set[str]:
     return names
 
 
-def _sub_blocks(s: Any) -> list:
-    kind = type(s)     # exact types: every statement is asked, and the classes have no subclasses
-    if kind is A.Hold or kind is A.Loop:
-        return [s.body]
-    if kind is A.Branch:
-        return [s.then] + ([s.other] if s.other is not None else [])
-    return []
-
-
-def _walk(body: Any):
-    """Every statement, pre-order (a hold, then its body)."""
-    for s in body:
-        yield s
-        for b in _sub_blocks(s):
-            yield from _walk(b)
-
-
 def _map_blocks(s: Any, f) -> Any:
     """The statement with `f` applied to each nested block."""
     if isinstance(s, (A.Hold, A.Loop)):
@@ -1509,7 +1452,7 @@ def _map_blocks(s: Any, f) -> Any:
 
 
 def _find_requests(body: Any) -> list:
-    return [s for s in _walk(body) if isinstance(s, A.Request)]
+    return [s for s in A.walk(body) if isinstance(s, A.Request)]
 
 
 def _substitute(e: Any, subst: dict) -> Any:

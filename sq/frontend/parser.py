@@ -26,9 +26,11 @@ import sys
 from sq.frontend import ast
 from sq.frontend import expand as ex
 from sq.frontend import queues, sides
-from sq.frontend.errors import SqError, Span
+from sq.errors import SqError
+from sq.frontend.errors import Span
 from sq.frontend.fold import binary_value, pure_value
-from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, format_number, tokenize
+from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, tokenize
+from sq.numbers import display
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
@@ -498,9 +500,9 @@ class _Parser:
         if value is None:
             raise self.error(tok, "array size must be a positive integer or a `let` constant that is one", notes)
         if not (1 <= value < math.inf and value == math.floor(value)):
-            raise self.error(tok, f"array size must be a positive integer, found {format_number(value)}", notes)
+            raise self.error(tok, f"array size must be a positive integer, found {display(value)}", notes)
         if value > MAX_ARRAY:
-            raise self.error(tok, f"array size {format_number(value)} is more than a family holds "
+            raise self.error(tok, f"array size {display(value)} is more than a family holds "
                              f"({MAX_ARRAY}): every member is a pool or stage of its own")
         self.expect("RBracket")
         self.size_lets |= deps - self.sets.keys()    # a size folded from a --set value is resolved
@@ -826,7 +828,7 @@ class _Parser:
         0.1.2 checks every hold, lease, `growing` and `to` as soon as the entry is read."""
         own = {p.name for p in body.pools} | set(entry.params or ()) | {entry.source}
         label = f"`{body.name}.{entry.verb}`"
-        for stmt in _entry_walk(entry.body):
+        for stmt in ast.walk(entry.body):
             for pool, verb in _allocated_pools(stmt):
                 if isinstance(pool, ast.Dotted) or getattr(pool, "field", None) is not None:
                     continue        # another queue's pool: refused where the statement is linked
@@ -838,7 +840,7 @@ class _Parser:
                 also = f" and `{entry.source}`, the pool its `from` names" if entry.source else ""
                 raise self._span_error(entry.span, f"{label} holds `{pool.name}`, which is not a pool of "
                                        f"`{body.name}`: an entry allocates its queue's own pools{also}")
-        for stmt in _entry_walk(entry.body):       # 0.1.2 reads the headers once every pool is known good
+        for stmt in ast.walk(entry.body):       # 0.1.2 reads the headers once every pool is known good
             if isinstance(stmt, ast.Hold):
                 self._check_hold_header(body, entry, stmt)
 
@@ -848,11 +850,11 @@ class _Parser:
         label = f"`{body.name}.{entry.verb}`"
         header = [x for hp in hold.pools for x in (hp.units, hp.reserve) if x is not None]
         header += [hold.reuse] if hold.reuse is not None else []
-        bound = {x.var for e in header for x in queues.expressions(e) if isinstance(x, ast.Aggregate)}
+        bound = {x.var for e in header for x in ast.subexpressions(e) if isinstance(x, ast.Aggregate)}
         seen = set(entry.params or ()) | bound | set(self.lets) | {"inf", "self"}
         own = {p.name for p in body.pools} | {body.name}
         for e in header:
-            dotted = next((x for x in queues.expressions(e) if isinstance(x, ast.Dotted)), None)
+            dotted = next((x for x in ast.subexpressions(e) if isinstance(x, ast.Dotted)), None)
             for name, is_ref in _header_names(e, {b.name: b.value for b in hold.bindings}):
                 if is_ref and name.name not in seen | own:
                     raise self._span_error(entry.span, f"{label} reads `{name.name}`, which is not a pool or "
@@ -1649,16 +1651,6 @@ def _line_starts(text: str) -> list[int]:
         _starts_cache.clear()
         _starts_cache[text] = starts
     return starts
-
-
-def _entry_walk(body):
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, (ast.Hold, ast.Loop)):
-            yield from _entry_walk(stmt.body)
-        elif isinstance(stmt, ast.Branch):
-            yield from _entry_walk(stmt.then)
-            yield from _entry_walk(stmt.other or ())
 
 
 def _header_names(e, bindings: dict, depth: int = 0):

@@ -42,7 +42,7 @@ class QueueInfo:
     def leased_pool(self) -> str | None:
         """The own pool its entries lease (the KV a prefiller leaves for the next stage)."""
         for e in self.item.entries:
-            for s in _walk(e.body):
+            for s in A.walk(e.body):
                 if isinstance(s, A.Hold) and s.lease is not None:
                     return s.lease.pool.name
         return None
@@ -89,13 +89,13 @@ def _info(q: A.Queue) -> QueueInfo:
     for e in q.entries:
         if e.verb == "route":
             continue
-        for s in _walk(e.body):
+        for s in A.walk(e.body):
             if isinstance(s, (A.Set, A.Choose)):
                 names.add(s.name)
             elif isinstance(s, A.Mark):
                 names.add(s.name)
     for e in q.entries:
-        for s in _walk(e.body):
+        for s in A.walk(e.body):
             if isinstance(s, A.Mark):
                 marks.add(s.name)
     return QueueInfo(q, names | marks, marks)
@@ -179,7 +179,7 @@ class Expander:
         if key in stack:
             raise self.error(f"{label}: the entries call each other in a cycle", c, phase="parse")
         for param, a in zip(params, c.args):
-            if any(isinstance(x, A.Sample) for x in _exprs(a)):
+            if any(isinstance(x, A.Sample) for x in A.subexpressions(a)):
                 raise self.error(f"{label}: the argument for `{param}` draws a sample; a parameter is substituted, "
                                  f"so a name used twice would draw twice", c, phase="parse")
         source = source_pool if source_pool is not None else self._source_pool(c)
@@ -239,7 +239,7 @@ class Expander:
                 # 0.1.2 writes a binding into the body where it is read: one never read is never checked
                 read = _names_read_in(s.body)
                 unread = {id(b.value) for b in s.bindings if b.name not in read}
-                for e in _stmt_parts(s):
+                for e in A.expressions_of(s, refs=False):
                     if id(e) not in unread:
                         sc.expr(e)
                 for inner in s.body:
@@ -247,9 +247,9 @@ class Expander:
             finally:
                 sc.bindings = outer
             return
-        for e in _stmt_parts(s):
+        for e in A.expressions_of(s, refs=False):
             sc.expr(e)
-        for block in _blocks_of(s):
+        for block in A.sub_blocks(s):
             for inner in block:
                 self._check_stmt(inner, sc)
 
@@ -442,7 +442,7 @@ class _Scope:
                                  f"an entry allocates its queue's own pools", self.entry, phase="parse")
         header = [x for hp in h.pools for x in (hp.units, hp.reserve) if x is not None]
         header += [h.reuse] if h.reuse is not None else []     # 0.1.2 lets `at admission` read freely
-        bound = {b.name for b in h.bindings} | {x.var for e in header for x in _exprs(e) if isinstance(x, A.Aggregate)}
+        bound = {b.name for b in h.bindings} | {x.var for e in header for x in A.subexpressions(e) if isinstance(x, A.Aggregate)}
         for e in header:
             for x, is_ref in _names(e):
                 seen = x.name in self.args or x.name in bound or self.is_constant(x.name)
@@ -557,71 +557,14 @@ def _name_of(r: A.Request) -> Any:
     return A.Name(replace(sp, col=sp.col + len("request "), length=len(r.gateway)), r.gateway)
 
 
-def _stmt_parts(s: Any) -> list:
-    """The expressions a statement reads itself (nested blocks aside)."""
-    if isinstance(s, (A.Set, A.Observe)):
-        return [s.value]
-    if isinstance(s, A.Choose):
-        return [s.count, *s.keys]
-    if isinstance(s, A.Branch):
-        return [s.test]
-    if isinstance(s, (A.Grow, A.Load)):
-        return [s.amount] + ([s.pool.index] if isinstance(s.pool, A.Ref) and s.pool.index is not None else [])
-    if isinstance(s, A.Run):
-        return [s.work]
-    if isinstance(s, A.Serving):
-        return [x for x in (s.index, s.work, s.amount) if x is not None]
-    if isinstance(s, A.QueueCall):
-        return [x for x in (s.index, *s.args, s.source_index, s.amount) if x is not None]
-    if isinstance(s, A.Hold):
-        out = [x for hp in s.pools for x in (hp.units, hp.reserve) if x is not None]
-        out += [x for x in (s.reuse, s.cache) if x is not None] + [b.value for b in s.bindings]
-        if s.lease is not None:
-            out.append(s.lease.time)
-        return out
-    return []
-
-
 def _names_read_in(body: Any) -> set:
-    return {x.name for s in _walk(body) for e in _stmt_parts(s) for x in _exprs(e) if isinstance(x, A.Name)}
-
-
-def _blocks_of(s: Any) -> list:
-    if isinstance(s, (A.Hold, A.Loop)):
-        return [s.body]
-    if isinstance(s, A.Branch):
-        return [s.then] + ([s.other] if s.other is not None else [])
-    return []
+    return {x.name for s in A.walk(body) for e in A.expressions_of(s, refs=False) for x in A.subexpressions(e) if isinstance(x, A.Name)}
 
 
 def _opt(f, x: Any) -> Any:
     return None if x is None else f(x)
 
 
-def _exprs(e: Any):
-    if e is None:
-        return
-    yield e
-    for name in ("operand", "left", "right", "test", "then", "other", "count", "body", "index"):
-        child = getattr(e, name, None)
-        if child is not None and not isinstance(child, (tuple, str, bool)):
-            yield from _exprs(child)
-    for a in getattr(e, "args", ()) or ():
-        yield from _exprs(a)
-
-
-def _walk(body: Any):
-    for s in body:
-        yield s
-        if isinstance(s, (A.Hold, A.Loop)):
-            yield from _walk(s.body)
-        elif isinstance(s, A.Branch):
-            yield from _walk(s.then)
-            if s.other is not None:
-                yield from _walk(s.other)
-
-
 # The parser checks an entry's holds where the entry ends, as 0.1.2 does.
 names_read = _names
-expressions = _exprs
 

@@ -14,26 +14,15 @@ from sq.frontend.lexer import IDENT
 BUILTINS = ("cached", "serial", "turn_no", "new", "out", "think", "more", "forced", "computed")
 
 
-def walk(stmts):
-    """Every statement of a block, nested ones included, in source order."""
-    for stmt in stmts:
-        yield stmt
-        if isinstance(stmt, (ast.Hold, ast.Loop)):
-            yield from walk(stmt.body)
-        elif isinstance(stmt, ast.Branch):
-            yield from walk(stmt.then)
-            yield from walk(stmt.other or ())
-
-
 def assigned(stmts) -> set:
-    return {s.name for s in walk(stmts) if isinstance(s, (ast.Set, ast.Choose))}
+    return {s.name for s in ast.walk(stmts) if isinstance(s, (ast.Set, ast.Choose))}
 
 
 def check_pairing(items, queues: dict, error) -> None:
     workload = next((i for i in items if isinstance(i, ast.Workload)), None)
     server = next((i for i in items if isinstance(i, ast.Server)), None)
     client = workload.session if workload is not None else None
-    requests = [s for s in walk(client.body) if isinstance(s, ast.Request)] if client else []
+    requests = [s for s in ast.walk(client.body) if isinstance(s, ast.Request)] if client else []
     for req in requests:
         if req.gateway is None:
             if server is None:

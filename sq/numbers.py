@@ -1,0 +1,94 @@
+"""How sq prints a number: the one home of every number format it writes.
+
+pyserq 0.1.2 is written in Rust, so its messages print an f64 with Rust's
+`Display` (`{}`) or `Debug` (`{:?}`), and its report writes JSON numbers its
+own way. All of them start from the shortest digits that read back to the same
+double (Python's `repr` finds the same digits Rust's `{}` does), then place the
+decimal point; they differ only in exponents, `.0` and the non-finite values.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["display", "debug", "brief", "json_number"]
+
+
+def _digits(x: float) -> tuple[str, int]:
+    """The shortest round-trip digits of a finite x >= 0 and where the point goes:
+    x == 0.DIGITS * 10**point (`"0", 1` for zero)."""
+    mantissa, _, exp = repr(x).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    every = whole + frac
+    digits = every.lstrip("0")
+    point = len(whole) + (int(exp) if exp else 0) - (len(every) - len(digits))   # leading zeros move it left
+    digits = digits.rstrip("0")
+    return (digits, point) if digits else ("0", 1)
+
+
+def _positional(x: float) -> str:
+    """A finite x in positional notation, never an exponent: `1e20` is `100000000000000000000`,
+    `1e-7` is `0.0000001`, `-0.0` is `-0`. The digits after the shortest ones are zeros
+    (`77068433900444864.0` prints as `77068433900444860`, as Rust does)."""
+    sign = "-" if math.copysign(1.0, x) < 0 else ""
+    digits, point = _digits(abs(x))
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def _exponent(x: float) -> str:
+    """A finite nonzero x as Rust's `{:e}` with the shortest digits: `1e16`, `-1.5e-7`, `5e-324`."""
+    mantissa, _, exp = repr(x).partition("e")
+    if not exp:                      # repr wrote it positionally: normalise by hand
+        sign = "-" if x < 0 else ""
+        digits, point = _digits(abs(x))
+        mantissa, exp = sign + digits[0] + ("." + digits[1:] if len(digits) > 1 else ""), str(point - 1)
+    elif mantissa.endswith(".0"):
+        mantissa = mantissa[:-2]
+    return f"{mantissa}e{int(exp)}"
+
+
+def _non_finite(x: float) -> str:
+    return "NaN" if x != x else ("inf" if x > 0 else "-inf")
+
+
+def display(x: float) -> str:
+    """A float as Rust's `Display` prints it (0.1.2's messages): shortest round-trip
+    digits, no exponent, no `.0`; `NaN`, `inf`, `-inf`; `-0` for -0.0."""
+    x = float(x)
+    return _positional(x) if math.isfinite(x) else _non_finite(x)
+
+
+def debug(x: float) -> str:
+    """A float as Rust's `Debug` prints it (0.1.2's debug dumps): like `display` but always
+    with a fraction (`16.0`), and with an exponent below 1e-4 or from 1e16 on (`1e16`, `1.5e-7`)."""
+    x = float(x)
+    if not math.isfinite(x):
+        return _non_finite(x)
+    if x != 0 and not 1e-4 <= abs(x) < 1e16:
+        return _exponent(x)
+    text = _positional(x)
+    return text if "." in text else text + ".0"
+
+
+def brief(x: float) -> str:
+    """A float in sq's own words (the time an error happened, `sq check`'s summary): `display`
+    between 1e-4 and 1e16, the exponent form of `debug` outside, so that no number runs to
+    hundreds of digits (`1e-300`, not 0.000…0001)."""
+    text = debug(x)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def json_number(x) -> str:
+    """A number in a report's JSON as 0.1.2 writes it: an integer (a counter) as an integer;
+    a float as `display` writes it; `null` for NaN and ±inf."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError("a report number is never a bool")
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    x = float(x)
+    return _positional(x) if math.isfinite(x) else "null"
