@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import os
+from concurrent.futures import Executor, Future, InvalidStateError
 from dataclasses import dataclass, field
 
 from sq._optional import require
@@ -483,16 +484,58 @@ def _seeds(seeds) -> list[int]:
 
 @contextlib.contextmanager
 def _executor(executor, jobs):
-    """One executor for the whole search: a pool that `sq.sweep` would start and stop for
-    every point is started here once (processes are slow to start) and handed to each sweep."""
+    """One executor for the whole search: the pool `sq.sweep` would start and stop at every
+    point (worker processes take a second or more to start) is started here once and handed
+    to each point's sweep as a `concurrent.futures.Executor`."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from sq.study import _Executor
 
-    chosen = _Executor(executor, jobs)
+    chosen = _Executor(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
         yield chosen.kind
         return
     if chosen.kind == "serial" or chosen.jobs == 1:
         yield "serial"
         return
-    with chosen._owned(chosen.jobs) as pool:
+    pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else _ProcessPool(chosen.jobs)
+    try:
         yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)   # Ctrl-C or an error: do not wait for runs
+        raise
+    pool.shutdown()
+
+
+class _ProcessPool(Executor):
+    """Worker processes started as `sq.sweep` starts its own (spawned, without the parent's
+    main script, leaving Ctrl-C to the parent), behind the Executor interface a sweep
+    accepts. Shut down early, the workers are terminated rather than waited for."""
+
+    def __init__(self, workers: int):
+        import multiprocessing
+
+        from sq.study import _ignore_interrupt, _main_hidden
+
+        with _main_hidden():
+            self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future = Future()
+
+        def settle(how, value) -> None:
+            try:
+                how(value)
+            except InvalidStateError:   # cancelled meanwhile: nobody waits for it
+                pass
+
+        self._pool.apply_async(fn, args, kwargs, callback=lambda r: settle(future.set_result, r),
+                               error_callback=lambda e: settle(future.set_exception, e))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if wait and not cancel_futures:
+            self._pool.close()
+        else:
+            self._pool.terminate()
+        self._pool.join()

@@ -356,18 +356,29 @@ def test_the_search_starts_from_the_programs_value_after_its_sets():
         resolve_knob(sq.load(program.to_json()), "lam", None)
 
 
-@pytest.mark.parametrize("executor, jobs, pools", [("threads", 2, 1), (None, 1, 0)])
-def test_one_pool_serves_the_whole_search(monkeypatch, executor, jobs, pools):
-    # a pool per point (a process pool takes seconds to start) would dominate a search of short runs
+@pytest.mark.parametrize("executor, jobs, threads, processes",
+                         [("threads", 2, 1, 0), ("processes", 2, 0, 1), (None, 1, 0, 0)])
+def test_one_pool_serves_the_whole_search(monkeypatch, executor, jobs, threads, processes):
+    # a pool per point (worker processes take seconds to start) would dominate a search of short runs
     import concurrent.futures as cf
+    import multiprocessing.pool
 
-    started = []
-    for name in ("ThreadPoolExecutor", "ProcessPoolExecutor"):
-        real = getattr(cf, name)
-        monkeypatch.setattr(cf, name, lambda *a, real=real, **k: started.append(real) or real(*a, **k))
+    started = {"threads": 0, "processes": 0}
+
+    def counting(cls, what):
+        init = cls.__init__
+
+        def counted(self, *args, **kwargs):
+            started[what] += 1
+            init(self, *args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(cf.ThreadPoolExecutor, "__init__", counting(cf.ThreadPoolExecutor, "threads"))
+    monkeypatch.setattr(cf.ProcessPoolExecutor, "__init__", counting(cf.ProcessPoolExecutor, "processes"))
+    monkeypatch.setattr(multiprocessing.pool.Pool, "__init__", counting(multiprocessing.pool.Pool, "processes"))
     cap = capacity(MMC, "c", "wait.mean <= 0.2", seeds=range(1, 4), horizon=500, warmup=50,
                    executor=executor, jobs=jobs)
-    assert len(cap.points) >= 3 and len(started) == pools
+    assert len(cap.points) >= 3 and started == {"threads": threads, "processes": processes}
 
 
 def test_a_fractional_end_searches_a_deployment_knob_over_real_values():
