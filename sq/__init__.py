@@ -31,10 +31,14 @@ def __getattr__(name):
         from sq.report import Report
 
         return Report
-    if name in ("sweep", "Sweep", "t_interval"):
+    if name in ("sweep", "Sweep"):
         from sq import study
 
         return getattr(study, name)
+    if name == "t_interval":
+        from sq.confidence import t_interval
+
+        return t_interval
     if name in ("capacity", "Capacity"):
         from sq import capacity_search
 
@@ -57,13 +61,29 @@ def compile(path=None, *, source=None, sets=None, defs=None, seed=None, horizon=
 
 
 def load(path_or_json):
-    """Read an IR (pyserq IR version 10 JSON) from a file path or a JSON string."""
+    """Read an IR (pyserq IR version 10 JSON) from a file or from JSON text.
+
+    A path is a `str` or `os.PathLike` (`pathlib.Path`); a `str` whose first
+    non-blank character is `{` or `[` is JSON text, as are `bytes` (UTF-8).
+    """
+    from sq.files import Unreadable, read_text
     from sq.ir import Program
 
-    text = path_or_json
-    if not text.lstrip().startswith("{"):
-        with open(path_or_json, encoding="utf-8") as f:
-            text = f.read()
+    if isinstance(path_or_json, (bytes, bytearray)):
+        try:
+            text = bytes(path_or_json).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqError("load: the IR bytes are not valid UTF-8", phase="validate") from None
+    elif isinstance(path_or_json, str) and path_or_json.lstrip()[:1] in ("{", "["):
+        text = path_or_json
+    elif isinstance(path_or_json, (str, os.PathLike)):
+        path = os.fspath(path_or_json)
+        try:
+            text = read_text(path)
+        except Unreadable as e:
+            raise SqError(f"cannot read `{os.fsdecode(path)}`: {e.reason}", phase="validate") from None
+    else:
+        raise SqError(f"load takes a path or JSON text, found {type(path_or_json).__name__}", phase="validate")
     return Program.from_json(text)
 
 
@@ -89,7 +109,13 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     from sq.lower import lower
 
     # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
-    ir = program.to_dict(exact=True) if hasattr(program, "to_dict") else dict(program)
+    if hasattr(program, "to_dict"):
+        ir = program.to_dict(exact=True)
+    elif isinstance(program, dict):
+        ir = dict(program)
+    else:
+        raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
+                      phase="settings")
     ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     ir = _with_trace_path(ir, getattr(program, "trace_base", None))
     return lower(ir)

@@ -15,7 +15,7 @@ import contextlib
 import json
 import math
 import os
-from concurrent.futures import Executor, Future, InvalidStateError
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from sq._optional import require
@@ -143,7 +143,7 @@ class Point:
 def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
     """A point's verdict from its runs: every condition's interval on the good side meets;
     one on the bad side, or any run that is not stationary, violates; else it stays open."""
-    from sq.study import t_interval
+    from sq.confidence import t_interval
 
     stationary = all(_steady(row) for row in rows)
     intervals, verdicts = {}, {}
@@ -488,10 +488,11 @@ def _executor(executor, jobs):
     point (worker processes take a second or more to start) is started here once and handed
     to each point's sweep as a `concurrent.futures.Executor`."""
     from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
-    from sq.study import _Executor
+    from sq.executors import Executor as Where, _terminate
 
-    chosen = _Executor(executor, jobs)        # the sweep's own checks of executor and jobs
+    chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
         yield chosen.kind
         return
@@ -501,41 +502,33 @@ def _executor(executor, jobs):
     pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else _ProcessPool(chosen.jobs)
     try:
         yield pool
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)   # Ctrl-C or an error: do not wait for runs
+    except BrokenProcessPool:
+        _terminate(pool)
+        pool.shutdown(wait=False)
+        raise SqError("capacity: a worker process ended in the middle of a run (killed, or out of memory?)",
+                      phase="run") from None
+    except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
+        if isinstance(pool, _ProcessPool):
+            _terminate(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
 
 
-class _ProcessPool(Executor):
-    """Worker processes started as `sq.sweep` starts its own (spawned, without the parent's
-    main script, leaving Ctrl-C to the parent), behind the Executor interface a sweep
-    accepts. Shut down early, the workers are terminated rather than waited for."""
+class _ProcessPool(ProcessPoolExecutor):
+    """Worker processes as `sq.sweep` starts its own: spawned (not forked from a parent that
+    may hold threads), leaving Ctrl-C to the parent, and started without the caller's main
+    script (a script without a main guard would run again in each worker)."""
 
     def __init__(self, workers: int):
         import multiprocessing
 
-        from sq.study import _ignore_interrupt, _main_hidden
+        from sq.executors import _ignore_interrupt
 
-        with _main_hidden():
-            self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
+        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
 
-    def submit(self, fn, /, *args, **kwargs) -> Future:
-        future = Future()
+    def submit(self, fn, /, *args, **kwargs):
+        from sq.executors import _main_hidden
 
-        def settle(how, value) -> None:
-            try:
-                how(value)
-            except InvalidStateError:   # cancelled meanwhile: nobody waits for it
-                pass
-
-        self._pool.apply_async(fn, args, kwargs, callback=lambda r: settle(future.set_result, r),
-                               error_callback=lambda e: settle(future.set_exception, e))
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        if wait and not cancel_futures:
-            self._pool.close()
-        else:
-            self._pool.terminate()
-        self._pool.join()
+        with _main_hidden():    # workers start as tasks arrive
+            return super().submit(fn, *args, **kwargs)

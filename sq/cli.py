@@ -7,6 +7,7 @@ and exit status 2; a bug in sq itself is reported as an internal error
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -113,9 +114,42 @@ def _compile(args):
     )
 
 
+def _emit(text: str) -> None:
+    """Print `text` and a newline on stdout, now: a full disk or a closed pipe is
+    an error said plainly (not at exit, and not as an empty file name)."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except OSError as e:
+        # Python would try the same flush again at exit and complain: point stdout at nothing.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        raise SqError(f"cannot write to standard output: {e.strerror or e} (os error {e.errno})",
+                      phase="run") from None
+
+
+def _dump_folder(folder: str | None) -> None:
+    """Check (and create) the `--dump` folder before the run, so a bad one does not cost the run."""
+    if folder is None:
+        return
+    if not folder.strip():
+        raise SqError("--dump takes a folder to write the CSV files into, found an empty name", phase="settings")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise SqError(f"--dump {folder}: exists and is not a folder", phase="settings") from None
+    except OSError as e:
+        raise SqError(f"--dump {folder}: cannot create the folder: {e.strerror} (os error {e.errno})",
+                      phase="settings") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SqError(f"--dump {folder}: the folder is not writable", phase="settings")
+
+
 def _cmd_check(args) -> int:
     ir = _compile(args).to_dict()
-    print(f"{args.file}: ok: {_summary(ir)}")
+    _emit(f"{args.file}: ok: {_summary(ir)}")
     return 0
 
 
@@ -131,13 +165,14 @@ def _summary(ir: dict) -> str:
 
 def _cmd_ir(args) -> int:
     program = _compile(args)
-    sys.stdout.write(program.to_json() + "\n")
+    _emit(program.to_json())
     return 0
 
 
 def _cmd_run(args) -> int:
     from sq import run
 
+    _dump_folder(args.dump)
     program = _compile(args)
     report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
                  dump_pools=args.dump_pools)
@@ -145,7 +180,7 @@ def _cmd_run(args) -> int:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)
-    sys.stdout.write((report.to_json(provenance=args.provenance) if args.json else report.to_text()) + "\n")
+    _emit(report.to_json(provenance=args.provenance) if args.json else report.to_text())
     return 0
 
 
@@ -175,7 +210,12 @@ def main(argv: list[str] | None = None) -> int:
         print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as err:
-        print(f"error: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:  # bad input too: a program or file too big for this machine's memory
+        print(f"error: out of memory during `sq {args.command}` (the program, its input files or its "
+              "run need more memory than this process may use)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -359,7 +359,7 @@ class Pool:
         if queue is not None:
             queue = [check_expr(k, where) for k in _list(queue, where)]
         return Pool(name=_name(d["name"], where), cap=num_from_json(d["cap"], where),
-                    block=None if d["block"] is None else _float(d["block"], where),
+                    block=None if d["block"] is None else _block_from(d["block"], where),
                     evict=evict, preempt=d["preempt"], queue=queue,
                     spill=None if d["spill"] is None else Spill.from_dict(d["spill"], where),
                     admit_via=None if d["admit_via"] is None else _int(d["admit_via"], where),
@@ -428,6 +428,11 @@ def _name(v: Any, where: str) -> str:
     return v
 
 
+def _block_from(v: Any, where: str) -> float:
+    """A pool's block: a finite number, or "inf" (the exact form of `block inf`)."""
+    return math.inf if v == "inf" else _float(v, where)
+
+
 def _arrival_to(v: Any, exact: bool = False) -> Any:
     if isinstance(v, dict) and "Poisson" in v:
         rate = float(v["Poisson"])
@@ -441,7 +446,11 @@ def _arrival_from(v: Any) -> Any:
     tag, body = _variant(v, "arrival")
     if tag == "None" and body is None:
         return "None"
-    if tag == "Poisson":   # a plain f64: 0.1.2 writes an infinite rate null and cannot read it back
+    if tag == "Poisson":
+        # A plain f64 in 0.1.2, which writes an infinite rate null (and cannot read it
+        # back); sq's exact form writes "inf".  Both are read as the infinite rate.
+        if body is None or body == "inf":
+            return {"Poisson": math.inf}
         return {"Poisson": _float(body, "arrival")}
     if tag in ("Closed", "Batch"):
         return {tag: _int(body, "arrival")}
@@ -511,8 +520,12 @@ class Program:
         return _copy_tree(d)   # detached from this object: callers may edit it
 
     def to_json(self, indent: int | None = None) -> str:
-        """The IR as JSON text: compact by default (pyserq indents by 2; pass indent=2 for its layout)."""
-        return run_deep(lambda: json.dumps(self.to_dict(), indent=indent))
+        """The IR as JSON text: compact by default (pyserq indents by 2; pass indent=2 for its layout).
+
+        The exact form: an infinite `block` or poisson rate is written "inf"
+        (0.1.2 writes null, which reads back as no block, or not at all), so
+        that `from_json` reads back the same program."""
+        return run_deep(lambda: json.dumps(self.to_dict(exact=True), indent=indent))
 
     # ------------------------------------------------------------ reading
     @staticmethod

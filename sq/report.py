@@ -6,6 +6,7 @@ engine's `RawResults`; `Report.to_json()` writes the exact text pyserq
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from sq import stats
+from sq.files import write_atomic
 from sq.numbers import display, json_number
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw
 
@@ -299,12 +301,12 @@ class Report:
         for o in self.observes.values():
             rows = (f"{d(t)},{s},{k},{d(v)}\n" for t, s, k, v in
                     zip(o.times.tolist(), o.sessions.tolist(), o.turns.tolist(), o.samples.tolist()))
-            (root / f"{o.name}.csv").write_text("time,session,turn,value\n" + "".join(rows))
+            write_atomic(root / f"{o.name}.csv", itertools.chain(["time,session,turn,value\n"], rows))
         if self.gauges:
             (root / "gauge").mkdir(exist_ok=True)
             for g in self.gauges.values():
                 rows = (f"{d(t)},{d(v)}\n" for t, v in zip(g.times.tolist(), g.values.tolist()))
-                (root / "gauge" / f"{g.name}.csv").write_text("time,value\n" + "".join(rows))
+                write_atomic(root / "gauge" / f"{g.name}.csv", itertools.chain(["time,value\n"], rows))
 
     def to_text(self) -> str:
         """A readable report for the terminal (layout only; the numbers are the JSON's)."""

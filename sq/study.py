@@ -18,18 +18,16 @@ import json
 import math
 import os
 import sys
-import types
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sq import metrics as sq_metrics
 from sq._optional import available, require
+from sq.confidence import t_interval
 from sq.deep import run_deep
+from sq.executors import Executor
 from sq.errors import SqError
-
-EXECUTORS = ("serial", "threads", "processes")
-
 
 # -- the results -------------------------------------------------------------------------
 
@@ -139,80 +137,6 @@ def _json_cell(v):
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-# -- the Student-t interval --------------------------------------------------------------
-
-def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
-    """(mean, half-width) of the two-sided Student-t interval of the mean of `values`.
-
-    The half-width is NaN for fewer than two values. t comes from scipy when it is
-    installed, else from inverting the t distribution's CDF (`_t_quantile`).
-    """
-    xs = [float(v) for v in values]
-    n = len(xs)
-    if not 0.0 < confidence < 1.0:
-        raise SqError(f"confidence must be between 0 and 1, found {confidence!r}", phase="settings")
-    if n == 0:
-        return math.nan, math.nan
-    mean = math.fsum(xs) / n
-    if n < 2:
-        return mean, math.nan
-    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
-    return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
-
-
-def t_quantile(p: float, df: int) -> float:
-    """The p-quantile (p >= 1/2) of Student's t with `df` degrees of freedom."""
-    if available("scipy.special"):  # scipy.special: a fraction of scipy.stats's import time
-        from scipy.special import stdtrit  # noqa: PLC0415
-
-        return float(stdtrit(df, p))
-    return _t_quantile(p, df)
-
-
-def _t_quantile(p: float, df: int) -> float:
-    """Bisection of the t CDF, which is 1 - I_x(df/2, 1/2)/2 at x = df/(df+t²) for t >= 0."""
-    lo, hi = 0.0, 1.0
-    while _t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if mid in (lo, hi):
-            break
-        lo, hi = (mid, hi) if _t_cdf(mid, df) < p else (lo, mid)
-    return (lo + hi) / 2.0
-
-
-def _t_cdf(t: float, df: int) -> float:
-    return 1.0 - 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below the mean
-        return 1.0 - _betainc(b, a, 1.0 - x)
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                     + a * math.log(x) + b * math.log1p(-x)) / a
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    f = d
-    for m in range(1, 500):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            f *= c * d
-        if abs(c * d - 1.0) < 1e-15:
-            break
-    return front * f
-
-
 # -- tasks ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -274,7 +198,7 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     """
     plan = _Plan(program, grid, seeds, horizon, warmup, arrivals, metrics)
     store = _Cache(cache) if cache is not None else None
-    pool = _Executor(executor, jobs)  # checked before any run
+    pool = Executor(executor, jobs)  # checked before any run
     results: list[dict | None] = [store.get(t) if store else None for t in plan.tasks]
     result = Sweep(plan.names, [], plan.provenance, len(plan.tasks))
     try:
@@ -315,7 +239,7 @@ class _Plan:
 
 def _collect(plan: _Plan, pool, store, results: list, progress) -> None:
     """Run what `results` lacks, filling it (and the cache) as runs finish."""
-    finished = pool.run(plan.tasks, [i for i, r in enumerate(results) if r is None])
+    finished = pool.run(run_task, plan.tasks, [i for i, r in enumerate(results) if r is None])
     done = sum(r is not None for r in results)
     with closing(finished), _progress_bar(progress, len(plan.tasks), done) as bar:
         for i, record in finished:
@@ -455,139 +379,6 @@ class _Cache:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record), encoding="utf-8")
         os.replace(tmp, path)
-
-
-# -- executors ------------------------------------------------------------------------
-
-class _Executor:
-    """Runs tasks and yields (index, record) as they finish."""
-
-    def __init__(self, executor, jobs):
-        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-            raise SqError(f"sweep: jobs must be a positive whole number, found {jobs!r}", phase="settings")
-        self.jobs = jobs or os.cpu_count() or 1
-        self.kind = "processes" if executor is None else executor
-        if isinstance(self.kind, str):
-            if self.kind not in EXECUTORS:
-                raise SqError(f"sweep: unknown executor `{self.kind}`", phase="settings",
-                              notes=(f"help: {', '.join(EXECUTORS)}, a concurrent.futures.Executor "
-                                     "or a dask distributed.Client",))
-        elif not _is_dask(self.kind) and not _is_futures(self.kind):
-            raise SqError(f"sweep: executor {self.kind!r} is neither a concurrent.futures.Executor "
-                          "nor a dask distributed.Client", phase="settings")
-
-    def run(self, tasks: list[Task], todo: list[int]):
-        if not todo:
-            return
-        if self.kind == "serial" or (isinstance(self.kind, str) and (self.jobs == 1 or len(todo) == 1)):
-            for i in todo:
-                yield i, run_task(tasks[i])
-            return
-        workers = min(self.jobs, len(todo))
-        if self.kind == "processes":
-            yield from _processes(tasks, todo, workers)
-        elif self.kind == "threads":
-            import concurrent.futures as cf  # noqa: PLC0415
-
-            with _Shutdown(cf.ThreadPoolExecutor(workers)) as pool:
-                yield from _futures(pool, tasks, todo)
-        elif _is_dask(self.kind):
-            yield from _dask(self.kind, tasks, todo)
-        else:
-            yield from _futures(self.kind, tasks, todo)
-
-
-class _Shutdown:
-    """An owned thread pool: left early (Ctrl-C, a failed run), drop what has not started
-    and do not wait for the rest (threads cannot be stopped: they finish their run)."""
-
-    def __init__(self, pool):
-        self.pool = pool
-
-    def __enter__(self):
-        return self.pool
-
-    def __exit__(self, kind, *_):
-        self.pool.shutdown(wait=kind is None, cancel_futures=True)
-
-
-def _processes(tasks, todo, workers):
-    """A pool of spawned worker processes (not forked from a parent that may hold threads),
-    which leave Ctrl-C to the parent. Left early, the pool is terminated: runs in the
-    middle are abandoned at once, where waiting for a long one would hold the exit."""
-    import multiprocessing  # noqa: PLC0415
-
-    with _main_hidden():
-        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_ignore_interrupt)
-    try:
-        yield from pool.imap_unordered(_run_indexed, [(i, tasks[i]) for i in todo])
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-
-
-def _run_indexed(item):
-    i, task = item
-    return i, run_task(task)
-
-
-@contextmanager
-def _main_hidden():
-    """`__main__` replaced by an empty module while worker processes start.
-
-    A spawned worker imports the parent's main script first, which runs a script
-    without an `if __name__ == "__main__":` guard again, sweep and all, and breaks
-    the pool. Workers run `sq.study.run_task` and need nothing of the script, so
-    they are started without it.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
-
-
-def _ignore_interrupt() -> None:
-    import signal  # noqa: PLC0415
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _is_futures(x) -> bool:
-    import concurrent.futures as cf  # noqa: PLC0415
-
-    return isinstance(x, cf.Executor)
-
-
-def _is_dask(x) -> bool:
-    return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
-
-
-def _futures(pool, tasks, todo):
-    import concurrent.futures as cf  # noqa: PLC0415
-
-    index = {pool.submit(run_task, tasks[i]): i for i in todo}
-    try:
-        for fut in cf.as_completed(index):
-            yield index[fut], fut.result()
-    finally:
-        for fut in index:
-            fut.cancel()
-
-
-def _dask(client, tasks, todo):
-    distributed = require("distributed", "a Dask executor")
-    futures = client.map(run_task, [tasks[i] for i in todo], pure=False)
-    index = {f.key: i for f, i in zip(futures, todo)}
-    try:
-        for fut in distributed.as_completed(futures):
-            yield index[fut.key], fut.result()
-    finally:
-        client.cancel(futures)
 
 
 # -- progress -------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sq.errors import SqError
+from sq.files import TRACE_LIMIT, Unreadable, read_text
 
 # The attributes a turn loads, in the column order of `TraceCorpus.turns`.
 FIELDS = ("new", "out", "think", "forced")
@@ -178,17 +179,9 @@ def turn_of(corpus: TraceCorpus, session: int, turn_no: int) -> dict[str, float]
 # ---- reading ------------------------------------------------------------------
 def _read_text(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise SqError(f"cannot read trace {path}: {e.strerror} (os error {e.errno})", phase="run") from None
-    except ValueError:   # an embedded NUL: the file name cannot reach the OS
-        raise SqError(f"cannot read trace {path}: file name contained an unexpected NUL byte",
-                      phase="run") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SqError(f"cannot read trace {path}: stream did not contain valid UTF-8", phase="run") from None
+        return read_text(path, TRACE_LIMIT)
+    except Unreadable as e:
+        raise SqError(f"cannot read trace {path}: {e.reason}", phase="run") from None
 
 
 def _values(fields: list[str]) -> tuple[float, tuple[float, float, float, float]]:

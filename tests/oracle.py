@@ -48,6 +48,7 @@ class Header:
     overrides: dict = field(default_factory=dict)
     error: str | None = None
     norun: str | None = None
+    sq_error: str | None = None     # 0.1.2 accepts it, sq refuses it on purpose (docs/differences.md)
 
 
 @dataclass(frozen=True)
@@ -112,12 +113,13 @@ def parse_header(text: str) -> Header:
             raise ValueError(f"bad sq-test header near {rest[pos:]!r}")
         value, pos = decoder.raw_decode(rest, m.end())
         values[m.group(1)] = value
-    unknown = set(values) - set(OVERRIDE_KEYS) - {"error", "norun"}
+    unknown = set(values) - set(OVERRIDE_KEYS) - {"error", "norun", "sq_error"}
     if unknown:
         raise ValueError(f"unknown sq-test header keys: {sorted(unknown)}")
     error = values.pop("error", None)
     norun = values.pop("norun", None)
-    return Header(overrides=values, error=error, norun=norun)
+    sq_error = values.pop("sq_error", None)
+    return Header(overrides=values, error=error, norun=norun, sq_error=sq_error)
 
 
 def read_header(path: Path) -> Header:

@@ -194,7 +194,7 @@ def test_a_noisy_boundary_adds_seeds_or_stays_undecided():
     assert any(len(p.seeds) > 3 for p in cap.points)
     assert all(p.decision != UNDECIDED or len(p.seeds) == 12 for p in cap.points)   # the cap: 4x the seeds
     if cap.value is not None:
-        from sq.study import t_interval
+        from sq import t_interval
 
         mean, half = t_interval([r["response.mean"] for r in _runs_at(cap, cap.value)], 0.95)
         assert mean + half <= 5, "the answer's own runs do not show it meets the SLO"

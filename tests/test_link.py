@@ -250,21 +250,23 @@ def ours(source: str | None = None, path: str | None = None, **kw):
         return None, e
 
 
+def _budget_left_cycle(err: SqError) -> bool:
+    return "budget_left" in err.message and "without end" in err.message
+
+
 def assert_same(source: str | None = None, path: str | None = None, **kw) -> None:
     their_ir, their_err = theirs(source, path, **kw)
     prog, err = ours(source, path, **kw)
     if their_err is None:
+        if err is not None and _budget_left_cycle(err):
+            return  # 0.1.2 compiles it and overflows its stack when it runs (docs/differences.md)
         assert err is None, f"sq rejects what pyserq accepts: {err}"
         assert prog.to_dict() == their_ir
-        # our IR reads back to itself, exactly when pyserq's does (an infinite poisson rate is written
-        # null, which neither reads back)
-        try:
-            pyserq.Program.from_json(json.dumps(their_ir))
-        except ValueError:
-            with pytest.raises(SqError):
-                Program.from_json(prog.to_json())
-        else:
-            assert Program.from_json(prog.to_json()).to_json() == prog.to_json()
+        # our IR reads back to the same program, also where pyserq's does not (an infinite
+        # poisson rate, which 0.1.2 writes null and cannot read; issue 14 item 10)
+        again = Program.from_json(prog.to_json())
+        assert again.to_json() == prog.to_json()
+        assert again.to_dict(exact=True) == prog.to_dict(exact=True)
         return
     assert err is not None, f"sq accepts what pyserq rejects: {their_err.splitlines()[0]}"
     assert err.message in their_err, f"\n pyserq: {their_err.splitlines()[0]}\n sq:     {err.message}"

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from sq import ir
+from sq.files import Unreadable, read_text
 from sq.frontend import link as linker
 from sq.errors import SqError
 
@@ -31,10 +32,18 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     _check_overrides(sets, defs, seed, horizon, warmup, arrivals)
     file = None
     if path is not None:
-        file = os.fspath(path)
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise SqError(f"compile: a path is text or os.PathLike, found {type(path).__name__} "
+                          "(program text goes in `source=`)", phase="parse")
+        file = os.fsdecode(path)
         source = _read(file)
+    elif isinstance(source, (bytes, bytearray)):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError:
+            raise SqError("compile: the source bytes are not valid UTF-8", phase="parse") from None
     elif not isinstance(source, str):
-        raise SqError("source must be text", phase="link")
+        raise SqError(f"compile: source must be text, found {type(source).__name__}", phase="parse")
     with _gc_paused():
         tree = ir.run_deep(_parse, source, file, defs or {}, dict(sets or {}))
         settings = linker.Settings(sets=dict(sets or {}), seed=seed, horizon=horizon, warmup=warmup,
@@ -68,12 +77,9 @@ def _gc_paused():
 
 def _read(file: str) -> str:
     try:
-        with open(file, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise SqError(f"cannot read `{file}`: {e.strerror} (os error {e.errno})", phase="parse") from None
-    except UnicodeDecodeError:
-        raise SqError(f"cannot read `{file}`: stream did not contain valid UTF-8", phase="parse") from None
+        return read_text(file)
+    except Unreadable as e:
+        raise SqError(f"cannot read `{file}`: {e.reason}", phase="parse") from None
 
 
 def _parse(source: str, file: str | None, defs: dict, sets: dict) -> Any:

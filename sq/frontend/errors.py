@@ -31,9 +31,10 @@ def excerpt(span: Span, source: str | None) -> list[str]:
 def _source_line(source: str | None, line: int) -> str | None:
     if source is None or line < 1:
         return None
-    rows = source.splitlines()
+    # Lines end at "\n" only, as the lexer counts them (not at "\r", "\f" or U+2028).
+    rows = source.split("\n")
     if line > len(rows):
-        return "" if line == len(rows) + 1 else None
+        return None
     return rows[line - 1].replace("\t", " ")
 
 

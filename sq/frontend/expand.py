@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from sq.frontend import ast
 from sq.errors import SqError
+from sq.files import read_text
 from sq.frontend.errors import Span
 from sq.frontend.lexer import EOF, IDENT, Token, tokenize
 from sq.frontend.words import (CONTEXT_VARIABLES, DISTRIBUTIONS, FUNCTIONS, KEYWORDS,
@@ -45,6 +46,17 @@ class Definitions:
 
     table: dict = field(default_factory=dict)
     order: list = field(default_factory=list)
+    # name -> the first def whose body calls `name(…)`: a def may only use the
+    # ones before it, and this finds a use of a later one without a rescan.
+    first_caller: dict = field(default_factory=dict)
+
+    def add(self, defn: "Definition") -> None:
+        self.table[defn.name] = defn
+        self.order.append(defn.name)
+        body = defn.body
+        for k in range(len(body) - 1):
+            if body[k].kind == IDENT and body[k + 1].kind == "LParen":
+                self.first_caller.setdefault(body[k].text, defn.name)
 
     def get(self, name: str) -> Definition | None:
         return self.table.get(name)
@@ -307,9 +319,8 @@ def substitute(defn: Definition, use: Token, args: list[list[Token]], seps: list
 
 
 def read_library(path: str, display: str) -> tuple[str, list[Token]]:
-    """Text and tokens of a library file; a read failure is the caller's to report."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    """Text and tokens of a library file; a read failure (`Unreadable`) is the caller's to report."""
+    text = read_text(path)
     return text, tokenize(text, display)
 
 

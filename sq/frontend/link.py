@@ -10,12 +10,12 @@ run last, in `sq.ir.validate`.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sq import ir
 from sq.frontend import ast as A
+from sq.frontend import cycles
 from sq.frontend import queues
 from sq.errors import SqError
 from sq.numbers import display
@@ -128,10 +128,33 @@ class Settings:
 
 # ---------------------------------------------------------------- the linker
 
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _find_word(text: str, word: str, start: int, after: str = "") -> int:
+    """Where `word` (right after `after`, else not after a word character or
+    `.`) stands whole in `text` at or after `start`; -1 if nowhere.  A plain
+    scan, not a regular expression: compiling one per name made a program of
+    many `let`s slow."""
+    needle = after + word
+    edge = not after and _is_word_char(word[:1])
+    i = text.find(needle, start)
+    while i >= 0:
+        end = i + len(needle)
+        whole_end = end == len(text) or not _is_word_char(text[end])
+        whole_start = not edge or i == 0 or not (_is_word_char(text[i - 1]) or text[i - 1] == ".")
+        if whole_end and whole_start:
+            return i + len(after)
+        i = text.find(needle, i + 1)
+    return -1
+
+
 class Linker:
     def __init__(self, prog: A.Program, settings: Settings | None = None):
         self.prog = prog
         self.source = prog.source
+        self._source_lines: list[str] | None = None
         self.settings = settings or Settings()
         self.lets: dict[str, float] = {}
         self.let_spans: dict[str, Any] = {}
@@ -501,12 +524,13 @@ class Linker:
         if isinstance(arg, A.Ref) and arg.index is not None and _draws(arg.index):
             raise self.error("`blocksize`'s index draws, and the folded number would drop the draw", arg)
         self.ref(arg, self.pools, "pool", c, e)   # the member must exist, as anywhere a pool is named
-        fam = self.pools[arg.name]
-        pool = self._pool_item(fam)
+        # a queue member's pool (`P[i].kv`) is the family `P.kv`
+        name = f"{arg.name}.{arg.field}" if isinstance(arg, A.Ref) and arg.field else arg.name
+        pool = self._pool_item(self.pools[name])
         block = ast_last(pool.options, A.Block)
         if block is None:
-            raise self.error(f"`blocksize({arg.name})`: pool `{arg.name}` has no `block`", arg)
-        return {"Num": ir.num_to_json(self.const(block.value, f"pool `{arg.name}`: block"))}
+            raise self.error(f"`blocksize({name})`: pool `{name}` has no `block`", arg)
+        return {"Num": ir.num_to_json(self.const(block.value, f"pool `{name}`: block"))}
 
     def _pool_item(self, fam: Family) -> A.Pool:
         return self.items[fam.order]
@@ -623,26 +647,30 @@ class Linker:
         sp = self.attr_spans.get(name)
         return A.Name(sp, name) if sp is not None else use
 
+    def _lines(self) -> list[str]:
+        """The program's lines, split once (at "\n" only, as the lexer counts them)."""
+        if self._source_lines is None:
+            self._source_lines = self.source.split("\n")
+        return self._source_lines
+
     def _word_at(self, span: Any, word: str, after: str = "") -> Any:
         """The span of `word` at or after `span` on its line (items keep their keyword's position)."""
         if span is None or span.file != self.prog.file or not self.source:
             return A.Name(span, word) if span is not None else None
-        lines = self.source.splitlines()
+        lines = self._lines()
         if not 0 < span.line <= len(lines):
             return A.Name(span, word)
-        text = lines[span.line - 1]
-        edge = r"(?<![\w.])" if word[:1].isalnum() or word[:1] == "_" else ""
-        found = re.compile((re.escape(after) if after else edge) + re.escape(word) + r"(?!\w)").search(text, span.col)
-        if found is None:
+        at = _find_word(lines[span.line - 1], word, span.col, after)
+        if at < 0:
             return A.Name(span, word)
-        return A.Name(Span(span.line, found.start() + len(after) + 1, len(word), span.file), word)
+        return A.Name(Span(span.line, at + 1, len(word), span.file), word)
 
     def _after_value(self, b: A.Binding) -> Any:
         """The token after a binding's value (`,` or `)`), where 0.1.2 reports what it found there."""
         sp = b.span
         if sp is None or sp.file != self.prog.file or not self.source:
             return b
-        lines = self.source.splitlines(keepends=True)
+        lines = self._lines()
         if not 0 < sp.line <= len(lines):
             return b
         line, col, depth = sp.line, sp.col - 1, 0
@@ -1225,6 +1253,10 @@ class Linker:
         self._raise_lints()
         prog.share = self._share()
         ir.validate(prog)
+        # Last: 0.1.2 accepts such a program (and overflows its stack running it), so
+        # every fault it reports comes first.
+        cycles.check({name: fam.kind for name, fam in self.stages.items()},
+                     lambda message, call: self.error(message, call))
         return prog
 
     def _check_binding_reach(self, body: list, visible: frozenset) -> None:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import sys
 
+from sq.deep import run_deep
+from sq.files import Unreadable
 from sq.frontend import ast
 from sq.frontend import expand as ex
 from sq.frontend import queues, sides
@@ -35,8 +36,11 @@ from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RET
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
 # Nesting deeper than this (parentheses, prefix operators, blocks) is refused
-# with a message instead of exhausting Python's stack.
-MAX_NESTING = 400
+# with a message.  0.1.2 crashes (a stack overflow) from about 3000
+# parentheses or blocks and 8000-10000 prefix operators or `^`s, so every
+# program it reads is read; deeper than the main thread's stack allows, the
+# parse runs again on a deep stack (sq.deep).
+MAX_NESTING = 10000
 MAX_ARRAY = 10000
 
 # Binary operators: token kind -> (level, operator); a higher level binds tighter.
@@ -58,24 +62,19 @@ def parse(text: str, file: str | None = None, *, defs: dict | None = None,
     of a size; the linker still applies and checks every `--set`)."""
     if not isinstance(text, str):
         raise SqError("a program is text", phase="parse")
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 12 * MAX_NESTING + 2000))
-    try:
-        return _Parser(text, file, defs or {}, sets=sets).program()
-    except RecursionError:
-        raise SqError(f"the program nests deeper than {MAX_NESTING} levels", phase="parse") from None
-    finally:
-        sys.setrecursionlimit(old_limit)
+    return run_deep(lambda: _Parser(text, file, defs or {}, sets=sets).program())
 
 
 def parse_expression(text: str) -> ast.Expr:
     """A lone expression (a `--set` value); an error's place is in `text`."""
     if not isinstance(text, str):
         raise SqError("an expression is text", phase="parse")
-    parser = _Parser(text, None, {}, allow_use=False)
-    expr = parser.expr()
-    parser.expect("Eof")
-    return expr
+    def read() -> ast.Expr:
+        parser = _Parser(text, None, {}, allow_use=False)
+        expr = parser.expr()
+        parser.expect("Eof")
+        return expr
+    return run_deep(read)
 
 
 class _Parser:
@@ -308,20 +307,17 @@ class _Parser:
         for k, tok in enumerate(body[:-1]):
             if tok.kind == IDENT and tok.text == name and body[k + 1].kind == "LParen":
                 raise self.error(name_tok, f"`{name}` uses itself")
-        for earlier in self.defs.order:
-            ebody = self.defs.get(earlier).body
-            for k, tok in enumerate(ebody[:-1]):
-                if tok.kind == IDENT and tok.text == name and ebody[k + 1].kind == "LParen":
-                    raise self.error(name_tok, f"`{earlier}` uses `{name}`, which is defined after "
-                                     "it: a definition uses the ones before it")
+        earlier = self.defs.first_caller.get(name)
+        if earlier is not None:
+            raise self.error(name_tok, f"`{earlier}` uses `{name}`, which is defined after "
+                             "it: a definition uses the ones before it")
         defn = ex.Definition(name, params, body, expression, name_tok.span)
         clash = ex.param_binding_clash(defn)
         if clash is not None:
             raise self.error(name_tok, f"`{clash}` is a parameter, and the body names with it "
                              "what it assigns or binds")
         ex.body_facts(defn, self.defs)
-        self.defs.table[name] = defn
-        self.defs.order.append(name)
+        self.defs.add(defn)
 
     def use(self) -> None:
         """Splice a library's tokens in place of `use "path";` (each file once)."""
@@ -342,12 +338,11 @@ class _Parser:
             if canonical in self.seen_files:
                 return
             text, tokens = ex.read_library(real, shown)
-        except OSError as err:
+        except OSError as err:  # realpath
             raise self.error(use_tok, f"cannot read `{path_tok.text}`: {err.strerror} "
                              f"(os error {err.errno})") from None
-        except (UnicodeDecodeError, ValueError):
-            raise self.error(use_tok, f"cannot read `{path_tok.text}`: stream did not contain "
-                             "valid UTF-8") from None
+        except Unreadable as err:
+            raise self.error(use_tok, f"cannot read `{path_tok.text}`: {err.reason}") from None
         self.seen_files.add(canonical)
         self.sources[shown] = text
         self.dirs[shown] = os.path.dirname(real)
@@ -852,7 +847,8 @@ class _Parser:
         header += [hold.reuse] if hold.reuse is not None else []
         bound = {x.var for e in header for x in ast.subexpressions(e) if isinstance(x, ast.Aggregate)}
         seen = set(entry.params or ()) | bound | set(self.lets) | {"inf", "self"}
-        own = {p.name for p in body.pools} | {body.name}
+        # a function may also be handed the pool `from` names (`used(src)`)
+        own = {p.name for p in body.pools} | {body.name} | ({entry.source} if entry.source else set())
         for e in header:
             dotted = next((x for x in ast.subexpressions(e) if isinstance(x, ast.Dotted)), None)
             for name, is_ref in _header_names(e, {b.name: b.value for b in hold.bindings}):
@@ -1694,9 +1690,16 @@ class _Folder:
             value = self.value(expr)
         except _NotConstant:
             value = None
-        deps = set(self.used)
-        for name in self.used:
-            deps |= self.deps.get(name, frozenset())
+        if not self.sizes:
+            # A let keeps only the lets it names: storing every let's full closure
+            # made a chain of N lets quadratic.  A size needs the closure.
+            return value, frozenset(self.used)
+        deps, todo = set(self.used), list(self.used)
+        while todo:
+            for name in self.deps.get(todo.pop(), ()):
+                if name not in deps:
+                    deps.add(name)
+                    todo.append(name)
         return value, frozenset(deps)
 
     def value(self, e) -> float:

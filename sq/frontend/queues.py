@@ -211,9 +211,10 @@ class Expander:
             raise self.error(f"`from {c.source}`: no entry of `{c.source}` leases a pool, so it has nothing to take",
                              c, phase="parse")
         name = f"{c.source}.{pool}"
+        at = c.source_span or c.span      # 0.1.2 places a fault in the source pool at `S`
         if c.source_index is None:
-            return A.Name(c.span, name)
-        return A.Ref(c.span, name, c.source_index)
+            return A.Name(at, name)
+        return A.Ref(at, name, c.source_index)
 
     def check_entries(self) -> None:
         """Every entry is checked once as written, called or not: it may read only its own names."""
@@ -247,8 +248,9 @@ class Expander:
             finally:
                 sc.bindings = outer
             return
+        indices = {id(x) for x in _index_parts(s)}
         for e in A.expressions_of(s, refs=False):
-            sc.expr(e)
+            sc.expr(e, in_index=id(e) in indices)
         for block in A.sub_blocks(s):
             for inner in block:
                 self._check_stmt(inner, sc)
@@ -258,8 +260,8 @@ class Expander:
         if isinstance(s, A.Mark):
             return [A.Set(s.span, name=f"{sc.q.name}.{s.name}", value=A.Name(s.span, "now"), via=s.via)]
         if isinstance(s, A.QueueCall):
-            inner = replace(s, index=_opt(sc.expr, s.index), args=tuple(sc.expr(a) for a in s.args),
-                            source_index=_opt(sc.expr, s.source_index),
+            inner = replace(s, index=_opt(sc.index_expr, s.index), args=tuple(sc.expr(a) for a in s.args),
+                            source_index=_opt(sc.index_expr, s.source_index),
                             dest=_opt(sc.pool, s.dest), amount=_opt(sc.expr, s.amount))
             passed = sc.source_pool if s.source is not None and s.source == sc.source_param else None
             return self.call(inner, stack, passed)
@@ -321,7 +323,7 @@ class Expander:
             on = tuple(sc.stage(r) for r in s.on) if s.on else None
             if on is None and s.index is None and sc.q.item.serve is not None:
                 on = (sc.own_stage(s),)
-            return [replace(s, on=on, index=_opt(sc.expr, s.index), work=work, growing=growing)]
+            return [replace(s, on=on, index=_opt(sc.index_expr, s.index), work=work, growing=growing)]
         source, dest, amount = _opt(sc.pool, s.source), _opt(sc.pool, s.dest), _opt(sc.expr, s.amount)
         pre: list = []
         on = tuple(sc.stage(r) for r in s.on) if s.on else None
@@ -335,7 +337,7 @@ class Expander:
             raise self.error(f"`{sc.q.name}`'s `transfer` names no NIC and `{sc.q.name}` pulls from no queue: "
                              f"declare `{sc.q.name} pull SOURCE share …;`, or write `transfer on …`", sc.call,
                              phase="parse", length=1)
-        return pre + [replace(s, on=on, index=_opt(sc.expr, s.index), work=work, growing=growing, source=source,
+        return pre + [replace(s, on=on, index=_opt(sc.index_expr, s.index), work=work, growing=growing, source=source,
                               dest=dest, amount=amount)]
 
     def _pull_flow(self, s: A.Serving, sc: "_Scope", pre: list) -> tuple:
@@ -389,6 +391,9 @@ class _Scope:
         """A call's argument: a bare name there may be the queue's own pool (the
         member's) or stage; anywhere else an entry may not read it as a number."""
         if isinstance(a, A.Name) and a.name not in bound and a.name not in self.args \
+                and a.name == self.source_param and (self.checking or self.source_pool is not None):
+            return a if self.checking else self.source_pool     # `used(src)`: the pool `from S` hands over
+        if isinstance(a, A.Name) and a.name not in bound and a.name not in self.args \
                 and a.name != self.source_param:
             if a.name in self.own_pools:
                 return self.member(f"{self.q.name}.{a.name}", a.span)
@@ -424,7 +429,7 @@ class _Scope:
         if isinstance(r, A.Ref):
             if r.field is None and r.index is None:
                 return self.pool(A.Name(r.span, r.name))
-            return replace(r, index=_opt(self.expr, r.index))
+            return replace(r, index=_opt(self.index_expr, r.index))
         return r
 
     def check_hold(self, h: A.Hold) -> None:
@@ -446,7 +451,8 @@ class _Scope:
         for e in header:
             for x, is_ref in _names(e):
                 seen = x.name in self.args or x.name in bound or self.is_constant(x.name)
-                if is_ref and not (seen or x.name in self.own_pools or x.name == self.q.name):
+                if is_ref and not (seen or x.name in self.own_pools or x.name == self.q.name
+                                   or x.name == self.source_param):
                     # a bare name handed to a function may be a pool or a stage: only the queue's own are seen
                     raise self.error(f"{label} reads `{x.name}`, which is not a pool or stage of `{self.q.name}`: "
                                      "a queue sees its own; the deployment reads across queues", self.entry,
@@ -466,11 +472,30 @@ class _Scope:
         if isinstance(r, A.Name) and r.name in self.args:
             return self.args[r.name]
         if isinstance(r, A.Ref):
-            return replace(r, index=_opt(self.expr, r.index))
+            return replace(r, index=_opt(self.index_expr, r.index))
         return r
 
-    def expr(self, e: Any, bound: frozenset = frozenset()) -> Any:
-        """`e` as the entry's call sees it; `bound` are the aggregate indices around it."""
+    def index_expr(self, e: Any, bound: frozenset = frozenset()) -> Any:
+        """An index (`L[…]`, `transfer[…]`): there the `from` parameter is the source member's index."""
+        return self.expr(e, bound, in_index=True)
+
+    def _source_read(self, e: A.Name, in_index: bool) -> Any:
+        """The `from` parameter read in an expression: in an index the source member, else an error."""
+        label = f"`{self.q.name}.{self.entry.verb}`"
+        if not in_index:
+            raise self.error(f"{label} reads `{e.name}` as a number: `{e.name}` is the source pool, and only in "
+                             f"an index the source member (`L[{e.name}]`)", self.entry, phase="parse")
+        if self.checking:
+            return e
+        src = self.source_pool
+        if not isinstance(src, A.Ref):
+            raise self.error(f"`{e.name}` as an index: its source `{_pool_name(src)}` is no family's member",
+                             self.call, phase="parse")
+        return src.index
+
+    def expr(self, e: Any, bound: frozenset = frozenset(), in_index: bool = False) -> Any:
+        """`e` as the entry's call sees it; `bound` are the aggregate indices around it;
+        `in_index`: `e` is (part of) an index."""
         if e is None:
             return None
         if isinstance(e, A.Name) and e.name in bound:
@@ -485,8 +510,8 @@ class _Scope:
                     raise self.error(f"`self` inside queue `{self.q.name}`, which is not a family", self.call,
                                      phase="parse")
                 return self.index
-            if e.name == self.source_param and self.source_pool is not None:
-                return self.source_pool
+            if e.name == self.source_param and (self.checking or self.source_pool is not None):
+                return self._source_read(e, in_index)
             if e.name in self.own_pools and self.route:
                 return self.member(f"{self.q.name}.{e.name}", e.span)
             if e.name in self.q.locals and not (self.route and e.name not in self.q.marks):
@@ -501,18 +526,19 @@ class _Scope:
         if isinstance(e, A.Ref):
             if e.field is None and e.name in self.own_pools and e.index is None:
                 return self.member(f"{self.q.name}.{e.name}")
-            return replace(e, index=self.expr(e.index, bound))
+            return replace(e, index=self.index_expr(e.index, bound))
         if isinstance(e, A.Unary):
-            return replace(e, operand=self.expr(e.operand, bound))
+            return replace(e, operand=self.expr(e.operand, bound, in_index))
         if isinstance(e, A.Binary):
-            return replace(e, left=self.expr(e.left, bound), right=self.expr(e.right, bound))
+            return replace(e, left=self.expr(e.left, bound, in_index), right=self.expr(e.right, bound, in_index))
         if isinstance(e, A.Cond):
-            return replace(e, test=self.expr(e.test, bound), then=self.expr(e.then, bound),
-                           other=self.expr(e.other, bound))
+            return replace(e, test=self.expr(e.test, bound, in_index), then=self.expr(e.then, bound, in_index),
+                           other=self.expr(e.other, bound, in_index))
         if isinstance(e, (A.Call, A.Sample)):
             return replace(e, args=tuple(self._arg(a, bound) for a in e.args))
         if isinstance(e, A.Aggregate):
-            return replace(e, count=self.expr(e.count, bound), body=self.expr(e.body, bound | {e.var}))
+            return replace(e, count=self.expr(e.count, bound, in_index),
+                           body=self.expr(e.body, bound | {e.var}, in_index))
         return e
 
 
@@ -555,6 +581,18 @@ def _name_of(r: A.Request) -> Any:
     """`request NAME;` is placed at NAME (after `request `)."""
     sp = r.span
     return A.Name(replace(sp, col=sp.col + len("request "), length=len(r.gateway)), r.gateway)
+
+
+def _index_parts(s: Any) -> list:
+    """Those of `ast.expressions_of(s, refs=False)` that are indices (where the `from`
+    parameter names the source member)."""
+    if isinstance(s, (A.Grow, A.Load)):
+        return [s.pool.index] if isinstance(s.pool, A.Ref) and s.pool.index is not None else []
+    if isinstance(s, A.Serving):
+        return [s.index] if s.index is not None else []
+    if isinstance(s, A.QueueCall):
+        return [x for x in (s.index, s.source_index) if x is not None]
+    return []
 
 
 def _names_read_in(body: Any) -> set:

@@ -1,0 +1,169 @@
+"""Where a study's runs happen: serially, on threads, on spawned processes, on any
+`concurrent.futures.Executor` or on a Dask `distributed.Client`.
+
+`Executor(kind, jobs).run(fn, tasks, todo)` calls the picklable top-level `fn` on
+`tasks[i]` for each `i` in `todo` and yields `(i, result)` as runs finish; the caller
+places results by `i`, so their order never depends on the executor.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import types
+from contextlib import contextmanager
+
+from sq._optional import require
+from sq.errors import SqError
+
+KINDS = ("serial", "threads", "processes")
+
+
+class Executor:
+    """Runs tasks and yields (index, record) as they finish."""
+
+    def __init__(self, executor, jobs):
+        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+            raise SqError(f"sweep: jobs must be a positive whole number, found {jobs!r}", phase="settings")
+        self.jobs = jobs or os.cpu_count() or 1
+        self.kind = "processes" if executor is None else executor
+        if isinstance(self.kind, str):
+            if self.kind not in KINDS:
+                raise SqError(f"sweep: unknown executor `{self.kind}`", phase="settings",
+                              notes=(f"help: {', '.join(KINDS)}, a concurrent.futures.Executor "
+                                     "or a dask distributed.Client",))
+        elif not _is_dask(self.kind) and not _is_futures(self.kind):
+            raise SqError(f"sweep: executor {self.kind!r} is neither a concurrent.futures.Executor "
+                          "nor a dask distributed.Client", phase="settings")
+
+    def run(self, fn, tasks: list, todo: list[int]):
+        if not todo:
+            return
+        if self.kind == "serial" or (isinstance(self.kind, str) and (self.jobs == 1 or len(todo) == 1)):
+            for i in todo:
+                yield i, fn(tasks[i])
+            return
+        workers = min(self.jobs, len(todo))
+        if self.kind == "processes":
+            yield from _processes(fn, tasks, todo, workers)
+        elif self.kind == "threads":
+            import concurrent.futures as cf  # noqa: PLC0415
+
+            with _Shutdown(cf.ThreadPoolExecutor(workers)) as pool:
+                yield from _futures(fn, pool, tasks, todo)
+        elif _is_dask(self.kind):
+            yield from _dask(fn, self.kind, tasks, todo)
+        else:
+            yield from _futures(fn, self.kind, tasks, todo)
+
+
+class _Shutdown:
+    """An owned thread pool: left early (Ctrl-C, a failed run), drop what has not started
+    and do not wait for the rest (threads cannot be stopped: they finish their run)."""
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def __enter__(self):
+        return self.pool
+
+    def __exit__(self, kind, *_):
+        self.pool.shutdown(wait=kind is None, cancel_futures=True)
+
+
+def _processes(fn, tasks, todo, workers):
+    """A pool of spawned worker processes (not forked from a parent that may hold threads),
+    which leave Ctrl-C to the parent. Left early, the workers are terminated: runs in the
+    middle are abandoned at once, where waiting for a long one would hold the exit. A
+    worker that dies in a run (killed, out of memory) is an SqError, never a hang."""
+    import concurrent.futures as cf  # noqa: PLC0415
+    import multiprocessing  # noqa: PLC0415
+
+    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_ignore_interrupt)
+    try:
+        with _main_hidden():  # the pool starts its workers as tasks arrive
+            index = {pool.submit(fn, tasks[i]): i for i in todo}
+        for fut in cf.as_completed(index):
+            yield index[fut], _result(fut)
+    except BaseException:
+        _terminate(pool)
+        pool.shutdown(wait=False)
+        raise
+    pool.shutdown()
+
+
+def _result(fut):
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+    try:
+        return fut.result()
+    except BrokenProcessPool:
+        raise SqError("sweep: a worker process ended in the middle of a run (killed, or out of memory?); "
+                      "the runs that finished are kept with cache=DIR, and a rerun computes only the rest",
+                      phase="run") from None
+
+
+def _terminate(pool) -> None:
+    """Stop the pool's worker processes now (Python 3.14 has a method for it)."""
+    stop = getattr(pool, "terminate_workers", None)
+    if stop is not None:
+        stop()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+
+
+@contextmanager
+def _main_hidden():
+    """`__main__` replaced by an empty module while worker processes start.
+
+    A spawned worker imports the parent's main script first, which runs a script
+    without an `if __name__ == "__main__":` guard again, sweep and all, and breaks
+    the pool. Workers run a function of sq's (`sq.study.run_task`) and need nothing of the script, so
+    they are started without it.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def _ignore_interrupt() -> None:
+    import signal  # noqa: PLC0415
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _is_futures(x) -> bool:
+    import concurrent.futures as cf  # noqa: PLC0415
+
+    return isinstance(x, cf.Executor)
+
+
+def _is_dask(x) -> bool:
+    return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
+
+
+def _futures(fn, pool, tasks, todo):
+    import concurrent.futures as cf  # noqa: PLC0415
+
+    index = {pool.submit(fn, tasks[i]): i for i in todo}
+    try:
+        for fut in cf.as_completed(index):
+            yield index[fut], fut.result()
+    finally:
+        for fut in index:
+            fut.cancel()
+
+
+def _dask(fn, client, tasks, todo):
+    distributed = require("distributed", "a Dask executor")
+    futures = client.map(fn, [tasks[i] for i in todo], pure=False)
+    index = {f.key: i for f, i in zip(futures, todo)}
+    try:
+        for fut in distributed.as_completed(futures):
+            yield index[fut.key], fut.result()
+    finally:
+        client.cancel(futures)

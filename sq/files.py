@@ -1,0 +1,84 @@
+"""Reading the files a user names (programs, `use` libraries, traces), and writing outputs.
+
+One reader for all of them, as pyserq reads them: the bytes decoded as UTF-8
+with no newline translation (a lone `\\r` is an ordinary character, not a
+line end).  Only regular files are read — a named pipe would block forever and
+a device like /dev/zero never ends — and at most `limit` bytes, so a huge file
+is one clear error instead of exhausting memory.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from typing import Iterable
+
+# A program of 200,000 lines is a few megabytes; traces can be far longer.
+PROGRAM_LIMIT = 256 * 1024 * 1024
+TRACE_LIMIT = 4 * 1024 * 1024 * 1024
+
+
+class Unreadable(Exception):
+    """Why a file cannot be read: `reason` completes "cannot read F: …"."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
+    """The file's text; raises `Unreadable` with the reason otherwise."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
+    except ValueError:  # an embedded NUL: the name cannot reach the OS
+        raise Unreadable("file name contained an unexpected NUL byte") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):  # pyserq's words for it
+            raise Unreadable(f"{os.strerror(errno.EISDIR)} (os error {errno.EISDIR})")
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("not a regular file (a pipe or device is never read)")
+        if info.st_size > limit:
+            raise Unreadable(f"larger than {limit} bytes")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            fd = -1
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
+    except MemoryError:
+        raise Unreadable("out of memory") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(raw) > limit:  # it grew while being read
+        raise Unreadable(f"larger than {limit} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unreadable("stream did not contain valid UTF-8") from None
+    except MemoryError:
+        raise Unreadable("out of memory") from None
+
+
+def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
+    """Write the text `chunks` to `path` through a temporary file beside it,
+    renamed over `path` only once all is written: a failure (a full disk, an
+    interrupted run) leaves no partial file behind."""
+    folder = os.path.dirname(os.fspath(path)) or "."
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".sq-", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
