@@ -5,7 +5,7 @@ cached prefixes, flows).
 Each scenario is a closed system of N sessions, so N is the population the engine carries
 at every moment. A cost per event that stays flat as N grows by 10x means O(1) (or
 O(log N)) per operation; one that grows 10x means a scan over all N. Only the engine is
-timed (`sq._engine.run` on a lowered program), best of a few runs in this process.
+timed (`sq._engine.run` on a lowered program), best CPU time of a few runs in this process.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class Scenario:
     what: str
     source: str  # `{n}` is the population
     events: int  # roughly how many events a run should take (the horizon is scaled to it)
+    instant: bool = False  # the cost is of one instant (N flows started at time 0): time per flow, no horizon
 
 
 SCENARIOS = [
@@ -84,27 +85,71 @@ stage b : ps(2);
 workload {{ arrive closed({n}); }}
 session {{ loop {{ run a, b (~exp(1)); }} }}
 """, 50_000),
+    Scenario("idle", "an M/M/1 beside N idle pools and N idle fifo stages (declared, never used)", """
+pool idle[{n}] {{ cap 1; }}
+stage quiet[{n}] : fifo(1);
+stage server : fifo(1);
+workload {{ arrive poisson(0.9); }}
+session {{ set t0 = now; run server (~exp(1)); observe response = now - t0; }}
+""", 400_000),
+    Scenario("instant", "N flows (max-min) started in one instant; ns per flow, pyserq's below", """
+share maxmin;
+stage a : ps(1);
+stage b : ps(2);
+workload {{ arrive batch({n}); }}
+session {{ run a, b (~exp(1)); }}
+""", 0, instant=True),
 ]
 
 
+def _source(sc: Scenario, n: int) -> str:
+    return sc.source.replace("{n}", str(n)).replace("{{", "{").replace("}}", "}")
+
+
 def _program(sc: Scenario, n: int, horizon: float):
-    src = sc.source.replace("{n}", str(n)).replace("{{", "{").replace("}}", "}")
-    return sq.lower.lower(sq.compile(source=src, horizon=horizon, seed=1).to_dict(exact=True))
+    return sq.lower.lower(sq.compile(source=_source(sc, n), horizon=horizon, seed=1).to_dict(exact=True))
+
+
+def measure_instant(sc: Scenario, n: int, impl: str = "sq", repeat: int = 3) -> float:
+    """Seconds per session of a run that ends in its first instant (best of `repeat`, CPU time)."""
+    if impl == "sq":
+        lowered = _program(sc, n, 1e-9)
+        run = lambda: sq._engine.run(lowered)   # noqa: E731
+    else:
+        import pyserq
+        program = pyserq.compile(source=_source(sc, n), horizon=1e-9, seed=1)
+        run = lambda: pyserq.run(program)   # noqa: E731
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        run()
+        best = min(best, time.process_time() - t0)
+    return best / n
 
 
 def measure(sc: Scenario, n: int, repeat: int = 2) -> tuple[float, int]:
     """Seconds per event (best of `repeat`) and the events of one run."""
+    if sc.instant:
+        return measure_instant(sc, n, repeat=repeat + 1), 0
     # a short probe run sizes the horizon so that each run takes about `sc.events` events
     probe = sq._engine.run(_program(sc, n, 10.0))
     per_time = max(probe.events / 10.0, 1.0)
     lowered = _program(sc, n, max(sc.events / per_time, 1.0))
     best, events = float("inf"), 0
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()   # CPU time: the machine may be shared
         raw = sq._engine.run(lowered)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
         events = raw.events
     return best / max(events, 1), events
+
+
+def _have_pyserq() -> bool:
+    try:
+        import pyserq  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def main(argv=None) -> int:
@@ -125,6 +170,9 @@ def main(argv=None) -> int:
                 cells.append(f"{'error':>12}")
                 print(f"  {sc.name} N={n}: {e}", file=sys.stderr)
         print(f"{sc.name:8} " + " ".join(cells) + f"   {sc.what}", flush=True)
+        if sc.instant and _have_pyserq():
+            cells = [f"{measure_instant(sc, n, 'pyserq') * 1e9:12.0f}" for n in sizes]
+            print(f"{'  pyserq':8} " + " ".join(cells), flush=True)
     return 0
 
 

@@ -56,10 +56,14 @@ class Model:
     source: str
     horizon: float
     what: str
+    runs: int = 1        # > 1: a sweep, `runs` runs of one compiled program with seeds 1..runs
+    arrivals: int = 0    # each run's arrival limit (0: none)
+    c_loop: bool = False  # also compare sq's engine with benchmarks/mm1_loop.c (the same model in plain C)
+    bare: str = ""        # the same model without its extra declarations: sq's cost per event is compared
 
 
 MODELS = [
-    Model("mm1", MM1, 2_000_000, "M/M/1 fifo, rho 0.9"),
+    Model("mm1", MM1, 2_000_000, "M/M/1 fifo, rho 0.9", c_loop=True),
     Model("mg1-ps", MG1_PS, 1_000_000, "M/G/1-PS, rho 0.9, h2 service"),
     Model("mm8", MM8, 300_000, "M/M/8 fifo, rho 0.9"),
     # The step engine, pools and prefix cache (examples/): each pyserq run takes ~1-3 s.
@@ -69,45 +73,109 @@ MODELS = [
           "vLLM-like engine, heavy load: 10 req/s, KV full, ~1 preemption/s"),
     Model("chat", _example("multi-turn/vllm.sq"), 6000,
           "multi-turn chat, prefix cache across turns, think time"),
+    # What sweeps are made of: many short runs of one compiled program (the lowering, the engine's set-up
+    # and the report are paid per run). pyserq changes a compiled program's seed only through its JSON.
+    Model("sweep", MM1, 1e9, "1,000 short runs of M/M/1 (1 k arrivals each, seeds 1..1000, one compiled program)",
+          runs=1000, arrivals=1000),
+    Model("idle", "\n".join(f"pool idle{i} {{ cap 1; }} stage quiet{i} : fifo(1);" for i in range(512)) + MM1,
+          200_000, "M/M/1 beside 512 idle pools and 512 idle fifo stages", bare=MM1),
+    Model("instant", """
+share maxmin;
+stage a : ps(1);
+stage b : ps(2);
+workload { arrive batch(30000); }
+session { run a, b (~exp(1)); }
+""", 1e-9, "30,000 flows (max-min, two ps stages) started in one instant"),
 ]
 
 # One measurement, run as `python -c` in a fresh process: prints a JSON line.
 _MEASURE = r"""
 import json, resource, sys, time
 impl, source, horizon = sys.argv[1], sys.argv[2], float(sys.argv[3])
-if impl == "sq":
+runs, arrivals = int(sys.argv[4]), int(sys.argv[5]) or None
+if impl == "sq-engine":   # sq's engine alone, on the lowered program (no report): what the C loop does
+    import sq, sq._engine, sq.lower
+    lowered = sq.lower.lower(sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals).to_dict(exact=True))
+    class _Raw:   # the engine's raw results, read as the report fields used below
+        def __init__(self, raw):
+            self.events, self.arrivals, self.observes, self.stages = raw.events, raw.arrivals, {}, []
+    run = lambda seed: _Raw(sq._engine.run(lowered, seed=seed))
+elif impl == "sq":
     import sq
     import sq.lower, sq.report, sq._engine  # loaded here so that import time stays out of the timing
-    program = sq.compile(source=source, horizon=horizon, seed=1)
-    run = lambda: sq.run(program)
+    program = sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals)
+    run = lambda seed: sq.run(program, seed=seed)
 else:
     import pyserq
-    program = pyserq.compile(source=source, horizon=horizon, seed=1)
-    run = lambda: pyserq.run(program)
+    program = pyserq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals)
+    if runs == 1:
+        run = lambda seed: pyserq.run(program)
+    else:
+        ir = json.loads(program.to_json())
+        def run(seed):
+            ir["seed"] = seed
+            return pyserq.run(pyserq.Program.from_json(json.dumps(ir)))
+reports = []
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t0 = time.perf_counter()
-report = run()
-wall = time.perf_counter() - t0
+t0 = time.process_time()   # CPU time: the machine is shared
+for seed in range(1, runs + 1):
+    reports.append(run(seed))
+wall = time.process_time() - t0
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-samples = sum(o.count for o in report.observes.values()) if impl == "sq" else \
-    sum(len(o.samples) for o in report.observes.values())
-iterations = sum(s.iterations for s in report.stages)
-print(json.dumps({"wall": wall, "events": report.events, "arrivals": report.arrivals, "iterations": iterations,
+samples = sum(o.count if impl == "sq" else len(o.samples) for r in reports for o in r.observes.values())
+print(json.dumps({"wall": wall, "events": sum(r.events for r in reports), "arrivals": sum(r.arrivals for r in reports),
+                  "iterations": sum(s.iterations for r in reports for s in r.stages),
                   "samples": samples, "peak_kib": after, "grew_kib": after - before}))
 """
 
 
-def measure(impl: str, model: Model, horizon: float) -> dict:
-    out = subprocess.run([sys.executable, "-c", _MEASURE, impl, model.source, repr(horizon)],
-                         capture_output=True, text=True)
+def measure_once(impl: str, model: Model, horizon: float) -> dict:
+    out = subprocess.run([sys.executable, "-c", _MEASURE, impl, model.source, repr(horizon), str(model.runs),
+                          str(model.arrivals)], capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
-    m = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure(impl: str, model: Model, horizon: float, rounds: int) -> dict:
+    """The median round by CPU time (each round a fresh process), with its rates."""
+    ms = [measure_once(impl, model, horizon) for _ in range(rounds)]
+    if any("error" in m for m in ms):
+        return next(m for m in ms if "error" in m)
+    m = sorted(ms, key=lambda m: m["wall"])[len(ms) // 2]
     m["events_per_s"] = m["events"] / m["wall"] if m["wall"] > 0 else float("inf")
     m["arrivals_per_s"] = m["arrivals"] / m["wall"] if m["wall"] > 0 else float("inf")
     m["iterations_per_s"] = m["iterations"] / m["wall"] if m["wall"] > 0 else float("inf")
     m["bytes_per_sample"] = 1024 * m["grew_kib"] / m["samples"] if m["samples"] else float("nan")
     return m
+
+
+def per_event(model: Model, horizon: float, rounds: int) -> float | None:
+    """sq's engine time per event, net of what a run costs whatever its length (set-up, collection):
+    the slope between a run of the horizon and one of a tenth of it."""
+    long, short = measure("sq-engine", model, horizon, rounds), measure("sq-engine", model, horizon / 10, rounds)
+    if "error" in long or "error" in short or long["events"] == short["events"]:
+        return None
+    return (long["wall"] - short["wall"]) / (long["events"] - short["events"])
+
+
+def c_loop(horizon: float, rounds: int) -> float | None:
+    """CPU seconds (median) of benchmarks/mm1_loop.c built with gcc -O2, or None without a compiler."""
+    import shutil
+    import tempfile
+
+    here = Path(__file__).resolve().parent
+    if shutil.which("gcc") is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "mm1_loop"
+        built = subprocess.run(["gcc", "-O2", "-I", str(here.parent / "sq" / "_src"), str(here / "mm1_loop.c"),
+                                "-lm", "-o", str(exe)], capture_output=True)
+        if built.returncode != 0:
+            return None
+        times = sorted(float(subprocess.run([str(exe), repr(horizon), "1"], capture_output=True,
+                                            text=True).stdout.split()[0]) for _ in range(rounds))
+    return times[len(times) // 2]
 
 
 def _have_pyserq() -> bool:
@@ -127,7 +195,7 @@ def _row(name: str, impl: str, m: dict) -> str:
             f"{m['bytes_per_sample']:6.1f} B/sample")
 
 
-def main(names: list[str] | None = None, quick: bool = False, reference: bool = True) -> int:
+def main(names: list[str] | None = None, quick: bool = False, reference: bool = True, rounds: int = 5) -> int:
     chosen = [m for m in MODELS if not names or m.name in names]
     unknown = set(names or []) - {m.name for m in MODELS}
     if unknown:
@@ -135,17 +203,36 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
               f"known: {', '.join(m.name for m in MODELS)}", file=sys.stderr)
         return 2
     reference = reference and _have_pyserq()
+    print(f"CPU time, median of {rounds} rounds (each in a fresh process)")
     print(f"{'model':8} {'impl':7} {'run':>9} {'events/s':>14} {'arrivals/s':>15} {'iterations/s':>14}")
     for model in chosen:
         horizon = model.horizon / 20 if quick else model.horizon
-        ours = measure("sq", model, horizon)
+        if quick and model.runs > 1:
+            model = Model(model.name, model.source, horizon, model.what, max(1, model.runs // 20), model.arrivals)
+        ours = measure("sq", model, horizon, rounds)
         print(_row(model.name, "sq", ours), flush=True)
         if reference:
-            theirs = measure("pyserq", model, horizon)
+            theirs = measure("pyserq", model, horizon, rounds)
             print(_row(model.name, "pyserq", theirs), flush=True)
             if "error" not in ours and "error" not in theirs:
                 print(f"{model.name:8} ratio   sq is {theirs['wall'] / ours['wall']:.2f}x pyserq "
                       f"({model.what})", flush=True)
+        if model.bare:
+            flat = per_event(model, horizon, rounds), per_event(Model(model.name, model.bare, horizon, model.what),
+                                                                horizon, rounds)
+            if None in flat:
+                print(f"{model.name:8} flat    (not measured: a run failed)")
+            else:
+                print(f"{model.name:8} flat    sq's engine {flat[0] * 1e9:.0f} ns/event, {flat[1] * 1e9:.0f} without the "
+                      f"idle declarations: {flat[0] / flat[1]:.2f}x (target: within 1.2x)", flush=True)
+        if model.c_loop:
+            engine = measure("sq-engine", model, horizon, rounds)
+            c = c_loop(horizon, rounds)
+            if c is None or "error" in engine:
+                print(f"{model.name:8} c-loop  (not measured: no gcc, or the engine run failed)")
+            else:
+                print(f"{model.name:8} c-loop  sq's engine {engine['wall']:.3f}s, the C loop {c:.3f}s: "
+                      f"{engine['wall'] / c:.2f}x the C loop (benchmarks/mm1_loop.c, gcc -O2)", flush=True)
     return 0
 
 
@@ -155,6 +242,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per measurement (the median is shown)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
-    raise SystemExit(main(names=a.names, quick=a.quick, reference=not a.no_reference))
+    raise SystemExit(main(names=a.names, quick=a.quick, reference=not a.no_reference, rounds=a.rounds))

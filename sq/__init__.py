@@ -98,40 +98,53 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     import time
 
     started = time.perf_counter()
-    lowered = lower_program(program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    return run_lowered(lowered, program, started=started, trace_iterations=trace_iterations,
-                       trace_evictions=trace_evictions, dump_pools=dump_pools, check_invariants=check_invariants)
+    lowered = lower_program(program)
+    _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    # the settings go to the engine: the arrays kept on the program stay as they are
+    return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                       started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                       dump_pools=dump_pools, check_invariants=check_invariants)
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
     """The first half of `run`: the program (a Program or an IR dict) with the settings
-    applied, lowered to the engine's arrays. A study lowers a point once for all its seeds."""
-    from sq.lower import lower
-
-    # `exact` keeps what JSON cannot say (an infinite block or rate) for the engine.
+    applied, lowered to the engine's arrays. A Program is lowered once, on first use, and the
+    arrays kept on it (setting one of its fields drops them); settings given here make a
+    copy of the `Lowered` that carries them, sharing the arrays."""
     if hasattr(program, "to_dict"):
-        ir = program.to_dict(exact=True)
+        lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
     elif isinstance(program, dict):
-        ir = dict(program)
+        lowered = _lower(dict(program), None)
     else:
         raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
                       phase="settings")
-    ir = _with_settings(ir, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    ir = _with_trace_path(ir, getattr(program, "trace_base", None))
-    return lower(ir)
+    changes = _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    if not changes:
+        return lowered
+    import dataclasses
+
+    return dataclasses.replace(lowered, **changes)
 
 
-def run_lowered(lowered, program=None, *, seed=None, started=None, trace_iterations=False,
-                trace_evictions=False, dump_pools=False, check_invariants=False):
-    """The second half of `run`: run a lowered program (with another `seed` if given: the
-    engine reads the seed only when the run starts) and build its Report with provenance."""
+def _lower(ir: dict, trace_base: str | None):
+    """The engine's arrays for an IR (`exact` form: what JSON cannot say, an infinite block or rate, kept)."""
+    from sq.lower import lower
+
+    return lower(_with_trace_path(ir, trace_base))
+
+
+def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
+                trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+    """The second half of `run`: run a lowered program (with other settings if given: the
+    engine reads them only when the run starts) and build its Report with provenance."""
     import time
 
     from sq import _engine
     from sq.report import Report
 
     started = time.perf_counter() if started is None else started
-    raw = _engine.run(lowered, seed=seed, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+    raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                      trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                       dump_pools=dump_pools, check_invariants=check_invariants)
     report = Report.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}
@@ -141,28 +154,45 @@ def run_lowered(lowered, program=None, *, seed=None, started=None, trace_iterati
     return report
 
 
+def _current(lowered) -> tuple:
+    from sq.lower import A_POISSON, A_RENEWAL
+
+    return lowered.horizon, lowered.warmup, lowered.arrival_kind in (A_POISSON, A_RENEWAL)
+
+
 def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
     """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
+    open_arrivals = any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal"))
+    changes = _checked_settings(float(ir["horizon"]), float(ir.get("warmup", 0.0)), open_arrivals,
+                                seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return {**ir, **changes} if changes else ir
+
+
+def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, seed, horizon, warmup,
+                      arrivals) -> dict:
+    """Run settings given to `run`, checked as the `run {}` block is against the program's own
+    horizon, warmup and arrival kind: the fields (of the IR, or of a Lowered) they replace."""
     if seed is None and horizon is None and warmup is None and arrivals is None:
-        return ir
-    ir = dict(ir)  # only top-level settings change: a shallow copy is enough
+        return {}
+    changes: dict = {}
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise SqError(f"run: the seed is a whole number from 0 to 2^64-1, found {seed!r}", phase="settings")
-        ir["seed"] = seed
+        changes["seed"] = seed
     if horizon is not None:
-        ir["horizon"] = _setting_number("horizon", horizon)
+        changes["horizon"] = _setting_number("horizon", horizon)
     if warmup is not None:
-        ir["warmup"] = _setting_number("warmup", warmup)
-    if not (math.isfinite(ir["horizon"]) and 0 <= ir["warmup"] < ir["horizon"]):
+        changes["warmup"] = _setting_number("warmup", warmup)
+    h, w = changes.get("horizon", horizon0), changes.get("warmup", warmup0)
+    if not (math.isfinite(h) and 0 <= w < h):
         raise SqError("run: need 0 <= warmup < horizon", phase="settings")
     if arrivals is not None:
         if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")
-        if not any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal")):
+        if not open_arrivals:
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
-        ir["arrivals"] = int(arrivals)
-    return ir
+        changes["arrivals"] = int(arrivals)
+    return changes
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:

@@ -223,6 +223,7 @@ cdef struct State:
     char* stuck                # per session: counted stuck once
     double* ppos               # per session × pool: position at the last preemption (NaN: none)
     int32_t* hcount            # per session × pool: its live entries in the pool's holders
+    char* pools_touched        # per session: its ppos/hcount rows may differ from NaN/0 (reset at spawn)
     uint32_t* hgen             # per session × pool: the generation its live holders entries carry
     const int32_t* hold_pcs
     int iter_preempted         # a preemption happened during the current start_iteration
@@ -308,6 +309,12 @@ cdef struct State:
     const int32_t* hold_offsets
     const int32_t* pool_keys
     Pool* pools
+    # Idle declarations cost nothing per event: settle's pools pass and the area samples visit
+    # only the rows these bit sets name (rows_new: a summary word per 4096 rows over the row words). Each is a superset: a bit is set
+    # where the row can leave its idle state, and cleared when a visit finds the row idle.
+    uint64_t* pools_waiting    # a pool that may have waiting holds or growers
+    uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero
+    uint64_t* stages_sampled   # a stage whose areas may be nonzero (step and shared stages: always)
     int64_t next_entry_seq
     int64_t next_dead          # dead entries made so far (their keys follow DEAD_KEY)
     # step stages
@@ -320,6 +327,8 @@ cdef struct State:
     int32_t* job_grow          # the job's `growing` pool row (-1: none)
     int64_t* job_served        # the serving pass that last served the job
     int64_t serve_stamp
+    int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
+    int kv_iteration           # start_iteration makes them (some expression reads them)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     char* itl_has              # per session: token bookkeeping for inter-token gaps
@@ -358,6 +367,7 @@ cdef struct State:
     int64_t nfl
     int64_t fl_cap
     double fl_last
+    int fl_finite              # every shared stage's capacity is finite: so is every flow's rate
     int64_t fl_epoch
     int fl_dirty
     char* touched             # per stage: a flow started, ended or left it since the last recompute

@@ -238,6 +238,60 @@ cdef inline void area_set(Area* a, double now, double v) noexcept nogil:
     a.value = v
 
 
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
+
+# A row set is two levels of bits: bits[0] holds ns, the count of summary words; bits[1 .. ns]
+# say which words of rows may be nonzero; the row words follow. A pass over the set costs what it
+# visits, not the rows declared (up to 4096 rows in one summary word).
+cdef uint64_t* rows_new(int64_t n) noexcept nogil:
+    cdef int64_t nw = (n + 63) // 64 + 1, ns = (nw + 63) // 64
+    cdef uint64_t* bits = <uint64_t*> calloc(1 + ns + nw, sizeof(uint64_t))
+    if bits != NULL:
+        bits[0] = <uint64_t> ns
+    return bits
+
+
+cdef inline void mark_row(uint64_t* bits, int64_t k) noexcept nogil:
+    cdef int64_t w = k >> 6
+    bits[1 + <int64_t> bits[0] + w] |= (<uint64_t> 1) << (k & 63)
+    bits[1 + (w >> 6)] |= (<uint64_t> 1) << (w & 63)
+
+
+cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
+    cdef int64_t w = k >> 6
+    cdef uint64_t* words = bits + 1 + <int64_t> bits[0]
+    words[w] &= ~((<uint64_t> 1) << (k & 63))
+    if words[w] == 0:
+        bits[1 + (w >> 6)] &= ~((<uint64_t> 1) << (w & 63))
+
+
+cdef inline int64_t next_row(const uint64_t* bits, int64_t k, int64_t n) noexcept nogil:
+    """The first row from k on whose bit is set (n: none), reading the bits as they are now
+    (a row marked during a pass, after the one being visited, is visited by the same pass)."""
+    cdef int64_t ns = <int64_t> bits[0], w = k >> 6, sw
+    cdef const uint64_t* words = bits + 1 + ns
+    cdef uint64_t b
+    if k >= n:
+        return n
+    b = words[w] & (~(<uint64_t> 0) << (k & 63))
+    if b != 0:
+        return (w << 6) + __builtin_ctzll(b)
+    w += 1                                   # the next word with a row, found in the summary
+    sw = w >> 6
+    if sw >= ns:
+        return n
+    b = bits[1 + sw] & (~(<uint64_t> 0) << (w & 63))
+    while b == 0:
+        sw += 1
+        if sw >= ns:
+            return n
+        b = bits[1 + sw]
+    w = (sw << 6) + __builtin_ctzll(b)
+    return min(n, (w << 6) + __builtin_ctzll(words[w]))
+
+
 cdef inline void area_restart(Area* a, double now) noexcept nogil:
     a.integral = 0.0
     a.last = now
@@ -439,6 +493,7 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.itl_stage, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.ppos, cap * (st.n_pools + 1) * sizeof(double)) \
                 or not grow(<void**> &st.hcount, cap * st.n_pools * sizeof(int32_t)) \
+                or not grow(<void**> &st.pools_touched, cap * sizeof(char)) \
                 or not grow(<void**> &st.hgen, cap * st.n_pools * sizeof(uint32_t)) \
                 or not grow(<void**> &st.grow_job, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.itl_has, cap * sizeof(char)) \
@@ -456,6 +511,7 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         st.scap = cap
     slot = <int32_t> st.shigh
     st.shigh += 1
+    st.pools_touched[slot] = 1            # its per-pool rows are not set yet
     return slot
 
 
@@ -641,33 +697,50 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
         elif op == X_TRUTH:
             s[sp - 1] = 1.0 if s[sp - 1] != 0.0 else 0.0
             pc += 1
-        elif op <= X_NE:
+        # one branch per binary operator, all `op == constant`: Cython compiles the chain to one C switch
+        elif op == X_ADD:
             sp -= 1
-            a = s[sp - 1]
-            b = s[sp]
-            if op == X_ADD:
-                a = a + b
-            elif op == X_SUB:
-                a = a - b
-            elif op == X_MUL:
-                a = a * b
-            elif op == X_DIV:
-                a = a / b
-            elif op == X_POW:
-                a = pow(a, b)
-            elif op == X_LT:
-                a = 1.0 if a < b else 0.0
-            elif op == X_LE:
-                a = 1.0 if a <= b else 0.0
-            elif op == X_GT:
-                a = 1.0 if a > b else 0.0
-            elif op == X_GE:
-                a = 1.0 if a >= b else 0.0
-            elif op == X_EQ:
-                a = 1.0 if a == b else 0.0
-            else:
-                a = 1.0 if a != b else 0.0
-            s[sp - 1] = a
+            s[sp - 1] = s[sp - 1] + s[sp]
+            pc += 1
+        elif op == X_SUB:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] - s[sp]
+            pc += 1
+        elif op == X_MUL:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] * s[sp]
+            pc += 1
+        elif op == X_DIV:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] / s[sp]
+            pc += 1
+        elif op == X_POW:
+            sp -= 1
+            s[sp - 1] = pow(s[sp - 1], s[sp])
+            pc += 1
+        elif op == X_LT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] < s[sp] else 0.0
+            pc += 1
+        elif op == X_LE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] <= s[sp] else 0.0
+            pc += 1
+        elif op == X_GT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] > s[sp] else 0.0
+            pc += 1
+        elif op == X_GE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] >= s[sp] else 0.0
+            pc += 1
+        elif op == X_EQ:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] == s[sp] else 0.0
+            pc += 1
+        elif op == X_NE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] != s[sp] else 0.0
             pc += 1
         elif op == X_AND:
             if s[sp - 1] == 0.0:
@@ -785,6 +858,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     if slot >= 0:
         st.sess_job[slot] = j
     s.n += 1
+    mark_row(st.stages_sampled, k)
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents
         st.job_start[j] = st.now
@@ -1118,6 +1192,7 @@ cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     e.seq = st.next_entry_seq
     st.next_entry_seq += 1
     p.cached += size
+    mark_row(st.pools_sampled, p - st.pools)
     if lru_pool(p):
         p.lru[p.nentries - 1] = p.nentries - 1
         lru_sift(p, p.nentries - 1, p.nentries)
@@ -1196,6 +1271,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
         st.next_entry_seq += 1
         lru_touched(tier, k)
         tier.cached += piece
+        mark_row(st.pools_sampled, tier - st.pools)
     else:
         if add_entry(st, tier, e.key, piece) < 0:
             return
@@ -1272,6 +1348,8 @@ cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.holders_gen[p.holders_len] = st.hgen[h]
     p.holders_len += 1
     p.nholders += 1
+    mark_row(st.pools_sampled, p - st.pools)
+    st.pools_touched[slot] = 1
     st.hcount[h] += 1
     return 0
 
@@ -1311,6 +1389,8 @@ cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
         p.queue = p.queue_base + p.qhead
     p.queue[p.qlen] = slot
     p.qlen += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    mark_row(st.pools_sampled, p - st.pools)
     return 0
 
 
@@ -1343,6 +1423,8 @@ cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.queue = p.queue_base + p.qhead
     p.queue[0] = slot
     p.qlen += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    mark_row(st.pools_sampled, p - st.pools)
 
 
 cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
@@ -1497,6 +1579,7 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
         a = round_up(p, st.scratch[2 * i])          # the units, not the reserve, are allocated
         make_room(st, p, a)
         p.used += a
+        mark_row(st.pools_sampled, p - st.pools)
         if holders_push(st, p, slot) < 0:
             return
         p.admissions += 1
@@ -1688,6 +1771,7 @@ cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     if p.used + need <= p.cap + EPS:
         make_room(st, p, need)
         p.used += need
+        mark_row(st.pools_sampled, p - st.pools)
         st.frame_alloc[j] += need
         return True
     return False
@@ -1786,6 +1870,7 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
         st.stuck[victim] = 1
         p.stuck += 1
     before[0] = c
+    st.pools_touched[victim] = 1
     st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
     if st.sess_flow[victim] >= 0:
         remove_flow(st, st.sess_flow[victim])
@@ -1845,6 +1930,7 @@ cdef bint grow_or_wait(State* st, int32_t slot, int32_t row, int64_t j, double u
         p.growers_cap = p.growers_cap * 2 + 16
     p.growers[p.ngrowers] = slot
     p.ngrowers += 1
+    mark_row(st.pools_waiting, p - st.pools)
     st.grow_units[slot] = units
     st.grow_at[slot] = j
     st.grow_job[slot] = job
@@ -1894,12 +1980,17 @@ cdef void leave_growers(State* st, int32_t slot) noexcept nogil:
 
 
 cdef void try_every_pool(State* st) noexcept nogil:
-    cdef int32_t k
-    for k in range(st.n_pools):
+    """Growers, then admission, pool by pool: only pools with holds or growers waiting (the
+    others' passes do nothing), in row order as if every pool were visited."""
+    cdef int32_t k = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
+    while k < st.n_pools:
         retry_growers(st, k)
         try_admit(st, k)
         if st.err:
             return
+        if st.pools[k].qlen == 0 and st.pools[k].ngrowers == 0:
+            unmark_row(st.pools_waiting, k)
+        k = <int32_t> next_row(st.pools_waiting, k + 1, st.n_pools)
 
 include "_step.pxi"
 include "_flows.pxi"
@@ -1932,10 +2023,13 @@ cdef int spawn(State* st) noexcept nogil:
     st.sess_flow[slot] = -1
     st.stuck[slot] = 0
     st.itl_stage[slot] = -1
-    for i in range(st.n_pools + 1):
-        st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
-    for i in range(st.n_pools):
-        st.hcount[<int64_t> slot * st.n_pools + i] = 0
+    if st.pools_touched[slot]:
+        # only a slot whose session held or was preempted pays for the pools it never used
+        for i in range(st.n_pools + 1):
+            st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
+        for i in range(st.n_pools):
+            st.hcount[<int64_t> slot * st.n_pools + i] = 0
+        st.pools_touched[slot] = 0
     st.grow_job[slot] = -1
     st.itl_has[slot] = 0
     st.itl_preempted[slot] = 0
@@ -2230,13 +2324,20 @@ cdef void sample_areas(State* st) noexcept nogil:
     cdef Stage* s
     cdef Pool* p
     area_set(&st.live_area, st.now, <double> st.live)
-    for k in range(st.n_pools):
+    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
+    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
+    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
+    while k < st.n_pools:
         p = &st.pools[k]
         area_set(&p.used_area, st.now, p.used)
         area_set(&p.cached_area, st.now, p.cached)
         area_set(&p.queue_area, st.now, <double> p.qlen)
         area_set(&p.holders_area, st.now, <double> p.nholders)
-    for k in range(st.n_stages):
+        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+            unmark_row(st.pools_sampled, k)
+        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+    k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
+    while k < st.n_stages:
         s = &st.stages[k]
         area_set(&s.number, st.now, <double> s.n)
         if s.share_cap > 0:
@@ -2248,6 +2349,9 @@ cdef void sample_areas(State* st) noexcept nogil:
             area_set(&s.decode_only, st.now, 1.0 if (s.inflight and s.iter_kind == 2) else 0.0)
             area_set(&s.mixed, st.now, 1.0 if (s.inflight and s.iter_kind == 3) else 0.0)
             area_set(&s.decodes, st.now, <double> s.iter_decodes if s.inflight else 0.0)
+        elif s.n == 0 and not s.share_cap > 0:
+            unmark_row(st.stages_sampled, k)
+        k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
 
 
 cdef void restart_areas(State* st) noexcept nogil:
@@ -2274,6 +2378,7 @@ cdef void settle(State* st) noexcept nogil:
     2. the pools pass, in declaration order: `retry_growers` (05 §5.8), then `try_admit`
        (§5.5; a no-op for `admit via` pools); sessions it admits join the ready queue, so
        1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
+       only pools with holds or growers waiting are visited (the others' passes do nothing);
     3. the stages pass, in declaration order (from the first ps or step stage): an idle step
        stage with work starts an iteration (04 §4.5.3) unless another event is still pending
        at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
@@ -2281,7 +2386,8 @@ cdef void settle(State* st) noexcept nogil:
        for the next settle;
     4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
     5. the time averages are sampled (live sessions, stage numbers and busy time, step
-       batch state, pool used/cached/queue/holders; 08, §9.9).
+       batch state, pool used/cached/queue/holders; 08, §9.9); a pool or stage that holds 0
+       in every area and still does is skipped (it would add 0 to each integral).
     Gauges are read by `run_loop` when time moves on, not here.
     """
     cdef int32_t slot, k
@@ -2293,11 +2399,9 @@ cdef void settle(State* st) noexcept nogil:
         if st.err:
             return
         # the pools pass: admission at settle happens only here
-        for k in range(st.n_pools):
-            retry_growers(st, k)
-            try_admit(st, k)
-            if st.err:
-                return
+        try_every_pool(st)
+        if st.err:
+            return
         if st.rlen == 0:
             break
     cdef bint pending_now = st.hlen > 0 and st.heap[0].t <= st.now
@@ -2473,7 +2577,7 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
-    free(st.pools); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
+    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
     free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
     free(st.frame_grown); free(st.grow_units); free(st.grow_at)
     free(st.lease_slot); free(st.lease_row); free(st.lease_alloc); free(st.lease_computed)
@@ -2484,6 +2588,7 @@ cdef void free_state(State* st) noexcept:
     free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
     free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
     free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
+    free(st.pools_touched)
     free(st.hcount); free(st.hgen)
     free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
@@ -2690,7 +2795,11 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
         st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
         st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
-        if st.pools == NULL or st.scratch == NULL:
+        st.pools_waiting = rows_new(st.n_pools)
+        st.pools_sampled = rows_new(st.n_pools)
+        st.stages_sampled = rows_new(st.n_stages)
+        if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
+                or st.stages_sampled == NULL:
             raise MemoryError()
         for k in range(st.n_pools):
             st.pools[k].cap = (<double*> data_of(caps))[k]
@@ -2725,6 +2834,8 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.serve_keys = <const int32_t*> data_of(serve_keys)
         st.admit_via = <const int32_t*> data_of(admit_via)
         st.bl_stage = -1
+        st.kv_budget = bool(getattr(lowered, "kv_budget", True))
+        st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):
@@ -2739,6 +2850,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
             st.stages[k].servers = (<int32_t*> data_of(servers))[k]
             st.stages[k].phi = (<int32_t*> data_of(phis))[k]
+        st.fl_finite = 1
+        for k in range(st.n_stages):
+            if not isfinite(st.stages[k].share_cap):
+                st.fl_finite = 0
         st.n_ps_first = st.n_stages
         for k in range(st.n_stages - 1, -1, -1):
             if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:

@@ -32,6 +32,8 @@ cdef void flows_advance(State* st) noexcept nogil:
     """Bring every flow's remaining work to now."""
     cdef double dt = st.now - st.fl_last
     cdef int64_t f
+    if dt == 0 and st.fl_finite:
+        return      # finite rates x 0: nothing moves (flows started in one instant stay linear)
     for f in range(st.nfl):
         if st.fl_active[f]:
             st.fl_rem[f] = fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * dt)
@@ -55,6 +57,7 @@ cdef int start_flow(State* st, int32_t* stages, int32_t n, int32_t owner, double
     for i in range(n):
         st.fl_stage[f * st.flow_max_st + i] = stages[i]
         st.stages[stages[i]].n += 1
+        mark_row(st.stages_sampled, stages[i])
     st.fl_rem[f] = w
     st.fl_rate[f] = 0.0
     st.fl_start[f] = st.now

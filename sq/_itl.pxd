@@ -22,6 +22,8 @@ cdef struct Histogram:
     Bucket* cells           # bucket k at cells[k - kmin], for kmin <= k < kmin + nk
     int64_t kmin
     int64_t nk
+    double last_gap         # the last finite positive gap and its bucket: a step's tokens share their gap
+    int32_t last_k
 
 
 cdef inline void bucket_add(Bucket* c, double x) noexcept nogil:
@@ -56,7 +58,12 @@ cdef inline int histogram_add(Histogram* h, double gap) noexcept nogil:
     elif not isfinite(gap):
         bucket_add(&h.top, gap)
     else:
-        k = itl_bucket(gap, itl_bucket_width())
+        if gap == h.last_gap:
+            k = h.last_k                # the same number: the same bucket, without a log
+        else:
+            k = itl_bucket(gap, itl_bucket_width())
+            h.last_gap = gap
+            h.last_k = k
         if (k < h.kmin or k >= h.kmin + h.nk) and histogram_cover(h, k) < 0:
             return -1
         bucket_add(&h.cells[k - h.kmin], gap)

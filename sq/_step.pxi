@@ -28,12 +28,12 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     cdef double dec = 0.0, kvb = 0.0, kvp = 0.0, units
     for r in range(s.nres):
         j = s.res[r]
-        units = owner_units(st, st.job_owner[j], s.memory)
         if st.job_mode[j] == M_DECODE:
             dec += 1.0
-            kvb += units
-        else:
-            kvp += units
+            if st.kv_budget:            # no expression reads the sums: they are not made
+                kvb += owner_units(st, st.job_owner[j], s.memory)
+        elif st.kv_budget:
+            kvp += owner_units(st, st.job_owner[j], s.memory)
     st.ctxv[CTX_NRES] = <double> s.nres
     st.ctxv[CTX_NDEC] = dec
     st.ctxv[CTX_KVB] = kvb
@@ -282,10 +282,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         ntok += s.a_tok[r]
         if st.job_mode[j] == M_DECODE:
             ndec += 1.0
-            kvb += owner_units(st, st.job_owner[j], s.memory)
+            if st.kv_iteration:
+                kvb += owner_units(st, st.job_owner[j], s.memory)
         else:
             npre += s.a_tok[r]
-            kvp += owner_units(st, st.job_owner[j], s.memory)
+            if st.kv_iteration:
+                kvp += owner_units(st, st.job_owner[j], s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre

@@ -495,6 +495,22 @@ class Program:
     # and a report can say where it came from.
     compiled_from: dict | None = field(default=None, compare=False, repr=False)
 
+    # ------------------------------------------------------------ derived, kept
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__.pop("_derived", None)   # what was derived from the old value is stale
+        object.__setattr__(self, name, value)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_derived"}   # rebuilt where it is used
+
+    def cached(self, key: str, build):
+        """`build()`, kept on the program until one of its fields is set (e.g. the lowered arrays, so
+        that a sweep of runs lowers once). Fields are replaced, not edited in place, after compile."""
+        derived = self.__dict__.setdefault("_derived", {})
+        if key not in derived:
+            derived[key] = build()
+        return derived[key]
+
     # ------------------------------------------------------------ writing
     def to_dict(self, exact: bool = False) -> dict:
         """The IR in its parsed-JSON form, key for key as pyserq writes it.

@@ -135,6 +135,10 @@ class Lowered:
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
+    # Which sums of `kvb`/`kvp` a step stage makes: those of its Budget moment only if an expression
+    # other than a cost reads them, those of its iteration if any expression does.
+    kv_budget: bool = True
+    kv_iteration: bool = True
 
 
 def lower(ir: dict) -> Lowered:
@@ -170,6 +174,8 @@ class _Lowering:
         self.attrs = ir.get("attrs", [])
         self.n_observes = len(ir.get("observes", []))
         self.open_blocks: set[int] = set()
+        self.contexts_read: set[str] = set()   # context variables read by any expression but a cost
+        self.cost_contexts: set[str] = set()   # ... by step stages' cost expressions
         self.holds: list[int] = []
         self.max_flow_stages = 1
         self.hold_pcs: list[int] = []
@@ -210,7 +216,8 @@ class _Lowering:
             if step is None:
                 step_exprs.append([-1, -1, -1]); step_serve.append([0, 0, 0]); step_memory.append(-1)
                 continue
-            step_exprs.append([self.expr(step["budget"]), self.expr(step["chunk"]), self.expr(step["cost"])])
+            budget, chunk = self.expr(step["budget"]), self.expr(step["chunk"])
+            step_exprs.append([budget, chunk, self.cost_expr(step["cost"])])
             serve = step["serve"]
             keys = [] if serve == "ExclusivePrefill" else serve["By"]
             step_serve.append([int(serve == "ExclusivePrefill"), len(serve_keys), len(keys)])
@@ -312,6 +319,8 @@ class _Lowering:
             horizon=_num(ir["horizon"]), warmup=_num(ir.get("warmup", 0.0)),
             seed=int(ir.get("seed", 1)), arrivals=int(limit), sites=self.sites,
             trace=ir.get("trace"), trace_ordered=bool(ir.get("trace_ordered", False)),
+            kv_budget=bool(self.contexts_read & {"Kvb", "Kvp"}),
+            kv_iteration=bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
             slot_trace=tuple(self.slot(ir.get(k, d)) for k, d in (("slot_new", 3), ("slot_out", 4),
                                                             ("slot_think", 5), ("slot_forced", 7),
                                                             ("slot_more", 6))),
@@ -511,6 +520,16 @@ class _Lowering:
         self.code.append(X_RET)
         return start
 
+    def cost_expr(self, e) -> int:
+        """A step stage's cost, whose reads are kept apart: it runs right after its iteration sets
+        kvb and kvp, so it never sees the sums of the Budget moment before it."""
+        others, self.contexts_read = self.contexts_read, set()
+        try:
+            return self.expr(e)
+        finally:
+            self.cost_contexts |= self.contexts_read
+            self.contexts_read = others
+
     def push(self, n: int = 1) -> None:
         self.depth += n
         self.max_depth = max(self.max_depth, self.depth)
@@ -531,6 +550,7 @@ class _Lowering:
             c += [X_ATTR, self.slot(arg)]; self.push()
         elif name == "Ctx":
             c += [X_CTX, CTX[arg]]; self.push()
+            self.contexts_read.add(arg)
         elif name == "Unary":
             op, a = arg
             self.emit(a)

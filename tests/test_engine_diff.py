@@ -294,6 +294,23 @@ PROGRAMS = {
               session { run a (~exp(0.4)); run b (~exp(1)); }
               gauge qa = queue(a); gauge qb = queue(b); gauge both = queue(a) + 2 * queue(b); gauge c = 5;""",
                    dict(horizon=300, warmup=30, seed=61)),
+    # idle rows are skipped by settle and the area samples: pools and stages that go idle and
+    # busy again (a rare branch, a pool held now and then), others never used, one only queued
+    "idle-rows": ("""pool never[3] { cap 1; } pool sometimes { cap 1; } pool tight { cap 1; }
+              stage quiet[3] : fifo(1); stage rare : fifo(1); stage s : fifo(2); stage p : ps(1);
+              workload { arrive poisson(1.2); }
+              session { set t0 = now; run s (~exp(1));
+                        branch with (0.05) { run rare (~exp(2)); }
+                        branch with (0.1) { hold sometimes (1) { run p (~exp(0.5)); } }
+                        branch with (0.3) { hold tight (1) { run s (~exp(0.3)); } }
+                        observe r = now - t0; }
+              gauge q = queue(rare);""", dict(horizon=3000, warmup=300, seed=8)),
+    # more rows than one summary word of the idle-row sets covers (4096): the busy ones come last
+    "idle-rows-many": ("""pool never[5000] { cap 1; } stage quiet[5000] : fifo(1);
+              pool sometimes { cap 1; } stage s : fifo(1);
+              workload { arrive poisson(0.8); }
+              session { set t0 = now; branch with (0.5) { hold sometimes (1) { run s (~exp(1)); } }
+                        else { run s (~exp(1)); } observe r = now - t0; }""", dict(horizon=200, seed=3)),
 }
 
 
