@@ -88,12 +88,15 @@ def load(path_or_json):
 
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
+        max_memory=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
+    `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
+    a run that would pass it stops with an SqError saying how far it got.
     """
     import time
 
@@ -103,7 +106,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     # the settings go to the engine: the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                       dump_pools=dump_pools, check_invariants=check_invariants)
+                       dump_pools=dump_pools, check_invariants=check_invariants,
+                       max_memory=max_memory)
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
@@ -134,7 +138,8 @@ def _lower(ir: dict, trace_base: str | None):
 
 
 def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
-                trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False):
+                trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
+                max_memory=None):
     """The second half of `run`: run a lowered program (with other settings if given: the
     engine reads them only when the run starts) and build its Report with provenance."""
     import time
@@ -143,9 +148,10 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     from sq.report import Report
 
     started = time.perf_counter() if started is None else started
+    bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
     raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                       trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                      dump_pools=dump_pools, check_invariants=check_invariants)
+                      dump_pools=dump_pools, check_invariants=check_invariants, **bound)
     report = Report.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
@@ -189,6 +195,9 @@ def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, s
     if arrivals is not None:
         if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")
+        if not arrivals < 2**64:     # the count is a u64, as in 0.1.2 (inf included)
+            raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
+                          phase="settings")
         if not open_arrivals:
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         changes["arrivals"] = int(arrivals)
@@ -201,6 +210,13 @@ def _with_trace_path(ir: dict, base: str | None) -> dict:
     if not trace or not base or os.path.isabs(trace):
         return ir
     return {**ir, "trace": os.path.join(base, trace)}
+
+
+def _memory_bound(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value < 2**63:
+        raise SqError(f"run: max_memory is a number of bytes from 1 to 2^63 - 1, found {value!r}",
+                      phase="settings")
+    return int(value)
 
 
 def _setting_number(name: str, value) -> float:

@@ -363,6 +363,8 @@ cdef struct State:
     char* fl_active
     char* fl_frozen
     int32_t* fl_free
+    int32_t* fl_order         # the active flows' slots in id order (0.1.2 sums their rates so)
+    int64_t nflorder
     int64_t nflfree
     int64_t nfl
     int64_t fl_cap
@@ -414,6 +416,8 @@ cdef struct State:
     # expression stack (nested evaluations stack above stack_top) and choose scratch
     double* stack
     int64_t stack_top
+    int64_t stack_cap          # slots in `stack`
+    int64_t frame_depth        # the most slots one expression uses by itself
     double* keys
     # streams
     sq_rng rng_arrival
@@ -422,6 +426,8 @@ cdef struct State:
     # guard against instants that never end
     int64_t steps
     int64_t step_limit
+    int64_t max_memory         # bytes the growing tables may take (E_MEMORY_LIMIT past it)
+    int64_t mem_bytes          # what they take (counted where they grow)
     bint check                # debug mode: re-check invariants after every event
     int32_t spill_depth
     # the first run-time error: code, where, and what

@@ -94,6 +94,9 @@ DEF EV_ITER_END = 4
 DEF EV_FLOW_END = 5
 
 # run-time errors, turned into SqError after the loop
+# An arrival limit the run cannot reach (sessions are counted in int64): the engine stops at
+# min(limit, this), the report names the limit asked for (0.1.2 takes any u64).
+DEF ARRIVALS_NEVER = 4611686018427387904  # 2^62
 DEF E_NONE = 0
 DEF E_MEMORY = 1
 DEF E_BRANCH = 2
@@ -111,6 +114,11 @@ DEF E_SPILL_CYCLE = 13
 DEF E_TOO_MANY = 14
 DEF E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
 DEF E_INVARIANT = 15     # debug mode: the engine's bookkeeping disagrees (_invariants.pxi)
+DEF E_NESTING = 17       # budget_left calls nested deeper than the expression stack (a guard)
+DEF E_MEMORY_LIMIT = 18  # the run's tables would pass max_memory bytes
+# the engine's memory bound by default (run(max_memory=...), --max-memory): what the tables that
+# grow with a run may take (session slots × attributes and holds, samples, cache entries, traces)
+DEF MAX_MEMORY = 4294967296   # 4 GiB
 # live sessions at once: beyond this the run would only exhaust memory
 DEF MAX_SESSIONS = 1 << 24
 
@@ -133,7 +141,7 @@ DEF CTX_REMAINING = 16
 DEF NEVER_ADMITTED = 18446744073709551615.0
 
 DEF EPS = 1e-9
-# statements allowed within one instant before the run is declared stuck
+# statements and events allowed within one instant before the run is declared stuck
 # (0.1.2 hangs there; §9.11 allows a guard); `run(step_limit=...)` changes it
 DEF STEPS_PER_INSTANT = 100000000
 DEF EWMA = 0.01
@@ -456,6 +464,23 @@ cdef inline int ready_push(State* st, int32_t slot) noexcept nogil:
     return ring_push(st, &st.ready, &st.rcap, &st.rhead, &st.rlen, slot)
 
 
+# ---- the memory bound ----------------------------------------------------------------
+cdef inline int charge(State* st, int64_t nbytes) noexcept nogil:
+    """Count bytes a table is about to take; past max_memory the run stops (clean error, not the
+    kernel's OOM killer: memory is overcommitted, so malloc alone rarely fails)."""
+    st.mem_bytes += nbytes
+    if st.mem_bytes > st.max_memory:
+        fail(st, E_MEMORY_LIMIT, -1, 0, 0, 0)
+        return -1
+    return 0
+
+
+cdef inline int64_t slot_bytes(State* st) noexcept nogil:
+    """What one session slot takes in the per-session tables (session_alloc's list)."""
+    return (8 * st.n_attrs + 12 * st.hold_depth_max + 22 * st.hold_depth_max * st.hold_pools_max
+            + 16 * st.n_pools + 8 + 130)
+
+
 # ---- sessions and jobs: slots reused ----------------------------------------------
 cdef int32_t session_alloc(State* st) noexcept nogil:
     cdef int64_t cap, k
@@ -467,6 +492,8 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         cap = st.scap * 2 if st.scap else 64
         if cap > MAX_SESSIONS:
             fail(st, E_TOO_MANY, -1, 0, 0, 0)
+            return -1
+        if charge(st, (cap - st.scap) * slot_bytes(st)) < 0:
             return -1
         if not grow(<void**> &st.attrs, cap * st.n_attrs * sizeof(double)) \
                 or not grow(<void**> &st.pc, cap * sizeof(int32_t)) \
@@ -531,6 +558,8 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         return st.jfree[st.njfree]
     if st.jhigh == st.jcap:
         cap = st.jcap * 2 if st.jcap else 64
+        if charge(st, (cap - st.jcap) * 73) < 0:     # the job tables below
+            return -1
         if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_id, cap * sizeof(int64_t)) \
@@ -578,9 +607,10 @@ cdef inline double ps_virtual(Stage* s, double now) noexcept nogil:
 
 
 cdef double stage_work(State* st, int32_t k) noexcept nogil:
-    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones."""
+    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones.
+    The sum starts from -0.0, as 0.1.2's (Rust's empty float sum): an empty stage's work is -0."""
     cdef Stage* s = &st.stages[k]
-    cdef double total = 0.0, v
+    cdef double total = -0.0, v
     cdef int64_t j
     if s.share_cap > 0:
         return flow_work(st, k)
@@ -799,6 +829,11 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
                     return NAN
             if op == X_STAGE:
                 st.stack_top = base + sp + 1
+                if st.stack_top + st.frame_depth > st.stack_cap:
+                    # lowering sizes the stack for the deepest budget_left chain: never reached
+                    fail(st, E_NESTING, slot, 0, c[pc + 2] + k, 0)
+                    st.stack_top = base
+                    return NAN
                 a = stage_fn(st, c[pc + 1], <int32_t> (c[pc + 2] + k), slot)
                 st.stack_top = base
                 s[sp] = a
@@ -1170,6 +1205,8 @@ cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     cdef Entry* e
     if p.nentries == p.entries_cap:
         cap = p.entries_cap * 2 if p.entries_cap else 16
+        if charge(st, (cap - p.entries_cap) * (sizeof(Entry) + 16 + 8 * st.n_attrs)) < 0:   # with snapshots
+            return -1
         e = <Entry*> realloc(p.entries, cap * sizeof(Entry))
         if e == NULL:
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -1314,7 +1351,7 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         else:
             best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
-        if st.trace_evicts and (darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
+        if st.trace_evicts and (charge(st, 24) < 0 or darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
                                 or darr_push(&st.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
@@ -2074,6 +2111,8 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
 cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
+    if charge(st, 24) < 0:         # value, time, serial, turn
+        return -1
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
             or serials_push(&o.serials, st.serial[slot]) < 0 \
             or turns_push(&o.turns, <uint32_t> turn_of(st.attrs[base + st.slot_turn])) < 0:
@@ -2344,12 +2383,9 @@ cdef void sample_areas(State* st) noexcept nogil:
             area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
         else:
             area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
-        if s.kind == K_STEP:
-            area_set(&s.prefill_only, st.now, 1.0 if (s.inflight and s.iter_kind == 1) else 0.0)
-            area_set(&s.decode_only, st.now, 1.0 if (s.inflight and s.iter_kind == 2) else 0.0)
-            area_set(&s.mixed, st.now, 1.0 if (s.inflight and s.iter_kind == 3) else 0.0)
-            area_set(&s.decodes, st.now, <double> s.iter_decodes if s.inflight else 0.0)
-        elif s.n == 0 and not s.share_cap > 0:
+        # a step stage's time shares are integrated at its iterations' ends (not here); it stays
+        # sampled once used, as its busy area may be mid-iteration
+        if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
             unmark_row(st.stages_sampled, k)
         k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
 
@@ -2440,6 +2476,8 @@ cdef void read_gauges(State* st) noexcept nogil:
         if st.err:
             return
         if gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+            if charge(st, 16) < 0:
+                return
             if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
                 fail(st, E_MEMORY, -1, 0, 0, 0)
                 return
@@ -2528,6 +2566,12 @@ cdef void run_loop(State* st) noexcept nogil:
         e = pop_event(st)
         st.now = e.t
         st.events += 1
+        # events count toward the instant's work too: a step iteration of cost 0, or a job
+        # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+            return
         handle(st, &e)
         if st.err:
             return
@@ -2548,7 +2592,9 @@ cdef void free_state(State* st) noexcept:
     cdef int64_t i
     if st == NULL:
         return
-    for k in range(st.n_stages):
+    # the state may be half built (an error while setting it up): a table not allocated yet
+    # is NULL (the State is calloc'ed), whatever its count says
+    for k in range(st.n_stages if st.stages != NULL else 0):
         free(st.stages[k].q)
         free(st.stages[k].heap)
         free(st.stages[k].res)
@@ -2556,13 +2602,13 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].a_id)
         free(st.stages[k].a_tok)
         free(st.stages[k].itl.cells)
-    for k in range(st.n_observes):
+    for k in range(st.n_observes if st.observes != NULL else 0):
         free(st.observes[k].values.p)
         free(st.observes[k].times.p)
         free(st.observes[k].serials.p32)
         free(st.observes[k].serials.p64)
         free(st.observes[k].turns.p)
-    for k in range(st.n_gauges):
+    for k in range(st.n_gauges if st.gauges != NULL else 0):
         free(st.gauges[k].times.p)
         free(st.gauges[k].values.p)
     if st.pools != NULL:
@@ -2585,7 +2631,7 @@ cdef void free_state(State* st) noexcept:
     free(st.lease_prev); free(st.lease_free); free(st.lease_head); free(st.lease_tail)
     free(st.trace_of); free(st.trace_next)
     free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
-    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.touched)
+    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.fl_order); free(st.touched)
     free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
     free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
     free(st.pools_touched)
@@ -2702,7 +2748,7 @@ def _contig(a, dtype):
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        step_limit=STEPS_PER_INSTANT):
+        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
@@ -2783,10 +2829,13 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.arrival_gap = lowered.arrival_gap
         st.horizon = horizon_v
         st.warmup = warmup_v
-        st.limit = limit_v
+        st.limit = min(limit_v, ARRIVALS_NEVER)   # a larger limit is never reached either
         st.step_limit = step_limit
+        st.max_memory = max_memory
         st.warm = 0 if warmup_v > 0 else 1
-        st.stack = <double*> malloc((8 * lowered.stack_depth + 64) * sizeof(double))
+        st.stack_cap = lowered.stack_depth + 64
+        st.frame_depth = lowered.frame_depth
+        st.stack = <double*> malloc(st.stack_cap * sizeof(double))
         for k in range(17):
             st.ctxv[k] = NAN
         st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
@@ -2893,7 +2942,11 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     seed = lowered.seed if seed is None else seed
     horizon = lowered.horizon if horizon is None else float(horizon)
     warmup = lowered.warmup if warmup is None else float(warmup)
-    limit = lowered.arrivals if arrivals is None else int(arrivals)
+    limit = lowered.arrivals if arrivals is None else arrivals
+    if isinstance(limit, float) and limit == limit and abs(limit) != INFINITY:
+        limit = int(limit)
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or not 0 <= limit < 2**64:
+        raise SqError(f"run: arrivals {limit!r} is not a whole number in [0, 2^64)", phase="run")
     if not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**64:
         raise SqError(f"run: seed {seed} is not an integer in [0, 2^64)", phase="run")
     if not (horizon == horizon) or horizon < 0:
@@ -2907,7 +2960,7 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
     return int(seed), horizon, warmup, max(limit, 0)
 
 
-cdef object _finish(State* st, double horizon, double warmup, int64_t limit, SqError):
+cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
     from sq.numbers import display as fmt
     cdef double end
@@ -3076,11 +3129,28 @@ cdef object _error_text(State* st, lowered):
                 f"{fmt(st.err_value2)} computed; a load must fit the allocation (grow first){where}")
     if st.err == E_BUDGET_LEFT:
         return f"budget_left needs a step stage{where}"
+    if st.err == E_NESTING:
+        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.err_a)})` nests "
+                f"deeper than the expression stack{where}")
     if st.err == E_RENEWAL:
         return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
     if st.err == E_STUCK:
-        return (f"the run does not advance: an instant executed more than {st.step_limit} statements "
-                f"without time passing (a `loop` with no time-taking `run`?){where}")
+        head = f"the run does not advance: more than {st.step_limit} statements and events without time passing"
+        pc = st.err_a
+        if pc >= 0 and lowered.stmts[pc] == S_JUMP:     # a loop's back jump: the loop's first statement
+            pc = lowered.stmts[pc + 1]
+        if pc >= 0 and lowered.stmts[pc] == S_RUN:      # stuck at a session's `run`
+            stage = _row_name(lowered.stage_names, lowered.stage_indices, lowered.stmts[pc + 1])
+            return (f"{head}: a `run {stage}` that takes no time (work 0, or a time lost to rounding: "
+                    f"`now + work == now`) in a `loop`?{where}")
+        if st.err_a >= 0:     # a session's statements
+            return f"{head} (a `loop` with no time-taking `run`?){where}"
+        if st.err_b >= 0:     # a stage's events
+            what = "iterations" if lowered.stage_kinds[st.err_b] == K_STEP else "jobs"
+            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}` "
+                    f"repeats {what} that take no time (a cost of 0, or a time lost to rounding: "
+                    f"`now + work == now`){where}")
+        return f"{head}{where}"
     if st.err == E_SPILL_VIA_STEP:
         return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.err_a)}` spills a piece over "
                 f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}`, which runs only "
@@ -3088,9 +3158,30 @@ cdef object _error_text(State* st, lowered):
                 f"link the spill through a fifo, ps or delay stage{where}")
     if st.err == E_INVARIANT:
         return f"{invariant_text(st.err_a, st.err_b)}{where}"
+    if st.err == E_MEMORY_LIMIT:
+        return (f"the run would take more than {_bytes(st.max_memory)} of memory (max_memory) at time "
+                f"{brief(st.err_time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
+                f"--max-memory) or shorten the run")
     if st.err == E_TOO_MANY:
         return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
     if st.err == E_SPILL_CYCLE:
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")
-    return f"out of memory{where}"
+    return f"out of memory{where}: {_progress(st, lowered)}"
+
+
+def _bytes(n) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} bytes"
+
+
+cdef str _progress(State* st, lowered):
+    """How far a run got (for an error that stops it)."""
+    cdef int64_t samples = 0
+    cdef int32_t k
+    for k in range(st.n_observes):
+        samples += st.observes[k].values.n
+    return (f"{st.events} events, {st.arrivals} arrivals, {st.live} sessions alive with "
+            f"{lowered.n_attrs} attributes each, {samples} samples recorded")

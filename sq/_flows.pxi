@@ -19,7 +19,8 @@ cdef int32_t flow_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.fl_owner, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.fl_active, cap * sizeof(char)) \
                 or not grow(<void**> &st.fl_frozen, cap * sizeof(char)) \
-                or not grow(<void**> &st.fl_free, cap * sizeof(int32_t)):
+                or not grow(<void**> &st.fl_free, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.fl_order, cap * sizeof(int32_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         st.fl_cap = cap
@@ -65,6 +66,8 @@ cdef int start_flow(State* st, int32_t* stages, int32_t n, int32_t owner, double
     st.next_job_id += 1
     st.fl_owner[f] = owner
     st.fl_active[f] = 1
+    st.fl_order[st.nflorder] = f      # ids only grow: appending keeps the order by id
+    st.nflorder += 1
     if owner >= 0:
         st.sess_flow[owner] = f
     flow_touch(st, f)
@@ -87,10 +90,20 @@ cdef void flow_leave(State* st, int32_t f, bint completed) noexcept nogil:
                 running_add(&s.services, service)
             estimate(s, st.fl_start[f], 0.0, service)
     st.fl_active[f] = 0
+    order_remove(st, f)
     if st.fl_owner[f] >= 0:
         st.sess_flow[st.fl_owner[f]] = -1
     st.fl_free[st.nflfree] = f
     st.nflfree += 1
+
+
+cdef void order_remove(State* st, int32_t f) noexcept nogil:
+    cdef int64_t i = st.nflorder - 1
+    while i >= 0 and st.fl_order[i] != f:
+        i -= 1
+    if i >= 0:
+        memmove(&st.fl_order[i], &st.fl_order[i + 1], (st.nflorder - i - 1) * sizeof(int32_t))
+        st.nflorder -= 1
 
 
 cdef void flow_finish(State* st, Event* e) noexcept nogil:
@@ -119,7 +132,7 @@ cdef inline bint flow_on(State* st, int32_t f, int32_t k) noexcept nogil:
 
 cdef void flows_recompute(State* st) noexcept nogil:
     """Rates for the flows of the touched stages' components (§6.4-6.5); one live finish event."""
-    cdef int64_t f, best = -1
+    cdef int64_t f, o, best = -1
     cdef int32_t i, k, pick
     cdef bint grew = True
     cdef double share, r, t, best_t = INFINITY
@@ -184,12 +197,14 @@ cdef void flows_recompute(State* st) noexcept nogil:
         st.touched[k] = 0
         st.stages[k].rate_sum = 0.0
     best = -1
-    for f in range(st.nfl):
-        if not st.fl_active[f]:
-            continue
+    for o in range(st.nflorder):       # a stage's rates summed in flow id order, as 0.1.2
+        f = st.fl_order[o]
         for i in range(st.fl_nst[f]):
             k = st.fl_stage[f * st.flow_max_st + i]
             st.stages[k].rate_sum += st.fl_rate[f]
+    for f in range(st.nfl):
+        if not st.fl_active[f]:
+            continue
         if st.fl_rate[f] > 0:
             t = st.now + st.fl_rem[f] / st.fl_rate[f]
             if best < 0 or t < best_t or (t == best_t and st.fl_id[f] < st.fl_id[best]):
@@ -201,9 +216,12 @@ cdef void flows_recompute(State* st) noexcept nogil:
 
 
 cdef double flow_work(State* st, int32_t k) noexcept nogil:
-    cdef int64_t f
-    cdef double total = 0.0
-    for f in range(st.nfl):
-        if st.fl_active[f] and flow_on(st, <int32_t> f, k):
+    """A shared stage's unfinished work: its flows' in id order, from -0.0 (0.1.2's empty sum)."""
+    cdef int64_t o
+    cdef int32_t f
+    cdef double total = -0.0
+    for o in range(st.nflorder):
+        f = st.fl_order[o]
+        if flow_on(st, f, k):
             total += fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * (st.now - st.fl_last))
     return total

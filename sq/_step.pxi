@@ -310,6 +310,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         running_add(&s.decode_batch, ndec)
         running_add(&s.decode_step, duration)
     s.inflight = 1
+    iteration_areas(st, s)
     s.iter_epoch += 1
     schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
 
@@ -317,6 +318,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r
     cdef int32_t j, owner
+    if charge(st, 16 + 40 * s.na) < 0:
+        return
     if darr_push(&st.it_time, st.now) < 0 or larr_push(&st.it_count, s.na) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return
@@ -357,6 +360,15 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     st.itl_preempted[slot] = 0
 
 
+cdef inline void iteration_areas(State* st, Stage* s) noexcept nogil:
+    """The iteration time shares change only when an iteration starts or ends (0.1.2 integrates
+    them over whole iterations, not event by event: the sums round differently)."""
+    area_set(&s.prefill_only, st.now, 1.0 if s.iter_kind == 1 else 0.0)
+    area_set(&s.decode_only, st.now, 1.0 if s.iter_kind == 2 else 0.0)
+    area_set(&s.mixed, st.now, 1.0 if s.iter_kind == 3 else 0.0)
+    area_set(&s.decodes, st.now, <double> s.iter_decodes)
+
+
 cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     """Apply the iteration's tokens; finished jobs leave the residents and complete, in assignment order."""
     cdef Stage* s = &st.stages[k]
@@ -366,6 +378,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     s.inflight = 0
     s.iter_kind = 0
     s.iter_decodes = 0
+    iteration_areas(st, s)
     for r in range(s.na):
         j = s.a_job[r]
         if st.job_id[j] != s.a_id[r]:

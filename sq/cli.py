@@ -55,6 +55,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _size(text: str) -> int:
+    """A byte count: a whole number with an optional K, M, G or T (powers of 2^10)."""
+    number, unit = text.strip(), ""
+    if number[-1:].upper() in _SIZE_UNITS:
+        number, unit = number[:-1], number[-1].upper()
+    try:
+        value = int(number) * _SIZE_UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size like 512M or 4G, found `{text}`")
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a size from 1 byte to 2^63 - 1, found `{text}`")
+    return value
+
+
 def _add_program_args(p: argparse.ArgumentParser, settings: bool) -> None:
     p.add_argument("file", help="the .sq program")
     p.add_argument("--set", dest="sets", action="append", metavar="NAME=EXPR",
@@ -91,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--dump-pools", action="store_true",
                      help="print each pool's contents at the end of the run (on stderr)")
     run.add_argument("--dump", metavar="DIR", help="write one CSV per observe and per gauge into DIR")
+    run.add_argument("--max-memory", type=_size, metavar="SIZE",
+                     help="stop the run (an error) before its tables take more than SIZE bytes "
+                          "(suffix K, M, G or T for 2^10…2^40; default 4G)")
 
     cli_study.add_parser(sub)
     cli_capacity.add_parser(sub)
@@ -176,7 +196,7 @@ def _cmd_run(args) -> int:
     _dump_folder(args.dump)
     program = _compile(args)
     report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                 dump_pools=args.dump_pools)
+                 dump_pools=args.dump_pools, max_memory=args.max_memory)
     for line in report.iteration_trace + report.eviction_trace + report.pool_dump:
         print(line, file=sys.stderr)
     if args.dump:

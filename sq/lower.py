@@ -89,7 +89,8 @@ class Lowered:
     slot_turn: int
     slot_cached: int
     slot_computed: int
-    stack_depth: int
+    stack_depth: int            # the deepest chain of nested evaluations (budget_left) fits
+    frame_depth: int            # the most stack one expression needs by itself
     max_keys: int
     observe_names: list[str]
     gauge_names: list[str]
@@ -170,6 +171,9 @@ class _Lowering:
         self.sites: list[str] = []
         self.depth = 0
         self.max_depth = 1
+        self.expr_depth = 0
+        self.calls: list = []
+        self.frames: dict[int, tuple[int, list]] = {}   # expression offset -> own depth, budget_left calls
         self.max_keys = 1
         self.attrs = ir.get("attrs", [])
         self.n_observes = len(ir.get("observes", []))
@@ -282,7 +286,7 @@ class _Lowering:
             n_attrs=len(self.attrs),
             slot_serial=self.slot(ir.get("slot_serial", 1)), slot_turn=self.slot(ir.get("slot_turn", 2)),
             slot_cached=self.slot(ir.get("slot_cached", 0)), slot_computed=self.slot(ir.get("slot_computed", 8)),
-            stack_depth=self.max_depth + 4, max_keys=self.max_keys,
+            stack_depth=self.chain_depth(step_exprs) + 4, frame_depth=self.max_depth, max_keys=self.max_keys,
             observe_names=list(ir.get("observes", [])),
             gauge_names=[g["name"] for g in gauges],
             gauge_exprs=np.array(gauge_exprs, dtype=np.int32),
@@ -515,9 +519,11 @@ class _Lowering:
     def expr(self, e) -> int:
         """Compile one expression; returns its entry offset."""
         start = len(self.code)
-        self.depth = 0
+        self.depth = self.expr_depth = 0
+        self.calls = []
         self.emit(e)
         self.code.append(X_RET)
+        self.frames[start] = (self.expr_depth, self.calls)
         return start
 
     def cost_expr(self, e) -> int:
@@ -533,6 +539,41 @@ class _Lowering:
     def push(self, n: int = 1) -> None:
         self.depth += n
         self.max_depth = max(self.max_depth, self.depth)
+        self.expr_depth = max(self.expr_depth, self.depth)
+
+    def chain_depth(self, step_exprs: list) -> int:
+        """The expression stack the program needs: `budget_left(S)` evaluates S's budget and chunk
+        on top of the expression that calls it, so an expression needs its own depth or, at each
+        such call, the depth there plus what S's budget and chunk need, deepest first.
+        A cycle of such calls (a stage's budget or chunk reaching its own budget_left) would
+        evaluate without end, and is refused."""
+        stage_need: dict[int, int] = {}
+        open_stages: list[int] = []
+
+        def need_of_expr(off: int) -> int:
+            own, calls = self.frames[off]
+            need = own
+            for at, base, count in calls:
+                need = max(need, at + max(need_of_stage(k) for k in range(base, base + count)))
+            return need
+
+        def need_of_stage(k: int) -> int:
+            if k in stage_need:
+                return stage_need[k]
+            budget, chunk, _ = step_exprs[k]
+            if budget < 0:
+                return 0                       # not a step stage: budget_left fails, evaluating nothing
+            if k in open_stages:
+                cycle = [self.stages[j]["name"] for j in open_stages[open_stages.index(k):]] + [self.stages[k]["name"]]
+                raise SqError("`budget_left` cycle: " + " → ".join(f"`{n}`" for n in cycle)
+                              + " (a step stage's budget or chunk reaches its own budget_left, "
+                              "which would evaluate without end)", phase="validate")
+            open_stages.append(k)
+            stage_need[k] = max(need_of_expr(budget), need_of_expr(chunk))
+            open_stages.pop()
+            return stage_need[k]
+
+        return max([self.max_depth] + [need_of_expr(off) for off in self.frames])
 
     def const(self, v: float) -> int:
         key = (repr(v), math.copysign(1.0, v) if v == 0 else 0)
@@ -622,6 +663,8 @@ class _Lowering:
         if has_index:
             self.emit(ref["index"])
             self.depth -= 1
+        if op == X_STAGE and fn == STAGE_FN["BudgetLeft"]:
+            self.calls.append((self.depth + 1, base, count))   # nested above the result's slot
         head = [op] if fn is None else [op, fn]
         self.code += head + [base, count, int(has_index)]
         self.push()

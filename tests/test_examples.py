@@ -80,6 +80,15 @@ def test_ir_is_pyserqs(path):
         pytest.xfail(f"linker bug: sq's IR differs from pyserq's at {where}")
 
 
+def _exact_differences(ours, theirs, path="$"):
+    """Leaves whose JSON text differs (the report's numbers compared digit for digit)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        return [d for k in ours for d in _exact_differences(ours[k], theirs.get(k), f"{path}.{k}")]
+    if isinstance(ours, list) and isinstance(theirs, list):
+        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in _exact_differences(a, b, f"{path}[{i}]")]
+    return [] if json.dumps(ours) == json.dumps(theirs) else [f"{path}: {ours!r} vs {theirs!r}"]
+
+
 def _compare_short_run(case: str, path: Path, **kw):
     """sq's report of a short run against pyserq's: live when pyserq is installed (and then the
     recorded report must be its text exactly), else the recorded one."""
@@ -92,9 +101,13 @@ def _compare_short_run(case: str, path: Path, **kw):
         live = pyserq.run(pyserq.compile(path=str(path), **kw)).json()
         assert live == theirs, golden.STALE
     report = _run_or_skip(sq.compile(path, **kw))
-    ours = json.loads(report.json())
+    ours_text = report.json()
+    ours = json.loads(ours_text)
     assert ours["arrivals"] > 0, "a short run must still see traffic to compare anything"
     assert report_differences(ours, json.loads(theirs)) == []
+    # docs/differences.md promises the same JSON text, number for number (issue 14 item 7:
+    # step stages' time shares once differed in their last digits)
+    assert _exact_differences(ours, json.loads(theirs)) == [] and ours_text == theirs
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=_id)
@@ -120,6 +133,8 @@ def test_the_comparison_catches_a_difference():
     assert report_differences(base, {"events": 11, "observes": {"r": {"count": 3, "mean": 1.0}}})
     assert report_differences(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0 + 1e-6}}})
     assert report_differences(base, {"observes": {}, "events": 10})
+    assert _exact_differences(base, base) == []
+    assert _exact_differences(base, {"events": 10, "observes": {"r": {"count": 3, "mean": 1.0000000000000002}}})
 
 
 def test_readme_lists_every_example_with_its_command():

@@ -1195,7 +1195,8 @@ class Linker:
         if arrivals is not None:
             if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)):
                 raise SqError("arrivals must be a number", phase="link")
-            prog.arrivals = _saturate_u64(float(arrivals))
+            # an override is a whole number already checked to fit u64: kept exact, as 0.1.2 does
+            prog.arrivals = arrivals if isinstance(arrivals, int) else _saturate_u64(float(arrivals))
 
     # ------------------------------------------------------------ run
     def run(self) -> ir.Program:
