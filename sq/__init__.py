@@ -89,7 +89,7 @@ def load(path_or_json):
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        max_memory=None):
+        max_memory=None, samples="all", progress=None, wall_limit=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
@@ -97,17 +97,25 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
     `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
     a run that would pass it stops with an SqError saying how far it got.
+
+    Long runs (docs/api.md): `samples="none"` keeps no sample (memory stays flat; the CI
+    and quantiles become approximate); `progress=True` shows a bar on stderr, a callable
+    gets a `sq.progress.Progress` every ~0.2 s; `wall_limit` seconds stop the run early
+    (`report.stopped == "wall limit"`). SIGINT stops it too: KeyboardInterrupt is raised
+    with the partial report as its `.report`.
     """
     import time
 
     started = time.perf_counter()
+    if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
+        raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
     lowered = lower_program(program)
     _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     # the settings go to the engine: the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                        dump_pools=dump_pools, check_invariants=check_invariants,
-                       max_memory=max_memory)
+                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit)
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
@@ -139,25 +147,54 @@ def _lower(ir: dict, trace_base: str | None):
 
 def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
                 trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-                max_memory=None):
+                max_memory=None, samples="all", progress=None, wall_limit=None):
     """The second half of `run`: run a lowered program (with other settings if given: the
-    engine reads them only when the run starts) and build its Report with provenance."""
+    engine reads them only when the run starts) and build its Report with provenance.
+    A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
+    ran as `.report`."""
     import time
 
     from sq import _engine
-    from sq.report import Report
+    from sq import progress as progress_mod
 
     started = time.perf_counter() if started is None else started
     bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
-    raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                      trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                      dump_pools=dump_pools, check_invariants=check_invariants, **bound)
+    tracker = progress_mod.tracker(progress, lowered.horizon if horizon is None else horizon,
+                                   (lowered.arrivals if arrivals is None else arrivals) or 0)
+    try:
+        raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                          trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                          dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
+                          wall_limit=wall_limit, progress=tracker, **bound)
+    except BaseException as exc:
+        # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
+        if getattr(exc, "raw", None) is None:
+            raise
+        exc.report = _report(exc.raw, program, started)
+        if tracker is not None:
+            tracker.close()
+        raise
+    _finish_progress(tracker, raw)
+    return _report(raw, program, started)
+
+
+def _report(raw, program, started: float):
+    """The Report of raw results, with provenance: the program's origin and the wall time."""
+    import time
+
+    from sq.report import Report
+
     report = Report.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
     report.overrides = dict(origin.get("sets") or {})
     report.wall_s = time.perf_counter() - started
     return report
+
+
+def _finish_progress(tracker, raw) -> None:
+    if tracker is not None:
+        tracker.finish(raw.end, raw.events, raw.arrivals)
 
 
 def _current(lowered) -> tuple:

@@ -6,6 +6,7 @@
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from sq._random cimport sq_rng
 from sq._itl cimport Histogram
+from sq._sketch cimport Summary, Fold
 
 cdef struct Area:
     # a step function's integral: integral += value * (now - last) at every sample
@@ -199,11 +200,13 @@ cdef struct Observe:
     DArr times
     Serials serials
     Turns turns
+    Summary summary         # instead of the four above when the run keeps no samples
 
 cdef struct Gauge:
     int32_t expr
     DArr times
     DArr values
+    Fold fold               # instead of times and values when the run keeps no samples
 
 cdef struct State:
     # the lowered program
@@ -439,3 +442,13 @@ cdef struct State:
     double err_value3
     int64_t err_a
     int64_t err_b
+    # long runs (_long.pxi): samples kept or summarized; polled between instants for signals,
+    # the wall-clock limit and progress
+    int keep_samples
+    int64_t poll_at            # poll when `events` reaches this
+    int64_t poll_every
+    double poll_wall           # the monotonic clock at the last poll (s)
+    double poll_python         # when Python is next asked (signals, progress)
+    double wall_deadline       # the monotonic time the run must stop by (0: none)
+    int stop                   # why the run stopped early (0: it did not)
+    void* poller               # the Python object asked every ~50 ms (borrowed)

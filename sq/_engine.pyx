@@ -2032,6 +2032,7 @@ cdef void try_every_pool(State* st) noexcept nogil:
 include "_step.pxi"
 include "_flows.pxi"
 include "_invariants.pxi"
+include "_long.pxi"
 
 
 # ---- sessions -------------------------------------------------------------------------------
@@ -2111,6 +2112,8 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
 cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
+    if not st.keep_samples:
+        return record_summary(st, o, v)
     if charge(st, 24) < 0:         # value, time, serial, turn
         return -1
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
@@ -2475,7 +2478,9 @@ cdef void read_gauges(State* st) noexcept nogil:
         v = evaluate(st, gg.expr, -1, &st.rng_session, NAN)
         if st.err:
             return
-        if gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+        if not st.keep_samples:
+            gauge_fold_read(gg, st.now, v)
+        elif gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
             if charge(st, 16) < 0:
                 return
             if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
@@ -2563,6 +2568,8 @@ cdef void run_loop(State* st) noexcept nogil:
         if st.heap[0].t > st.now:
             read_gauges(st)
             st.steps = 0
+            if st.events >= st.poll_at and poll(st):
+                break   # between instants: the report covers [0, now]
         e = pop_event(st)
         st.now = e.t
         st.events += 1
@@ -2611,6 +2618,7 @@ cdef void free_state(State* st) noexcept:
     for k in range(st.n_gauges if st.gauges != NULL else 0):
         free(st.gauges[k].times.p)
         free(st.gauges[k].values.p)
+    summaries_free(st)
     if st.pools != NULL:
         for k in range(st.n_pools):
             free(st.pools[k].holders)
@@ -2748,13 +2756,19 @@ def _contig(a, dtype):
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY):
+        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
     stages; `check_invariants` re-checks the engine's bookkeeping after every
     event (pools within their caps, no negative counter or allocation, queues,
     servers and residents consistent) and raises SqError at the first fault.
+
+    Long runs: `samples="none"` keeps summaries instead of samples (RawResults' observes and
+    gauges carry `summary` / `fold`); the run stops between instants when a signal handler
+    raises (SIGINT's KeyboardInterrupt: raised again with the partial RawResults as
+    `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
+    `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
     from sq.errors import SqError
     from sq import results as R
@@ -2915,12 +2929,26 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
         sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
         st.check = bool(check_invariants)
+        if samples not in ("all", "none"):
+            raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
+        st.keep_samples = samples == "all"
+        if not st.keep_samples:
+            summaries_start(st)
+        watch = _Watch(progress)
+        poll_start(st, watch, float(wall_limit) if wall_limit is not None else 0.0)
         with nogil:
             run_loop(st)
         if st.err:
             raise SqError(_error_text(st, lowered), phase="run")
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
-        return _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
+        raw = _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
+        if st.stop == STOP_WALL:
+            raw.stopped = "wall limit"
+        elif st.stop:
+            raw.stopped = "interrupted"
+            watch.exception.raw = raw
+            raise watch.exception
+        return raw
     finally:
         free_state(st)
 
@@ -2965,7 +2993,9 @@ cdef object _finish(State* st, double horizon, double warmup, object limit, SqEr
     from sq.numbers import display as fmt
     cdef double end
     cdef int32_t k
-    if limit > 0:
+    if st.stop:
+        end = st.now            # the time reached
+    elif limit > 0:
         if st.arrivals < limit:
             raise SqError(f"run: horizon {fmt(horizon)} reached before requested arrivals: "
                           f"got {st.arrivals}, requested {limit}", phase="run")
@@ -2992,6 +3022,8 @@ cdef object _finish(State* st, double horizon, double warmup, object limit, SqEr
         area_set(&st.stages[k].decode_only, end, st.stages[k].decode_only.value)
         area_set(&st.stages[k].mixed, end, st.stages[k].mixed.value)
         area_set(&st.stages[k].decodes, end, st.stages[k].decodes.value)
+    if not st.keep_samples:
+        folds_end(st, end)
     return end
 
 
@@ -3068,11 +3100,18 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
                        events=st.events, arrivals=st.arrivals, ended=st.ended, turns=st.turns,
                        live=_area(R, &st.live_area))
     for k in range(st.n_observes):
+        if not st.keep_samples:
+            raw.observes.append(R.ObserveRaw(name=lowered.observe_names[k],
+                                             summary=_summary(R, &st.observes[k].summary)))
+            continue
         raw.observes.append(R.ObserveRaw(
             name=lowered.observe_names[k],
             samples=darr_numpy(&st.observes[k].values), times=darr_numpy(&st.observes[k].times),
             sessions=serials_numpy(&st.observes[k].serials), turns=turns_numpy(&st.observes[k].turns)))
     for k in range(st.n_gauges):
+        if not st.keep_samples:
+            raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k], fold=_fold(R, &st.gauges[k].fold, end)))
+            continue
         raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k],
                                      times=darr_numpy(&st.gauges[k].times),
                                      values=darr_numpy(&st.gauges[k].values)))

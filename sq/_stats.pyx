@@ -13,10 +13,10 @@ pyserq 0.1.2 to the last bit. Two things guard that order:
 import numpy as np
 
 from libc.math cimport exp, floor, isfinite, log, INFINITY, NAN
-from libc.stdint cimport INT64_MAX, int32_t, int64_t
-from libc.string cimport memcpy
+from libc.stdint cimport int32_t, int64_t
 
 from sq._itl cimport Bucket, bucket_add, itl_bucket
+from sq._sketch cimport total_order_key, from_total_order_key
 
 cdef extern from *:
     """
@@ -78,24 +78,6 @@ def batch_means(const double[::1] xs, Py_ssize_t batches):
 
 
 # -- the p99 order statistic -----------------------------------------------------
-
-cdef inline int64_t total_order_key(double x) noexcept nogil:
-    """An int64 whose signed order is IEEE 754 totalOrder of the doubles
-    (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN); its own inverse."""
-    cdef int64_t bits
-    memcpy(&bits, &x, 8)
-    if bits < 0:
-        bits ^= INT64_MAX
-    return bits
-
-
-cdef inline double from_total_order_key(int64_t key) noexcept nogil:
-    cdef double x
-    if key < 0:
-        key ^= INT64_MAX
-    memcpy(&x, &key, 8)
-    return x
-
 
 def total_order_keys(const double[::1] xs):
     """The totalOrder keys of `xs`, as an int64 array."""

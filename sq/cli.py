@@ -18,6 +18,9 @@ from sq.numbers import brief
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_WALL_LIMIT = 124   # `--wall-limit` ended the run (as GNU timeout); the report is printed
+EXIT_INTERRUPTED = 130  # SIGINT (128 + 2); the report of what ran is printed
+AUTO_PROGRESS_AFTER = 1.0  # seconds: a terminal sees a bar only for runs longer than this
 
 
 def _overrides(pairs: list[str] | None, flag: str) -> dict[str, str]:
@@ -111,6 +114,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-memory", type=_size, metavar="SIZE",
                      help="stop the run (an error) before its tables take more than SIZE bytes "
                           "(suffix K, M, G or T for 2^10…2^40; default 4G)")
+    # long runs (docs/cli.md): memory, progress, wall-clock limit
+    run.add_argument("--samples", metavar="{all,none}", default="all",  # checked by the engine
+                     help="keep every sample (all, the default) or only summaries: flat memory, "
+                          "approximate CI and quantiles (none)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="show a progress bar on stderr (default: when stderr is a terminal "
+                          "and the run lasts over a second)")
+    run.add_argument("--wall-limit", type=_number, metavar="SECONDS",
+                     help=f"stop the run after SECONDS of wall time; print its report so far "
+                          f"(exit {EXIT_WALL_LIMIT})")
 
     cli_study.add_parser(sub)
     cli_capacity.add_parser(sub)
@@ -193,16 +206,40 @@ def _cmd_ir(args) -> int:
 def _cmd_run(args) -> int:
     from sq import run
 
+    if args.dump and args.samples == "none":
+        raise SqError("--dump writes the samples, which --samples none does not keep", phase="settings")
     _dump_folder(args.dump)
     program = _compile(args)
-    report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                 dump_pools=args.dump_pools, max_memory=args.max_memory)
+    try:
+        report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
+                     dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
+                     wall_limit=args.wall_limit, max_memory=args.max_memory)
+    except KeyboardInterrupt as stop:
+        if getattr(stop, "report", None) is None:
+            raise
+        _print_report(args, stop.report)
+        return EXIT_INTERRUPTED
+    _print_report(args, report)
+    return EXIT_WALL_LIMIT if report.stopped else 0
+
+
+def _progress(args, program):
+    """--progress: a bar from the start; by default one on a terminal, after a second."""
+    if args.progress is False or (args.progress is None and not sys.stderr.isatty()):
+        return None
+    from sq.progress import tracker
+
+    auto = args.progress is None
+    return tracker(True, program.horizon, program.arrivals or 0,
+                   delay=AUTO_PROGRESS_AFTER if auto else 0.0, note=not auto)
+
+
+def _print_report(args, report) -> None:
     for line in report.iteration_trace + report.eviction_trace + report.pool_dump:
         print(line, file=sys.stderr)
     if args.dump:
         report.dump(args.dump)
     _emit(report.to_json(provenance=args.provenance) if args.json else report.to_text())
-    return 0
 
 
 def _cmd_bench(args) -> int:
@@ -239,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
               "run need more memory than this process may use)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        if os.environ.get("SQ_DEBUG"):
+            traceback.print_exc()
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as err:  # a bug in sq: say so plainly, keep the traceback for SQ_DEBUG
         if os.environ.get("SQ_DEBUG"):
             traceback.print_exc()

@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from sq import stats
+from sq.errors import SqError
 from sq.files import write_atomic
 from sq.numbers import display, json_number
-from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, Running, StageRaw
+from sq.results import Area, GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
@@ -36,7 +37,12 @@ def _avg(area: Area, warmup: float, end: float) -> float:
 
 @dataclass
 class Observe:
-    """One observation's statistics over its samples at t >= warmup."""
+    """One observation's statistics over its samples at t >= warmup.
+
+    A run with samples="none" keeps no samples (`samples`, `times`, `sessions`, `turns` are
+    None) but their `summary`: count, mean and cv2 are then the same, the CI and the
+    quantiles approximate (docs/guide.md, "Long runs").
+    """
 
     name: str
     count: int
@@ -44,15 +50,26 @@ class Observe:
     ci: float
     cv2: float
     p99: float
-    samples: np.ndarray
-    times: np.ndarray
-    sessions: np.ndarray
-    turns: np.ndarray
+    samples: np.ndarray | None
+    times: np.ndarray | None
+    sessions: np.ndarray | None
+    turns: np.ndarray | None
+    summary: ObserveSummary | None = None
 
     JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
 
+    def quantile(self, q: float) -> float:
+        """The ceil(q·n)-th smallest sample (total order); from the histogram (within 0.5 %)
+        when the run kept no samples."""
+        if self.samples is None:
+            return stats.summary_quantiles(self.summary, (q,))[0]
+        return stats.quantile(self.samples, q)
+
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
+        if raw.summary is not None:
+            s = stats.summary_stats(raw.summary)
+            return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, None, None, None, None, raw.summary)
         times = np.asarray(raw.times, dtype=np.float64)
         # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
         # slicing keeps views of the engine's arrays instead of copying them.
@@ -83,13 +100,16 @@ class Gauge:
     ci: float
     min: float
     max: float
-    times: np.ndarray
-    values: np.ndarray
+    times: np.ndarray | None     # None when the run kept no samples
+    values: np.ndarray | None
 
     JSON_FIELDS = ("mean", "ci", "min", "max")
 
     @classmethod
     def from_raw(cls, raw: GaugeRaw, warmup: float, end: float) -> "Gauge":
+        if raw.fold is not None:
+            g = stats.fold_stats(raw.fold, warmup, end)
+            return cls(raw.name, g.mean, g.ci, g.min, g.max, None, None)
         times = np.asarray(raw.times, dtype=np.float64)
         values = np.asarray(raw.values, dtype=np.float64)
         g = stats.gauge_stats(times, values, warmup, end)
@@ -219,6 +239,8 @@ class Report:
     iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
     eviction_trace: list[str] = field(default_factory=list)   # only with trace_evictions=True
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
+    # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
+    stopped: str | None = None
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
     # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
     program: str | None = None
@@ -241,6 +263,7 @@ class Report:
             iteration_trace=list(getattr(raw, "iteration_trace", None) or []),
             eviction_trace=list(getattr(raw, "eviction_trace", None) or []),
             pool_dump=list(getattr(raw, "pool_dump", None) or []),
+            stopped=getattr(raw, "stopped", None),
         )
 
     # lookups, as pyserq's Report has them
@@ -281,9 +304,11 @@ class Report:
             for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)
+        # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
+        stopped = f',"stopped":"{self.stopped}"' if self.stopped else ""
         extra = ',"provenance":' + self._provenance_json() if provenance else ""
         return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
-                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + extra + "}")
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + stopped + extra + "}")
 
     def _provenance_json(self) -> str:
         import json  # noqa: PLC0415
@@ -302,6 +327,10 @@ class Report:
     def dump(self, directory) -> None:
         """Write every observation as `NAME.csv` (time,session,turn,value) and every
         gauge's change points as `gauge/NAME.csv` (time,value) under `directory`."""
+        if any(o.samples is None for o in self.observes.values()) or \
+                any(g.times is None for g in self.gauges.values()):
+            raise SqError("dump: this run kept no samples (samples='none'); run with samples='all' to dump them",
+                          phase="settings")
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
         d = display
@@ -368,6 +397,11 @@ def _render_text(r: Report) -> str:
            f"warmup {json_number(r.warmup)} seed {r.seed} events {r.events} "
            f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
            f"mean live {_fixed(r.mean_live, 3)}"]
+    if any(o.samples is None for o in r.observes.values()):
+        out.append("samples: none kept; the observes' CI is by one-pass batches and p99 within 0.5 %")
+    if r.stopped:
+        out.append(f"{r.stopped}: stopped at simulated time {json_number(r.end)} of horizon "
+                   f"{json_number(r.horizon)}; the statistics cover [warmup, {json_number(r.end)}]")
     if r.observes:
         out += _table(["observe", "count", "mean", "95% CI", "cv2", "p99"],
                       [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4),

@@ -86,8 +86,50 @@ class ItlHistogram:
 
 
 @dataclass
+class ObserveSummary:
+    """What a run with samples="none" keeps of one observe's samples at t >= warmup
+    (sq/_sketch.pxd folds them as they are recorded).
+
+    `n`, `mean`, `m2` are Welford's, step for step as `sq.stats.welford`; `least` and
+    `greatest` the extremes in IEEE total order. `batch_sums` are the sums of consecutive
+    batches of `batch_size` samples (a power of two), the complete ones only (20 to 40 once
+    n >= 20). `positive` is the 1 % log histogram of the samples x > 0 (zeros in its low
+    bucket), `negative` that of -x for the samples x < 0; NaNs are only counted, by sign.
+    """
+
+    n: int
+    mean: float
+    m2: float
+    least: float
+    greatest: float
+    batch_size: int
+    batch_sums: np.ndarray
+    positive: ItlHistogram
+    negative: ItlHistogram
+    nan_low: int = 0
+    nan_high: int = 0
+
+
+@dataclass
+class GaugeFold:
+    """What a run with samples="none" keeps of one gauge: its step function over
+    [warmup, end] folded as it changed (sq/_sketch.pxd). `held`, `total`, `least`,
+    `greatest` are those of `sq._stats.gauge_pass`; `window_sums` the integrals over
+    consecutive windows `window` wide from warmup (20 to 40 of them; the last one counted
+    only if the run ended at its end)."""
+
+    held: int
+    total: float
+    least: float
+    greatest: float
+    window: float
+    window_sums: np.ndarray
+
+
+@dataclass
 class ObserveRaw:
-    """Every sample of one `observe NAME = e;`, whole run, in record order."""
+    """Every sample of one `observe NAME = e;`, whole run, in record order
+    (or, with samples="none", only their `summary` and empty arrays)."""
 
     name: str
     samples: np.ndarray = field(default_factory=_f64)   # float64: the value
@@ -96,6 +138,7 @@ class ObserveRaw:
     sessions: np.ndarray = field(default_factory=_i64)
     # the session's `turn_no` then: the engine hands uint32 (a record saturates it to 32 bits)
     turns: np.ndarray = field(default_factory=_i64)
+    summary: ObserveSummary | None = None   # samples="none": this instead of the arrays
 
 
 @dataclass
@@ -110,6 +153,7 @@ class GaugeRaw:
     name: str
     times: np.ndarray = field(default_factory=_f64)
     values: np.ndarray = field(default_factory=_f64)
+    fold: GaugeFold | None = None   # samples="none": this instead of the change points
 
 
 @dataclass
@@ -203,3 +247,6 @@ class RawResults:
     # debug lines: one per evicted piece, and each pool's contents at the end, when asked
     eviction_trace: list[str] = field(default_factory=list)
     pool_dump: list[str] = field(default_factory=list)
+    # None, or why the run ended before its horizon / arrivals: "interrupted" or "wall limit"
+    # (`end` is then the simulated time reached)
+    stopped: str | None = None

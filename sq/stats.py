@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sq import _stats
-from sq.results import ItlHistogram
+from sq.confidence import t_quantile
+from sq.results import GaugeFold, ItlHistogram, ObserveSummary
 
 BATCHES = 20
-T_19 = 2.093          # Student t, 97.5 %, 19 degrees of freedom
+T_19 = 2.093          # Student t, 97.5 %, 19 degrees of freedom (pyserq's, to 3 digits)
 CI_MIN_SAMPLES = 40   # below this an observation's half-width is +inf
 ITL_BUCKET = math.log1p(0.01)  # log-width of a 1 % histogram bucket
 
@@ -69,6 +70,11 @@ def batch_half_width(xs, batches: int = BATCHES) -> float:
     if batches < 2 or len(xs) // batches < 1:
         return INF
     means = _stats.batch_means(xs, batches).tolist()
+    return means_half_width(means, T_19 if batches == BATCHES else 2.0)
+
+
+def means_half_width(means: list[float], t: float) -> float:
+    """t · sqrt(s²/k) over k batch means (s² their sample variance, sums left to right)."""
     k = float(len(means))
     m = 0.0
     for x in means:
@@ -78,8 +84,21 @@ def batch_half_width(xs, batches: int = BATCHES) -> float:
     for x in means:
         var += (x - m) * (x - m)
     var /= k - 1.0
-    t = T_19 if batches == BATCHES else 2.0
     return t * math.sqrt(var / k) if var == var else NAN
+
+
+def one_pass_half_width(sums, size: float) -> float:
+    """The batch-means half-width of a run that kept no samples: its k complete batches (or
+    time windows) `size` wide, 40 of them first summed in pairs to pyserq's 20, then
+    t(k-1) · sqrt(s²/k) over the k means sum/size."""
+    sums = list(sums)
+    if len(sums) == 2 * BATCHES:
+        sums = [sums[2 * i] + sums[2 * i + 1] for i in range(BATCHES)]
+        size *= 2
+    if len(sums) < 2:
+        return INF
+    # t to pyserq's 3 digits (2.093 at its 20 batches)
+    return means_half_width([x / size for x in sums], round(t_quantile(0.975, len(sums) - 1), 3))
 
 
 def total_order_keys(xs) -> np.ndarray:
@@ -108,6 +127,37 @@ class ObserveStats:
     ci: float
     cv2: float
     p99: float
+
+
+def summary_stats(s: ObserveSummary) -> ObserveStats:
+    """`observe_stats` of the samples a Summary stands for: count, mean and cv2 the same to
+    the bit; the CI from its one-pass batches; p99 from its histograms (within 0.5 %)."""
+    m = Moments(s.n, s.mean if s.n else NAN, s.m2 / (s.n - 1) if s.n >= 2 else NAN)
+    ci = one_pass_half_width(s.batch_sums, float(s.batch_size)) if m.n >= CI_MIN_SAMPLES else INF
+    return ObserveStats(m.n, m.mean, ci, m.cv2 if m.n >= 2 else NAN, summary_quantiles(s, (0.99,))[0])
+
+
+def summary_quantiles(s: ObserveSummary, qs) -> tuple[float, ...]:
+    """`quantile` of the samples a Summary stands for: the rank-th in total order, read from
+    the histograms (-NaN, the negatives' mirrored histogram, zeros and positives, +NaN), the
+    least and greatest exactly."""
+    return tuple(_summary_rank(s, _rank(q, s.n)) if s.n else NAN for q in qs)
+
+
+def _summary_rank(s: ObserveSummary, rank: int) -> float:
+    if rank == 1:
+        return s.least
+    if rank == s.n:
+        return s.greatest
+    r = rank - s.nan_low
+    if r <= 0:
+        return s.least                    # a -NaN, as the least
+    if r <= s.negative.n:
+        return -histogram_ranks(s.negative, [s.negative.n - r + 1])[0]
+    r -= s.negative.n
+    if r <= s.positive.n:
+        return histogram_ranks(s.positive, [r])[0]
+    return s.greatest                     # a +NaN, as the greatest
 
 
 def observe_stats(samples) -> ObserveStats:
@@ -155,6 +205,16 @@ def gauge_stats(times, values, start: float, end: float,
     return GaugeStats(total / span, ci, lo, hi)
 
 
+def fold_stats(f: GaugeFold, start: float, end: float) -> GaugeStats:
+    """`gauge_stats` of a gauge folded as it ran: mean, min and max the same to the bit; the
+    CI from its one-pass windows (the very 20 windows of gauge_stats when the run reached
+    its horizon, up to rounding)."""
+    if not float(end) - float(start) > 0.0 or f.held == 0:
+        return GaugeStats(NAN, INF, NAN, NAN)
+    return GaugeStats(f.total / (float(end) - float(start)), one_pass_half_width(f.window_sums, f.window),
+                      f.least, f.greatest)
+
+
 def _window_areas(a, b, v, start, end, width, batches) -> list[float]:
     """Each window's integral: the sum, in segment order, of v·overlap over
     the segments [a, b] overlapping it by a positive time. Window bounds are
@@ -184,7 +244,12 @@ def itl_quantiles(gaps, qs=(0.5, 0.99)) -> tuple[float, ...]:
     hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
     if hist.n == 0:
         return tuple(NAN for _ in qs)
-    ranks = np.array([_rank(q, hist.n) for q in qs], dtype=np.int64)
+    return histogram_ranks(hist, [_rank(q, hist.n) for q in qs])
+
+
+def histogram_ranks(hist: ItlHistogram, ranks) -> tuple[float, ...]:
+    """The histogram's values at these ranks (1..n): see `itl_quantiles`."""
+    ranks = np.array(ranks, dtype=np.int64)
     return tuple(_stats.histogram_quantiles(
         hist.kmin, np.ascontiguousarray(hist.counts, dtype=np.int64), _as_f64(hist.least),
         _as_f64(hist.greatest), tuple(hist.low), tuple(hist.top), ranks, ITL_BUCKET).tolist())
