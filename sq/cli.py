@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, sweep and bench.
+"""`python -m sq`: check, ir, run, sweep, capacity and bench.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -13,7 +13,7 @@ import signal
 import sys
 import traceback
 
-from sq import cli_study
+from sq import cli_capacity, cli_study
 from sq.errors import SqError
 from sq.numbers import brief
 
@@ -145,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="only what overlaps simulated times T0 to T1 goes into the timeline")
 
     cli_study.add_parser(sub)
+    cli_capacity.add_parser(sub)
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -288,7 +289,8 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
 
 
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep, "bench": _cmd_bench}
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
+            "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
