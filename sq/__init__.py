@@ -17,8 +17,8 @@ import os
 from sq.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
-           "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
+           "Capacity", "SqError", "__version__"]
 
 
 def __getattr__(name):
@@ -39,6 +39,10 @@ def __getattr__(name):
         from sq.confidence import t_interval
 
         return t_interval
+    if name in ("capacity", "Capacity"):
+        from sq import capacity_search
+
+        return getattr(capacity_search, name)
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 

@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, sweep and bench.
+"""`python -m sq`: check, ir, run, sweep, capacity and bench.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -9,17 +9,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import traceback
 
-from sq import cli_study
+from sq import cli_capacity, cli_study
 from sq.errors import SqError
 from sq.numbers import brief
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_WALL_LIMIT = 124   # `--wall-limit` ended the run (as GNU timeout); the report is printed
-EXIT_INTERRUPTED = 130  # SIGINT (128 + 2); the report of what ran is printed
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C (sq.__main__); a `run` prints the report of what ran
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE   # what a shell shows for a tool that SIGPIPE ended
 AUTO_PROGRESS_AFTER = 1.0  # seconds: a terminal sees a bar only for runs longer than this
 
 
@@ -143,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="only what overlaps simulated times T0 to T1 goes into the timeline")
 
     cli_study.add_parser(sub)
+    cli_capacity.add_parser(sub)
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -165,19 +168,26 @@ def _compile(args):
 
 
 def _emit(text: str) -> None:
-    """Print `text` and a newline on stdout, now: a full disk or a closed pipe is
-    an error said plainly (not at exit, and not as an empty file name)."""
+    """Print `text` and a newline on stdout, now: a full disk is an error said
+    plainly (not at exit, and not as an empty file name); a reader that has gone
+    (`sq ir x.sq | head -1`) ends the command quietly (see `main`)."""
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
+    except BrokenPipeError:
+        raise
     except OSError as e:
-        # Python would try the same flush again at exit and complain: point stdout at nothing.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+        _stdout_to_devnull()
         raise SqError(f"cannot write to standard output: {e.strerror or e} (os error {e.errno})",
                       phase="run") from None
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at nothing: Python would try the failed flush again at exit and complain."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _dump_folder(folder: str | None) -> None:
@@ -279,16 +289,33 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
 
 
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep, "bench": _cmd_bench}
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
+            "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit status. When stdout's reader has gone, the rest of the
+    output is dropped without a word, as Unix tools do (Python's recipe for
+    SIGPIPE); Ctrl-C is left to the caller (`sq.__main__`)."""
+    try:
+        try:
+            return _command(argv)
+        finally:
+            sys.stdout.flush()   # what print() left in the buffer: a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+
+
+def _command(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except SqError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        raise
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         print(f"error: {where}{err.strerror or err}", file=sys.stderr)
@@ -297,11 +324,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: out of memory during `sq {args.command}` (the program, its input files or its "
               "run need more memory than this process may use)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        if os.environ.get("SQ_DEBUG"):
-            traceback.print_exc()
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except Exception as err:  # a bug in sq: say so plainly, keep the traceback for SQ_DEBUG
         if os.environ.get("SQ_DEBUG"):
             traceback.print_exc()
