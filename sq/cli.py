@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 
 from sq import cli_study
@@ -209,16 +211,26 @@ def _cmd_run(args) -> int:
         raise SqError("--dump writes the samples, which --samples none does not keep", phase="settings")
     _dump_folder(args.dump)
     program = _compile(args)
-    try:
-        report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                     dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
-                     wall_limit=args.wall_limit, max_memory=args.max_memory)
-    except KeyboardInterrupt as stop:
-        if getattr(stop, "report", None) is None:
-            raise
-        _print_report(args, stop.report)
-        return EXIT_INTERRUPTED
+    # the traces go to stderr as the run goes; EVICT lines follow all ITER lines, so with both
+    # they wait in a temporary file until the run ends
+    both = args.trace_iterations and args.trace_evictions
+    with tempfile.TemporaryFile("w+") if both else contextlib.nullcontext(sys.stderr) as evictions:
+        try:
+            report = run(program, trace_iterations=args.trace_iterations and sys.stderr,
+                         trace_evictions=args.trace_evictions and evictions,
+                         dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
+                         wall_limit=args.wall_limit, max_memory=args.max_memory)
+        except KeyboardInterrupt as stop:
+            if getattr(stop, "report", None) is None:
+                raise
+            report = stop.report
+        finally:
+            if both:
+                evictions.seek(0)
+                shutil.copyfileobj(evictions, sys.stderr)
     _print_report(args, report)
+    if report.stopped == "interrupted":
+        return EXIT_INTERRUPTED
     return EXIT_WALL_LIMIT if report.stopped else 0
 
 
