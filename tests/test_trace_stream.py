@@ -5,6 +5,7 @@ SERQ_TRACE_ITER elsewhere), byte for byte and in order."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import sq
-from hostile import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"   # preempts and evicts
@@ -64,32 +64,38 @@ def test_a_sink_that_raises_stops_the_run_with_its_exception():
     assert stop.value.report.stopped == "interrupted" and stop.value.report.end < 60
 
 
-# The peak RSS after a short streamed run (its chunk already full), then after a run fifteen
-# times longer streamed (a 23 MB trace); and, in another child, after that run with the trace
-# collected whole.
-PEAKS = """
-import os, resource, sq
-program = sq.compile({path!r})
-for horizon, sink in {runs}:
+def test_the_engine_keeps_one_chunk_of_a_long_trace():
+    """max_memory counts the engine's trace entries: a trace whose entries take ten times the
+    bound runs within it, as the chunks handed on are no longer counted."""
+    program = sq.compile(str(PROGRAM))
+    counts = [0, 0]
+
+    def count(lines):
+        counts[0] += len(lines)
+        counts[1] += sum(len(line.split()) - 2 for line in lines)
+
+    bound = 8 << 20
+    sq.run(program, horizon=900, samples="none", max_memory=bound, trace_iterations=count)
+    iterations, entries = counts
+    assert 16 * iterations + 40 * entries > 10 * bound     # what the engine charges per trace entry
+
+
+def test_python_keeps_one_chunk_of_lines_at_a_time():
+    """The peak of Python's allocations during a streamed run does not grow with its horizon;
+    during a collected run it grows with the trace."""
+    tracemalloc = pytest.importorskip("tracemalloc")
+    program = sq.compile(str(PROGRAM))
+    peaks = []
     with open(os.devnull, "w") as out:
-        report = sq.run(program, horizon=horizon, trace_iterations=out if sink == "file" else sink)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)   # KiB on Linux
-print(sum(s.iterations for s in report.stages), len(report.iteration_trace))
-"""
-
-
-def peaks(runs):
-    r = run_script(PEAKS.format(path=str(PROGRAM), runs=runs), memory_mb=2048, timeout=300)
-    assert r.code == 0, r
-    return list(map(int, r.stdout.split()))
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux only")
-def test_a_long_trace_streams_in_bounded_memory():
-    short, streamed, iterations, kept = peaks([(60, "file"), (900, "file")])
-    assert iterations > 60000 and kept == 0
-    assert streamed - short < 5 * 1024, (short, streamed)
-    # the control: the same lines kept whole do take memory (~23 MB of text as Python strings)
-    whole, _, kept = peaks([(900, True)])
-    assert kept == iterations
-    assert whole - streamed > 10 * 1024, (streamed, whole)
+        tracemalloc.start()
+        try:
+            for horizon, trace in ((60, out), (60, out), (200, out), (200, True)):
+                tracemalloc.reset_peak()
+                report = sq.run(program, horizon=horizon, samples="none", trace_iterations=trace)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    _, short, streamed, whole = peaks       # the first run imports and lowers
+    size = sum(map(len, report.iteration_trace))
+    assert size > 4 << 20, size
+    assert streamed - short < 1 << 20 and whole - streamed > size / 2, (short, streamed, whole, size)
