@@ -17,8 +17,8 @@ import os
 from sq.errors import SqError
 
 __version__ = "0.1.0"
-__all__ = ["compile", "run", "load", "sweep", "t_interval", "Program", "Report", "Sweep", "SqError",
-           "__version__"]
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
+           "Capacity", "SqError", "__version__"]
 
 
 def __getattr__(name):
@@ -39,6 +39,10 @@ def __getattr__(name):
         from sq.confidence import t_interval
 
         return t_interval
+    if name in ("capacity", "Capacity"):
+        from sq import capacity_search
+
+        return getattr(capacity_search, name)
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -85,7 +89,7 @@ def load(path_or_json):
 
 def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        max_memory=None, samples="all", progress=None, wall_limit=None):
+        max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None, timeline_window=None):
     """Run a compiled program and return its Report.
 
     Settings given here replace the program's own for this run only. The debug
@@ -96,6 +100,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     report's list stays empty: memory stays flat however long the trace.
     `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
     a run that would pass it stops with an SqError saying how far it got.
+    `timeline` (a path) makes the run write a Chrome/Perfetto trace-event file of what
+    overlaps `timeline_window` (a pair (t0, t1) of times; None: the whole run).
 
     Long runs (docs/api.md): `samples="none"` keeps no sample (memory stays flat; the CI
     and quantiles become approximate); `progress=True` shows a bar on stderr, a callable
@@ -114,7 +120,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                        dump_pools=dump_pools, check_invariants=check_invariants,
-                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit)
+                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit,
+                       timeline=timeline, timeline_window=timeline_window)
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
@@ -146,7 +153,8 @@ def _lower(ir: dict, trace_base: str | None):
 
 def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
                 trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-                max_memory=None, samples="all", progress=None, wall_limit=None):
+                max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None,
+                timeline_window=None):
     """The second half of `run`: run a lowered program (with other settings if given: the
     engine reads them only when the run starts) and build its Report with provenance.
     A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
@@ -163,8 +171,11 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     try:
         raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                           trace_iterations=_trace_sink(trace_iterations),
-                          trace_evictions=_trace_sink(trace_evictions), dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
-                          wall_limit=wall_limit, progress=tracker, **bound)
+                          trace_evictions=_trace_sink(trace_evictions),
+                          dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
+                          wall_limit=wall_limit, progress=tracker,
+                          timeline=None if timeline is None else os.fspath(timeline),
+                          timeline_window=_window(timeline_window), **bound)
     except BaseException as exc:
         # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
         if getattr(exc, "raw", None) is None:
@@ -246,6 +257,20 @@ def _trace_sink(trace):
     if hasattr(trace, "write"):
         return lambda lines: trace.write("".join(f"{line}\n" for line in lines))
     return trace
+
+
+def _window(window):
+    """A timeline window (t0, t1) as two floats, checked; None stays None (the whole run)."""
+    if window is None:
+        return None
+    try:
+        t0, t1 = (float(t) for t in window)
+    except (TypeError, ValueError):
+        raise SqError(f"run: a timeline window is a pair of times (t0, t1), found {window!r}",
+                      phase="settings") from None
+    if not t0 <= t1:
+        raise SqError(f"run: the timeline window {t0:g}:{t1:g} is empty (need t0 <= t1)", phase="settings")
+    return t0, t1
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:

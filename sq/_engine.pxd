@@ -115,6 +115,9 @@ cdef struct Stage:
     Area decodes
     Running decode_batch
     Running decode_step
+    # per iteration started warm: scheduled tokens / budget (a finite positive budget only), jobs served
+    Running budget_use
+    Running batch
     Histogram itl           # inter-token gaps, as the report's histogram (nothing is kept per token)
     # online estimators (est_lambda, est_rho, est_wait, price)
     int64_t est_count
@@ -189,11 +192,35 @@ cdef struct Pool:
     Area cached_area
     Area queue_area
     Area holders_area
+    double mid_queue           # queue_area's integral over [warmup, mid] (see State.mid_time)
     Running waits
     int64_t admissions
     int64_t evicted_entries
     double evicted_units
     int64_t rejected
+
+cdef struct Timeline:
+    # the trace-event file a run streams (sq/_timeline.pxi); only events overlapping [t0, t1]
+    void* f                   # the C FILE*, open for writing
+    double t0
+    double t1
+    int64_t lanes_per_stage   # stage k's lane l is thread k * lanes_per_stage + l + 1
+    const char** stage_names  # labels, for the lanes a run opens
+    const char** pool_names
+    char** lane_busy          # per stage: whether each of its lanes serves a job now
+    int64_t* nlanes
+    int64_t* job_lane         # per job slot: the lane its service runs on
+    int64_t job_cap
+    double* pool_last         # per pool: used, cached, queue as last written
+    int counters_started
+    # per session slot (grown with the sessions): when it arrived, its open turn
+    double* sess_start
+    double* turn_start
+    int64_t* turn_no
+    # per hold frame (slot * depth + d): when its wait and its hold began (NaN: none open)
+    double* wait_start
+    double* hold_start
+    int64_t cap               # session slots the arrays above cover
 
 cdef struct Observe:
     DArr values
@@ -266,6 +293,14 @@ cdef struct State:
     int64_t next_serial
     int64_t next_job_id
     Area live_area
+    # steady-state check: the live and pool-queue integrals over [warmup, mid_time], the middle of
+    # the measured window, and the arrivals and ends counted by then
+    double mid_time
+    int mid_taken
+    double mid_live
+    int64_t warm_arrivals      # arrivals before warmup ended
+    int64_t mid_arrivals
+    int64_t mid_ended
     # sessions (struct of arrays, slots reused)
     double* attrs
     int32_t* pc
@@ -353,6 +388,7 @@ cdef struct State:
     DArr ev_time
     LArr ev_key
     DArr ev_units
+    Timeline* tl              # NULL unless the run writes a timeline
     # flows over shared stages (slots reused)
     int32_t flow_max_st
     int share_maxmin

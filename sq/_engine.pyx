@@ -9,18 +9,22 @@ expressions); the opcode numbers are those of `sq/lower.py`.
 """
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
+from libc.errno cimport errno
 from libc.string cimport memset, memcpy, memmove
-from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
+import os
+
 import numpy as np
 
 from sq._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
                          SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                          SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
 from sq._itl cimport Histogram, histogram_add
-from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntry, Stage, Observe, Gauge, State
+from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntry, Stage, Observe, Gauge, State, Timeline
 
 cnp.import_array()
 
@@ -911,6 +915,8 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     st.job_start[j] = st.now
     st.job_started[j] = 1
     s.dirty = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
     return ps_push(st, s, s.V + w, st.job_id[j], j)
 
 
@@ -920,6 +926,8 @@ cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil
     st.job_start[j] = st.now
     st.job_end[j] = st.now + st.job_work[j]
     st.job_started[j] = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
     return schedule(st, st.job_end[j], EV_FINISH, k, j, st.job_id[j])
 
 
@@ -935,6 +943,8 @@ cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
         running_add(&s.waits, wait)
         running_add(&s.services, service)
     estimate(s, start, wait, service)
+    if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
+        tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
     job_free(st, j)
     if owner < 0:
         return 0                    # a spill's transfer: nobody waits for it
@@ -1516,6 +1526,8 @@ cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcep
         queue_push_front(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
     else:
         queue_push(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+    if st.tl != NULL:
+        tl_queued(st, fi)
 
 
 cdef bint keys_smaller(double* a, double* b, int32_t n) noexcept nogil:
@@ -1599,6 +1611,8 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
     cdef int64_t j
     cdef bint bounded = caching and st.holds[off + 4] >= 0
     cdef double reuse = 0.0
+    if st.tl != NULL:
+        tl_admitted(st, slot, fi)
     if bounded:
         # once per admission, before any pool's own prefix leaves the cache (0.1.2:
         # `reuse (cachedin(P))` still sees it, and a draw in it is taken once)
@@ -1677,6 +1691,8 @@ cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noex
     body the `lease` pool's allocation becomes a lease instead."""
     cdef int64_t fi = frame_of(st, slot, d), j
     cdef int32_t h = st.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off], i
+    if st.tl != NULL:
+        tl_released(st, slot, fi)
     for i in range(n):
         j = fi * st.hold_pools_max + i
         if st.frame_active[j]:
@@ -1856,6 +1872,8 @@ cdef void remove_job(State* st, int32_t j) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t i, q
     s.n -= 1
+    if st.tl != NULL and st.job_started[j] and s.kind != K_STEP:
+        tl_service_end(st, k, j, "job (preempted)")
     if s.kind == K_FIFO:
         if st.job_started[j]:
             s.busy -= 1
@@ -1911,6 +1929,8 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
     before[0] = c
     st.pools_touched[victim] = 1
     st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
+    if st.tl != NULL:
+        tl_preempted(st, victim)
     if st.sess_flow[victim] >= 0:
         remove_flow(st, st.sess_flow[victim])
     st.itl_preempted[victim] = 1          # see token(): a prefill completion may continue the turn
@@ -2035,6 +2055,7 @@ include "_step.pxi"
 include "_flows.pxi"
 include "_invariants.pxi"
 include "_long.pxi"
+include "_timeline.pxi"
 
 
 # ---- sessions -------------------------------------------------------------------------------
@@ -2080,6 +2101,8 @@ cdef int spawn(State* st) noexcept nogil:
     st.alive[slot] = 1
     st.live += 1
     st.arrivals += 1
+    if st.tl != NULL:
+        tl_session_start(st, slot)
     if st.init_pc >= 0:
         exec_block(st, st.init_pc, slot, &st.rng_workload)
         if st.err:
@@ -2100,6 +2123,8 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
     end_leases(st, slot)
     if st.err:
         return -1
+    if st.tl != NULL:
+        tl_session_end(st, slot)
     st.alive[slot] = 0
     st.live -= 1
     if st.warm:
@@ -2189,6 +2214,8 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             st.attrs[base + st.slot_turn] += 1.0
             if st.warm:
                 st.turns += 1
+            if st.tl != NULL:
+                tl_turn(st, slot)
             if st.trace_sessions > 0:
                 next_trace_turn(st, slot, base)
             if st.turn_pc >= 0:
@@ -2393,6 +2420,25 @@ cdef void sample_areas(State* st) noexcept nogil:
         if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
             unmark_row(st.stages_sampled, k)
         k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
+cdef inline double area_until(Area* a, double t) noexcept nogil:
+    """The integral over [warmup, t], the value held since `last` carried on to t."""
+    return a.integral + a.value * (t - a.last)
+
+
+cdef void take_mid(State* st) noexcept nogil:
+    """The integrals at the middle of the measured window (no event falls strictly between
+    now and mid_time, so the values held now are held until then)."""
+    cdef int32_t k
+    st.mid_taken = 1
+    st.mid_live = area_until(&st.live_area, st.mid_time)
+    for k in range(st.n_pools):
+        st.pools[k].mid_queue = area_until(&st.pools[k].queue_area, st.mid_time)
+    st.mid_arrivals = st.arrivals
+    st.mid_ended = st.ended
 
 
 cdef void restart_areas(State* st) noexcept nogil:
@@ -2535,6 +2581,7 @@ cdef void handle(State* st, Event* e) noexcept nogil:
                 try_every_pool(st)
     else:
         st.warm = 1
+        st.warm_arrivals = st.arrivals
         restart_areas(st)
 
 
@@ -2570,6 +2617,8 @@ cdef void run_loop(State* st) noexcept nogil:
         if st.heap[0].t > st.now:
             read_gauges(st)
             st.steps = 0
+            if st.heap[0].t > st.mid_time and not st.mid_taken:
+                take_mid(st)
             if st.events >= st.poll_at and poll(st):
                 break   # between instants: the report covers [0, now]
         e = pop_event(st)
@@ -2649,6 +2698,7 @@ cdef void free_state(State* st) noexcept:
     free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
     free(st.it_tokens.p); free(st.ev_time.p); free(st.ev_key.p); free(st.ev_units.p)
+    tl_close(st)
     free(st.itl_decoded); free(st.itl_preempted); free(st.job_mode); free(st.job_grow); free(st.job_served)
     free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
@@ -2758,7 +2808,8 @@ def _contig(a, dtype):
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None):
+        step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
+        timeline=None, timeline_window=None):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
@@ -2766,7 +2817,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     gets the lines in chunks (a list of a few thousand at a time) while the run goes, in
     order, and the RawResults' list stays empty; `check_invariants` re-checks the engine's bookkeeping after every
     event (pools within their caps, no negative counter or allocation, queues,
-    servers and residents consistent) and raises SqError at the first fault.
+    servers and residents consistent) and raises SqError at the first fault. `timeline` is
+    a path: the run streams a trace-event file there (of the events overlapping
+    `timeline_window`, a pair of times; None: all).
 
     Long runs: `samples="none"` keeps summaries instead of samples (RawResults' observes and
     gauges carry `summary` / `fold`); the run stops between instants when a signal handler
@@ -2851,6 +2904,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.step_limit = step_limit
         st.max_memory = max_memory
         st.warm = 0 if warmup_v > 0 else 1
+        st.mid_time = warmup_v + (horizon_v - warmup_v) / 2.0
         st.stack_cap = lowered.stack_depth + 64
         st.frame_depth = lowered.frame_depth
         st.stack = <double*> malloc(st.stack_cap * sizeof(double))
@@ -2942,12 +2996,16 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         watch = _Watch(progress, _trace_sink(trace_iterations, iteration_lines),
                        _trace_sink(trace_evictions, eviction_lines))
         poll_start(st, watch, float(wall_limit) if wall_limit is not None else 0.0)
+        keep = _open_timeline(st, timeline, timeline_window, lowered, SqError) if timeline is not None else None
         with nogil:
             run_loop(st)
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.err:
             raise SqError(_error_text(st, lowered), phase="run")
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
+        if st.tl != NULL:
+            _close_timeline(st, timeline, SqError)    # complete also when the run was stopped
+        del keep
         raw = _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
         raw.iteration_trace, raw.eviction_trace = iteration_lines, eviction_lines
         if st.stop == STOP_WALL:
@@ -2965,6 +3023,81 @@ def _trace_sink(trace, lines):
     """Where a debug trace's lines go: a callable takes each chunk (list of lines) as the run
     goes; True keeps them all in `lines` (the report's list)."""
     return trace if callable(trace) else lines.extend
+
+
+cdef object _open_timeline(State* st, path, window, lowered, SqError):
+    """Open the timeline file and write its header; returns what must outlive the run (the
+    names the C side writes)."""
+    import json
+    t0, t1 = (-float("inf"), float("inf")) if window is None else (float(window[0]), float(window[1]))
+    if not t0 <= t1:
+        raise SqError(f"run: the timeline window {t0}:{t1} is empty (need T0 <= T1)", phase="settings")
+    stages = [_row_name(lowered.stage_names, lowered.stage_indices, k) for k in range(st.n_stages)]
+    pools = [_row_name(lowered.pool_names, lowered.pool_indices, k) for k in range(st.n_pools)]
+    keep = [name.encode("utf-8") for name in stages + pools]
+    cdef Timeline* tl = <Timeline*> calloc(1, sizeof(Timeline))
+    if tl == NULL:
+        raise MemoryError()
+    st.tl = tl
+    tl.t0, tl.t1 = t0, t1
+    tl.lanes_per_stage = 1 << 20
+    tl.stage_names = <const char**> calloc(st.n_stages + 1, sizeof(char*))
+    tl.pool_names = <const char**> calloc(st.n_pools + 1, sizeof(char*))
+    tl.lane_busy = <char**> calloc(st.n_stages + 1, sizeof(char*))
+    tl.nlanes = <int64_t*> calloc(st.n_stages + 1, sizeof(int64_t))
+    tl.pool_last = <double*> calloc(3 * st.n_pools + 1, sizeof(double))
+    if tl.stage_names == NULL or tl.pool_names == NULL or tl.lane_busy == NULL or tl.nlanes == NULL \
+            or tl.pool_last == NULL:
+        raise MemoryError()
+    cdef int32_t k
+    for k in range(st.n_stages):
+        tl.stage_names[k] = <const char*> keep[k]
+    for k in range(st.n_pools):
+        tl.pool_names[k] = <const char*> keep[st.n_stages + k]
+    encoded = os.fsencode(path)
+    tl.f = fopen(encoded, "w")
+    if tl.f == NULL:
+        raise SqError(f"cannot write timeline {os.fsdecode(encoded)}: {os.strerror(errno)}", phase="settings")
+    header = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": 0, "args": {"name": name}}
+              for pid, name in ((1, "stages"), (2, "pools"), (3, "sessions"))]
+    header += [{"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "ts": 0, "args": {"sort_index": pid}}
+               for pid in (1, 2, 3)]
+    header += [{"ph": "M", "name": "thread_name", "pid": 1, "tid": k * tl.lanes_per_stage + 1, "ts": 0,
+                "args": {"name": name}} for k, name in enumerate(stages)]
+    text = '{"traceEvents":[\n' + ",\n".join(json.dumps(e, separators=(",", ":")) for e in header)
+    encoded = text.encode("utf-8")
+    fputs(encoded, <FILE*> tl.f)
+    return keep
+
+
+cdef object _close_timeline(State* st, path, SqError):
+    """Write what is still open at the end, the footer, and close the file (a write error is SqError)."""
+    tl_finish(st)
+    cdef bint failed = ferror(<FILE*> st.tl.f) != 0
+    if tl_close(st) != 0 or failed:
+        raise SqError(f"cannot write timeline {os.fsdecode(os.fsencode(path))}: the file is incomplete "
+                      "(disk full?)", phase="run")
+
+
+cdef int tl_close(State* st) noexcept:
+    """Finish the file's JSON and close it; free the timeline (nothing if there is none)."""
+    cdef Timeline* tl = st.tl
+    cdef int32_t k
+    cdef int rc = 0
+    if tl == NULL:
+        return 0
+    if tl.f != NULL:
+        fputs(b'\n],"displayTimeUnit":"ms","otherData":{"writer":"sq","time":"one simulated time unit '
+              b'is shown as one second"}}\n', <FILE*> tl.f)
+        rc = fclose(<FILE*> tl.f)
+    if tl.lane_busy != NULL:
+        for k in range(st.n_stages):
+            free(tl.lane_busy[k])
+    free(tl.lane_busy); free(tl.job_lane); free(tl.nlanes); free(tl.pool_last); free(tl.stage_names); free(tl.pool_names)
+    free(tl.sess_start); free(tl.turn_start); free(tl.turn_no); free(tl.wait_start); free(tl.hold_start)
+    free(tl)
+    st.tl = NULL
+    return rc
 
 
 def _row_name(names, indices, k):
@@ -3023,6 +3156,8 @@ cdef object _finish(State* st, double horizon, double warmup, object limit, SqEr
     else:
         end = horizon
     st.now = end
+    if not st.mid_taken and end >= st.mid_time:
+        take_mid(st)
     area_set(&st.live_area, end, st.live_area.value)
     for k in range(st.n_pools):
         area_set(&st.pools[k].used_area, end, st.pools[k].used_area.value)
@@ -3113,6 +3248,10 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
     raw = R.RawResults(horizon=horizon, end=end, warmup=warmup, seed=seed,
                        events=st.events, arrivals=st.arrivals, ended=st.ended, turns=st.turns,
                        live=_area(R, &st.live_area))
+    if st.mid_taken:
+        raw.middle = R.Middle(time=st.mid_time, live=st.mid_live,
+                              queues=[st.pools[k].mid_queue for k in range(st.n_pools)],
+                              warm_arrivals=st.warm_arrivals, arrivals=st.mid_arrivals, ended=st.mid_ended)
     for k in range(st.n_observes):
         if not st.keep_samples:
             raw.observes.append(R.ObserveRaw(name=lowered.observe_names[k],
@@ -3140,6 +3279,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
             decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
             decode_batch_mean=_running(R, &s.decode_batch), decode_step_mean=_running(R, &s.decode_step),
+            budget_use=_running(R, &s.budget_use), batch=_running(R, &s.batch),
             itl=_itl(R, &s.itl)))
     cdef Pool* p
     if dump_pools:

@@ -91,17 +91,30 @@ def total_order_keys(const double[::1] xs):
 
 
 def order_statistic(const double[::1] xs, Py_ssize_t rank):
-    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all.
+    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all."""
+    return order_statistics(xs, np.array([rank], dtype=np.int64))[0]
 
-    A selection on the keys (introselect, linear time) picks the very
-    element a total-order sort would put at that rank: equal keys are
+
+def order_statistics(const double[::1] xs, const int64_t[::1] ranks):
+    """The ranks-th smallest elements (1-based) in IEEE totalOrder, bits and all.
+
+    One selection on the keys (introselect, linear time per rank) picks the
+    very elements a total-order sort would put at those ranks: equal keys are
     equal bit patterns.
     """
-    if not 1 <= rank <= xs.shape[0]:
-        raise ValueError("rank out of range")
+    cdef Py_ssize_t j, n = xs.shape[0]
+    for j in range(ranks.shape[0]):
+        if not 1 <= ranks[j] <= n:
+            raise ValueError("rank out of range")
     keys = total_order_keys(xs)
-    keys.partition(rank - 1)
-    return from_total_order_key(keys[rank - 1])
+    kth = np.unique(np.asarray(ranks) - 1)
+    keys.partition(kth)
+    cdef int64_t[::1] k = keys
+    res = np.empty(ranks.shape[0], dtype=np.float64)
+    cdef double[::1] out = res
+    for j in range(ranks.shape[0]):
+        out[j] = from_total_order_key(k[ranks[j] - 1])
+    return res
 
 
 # -- gauges: a step function over [start, end] -----------------------------------

@@ -301,6 +301,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.iterations += 1
     if st.trace_iters:
         log_iteration(st, s)
+    if st.tl != NULL:
+        tl_iteration(st, k, duration, npre, ntok - npre, s.na, ndec)
     s.iter_decodes = <int64_t> ndec
     if s.na == 0:
         s.iter_kind = 0                 # an iteration that only preempted
@@ -309,6 +311,11 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if st.warm and ndec > 0:
         running_add(&s.decode_batch, ndec)
         running_add(&s.decode_step, duration)
+    if st.warm:
+        # headroom where `util` shows none: how full the iterations run
+        if budget > 0 and isfinite(budget):
+            running_add(&s.budget_use, ntok / budget)
+        running_add(&s.batch, <double> s.na)
     s.inflight = 1
     iteration_areas(st, s)
     s.iter_epoch += 1

@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, sweep and bench.
+"""`python -m sq`: check, ir, run, sweep, capacity and bench.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -10,18 +10,20 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
 
-from sq import cli_study
+from sq import cli_capacity, cli_study
 from sq.errors import SqError
 from sq.numbers import brief
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_WALL_LIMIT = 124   # `--wall-limit` ended the run (as GNU timeout); the report is printed
-EXIT_INTERRUPTED = 130  # SIGINT (128 + 2); the report of what ran is printed
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C (sq.__main__); a `run` prints the report of what ran
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE   # what a shell shows for a tool that SIGPIPE ended
 AUTO_PROGRESS_AFTER = 1.0  # seconds: a terminal sees a bar only for runs longer than this
 
 
@@ -58,6 +60,19 @@ def _positive_int(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, found `{text}`")
     return value
+
+
+def _window(text: str) -> tuple[float, float]:
+    t0, sep, t1 = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        window = float(t0), float(t1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a window is T0:T1 (two times), found `{text}`")
+    if not window[0] <= window[1]:
+        raise argparse.ArgumentTypeError(f"the window `{text}` is empty: T0 must not exceed T1")
+    return window
 
 
 _SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -126,8 +141,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--wall-limit", type=_number, metavar="SECONDS",
                      help=f"stop the run after SECONDS of wall time; print its report so far "
                           f"(exit {EXIT_WALL_LIMIT})")
+    run.add_argument("--timeline", metavar="FILE.json",
+                     help="write a Chrome/Perfetto trace-event file of the run (opens in ui.perfetto.dev)")
+    run.add_argument("--timeline-window", type=_window, metavar="T0:T1",
+                     help="only what overlaps simulated times T0 to T1 goes into the timeline")
 
     cli_study.add_parser(sub)
+    cli_capacity.add_parser(sub)
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -150,19 +170,26 @@ def _compile(args):
 
 
 def _emit(text: str) -> None:
-    """Print `text` and a newline on stdout, now: a full disk or a closed pipe is
-    an error said plainly (not at exit, and not as an empty file name)."""
+    """Print `text` and a newline on stdout, now: a full disk is an error said
+    plainly (not at exit, and not as an empty file name); a reader that has gone
+    (`sq ir x.sq | head -1`) ends the command quietly (see `main`)."""
     try:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
+    except BrokenPipeError:
+        raise
     except OSError as e:
-        # Python would try the same flush again at exit and complain: point stdout at nothing.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+        _stdout_to_devnull()
         raise SqError(f"cannot write to standard output: {e.strerror or e} (os error {e.errno})",
                       phase="run") from None
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at nothing: Python would try the failed flush again at exit and complain."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _dump_folder(folder: str | None) -> None:
@@ -211,6 +238,8 @@ def _cmd_run(args) -> int:
         raise SqError("--dump writes the samples, which --samples none does not keep", phase="settings")
     _dump_folder(args.dump)
     program = _compile(args)
+    if args.timeline_window is not None and args.timeline is None:
+        raise SqError("--timeline-window needs --timeline FILE.json", phase="settings")
     # the traces go to stderr as the run goes; EVICT lines follow all ITER lines, so with both
     # they wait in a temporary file until the run ends
     both = args.trace_iterations and args.trace_evictions
@@ -219,7 +248,8 @@ def _cmd_run(args) -> int:
             report = run(program, trace_iterations=args.trace_iterations and sys.stderr,
                          trace_evictions=args.trace_evictions and evictions,
                          dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
-                         wall_limit=args.wall_limit, max_memory=args.max_memory)
+                         wall_limit=args.wall_limit, max_memory=args.max_memory, timeline=args.timeline,
+                         timeline_window=args.timeline_window)
         except KeyboardInterrupt as stop:
             if getattr(stop, "report", None) is None:
                 raise
@@ -251,6 +281,10 @@ def _print_report(args, report) -> None:
     if args.dump:
         report.dump(args.dump)
     _emit(report.to_json(provenance=args.provenance) if args.json else report.to_text())
+    if args.json:
+        # the JSON is pyserq's, so the warnings the text report ends with go to stderr
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
 
 
 def _cmd_bench(args) -> int:
@@ -267,16 +301,33 @@ def _cmd_bench(args) -> int:
     return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
 
 
-COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep, "bench": _cmd_bench}
+COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
+            "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit status. When stdout's reader has gone, the rest of the
+    output is dropped without a word, as Unix tools do (Python's recipe for
+    SIGPIPE); Ctrl-C is left to the caller (`sq.__main__`)."""
+    try:
+        try:
+            return _command(argv)
+        finally:
+            sys.stdout.flush()   # what print() left in the buffer: a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+
+
+def _command(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except SqError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        raise
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         print(f"error: {where}{err.strerror or err}", file=sys.stderr)
@@ -285,11 +336,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: out of memory during `sq {args.command}` (the program, its input files or its "
               "run need more memory than this process may use)", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        if os.environ.get("SQ_DEBUG"):
-            traceback.print_exc()
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except Exception as err:  # a bug in sq: say so plainly, keep the traceback for SQ_DEBUG
         if os.environ.get("SQ_DEBUG"):
             traceback.print_exc()

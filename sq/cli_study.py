@@ -10,7 +10,6 @@ import argparse
 import math
 import os
 import re
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -29,14 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("file", help="the .sq program")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2,…|START:STOP:STEP",
                    help="values of a `let` to sweep (repeatable; the grid is every combination)")
-    p.add_argument("--seeds", default="1..10", help="seeds: 1..10 (both ends included) or 1,4,9 (default 1..10)")
-    p.add_argument("--horizon", type=float, help="simulated time of every run")
-    p.add_argument("--warmup", type=float, help="time before statistics start")
-    p.add_argument("--arrivals", type=int, help="stop each run after N arrivals have ended")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("-j", "--jobs", type=int, help="worker processes (default: every core; 1: no pool)")
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster's scheduler")
-    p.add_argument("--cache", metavar="DIR", help="keep each finished run in DIR; a rerun computes only what is missing")
+    add_run_args(p)
     p.add_argument("--metric", dest="metrics", action="append", default=[], metavar="OBS<=X",
                    help="also record and show OBS.le(X), the share of OBS's samples <= X; or show "
                         "another metric (e.g. stage.NAME.util) in the table (repeatable)")
@@ -46,6 +38,18 @@ def add_parser(sub) -> None:
     p.add_argument("--plot-out", metavar="FILE.png", help="where --plot writes its figure")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def add_run_args(p) -> None:
+    """The flags of every study command (sweep, capacity): seeds, run settings, where to run, the cache."""
+    p.add_argument("--seeds", default="1..10", help="seeds: 1..10 (both ends included) or 1,4,9 (default 1..10)")
+    p.add_argument("--horizon", type=float, help="simulated time of every run")
+    p.add_argument("--warmup", type=float, help="time before statistics start")
+    p.add_argument("--arrivals", type=int, help="stop each run after N arrivals have ended")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("-j", "--jobs", type=int, help="worker processes (default: every core; 1: no pool)")
+    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster's scheduler")
+    p.add_argument("--cache", metavar="DIR", help="keep each finished run in DIR; a rerun computes only what is missing")
 
 
 # -- reading the flags -------------------------------------------------------------------
@@ -184,8 +188,8 @@ def _run(args, grid, seeds, extra, plot, client) -> int:
         done = len(partial.records) if partial is not None else 0
         total = partial.total if partial is not None else "?"
         kept = f"; kept in {args.cache}" if args.cache else ""
-        print(f"interrupted: {done} of {total} runs finished{kept}", file=sys.stderr)
-        return 130
+        # the same kind of interrupt, carrying the line that `sq.__main__` prints
+        raise type(stop)(f"interrupted: {done} of {total} runs finished{kept}") from None
     print(summary_table(result, extra))
     if args.out:
         result.write(args.out)

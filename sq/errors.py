@@ -6,7 +6,10 @@ the way the CLI prints it.
 """
 from __future__ import annotations
 
-from sq.frontend.errors import Span, excerpt
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # `python -m sq` imports this module before it can catch Ctrl-C: it stays this light
+    from sq.frontend.errors import Span
 
 
 class SqError(Exception):
@@ -50,6 +53,8 @@ class SqError(Exception):
             s = self.span
             where = f"{s.file or '<source>'}:{s.line}:{s.col}"
             lines.append(f"{where}: error: {self.message}")
+            from sq.frontend.errors import excerpt  # noqa: PLC0415  (see the imports)
+
             lines.extend(excerpt(s, self.source))
         lines.extend(self.notes)
         return "\n".join(lines)

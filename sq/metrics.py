@@ -11,8 +11,8 @@ A metric is a flat name and a float. The names are stable and documented
 * every pool `pool.NAME.used|cached|queue|wait|admits|preemptions|evicted|rejected|stuck`;
 * the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings`.
 
-Percentiles are order statistics of the samples with the report's own quantile
-(`sq.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
+Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
+by `sq.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
 """
 from __future__ import annotations
 
@@ -22,12 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sq import stats
 from sq.errors import SqError
+from sq.report import Observe
 
-# observe statistic -> quantile level (None: a field of the report's Observe)
-OBSERVE_FIELDS = {"count": None, "mean": None, "ci": None, "cv2": None, "min": 0.0, "p50": 0.5,
-                  "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999, "max": 1.0}
+# observe statistics: the report's Observe fields (its order statistics by the p99's quantile)
+OBSERVE_FIELDS = Observe.SUMMARY_FIELDS
 GAUGE_FIELDS = ("mean", "min", "max")
 # metric field -> the report's Stage / Pool attribute
 STAGE_FIELDS = {"util": "utilization", "thru": "throughput", "number": "mean_number",
@@ -149,19 +148,7 @@ def report_metrics(report, extra=()) -> dict[str, float]:
 
 
 def _observe_metrics(o) -> dict[str, float]:
-    name = o.name
-    out = {f"{name}.count": float(o.count), f"{name}.mean": float(o.mean), f"{name}.ci": float(o.ci),
-           f"{name}.cv2": float(o.cv2)}
-    samples = getattr(o, "samples", None)
-    have = samples is not None and len(samples) == o.count
-    for f, q in OBSERVE_FIELDS.items():
-        if q is None:
-            continue
-        if have:
-            out[f"{name}.{f}"] = stats.quantile(samples, q)
-        else:  # a run that kept no samples: what its Observe offers, else NaN
-            out[f"{name}.{f}"] = float(getattr(o, f, NAN))
-    return out
+    return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
 
 
 def _share_at_most(o, bound: float) -> float:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sq import stats
+from sq import stats, steady
+from sq._optional import require
 from sq.errors import SqError
 from sq.files import write_atomic
 from sq.numbers import display, json_number
-from sq.results import Area, GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw
+from sq.results import Area, GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
@@ -35,9 +36,17 @@ def _avg(area: Area, warmup: float, end: float) -> float:
     return stats.time_mean(area.integral, area.value, warmup, end)
 
 
+# Field metadata of report rows: a field sq adds beyond pyserq's report, left out of the JSON.
+NOT_SERQ = {"serq": False}
+
+
 @dataclass
 class Observe:
     """One observation's statistics over its samples at t >= warmup.
+
+    Beyond pyserq's fields (JSON_FIELDS), the order statistics min, p50, p90,
+    p95, p99.9 (`p999`) and max: all exact, from the samples, by the quantile
+    function of the p99 (`sq.stats.quantile`).
 
     A run with samples="none" keeps no samples (`samples`, `times`, `sessions`, `turns` are
     None) but their `summary`: count, mean and cv2 are then the same, the CI and the
@@ -55,21 +64,24 @@ class Observe:
     sessions: np.ndarray | None
     turns: np.ndarray | None
     summary: ObserveSummary | None = None
+    min: float = math.nan
+    p50: float = math.nan
+    p90: float = math.nan
+    p95: float = math.nan
+    p999: float = math.nan
+    max: float = math.nan
 
     JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
+    # what the text report, to_pandas and sweeps show: the JSON's and the order statistics
+    SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
 
-    def quantile(self, q: float) -> float:
-        """The ceil(q·n)-th smallest sample (total order); from the histogram (within 0.5 %)
-        when the run kept no samples."""
-        if self.samples is None:
-            return stats.summary_quantiles(self.summary, (q,))[0]
-        return stats.quantile(self.samples, q)
 
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         if raw.summary is not None:
             s = stats.summary_stats(raw.summary)
-            return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, None, None, None, None, raw.summary)
+            return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, None, None, None, None, raw.summary,
+                       min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
         times = np.asarray(raw.times, dtype=np.float64)
         # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
         # slicing keeps views of the engine's arrays instead of copying them.
@@ -78,7 +90,17 @@ class Observe:
         s = stats.observe_stats(samples)
         # ids keep the engine's narrow integer types (widening would copy them all)
         return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[first:],
-                   _integers(raw.sessions)[first:], _integers(raw.turns)[first:])
+                   _integers(raw.sessions)[first:], _integers(raw.turns)[first:],
+                   min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile of the samples: the ceil(q·n)-th smallest in total order (what the p99
+        is), exact; from the histogram (within 0.5 %) when the run kept no samples."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"a quantile is between 0 and 1, found {q!r}")
+        if self.samples is None:
+            return stats.summary_quantiles(self.summary, (q,))[0]
+        return stats.quantile(self.samples, q)
 
 
 def _integers(xs) -> np.ndarray:
@@ -138,6 +160,10 @@ class Stage:
     mean_itl: float
     itl_p50: float
     itl_p99: float
+    # beyond pyserq's row (not in the JSON): per iteration started warm, the mean of scheduled
+    # tokens / budget and of the jobs it served -- headroom that `utilization` does not show
+    mean_budget_use: float = field(default=math.nan, metadata=NOT_SERQ)
+    mean_batch: float = field(default=math.nan, metadata=NOT_SERQ)
 
     @classmethod
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
@@ -156,6 +182,7 @@ class Stage:
             mean_decode_batch=_mean(raw.decode_batch_mean, raw.decode_batches),
             mean_decode_step=_mean(raw.decode_step_mean, raw.decode_steps),
             mean_itl=stats.itl_mean(itl), itl_p50=p50, itl_p99=p99,
+            mean_budget_use=_mean(raw.budget_use, ()), mean_batch=_mean(raw.batch, ()),
         )
 
 
@@ -200,6 +227,8 @@ def _ratio(count: int, span: float) -> float:
 def _row_json(row) -> str:
     parts = []
     for f in fields(row):
+        if f.metadata.get("serq") is False:
+            continue
         value = getattr(row, f.name)
         if f.name == "name":
             text = _name(value)
@@ -239,6 +268,8 @@ class Report:
     iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
     eviction_trace: list[str] = field(default_factory=list)   # only with trace_evictions=True
     pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
+    # what makes the report's means doubtful (a run not in steady state); not in the JSON
+    warnings: list[str] = field(default_factory=list)
     # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
     stopped: str | None = None
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
@@ -263,6 +294,7 @@ class Report:
             iteration_trace=list(getattr(raw, "iteration_trace", None) or []),
             eviction_trace=list(getattr(raw, "eviction_trace", None) or []),
             pool_dump=list(getattr(raw, "pool_dump", None) or []),
+            warnings=steady.warnings(raw),
             stopped=getattr(raw, "stopped", None),
         )
 
@@ -349,19 +381,50 @@ class Report:
         return _render_text(self)
 
     def to_pandas(self) -> dict:
-        """Per-section DataFrames (observes, gauges, stages, pools); needs pandas."""
-        from sq._optional import require  # noqa: PLC0415
-
+        """Per-section DataFrames (observes, gauges, stages, pools), each with the run's `seed`."""
         pd = require("pandas", "Report.to_pandas()")
-        obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.JSON_FIELDS}}
+        obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.SUMMARY_FIELDS}}
                for o in self.observes.values()]
         gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}
                for g in self.gauges.values()]
-        return {
-            "observes": pd.DataFrame(obs), "gauges": pd.DataFrame(gau),
-            "stages": pd.DataFrame([vars(s) for s in self.stages]),
-            "pools": pd.DataFrame([vars(p) for p in self.pools]),
+        frames = {
+            "observes": pd.DataFrame(obs, columns=["name", *Observe.SUMMARY_FIELDS]),
+            "gauges": pd.DataFrame(gau, columns=["name", *Gauge.JSON_FIELDS]),
+            "stages": _rows_frame(pd, self.stages, Stage),
+            "pools": _rows_frame(pd, self.pools, Pool),
         }
+        for frame in frames.values():
+            frame.insert(0, "seed", pd.Series([self.seed] * len(frame), dtype="uint64"))
+        return frames
+
+    def samples_frame(self):
+        """Every observation sample at t >= warmup as one long DataFrame: observe (categorical),
+        time, value, session (the arrival serial) and turn (`turn_no` then), in record order
+        per observe."""
+        pd = require("pandas", "Report.samples_frame()")
+        if any(o.samples is None for o in self.observes.values()):
+            raise SqError("Report.samples_frame() needs the samples, which a run with samples='none' "
+                          "does not keep", phase="settings")
+        names = list(self.observes)
+        obs = list(self.observes.values())
+        codes = np.repeat(np.arange(len(obs), dtype=np.int32), [len(o.samples) for o in obs])
+        cat = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
+
+        def column(attr, dtype):
+            parts = [np.asarray(getattr(o, attr), dtype=dtype) for o in obs]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        return pd.DataFrame({"observe": cat, "time": column("times", np.float64),
+                             "value": column("samples", np.float64),
+                             "session": column("sessions", np.int64), "turn": column("turns", np.int64)})
+
+
+def _rows_frame(pd, rows, kind):
+    """Stage or pool rows as a DataFrame, its columns those of the row type; `index` (None
+    outside arrays) as nullable integers, not floats."""
+    frame = pd.DataFrame([vars(r) for r in rows], columns=[f.name for f in fields(kind)])
+    frame["index"] = pd.array([r.index for r in rows], dtype="Int64")
+    return frame
 
 
 def _sq_version() -> str:
@@ -375,10 +438,6 @@ def _sq_version() -> str:
 def _fixed(x, digits: int) -> str:
     x = float(x)
     return f"{x:.{digits}f}" if math.isfinite(x) else display(x)
-
-
-def _label(name: str, index: int | None) -> str:
-    return name if index is None else f"{name}[{index}]"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -403,31 +462,35 @@ def _render_text(r: Report) -> str:
         out.append(f"{r.stopped}: stopped at simulated time {json_number(r.end)} of horizon "
                    f"{json_number(r.horizon)}; the statistics cover [warmup, {json_number(r.end)}]")
     if r.observes:
-        out += _table(["observe", "count", "mean", "95% CI", "cv2", "p99"],
-                      [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4),
-                        _fixed(o.cv2, 3), _fixed(o.p99, 4)] for o in r.observes.values()])
+        out += _table(["observe", "count", "mean", "95% CI", "cv2", "min", "p50", "p90", "p95", "p99",
+                       "p99.9", "max"],
+                      [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4), _fixed(o.cv2, 3),
+                        *(_fixed(getattr(o, k), 4) for k in ("min", "p50", "p90", "p95", "p99", "p999", "max"))]
+                       for o in r.observes.values()])
     if r.gauges:
         out += _table(["gauge", "mean", "95% CI", "min", "max"],
                       [[g.name, _fixed(g.mean, 4), "±" + _fixed(g.ci, 4), _fixed(g.min, 4),
                         _fixed(g.max, 4)] for g in r.gauges.values()])
     if r.stages:
         out += _table(["stage", "number", "util", "done", "thru", "wait", "service", "iters"],
-                      [[_label(s.name, s.index), _fixed(s.mean_number, 3), _fixed(s.utilization, 3),
+                      [[row_label(s.name, s.index), _fixed(s.mean_number, 3), _fixed(s.utilization, 3),
                         str(s.completed), _fixed(s.throughput, 4), _fixed(s.mean_wait, 4),
                         _fixed(s.mean_service, 4), str(s.iterations)] for s in r.stages])
     steps = [s for s in r.stages if s.iterations > 0]
     if steps:
         out += _table(["step", "prefill only", "decode only", "mixed", "idle", "decodes",
-                       "decode batch", "decode step", "itl mean", "itl p50", "itl p99"],
-                      [[_label(s.name, s.index), _fixed(s.prefill_only, 3), _fixed(s.decode_only, 3),
+                       "decode batch", "decode step", "itl mean", "itl p50", "itl p99", "budget use",
+                       "batch"],
+                      [[row_label(s.name, s.index), _fixed(s.prefill_only, 3), _fixed(s.decode_only, 3),
                         _fixed(s.mixed, 3), _fixed(1.0 - s.prefill_only - s.decode_only - s.mixed, 3),
                         _fixed(s.mean_decodes, 3), _fixed(s.mean_decode_batch, 3),
                         _fixed(s.mean_decode_step, 6), _fixed(s.mean_itl, 6), _fixed(s.itl_p50, 6),
-                        _fixed(s.itl_p99, 6)] for s in steps])
+                        _fixed(s.itl_p99, 6), _fixed(s.mean_budget_use, 3), _fixed(s.mean_batch, 2)]
+                       for s in steps])
     if r.pools:
         out += _table(["pool", "used", "cached", "queue", "holders", "wait", "admits", "evict(n)",
                        "evict(u)", "preempt", "spill", "rej", "stuck"],
-                      [[_label(p.name, p.index), _fixed(p.mean_used, 1), _fixed(p.mean_cached, 1),
+                      [[row_label(p.name, p.index), _fixed(p.mean_used, 1), _fixed(p.mean_cached, 1),
                         _fixed(p.mean_queue, 3), _fixed(p.mean_holders, 3), _fixed(p.mean_wait, 4),
                         str(p.admissions), str(p.evicted_entries), _fixed(p.evicted_units, 0),
                         str(p.preemptions), str(p.spills), str(p.rejected), str(p.stuck)]
@@ -435,6 +498,7 @@ def _render_text(r: Report) -> str:
         for p in r.pools:
             if p.stuck > 0:
                 out.append(f"stuck: {p.stuck} session(s) preempted again at pool "
-                           f"`{_label(p.name, p.index)}` without passing the position of "
+                           f"`{row_label(p.name, p.index)}` without passing the position of "
                            "their previous preemption")
+    out += [f"warning: {w}" for w in r.warnings]
     return "\n".join(out)

@@ -41,6 +41,11 @@ def _i64() -> np.ndarray:
     return np.zeros(0, dtype=np.int64)
 
 
+def row_label(name: str, index: int | None) -> str:
+    """A stage or pool row as reports name it: `kv`, or `kv[2]` for an array member."""
+    return name if index is None else f"{name}[{index}]"
+
+
 @dataclass
 class Area:
     """The integral of a step function over [warmup, end], and its final value."""
@@ -200,6 +205,10 @@ class StageRaw:
     decode_batch_mean: Running | None = None
     decode_step_mean: Running | None = None
     itl: ItlHistogram | None = None
+    # per iteration started at t >= warmup: its scheduled tokens / its budget (iterations with a
+    # finite positive budget only) and its number of jobs served; beyond pyserq's report
+    budget_use: Running | None = None
+    batch: Running | None = None
 
 
 @dataclass
@@ -226,6 +235,19 @@ class PoolRaw:
 
 
 @dataclass
+class Middle:
+    """The run at the middle of the measured window, `time` = warmup + (horizon - warmup) / 2:
+    what the steady-state check compares the second half with."""
+
+    time: float
+    live: float                 # the live-sessions integral over [warmup, time]
+    queues: list[float]         # each pool row's queue integral over [warmup, time]
+    warm_arrivals: int          # sessions arrived before warmup ended
+    arrivals: int               # sessions arrived by `time` (whole run)
+    ended: int                  # sessions ended in [warmup, time]
+
+
+@dataclass
 class RawResults:
     """Everything one run produced."""
 
@@ -247,6 +269,8 @@ class RawResults:
     # debug lines: one per evicted piece, and each pool's contents at the end, when asked
     eviction_trace: list[str] = field(default_factory=list)
     pool_dump: list[str] = field(default_factory=list)
+    # the middle of the measured window; None when the run ended before it
+    middle: Middle | None = None
     # None, or why the run ended before its horizon / arrivals: "interrupted" or "wall limit"
     # (`end` is then the simulated time reached)
     stopped: str | None = None

@@ -108,11 +108,23 @@ def total_order_keys(xs) -> np.ndarray:
 
 def quantile(xs, q: float) -> float:
     """The ceil(q·n)-th smallest sample in IEEE total order (rank clamped to [1, n])."""
+    return quantiles(xs, (q,))[0]
+
+
+def quantiles(xs, qs) -> tuple[float, ...]:
+    """`quantile(xs, q)` for every q in `qs`, from one selection over the samples."""
     xs = _as_f64(xs)
     n = len(xs)
     if n == 0:
-        return NAN
-    return _stats.order_statistic(xs, _rank(q, n))
+        return tuple(NAN for _ in qs)
+    ranks = np.array([_rank(q, n) for q in qs], dtype=np.int64)
+    return tuple(_stats.order_statistics(xs, ranks).tolist())
+
+
+# The order statistics every observation reports beyond pyserq's p99, by field name: min and
+# max are the quantiles 0 and 1 of the same function (ranks 1 and n).
+SUMMARY_QUANTILES = (("min", 0.0), ("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99),
+                     ("p999", 0.999), ("max", 1.0))
 
 
 def _rank(q: float, n: int) -> int:
@@ -126,7 +138,13 @@ class ObserveStats:
     mean: float
     ci: float
     cv2: float
+    min: float
+    p50: float
+    p90: float
+    p95: float
     p99: float
+    p999: float
+    max: float
 
 
 def summary_stats(s: ObserveSummary) -> ObserveStats:
@@ -134,7 +152,12 @@ def summary_stats(s: ObserveSummary) -> ObserveStats:
     the bit; the CI from its one-pass batches; p99 from its histograms (within 0.5 %)."""
     m = Moments(s.n, s.mean if s.n else NAN, s.m2 / (s.n - 1) if s.n >= 2 else NAN)
     ci = one_pass_half_width(s.batch_sums, float(s.batch_size)) if m.n >= CI_MIN_SAMPLES else INF
-    return ObserveStats(m.n, m.mean, ci, m.cv2 if m.n >= 2 else NAN, summary_quantiles(s, (0.99,))[0])
+    return ObserveStats(m.n, m.mean, ci, m.cv2 if m.n >= 2 else NAN, **_order_statistics(summary_quantiles, s))
+
+
+def _order_statistics(quantiles_of, xs) -> dict[str, float]:
+    """The SUMMARY_QUANTILES of samples (or of their summary) by field name, in one call."""
+    return dict(zip((name for name, _ in SUMMARY_QUANTILES), quantiles_of(xs, [q for _, q in SUMMARY_QUANTILES])))
 
 
 def summary_quantiles(s: ObserveSummary, qs) -> tuple[float, ...]:
@@ -165,7 +188,7 @@ def observe_stats(samples) -> ObserveStats:
     m = welford(xs)
     ci = batch_half_width(xs) if m.n >= CI_MIN_SAMPLES else INF
     cv2 = m.cv2 if m.n >= 2 else NAN
-    return ObserveStats(m.n, m.mean, ci, cv2, quantile(xs, 0.99))
+    return ObserveStats(m.n, m.mean, ci, cv2, **_order_statistics(quantiles, xs))
 
 
 # -- time averages -----------------------------------------------------------

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -22,6 +23,12 @@ if str(TESTS) not in sys.path:
 # Hypothesis keeps its example database and, after a failure, patch files under
 # ./.hypothesis; keep them out of the working tree.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "sq-hypothesis"))
+
+# CI runs the suite on 2 busy cores: no property test may fail because an example, or the
+# drawing of examples, took long on the wall clock (Hypothesis's default 200 ms deadline and
+# its too_slow health check). A test's own @settings starts from this profile.
+settings.register_profile("sq", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("sq")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 
 RTOL = 1e-9
@@ -56,7 +57,12 @@ while True:
 
 
 class Reference:
-    """A pyserq worker process; `run` returns the reply dict, or {"timeout": True}."""
+    """A pyserq worker process; `run` returns the reply dict, or {"timeout": True} when the
+    worker has worked `timeout` seconds of CPU time on a program without answering. CPU time,
+    not wall time: on a busy machine the same programs are compared as on an idle one."""
+
+    # A worker that waits instead of working is stopped after this many times its CPU budget.
+    WALL_FACTOR = 20
 
     def __init__(self, timeout: float = 5.0):
         self.timeout = timeout
@@ -72,8 +78,7 @@ class Reference:
             self._start()
         self.proc.stdin.write(json.dumps({"source": source, "seed": seed, "iterations": iterations}) + "\n")
         self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        if not ready:
+        if not self._answers():
             self.close()
             return {"timeout": True}
         line = self.proc.stdout.readline()
@@ -82,11 +87,29 @@ class Reference:
             return {"error": "reference worker died"}
         return json.loads(line)
 
+    def _answers(self) -> bool:
+        """Whether a reply comes before the worker has spent its CPU budget on this program."""
+        spent_before = _cpu_seconds(self.proc.pid)
+        wall_end = time.monotonic() + self.WALL_FACTOR * self.timeout
+        while not select.select([self.proc.stdout], [], [], 0.05)[0]:
+            if _cpu_seconds(self.proc.pid) - spent_before > self.timeout or time.monotonic() > wall_end:
+                return False
+        return True
+
     def close(self):
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a live process (Linux /proc); 0 once it is gone."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
 
 
 def run_sq(source: str, seed: int, iterations: bool, check_invariants: bool = True) -> dict:

@@ -29,7 +29,7 @@ ir = oracle.require_module("sq.ir", "sq.ir is not written yet")
 
 pytestmark = pytest.mark.usefixtures("at_repo_root")
 
-HANG_SECONDS = 10
+HANG_SECONDS = 10   # of CPU time (see `deadline`)
 
 HUGE_NUMBERS = ["9" * 400, "1e999999", "1e-999999", "1" + "_" * 200, ".5e308", "1.7976931348623157e308",
                 "123456789012345678901234567890", "0" * 300 + "1", "1e18446744073709551616"]
@@ -62,16 +62,18 @@ class Hang(BaseException):
 
 @contextmanager
 def deadline(seconds: float):
+    """Stop the block after `seconds` of CPU time (of all the process's threads: a deep compile
+    works on a thread of its own), not of wall time, which a busy machine stretches."""
     def fire(signum, frame):
-        raise Hang(f"compile_program ran for more than {seconds}s")
+        raise Hang(f"compile_program ran for more than {seconds}s of CPU time")
 
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    old = signal.signal(signal.SIGPROF, fire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, old)
 
 
 def compile_or_reject(source: str, overrides: dict | None = None):

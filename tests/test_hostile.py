@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -120,17 +121,66 @@ def test_deep_program_runs_under_a_tight_address_space_limit(tmp_path):
     assert_ok(run_sq("run", path, "--json", timeout=120, memory_mb=500))
 
 
-def test_ctrl_c_during_a_deep_compile_prints_no_traceback(tmp_path):
+def _deep_stack_mapped(pid: int) -> bool:
+    """Whether sq.deep's largest thread stack is mapped in the process: a deep walk has started."""
+    from sq.deep import _STACKS
+
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        low, high = (int(x, 16) for x in line.split()[0].split("-"))
+        if high - low >= _STACKS[0]:
+            return True
+    return False
+
+
+def _loaded(module: str):
+    """The moment `python -X importtime` reports `module` loaded (one stderr line per module)."""
+    return lambda proc, err_lines: any(line.split("|")[-1].strip() == module for line in err_lines)
+
+
+# Moments of `sq check` on a deep program, each known from what the child shows, not from a
+# sleep: the machine may be busy. The first three come from the lines `-X importtime` prints as
+# each module finishes loading; the fourth is the deep walk's thread stack in /proc/PID/maps.
+CTRL_C_MOMENTS = {
+    "while numpy loads": _loaded("numpy.__config__"),   # numpy loads for a while after it
+    "parsing the arguments": _loaded("sq.cli"),
+    "the compile starts": _loaded("sq.frontend.parser"),
+    "on the deep walk's thread": lambda proc, err_lines: _deep_stack_mapped(proc.pid),
+}
+
+
+@pytest.mark.parametrize("moment", list(CTRL_C_MOMENTS))
+def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path, moment):
+    """Ctrl-C while sq loads, parses its arguments or compiles (40 expressions of 3000
+    levels: seconds of work on threads with a large stack) ends it with `interrupted` and
+    exit 130 — not death by SIGINT, which CPython chooses when the interrupt went through
+    code that exec() runs (dataclasses), even if caught."""
     body = "".join(f"observe x{k} = " + "(now+" * 3000 + "1" + ")" * 3000 + ";\n" for k in range(40))
     path = _write(tmp_path, "slow.sq", HEAD + "session { run svc (1);\n" + body + "}\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "sq", "check", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    time.sleep(1.5)     # inside the compile: 40 expressions of 3000 levels take several seconds
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "sq", "check", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    err_lines: list[str] = []
+
+    def read_stderr() -> None:
+        for line in proc.stderr:
+            err_lines.append(line)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not CTRL_C_MOMENTS[moment](proc, list(err_lines)):
+            assert proc.poll() is None and time.monotonic() < deadline, (moment, "never came", err_lines[-5:])
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    reader.join(10)
+    out = proc.stdout.read()
+    err = "".join(line for line in err_lines if not line.startswith("import time:"))
     assert "Traceback" not in err, err
-    assert proc.returncode == 130 and err.strip() == "interrupted", (proc.returncode, err)
+    assert proc.returncode == 130 and err == "interrupted\n" and out == "", (moment, proc.returncode, err, out)
 
 
 # ---- item 13: files that are not regular, memory ------------------------------------
@@ -224,6 +274,39 @@ def test_stdout_on_a_full_disk(command):
                      "--warmup", "10", ">/dev/full"])
     r = run_process(["sh", "-c", line])
     assert_refused(r, "cannot write to standard output", "No space left on device")
+
+
+MMC = ROOT / "examples" / "single-turn" / "mmc.sq"
+
+
+@pytest.mark.parametrize("command", [["check"], ["ir"], ["run", "--json"], ["run"],
+                                     ["sweep", "--set", "lam=5,6", "-j", "1"]])
+def test_stdout_whose_reader_has_gone(command):
+    """The reader of sq's stdout has gone before sq writes: no message, and the status a
+    shell shows for a tool that SIGPIPE ended (128 + 13)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "sq", command[0], str(MMC), *command[1:], "--horizon", "100",
+                            "--warmup", "10"], stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (141, ""), r.stderr
+
+
+def test_ir_piped_into_head(tmp_path):
+    """`sq ir x.sq | head -c 100` on an IR (one line of JSON) far bigger than a pipe holds: its
+    first 100 characters and no message. (The status is 141, or 0 when head left in the middle
+    of the write: Linux then returns the part written, and Python reports no error for the rest.)"""
+    observes = "".join(f"observe o{k} = now + {k};\n" for k in range(5000))
+    path = _write(tmp_path, "wide.sq", HEAD + "session { run svc (1);\n" + observes + "}\n")
+    script = f'"{sys.executable}" -m sq ir "{path}" | head -c 100; echo "status ${{PIPESTATUS[0]}}" >&2'
+    r = run_process(["bash", "-c", script], timeout=120)
+    first = subprocess.run([sys.executable, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
+                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120).stdout
+    assert len(first) > 4 * 65536   # a Linux pipe holds 64 KiB
+    assert r.stdout == first[:100] and r.stderr in ("status 141\n", "status 0\n"), r
 
 
 # ---- item 16: API errors -------------------------------------------------------------

@@ -43,7 +43,7 @@ KNOWN_SYMPTOMS: dict[str, str] = {}
 DEFAULT_PROGRAMS = 60
 SLOW_PROGRAMS = 3000
 SEEDS = (1, 2)
-# A program the reference cannot finish in this long is one of its known hangs, not a finding.
+# A program the reference cannot finish in this much CPU time is one of its known hangs, not a finding.
 REFERENCE_TIMEOUT = 5.0
 
 

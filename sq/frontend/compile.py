@@ -111,3 +111,18 @@ def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any,
     for what, value in (("horizon", horizon), ("warmup", warmup)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise SqError(f"{what} must be a number, found {value!r}", phase="link")
+
+
+def let_values(path: str | os.PathLike | None = None, *, source: str | None = None,
+               sets: dict | None = None, defs: dict | None = None) -> dict[str, float]:
+    """Every `let` constant of a program and its value, after the `sets` overrides
+    (what a study varies: `sq.capacity` starts its search from here)."""
+    if (path is None) == (source is None):
+        raise SqError("let_values takes exactly one of a path and a source", phase="link")
+    _check_overrides(sets, defs, None, None, None, None)
+    file = os.fspath(path) if path is not None else None
+    text = _read(file) if file is not None else source
+    tree = ir.run_deep(_parse, text, file, defs or {}, dict(sets or {}))
+    folding = linker.Linker(tree, linker.Settings(sets=dict(sets or {})))
+    ir.run_deep(folding._fold_lets)   # the lets alone: no pools, stages or statements linked
+    return dict(folding.lets)

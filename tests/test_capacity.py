@@ -1,0 +1,387 @@
+"""Capacity search (sq.capacity): SLO text, verdicts, the search, and answers checked against theory."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+import sq
+from sq.capacity_search import MEETS, UNDECIDED, VIOLATES, Knob, Point, capacity, resolve_knob, search
+from sq.slo import OPEN, Condition, parse_slo
+
+ROOT = Path(__file__).resolve().parents[1]
+MM1 = str(ROOT / "tests" / "capacity" / "mm1.sq")
+MD1 = str(ROOT / "examples" / "single-turn" / "mg1.sq")
+MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
+VLLM = str(ROOT / "examples" / "single-turn" / "vllm_single_turn.sq")
+REPLICA = str(ROOT / "examples" / "multi-turn" / "replica.sq")
+
+
+# -- SLO text -------------------------------------------------------------------
+
+def test_slo_texts_read_into_conditions():
+    conds = parse_slo(["ttft.p99 <= 0.5", "ttft.le(0.5)>=0.99, pool.kv.preemptions < 5 and latency.mean>1e1"])
+    assert [(c.metric, c.op, c.bound) for c in conds] == [
+        ("ttft.p99", "<=", 0.5), ("ttft.le(0.5)", ">=", 0.99), ("pool.kv.preemptions", "<", 5.0),
+        ("latency.mean", ">", 10.0)]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("ttft.p98 <= 0.5", "unknown metric `ttft.p98`"),
+    ("ttft.p99 == 0.5", "unknown operator `==`"),
+    ("ttft.p99 <= ", "expected a number after `<=`"),
+    ("ttft.p99 <= fast", "expected a number after `<=`, found `fast`"),
+    ("ttft.p99 0.5", "no comparison"),
+    ("<= 0.5", "no metric"),
+])
+def test_bad_slo_text_is_a_clear_error(text, words):
+    with pytest.raises(sq.SqError) as err:
+        parse_slo(text)
+    assert words in str(err.value)
+
+
+def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
+    import sq.study
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(sq.study, "sweep", no_runs)
+    with pytest.raises(sq.SqError, match="no observe `ttft`"):
+        capacity(MM1, "lam", "ttft.le(0.5) >= 0.9")
+    with pytest.raises(sq.SqError, match="lo < hi"):
+        capacity(MM1, "lam", "response.p99 <= 0.5", lo=2, hi=1)
+    with pytest.raises(sq.SqError, match="`nope`"):
+        capacity(MM1, "nope", "response.mean <= 5")
+
+
+@pytest.mark.parametrize("op, mean, half, verdict", [
+    ("<=", 4.0, 0.5, MEETS), ("<=", 4.5, 0.5, MEETS), ("<=", 4.6, 0.5, OPEN), ("<=", 5.6, 0.5, VIOLATES),
+    ("<", 4.5, 0.5, OPEN), (">=", 0.995, 0.004, MEETS), (">=", 0.99, 0.004, OPEN), (">", 0.98, 0.004, VIOLATES),
+    ("<=", math.nan, 0.1, VIOLATES), ("<=", 4.0, math.nan, OPEN),
+])
+def test_a_condition_judges_an_interval(op, mean, half, verdict):
+    assert Condition("x.mean", op, 5.0 if op in ("<=", "<") else 0.99).judge(mean, half) == verdict
+
+
+# -- the search, on made-up verdicts ------------------------------------------------
+
+def _fake(boundary, band=0.0, direction="max"):
+    """Verdicts of a monotone SLO with its boundary at `boundary`, undecided within `band` of it."""
+    tried = []
+
+    def evaluate(x):
+        tried.append(x)
+        gap = (x - boundary) if direction == "max" else (boundary - x)
+        decision = UNDECIDED if abs(gap) <= band else (VIOLATES if gap > 0 else MEETS)
+        return Point(x, decision, [1, 2], {}, {}, True)
+
+    return evaluate, tried
+
+
+def test_search_a_real_knob_up_to_the_tolerance():
+    evaluate, tried = _fake(3.7)
+    value, (m, v), confident, _, points = search(Knob("rate", 1.0, False, "max"), evaluate, tol=0.02)
+    assert confident and m == value and m <= 3.7 < v and (v - m) <= 0.02 * v
+    assert tried[:3] == [1.0, 2.0, 4.0]          # geometric probing from the program's value
+    assert len(points) == len(tried)
+
+
+def test_search_an_integer_knob_for_the_smallest_that_meets():
+    evaluate, tried = _fake(8.5, direction="min")        # 9 meets, 8 violates
+    value, bracket, confident, _, _ = search(Knob("R", 2, True, "min"), evaluate)
+    assert (value, bracket, confident) == (9, (9, 8), True)
+    assert all(isinstance(x, int) for x in tried)
+
+
+def test_an_undecided_band_narrower_than_tol_is_flanked():
+    evaluate, tried = _fake(3.7, band=0.015)
+    value, (m, v), confident, _, points = search(Knob("rate", 1.0, False, "max"), evaluate, tol=0.02)
+    assert confident and m <= 3.7 < v and (v - m) <= 0.02 * v
+    assert any(p.decision == UNDECIDED for p in points)
+
+
+def test_an_undecided_band_wider_than_tol_is_said_so():
+    evaluate, _ = _fake(3.7, band=0.3)
+    value, (m, v), confident, reason, _ = search(Knob("rate", 1.0, False, "max"), evaluate, tol=0.02)
+    assert not confident and "undecided" in reason
+    assert value == m and m < 3.4 and v > 4.0
+
+
+def test_given_ends_that_do_not_bracket():
+    evaluate, _ = _fake(3.7)
+    value, bracket, confident, reason, _ = search(Knob("rate", 1.0, False, "max"), evaluate, lo=1, hi=2)
+    assert (value, bracket, confident) == (2, (2, None), False) and "further out" in reason
+    value, bracket, confident, reason, _ = search(Knob("rate", 1.0, False, "max"), evaluate, lo=5, hi=6)
+    assert (value, bracket, confident) == (None, (None, 5), False) and "no value" in reason
+
+
+def test_the_smallest_deployment_can_be_one():
+    evaluate, _ = _fake(0.5, direction="min")
+    assert search(Knob("R", 4, True, "min"), evaluate)[:3] == (1, (1, None), True)
+
+
+# -- which way to search ------------------------------------------------------
+
+@pytest.mark.parametrize("path, knob, integer, direction", [
+    (VLLM, "rate", False, "max"),      # changes the workload: the largest load
+    (VLLM, "kv_gib", True, "min"),     # changes a pool: the smallest memory
+    (MMC, "c", True, "min"),           # a fifo stage's servers
+    (REPLICA, "R", True, "min"),       # an array size
+])
+def test_the_knob_says_which_way_to_search(path, knob, integer, direction):
+    k = resolve_knob(path, knob, None)
+    assert (k.integer, k.direction) == (integer, direction)
+    assert resolve_knob(path, knob, "max").direction == "max"
+
+
+# -- theory -----------------------------------------------------------------------
+
+def _check_theory(cap, exact, tol):
+    assert cap.confident, cap.line()
+    meets, violates = cap.bracket
+    assert min(meets, violates) <= exact <= max(meets, violates), cap.line()
+    assert abs(cap.value - exact) <= tol * exact, cap.line()
+
+
+@pytest.mark.parametrize("tol, horizon", [(0.05, 20000), pytest.param(0.02, 50000, marks=pytest.mark.slow)])
+def test_mm1_mean_response(tol, horizon):
+    # M/M/1, mu = 1: the mean response 1 / (mu - lam) <= T holds up to lam = mu - 1/T
+    mu, target = 1.0, 5.0
+    cap = capacity(MM1, "lam", f"response.mean <= {target}", tol=tol, horizon=horizon, warmup=horizon / 10,
+                   executor="serial")
+    _check_theory(cap, mu - 1 / target, tol)
+    assert cap.direction == "max" and not cap.integer
+
+
+def _erlang_c_wait(c, lam, mu):
+    a = lam / mu
+    top = a ** c / math.factorial(c) / (1 - a / c)
+    return top / (sum(a ** k / math.factorial(k) for k in range(c)) + top) / (c * mu - lam)
+
+
+def test_mmc_mean_wait_smallest_c():
+    lam, mu, target = 6.4, 1.0, 0.2
+    exact = next(c for c in range(7, 30) if _erlang_c_wait(c, lam, mu) <= target)
+    assert exact == 9     # Wq(8) = 0.286, Wq(9) = 0.101: the SLO sits well between them
+    cap = capacity(MMC, "c", f"wait.mean <= {target}", horizon=2000, warmup=200, executor="serial")
+    assert cap.confident and cap.value == exact and cap.bracket == (exact, exact - 1), cap.line()
+    assert cap.direction == "min" and cap.integer
+
+
+@pytest.mark.parametrize("tol, horizon", [(0.05, 20000), pytest.param(0.02, 50000, marks=pytest.mark.slow)])
+def test_md1_pollaczek_khinchine(tol, horizon):
+    # M/D/1, s = 1: Wq = lam s^2 / (2 (1 - lam s)) <= W holds up to lam = 2W / (s (1 + 2W))
+    target = 1.0
+    cap = capacity(MD1, "lam", f"wait.mean <= {target}", tol=tol, horizon=horizon, warmup=horizon / 10,
+                   executor="serial")
+    _check_theory(cap, 2 * target / (1 + 2 * target), tol)
+
+
+# -- noise, determinism, the record --------------------------------------------------
+
+def _runs_at(cap, value):
+    return [r for r in cap.records if r[cap.knob] == value]
+
+
+def test_a_noisy_boundary_adds_seeds_or_stays_undecided():
+    # three seeds and short runs around lam = 0.8, where the SLO flips
+    cap = capacity(MM1, "lam", "response.mean <= 5", lo=0.7, hi=0.9, seeds=[1, 2, 3], horizon=3000,
+                   warmup=300, executor="serial")
+    assert any(len(p.seeds) > 3 for p in cap.points)
+    assert all(p.decision != UNDECIDED or len(p.seeds) == 12 for p in cap.points)   # the cap: 4x the seeds
+    if cap.value is not None:
+        from sq import t_interval
+
+        mean, half = t_interval([r["response.mean"] for r in _runs_at(cap, cap.value)], 0.95)
+        assert mean + half <= 5, "the answer's own runs do not show it meets the SLO"
+    for p in cap.points:
+        if p.decision == MEETS:
+            assert p.value != cap.bracket[1]
+    assert not cap.confident or cap.bracket[0] <= 0.8 <= cap.bracket[1]
+
+
+def _without_wall(records):
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in records]
+
+
+@pytest.mark.parametrize("executor", ["threads", "processes"])
+def test_the_answer_does_not_depend_on_the_executor(executor):
+    args = dict(lo=0.5, hi=1.0, tol=0.05, horizon=5000, warmup=500, seeds=range(1, 6))
+    serial = capacity(MM1, "lam", "response.mean <= 5", executor="serial", **args)
+    parallel = capacity(MM1, "lam", "response.mean <= 5", executor=executor, jobs=2, **args)
+    assert (serial.value, serial.bracket, serial.confident) == (parallel.value, parallel.bracket,
+                                                                parallel.confident)
+    assert _without_wall(serial.records) == _without_wall(parallel.records)
+    assert [p.to_dict() for p in serial.points] == [p.to_dict() for p in parallel.points]
+
+
+def test_a_dask_cluster_gives_the_serial_answer():
+    # in-process workers on loopback TCP: the search hands each point's sweep the client
+    distributed = pytest.importorskip("distributed")
+    args = dict(tol=0.1, horizon=500, warmup=50, seeds=range(1, 4))
+    serial = capacity(MMC, "c", "wait.mean <= 0.2", executor="serial", **args)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
+                                  processes=False, protocol="tcp://") as cluster, \
+            distributed.Client(cluster) as client:
+        clustered = capacity(MMC, "c", "wait.mean <= 0.2", executor=client, **args)
+    assert (clustered.value, clustered.bracket) == (serial.value, serial.bracket)
+    assert _without_wall(clustered.records) == _without_wall(serial.records)
+
+
+def test_the_record_reads_back_and_plots(tmp_path):
+    cap = capacity(MMC, "c", ["wait.mean <= 0.2", "wait.le(1) >= 0.9"], horizon=1000, warmup=100,
+                   seeds=range(1, 5), executor="serial")
+    d = json.loads(cap.to_json())
+    assert d["value"] == cap.value and d["bracket"] == list(cap.bracket)
+    assert [p["decision"] for p in d["points"]] == [p.decision for p in cap.points]
+    assert {"wait.mean", "wait.le(1)"} <= set(d["points"][0]["metrics"])
+    runs = cap.runs
+    assert len(runs) == sum(len(p.seeds) for p in cap.points) and set(runs["decision"]) <= {MEETS, VIOLATES,
+                                                                                          UNDECIDED}
+    assert list(cap.summary()["c"]) == sorted(p.value for p in cap.points)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    axes = cap.plot(path=tmp_path / "cap.png")
+    assert len(axes) == 2 and (tmp_path / "cap.png").stat().st_size > 0
+    assert axes[0].get_ylabel() == "wait.mean"
+
+
+# -- the command line ---------------------------------------------------------------
+
+def _cli(capsys, *argv):
+    from sq.cli import main
+
+    status = main(["capacity", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_cli_prints_each_point_then_the_answer(capsys):
+    status, out, err = _cli(capsys, MMC, "--knob", "c", "--slo", "wait.mean<=0.2", "--seeds", "1..4",
+                            "--horizon", "1000", "--warmup", "100", "-j", "1")
+    assert status == 0, err
+    lines = out.strip().splitlines()
+    assert re.fullmatch(r"c = 8: wait\.mean [0-9.]+ ± [0-9.e-]+ \(n=(4|8|16)\) -> violates", lines[0]), lines[0]
+    assert lines[-1].startswith("capacity: c = 9 (smallest value meeting wait.mean <= 0.2); meets at 9, violates at 8")
+
+
+def test_cli_json_and_plot(capsys, tmp_path):
+    status, out, err = _cli(capsys, MMC, "--knob", "c", "--slo", "wait.mean<=0.2", "--seeds", "1,2,3,4",
+                            "--horizon", "1000", "--warmup", "100", "-j", "1", "--json",
+                            "--plot-out", str(tmp_path / "c.png"))
+    assert status == 0 and json.loads(out)["value"] == 9 and "-> violates" in err
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--knob", "lam", "--slo", "response.mean == 5"], "unknown operator `==`"),
+    (["--knob", "lam", "--slo", "ttft.p99 <= 1"], "metric `ttft.p99`: the program has no such metric"),
+    (["--knob", "lamda", "--slo", "response.mean <= 5"], "`lamda` is not a `let`"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--lo", "1"], "both lo and hi"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "/nonexistent/c.png"], "cannot write"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--seeds", "3..1"], "the range is empty"),
+])
+def test_cli_bad_input_exits_2(capsys, argv, words):
+    status, out, err = _cli(capsys, MM1, *argv)
+    assert status == 2 and words in err and not out
+
+
+# -- verdicts of a point -------------------------------------------------------------
+
+def test_a_run_that_is_not_stationary_makes_its_point_violate():
+    from sq.capacity_search import judge
+
+    cond = parse_slo("response.mean <= 5")
+    calm = [{"seed": s, "response.mean": 1.0, "warnings": 0.0} for s in (1, 2, 3)]
+    assert judge(0.5, calm, cond, 0.95).decision == MEETS
+    drifting = calm[:2] + [{"seed": 3, "response.mean": 1.0, "warnings": 1.0}]
+    point = judge(0.5, drifting, cond, 0.95)
+    assert point.decision == VIOLATES and not point.stationary
+    piling = calm[:2] + [{"seed": 3, "response.mean": 1.0, "warnings": 0.0, "arrivals": 1000.0, "ended": 400.0}]
+    assert judge(0.5, piling, cond, 0.95).decision == VIOLATES
+    empty = [{"seed": s, "response.mean": math.nan, "warnings": 0.0} for s in (1, 2, 3)]
+    assert judge(0.5, empty, cond, 0.95).decision == VIOLATES     # no samples is no evidence
+
+
+def test_a_cached_search_runs_nothing_again(tmp_path, monkeypatch):
+    import sq.study
+
+    args = dict(lo=0.5, hi=1.0, tol=0.1, horizon=3000, warmup=300, seeds=range(1, 4), executor="serial",
+                cache=tmp_path)
+    first = capacity(MM1, "lam", "response.mean <= 5", **args)
+
+    def no_runs(task):
+        raise AssertionError("a run that is in the cache ran again")
+
+    monkeypatch.setattr(sq.study, "run_task", no_runs)
+    again = capacity(MM1, "lam", "response.mean <= 5", **args)
+    assert (again.value, again.bracket) == (first.value, first.bracket)
+    assert _without_wall(again.records) == _without_wall(first.records)
+
+
+# -- the questions of the guide, at full length --------------------------------------
+
+@pytest.mark.slow
+def test_replicas_for_a_load():
+    program = sq.compile(REPLICA, sets={"rate": 3})
+    cap = capacity(program, "R", "ttft.p99 <= 0.5", seeds=range(1, 6), horizon=300, warmup=60, jobs=2)
+    assert (cap.value, cap.bracket, cap.confident) == (3, (3, 2), True), cap.line()
+    assert all(r["R"] in (2, 3, 4) for r in cap.records)
+
+
+@pytest.mark.slow
+def test_the_example_plan_runs(tmp_path, monkeypatch):
+    import runpy
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["plan.py", "--quick"])
+    import matplotlib
+
+    matplotlib.use("Agg")
+    runpy.run_path(str(ROOT / "examples" / "capacity" / "plan.py"), run_name="__main__")
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["capacity-fleet.png", "capacity-load.png",
+                                                               "capacity-memory.png"]
+
+
+def test_the_search_starts_from_the_programs_value_after_its_sets():
+    program = sq.compile(source=Path(MM1).read_text(), sets={"lam": "0.6 + 0.1"})
+    knob = resolve_knob(program, "lam", None)
+    assert (knob.start, knob.direction, knob.integer) == (0.7, "max", False)
+    with pytest.raises(sq.SqError, match="program read from an IR"):
+        resolve_knob(sq.load(program.to_json()), "lam", None)
+
+
+@pytest.mark.parametrize("executor, jobs, threads, processes",
+                         [("threads", 2, 1, 0), ("processes", 2, 0, 1), (None, 1, 0, 0)])
+def test_one_pool_serves_the_whole_search(monkeypatch, executor, jobs, threads, processes):
+    # a pool per point (worker processes take seconds to start) would dominate a search of short runs
+    import concurrent.futures as cf
+    import multiprocessing.pool
+
+    started = {"threads": 0, "processes": 0}
+
+    def counting(cls, what):
+        init = cls.__init__
+
+        def counted(self, *args, **kwargs):
+            started[what] += 1
+            init(self, *args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(cf.ThreadPoolExecutor, "__init__", counting(cf.ThreadPoolExecutor, "threads"))
+    monkeypatch.setattr(cf.ProcessPoolExecutor, "__init__", counting(cf.ProcessPoolExecutor, "processes"))
+    monkeypatch.setattr(multiprocessing.pool.Pool, "__init__", counting(multiprocessing.pool.Pool, "processes"))
+    cap = capacity(MMC, "c", "wait.mean <= 0.2", seeds=range(1, 4), horizon=500, warmup=50,
+                   executor=executor, jobs=jobs)
+    assert len(cap.points) >= 3 and started == {"threads": threads, "processes": processes}
+
+
+def test_a_fractional_end_searches_a_deployment_knob_over_real_values():
+    knob = resolve_knob(VLLM, "kv_gib", None, lo=4.5, hi=8)
+    assert (knob.integer, knob.direction) == (False, "min")
+    assert resolve_knob(VLLM, "kv_gib", None, lo=4, hi=8).integer
