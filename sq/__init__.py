@@ -94,7 +94,10 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
-    lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`.
+    lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`;
+    `trace_iterations` / `trace_evictions` may instead be an open text file or a callable
+    (given each chunk of lines as a list) that gets the lines while the run goes, and the
+    report's list stays empty: memory stays flat however long the trace.
     `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
     a run that would pass it stops with an SqError saying how far it got.
     `timeline` (a path) makes the run write a Chrome/Perfetto trace-event file of what
@@ -167,7 +170,8 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
                                    (lowered.arrivals if arrivals is None else arrivals) or 0)
     try:
         raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                          trace_iterations=trace_iterations, trace_evictions=trace_evictions,
+                          trace_iterations=_trace_sink(trace_iterations),
+                          trace_evictions=_trace_sink(trace_evictions),
                           dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
                           wall_limit=wall_limit, progress=tracker,
                           timeline=None if timeline is None else os.fspath(timeline),
@@ -245,6 +249,14 @@ def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, s
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         changes["arrivals"] = int(arrivals)
     return changes
+
+
+def _trace_sink(trace):
+    """A debug trace's destination for the engine: a file (anything with `write`) gets the
+    lines, one per line, as the run goes; True, False and a callable pass as they are."""
+    if hasattr(trace, "write"):
+        return lambda lines: trace.write("".join(f"{line}\n" for line in lines))
+    return trace
 
 
 def _window(window):

@@ -1306,6 +1306,8 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
                                 or darr_push(&st.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
+        if st.trace_evicts:
+            trace_logged(st)
         p.entries[best].size -= piece
         p.cached -= piece
         p.evicted_units += piece
@@ -2753,7 +2755,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
     Settings left as None are the program's own. `trace_iterations` is for step
-    stages; `check_invariants` re-checks the engine's bookkeeping after every
+    stages; `trace_iterations` / `trace_evictions` may be a callable instead of True, which
+    gets the lines in chunks (a list of a few thousand at a time) while the run goes, in
+    order, and the RawResults' list stays empty; `check_invariants` re-checks the engine's bookkeeping after every
     event (pools within their caps, no negative counter or allocation, queues,
     servers and residents consistent) and raises SqError at the first fault. `timeline` is
     a path: the run streams a trace-event file there (of the events overlapping
@@ -2930,11 +2934,14 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.keep_samples = samples == "all"
         if not st.keep_samples:
             summaries_start(st)
-        watch = _Watch(progress)
+        iteration_lines, eviction_lines = [], []
+        watch = _Watch(progress, _trace_sink(trace_iterations, iteration_lines),
+                       _trace_sink(trace_evictions, eviction_lines))
         poll_start(st, watch, float(wall_limit) if wall_limit is not None else 0.0)
         keep = _open_timeline(st, timeline, timeline_window, lowered, SqError) if timeline is not None else None
         with nogil:
             run_loop(st)
+        trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.err:
             raise SqError(_error_text(st, lowered), phase="run")
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
@@ -2942,6 +2949,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             _close_timeline(st, timeline, SqError)    # complete also when the run was stopped
         del keep
         raw = _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
+        raw.iteration_trace, raw.eviction_trace = iteration_lines, eviction_lines
         if st.stop == STOP_WALL:
             raw.stopped = "wall limit"
         elif st.stop:
@@ -2951,6 +2959,12 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         return raw
     finally:
         free_state(st)
+
+
+def _trace_sink(trace, lines):
+    """Where a debug trace's lines go: a callable takes each chunk (list of lines) as the run
+    goes; True keeps them all in `lines` (the report's list)."""
+    return trace if callable(trace) else lines.extend
 
 
 cdef object _open_timeline(State* st, path, window, lowered, SqError):
@@ -3210,10 +3224,6 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
             budget_use=_running(R, &s.budget_use), batch=_running(R, &s.batch),
             itl=_itl(R, &s.itl)))
     cdef Pool* p
-    if st.trace_iters:
-        raw.iteration_trace = _iteration_lines(st)
-    if st.trace_evicts:
-        raw.eviction_trace = _eviction_lines(st)
     if dump_pools:
         raw.pool_dump = _pool_dump_lines(st, lowered)
     for k in range(st.n_pools):

@@ -14,6 +14,8 @@ cdef enum:
     STOP_INTERRUPT = 1      # a signal handler (or the progress callback) raised
     STOP_WALL = 2           # the wall-clock limit passed
     POLL_MAX = 65536        # events between polls, at most
+    TRACE_CHUNK = 4096      # iterations (or evictions) kept before the trace goes to its sink
+    TRACE_ENTRIES = 65536   # iteration entries kept before the same
 
 cdef extern from *:
     "#define SQ_PYTHON_EVERY 0.05"
@@ -27,14 +29,61 @@ cdef inline double monotonic() noexcept nogil:
 
 
 cdef class _Watch:
-    """What the loop reports to while it runs: the progress callback, and the exception a
-    signal handler or the callback raised (the run stops at it)."""
+    """What the loop reports to while it runs: the progress callback, the debug traces' sinks,
+    and the exception a signal handler, the callback or a sink raised (the run stops at it)."""
     cdef public object progress       # callable(now, events, arrivals) or None
+    cdef public object iterations     # callable(list of ITER lines) or None
+    cdef public object evictions      # callable(list of EVICT lines) or None
     cdef public object exception
 
-    def __init__(self, progress=None):
+    def __init__(self, progress=None, iterations=None, evictions=None):
         self.progress = progress
+        self.iterations = iterations
+        self.evictions = evictions
         self.exception = None
+
+
+# ---- the debug traces, streamed: the engine keeps a chunk, Python formats and takes it -------
+cdef inline bint trace_full(State* st) noexcept nogil:
+    return st.it_time.n >= TRACE_CHUNK or st.it_serial.n >= TRACE_ENTRIES or st.ev_time.n >= TRACE_CHUNK
+
+
+cdef inline void trace_logged(State* st) noexcept nogil:
+    """After a trace entry: a full chunk makes the loop poll at the next instant, which hands
+    it to Python (the loop only stops between instants; an instant's entries are bounded)."""
+    if trace_full(st):
+        st.poll_at = st.events
+
+
+cdef void trace_flush(State* st):
+    """Hand the kept entries to the sinks as lines and forget them (their bytes no longer count
+    toward max_memory). Raises what a sink raises."""
+    watch = <_Watch> st.poller
+    if st.it_time.n:
+        lines = _iteration_lines(st)
+        st.mem_bytes -= 16 * st.it_time.n + 40 * st.it_serial.n
+        st.it_time.n = st.it_count.n = st.it_serial.n = st.it_turn.n = st.it_mode.n = st.it_tokens.n = 0
+        watch.iterations(lines)
+    if st.ev_time.n:
+        lines = _eviction_lines(st)
+        st.mem_bytes -= 24 * st.ev_time.n
+        st.ev_time.n = st.ev_key.n = st.ev_units.n = 0
+        watch.evictions(lines)
+
+
+cdef int trace_flush_polled(State* st) noexcept with gil:
+    try:
+        trace_flush(st)
+    except BaseException as exc:
+        watch = <_Watch> st.poller
+        watch.exception = exc
+        watch.iterations = watch.evictions = _discard    # a failed sink is not asked again
+        return STOP_INTERRUPT
+    return 0
+
+
+def _discard(lines):
+    pass
 
 
 cdef int poll_python(State* st) noexcept with gil:
@@ -52,6 +101,10 @@ cdef int poll_python(State* st) noexcept with gil:
 cdef bint poll(State* st) noexcept nogil:
     """Called between instants once `events` reaches `poll_at`: True when the run must stop."""
     cdef double t = monotonic(), dt = t - st.poll_wall
+    if trace_full(st):
+        st.stop = trace_flush_polled(st)
+        if st.stop:
+            return True
     if dt < 0.001 and st.poll_every < POLL_MAX:
         st.poll_every *= 2
     elif dt > 0.004 and st.poll_every > 1:

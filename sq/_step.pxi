@@ -336,6 +336,7 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
                 or larr_push(&st.it_mode, st.job_mode[j]) < 0 or darr_push(&st.it_tokens, s.a_tok[r]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
+    trace_logged(st)
 
 
 cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noexcept nogil:

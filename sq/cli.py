@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import traceback
 
 from sq import cli_capacity, cli_study
@@ -238,17 +240,27 @@ def _cmd_run(args) -> int:
     program = _compile(args)
     if args.timeline_window is not None and args.timeline is None:
         raise SqError("--timeline-window needs --timeline FILE.json", phase="settings")
-    try:
-        report = run(program, trace_iterations=args.trace_iterations, trace_evictions=args.trace_evictions,
-                     dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
-                     wall_limit=args.wall_limit, max_memory=args.max_memory, timeline=args.timeline,
-                     timeline_window=args.timeline_window)
-    except KeyboardInterrupt as stop:
-        if getattr(stop, "report", None) is None:
-            raise
-        _print_report(args, stop.report)
-        return EXIT_INTERRUPTED
+    # the traces go to stderr as the run goes; EVICT lines follow all ITER lines, so with both
+    # they wait in a temporary file until the run ends
+    both = args.trace_iterations and args.trace_evictions
+    with tempfile.TemporaryFile("w+") if both else contextlib.nullcontext(sys.stderr) as evictions:
+        try:
+            report = run(program, trace_iterations=args.trace_iterations and sys.stderr,
+                         trace_evictions=args.trace_evictions and evictions,
+                         dump_pools=args.dump_pools, samples=args.samples, progress=_progress(args, program),
+                         wall_limit=args.wall_limit, max_memory=args.max_memory, timeline=args.timeline,
+                         timeline_window=args.timeline_window)
+        except KeyboardInterrupt as stop:
+            if getattr(stop, "report", None) is None:
+                raise
+            report = stop.report
+        finally:
+            if both:
+                evictions.seek(0)
+                shutil.copyfileobj(evictions, sys.stderr)
     _print_report(args, report)
+    if report.stopped == "interrupted":
+        return EXIT_INTERRUPTED
     return EXIT_WALL_LIMIT if report.stopped else 0
 
 

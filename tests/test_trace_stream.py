@@ -1,0 +1,101 @@
+"""The debug traces streamed: the engine keeps one chunk of ITER / EVICT entries and hands it to
+a sink (a callable or a file) as the run goes, so a long trace takes no more memory than a short
+one. The lines are the collected ones (`report.iteration_trace`, compared with pyserq's
+SERQ_TRACE_ITER elsewhere), byte for byte and in order."""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import sq
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"   # preempts and evicts
+
+
+@pytest.fixture(scope="module")
+def collected():
+    return sq.run(sq.compile(str(PROGRAM)), trace_iterations=True, trace_evictions=True, dump_pools=True)
+
+
+def test_callable_sinks_get_the_collected_lines_in_chunks(collected):
+    chunks = {"ITER": [], "EVICT": []}
+    report = sq.run(sq.compile(str(PROGRAM)), trace_iterations=chunks["ITER"].append,
+                    trace_evictions=chunks["EVICT"].append)
+    assert report.iteration_trace == [] and report.eviction_trace == []
+    assert report.to_json() == collected.to_json()
+    for kind, whole in (("ITER", collected.iteration_trace), ("EVICT", collected.eviction_trace)):
+        assert [line for chunk in chunks[kind] for line in chunk] == whole
+        # streamed: more than one chunk, none of them the whole trace
+        assert len(chunks[kind]) > 1 and max(map(len, chunks[kind])) < len(whole)
+
+
+def test_file_sink_gets_one_line_per_entry(collected):
+    out = io.StringIO()
+    sq.run(sq.compile(str(PROGRAM)), trace_evictions=out)
+    assert out.getvalue() == "".join(f"{line}\n" for line in collected.eviction_trace)
+
+
+def test_cli_streams_the_same_lines_in_the_same_order(collected):
+    out = subprocess.run([sys.executable, "-m", "sq", "run", str(PROGRAM), "--json", "--trace-iterations",
+                          "--trace-evictions", "--dump-pools"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    whole = collected.iteration_trace + collected.eviction_trace + collected.pool_dump
+    assert out.stderr == "".join(f"{line}\n" for line in whole)
+    assert out.stdout.strip() == collected.to_json()
+
+
+def test_a_sink_that_raises_stops_the_run_with_its_exception():
+    calls = []
+
+    def sink(lines):
+        calls.append(len(lines))
+        raise ValueError("disk full")
+
+    with pytest.raises(ValueError, match="disk full") as stop:
+        sq.run(sq.compile(str(PROGRAM)), trace_evictions=sink)
+    assert calls and len(calls) == 1        # not asked again after it failed
+    assert stop.value.report.stopped == "interrupted" and stop.value.report.end < 60
+
+
+def test_the_engine_keeps_one_chunk_of_a_long_trace():
+    """max_memory counts the engine's trace entries: a trace whose entries take ten times the
+    bound runs within it, as the chunks handed on are no longer counted."""
+    program = sq.compile(str(PROGRAM))
+    counts = [0, 0]
+
+    def count(lines):
+        counts[0] += len(lines)
+        counts[1] += sum(len(line.split()) - 2 for line in lines)
+
+    bound = 8 << 20
+    sq.run(program, horizon=900, samples="none", max_memory=bound, trace_iterations=count)
+    iterations, entries = counts
+    assert 16 * iterations + 40 * entries > 10 * bound     # what the engine charges per trace entry
+
+
+def test_python_keeps_one_chunk_of_lines_at_a_time():
+    """The peak of Python's allocations during a streamed run does not grow with its horizon;
+    during a collected run it grows with the trace."""
+    tracemalloc = pytest.importorskip("tracemalloc")
+    program = sq.compile(str(PROGRAM))
+    peaks = []
+    with open(os.devnull, "w") as out:
+        tracemalloc.start()
+        try:
+            for horizon, trace in ((60, out), (60, out), (200, out), (200, True)):
+                tracemalloc.reset_peak()
+                report = sq.run(program, horizon=horizon, samples="none", trace_iterations=trace)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    _, short, streamed, whole = peaks       # the first run imports and lowers
+    size = sum(map(len, report.iteration_trace))
+    assert size > 4 << 20, size
+    assert streamed - short < 1 << 20 and whole - streamed > size / 2, (short, streamed, whole, size)
