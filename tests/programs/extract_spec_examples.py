@@ -2,7 +2,7 @@
 
 Run once by hand (it needs pyserq 0.1.2, the reference, to label each example):
 
-    python tests/programs/extract_spec_examples.py [SPEC_DIR]
+    python tests/programs/extract_spec_examples.py SPEC_DIR   # the serQ spec's folder
 
 Files are named `chNN_MM.sq` (chapter, 1-based index of the example in that
 chapter). An example whose first line is `// lib/NAME.sq` is a library the
@@ -34,7 +34,6 @@ sys.path.insert(0, str(HERE.parent))
 
 from oracle import headline, pyserq_compile  # noqa: E402
 
-DEFAULT_SPEC = Path("/work/shared/spec")
 FENCE = re.compile(r"^```serq[^\n]*\n(.*?)^```", re.S | re.M)
 
 
@@ -78,7 +77,7 @@ def probes(spec_dir: Path):
         yield stem, probe["source"], probe["overrides"]
 
 
-def main(spec_dir: Path = DEFAULT_SPEC) -> None:
+def main(spec_dir: Path) -> None:
     out = HERE / "spec"
     (out / "lib").mkdir(parents=True, exist_ok=True)
     programs = []
@@ -101,4 +100,6 @@ def main(spec_dir: Path = DEFAULT_SPEC) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SPEC)
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/programs/extract_spec_examples.py SPEC_DIR")
+    main(Path(sys.argv[1]))
