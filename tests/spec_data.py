@@ -1,4 +1,4 @@
-"""What the tests keep of the serQ spec, inside the repository (a clone has no ../shared).
+"""What the tests keep of the serQ spec, inside the repository (a user's clone has no spec folder beside it).
 
 * `tests/data/probes/`: the spec's probe programs with the figures pyserq 0.1.2
   produced (`probes.json`, copied from the spec's `probes/` folder unchanged) and
