@@ -1302,7 +1302,7 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         else:
             best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
-        if st.trace_evicts and (charge(st, 24) < 0 or darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
+        if st.trace_evicts and (charge(st, EVICT_BYTES) < 0 or darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
                                 or darr_push(&st.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return

@@ -16,6 +16,10 @@ cdef enum:
     POLL_MAX = 65536        # events between polls, at most
     TRACE_CHUNK = 4096      # iterations (or evictions) kept before the trace goes to its sink
     TRACE_ENTRIES = 65536   # iteration entries kept before the same
+    # what one kept trace entry is charged toward max_memory (and handed back when streamed)
+    ITER_BYTES = 16         # an iteration: time, count
+    ITER_ENTRY_BYTES = 40   # one of its entries: serial, turn, mode, tokens
+    EVICT_BYTES = 24        # an eviction: time, key, units
 
 cdef extern from *:
     "#define SQ_PYTHON_EVERY 0.05"
@@ -61,12 +65,12 @@ cdef void trace_flush(State* st):
     watch = <_Watch> st.poller
     if st.it_time.n:
         lines = _iteration_lines(st)
-        st.mem_bytes -= 16 * st.it_time.n + 40 * st.it_serial.n
+        st.mem_bytes -= ITER_BYTES * st.it_time.n + ITER_ENTRY_BYTES * st.it_serial.n
         st.it_time.n = st.it_count.n = st.it_serial.n = st.it_turn.n = st.it_mode.n = st.it_tokens.n = 0
         watch.iterations(lines)
     if st.ev_time.n:
         lines = _eviction_lines(st)
-        st.mem_bytes -= 24 * st.ev_time.n
+        st.mem_bytes -= EVICT_BYTES * st.ev_time.n
         st.ev_time.n = st.ev_key.n = st.ev_units.n = 0
         watch.evictions(lines)
 

@@ -323,7 +323,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r
     cdef int32_t j, owner
-    if charge(st, 16 + 40 * s.na) < 0:
+    if charge(st, ITER_BYTES + ITER_ENTRY_BYTES * s.na) < 0:
         return
     if darr_push(&st.it_time, st.now) < 0 or larr_push(&st.it_count, s.na) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
