@@ -177,14 +177,15 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
                           timeline=None if timeline is None else os.fspath(timeline),
                           timeline_window=_window(timeline_window), **bound)
     except BaseException as exc:
-        # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
-        if getattr(exc, "raw", None) is None:
-            raise
-        exc.report = _report(exc.raw, program, started)
+        # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
         if tracker is not None:
             tracker.close()
+        # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
+        if getattr(exc, "raw", None) is not None:
+            exc.report = _report(exc.raw, program, started)
         raise
-    _finish_progress(tracker, raw)
+    if tracker is not None:
+        tracker.finish(raw.end, raw.events, raw.arrivals)
     return _report(raw, program, started)
 
 
@@ -200,11 +201,6 @@ def _report(raw, program, started: float):
     report.overrides = dict(origin.get("sets") or {})
     report.wall_s = time.perf_counter() - started
     return report
-
-
-def _finish_progress(tracker, raw) -> None:
-    if tracker is not None:
-        tracker.finish(raw.end, raw.events, raw.arrivals)
 
 
 def _current(lowered) -> tuple:

@@ -217,6 +217,15 @@ def test_progress_callback_error_stops_the_run_and_propagates(mm1):
     assert info.value.report.stopped == "interrupted"
 
 
+def test_progress_bar_is_closed_when_the_run_fails(mm1):
+    # an SqError mid-run (here the memory bound) must still end the bar's line
+    closed = []
+    tracker = Tracker(lambda p: None, 1e12, every=0.0, close=closed.append)
+    with pytest.raises(sq.SqError, match="max_memory"):
+        sq.run(sq.compile(str(mm1)), progress=tracker, max_memory=1)
+    assert len(closed) == 1
+
+
 # -- samples="none" -----------------------------------------------------------------------------
 
 EXACT_OBSERVE = ("count", "mean", "cv2")
