@@ -490,7 +490,7 @@ def _executor(executor, jobs):
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from sq.executors import Executor as Where, _terminate
+    from sq.executors import Executor as Where, terminate_workers
 
     chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
@@ -503,13 +503,13 @@ def _executor(executor, jobs):
     try:
         yield pool
     except BrokenProcessPool:
-        _terminate(pool)
+        terminate_workers(pool)
         pool.shutdown(wait=False)
         raise SqError("capacity: a worker process ended in the middle of a run (killed, or out of memory?)",
                       phase="run") from None
     except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
         if isinstance(pool, _ProcessPool):
-            _terminate(pool)
+            terminate_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
@@ -523,12 +523,12 @@ class _ProcessPool(ProcessPoolExecutor):
     def __init__(self, workers: int):
         import multiprocessing
 
-        from sq.executors import _ignore_interrupt
+        from sq.executors import ignore_interrupt
 
-        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
+        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupt)
 
     def submit(self, fn, /, *args, **kwargs):
-        from sq.executors import _main_hidden
+        from sq.executors import main_hidden
 
-        with _main_hidden():    # workers start as tasks arrive
+        with main_hidden():    # workers start as tasks arrive
             return super().submit(fn, *args, **kwargs)

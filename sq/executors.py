@@ -79,14 +79,14 @@ def _processes(fn, tasks, todo, workers):
     import multiprocessing  # noqa: PLC0415
 
     pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_ignore_interrupt)
+                                  initializer=ignore_interrupt)
     try:
-        with _main_hidden():  # the pool starts its workers as tasks arrive
+        with main_hidden():  # the pool starts its workers as tasks arrive
             index = {pool.submit(fn, tasks[i]): i for i in todo}
         for fut in cf.as_completed(index):
             yield index[fut], _result(fut)
     except BaseException:
-        _terminate(pool)
+        terminate_workers(pool)
         pool.shutdown(wait=False)
         raise
     pool.shutdown()
@@ -103,7 +103,7 @@ def _result(fut):
                       phase="run") from None
 
 
-def _terminate(pool) -> None:
+def terminate_workers(pool) -> None:
     """Stop the pool's worker processes now (Python 3.14 has a method for it)."""
     stop = getattr(pool, "terminate_workers", None)
     if stop is not None:
@@ -114,7 +114,7 @@ def _terminate(pool) -> None:
 
 
 @contextmanager
-def _main_hidden():
+def main_hidden():
     """`__main__` replaced by an empty module while worker processes start.
 
     A spawned worker imports the parent's main script first, which runs a script
@@ -130,7 +130,7 @@ def _main_hidden():
         sys.modules["__main__"] = main
 
 
-def _ignore_interrupt() -> None:
+def ignore_interrupt() -> None:
     import signal  # noqa: PLC0415
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
