@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
+from sq.study import json_cell
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
@@ -129,7 +130,7 @@ class Point:
     def to_dict(self) -> dict:
         return {"value": self.value, "decision": self.decision, "n": len(self.seeds), "seeds": self.seeds,
                 "stationary": self.stationary,
-                "metrics": {m: {"mean": _json_number(a), "half_width": _json_number(h)}
+                "metrics": {m: {"mean": json_cell(a), "half_width": json_cell(h)}
                             for m, (a, h) in self.intervals.items()},
                 "conditions": dict(self.verdicts)}
 
@@ -230,7 +231,7 @@ class Capacity:
                 "confidence": self.confidence, "tol": self.tol, "value": self.value,
                 "bracket": list(self.bracket), "confident": self.confident, "reason": self.reason,
                 "points": [p.to_dict() for p in self.points],
-                "runs": [{k: _json_number(v) for k, v in r.items()} for r in self.records]}
+                "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -276,12 +277,6 @@ class Capacity:
         a.set_xlabel(self.knob)
         a.set_ylabel(metric)
         a.legend(fontsize="small")
-
-
-def _json_number(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 # -- the search -----------------------------------------------------------------
