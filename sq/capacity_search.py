@@ -15,7 +15,6 @@ import contextlib
 import json
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from sq._optional import require
@@ -485,7 +484,7 @@ def _executor(executor, jobs):
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from sq.executors import Executor as Where, terminate_workers
+    from sq.executors import Executor as Where, process_pool, terminate_workers
 
     chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
@@ -494,7 +493,7 @@ def _executor(executor, jobs):
     if chosen.kind == "serial" or chosen.jobs == 1:
         yield "serial"
         return
-    pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else _ProcessPool(chosen.jobs)
+    pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else process_pool(chosen.jobs)
     try:
         yield pool
     except BrokenProcessPool:
@@ -503,27 +502,8 @@ def _executor(executor, jobs):
         raise SqError("capacity: a worker process ended in the middle of a run (killed, or out of memory?)",
                       phase="run") from None
     except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
-        if isinstance(pool, _ProcessPool):
+        if not isinstance(pool, ThreadPoolExecutor):
             terminate_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-
-
-class _ProcessPool(ProcessPoolExecutor):
-    """Worker processes as `sq.sweep` starts its own: spawned (not forked from a parent that
-    may hold threads), leaving Ctrl-C to the parent, and started without the caller's main
-    script (a script without a main guard would run again in each worker)."""
-
-    def __init__(self, workers: int):
-        import multiprocessing
-
-        from sq.executors import ignore_interrupt
-
-        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"), initializer=ignore_interrupt)
-
-    def submit(self, fn, /, *args, **kwargs):
-        from sq.executors import main_hidden
-
-        with main_hidden():    # workers start as tasks arrive
-            return super().submit(fn, *args, **kwargs)

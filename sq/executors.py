@@ -76,13 +76,10 @@ def _processes(fn, tasks, todo, workers):
     middle are abandoned at once, where waiting for a long one would hold the exit. A
     worker that dies in a run (killed, out of memory) is an SqError, never a hang."""
     import concurrent.futures as cf  # noqa: PLC0415
-    import multiprocessing  # noqa: PLC0415
 
-    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=ignore_interrupt)
+    pool = process_pool(workers)
     try:
-        with main_hidden():  # the pool starts its workers as tasks arrive
-            index = {pool.submit(fn, tasks[i]): i for i in todo}
+        index = {pool.submit(fn, tasks[i]): i for i in todo}
         for fut in cf.as_completed(index):
             yield index[fut], _result(fut)
     except BaseException:
@@ -90,6 +87,21 @@ def _processes(fn, tasks, todo, workers):
         pool.shutdown(wait=False)
         raise
     pool.shutdown()
+
+
+def process_pool(workers: int):
+    """A `ProcessPoolExecutor` of spawned workers (not forked from a parent that may hold
+    threads) that leave Ctrl-C to the parent and start without the caller's main script
+    (`_main_hidden`)."""
+    import concurrent.futures as cf  # noqa: PLC0415
+    import multiprocessing  # noqa: PLC0415
+
+    class Pool(cf.ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            with _main_hidden():  # the pool starts its workers as tasks arrive
+                return super().submit(fn, *args, **kwargs)
+
+    return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
 
 
 def _result(fut):
@@ -114,7 +126,7 @@ def terminate_workers(pool) -> None:
 
 
 @contextmanager
-def main_hidden():
+def _main_hidden():
     """`__main__` replaced by an empty module while worker processes start.
 
     A spawned worker imports the parent's main script first, which runs a script
@@ -130,7 +142,7 @@ def main_hidden():
         sys.modules["__main__"] = main
 
 
-def ignore_interrupt() -> None:
+def _ignore_interrupt() -> None:
     import signal  # noqa: PLC0415
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
