@@ -15,12 +15,12 @@ import contextlib
 import json
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
+from sq.study import json_cell
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
@@ -129,7 +129,7 @@ class Point:
     def to_dict(self) -> dict:
         return {"value": self.value, "decision": self.decision, "n": len(self.seeds), "seeds": self.seeds,
                 "stationary": self.stationary,
-                "metrics": {m: {"mean": _json_number(a), "half_width": _json_number(h)}
+                "metrics": {m: {"mean": json_cell(a), "half_width": json_cell(h)}
                             for m, (a, h) in self.intervals.items()},
                 "conditions": dict(self.verdicts)}
 
@@ -230,7 +230,7 @@ class Capacity:
                 "confidence": self.confidence, "tol": self.tol, "value": self.value,
                 "bracket": list(self.bracket), "confident": self.confident, "reason": self.reason,
                 "points": [p.to_dict() for p in self.points],
-                "runs": [{k: _json_number(v) for k, v in r.items()} for r in self.records]}
+                "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -276,12 +276,6 @@ class Capacity:
         a.set_xlabel(self.knob)
         a.set_ylabel(metric)
         a.legend(fontsize="small")
-
-
-def _json_number(x):
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 # -- the search -----------------------------------------------------------------
@@ -490,7 +484,7 @@ def _executor(executor, jobs):
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from sq.executors import Executor as Where, _terminate
+    from sq.executors import Executor as Where, process_pool, terminate_workers
 
     chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
@@ -499,36 +493,17 @@ def _executor(executor, jobs):
     if chosen.kind == "serial" or chosen.jobs == 1:
         yield "serial"
         return
-    pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else _ProcessPool(chosen.jobs)
+    pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else process_pool(chosen.jobs)
     try:
         yield pool
     except BrokenProcessPool:
-        _terminate(pool)
+        terminate_workers(pool)
         pool.shutdown(wait=False)
         raise SqError("capacity: a worker process ended in the middle of a run (killed, or out of memory?)",
                       phase="run") from None
     except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
-        if isinstance(pool, _ProcessPool):
-            _terminate(pool)
+        if not isinstance(pool, ThreadPoolExecutor):
+            terminate_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-
-
-class _ProcessPool(ProcessPoolExecutor):
-    """Worker processes as `sq.sweep` starts its own: spawned (not forked from a parent that
-    may hold threads), leaving Ctrl-C to the parent, and started without the caller's main
-    script (a script without a main guard would run again in each worker)."""
-
-    def __init__(self, workers: int):
-        import multiprocessing
-
-        from sq.executors import _ignore_interrupt
-
-        super().__init__(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
-
-    def submit(self, fn, /, *args, **kwargs):
-        from sq.executors import _main_hidden
-
-        with _main_hidden():    # workers start as tasks arrive
-            return super().submit(fn, *args, **kwargs)

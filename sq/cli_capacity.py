@@ -39,21 +39,21 @@ def cmd_capacity(args) -> int:
     from sq import compile as sq_compile
     from sq.capacity_search import capacity
     from sq.cli import _overrides
-    from sq.cli_study import _check_writable, _client, parse_seeds
+    from sq.cli_study import check_writable, dask_client, parse_seeds
 
     program = sq_compile(args.file, sets=_overrides(args.sets, "--set"), defs=_overrides(args.defs, "--def"))
     seeds = parse_seeds(args.seeds)
     if args.plot_out:
         from sq._optional import require
 
-        _check_writable(args.plot_out)     # before the search, not after all its runs
+        check_writable(args.plot_out)     # before the search, not after all its runs
         require("matplotlib", "--plot-out").use("Agg")
     out = sys.stderr if args.json else sys.stdout
 
     def show(point) -> None:
         print(point.describe(args.knob), file=out, flush=True)
 
-    client = _client(args.scheduler) if args.scheduler else None
+    client = dask_client(args.scheduler) if args.scheduler else None
     try:
         cap = capacity(program, args.knob, args.slo, lo=args.lo, hi=args.hi, seeds=seeds,
                        confidence=args.confidence, tol=args.tol, direction=args.direction, executor=client,

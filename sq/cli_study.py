@@ -163,10 +163,10 @@ def cmd_sweep(args) -> int:
     sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
     for path in (args.out, args.plot_out):
         if path:
-            _check_writable(path)
+            check_writable(path)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
-    client = _client(args.scheduler) if args.scheduler else None
+    client = dask_client(args.scheduler) if args.scheduler else None
     try:
         return _run(args, grid, seeds, extra, plot, client)
     finally:
@@ -226,7 +226,7 @@ def _cell(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _check_writable(path: str) -> None:
+def check_writable(path: str) -> None:
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
@@ -237,7 +237,7 @@ def _check_writable(path: str) -> None:
                       notes=("help: --out takes .csv, .jsonl or .parquet; --plot-out .png, .pdf or .svg",))
 
 
-def _client(address: str):
+def dask_client(address: str):
     from sq._optional import require  # noqa: PLC0415
 
     distributed = require("distributed", "--scheduler")

@@ -76,20 +76,32 @@ def _processes(fn, tasks, todo, workers):
     middle are abandoned at once, where waiting for a long one would hold the exit. A
     worker that dies in a run (killed, out of memory) is an SqError, never a hang."""
     import concurrent.futures as cf  # noqa: PLC0415
-    import multiprocessing  # noqa: PLC0415
 
-    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_ignore_interrupt)
+    pool = process_pool(workers)
     try:
-        with _main_hidden():  # the pool starts its workers as tasks arrive
-            index = {pool.submit(fn, tasks[i]): i for i in todo}
+        index = {pool.submit(fn, tasks[i]): i for i in todo}
         for fut in cf.as_completed(index):
             yield index[fut], _result(fut)
     except BaseException:
-        _terminate(pool)
+        terminate_workers(pool)
         pool.shutdown(wait=False)
         raise
     pool.shutdown()
+
+
+def process_pool(workers: int):
+    """A `ProcessPoolExecutor` of spawned workers (not forked from a parent that may hold
+    threads) that leave Ctrl-C to the parent and start without the caller's main script
+    (`_main_hidden`)."""
+    import concurrent.futures as cf  # noqa: PLC0415
+    import multiprocessing  # noqa: PLC0415
+
+    class Pool(cf.ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            with _main_hidden():  # the pool starts its workers as tasks arrive
+                return super().submit(fn, *args, **kwargs)
+
+    return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
 
 
 def _result(fut):
@@ -103,7 +115,7 @@ def _result(fut):
                       phase="run") from None
 
 
-def _terminate(pool) -> None:
+def terminate_workers(pool) -> None:
     """Stop the pool's worker processes now (Python 3.14 has a method for it)."""
     stop = getattr(pool, "terminate_workers", None)
     if stop is not None:

@@ -96,7 +96,7 @@ class Sweep:
         infinities are written null, as JSON has no spelling for them."""
         with open(path, "w", encoding="utf-8") as f:
             for r in self.records:
-                f.write(json.dumps({c: _json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) + "\n")
+                f.write(json.dumps({c: json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) + "\n")
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
@@ -133,7 +133,8 @@ def _csv_cell(v):
     return "" if v is None else repr(v) if isinstance(v, float) else v
 
 
-def _json_cell(v):
+def json_cell(v):
+    """A value as JSON holds it: a NaN or infinite float becomes null."""
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
