@@ -630,8 +630,74 @@ cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
     return p.entries[e].size if e >= 0 else 0.0
 
 
+cdef inline double attr_value(State* st, int slot, int32_t a) noexcept nogil:
+    """Attribute a of the session in `slot` (an ended session's snapshot while attr_row is set; NaN
+    without a session)."""
+    if st.attr_row != NULL:
+        return st.attr_row[a]
+    return st.attrs[<int64_t> slot * st.n_attrs + a] if slot >= 0 else NAN
+
+
+cdef inline double ctx_value(State* st, int32_t x, double present) noexcept nogil:
+    if x == CTX_NOW:
+        return st.now
+    if x == CTX_PRESENT:
+        return present
+    return st.ctxv[x]
+
+
+cdef inline bint is_leaf(int32_t op) noexcept nogil:
+    return op == X_NUM or op == X_ATTR or op == X_CTX
+
+
+cdef inline double leaf_value(State* st, const int32_t* c, int slot, double present) noexcept nogil:
+    """The value of the leaf instruction at c (X_NUM, X_ATTR or X_CTX)."""
+    if c[0] == X_NUM:
+        return st.consts[c[XONE_ARG]]
+    if c[0] == X_ATTR:
+        return attr_value(st, slot, c[XONE_ARG])
+    return ctx_value(st, c[XONE_ARG], present)
+
+
 cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
-    """Run one expression's bytecode; attributes read NaN without a session (slot -1)."""
+    """Run one expression's bytecode; attributes read NaN without a session (slot -1).
+
+    The shapes most expressions have are computed here without the stack machine, with the
+    same operations in the same order: a leaf (a constant, an attribute, `now`), two leaves
+    and one of + - * /, and a draw whose arguments are constants (`~exp(1)`, `~h2(1, 4)`)."""
+    cdef const int32_t* c = st.code + off
+    cdef double args[2]
+    cdef double a, b
+    cdef int32_t op
+    if is_leaf(c[0]):
+        if c[XONE_LEN] == X_RET:
+            return leaf_value(st, c, slot, present)
+        if c[XONE_LEN] == X_SAMPLE and c[0] == X_NUM and c[XONE_LEN + XSAMPLE_NARGS] == 1 \
+                and c[XONE_LEN + XSAMPLE_LEN] == X_RET:
+            return sq_draw(rng, c[XONE_LEN + XSAMPLE_DIST], &st.consts[c[XONE_ARG]])
+        if is_leaf(c[XONE_LEN]):
+            op = c[2 * XONE_LEN]
+            if c[2 * XONE_LEN + X_BARE_LEN] == X_RET and (op == X_ADD or op == X_SUB or op == X_MUL
+                                                           or op == X_DIV):
+                a = leaf_value(st, c, slot, present)
+                b = leaf_value(st, c + XONE_LEN, slot, present)
+                if op == X_ADD:
+                    return a + b
+                if op == X_SUB:
+                    return a - b
+                if op == X_MUL:
+                    return a * b
+                return a / b
+            if op == X_SAMPLE and c[0] == X_NUM and c[XONE_LEN] == X_NUM \
+                    and c[2 * XONE_LEN + XSAMPLE_NARGS] == 2 and c[2 * XONE_LEN + XSAMPLE_LEN] == X_RET:
+                args[0] = st.consts[c[XONE_ARG]]
+                args[1] = st.consts[c[XONE_LEN + XONE_ARG]]
+                return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
+    return evaluate_vm(st, off, slot, rng, present)
+
+
+cdef double evaluate_vm(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
+    """The stack machine: any expression (evaluate's shapes too)."""
     cdef const int32_t* c = st.code
     cdef int64_t base = st.stack_top
     cdef double* s = st.stack + base     # a nested evaluation (budget_left) stacks above this one
@@ -639,8 +705,6 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     cdef int32_t pc = off, op, has_index
     cdef int64_t k
     cdef double a, b
-    if c[pc] == X_NUM and c[pc + XONE_LEN] == X_RET:
-        return st.consts[c[pc + XONE_ARG]]      # a constant (a ps stage's φ, most amounts): no stack
     while True:
         op = c[pc]
         if op == X_NUM:
@@ -648,19 +712,11 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
             sp += 1
             pc += XONE_LEN
         elif op == X_ATTR:
-            if st.attr_row != NULL:
-                s[sp] = st.attr_row[c[pc + XONE_ARG]]
-            else:
-                s[sp] = st.attrs[<int64_t> slot * st.n_attrs + c[pc + XONE_ARG]] if slot >= 0 else NAN
+            s[sp] = attr_value(st, slot, c[pc + XONE_ARG])
             sp += 1
             pc += XONE_LEN
         elif op == X_CTX:
-            if c[pc + XONE_ARG] == CTX_NOW:
-                s[sp] = st.now
-            elif c[pc + XONE_ARG] == CTX_PRESENT:
-                s[sp] = present
-            else:
-                s[sp] = st.ctxv[c[pc + XONE_ARG]]
+            s[sp] = ctx_value(st, c[pc + XONE_ARG], present)
             sp += 1
             pc += XONE_LEN
         elif op == X_NEG:

@@ -97,7 +97,7 @@ def _branches(source: str, function: str, prefix: str) -> set[str]:
 
 def test_the_engine_dispatches_every_opcode():
     source = (ROOT / "sq" / "_engine.pyx").read_text()
-    expressions = _branches(source, "evaluate", "X")
+    expressions = _branches(source, "evaluate_vm", "X")
     assert expressions | {"X_RET"} == set(_bytecode.ExprOp.__members__)   # X_RET: the final `else`
     statements = _branches(source, "exec_session", "S") | _branches(source, "exec_block", "S")
     assert statements == set(_bytecode.StmtOp.__members__)
