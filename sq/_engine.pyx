@@ -298,30 +298,39 @@ cdef inline bint before(HeapItem* x, HeapItem* y) noexcept nogil:
 cdef inline int heap_push(State* st, HeapItem** heap, int64_t* cap, int64_t* n, int64_t first,
                           HeapItem e) noexcept nogil:
     """Add e (the allocation doubles when full, starting at `first` items)."""
-    cdef int64_t c
-    cdef HeapItem* h
-    if n[0] == cap[0]:
-        c = cap[0] * 2 if cap[0] else first
-        h = <HeapItem*> realloc(heap[0], c * sizeof(HeapItem))
-        if h == NULL:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        heap[0] = h
-        cap[0] = c
+    if n[0] == cap[0] and heap_grow(st, heap, cap, first) < 0:
+        return -1
     n[0] += 1
-    heap_place(heap[0], n[0] - 1, n[0], e)
+    heap_up(heap[0], n[0] - 1, e)      # a new leaf only moves up
     return 0
 
 
-cdef inline void heap_place(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexcept nogil:
-    """Put e at place i of a heap of n (i's old item is gone), moving it up or down to its place."""
-    cdef int64_t parent, child
+cdef int heap_grow(State* st, HeapItem** heap, int64_t* cap, int64_t first) noexcept nogil:
+    cdef int64_t c = cap[0] * 2 if cap[0] else first
+    cdef HeapItem* h = <HeapItem*> realloc(heap[0], c * sizeof(HeapItem))
+    if h == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    heap[0] = h
+    cap[0] = c
+    return 0
+
+
+cdef inline void heap_up(HeapItem* h, int64_t i, HeapItem e) noexcept nogil:
+    """Put e at place i (i's old item is gone) or above it, moving larger parents down."""
+    cdef int64_t parent
     while i > 0:
         parent = (i - 1) >> 1
         if not before(&e, &h[parent]):
             break
         h[i] = h[parent]
         i = parent
+    h[i] = e
+
+
+cdef inline void heap_down(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexcept nogil:
+    """Put e at place i of a heap of n (i's old item is gone) or below it, moving smaller children up."""
+    cdef int64_t child
     while True:
         child = 2 * i + 1
         if child >= n:
@@ -335,11 +344,19 @@ cdef inline void heap_place(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexc
     h[i] = e
 
 
+cdef inline void heap_place(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexcept nogil:
+    """Put e at place i of a heap of n (i's old item is gone), moving it up or down to its place."""
+    if i > 0 and before(&e, &h[(i - 1) >> 1]):
+        heap_up(h, i, e)
+    else:
+        heap_down(h, i, n, e)
+
+
 cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
     cdef HeapItem top = h[0]
     n[0] -= 1
     if n[0] > 0:
-        heap_place(h, 0, n[0], h[n[0]])
+        heap_down(h, 0, n[0], h[n[0]])     # the last leaf, put at the root, only moves down
     return top
 
 
