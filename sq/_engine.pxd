@@ -368,6 +368,7 @@ cdef struct State:
     int64_t serve_stamp
     int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
     int kv_iteration           # start_iteration makes them (some expression reads them)
+    int estimates              # complete_job keeps the stages' estimators (some expression reads them)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     char* itl_has              # per session: token bookkeeping for inter-token gaps

@@ -220,6 +220,15 @@ cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
         bits[1 + (w >> 6)] &= ~((<uint64_t> 1) << (w & 63))
 
 
+cdef inline bint rows_any(const uint64_t* bits) noexcept nogil:
+    """Whether some row's bit is set (one summary word up to 4096 rows)."""
+    cdef int64_t i
+    for i in range(<int64_t> bits[0]):
+        if bits[1 + i] != 0:
+            return True
+    return False
+
+
 cdef inline int64_t next_row(const uint64_t* bits, int64_t k, int64_t n) noexcept nogil:
     """The first row from k on whose bit is set (n: none), reading the bits as they are now
     (a row marked during a pass, after the one being visited, is visited by the same pass)."""
@@ -956,7 +965,8 @@ cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
     if st.warm:
         running_add(&s.waits, wait)
         running_add(&s.services, service)
-    estimate(s, start, wait, service)
+    if st.estimates:
+        estimate(s, start, wait, service)
     if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
         tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
     job_free(st, j)
@@ -2501,9 +2511,10 @@ cdef void settle(State* st) noexcept nogil:
         if st.err:
             return
         # the pools pass: admission at settle happens only here
-        try_every_pool(st)
-        if st.err:
-            return
+        if rows_any(st.pools_waiting):
+            try_every_pool(st)
+            if st.err:
+                return
         if st.rlen == 0:
             break
     cdef bint pending_now = st.hlen > 0 and st.heap[0].t <= st.now
@@ -2630,7 +2641,8 @@ cdef void run_loop(State* st) noexcept nogil:
         if st.hlen == 0 or st.heap[0].t > st.horizon:
             break
         if st.heap[0].t > st.now:
-            read_gauges(st)
+            if st.n_gauges > 0:
+                read_gauges(st)
             st.steps = 0
             if st.heap[0].t > st.mid_time and not st.mid_taken:
                 take_mid(st)
@@ -2651,7 +2663,7 @@ cdef void run_loop(State* st) noexcept nogil:
         settle(st)
         if st.check:
             check_invariants_now(st)
-    if not st.err:
+    if not st.err and st.n_gauges > 0:
         read_gauges(st)
 
 
@@ -2972,6 +2984,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.bl_stage = -1
         st.kv_budget = bool(getattr(lowered, "kv_budget", True))
         st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+        st.estimates = bool(getattr(lowered, "estimates", True))
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):

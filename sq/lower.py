@@ -124,6 +124,7 @@ class Lowered:
     # other than a cost reads them, those of its iteration if any expression does.
     kv_budget: bool = True
     kv_iteration: bool = True
+    estimates: bool = True      # some expression reads a stage's estimators (est_*, price)
 
 
 def lower(ir: dict) -> Lowered:
@@ -164,6 +165,7 @@ class _Lowering:
         self.open_blocks: set[int] = set()
         self.contexts_read: set[str] = set()   # context variables read by any expression but a cost
         self.cost_contexts: set[str] = set()   # ... by step stages' cost expressions
+        self.estimates = False                  # est_lambda, est_rho, est_wait or price is read
         self.holds: list[int] = []
         self.max_flow_stages = 1
         self.hold_pcs: list[int] = []
@@ -312,6 +314,7 @@ class _Lowering:
             trace=ir.get("trace"), trace_ordered=bool(ir.get("trace_ordered", False)),
             kv_budget=bool(self.contexts_read & {"Kvb", "Kvp"}),
             kv_iteration=bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
+            estimates=self.estimates,
             slot_trace=tuple(self.slot(ir.get(k, d)) for k, d in (("slot_new", 3), ("slot_out", 4),
                                                             ("slot_think", 5), ("slot_forced", 7),
                                                             ("slot_more", 6))),
@@ -639,11 +642,13 @@ class _Lowering:
             self.emit(args[0]["Expr"])
             c += [X_FN1, FN1[fn]]
         elif fn == "Price":
+            self.estimates = True
             ref = args[0]["Stage"]
             self.emit(args[1]["Expr"]); self.emit(args[2]["Expr"])
             self.ref_args(X_PRICE, None, ref)
             self.depth -= 2
         elif fn in STAGE_FN:
+            self.estimates |= fn in ("EstLambda", "EstRho", "EstWait")
             self.ref_args(X_STAGE, STAGE_FN[fn], args[0]["Stage"])
         elif fn in POOL_FN:
             self.ref_args(X_POOL, POOL_FN[fn], args[0]["Pool"])
