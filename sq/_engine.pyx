@@ -133,7 +133,16 @@ cdef inline void running_add(Running* r, double x) noexcept nogil:
     r.mean += (x - r.mean) / <double> r.n
 
 
-cdef int serials_push(Serials* a, int64_t v) noexcept nogil:
+cdef inline int serials_push(Serials* a, int64_t v) noexcept nogil:
+    # the common case inline (a narrow serial with room); widening and growth out of line
+    if a.p64 == NULL and v <= 2147483647 and a.n < a.cap:
+        a.p32[a.n] = <int32_t> v
+        a.n += 1
+        return 0
+    return serials_push_slow(a, v)
+
+
+cdef int serials_push_slow(Serials* a, int64_t v) noexcept nogil:
     cdef int64_t cap, k
     cdef int64_t* wide
     if a.p64 == NULL and v > 2147483647:
@@ -164,7 +173,15 @@ cdef int serials_push(Serials* a, int64_t v) noexcept nogil:
     return 0
 
 
-cdef int turns_push(Turns* a, uint32_t v) noexcept nogil:
+cdef inline int turns_push(Turns* a, uint32_t v) noexcept nogil:
+    # the common case inline (all zeros so far: nothing stored); the rest out of line
+    if a.p == NULL and v == 0:
+        a.n += 1
+        return 0
+    return turns_push_slow(a, v)
+
+
+cdef int turns_push_slow(Turns* a, uint32_t v) noexcept nogil:
     cdef int64_t cap
     if a.p == NULL:
         if v == 0:
@@ -679,10 +696,10 @@ cdef inline bint is_leaf(int32_t op) noexcept nogil:
 cdef inline double leaf_value(State* st, const int32_t* c, int slot, double present) noexcept nogil:
     """The value of the leaf instruction at c (X_NUM, X_ATTR or X_CTX)."""
     if c[0] == X_NUM:
-        return st.consts[c[XONE_ARG]]
+        return st.consts[c[0 + XONE_ARG]]
     if c[0] == X_ATTR:
-        return attr_value(st, slot, c[XONE_ARG])
-    return ctx_value(st, c[XONE_ARG], present)
+        return attr_value(st, slot, c[0 + XONE_ARG])
+    return ctx_value(st, c[0 + XONE_ARG], present)
 
 
 cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
@@ -696,17 +713,17 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     cdef double a, b
     cdef int32_t op
     if is_leaf(c[0]):
-        if c[XONE_LEN] == X_RET:
+        if c[0 + XONE_LEN] == X_RET:
             return leaf_value(st, c, slot, present)
-        if c[XONE_LEN] == X_SAMPLE and c[0] == X_NUM and c[XONE_LEN + XSAMPLE_NARGS] == 1 \
-                and c[XONE_LEN + XSAMPLE_LEN] == X_RET:
-            return sq_draw(rng, c[XONE_LEN + XSAMPLE_DIST], &st.consts[c[XONE_ARG]])
-        if is_leaf(c[XONE_LEN]):
+        if c[0 + XONE_LEN] == X_SAMPLE and c[0] == X_NUM and c[0 + XONE_LEN + XSAMPLE_NARGS] == 1 \
+                and c[0 + XONE_LEN + XSAMPLE_LEN] == X_RET:
+            return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
+        if is_leaf(c[0 + XONE_LEN]):
             op = c[2 * XONE_LEN]
             if c[2 * XONE_LEN + X_BARE_LEN] == X_RET and (op == X_ADD or op == X_SUB or op == X_MUL
                                                            or op == X_DIV):
                 a = leaf_value(st, c, slot, present)
-                b = leaf_value(st, c + XONE_LEN, slot, present)
+                b = leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
                 if op == X_ADD:
                     return a + b
                 if op == X_SUB:
@@ -714,10 +731,10 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
                 if op == X_MUL:
                     return a * b
                 return a / b
-            if op == X_SAMPLE and c[0] == X_NUM and c[XONE_LEN] == X_NUM \
+            if op == X_SAMPLE and c[0] == X_NUM and c[0 + XONE_LEN] == X_NUM \
                     and c[2 * XONE_LEN + XSAMPLE_NARGS] == 2 and c[2 * XONE_LEN + XSAMPLE_LEN] == X_RET:
-                args[0] = st.consts[c[XONE_ARG]]
-                args[1] = st.consts[c[XONE_LEN + XONE_ARG]]
+                args[0] = st.consts[c[0 + XONE_ARG]]
+                args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
                 return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
     return evaluate_vm(st, off, slot, rng, present)
 
