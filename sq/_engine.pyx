@@ -2102,7 +2102,7 @@ include "_timeline.pxi"
 # ---- sessions -------------------------------------------------------------------------------
 cdef int spawn(State* st) noexcept nogil:
     cdef int32_t slot = session_alloc(st)
-    cdef int64_t base, i
+    cdef int64_t base
     if slot < 0:
         return -1
     base = <int64_t> slot * st.n_attrs
@@ -2118,27 +2118,13 @@ cdef int spawn(State* st) noexcept nogil:
             st.trace_of[slot] = sq_rng_range_u32(&st.rng_trace, 0, <uint32_t> (st.trace_sessions - 1))
         st.trace_next[slot] = 0
     st.pc[slot] = st.session_pc
-    st.adm[slot] = NEVER_ADMITTED
-    st.waiting[slot] = 0
-    st.resumed[slot] = 0
     st.sess_job[slot] = -1
     st.sess_flow[slot] = -1
-    st.stuck[slot] = 0
     st.itl_stage[slot] = -1
-    if st.pools_touched[slot]:
-        # only a slot whose session held or was preempted pays for the pools it never used
-        for i in range(st.n_pools + 1):
-            st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
-        for i in range(st.n_pools):
-            st.hcount[<int64_t> slot * st.n_pools + i] = 0
-        st.pools_touched[slot] = 0
-    st.grow_job[slot] = -1
     st.itl_has[slot] = 0
     st.itl_preempted[slot] = 0
-    st.depth[slot] = 0
-    st.grow_at[slot] = -1
-    st.lease_head[slot] = -1
-    st.lease_tail[slot] = -1
+    if st.n_pools > 0 or st.pools_touched[slot]:
+        reset_holds(st, slot)
     st.alive[slot] = 1
     st.live += 1
     st.arrivals += 1
@@ -2149,6 +2135,28 @@ cdef int spawn(State* st) noexcept nogil:
         if st.err:
             return -1
     return ready_push(st, slot)
+
+
+cdef void reset_holds(State* st, int32_t slot) noexcept nogil:
+    """A new session's holds, queue places, growth and leases. Only pool code changes them, so
+    without pools they are set once, on the slot's first use (session_alloc marks it touched)."""
+    cdef int64_t i
+    st.adm[slot] = NEVER_ADMITTED
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
+    st.stuck[slot] = 0
+    if st.pools_touched[slot]:
+        # only a slot whose session held or was preempted pays for the pools it never used
+        for i in range(st.n_pools + 1):
+            st.ppos[<int64_t> slot * (st.n_pools + 1) + i] = NAN
+        for i in range(st.n_pools):
+            st.hcount[<int64_t> slot * st.n_pools + i] = 0
+        st.pools_touched[slot] = 0
+    st.grow_job[slot] = -1
+    st.depth[slot] = 0
+    st.grow_at[slot] = -1
+    st.lease_head[slot] = -1
+    st.lease_tail[slot] = -1
 
 
 cdef int end_session(State* st, int32_t slot) noexcept nogil:
