@@ -106,7 +106,7 @@ cdef void settle(State* st) noexcept nogil:
                 return
         if st.rlen == 0:
             break
-    cdef bint pending_now = st.hlen > 0 and st.heap[0].t <= st.now
+    cdef bint pending_now = st.n_ps_first < st.n_stages and st.hlen > 0 and st.heap[0].t <= st.now
     for k in range(st.n_ps_first, st.n_stages):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)

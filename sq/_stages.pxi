@@ -65,15 +65,16 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     st.job_work[j] = w
     st.job_enq[j] = st.now
     st.job_started[j] = 0
-    st.job_mode[j] = M_PLAIN
-    st.job_grow[j] = -1
-    st.job_served[j] = -1
     if slot >= 0:
         st.sess_job[slot] = j
     s.n += 1
     mark_row(st.stages_sampled, k)
     if s.kind == K_STEP:
-        # a step job starts the moment it joins the residents
+        # a step job starts the moment it joins the residents; only step code reads its mode,
+        # growth and serving pass
+        st.job_mode[j] = M_PLAIN
+        st.job_grow[j] = -1
+        st.job_served[j] = -1
         st.job_start[j] = st.now
         st.job_started[j] = 1
         return join_residents(st, s, j)
