@@ -182,14 +182,14 @@ cdef inline int64_t turn_of(double x) noexcept nogil:
 
 
 cdef inline void fail(State* st, int code, int slot, double value, int64_t a, int64_t b) noexcept nogil:
-    if st.err != E_NONE:
+    if st.error.code != E_NONE:
         return
-    st.err = code
-    st.err_serial = st.serial[slot] if slot >= 0 else -1
-    st.err_time = st.now
-    st.err_value = value
-    st.err_a = a
-    st.err_b = b
+    st.error.code = code
+    st.error.serial = st.sess.serial[slot] if slot >= 0 else -1
+    st.error.time = st.now
+    st.error.value = value
+    st.error.a = a
+    st.error.b = b
 
 
 # ---- the event heap: (time, seq) order -----------------------------------------

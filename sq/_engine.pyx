@@ -149,28 +149,28 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
-    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
-    free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
-    free(st.frame_grown); free(st.grow_units); free(st.grow_at)
-    free(st.lease_slot); free(st.lease_row); free(st.lease_alloc); free(st.lease_computed)
-    free(st.lease_cache); free(st.lease_active); free(st.lease_gen); free(st.lease_next)
-    free(st.lease_prev); free(st.lease_free); free(st.lease_head); free(st.lease_tail)
-    free(st.trace_of); free(st.trace_next)
-    free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
-    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.fl_order); free(st.touched)
-    free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
-    free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
-    free(st.pools_touched)
-    free(st.hcount); free(st.hgen)
-    free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
-    free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
-    free(st.it_tokens.p); free(st.ev_time.p); free(st.ev_key.p); free(st.ev_units.p)
+    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch); free(st.sess.depth); free(st.sess.frame_hold); free(st.sess.frame_queued_at)
+    free(st.sess.frame_member); free(st.sess.frame_alloc); free(st.sess.frame_active); free(st.sess.frame_pos)
+    free(st.sess.frame_grown); free(st.sess.grow_units); free(st.sess.grow_at)
+    free(st.leases.slot); free(st.leases.row); free(st.leases.alloc); free(st.leases.computed)
+    free(st.leases.cache); free(st.leases.active); free(st.leases.gen); free(st.leases.next)
+    free(st.leases.prev); free(st.leases.spare); free(st.sess.lease_head); free(st.sess.lease_tail)
+    free(st.sess.trace_of); free(st.sess.trace_next)
+    free(st.flows.stage); free(st.flows.nst); free(st.flows.rem); free(st.flows.rate); free(st.flows.start); free(st.flows.id)
+    free(st.flows.owner); free(st.flows.active); free(st.flows.frozen); free(st.flows.spare); free(st.flows.order); free(st.flows.touched)
+    free(st.flows.left); free(st.flows.rising); free(st.flows.scratch); free(st.sess.flow)
+    free(st.sess.adm); free(st.sess.waiting); free(st.sess.resumed); free(st.sess.job); free(st.sess.stuck); free(st.sess.ppos)
+    free(st.sess.pools_touched)
+    free(st.sess.hcount); free(st.sess.hgen)
+    free(st.sess.itl_stage); free(st.sess.grow_job); free(st.sess.itl_has); free(st.sess.itl_last); free(st.sess.itl_turn)
+    free(st.traces.it_time.p); free(st.traces.it_count.p); free(st.traces.it_serial.p); free(st.traces.it_turn.p); free(st.traces.it_mode.p)
+    free(st.traces.it_tokens.p); free(st.traces.ev_time.p); free(st.traces.ev_key.p); free(st.traces.ev_units.p)
     tl_close(st)
-    free(st.itl_decoded); free(st.itl_preempted); free(st.job_mode); free(st.job_grow); free(st.job_served)
+    free(st.sess.itl_decoded); free(st.sess.itl_preempted); free(st.jobs.mode); free(st.jobs.growing); free(st.jobs.served)
     free(st.stages); free(st.observes); free(st.gauges)
-    free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
-    free(st.job_owner); free(st.job_stage); free(st.job_id); free(st.job_work); free(st.job_enq)
-    free(st.job_start); free(st.job_end); free(st.job_started); free(st.jfree)
+    free(st.heap); free(st.sess.attrs); free(st.sess.pc); free(st.sess.serial); free(st.sess.alive); free(st.sess.spare); free(st.ready)
+    free(st.jobs.owner); free(st.jobs.stage); free(st.jobs.id); free(st.jobs.work); free(st.jobs.enq)
+    free(st.jobs.start); free(st.jobs.end); free(st.jobs.started); free(st.jobs.spare)
     free(st.stack); free(st.keys)
     free(st)
 
@@ -411,21 +411,21 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         if st.stack == NULL or st.keys == NULL or st.stages == NULL or st.observes == NULL \
                 or st.gauges == NULL:
             raise MemoryError()
-        st.flow_max_st = max(1, lowered.max_flow_stages)
-        st.share_maxmin = lowered.share_maxmin
-        st.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
-        st.fl_left = <double*> calloc(st.n_stages + 1, sizeof(double))
-        st.fl_rising = <double*> calloc(st.n_stages + 1, sizeof(double))
-        st.fl_scratch = <int32_t*> calloc(st.flow_max_st + 1, sizeof(int32_t))
-        if st.touched == NULL or st.fl_left == NULL or st.fl_rising == NULL or st.fl_scratch == NULL:
+        st.flows.max_st = max(1, lowered.max_flow_stages)
+        st.flows.maxmin = lowered.share_maxmin
+        st.flows.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
+        st.flows.left = <double*> calloc(st.n_stages + 1, sizeof(double))
+        st.flows.rising = <double*> calloc(st.n_stages + 1, sizeof(double))
+        st.flows.scratch = <int32_t*> calloc(st.flows.max_st + 1, sizeof(int32_t))
+        if st.flows.touched == NULL or st.flows.left == NULL or st.flows.rising == NULL or st.flows.scratch == NULL:
             raise MemoryError()
         st.serve_keys = <const int32_t*> data_of(serve_keys)
         st.admit_via = <const int32_t*> data_of(admit_via)
         st.bl_stage = -1
         st.kv_budget = bool(getattr(lowered, "kv_budget", True))
         st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
-        st.trace_iters = bool(trace_iterations)
-        st.trace_evicts = bool(trace_evictions)
+        st.traces.iters = bool(trace_iterations)
+        st.traces.evicts = bool(trace_evictions)
         for k in range(st.n_stages):
             st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
             st.stages[k].chunk_e = (<StepExprsRow*> data_of(step_exprs))[k].chunk
@@ -438,10 +438,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
             st.stages[k].servers = (<int32_t*> data_of(servers))[k]
             st.stages[k].phi = (<int32_t*> data_of(phis))[k]
-        st.fl_finite = 1
+        st.flows.finite = 1
         for k in range(st.n_stages):
             if not isfinite(st.stages[k].share_cap):
-                st.fl_finite = 0
+                st.flows.finite = 0
         st.n_ps_first = st.n_stages
         for k in range(st.n_stages - 1, -1, -1):
             if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
@@ -467,7 +467,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         with nogil:
             run_loop(st)
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
-        if st.err:
+        if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run")
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
         if st.tl != NULL:
@@ -647,14 +647,14 @@ cdef object _iteration_lines(State* st):
     from sq.numbers import display as fmt
     lines = []
     cdef int64_t i, e = 0, n
-    for i in range(st.it_time.n):
-        n = st.it_count.p[i]
+    for i in range(st.traces.it_time.n):
+        n = st.traces.it_count.p[i]
         entries = []
         for _ in range(n):
-            entries.append(f"{st.it_serial.p[e]}:{st.it_turn.p[e]}:"
-                           f"{'d' if st.it_mode.p[e] == M_DECODE else 'p'}{fmt(st.it_tokens.p[e])}")
+            entries.append(f"{st.traces.it_serial.p[e]}:{st.traces.it_turn.p[e]}:"
+                           f"{'d' if st.traces.it_mode.p[e] == M_DECODE else 'p'}{fmt(st.traces.it_tokens.p[e])}")
             e += 1
-        lines.append(f"ITER {st.it_time.p[i]:.4f} " + " ".join(entries))
+        lines.append(f"ITER {st.traces.it_time.p[i]:.4f} " + " ".join(entries))
     return lines
 
 
@@ -663,19 +663,19 @@ cdef object _eviction_lines(State* st):
     (the key is the owner's serial, or 2^62 + n for a dead entry)."""
     from sq.numbers import display as fmt
     cdef int64_t i
-    return [f"EVICT {st.ev_time.p[i]:.4f} {st.ev_key.p[i]} {fmt(st.ev_units.p[i])}" for i in range(st.ev_time.n)]
+    return [f"EVICT {st.traces.ev_time.p[i]:.4f} {st.traces.ev_key.p[i]} {fmt(st.traces.ev_units.p[i])}" for i in range(st.traces.ev_time.n)]
 
 
 cdef str _owner_status(State* st, Entry* en):
     """What the entry's owner is doing at the end, in the reference's words ("gone": ended, or nobody's)."""
     cdef int32_t slot = en.slot
-    if slot < 0 or not st.alive[slot] or st.serial[slot] != en.key:
+    if slot < 0 or not st.sess.alive[slot] or st.sess.serial[slot] != en.key:
         return "gone"
-    if st.waiting[slot]:
+    if st.sess.waiting[slot]:
         return "Queued"
-    if st.grow_at[slot] >= 0:
+    if st.sess.grow_at[slot] >= 0:
         return "Growing"
-    if st.sess_job[slot] >= 0 or st.sess_flow[slot] >= 0:
+    if st.sess.job[slot] >= 0 or st.sess.flow[slot] >= 0:
         return "InStage"
     return "Ready"
 
@@ -765,62 +765,62 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 cdef object _error_text(State* st, lowered):
     from sq.lower import instruction_at
     from sq.numbers import brief, display as fmt
-    index = (<uint64_t> st.err_a)      # an index is unsigned (saturated at 2^64 - 1)
-    where = f" (session {st.err_serial}, time {brief(st.err_time)})" if st.err_serial >= 0 \
-        else f" (time {brief(st.err_time)})"
-    if st.err == E_BRANCH:
-        site = lowered.sites[st.err_a]
-        return (f"{site}: the guard is {fmt(st.err_value)}, not 0 or 1; "
+    index = (<uint64_t> st.error.a)      # an index is unsigned (saturated at 2^64 - 1)
+    where = f" (session {st.error.serial}, time {brief(st.error.time)})" if st.error.serial >= 0 \
+        else f" (time {brief(st.error.time)})"
+    if st.error.code == E_BRANCH:
+        site = lowered.sites[st.error.a]
+        return (f"{site}: the guard is {fmt(st.error.value)}, not 0 or 1; "
                 f"a draw is written `branch with (p)`{where}")
-    if st.err == E_INDEX:
-        return f"index {index} out of range (count {st.err_b}){where}"
-    if st.err == E_STAGE_INDEX:
-        return f"stage index {index} out of range (count {st.err_b}){where}"
-    if st.err == E_POOL_INDEX:
-        return f"pool index {index} out of range (count {st.err_b}){where}"
-    if st.err == E_GROW_OUTSIDE or st.err == E_LOAD_OUTSIDE or st.err == E_GROWING_OUTSIDE:
-        return f"{lowered.sites[st.err_a]}{where}"
-    if st.err == E_LOAD_FIT:
-        return (f"`load {lowered.sites[st.err_a]} ({fmt(st.err_value3)})`: the hold has {fmt(st.err_value)} allocated and "
-                f"{fmt(st.err_value2)} computed; a load must fit the allocation (grow first){where}")
-    if st.err == E_BUDGET_LEFT:
+    if st.error.code == E_INDEX:
+        return f"index {index} out of range (count {st.error.b}){where}"
+    if st.error.code == E_STAGE_INDEX:
+        return f"stage index {index} out of range (count {st.error.b}){where}"
+    if st.error.code == E_POOL_INDEX:
+        return f"pool index {index} out of range (count {st.error.b}){where}"
+    if st.error.code == E_GROW_OUTSIDE or st.error.code == E_LOAD_OUTSIDE or st.error.code == E_GROWING_OUTSIDE:
+        return f"{lowered.sites[st.error.a]}{where}"
+    if st.error.code == E_LOAD_FIT:
+        return (f"`load {lowered.sites[st.error.a]} ({fmt(st.error.value3)})`: the hold has {fmt(st.error.value)} allocated and "
+                f"{fmt(st.error.value2)} computed; a load must fit the allocation (grow first){where}")
+    if st.error.code == E_BUDGET_LEFT:
         return f"budget_left needs a step stage{where}"
-    if st.err == E_NESTING:
-        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.err_a)})` nests "
+    if st.error.code == E_NESTING:
+        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.error.a)})` nests "
                 f"deeper than the expression stack{where}")
-    if st.err == E_RENEWAL:
-        return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
-    if st.err == E_STUCK:
+    if st.error.code == E_RENEWAL:
+        return f"renewal interarrival must be positive and finite (got {fmt(st.error.value)}){where}"
+    if st.error.code == E_STUCK:
         head = f"the run does not advance: more than {st.step_limit} statements and events without time passing"
-        ins = instruction_at(lowered.stmts, st.err_a, "stmts") if st.err_a >= 0 else None
+        ins = instruction_at(lowered.stmts, st.error.a, "stmts") if st.error.a >= 0 else None
         if ins is not None and ins.name == "S_JUMP":     # a loop's back jump: the loop's first statement
             ins = instruction_at(lowered.stmts, ins.operands["target"], "stmts")
         if ins is not None and ins.name == "S_RUN":      # stuck at a session's `run`
             stage = _row_name(lowered.stage_names, lowered.stage_indices, ins.operands["stage"]["base"])
             return (f"{head}: a `run {stage}` that takes no time (work 0, or a time lost to rounding: "
                     f"`now + work == now`) in a `loop`?{where}")
-        if st.err_a >= 0:     # a session's statements
+        if st.error.a >= 0:     # a session's statements
             return f"{head} (a `loop` with no time-taking `run`?){where}"
-        if st.err_b >= 0:     # a stage's events
-            what = "iterations" if lowered.stage_kinds[st.err_b] == K_STEP else "jobs"
-            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}` "
+        if st.error.b >= 0:     # a stage's events
+            what = "iterations" if lowered.stage_kinds[st.error.b] == K_STEP else "jobs"
+            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.error.b)}` "
                     f"repeats {what} that take no time (a cost of 0, or a time lost to rounding: "
                     f"`now + work == now`){where}")
         return f"{head}{where}"
-    if st.err == E_SPILL_VIA_STEP:
-        return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.err_a)}` spills a piece over "
-                f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}`, which runs only "
+    if st.error.code == E_SPILL_VIA_STEP:
+        return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.error.a)}` spills a piece over "
+                f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.error.b)}`, which runs only "
                 f"`prefill` and `decode` work and cannot carry a transfer (pyserq 0.1.2 panics here); "
                 f"link the spill through a fifo, ps or delay stage{where}")
-    if st.err == E_INVARIANT:
-        return f"{invariant_text(st.err_a, st.err_b)}{where}"
-    if st.err == E_MEMORY_LIMIT:
+    if st.error.code == E_INVARIANT:
+        return f"{invariant_text(st.error.a, st.error.b)}{where}"
+    if st.error.code == E_MEMORY_LIMIT:
         return (f"the run would take more than {_bytes(st.max_memory)} of memory (max_memory) at time "
-                f"{brief(st.err_time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
+                f"{brief(st.error.time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
                 f"--max-memory) or shorten the run")
-    if st.err == E_TOO_MANY:
+    if st.error.code == E_TOO_MANY:
         return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
-    if st.err == E_SPILL_CYCLE:
+    if st.error.code == E_SPILL_CYCLE:
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")
     return f"out of memory{where}: {_progress(st, lowered)}"
