@@ -2,6 +2,40 @@
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
 
+cdef bint flows_new(State* st, int32_t max_st, int maxmin) noexcept nogil:
+    """The flows' per-stage tables (no flow yet). False: out of memory."""
+    cdef Flows* fs = &st.flows
+    fs.max_st = max_st
+    fs.maxmin = maxmin
+    fs.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
+    fs.left = <double*> calloc(st.n_stages + 1, sizeof(double))
+    fs.rising = <double*> calloc(st.n_stages + 1, sizeof(double))
+    fs.scratch = <int32_t*> calloc(fs.max_st + 1, sizeof(int32_t))
+    return fs.touched != NULL and fs.left != NULL and fs.rising != NULL and fs.scratch != NULL
+
+
+cdef bint flow_tables(State* st, int64_t cap) noexcept nogil:
+    """Every per-flow table (Flows) at `cap` slots, or all freed (cap 0): the one list of them."""
+    cdef Flows* fs = &st.flows
+    cdef bint keep = cap > 0
+    return (table(<void**> &fs.stage, cap * st.flows.max_st * sizeof(int32_t), keep)
+            and table(<void**> &fs.nst, cap * sizeof(int32_t), keep)
+            and table(<void**> &fs.rem, cap * sizeof(double), keep)
+            and table(<void**> &fs.rate, cap * sizeof(double), keep)
+            and table(<void**> &fs.start, cap * sizeof(double), keep)
+            and table(<void**> &fs.id, cap * sizeof(int64_t), keep)
+            and table(<void**> &fs.owner, cap * sizeof(int32_t), keep)
+            and table(<void**> &fs.active, cap * sizeof(char), keep)
+            and table(<void**> &fs.frozen, cap * sizeof(char), keep)
+            and table(<void**> &fs.spare, cap * sizeof(int32_t), keep)
+            and table(<void**> &fs.order, cap * sizeof(int32_t), keep))
+
+
+cdef void flows_free(State* st) noexcept nogil:
+    flow_tables(st, 0)
+    free(st.flows.touched); free(st.flows.left); free(st.flows.rising); free(st.flows.scratch)
+
+
 cdef int32_t flow_alloc(State* st) noexcept nogil:
     cdef int64_t cap
     cdef int32_t f
@@ -10,17 +44,7 @@ cdef int32_t flow_alloc(State* st) noexcept nogil:
         return st.flows.spare[st.flows.nspare]
     if st.flows.n == st.flows.cap:
         cap = st.flows.cap * 2 + 16
-        if not grow(<void**> &st.flows.stage, cap * st.flows.max_st * sizeof(int32_t)) \
-                or not grow(<void**> &st.flows.nst, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.flows.rem, cap * sizeof(double)) \
-                or not grow(<void**> &st.flows.rate, cap * sizeof(double)) \
-                or not grow(<void**> &st.flows.start, cap * sizeof(double)) \
-                or not grow(<void**> &st.flows.id, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.flows.owner, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.flows.active, cap * sizeof(char)) \
-                or not grow(<void**> &st.flows.frozen, cap * sizeof(char)) \
-                or not grow(<void**> &st.flows.spare, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.flows.order, cap * sizeof(int32_t)):
+        if not flow_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         st.flows.cap = cap

@@ -329,21 +329,28 @@ cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noex
                 return
 
 
+cdef bint lease_tables(State* st, int64_t cap) noexcept nogil:
+    """Every per-lease table (Leases) at `cap` rows, or all freed (cap 0): the one list of them."""
+    cdef Leases* ls = &st.leases
+    cdef bint keep = cap > 0
+    return (table(<void**> &ls.slot, cap * sizeof(int32_t), keep)
+            and table(<void**> &ls.row, cap * sizeof(int32_t), keep)
+            and table(<void**> &ls.alloc, cap * sizeof(double), keep)
+            and table(<void**> &ls.computed, cap * sizeof(double), keep)
+            and table(<void**> &ls.cache, cap * sizeof(int32_t), keep)
+            and table(<void**> &ls.gen, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.next, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.prev, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.spare, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.active, cap * sizeof(char), keep))
+
+
 cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t time) noexcept nogil:
     cdef int64_t cap, k
     cdef double t
     if st.leases.nspare == 0 and st.leases.n == st.leases.cap:
         cap = st.leases.cap * 2 + 16
-        if not grow(<void**> &st.leases.slot, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.leases.row, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.leases.alloc, cap * sizeof(double)) \
-                or not grow(<void**> &st.leases.computed, cap * sizeof(double)) \
-                or not grow(<void**> &st.leases.cache, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.leases.gen, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.leases.next, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.leases.prev, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.leases.spare, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.leases.active, cap * sizeof(char)):
+        if not lease_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
         st.leases.cap = cap

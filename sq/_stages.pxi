@@ -4,6 +4,24 @@
 
 
 # ---- jobs: slots reused ----------------------------------------------------------------
+cdef bint job_tables(State* st, int64_t cap) noexcept nogil:
+    """Every per-job table (Jobs) at `cap` slots, or all freed (cap 0): the one list of them."""
+    cdef Jobs* js = &st.jobs
+    cdef bint keep = cap > 0
+    return (table(<void**> &js.owner, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.stage, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.id, cap * sizeof(int64_t), keep)
+            and table(<void**> &js.work, cap * sizeof(double), keep)
+            and table(<void**> &js.enq, cap * sizeof(double), keep)
+            and table(<void**> &js.start, cap * sizeof(double), keep)
+            and table(<void**> &js.end, cap * sizeof(double), keep)
+            and table(<void**> &js.started, cap * sizeof(char), keep)
+            and table(<void**> &js.mode, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.growing, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.served, cap * sizeof(int64_t), keep)
+            and table(<void**> &js.spare, cap * sizeof(int32_t), keep))
+
+
 cdef int32_t job_alloc(State* st) noexcept nogil:
     cdef int64_t cap
     cdef int32_t j
@@ -14,18 +32,7 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         cap = st.jobs.cap * 2 if st.jobs.cap else 64
         if charge(st, (cap - st.jobs.cap) * 73) < 0:     # the job tables below
             return -1
-        if not grow(<void**> &st.jobs.owner, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.jobs.stage, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.jobs.id, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.jobs.work, cap * sizeof(double)) \
-                or not grow(<void**> &st.jobs.enq, cap * sizeof(double)) \
-                or not grow(<void**> &st.jobs.start, cap * sizeof(double)) \
-                or not grow(<void**> &st.jobs.end, cap * sizeof(double)) \
-                or not grow(<void**> &st.jobs.started, cap * sizeof(char)) \
-                or not grow(<void**> &st.jobs.mode, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.jobs.growing, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.jobs.served, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.jobs.spare, cap * sizeof(int32_t)):
+        if not job_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         st.jobs.cap = cap
