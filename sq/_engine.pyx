@@ -260,6 +260,11 @@ def _contig(a, dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
+def _tables(lowered, **dtypes):
+    """Lowered's tables named by the keywords, each as a C-contiguous array of its dtype, in order."""
+    return [_contig(getattr(lowered, name), dtype) for name, dtype in dtypes.items()]
+
+
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
@@ -286,157 +291,18 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
 
     settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
     seed_v, horizon_v, warmup_v, limit_v = settings
-    code = _contig(lowered.code, np.int32)
-    consts = _contig(lowered.consts, np.float64)
-    stmts = _contig(lowered.stmts, np.int32)
-    caps = _contig(lowered.pool_caps, np.float64)
-    kinds = _contig(lowered.stage_kinds, np.int32)
-    servers = _contig(lowered.stage_servers, np.int32)
-    phis = _contig(lowered.stage_phi, np.int32)
-    gexprs = _contig(lowered.gauge_exprs, np.int32)
-    blocks = _contig(lowered.pool_blocks, np.float64)
-    kstart = _contig(lowered.pool_key_start, np.int32)
-    kcount = _contig(lowered.pool_key_count, np.int32)
-    pkeys = _contig(lowered.pool_keys, np.int32)
-    holds = _contig(lowered.holds, np.int32)
-    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
-    hoffs = _contig(lowered.hold_offsets, np.int32)
-    step_exprs = _contig(lowered.step_exprs, STEP_EXPRS_DTYPE)
-    step_serve = _contig(lowered.step_serve, STEP_SERVE_DTYPE)
-    step_memory = _contig(lowered.step_memory, np.int32)
-    serve_keys = _contig(lowered.serve_keys, np.int32)
-    admit_via = _contig(lowered.pool_admit_via, np.int32)
-    estart = _contig(lowered.pool_evict_start, np.int32)
-    lifo = _contig(lowered.pool_lifo, np.int32)
-    spills = _contig(lowered.pool_spill, SPILL_DTYPE)
-    shared = _contig(lowered.stage_shared, np.float64)
-    hpcs = _contig(lowered.hold_pcs, np.int32)
-    ecount = _contig(lowered.pool_evict_count, np.int32)
-
+    if samples not in ("all", "none"):
+        raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
     cdef State* st = <State*> calloc(1, sizeof(State))
     if st == NULL:
         raise MemoryError()
-    cdef int32_t k, i
-    cdef uint64_t useed = <uint64_t> seed_v
     try:
-        st.code = <const int32_t*> data_of(code)
-        st.consts = <const double*> data_of(consts)
-        st.stmts = <const int32_t*> data_of(stmts)
-        st.pool_caps = <const double*> data_of(caps)
-        st.n_attrs = lowered.n_attrs
-        st.slot_serial = lowered.slot_serial
-        st.slot_turn = lowered.slot_turn
-        st.slot_cached = lowered.slot_cached
-        st.slot_computed = lowered.slot_computed
-        st.trace_turns = <const double*> data_of(trace_turns)
-        st.trace_start = <const int64_t*> data_of(trace_start)
-        st.trace_len = <const int64_t*> data_of(trace_len)
-        st.trace_sessions = len(trace_len)
-        st.trace_ordered = lowered.trace_ordered
-        st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
-        st.holds = <const int32_t*> data_of(holds)
-        st.hold_offsets = <const int32_t*> data_of(hoffs)
-        st.hold_pcs = <const int32_t*> data_of(hpcs)
-        st.pool_keys = <const int32_t*> data_of(pkeys)
-        st.hold_depth_max = max(1, lowered.max_hold_depth)
-        st.hold_pools_max = max(1, lowered.max_hold_pools)
-        st.init_pc = lowered.init_pc
-        st.turn_pc = lowered.turn_pc
-        st.session_pc = lowered.session_pc
-        st.max_keys = lowered.max_keys
-        st.n_stages = len(lowered.stage_names)
-        st.n_pools = len(lowered.pool_names)
-        st.n_observes = len(lowered.observe_names)
-        st.n_gauges = len(lowered.gauge_names)
-        st.arrival_kind = lowered.arrival_kind
-        st.arrival_rate = lowered.arrival_rate
-        st.arrival_count = min(lowered.arrival_count, 2**62)
-        st.arrival_gap = lowered.arrival_gap
-        st.horizon = horizon_v
-        st.warmup = warmup_v
-        st.limit = min(limit_v, ARRIVALS_NEVER)   # a larger limit is never reached either
-        st.step_limit = step_limit
-        st.max_memory = max_memory
-        st.warm = 0 if warmup_v > 0 else 1
-        st.mid_time = warmup_v + (horizon_v - warmup_v) / 2.0
-        st.stack_cap = lowered.stack_depth + 64
-        st.frame_depth = lowered.frame_depth
-        st.stack = <double*> malloc(st.stack_cap * sizeof(double))
-        for k in range(N_CONTEXTS):
-            st.ctxv[k] = NAN
-        st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
-        st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
-        st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
-        st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
-        st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
-        st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
-        st.pools_waiting = rows_new(st.n_pools)
-        st.pools_sampled = rows_new(st.n_pools)
-        st.stages_sampled = rows_new(st.n_stages)
-        if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
-                or st.stages_sampled == NULL:
-            raise MemoryError()
-        for k in range(st.n_pools):
-            st.pools[k].cap = (<double*> data_of(caps))[k]
-            st.pools[k].block = (<double*> data_of(blocks))[k]
-            st.pools[k].key_start = (<int32_t*> data_of(kstart))[k]
-            st.pools[k].key_count = (<int32_t*> data_of(kcount))[k]
-            st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
-            st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
-            st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
-            st.pools[k].spill_to = (<SpillRow*> data_of(spills))[k].to
-            st.pools[k].spill_via = (<SpillRow*> data_of(spills))[k].via
-            st.pools[k].spill_work = (<SpillRow*> data_of(spills))[k].work
-            st.pools[k].spill_when = (<SpillRow*> data_of(spills))[k].when
-            if st.pools[k].spill_to >= 0:
-                st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
-            for i in range(st.n_stages):
-                if (<int32_t*> data_of(kinds))[i] == K_STEP and (<int32_t*> data_of(step_memory))[i] == k:
-                    st.pools[k].engine = 1
-            if st.pools[k].evict_count > 0:
-                st.pools_evict_by = 1
-        if st.stack == NULL or st.keys == NULL or st.stages == NULL or st.observes == NULL \
-                or st.gauges == NULL:
-            raise MemoryError()
-        if not flows_new(st, max(1, lowered.max_flow_stages), lowered.share_maxmin):
-            raise MemoryError()
-        st.serve_keys = <const int32_t*> data_of(serve_keys)
-        st.admit_via = <const int32_t*> data_of(admit_via)
-        st.bl_stage = -1
-        st.kv_budget = bool(getattr(lowered, "kv_budget", True))
-        st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+        # the arrays the State points into, alive until the run is collected
+        tables = (_set_program(st, lowered), _set_trace(st, lowered),
+                  _set_pools(st, lowered), _set_stages(st, lowered), _set_observations(st, lowered))
+        _set_run(st, lowered, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
         st.traces.iters = bool(trace_iterations)
         st.traces.evicts = bool(trace_evictions)
-        for k in range(st.n_stages):
-            st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
-            st.stages[k].chunk_e = (<StepExprsRow*> data_of(step_exprs))[k].chunk
-            st.stages[k].cost_e = (<StepExprsRow*> data_of(step_exprs))[k].cost
-            st.stages[k].excl = (<StepServeRow*> data_of(step_serve))[k].exclusive
-            st.stages[k].serve_start = (<StepServeRow*> data_of(step_serve))[k].key_start
-            st.stages[k].serve_count = (<StepServeRow*> data_of(step_serve))[k].key_count
-            st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
-            st.stages[k].share_cap = (<double*> data_of(shared))[k]
-            st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
-            st.stages[k].servers = (<int32_t*> data_of(servers))[k]
-            st.stages[k].phi = (<int32_t*> data_of(phis))[k]
-        st.flows.finite = 1
-        for k in range(st.n_stages):
-            if not isfinite(st.stages[k].share_cap):
-                st.flows.finite = 0
-        st.n_ps_first = st.n_stages
-        for k in range(st.n_stages - 1, -1, -1):
-            if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
-                st.n_ps_first = k
-        for k in range(st.n_gauges):
-            st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
-        sq_rng_seed(&st.rng_arrival, useed ^ SQ_STREAM_ARRIVAL_MASK)
-        sq_rng_seed(&st.rng_workload, useed ^ SQ_STREAM_WORKLOAD_MASK)
-        sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
-        sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
-        sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
-        st.check = bool(check_invariants)
-        if samples not in ("all", "none"):
-            raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
         st.keep_samples = samples == "all"
         if not st.keep_samples:
             summaries_start(st)
@@ -465,6 +331,171 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         return raw
     finally:
         free_state(st)
+
+
+# ---- run's set-up, table by table: each returns the arrays it points the State into ----------
+cdef object _set_program(State* st, lowered):
+    """The bytecode, its constants, entry points and hold rows (with the most holds and pools a
+    session's frames carry), the attribute slots, the expression stack."""
+    cdef int32_t k
+    code, consts, stmts, holds, hoffs, hpcs = _tables(
+        lowered, code=np.int32, consts=np.float64, stmts=np.int32, holds=np.int32, hold_offsets=np.int32,
+        hold_pcs=np.int32)
+    st.code = <const int32_t*> data_of(code)
+    st.consts = <const double*> data_of(consts)
+    st.stmts = <const int32_t*> data_of(stmts)
+    st.holds = <const int32_t*> data_of(holds)
+    st.hold_offsets = <const int32_t*> data_of(hoffs)
+    st.hold_pcs = <const int32_t*> data_of(hpcs)
+    st.hold_depth_max = max(1, lowered.max_hold_depth)
+    st.hold_pools_max = max(1, lowered.max_hold_pools)
+    st.n_attrs = lowered.n_attrs
+    st.slot_serial = lowered.slot_serial
+    st.slot_turn = lowered.slot_turn
+    st.slot_cached = lowered.slot_cached
+    st.slot_computed = lowered.slot_computed
+    st.init_pc = lowered.init_pc
+    st.turn_pc = lowered.turn_pc
+    st.session_pc = lowered.session_pc
+    st.max_keys = lowered.max_keys
+    st.n_stages = len(lowered.stage_names)
+    st.n_pools = len(lowered.pool_names)
+    st.n_observes = len(lowered.observe_names)
+    st.n_gauges = len(lowered.gauge_names)
+    st.stack_cap = lowered.stack_depth + 64
+    st.frame_depth = lowered.frame_depth
+    st.stack = <double*> malloc(st.stack_cap * sizeof(double))
+    for k in range(N_CONTEXTS):
+        st.ctxv[k] = NAN
+    st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
+    if st.stack == NULL or st.keys == NULL:
+        raise MemoryError()
+    return code, consts, stmts, holds, hoffs, hpcs
+
+
+cdef object _set_trace(State* st, lowered):
+    """Trace replay: the corpus and the attribute slots a turn loads."""
+    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
+    st.trace_turns = <const double*> data_of(trace_turns)
+    st.trace_start = <const int64_t*> data_of(trace_start)
+    st.trace_len = <const int64_t*> data_of(trace_len)
+    st.trace_sessions = len(trace_len)
+    st.trace_ordered = lowered.trace_ordered
+    st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
+    return trace_turns, trace_start, trace_len
+
+
+cdef object _set_pools(State* st, lowered):
+    """The pools: caps, blocks, `queue by` and `evict by` keys, lifo, spill clauses, `admit via`."""
+    cdef int32_t k
+    caps, blocks, kstart, kcount, pkeys, estart, ecount, lifo, spills, admit_via = _tables(
+        lowered, pool_caps=np.float64, pool_blocks=np.float64, pool_key_start=np.int32, pool_key_count=np.int32,
+        pool_keys=np.int32, pool_evict_start=np.int32, pool_evict_count=np.int32, pool_lifo=np.int32,
+        pool_spill=SPILL_DTYPE, pool_admit_via=np.int32)
+    st.pool_caps = <const double*> data_of(caps)
+    st.pool_keys = <const int32_t*> data_of(pkeys)
+    st.admit_via = <const int32_t*> data_of(admit_via)
+    st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
+    st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
+    st.pools_waiting = rows_new(st.n_pools)
+    st.pools_sampled = rows_new(st.n_pools)
+    if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL:
+        raise MemoryError()
+    for k in range(st.n_pools):
+        st.pools[k].cap = (<double*> data_of(caps))[k]
+        st.pools[k].block = (<double*> data_of(blocks))[k]
+        st.pools[k].key_start = (<int32_t*> data_of(kstart))[k]
+        st.pools[k].key_count = (<int32_t*> data_of(kcount))[k]
+        st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
+        st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
+        st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
+        st.pools[k].spill_to = (<SpillRow*> data_of(spills))[k].to
+        st.pools[k].spill_via = (<SpillRow*> data_of(spills))[k].via
+        st.pools[k].spill_work = (<SpillRow*> data_of(spills))[k].work
+        st.pools[k].spill_when = (<SpillRow*> data_of(spills))[k].when
+        if st.pools[k].spill_to >= 0:
+            st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
+        if st.pools[k].evict_count > 0:
+            st.pools_evict_by = 1
+    return caps, pkeys, admit_via
+
+
+cdef object _set_stages(State* st, lowered):
+    """The stages: kind, servers, φ, step expressions and serve keys, memory pool, shared capacity;
+    the flows' tables. After _set_pools (a step stage's memory pool is marked)."""
+    cdef int32_t k, m
+    kinds, servers, phis, step_exprs, step_serve, step_memory, serve_keys, shared = _tables(
+        lowered, stage_kinds=np.int32, stage_servers=np.int32, stage_phi=np.int32, step_exprs=STEP_EXPRS_DTYPE,
+        step_serve=STEP_SERVE_DTYPE, step_memory=np.int32, serve_keys=np.int32, stage_shared=np.float64)
+    st.serve_keys = <const int32_t*> data_of(serve_keys)
+    st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
+    st.stages_sampled = rows_new(st.n_stages)
+    if st.stages == NULL or st.stages_sampled == NULL:
+        raise MemoryError()
+    if not flows_new(st, max(1, lowered.max_flow_stages), lowered.share_maxmin):
+        raise MemoryError()
+    st.bl_stage = -1
+    st.kv_budget = bool(getattr(lowered, "kv_budget", True))
+    st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+    st.flows.finite = 1
+    for k in range(st.n_stages):
+        st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
+        st.stages[k].chunk_e = (<StepExprsRow*> data_of(step_exprs))[k].chunk
+        st.stages[k].cost_e = (<StepExprsRow*> data_of(step_exprs))[k].cost
+        st.stages[k].excl = (<StepServeRow*> data_of(step_serve))[k].exclusive
+        st.stages[k].serve_start = (<StepServeRow*> data_of(step_serve))[k].key_start
+        st.stages[k].serve_count = (<StepServeRow*> data_of(step_serve))[k].key_count
+        st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
+        st.stages[k].share_cap = (<double*> data_of(shared))[k]
+        st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
+        st.stages[k].servers = (<int32_t*> data_of(servers))[k]
+        st.stages[k].phi = (<int32_t*> data_of(phis))[k]
+        m = st.stages[k].memory
+        if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:
+            st.pools[m].engine = 1     # preemption victims come from this stage's residents
+        if not isfinite(st.stages[k].share_cap):
+            st.flows.finite = 0
+    st.n_ps_first = st.n_stages
+    for k in range(st.n_stages - 1, -1, -1):
+        if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
+            st.n_ps_first = k
+    return (serve_keys,)
+
+
+cdef object _set_observations(State* st, lowered):
+    """The observes' and gauges' tables (their samples grow as the run records)."""
+    cdef int32_t k
+    gexprs = _contig(lowered.gauge_exprs, np.int32)
+    st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
+    st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
+    if st.observes == NULL or st.gauges == NULL:
+        raise MemoryError()
+    for k in range(st.n_gauges):
+        st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
+    return ()
+
+
+cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limit, step_limit, max_memory,
+                   check_invariants) except *:
+    """The run's settings: the workload's arrivals, horizon, warm-up, limits, the seeded streams."""
+    cdef uint64_t useed = <uint64_t> seed
+    st.arrival_kind = lowered.arrival_kind
+    st.arrival_rate = lowered.arrival_rate
+    st.arrival_count = min(lowered.arrival_count, 2**62)
+    st.arrival_gap = lowered.arrival_gap
+    st.horizon = horizon
+    st.warmup = warmup
+    st.limit = min(limit, ARRIVALS_NEVER)   # a larger limit is never reached either
+    st.step_limit = step_limit
+    st.max_memory = max_memory
+    st.warm = 0 if warmup > 0 else 1
+    st.mid_time = warmup + (horizon - warmup) / 2.0
+    st.check = bool(check_invariants)
+    sq_rng_seed(&st.rng_arrival, useed ^ SQ_STREAM_ARRIVAL_MASK)
+    sq_rng_seed(&st.rng_workload, useed ^ SQ_STREAM_WORKLOAD_MASK)
+    sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
+    sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
+    sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
 
 
 def _trace_sink(trace, lines):

@@ -114,7 +114,8 @@ cdef void settle(State* st) noexcept nogil:
                 if st.error.code:
                     return
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:
-            if reschedule(st, k) < 0 or st.error.code:
+            reschedule(st, k)     # φ may fail as well as the schedule: the flag says either
+            if st.error.code:
                 return
     if st.flows.dirty:
         flows_recompute(st)
@@ -205,6 +206,13 @@ cdef void run_loop(State* st) noexcept nogil:
     the gauges when time moves on (§9.10: the previous instant is over); pop the earliest
     event (time, then sequence: §9.3), `handle` it and `settle`. A run-time error (§9.11)
     stops the loop with `st.error.code` set; the gauges are read once more at the end.
+
+    Errors, one convention: `fail()` records the first run-time error in `st.error` (sticky:
+    later ones are dropped) and the loop and everything it calls stop by testing
+    `st.error.code`. Return codes (-1, False) are how containers and allocators (growable
+    arrays, rings, heaps, `*_tables`, `*_alloc`, `charge`, `schedule`) report to their caller;
+    an engine function returns -1 only with the flag set, so `< 0` after such a call is a
+    shortcut for the flag, never tested together with it.
     """
     cdef int64_t i
     cdef Event e
