@@ -169,7 +169,7 @@ cdef void folds_end(State* st, double end) noexcept nogil:
 
 cdef void summaries_free(State* st) noexcept:
     cdef int32_t k
-    for k in range(st.n_observes):
+    for k in range(st.n_observes if st.observes != NULL else 0):     # a half-built state: none yet
         free(st.observes[k].summary.positive.cells)
         free(st.observes[k].summary.negative.cells)
 
