@@ -256,7 +256,10 @@ def test_the_record_reads_back_and_plots(tmp_path):
 def _cli(capsys, *argv):
     from sq.cli import main
 
-    status = main(["capacity", *argv])
+    try:
+        status = main(["capacity", *argv])
+    except SystemExit as stop:      # argparse's own errors (a flag's type): exit 2 as well
+        status = stop.code
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -285,9 +288,14 @@ def test_cli_json_and_plot(capsys, tmp_path):
     (["--knob", "lam", "--slo", "response.mean <= 5", "--lo", "1"], "both lo and hi"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "/nonexistent/c.png"], "cannot write"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--seeds", "3..1"], "the range is empty"),
+    # the flags, checks and resources the capacity command shares with sweep (sq.cli_args)
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "c.xlsx"], "cannot tell the format"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--horizon", "soon"], "expected a number, found `soon`"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--scheduler", "tcp://127.0.0.1:PORT"],
+     "cannot reach the scheduler"),
 ])
-def test_cli_bad_input_exits_2(capsys, argv, words):
-    status, out, err = _cli(capsys, MM1, *argv)
+def test_cli_bad_input_exits_2(capsys, closed_port, argv, words):
+    status, out, err = _cli(capsys, MM1, *(a.replace("PORT", str(closed_port)) for a in argv))
     assert status == 2 and words in err and not out
 
 
