@@ -484,7 +484,7 @@ def _executor(executor, jobs):
     from concurrent.futures import ThreadPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from sq.executors import Executor as Where, process_pool, terminate_workers
+    from sq.executors import Executor as Where, process_pool, terminate_workers, worker_ended
 
     chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
@@ -499,8 +499,7 @@ def _executor(executor, jobs):
     except BrokenProcessPool:
         terminate_workers(pool)
         pool.shutdown(wait=False)
-        raise SqError("capacity: a worker process ended in the middle of a run (killed, or out of memory?)",
-                      phase="run") from None
+        raise worker_ended("capacity") from None
     except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
         if not isinstance(pool, ThreadPoolExecutor):
             terminate_workers(pool)

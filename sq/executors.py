@@ -110,9 +110,15 @@ def _result(fut):
     try:
         return fut.result()
     except BrokenProcessPool:
-        raise SqError("sweep: a worker process ended in the middle of a run (killed, or out of memory?); "
-                      "the runs that finished are kept with cache=DIR, and a rerun computes only the rest",
-                      phase="run") from None
+        raise worker_ended("sweep") from None
+
+
+def worker_ended(who: str) -> SqError:
+    """The error for a pool whose worker process died in a run (`BrokenProcessPool`), for
+    the sweep and the capacity search alike."""
+    return SqError(f"{who}: a worker process ended in the middle of a run (killed, or out of memory?); "
+                   "the runs that finished are kept with cache=DIR, and a rerun computes only the rest",
+                   phase="run")
 
 
 def terminate_workers(pool) -> None:

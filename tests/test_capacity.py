@@ -393,3 +393,19 @@ def test_a_fractional_end_searches_a_deployment_knob_over_real_values():
     knob = resolve_knob(VLLM, "kv_gib", None, lo=4.5, hi=8)
     assert (knob.integer, knob.direction) == (False, "min")
     assert resolve_knob(VLLM, "kv_gib", None, lo=4, hi=8).integer
+
+
+def test_a_worker_killed_mid_search_is_said_as_the_sweep_says_it():
+    # the search's own process pool (one for all its points): a worker that dies is an SqError
+    # in the sweep's words, not a BrokenProcessPool traceback nor a hang
+    import os
+
+    from sq.capacity_search import _executor
+
+    with pytest.raises(sq.SqError) as caught:
+        with _executor("processes", 2) as pool:
+            pool.submit(os._exit, 9).result()       # as the out-of-memory killer would end it
+    assert caught.value.phase == "run"
+    assert caught.value.message == ("capacity: a worker process ended in the middle of a run (killed, or out of "
+                                    "memory?); the runs that finished are kept with cache=DIR, and a rerun "
+                                    "computes only the rest")

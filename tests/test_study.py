@@ -187,9 +187,12 @@ def test_a_worker_killed_mid_run_is_an_error_not_a_hang():
     from sq.executors import Executor
 
     runs = Executor("processes", 2).run(_die, list(range(6)), list(range(6)))
-    with pytest.raises(SqError, match="a worker process ended in the middle of a run"):
+    with pytest.raises(SqError) as caught:
         for _ in runs:
             pass
+    assert caught.value.message == ("sweep: a worker process ended in the middle of a run (killed, or out of "
+                                    "memory?); the runs that finished are kept with cache=DIR, and a rerun "
+                                    "computes only the rest")
 
 
 def _forbidden(task):
