@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
-from sq.study import json_cell
+from sq.study import json_cell, seed_list
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
@@ -412,7 +412,9 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
 
     base = compile_point(program, {})
     conditions = parse_slo(slo, known=lambda metric: check_metrics([metric], base))
-    seeds = _seeds(seeds)
+    seeds = seed_list(seeds, "capacity")
+    if len(seeds) < 2:
+        raise SqError("capacity: give at least two seeds (an interval needs two runs)", phase="settings")
     if not 0 < confidence < 1:
         raise SqError(f"capacity: confidence is between 0 and 1, found {confidence!r}", phase="settings")
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
@@ -464,16 +466,6 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on
         return point
 
     return run
-
-
-def _seeds(seeds) -> list[int]:
-    try:
-        out = [int(s) for s in seeds]
-    except (TypeError, ValueError):
-        raise SqError(f"capacity: seeds are whole numbers, found {seeds!r}", phase="settings") from None
-    if len(out) < 2 or len(set(out)) != len(out):
-        raise SqError("capacity: give at least two distinct seeds (an interval needs two runs)", phase="settings")
-    return out
 
 
 @contextlib.contextmanager

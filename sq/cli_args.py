@@ -23,7 +23,7 @@ def seed(text: str) -> int:
     try:
         value = int(text, 0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
+        value = -1
     if not 0 <= value < 2**64:
         raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
     return value
@@ -56,7 +56,9 @@ def overrides(pairs: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """`--seeds`: 1..10 (both ends included) or 1,4,9."""
+    """`--seeds`: 1..10 (both ends included) or 1,4,9; checked as the API's `seeds` are."""
+    from sq.study import seed_list  # noqa: PLC0415
+
     m = _SEED_RANGE.match(text)
     try:
         if m:
@@ -68,9 +70,7 @@ def parse_seeds(text: str) -> list[int]:
             seeds = [int(s, 0) for s in text.split(",")]
     except ValueError:
         raise SqError(f"--seeds takes 1..10 or 1,4,9, found `{text}`", phase="settings") from None
-    if any(not 0 <= s < 2**64 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise SqError(f"--seeds {text}: seeds are distinct whole numbers from 0 to 2^64-1", phase="settings")
-    return seeds
+    return seed_list(seeds, f"--seeds {text}")
 
 
 # -- flags -----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import json
 import math
+import numbers
 import os
 import sys
 from contextlib import closing
@@ -221,7 +222,7 @@ class _Plan:
 
     def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
         points, self.names = grid_points(grid)
-        seeds = _seed_list(seeds)
+        seeds = seed_list(seeds)
         # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
@@ -300,14 +301,28 @@ def _value(name: str, v):
     return v
 
 
-def _seed_list(seeds) -> list[int]:
-    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
-    if not seeds:
-        raise SqError("sweep: no seeds", phase="settings")
+SEED_RULE = "seeds are distinct whole numbers from 0 to 2^64-1"
+
+
+def seed_list(seeds, who: str = "sweep") -> list[int]:
+    """The seeds of a study, checked: one whole number or an iterable of distinct ones from 0
+    to 2^64-1 (numpy integers too; not bools, floats or text). `who` starts the error: the
+    API's name (`sweep`, `capacity`) or the flag as typed (`--seeds 1,1`)."""
+    if isinstance(seeds, numbers.Integral):
+        seeds = [seeds]
+    elif isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise SqError(f"{who}: {SEED_RULE}, found {seeds!r}", phase="settings")
+    out: list[int] = []
     for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**64:
-            raise SqError(f"sweep: a seed is a whole number from 0 to 2^64-1, found {s!r}", phase="settings")
-    return seeds
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 0 <= s < 2**64:
+            raise SqError(f"{who}: {SEED_RULE}, found {s!r}", phase="settings")
+        out.append(int(s))
+    if not out:
+        raise SqError(f"{who}: no seeds", phase="settings")
+    if len(set(out)) != len(out):
+        twice = next(s for s in out if out.count(s) > 1)
+        raise SqError(f"{who}: {SEED_RULE}; {twice} is given twice", phase="settings")
+    return out
 
 
 def compile_point(program, point: dict):

@@ -166,7 +166,7 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
     cases = [({"nope": [1]}, [1], {}, "unknown --set constant `nope`"),
              ({"lam": []}, [1], {}, "`lam` has no values"),
              (GRID, [], {}, "no seeds"),
-             (GRID, [-1], {}, "seed is a whole number"),
+             (GRID, [-1], {}, "seeds are distinct whole numbers"),
              (GRID, [1], {"executor": "gpu"}, "unknown executor"),
              (GRID, [1], {"jobs": 0}, "jobs must be"),
              (GRID, [1], {"metrics": ["ttft<=1"]}, "no observe `ttft`"),
@@ -174,6 +174,37 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
     for grid, seeds, kw, message in cases:
         with pytest.raises(SqError, match=message.replace("(", r"\(")):
             study.sweep(MMC, grid, seeds, **{"executor": "serial", **kw})
+
+
+@pytest.mark.parametrize("seeds, words", [
+    ([1, -1], ", found -1"), ([1, 2**64], f", found {2**64}"), ([1, 2.0], ", found 2.0"),
+    ([1, True], ", found True"), (["1", "2"], ", found '1'"), ("12", ", found '12'"), (None, ", found None"),
+    ([3, 1, 3], "; 3 is given twice"),
+])
+def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeypatch, capsys, seeds, words):
+    from sq import capacity_search, cli
+
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    rule = "seeds are distinct whole numbers from 0 to 2^64-1"
+    with pytest.raises(SqError) as caught:
+        study.sweep(MMC, GRID, seeds, executor="serial")
+    assert caught.value.message == f"sweep: {rule}{words}"
+    with pytest.raises(SqError) as caught:
+        capacity_search.capacity(MMC, "c", "wait.mean <= 0.2", seeds=seeds, executor="serial")
+    assert caught.value.message == f"capacity: {rule}{words}"
+    if isinstance(seeds, list) and all(type(s) is int and s >= 0 for s in seeds):  # what --seeds can say
+        text = ",".join(map(str, seeds))
+        assert cli.main(["sweep", MMC, "--seeds", text, "-j", "1"]) == 2
+        assert f"error: --seeds {text}: {rule}{words}" in capsys.readouterr().err
+
+
+def test_seeds_may_be_one_number_a_range_or_numpy_integers():
+    np = pytest.importorskip("numpy")
+    assert study.seed_list(7) == [7] and study.seed_list(range(3, 6)) == [3, 4, 5]
+    got = study.seed_list(np.arange(1, 4, dtype=np.uint64))
+    assert got == [1, 2, 3] and all(type(s) is int for s in got)
+    with pytest.raises(SqError, match="capacity: give at least two seeds"):
+        sq.capacity(MMC, "c", "wait.mean <= 0.2", seeds=[5], executor="serial")
 
 
 def _die(task):
