@@ -145,19 +145,15 @@ def json_cell(v):
 class Task:
     """What a worker needs to run one (point, seed): small and picklable."""
 
-    ir_json: str
+    ir_json: str                # the point's IR, the study's run settings in it
     seed: int
-    horizon: float | None
-    warmup: float | None
-    arrivals: int | None
     extra: tuple[str, ...]
 
     def key(self) -> str:
         """The cache key: everything that determines the record, and the sq that made it."""
         from sq import __version__  # noqa: PLC0415
 
-        text = json.dumps([__version__, self.ir_json, self.seed, self.horizon, self.warmup, self.arrivals,
-                           sorted(self.extra)])
+        text = json.dumps([__version__, self.ir_json, self.seed, sorted(self.extra)])
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -173,7 +169,7 @@ def run_task(task: Task) -> dict:
 
     try:
         started = time.perf_counter()
-        lowered = _lowered(task.ir_json, task.horizon, task.warmup, task.arrivals)
+        lowered = _lowered(task.ir_json)
         report = sq.run_lowered(lowered, seed=task.seed, started=started)
         return sq_metrics.report_metrics(report, task.extra)
     except SqError as err:
@@ -181,11 +177,11 @@ def run_task(task: Task) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
-def _lowered(ir_json: str, horizon, warmup, arrivals):
+def _lowered(ir_json: str):
     """The lowered program of a point; tasks come point by point, so a small cache hits."""
     import sq  # noqa: PLC0415
 
-    return sq.lower_program(run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return sq.lower_program(run_deep(json.loads, ir_json))
 
 
 # -- the sweep ------------------------------------------------------------------------
@@ -223,13 +219,13 @@ class _Plan:
     def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
         points, self.names = grid_points(grid)
         seeds = seed_list(seeds)
-        # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
+        # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
         programs = [compile_point(program, point) for point in points]
         extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
         irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
-        self.tasks = [Task(ir_json, seed, horizon, warmup, arrivals, extra) for ir_json in irs for seed in seeds]
+        self.tasks = [Task(ir_json, seed, extra) for ir_json in irs for seed in seeds]
         self.labels = [(point, seed) for point in points for seed in seeds]
         self.provenance = _provenance(program, seeds, horizon, warmup, arrivals, extra)
 
@@ -343,12 +339,13 @@ def compile_point(program, point: dict):
 
 
 def _ir_json(program, horizon, warmup, arrivals) -> str:
-    """The IR a worker runs: exact (infinities kept), with settings checked here, before any
-    run, and a relative trace path made absolute (a worker may run elsewhere)."""
+    """The IR a worker runs: exact (infinities kept), with the run settings checked (here,
+    before any run, and only here) and written in, and a relative trace path made absolute
+    (a worker may run elsewhere)."""
     import sq  # noqa: PLC0415
 
-    d = program.to_dict(exact=True)
-    sq._with_settings(d, seed=None, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    d = sq._with_settings(program.to_dict(exact=True), seed=None, horizon=horizon, warmup=warmup,
+                          arrivals=arrivals)
     d = sq._with_trace_path(d, program.trace_base)
     if d.get("trace") and not os.path.isabs(d["trace"]):
         d["trace"] = os.path.abspath(d["trace"])

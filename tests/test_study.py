@@ -207,6 +207,36 @@ def test_seeds_may_be_one_number_a_range_or_numpy_integers():
         sq.capacity(MMC, "c", "wait.mean <= 0.2", seeds=[5], executor="serial")
 
 
+@pytest.mark.parametrize("settings, words", [
+    ({"seed": -1}, "the seed is a whole number"), ({"horizon": 10, "warmup": 20}, "need 0 <= warmup < horizon"),
+    ({"horizon": math.inf}, "need 0 <= warmup < horizon"), ({"horizon": math.nan}, "horizon must be a number"), ({"arrivals": 0}, "arrivals must be positive"),
+    ({"wall_limit": 0}, "wall_limit is a positive number"),
+])
+def test_run_lowered_checks_its_settings_on_its_own(settings, words):
+    lowered = sq.lower_program(sq.compile(MMC))
+    with pytest.raises(SqError, match=words):
+        sq.run_lowered(lowered, **settings)
+
+
+def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
+    checked = []
+    check = sq._checked_settings
+
+    def counted(*args, **settings):
+        given = {k: v for k, v in settings.items() if v is not None}
+        if given:       # a call with none given checks nothing
+            checked.append(given)
+        return check(*args, **settings)
+
+    monkeypatch.setattr(sq, "_checked_settings", counted)
+    sq.run(sq.compile(MMC), seed=2, horizon=400, warmup=50)
+    assert checked == [{"seed": 2, "horizon": 400, "warmup": 50}]
+    checked.clear()
+    # a study: its settings once, before any run (in the tasks' IR); each run, its seed
+    study.sweep(MMC, {"lam": [5, 6]}, [1, 2], horizon=300, warmup=30, executor="serial")
+    assert checked == [{"horizon": 300.0, "warmup": 30.0}] * 2 + [{"seed": s} for s in (1, 2, 1, 2)]
+
+
 def _die(task):
     """A run whose worker process is killed (as by the out-of-memory killer)."""
     if task == 3:
