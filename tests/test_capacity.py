@@ -67,6 +67,16 @@ def test_a_condition_judges_an_interval(op, mean, half, verdict):
     assert Condition("x.mean", op, 5.0 if op in ("<=", "<") else 0.99).judge(mean, half) == verdict
 
 
+@pytest.mark.parametrize("op, below, at, above", [
+    ("<=", True, True, False), ("<", True, False, False), (">=", False, True, True), (">", False, False, True),
+])
+def test_a_condition_holds_for_one_number(op, below, at, above):
+    c = Condition("x.mean", op, 2.0)
+    assert (c.holds(1.5), c.holds(2.0), c.holds(2.5)) == (below, at, above)
+    assert (c.holds(-math.inf), c.holds(math.inf)) == (below, above)
+    assert not c.holds(math.nan)       # no samples is no evidence, whichever the side
+
+
 # -- the search, on made-up verdicts ------------------------------------------------
 
 def _fake(boundary, band=0.0, direction="max"):
