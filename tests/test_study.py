@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import confidence as sq_confidence
 from sq import metrics as sq_metrics
 from sq import study
 from sq.frontend.errors import SqError
@@ -406,25 +405,6 @@ def test_summary_is_the_t_interval_over_seeds(serial):
         assert (row["wait.p99"], row["wait.p99±"]) == study.t_interval(values, 0.9)
     frame = serial.summary()
     assert list(frame["wait.mean"]) == [r["wait.mean"] for r in serial.summary_records()]
-
-
-def test_t_interval_matches_scipy():
-    scipy_stats = pytest.importorskip("scipy.stats")
-    import numpy as np
-
-    xs = [3.1, 2.7, 3.3, 2.9, 3.8, 3.0]
-    mean, half = study.t_interval(xs, 0.95)
-    lo, hi = scipy_stats.t.interval(0.95, len(xs) - 1, loc=np.mean(xs), scale=scipy_stats.sem(xs))
-    assert mean == pytest.approx((lo + hi) / 2, rel=1e-14) and half == pytest.approx((hi - lo) / 2, rel=1e-12)
-    assert math.isnan(study.t_interval([1.0], 0.95)[1])
-
-
-@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99, 0.999])
-def test_the_t_quantile_without_scipy_is_scipys(confidence):
-    scipy_stats = pytest.importorskip("scipy.stats")
-    p = (1 + confidence) / 2
-    for df in [1, 2, 3, 4, 5, 7, 9, 19, 29, 50, 100, 1000]:
-        assert sq_confidence._t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-10)
 
 
 # -- writing, plotting and extras -----------------------------------------------------
