@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
-from sq.study import json_cell, seed_list
+from sq.study import compiled_from, json_cell, seed_list
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
@@ -94,12 +94,8 @@ def let_value(program, name: str) -> float:
     if isinstance(program, (str, os.PathLike)):
         lets = let_values(program)
     else:
-        origin = getattr(program, "compiled_from", None)
-        if origin is None:
-            raise SqError("capacity: a program read from an IR has no `let`s to vary; give the .sq file",
-                          phase="settings")
-        lets = let_values(origin["path"], source=None if origin["path"] else origin["source"],
-                          sets=origin.get("sets"), defs=origin.get("defs"))
+        origin = compiled_from(program, "capacity")
+        lets = let_values(origin["path"], source=origin["source"], sets=origin["sets"], defs=origin["defs"])
     if name not in lets:
         raise SqError(f"capacity: the knob `{name}` is not a `let` of the program", phase="settings",
                       notes=(f"help: its constants: {', '.join(lets) or 'none'}",))
@@ -474,9 +470,8 @@ def _executor(executor, jobs):
     point (worker processes take a second or more to start) is started here once and handed
     to each point's sweep as a `concurrent.futures.Executor`."""
     from concurrent.futures import ThreadPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
-    from sq.executors import Executor as Where, process_pool, terminate_workers, worker_ended
+    from sq.executors import Executor as Where, owned, process_pool
 
     chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
@@ -486,15 +481,5 @@ def _executor(executor, jobs):
         yield "serial"
         return
     pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else process_pool(chosen.jobs)
-    try:
+    with owned(pool, "capacity"):
         yield pool
-    except BrokenProcessPool:
-        terminate_workers(pool)
-        pool.shutdown(wait=False)
-        raise worker_ended("capacity") from None
-    except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
-        if not isinstance(pool, ThreadPoolExecutor):
-            terminate_workers(pool)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()

@@ -328,14 +328,21 @@ def compile_point(program, point: dict):
 
     if isinstance(program, (str, os.PathLike)):
         return sq.compile(program, sets=point)
-    origin = getattr(program, "compiled_from", None)
     if not point:
         return program
-    if origin is None:
-        raise SqError("sweep: a program read from an IR cannot take `let` values; give the .sq file",
-                      phase="settings")
+    origin = compiled_from(program, "sweep")
     return sq.compile(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
                       | {"sets": {**origin["sets"], **point}})
+
+
+def compiled_from(program, who: str) -> dict:
+    """The arguments of `sq.compile` that made `program`, to compile it again with other
+    `let` values; a program read from an IR (`sq.load`) has none."""
+    origin = getattr(program, "compiled_from", None)
+    if origin is None:
+        raise SqError(f"{who}: a program read from an IR has no `let`s to vary; give the .sq file",
+                      phase="settings")
+    return origin
 
 
 def _ir_json(program, horizon, warmup, arrivals) -> str:

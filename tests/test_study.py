@@ -106,6 +106,10 @@ def test_a_compiled_program_is_compiled_again_with_the_point(serial):
     again = study.sweep(program, GRID, SEEDS, executor="serial", metrics=["wait<=1"], **SHORT)
     assert _equal_tables(again.records, serial.records)
     assert again.provenance["program"] == MMC and again.provenance["overrides"] == {"mu": 1}
+    loaded = sq.load(program.to_json())
+    assert study.sweep(loaded, {}, [1], executor="serial", **SHORT).records      # no point: runs as it is
+    with pytest.raises(SqError, match="^error: sweep: a program read from an IR has no `let`s to vary"):
+        study.sweep(loaded, GRID, [1], executor="serial")
 
 
 def test_a_list_of_points_and_numpy_values():
