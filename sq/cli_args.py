@@ -106,16 +106,23 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 
 # -- what the study commands check and open ------------------------------------------------
 
-def check_writable(path: str) -> None:
-    """An output file that can be written, with a known format: checked before any run."""
+PLOT_FORMATS = (".png", ".pdf", ".svg")
+
+
+def check_writable(path: str, flag: str) -> None:
+    """The file of `--out` (a table) or `--plot-out` (a figure): writable, and of a format that
+    flag writes; checked before any run, not after all of them."""
+    from sq.study import WRITERS  # noqa: PLC0415
+
+    formats = PLOT_FORMATS if flag == "--plot-out" else tuple(WRITERS)
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
             or (target.exists() and not os.access(target, os.W_OK)):
-        raise SqError(f"cannot write `{path}`", phase="settings")
-    if target.suffix.lower() not in (".csv", ".jsonl", ".json", ".parquet", ".png", ".pdf", ".svg"):
-        raise SqError(f"cannot tell the format of `{path}` from its extension", phase="settings",
-                      notes=("help: --out takes .csv, .jsonl or .parquet; --plot-out .png, .pdf or .svg",))
+        raise SqError(f"{flag}: cannot write `{path}`", phase="settings")
+    if target.suffix.lower() not in formats:
+        raise SqError(f"{flag}: cannot tell the format of `{path}` from its extension", phase="settings",
+                      notes=(f"help: {flag} takes {', '.join(formats)}",))
 
 
 def headless_plots(flag: str) -> None:

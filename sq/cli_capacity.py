@@ -42,7 +42,7 @@ def cmd_capacity(args) -> int:
     program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"))
     seeds = parse_seeds(args.seeds)
     if args.plot_out:
-        check_writable(args.plot_out)     # before the search, not after all its runs
+        check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs
         headless_plots("--plot-out")
     out = sys.stderr if args.json else sys.stdout
 

@@ -131,9 +131,9 @@ def cmd_sweep(args) -> int:
     points, _ = study.grid_points(grid)
     first = study.compile_point(args.file, points[0])
     sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
-    for path in (args.out, args.plot_out):
+    for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
         if path:
-            check_writable(path)
+            check_writable(path, flag)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
     with scheduler(args.scheduler) as client:

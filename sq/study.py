@@ -108,10 +108,9 @@ class Sweep:
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl/.json)."""
-        writer = _WRITERS.get(Path(path).suffix.lower())
+        writer = WRITERS.get(Path(path).suffix.lower())
         if writer is None:
-            raise SqError(f"cannot tell the format of `{path}`: use .csv, .parquet, .jsonl or .json",
-                          phase="settings")
+            raise SqError(f"cannot tell the format of `{path}`: use {', '.join(WRITERS)}", phase="settings")
         getattr(self, writer)(path)
 
     def plot(self, x: str, y: str, by: str | None = None, slo: float | None = None, ax=None,
@@ -123,7 +122,7 @@ class Sweep:
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
 
 
-_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
+WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
 
 
 def _key(v):

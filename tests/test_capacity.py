@@ -299,7 +299,8 @@ def test_cli_json_and_plot(capsys, tmp_path):
     (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "/nonexistent/c.png"], "cannot write"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--seeds", "3..1"], "the range is empty"),
     # the flags, checks and resources the capacity command shares with sweep (sq.cli_args)
-    (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "c.xlsx"], "cannot tell the format"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "c.csv"],
+     "--plot-out: cannot tell the format of `c.csv`"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--horizon", "soon"], "expected a number, found `soon`"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--scheduler", "tcp://127.0.0.1:PORT"],
      "cannot reach the scheduler"),

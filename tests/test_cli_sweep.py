@@ -43,6 +43,9 @@ def test_seeds_and_values():
     (["--metric", "wait.p98"], "unknown metric"),
     (["--out", "/nonexistent/folder/runs.csv"], "cannot write"),
     (["--out", "runs.xlsx"], "cannot tell the format"),
+    (["--out", "runs.png"], "--out: cannot tell the format of `runs.png`"),    # a figure's format, not a table's
+    (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99", "--plot-out", "p.csv"],
+     "help: --plot-out takes .png, .pdf, .svg"),
     (["--plot", "x=lam,y=wait.p99"], "--plot needs --plot-out"),
     (["--set", "lam=5,6", "--plot", "x=c,y=wait.p99", "--plot-out", "p.png"], "x=c: not a swept name"),
     (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
