@@ -403,6 +403,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     default 4x) and is otherwise undecided; `on_point(point)` is called as each is decided.
     The other keywords are those of `sq.sweep`.
     """
+    from sq.confidence import check_level
     from sq.metrics import check_metrics
     from sq.study import compile_point
 
@@ -411,8 +412,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     seeds = seed_list(seeds, "capacity")
     if len(seeds) < 2:
         raise SqError("capacity: give at least two seeds (an interval needs two runs)", phase="settings")
-    if not 0 < confidence < 1:
-        raise SqError(f"capacity: confidence is between 0 and 1, found {confidence!r}", phase="settings")
+    check_level(confidence, "capacity")
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
         raise SqError(f"capacity: tol is a relative width between 0 and 1, found {tol!r}", phase="settings")
     if (lo is None) != (hi is None) or (lo is not None and not lo < hi):

@@ -93,7 +93,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", default="1..10", help="seeds: 1..10 (both ends included) or 1,4,9 (default 1..10)")
     _add_limits(p)
     where = p.add_mutually_exclusive_group()
-    where.add_argument("-j", "--jobs", type=int, help="worker processes (default: every core; 1: no pool)")
+    where.add_argument("-j", "--jobs", type=whole_number, help="worker processes (default: every core; 1: no pool)")
     where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster's scheduler")
     p.add_argument("--cache", metavar="DIR", help="keep each finished run in DIR; a rerun computes only what is missing")
 

@@ -17,10 +17,9 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     The half-width is NaN for fewer than two values. t comes from scipy when it is
     installed, else from inverting the t distribution's CDF (`_t_quantile`).
     """
+    check_level(confidence, "t_interval")
     xs = [float(v) for v in values]
     n = len(xs)
-    if not 0.0 < confidence < 1.0:
-        raise SqError(f"confidence must be between 0 and 1, found {confidence!r}", phase="settings")
     if n == 0:
         return math.nan, math.nan
     mean = math.fsum(xs) / n
@@ -28,6 +27,12 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
         return mean, math.nan
     var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
+
+
+def check_level(confidence, who: str) -> None:
+    """A confidence level: a number strictly between 0 and 1 (`who` starts the error)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise SqError(f"{who}: confidence must be between 0 and 1, found {confidence!r}", phase="settings")
 
 
 def t_quantile(p: float, df: int) -> float:

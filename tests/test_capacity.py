@@ -56,6 +56,10 @@ def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
         capacity(MM1, "lam", "response.p99 <= 0.5", lo=2, hi=1)
     with pytest.raises(sq.SqError, match="`nope`"):
         capacity(MM1, "nope", "response.mean <= 5")
+    for level in (1.5, 0, "95%"):      # the level checked as t_interval checks it, before the runs
+        with pytest.raises(sq.SqError) as caught:
+            capacity(MM1, "lam", "response.mean <= 5", confidence=level)
+        assert caught.value.message == f"capacity: confidence must be between 0 and 1, found {level!r}"
 
 
 @pytest.mark.parametrize("op, mean, half, verdict", [

@@ -57,6 +57,7 @@ def test_the_interval_at_the_edges(path):
     assert confidence.t_interval([4.0, 4.0, 4.0], 0.99) == (4.0, 0.0)
     wide, narrow = confidence.t_interval([1.0, 3.0], 0.99)[1], confidence.t_interval([1.0, 3.0], 0.5)[1]
     assert wide == pytest.approx(scipy_stats.t.ppf(0.995, 1), rel=1e-10) and narrow == pytest.approx(1.0)
-    for bad in (0.0, 1.0, -0.5, 95):
-        with pytest.raises(SqError, match="confidence must be between 0 and 1"):
+    for bad in (0.0, 1.0, -0.5, 95, math.nan, "0.9", True):
+        with pytest.raises(SqError) as caught:
             confidence.t_interval([1.0, 2.0], bad)
+        assert caught.value.message == f"t_interval: confidence must be between 0 and 1, found {bad!r}"
