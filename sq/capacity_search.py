@@ -473,7 +473,7 @@ def _executor(executor, jobs):
 
     from sq.executors import Executor as Where, owned, process_pool
 
-    chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
+    chosen = Where(executor, jobs, "capacity")        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
         yield chosen.kind
         return

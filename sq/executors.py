@@ -21,18 +21,18 @@ KINDS = ("serial", "threads", "processes")
 class Executor:
     """Runs tasks and yields (index, record) as they finish."""
 
-    def __init__(self, executor, jobs):
+    def __init__(self, executor, jobs, who: str = "sweep"):
         if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-            raise SqError(f"sweep: jobs must be a positive whole number, found {jobs!r}", phase="settings")
+            raise SqError(f"{who}: jobs must be a positive whole number, found {jobs!r}", phase="settings")
         self.jobs = jobs or os.cpu_count() or 1
         self.kind = "processes" if executor is None else executor
         if isinstance(self.kind, str):
             if self.kind not in KINDS:
-                raise SqError(f"sweep: unknown executor `{self.kind}`", phase="settings",
+                raise SqError(f"{who}: unknown executor `{self.kind}`", phase="settings",
                               notes=(f"help: {', '.join(KINDS)}, a concurrent.futures.Executor "
                                      "or a dask distributed.Client",))
         elif not _is_dask(self.kind) and not _is_futures(self.kind):
-            raise SqError(f"sweep: executor {self.kind!r} is neither a concurrent.futures.Executor "
+            raise SqError(f"{who}: executor {self.kind!r} is neither a concurrent.futures.Executor "
                           "nor a dask distributed.Client", phase="settings")
 
     def run(self, fn, tasks: list, todo: list[int]):

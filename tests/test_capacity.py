@@ -60,6 +60,10 @@ def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
         with pytest.raises(sq.SqError) as caught:
             capacity(MM1, "lam", "response.mean <= 5", confidence=level)
         assert caught.value.message == f"capacity: confidence must be between 0 and 1, found {level!r}"
+    with pytest.raises(sq.SqError, match="^error: capacity: jobs must be a positive whole number, found 0$"):
+        capacity(MM1, "lam", "response.mean <= 5", jobs=0)
+    with pytest.raises(sq.SqError, match="^error: capacity: unknown executor `gpu`\n"):
+        capacity(MM1, "lam", "response.mean <= 5", executor="gpu")
 
 
 @pytest.mark.parametrize("op, mean, half, verdict", [
