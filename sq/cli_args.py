@@ -23,7 +23,7 @@ def seed(text: str) -> int:
     try:
         value = int(text, 0)
     except ValueError:
-        value = -1
+        value = -1     # not a whole number: refused below, in the same words as one out of range
     if not 0 <= value < 2**64:
         raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
     return value
