@@ -7,6 +7,10 @@ runs the whole simulation without the GIL, then turns the C arrays into a
 04 §4.0–4.4 (fifo, ps, delay) and 02/03/07 (sessions, statements,
 expressions); it reads the bytecode and tables of `sq/_bytecode.pxd`, which
 `sq/lower.py` writes.
+
+This file is the engine's Python boundary (set-up, collection, error text); the
+engine itself is in the `.pxi` files it includes, one concern each, compiled as
+one C translation unit (docs/architecture.md, "The engine, file by file").
 """
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
