@@ -38,14 +38,14 @@ cdef double stage_work(State* st, int32_t k) noexcept nogil:
         return total
     if s.kind == K_STEP:
         for j in range(s.nres):
-            total += st.job_work[s.res[j]]
+            total += st.jobs.work[s.res[j]]
         return total
-    for j in range(st.jhigh):
-        if st.job_id[j] >= 0 and st.job_stage[j] == k:
-            if st.job_started[j]:
-                total += st.job_end[j] - st.now
+    for j in range(st.jobs.high):
+        if st.jobs.id[j] >= 0 and st.jobs.stage[j] == k:
+            if st.jobs.started[j]:
+                total += st.jobs.end[j] - st.now
             else:
-                total += st.job_work[j]
+                total += st.jobs.work[j]
     return total
 
 
@@ -98,7 +98,7 @@ cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
         return <double> p.qlen
     if slot < 0:                       # PF_CACHED_IN: the session's own cached units
         return 0.0
-    e = own_entry(p, st.serial[slot])
+    e = own_entry(p, st.sess.serial[slot])
     return p.entries[e].size if e >= 0 else 0.0
 
 
@@ -107,7 +107,7 @@ cdef inline double attr_value(State* st, int slot, int32_t a) noexcept nogil:
     without a session)."""
     if st.attr_row != NULL:
         return st.attr_row[a]
-    return st.attrs[<int64_t> slot * st.n_attrs + a] if slot >= 0 else NAN
+    return st.sess.attrs[<int64_t> slot * st.n_attrs + a] if slot >= 0 else NAN
 
 
 cdef inline double ctx_value(State* st, int32_t x, double present) noexcept nogil:
