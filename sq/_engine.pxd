@@ -364,6 +364,10 @@ cdef struct State:
     int32_t* grow_job          # per session: the resident job whose growth waits (-1: a statement)
     int32_t* job_mode
     int32_t* job_grow          # the job's `growing` pool row (-1: none)
+    # a step job's owner cannot open or close a hold while the job is resident (it waits in the
+    # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
+    int64_t* job_frame         # the owner's innermost open frame entry on job_grow (-1: none)
+    int64_t* job_units_at      # its only open frame entry on the stage's memory (-1: none, -2: several)
     int64_t* job_served        # the serving pass that last served the job
     int64_t serve_stamp
     int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)

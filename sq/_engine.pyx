@@ -503,7 +503,7 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         return st.jfree[st.njfree]
     if st.jhigh == st.jcap:
         cap = st.jcap * 2 if st.jcap else 64
-        if charge(st, (cap - st.jcap) * 73) < 0:     # the job tables below
+        if charge(st, (cap - st.jcap) * 89) < 0:     # the job tables below
             return -1
         if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
@@ -515,6 +515,8 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
                 or not grow(<void**> &st.job_started, cap * sizeof(char)) \
                 or not grow(<void**> &st.job_mode, cap * sizeof(int32_t)) \
                 or not grow(<void**> &st.job_grow, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_frame, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.job_units_at, cap * sizeof(int64_t)) \
                 or not grow(<void**> &st.job_served, cap * sizeof(int64_t)) \
                 or not grow(<void**> &st.jfree, cap * sizeof(int32_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -816,6 +818,8 @@ cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, i
         j = st.sess_job[slot]           # the job that just joined
         st.job_mode[j] = mode
         st.job_grow[j] = growing
+    if st.stages[k].kind == K_STEP:
+        resident_frames(st, st.sess_job[slot], st.stages[k].memory)
     return 0
 
 
@@ -1616,9 +1620,11 @@ cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, doub
                 p.overfull = 1      # as 0.1.2: caching never evicts (05 §5.4)
 
 
-cdef void mark_grown(State* st, int64_t j) noexcept nogil:
+cdef inline void mark_grown(State* st, int64_t j) noexcept nogil:
     # `grown` belongs to the hold: its computed extent becomes `pos` on every pool it takes
     cdef int64_t first = (j // st.hold_pools_max) * st.hold_pools_max, i
+    if st.frame_grown[j]:
+        return          # marked since the admission, which clears the hold's entries together
     for i in range(first, first + st.hold_pools_max):
         st.frame_grown[i] = 1
 
@@ -2641,7 +2647,7 @@ cdef void free_state(State* st) noexcept:
     free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
     free(st.it_tokens.p); free(st.ev_time.p); free(st.ev_key.p); free(st.ev_units.p)
     tl_close(st)
-    free(st.itl_decoded); free(st.itl_preempted); free(st.job_mode); free(st.job_grow); free(st.job_served)
+    free(st.itl_decoded); free(st.itl_preempted); free(st.job_mode); free(st.job_grow); free(st.job_frame); free(st.job_units_at); free(st.job_served)
     free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
     free(st.job_owner); free(st.job_stage); free(st.job_id); free(st.job_work); free(st.job_enq)

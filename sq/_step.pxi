@@ -19,6 +19,32 @@ cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
     return total
 
 
+cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
+    """A step job joins: the frame entries its iterations read (see State.job_frame)."""
+    cdef int32_t slot = st.job_owner[j], d, i, n
+    cdef int64_t fi, e, found = -1
+    st.job_frame[j] = innermost(st, slot, st.job_grow[j]) if st.job_grow[j] >= 0 else -1
+    if memory >= 0:
+        for d in range(st.depth[slot]):
+            fi = frame_of(st, slot, d)
+            n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
+            for i in range(n):
+                e = fi * st.hold_pools_max + i
+                if st.frame_active[e] and st.frame_member[e] == memory:
+                    found = e if found == -1 else -2
+    st.job_units_at[j] = found
+
+
+cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogil:
+    """owner_units(job's owner, memory), from the entry found when the job joined when there is one."""
+    cdef int64_t e = st.job_units_at[j]
+    if e >= 0:
+        return 0.0 + st.frame_alloc[e]      # owner_units' sum over that one entry
+    if e == -1:
+        return 0.0
+    return owner_units(st, st.job_owner[j], memory)
+
+
 cdef void set_totals(State* st, Stage* s) noexcept nogil:
     """The Budget moment's context, from the residents as they stand."""
     cdef int64_t r
@@ -29,9 +55,9 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
         if st.job_mode[j] == M_DECODE:
             dec += 1.0
             if st.kv_budget:            # no expression reads the sums: they are not made
-                kvb += owner_units(st, st.job_owner[j], s.memory)
+                kvb += job_units(st, j, s.memory)
         elif st.kv_budget:
-            kvp += owner_units(st, st.job_owner[j], s.memory)
+            kvp += job_units(st, j, s.memory)
     st.ctxv[CTX_NRES] = <double> s.nres
     st.ctxv[CTX_NDEC] = dec
     st.ctxv[CTX_KVB] = kvb
@@ -233,7 +259,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             owner = st.job_owner[j]
             if st.grow_at[owner] >= 0:
                 continue                # stalled earlier, waiting to grow
-            fj = innermost(st, owner, row)
+            fj = st.job_frame[j]
             if fj < 0:
                 continue
             need = st.frame_pos[fj] + tokens - st.frame_alloc[fj]
@@ -269,7 +295,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         for r in range(s.na):
             j = s.a_job[r]
             if st.job_grow[j] >= 0:
-                fj = innermost(st, st.job_owner[j], st.job_grow[j])
+                fj = st.job_frame[j]
                 if fj >= 0:
                     st.frame_pos[fj] += s.a_tok[r]
                     mark_grown(st, fj)
@@ -281,11 +307,11 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         if st.job_mode[j] == M_DECODE:
             ndec += 1.0
             if st.kv_iteration:
-                kvb += owner_units(st, st.job_owner[j], s.memory)
+                kvb += job_units(st, j, s.memory)
         else:
             npre += s.a_tok[r]
             if st.kv_iteration:
-                kvp += owner_units(st, st.job_owner[j], s.memory)
+                kvp += job_units(st, j, s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre
