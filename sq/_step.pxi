@@ -369,11 +369,14 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     """Inter-token gaps: a decode token, or a prefill's completion. A completion continues the
     turn's tokens after a decode of the turn, or after a preemption when it ends on the stage of
     the previous token (0.1.2); otherwise it is the turn's first token."""
-    cdef double turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
-    cdef bint same = st.itl_has[slot] and st.itl_turn[slot] == turn
-    cdef int32_t k = <int32_t> (s - st.stages)
+    cdef double turn
+    cdef bint same
+    cdef int32_t k
     if not counts:
         return
+    turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
+    same = st.itl_has[slot] and st.itl_turn[slot] == turn
+    k = <int32_t> (s - st.stages)
     if same and (decode or st.itl_decoded[slot] or (st.itl_preempted[slot] and st.itl_stage[slot] == k)):
         if st.warm and histogram_add(&s.itl, st.now - st.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
