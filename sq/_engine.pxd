@@ -371,6 +371,7 @@ cdef struct State:
     int64_t* job_served        # the serving pass that last served the job
     int64_t serve_stamp
     int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
+    int budget_totals          # set_totals makes any total (an expression but a cost reads one)
     int kv_iteration           # start_iteration makes them (some expression reads them)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value

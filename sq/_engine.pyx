@@ -424,6 +424,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         st.bl_stage = -1
         st.kv_budget = bool(getattr(lowered, "kv_budget", True))
         st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+        st.budget_totals = bool(getattr(lowered, "budget_totals", True))
         st.trace_iters = bool(trace_iterations)
         st.trace_evicts = bool(trace_evictions)
         for k in range(st.n_stages):

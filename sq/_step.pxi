@@ -50,6 +50,8 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     cdef int64_t r
     cdef int32_t j
     cdef double dec = 0.0, kvb = 0.0, kvp = 0.0, units
+    if not st.budget_totals:
+        return          # only costs read them, and an iteration sets its own before its cost
     for r in range(s.nres):
         j = s.res[r]
         if st.job_mode[j] == M_DECODE:
@@ -64,11 +66,16 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     st.ctxv[CTX_KVP] = kvp
 
 
+cdef inline double min_of(double x, double y) noexcept nogil:
+    """fmin(x, y) as glibc's x86-64 `minsd` gives it (y on a tie, the number beside a NaN), inlined."""
+    return x if x < y else (x if y != y else y)
+
+
 cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
     if st.job_mode[j] == M_DECODE:
-        return fmin(1.0, st.job_work[j])
+        return min_of(1.0, st.job_work[j])
     if chunk > 0:
-        return fmin(st.job_work[j], chunk)
+        return min_of(st.job_work[j], chunk)
     return st.job_work[j]
 
 
@@ -117,12 +124,10 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             break
 
 
-cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
+cdef inline int32_t next_unserved(State* st, Stage* s) noexcept nogil:
     """The next job in the serving order not yet served in this pass (-1: none); the order is re-read each time."""
     cdef int64_t r
-    cdef int32_t j, best = -1, i, n = s.serve_count, owner
-    cdef double* keys = st.keys
-    if n == 0 or s.excl:
+    if s.serve_count == 0 or s.excl:
         if s.cursor_stamp != st.serve_stamp:
             s.cursor_stamp = st.serve_stamp
             s.cursor = 0
@@ -132,6 +137,14 @@ cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
                 return s.res[r]
         s.cursor = s.nres
         return -1
+    return next_by_keys(st, s)
+
+
+cdef int32_t next_by_keys(State* st, Stage* s) noexcept nogil:
+    """`serve by` keys: the unserved resident with the smallest keys, read on each resident afresh."""
+    cdef int64_t r
+    cdef int32_t j, best = -1, i, n = s.serve_count, owner
+    cdef double* keys = st.keys
     set_totals(st, s)
     for r in range(s.nres):
         j = s.res[r]
@@ -200,18 +213,23 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
     return False
 
 
-cdef int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
-    if s.na == s.a_cap:
-        if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
-                or not grow(<void**> &s.a_id, (s.a_cap * 2 + 16) * sizeof(int64_t)) \
-                or not grow(<void**> &s.a_tok, (s.a_cap * 2 + 16) * sizeof(double)):
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        s.a_cap = s.a_cap * 2 + 16
+cdef inline int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
+    if s.na == s.a_cap and assign_grow(st, s) < 0:
+        return -1
     s.a_job[s.na] = j
     s.a_id[s.na] = st.job_id[j]
     s.a_tok[s.na] = tokens
     s.na += 1
+    return 0
+
+
+cdef int assign_grow(State* st, Stage* s) noexcept nogil:
+    if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
+            or not grow(<void**> &s.a_id, (s.a_cap * 2 + 16) * sizeof(int64_t)) \
+            or not grow(<void**> &s.a_tok, (s.a_cap * 2 + 16) * sizeof(double)):
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    s.a_cap = s.a_cap * 2 + 16
     return 0
 
 
@@ -230,9 +248,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
     if st.err:
         return
-    for r in range(s.nres):
-        if st.job_mode[s.res[r]] == M_PREFILL:
-            resident_prefill = True
+    if excl:                            # (only an exclusive stage stalls decodes for a prefill)
+        for r in range(s.nres):
+            if st.job_mode[s.res[r]] == M_PREFILL:
+                resident_prefill = True
     left = budget
     s.na = 0
     st.serve_stamp += 1
@@ -251,7 +270,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         is_prefill = st.job_mode[j] == M_PREFILL
         if excl and resident_prefill and not is_prefill:
             continue                    # decodes stall while a prefill is resident
-        tokens = fmin(want(st, j, chunk), budget if (excl and is_prefill) else left)
+        tokens = min_of(want(st, j, chunk), budget if (excl and is_prefill) else left)
         if not (tokens > 0):
             continue
         row = st.job_grow[j]
@@ -282,15 +301,17 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
-    # jobs preempted meanwhile leave the selection (their tokens are not applied)
-    fj = 0
-    for r in range(s.na):
-        if st.job_id[s.a_job[r]] == s.a_id[r]:
-            s.a_job[fj] = s.a_job[r]
-            s.a_id[fj] = s.a_id[r]
-            s.a_tok[fj] = s.a_tok[r]
-            fj += 1
-    s.na = fj
+    # jobs preempted meanwhile leave the selection (their tokens are not applied); only a
+    # preemption removes a resident's job while its stage plans
+    if st.iter_preempted:
+        fj = 0
+        for r in range(s.na):
+            if st.job_id[s.a_job[r]] == s.a_id[r]:
+                s.a_job[fj] = s.a_job[r]
+                s.a_id[fj] = s.a_id[r]
+                s.a_tok[fj] = s.a_tok[r]
+                fj += 1
+        s.na = fj
     if excl:
         for r in range(s.na):
             j = s.a_job[r]
@@ -422,14 +443,13 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
         st.job_work[j] -= s.a_tok[r]
         finished = st.job_work[j] <= EPS
         token(st, s, st.job_owner[j], st.job_mode[j] == M_DECODE, st.job_mode[j] == M_DECODE or finished)
-        if not finished:
-            s.a_id[r] = -1
-    # the finished leave the residents in one pass (O(residents), not O(residents) per job);
-    # the stamp -2 marks them, and complete_job frees them, so no one reads it later
-    for r in range(s.na):
-        if s.a_id[r] >= 0:
-            st.job_served[s.a_job[r]] = -2
+        if finished:
+            # the finished leave the residents in one pass (O(residents), not O(residents) per
+            # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
+            st.job_served[j] = -2
             nfin += 1
+        else:
+            s.a_id[r] = -1
     if nfin > 0:
         leave_marked(st, s)
     for r in range(s.na):

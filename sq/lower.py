@@ -124,6 +124,9 @@ class Lowered:
     # other than a cost reads them, those of its iteration if any expression does.
     kv_budget: bool = True
     kv_iteration: bool = True
+    # whether an expression other than a cost reads a Budget moment's totals at all (residents,
+    # decoders, kvb, kvp): if none does, the moment does not make them (a cost reads the iteration's)
+    budget_totals: bool = True
 
 
 def lower(ir: dict) -> Lowered:
@@ -312,6 +315,7 @@ class _Lowering:
             trace=ir.get("trace"), trace_ordered=bool(ir.get("trace_ordered", False)),
             kv_budget=bool(self.contexts_read & {"Kvb", "Kvp"}),
             kv_iteration=bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
+            budget_totals=bool(self.contexts_read & {"Nres", "Ndec", "Kvb", "Kvp"}),
             slot_trace=tuple(self.slot(ir.get(k, d)) for k, d in (("slot_new", 3), ("slot_out", 4),
                                                             ("slot_think", 5), ("slot_forced", 7),
                                                             ("slot_more", 6))),
