@@ -66,11 +66,6 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     st.ctxv[CTX_KVP] = kvp
 
 
-cdef inline double min_of(double x, double y) noexcept nogil:
-    """fmin(x, y) as glibc's x86-64 `minsd` gives it (y on a tie, the number beside a NaN), inlined."""
-    return x if x < y else (x if y != y else y)
-
-
 cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
     if st.job_mode[j] == M_DECODE:
         return min_of(1.0, st.job_work[j])
@@ -390,22 +385,22 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     """Inter-token gaps: a decode token, or a prefill's completion. A completion continues the
     turn's tokens after a decode of the turn, or after a preemption when it ends on the stage of
     the previous token (0.1.2); otherwise it is the turn's first token."""
-    cdef double turn
-    cdef bint same
+    cdef double turn, now = st.now
     cdef int32_t k
     if not counts:
         return
     turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
-    same = st.itl_has[slot] and st.itl_turn[slot] == turn
     k = <int32_t> (s - st.stages)
-    if same and (decode or st.itl_decoded[slot] or (st.itl_preempted[slot] and st.itl_stage[slot] == k)):
-        if st.warm and histogram_add(&s.itl, st.now - st.itl_last[slot]) < 0:
+    if st.itl_has[slot] and st.itl_turn[slot] == turn \
+            and (decode or st.itl_decoded[slot] or (st.itl_preempted[slot] and st.itl_stage[slot] == k)):
+        if st.warm and histogram_add(&s.itl, now - st.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
-        st.itl_last[slot] = st.now
+        st.itl_last[slot] = now
         st.itl_stage[slot] = k
-        st.itl_preempted[slot] = 0
-        if decode:
+        if st.itl_preempted[slot]:
+            st.itl_preempted[slot] = 0
+        if decode and not st.itl_decoded[slot]:
             st.itl_decoded[slot] = 1
         return
     st.itl_has[slot] = 1
