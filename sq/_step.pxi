@@ -381,25 +381,22 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     trace_logged(st)
 
 
-cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noexcept nogil:
+cdef void token(State* st, int32_t k, int32_t slot, bint decode, bint counts) noexcept nogil:
     """Inter-token gaps: a decode token, or a prefill's completion. A completion continues the
     turn's tokens after a decode of the turn, or after a preemption when it ends on the stage of
     the previous token (0.1.2); otherwise it is the turn's first token."""
     cdef double turn, now = st.now
-    cdef int32_t k
     if not counts:
         return
     turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
-    k = <int32_t> (s - st.stages)
     if st.itl_has[slot] and st.itl_turn[slot] == turn \
             and (decode or st.itl_decoded[slot] or (st.itl_preempted[slot] and st.itl_stage[slot] == k)):
-        if st.warm and histogram_add(&s.itl, now - st.itl_last[slot]) < 0:
+        if st.warm and histogram_add(&st.stages[k].itl, now - st.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
         st.itl_last[slot] = now
         st.itl_stage[slot] = k
-        if st.itl_preempted[slot]:
-            st.itl_preempted[slot] = 0
+        st.itl_preempted[slot] = 0
         if decode and not st.itl_decoded[slot]:
             st.itl_decoded[slot] = 1
         return
@@ -437,7 +434,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             continue
         st.job_work[j] -= s.a_tok[r]
         finished = st.job_work[j] <= EPS
-        token(st, s, st.job_owner[j], st.job_mode[j] == M_DECODE, st.job_mode[j] == M_DECODE or finished)
+        token(st, k, st.job_owner[j], st.job_mode[j] == M_DECODE, st.job_mode[j] == M_DECODE or finished)
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
             # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
