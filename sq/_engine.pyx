@@ -573,9 +573,9 @@ def _row_name(names, indices, k):
 
 def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
-    from sq.trace import read_trace
     if not lowered.trace:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    from sq.trace import read_trace       # only a replay loads the reader
     corpus = read_trace(lowered.trace)
     return corpus.turns.reshape(-1), corpus.offset, corpus.count
 
