@@ -441,6 +441,7 @@ cdef object _set_stages(State* st, lowered):
     st.bl_stage = -1
     st.kv_budget = bool(getattr(lowered, "kv_budget", True))
     st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+    st.budget_totals = bool(getattr(lowered, "budget_totals", True))
     st.estimates = bool(getattr(lowered, "estimates", True))
     st.flows.finite = 1
     for k in range(st.n_stages):
@@ -589,9 +590,9 @@ def _row_name(names, indices, k):
 
 def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
-    from sq.trace import read_trace
     if not lowered.trace:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    from sq.trace import read_trace       # only a replay loads the reader
     corpus = read_trace(lowered.trace)
     return corpus.turns.reshape(-1), corpus.offset, corpus.count
 

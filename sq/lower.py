@@ -123,6 +123,9 @@ class Lowered:
     # other than a cost reads them, those of its iteration if any expression does.
     kv_budget: bool = True
     kv_iteration: bool = True
+    # whether an expression other than a cost reads a Budget moment's totals at all (residents,
+    # decoders, kvb, kvp): if none does, the moment does not make them (a cost reads the iteration's)
+    budget_totals: bool = True
     estimates: bool = True      # some expression reads a stage's estimators (est_*, price)
 
 
@@ -332,7 +335,8 @@ class _Lowering:
                 "max_keys": self.max_keys, "max_flow_stages": self.max_flow_stages,
                 "kv_budget": bool(self.contexts_read & {"Kvb", "Kvp"}),
                 "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
-                "estimates": self.estimates}
+                "estimates": self.estimates,
+                "budget_totals": bool(self.contexts_read & {"Nres", "Ndec", "Kvb", "Kvp"})}
 
     def hold_tables(self) -> dict:
         return {"holds": np.array(self.holds, dtype=np.int32),
