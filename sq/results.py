@@ -33,12 +33,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def _empty(dtype) -> np.ndarray:
+    a = np.zeros(0, dtype=dtype)
+    a.flags.writeable = False
+    return a
+
+
+# The default of every sample list the engine leaves empty: one shared read-only array each
+# (an empty array has nothing to change), not a new one per field and run.
+_EMPTY_F64, _EMPTY_I64 = _empty(np.float64), _empty(np.int64)
+
+
 def _f64() -> np.ndarray:
-    return np.zeros(0, dtype=np.float64)
+    return _EMPTY_F64
 
 
 def _i64() -> np.ndarray:
-    return np.zeros(0, dtype=np.int64)
+    return _EMPTY_I64
 
 
 def row_label(name: str, index: int | None) -> str:
