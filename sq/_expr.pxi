@@ -1,0 +1,279 @@
+# The expression VM (spec chapter 07): `evaluate` and the stage and pool functions it calls.
+# Included by sq/_engine.pyx (one translation unit, so the C compiler inlines across files);
+# every function here runs without the GIL.
+
+
+# ---- expressions ---------------------------------------------------------------------
+cdef inline int64_t member(State* st, double v, int64_t count, int code, int slot) noexcept nogil:
+    """A run-time index: truncated toward zero, negative and NaN are 0; past the end is an error."""
+    cdef uint64_t i
+    if not (v > 0):
+        i = 0
+    elif v >= 1.8446744073709552e19:
+        i = 0xFFFFFFFFFFFFFFFF         # `as usize` saturates
+    else:
+        i = <uint64_t> v
+    if i >= <uint64_t> count:
+        fail(st, code, slot, v, <int64_t> i, count)
+        return -1
+    return <int64_t> i
+
+
+cdef inline double ps_virtual(Stage* s, double now) noexcept nogil:
+    return s.V + s.rate * (now - s.Vt)
+
+
+cdef double stage_work(State* st, int32_t k) noexcept nogil:
+    """Unfinished work at stage k: remaining service of jobs started, plus the work of waiting ones.
+    The sum starts from -0.0, as 0.1.2's (Rust's empty float sum): an empty stage's work is -0."""
+    cdef Stage* s = &st.stages[k]
+    cdef double total = -0.0, v
+    cdef int64_t j
+    if s.share_cap > 0:
+        return flow_work(st, k)
+    if s.kind == K_PS:
+        v = ps_virtual(s, st.now)
+        for j in range(s.hlen):
+            total += s.heap[j].tag - v
+        return total
+    if s.kind == K_STEP:
+        for j in range(s.nres):
+            total += st.job_work[s.res[j]]
+        return total
+    for j in range(st.jhigh):
+        if st.job_id[j] >= 0 and st.job_stage[j] == k:
+            if st.job_started[j]:
+                total += st.job_end[j] - st.now
+            else:
+                total += st.job_work[j]
+    return total
+
+
+cdef double stage_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
+    cdef Stage* s = &st.stages[k]
+    cdef double lam
+    if fn == SF_QUEUE:      # queue: waiting + in service (step: residents)
+        return <double> s.n
+    if fn == SF_BUSY:      # busy: fifo servers in use; every job of a ps or delay stage; step: scheduled jobs
+        if s.kind == K_STEP:
+            return <double> (s.na if s.inflight else 0)
+        return <double> (s.busy if s.kind == K_FIFO else s.n)   # a shared stage: its flows
+    if fn == SF_WORK:
+        return stage_work(st, k)
+    if fn == SF_EST_LAMBDA:
+        return est_lambda(s)
+    if fn == SF_EST_RHO:
+        return est_rho(s)
+    if fn == SF_EST_WAIT:
+        return s.est_wait
+    return budget_left(st, k, slot)   # SF_BUDGET_LEFT
+
+
+cdef inline double est_lambda(Stage* s) noexcept nogil:
+    if not s.est_has_gap or s.est_gap <= 0:
+        return 0.0
+    return 1.0 / s.est_gap
+
+
+cdef inline double est_rho(Stage* s) noexcept nogil:
+    return fmin(est_lambda(s) * s.est_service, 0.99)
+
+
+cdef double price(Stage* s, double s_hit, double ds) noexcept nogil:
+    cdef double lam = est_lambda(s), rho = est_rho(s), w = s.est_wait
+    cdef double s_miss = s_hit + ds
+    return ds + lam * (s_miss * s_miss - s_hit * s_hit) / (2.0 * (1.0 - rho)) + lam * w * ds / (1.0 - rho)
+
+
+cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
+    cdef Pool* p = &st.pools[k]
+    cdef int64_t e
+    if fn == PF_USED:
+        return p.used
+    if fn == PF_FREE:
+        return p.cap - p.used          # cached units are not subtracted
+    if fn == PF_HOLDERS:
+        return <double> p.nholders
+    if fn == PF_QUEUED:
+        return <double> p.qlen
+    if slot < 0:                       # PF_CACHED_IN: the session's own cached units
+        return 0.0
+    e = own_entry(p, st.serial[slot])
+    return p.entries[e].size if e >= 0 else 0.0
+
+
+cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
+    """Run one expression's bytecode; attributes read NaN without a session (slot -1)."""
+    cdef const int32_t* c = st.code
+    cdef int64_t base = st.stack_top
+    cdef double* s = st.stack + base     # a nested evaluation (budget_left) stacks above this one
+    cdef int64_t sp = 0
+    cdef int32_t pc = off, op, has_index
+    cdef int64_t k
+    cdef double a, b
+    if c[pc] == X_NUM and c[pc + XONE_LEN] == X_RET:
+        return st.consts[c[pc + XONE_ARG]]      # a constant (a ps stage's φ, most amounts): no stack
+    while True:
+        op = c[pc]
+        if op == X_NUM:
+            s[sp] = st.consts[c[pc + XONE_ARG]]
+            sp += 1
+            pc += XONE_LEN
+        elif op == X_ATTR:
+            if st.attr_row != NULL:
+                s[sp] = st.attr_row[c[pc + XONE_ARG]]
+            else:
+                s[sp] = st.attrs[<int64_t> slot * st.n_attrs + c[pc + XONE_ARG]] if slot >= 0 else NAN
+            sp += 1
+            pc += XONE_LEN
+        elif op == X_CTX:
+            if c[pc + XONE_ARG] == CTX_NOW:
+                s[sp] = st.now
+            elif c[pc + XONE_ARG] == CTX_PRESENT:
+                s[sp] = present
+            else:
+                s[sp] = st.ctxv[c[pc + XONE_ARG]]
+            sp += 1
+            pc += XONE_LEN
+        elif op == X_NEG:
+            s[sp - 1] = -s[sp - 1]
+            pc += X_BARE_LEN
+        elif op == X_NOT:
+            s[sp - 1] = 1.0 if s[sp - 1] == 0.0 else 0.0
+            pc += X_BARE_LEN
+        elif op == X_TRUTH:
+            s[sp - 1] = 1.0 if s[sp - 1] != 0.0 else 0.0
+            pc += X_BARE_LEN
+        # one branch per binary operator, all `op == constant`: Cython compiles the chain to one C switch
+        elif op == X_ADD:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] + s[sp]
+            pc += X_BARE_LEN
+        elif op == X_SUB:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] - s[sp]
+            pc += X_BARE_LEN
+        elif op == X_MUL:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] * s[sp]
+            pc += X_BARE_LEN
+        elif op == X_DIV:
+            sp -= 1
+            s[sp - 1] = s[sp - 1] / s[sp]
+            pc += X_BARE_LEN
+        elif op == X_POW:
+            sp -= 1
+            s[sp - 1] = pow(s[sp - 1], s[sp])
+            pc += X_BARE_LEN
+        elif op == X_LT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] < s[sp] else 0.0
+            pc += X_BARE_LEN
+        elif op == X_LE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] <= s[sp] else 0.0
+            pc += X_BARE_LEN
+        elif op == X_GT:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] > s[sp] else 0.0
+            pc += X_BARE_LEN
+        elif op == X_GE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] >= s[sp] else 0.0
+            pc += X_BARE_LEN
+        elif op == X_EQ:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] == s[sp] else 0.0
+            pc += X_BARE_LEN
+        elif op == X_NE:
+            sp -= 1
+            s[sp - 1] = 1.0 if s[sp - 1] != s[sp] else 0.0
+            pc += X_BARE_LEN
+        elif op == X_AND:
+            if s[sp - 1] == 0.0:
+                s[sp - 1] = 0.0
+                pc = c[pc + XONE_ARG]
+            else:
+                sp -= 1
+                pc += XONE_LEN
+        elif op == X_OR:
+            if s[sp - 1] != 0.0:
+                s[sp - 1] = 1.0
+                pc = c[pc + XONE_ARG]
+            else:
+                sp -= 1
+                pc += XONE_LEN
+        elif op == X_JZ:
+            sp -= 1
+            if s[sp] == 0.0:
+                pc = c[pc + XONE_ARG]
+            else:
+                pc += XONE_LEN
+        elif op == X_JMP:
+            pc = c[pc + XONE_ARG]
+        elif op == X_FN1:
+            a = s[sp - 1]
+            k = c[pc + XONE_ARG]
+            if k == FN_ABS:
+                a = fabs(a)
+            elif k == FN_FLOOR:
+                a = floor(a)
+            elif k == FN_CEIL:
+                a = ceil(a)
+            elif k == FN_SQRT:
+                a = sqrt(a)
+            elif k == FN_EXP:
+                a = exp(a)
+            else:
+                a = log(a)          # FN_LN
+            s[sp - 1] = a
+            pc += XONE_LEN
+        elif op == X_MIN:
+            sp -= 1
+            s[sp - 1] = fmin(s[sp - 1], s[sp])
+            pc += X_BARE_LEN
+        elif op == X_MAX:
+            sp -= 1
+            s[sp - 1] = fmax(s[sp - 1], s[sp])
+            pc += X_BARE_LEN
+        elif op == X_STAGE or op == X_POOL:
+            has_index = c[pc + XREF_HAS_INDEX]
+            k = 0
+            if has_index:
+                sp -= 1
+                k = member(st, s[sp], c[pc + XREF_COUNT], E_INDEX, slot)
+                if k < 0:
+                    return NAN
+            if op == X_STAGE:
+                st.stack_top = base + sp + 1
+                if st.stack_top + st.frame_depth > st.stack_cap:
+                    # lowering sizes the stack for the deepest budget_left chain: never reached
+                    fail(st, E_NESTING, slot, 0, c[pc + XREF_BASE] + k, 0)
+                    st.stack_top = base
+                    return NAN
+                a = stage_fn(st, c[pc + XREF_FN], <int32_t> (c[pc + XREF_BASE] + k), slot)
+                st.stack_top = base
+                s[sp] = a
+            else:
+                s[sp] = pool_fn(st, c[pc + XREF_FN], <int32_t> (c[pc + XREF_BASE] + k), slot)
+            sp += 1
+            pc += XREF_LEN
+        elif op == X_PRICE:
+            has_index = c[pc + XPRICE_HAS_INDEX]
+            k = 0
+            if has_index:
+                sp -= 1
+                k = member(st, s[sp], c[pc + XPRICE_COUNT], E_INDEX, slot)
+                if k < 0:
+                    return NAN
+            sp -= 1
+            s[sp - 1] = price(&st.stages[c[pc + XPRICE_BASE] + k], s[sp - 1], s[sp])
+            pc += XPRICE_LEN
+        elif op == X_SAMPLE:
+            k = c[pc + XSAMPLE_NARGS]
+            sp -= k
+            s[sp] = sq_draw(rng, c[pc + XSAMPLE_DIST], &s[sp])
+            sp += 1
+            pc += XSAMPLE_LEN
+        else:  # X_RET
+            return s[sp - 1]

@@ -1,0 +1,254 @@
+# The loop (spec chapter 09): areas, settling an instant, gauges, event handling, `run_loop`.
+# Included by sq/_engine.pyx (one translation unit, so the C compiler inlines across files);
+# every function here runs without the GIL.
+
+
+# ---- the loop ----------------------------------------------------------------------------------
+cdef void sample_areas(State* st) noexcept nogil:
+    cdef int32_t k
+    cdef Stage* s
+    cdef Pool* p
+    area_set(&st.live_area, st.now, <double> st.live)
+    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
+    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
+    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
+    while k < st.n_pools:
+        p = &st.pools[k]
+        area_set(&p.used_area, st.now, p.used)
+        area_set(&p.cached_area, st.now, p.cached)
+        area_set(&p.queue_area, st.now, <double> p.qlen)
+        area_set(&p.holders_area, st.now, <double> p.nholders)
+        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+            unmark_row(st.pools_sampled, k)
+        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+    k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
+    while k < st.n_stages:
+        s = &st.stages[k]
+        area_set(&s.number, st.now, <double> s.n)
+        if s.share_cap > 0:
+            area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
+        else:
+            area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
+        # a step stage's time shares are integrated at its iterations' ends (not here); it stays
+        # sampled once used, as its busy area may be mid-iteration
+        if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
+            unmark_row(st.stages_sampled, k)
+        k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
+cdef inline double area_until(Area* a, double t) noexcept nogil:
+    """The integral over [warmup, t], the value held since `last` carried on to t."""
+    return a.integral + a.value * (t - a.last)
+
+
+cdef void take_mid(State* st) noexcept nogil:
+    """The integrals at the middle of the measured window (no event falls strictly between
+    now and mid_time, so the values held now are held until then)."""
+    cdef int32_t k
+    st.mid_taken = 1
+    st.mid_live = area_until(&st.live_area, st.mid_time)
+    for k in range(st.n_pools):
+        st.pools[k].mid_queue = area_until(&st.pools[k].queue_area, st.mid_time)
+    st.mid_arrivals = st.arrivals
+    st.mid_ended = st.ended
+
+
+cdef void restart_areas(State* st) noexcept nogil:
+    cdef int32_t k
+    area_restart(&st.live_area, st.now)
+    for k in range(st.n_pools):
+        area_restart(&st.pools[k].used_area, st.now)
+        area_restart(&st.pools[k].cached_area, st.now)
+        area_restart(&st.pools[k].queue_area, st.now)
+        area_restart(&st.pools[k].holders_area, st.now)
+    for k in range(st.n_stages):
+        area_restart(&st.stages[k].number, st.now)
+        area_restart(&st.stages[k].busy_area, st.now)
+        area_restart(&st.stages[k].prefill_only, st.now)
+        area_restart(&st.stages[k].decode_only, st.now)
+        area_restart(&st.stages[k].mixed, st.now)
+        area_restart(&st.stages[k].decodes, st.now)
+
+
+cdef void settle(State* st) noexcept nogil:
+    """Settle the instant after an event (and once at time 0), spec 09 §9.5, in this order:
+
+    1. the ready queue: each ready session executes (§9.6) until it blocks, ends or waits;
+    2. the pools pass, in declaration order: `retry_growers` (05 §5.8), then `try_admit`
+       (§5.5; a no-op for `admit via` pools); sessions it admits join the ready queue, so
+       1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
+       only pools with holds or growers waiting are visited (the others' passes do nothing);
+    3. the stages pass, in declaration order (from the first ps or step stage): an idle step
+       stage with work starts an iteration (04 §4.5.3) unless another event is still pending
+       at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
+       this re-runs 1 and 2: what an iteration's admissions put on an earlier stage waits
+       for the next settle;
+    4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
+    5. the time averages are sampled (live sessions, stage numbers and busy time, step
+       batch state, pool used/cached/queue/holders; 08, §9.9); a pool or stage that holds 0
+       in every area and still does is skipped (it would add 0 to each integral).
+    Gauges are read by `run_loop` when time moves on, not here.
+    """
+    cdef int32_t slot, k
+    while True:
+        while st.rlen > 0 and not st.err:
+            slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+            if st.alive[slot] and not st.waiting[slot]:   # a preempted session waits in a queue
+                exec_session(st, slot)
+        if st.err:
+            return
+        # the pools pass: admission at settle happens only here
+        try_every_pool(st)
+        if st.err:
+            return
+        if st.rlen == 0:
+            break
+    cdef bint pending_now = st.hlen > 0 and st.heap[0].t <= st.now
+    for k in range(st.n_ps_first, st.n_stages):
+        if st.stages[k].kind == K_STEP:
+            # an iteration waits for the whole instant (every event at `now` handled)
+            if not st.stages[k].inflight and not pending_now and step_has_work(st, k):
+                start_iteration(st, k)
+                if st.err:
+                    return
+        elif st.stages[k].kind == K_PS and st.stages[k].dirty:
+            if reschedule(st, k) < 0 or st.err:
+                return
+    if st.fl_dirty:
+        flows_recompute(st)
+    sample_areas(st)
+
+
+cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
+    cdef int32_t pk
+    if st.stages[k].nres > 0:
+        return True
+    for pk in range(st.n_pools):
+        if st.admit_via[pk] == k and st.pools[pk].qlen > 0:
+            return True
+    return False
+
+
+cdef void read_gauges(State* st) noexcept nogil:
+    cdef int32_t g
+    cdef double v
+    cdef Gauge* gg
+    for g in range(st.n_gauges):
+        gg = &st.gauges[g]
+        v = evaluate(st, gg.expr, -1, &st.rng_session, NAN)
+        if st.err:
+            return
+        if not st.keep_samples:
+            gauge_fold_read(gg, st.now, v)
+        elif gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+            if charge(st, 16) < 0:
+                return
+            if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return
+
+
+cdef int next_arrival(State* st) noexcept nogil:
+    """Schedule the next open arrival (the first one too), unless the limit is reached."""
+    cdef double gap
+    if st.arrival_kind == A_POISSON:
+        gap = -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
+    else:
+        gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
+        if st.err:
+            return -1
+        if not (gap > 0) or not isfinite(gap):
+            fail(st, E_RENEWAL, -1, gap, 0, 0)
+            return -1
+    return schedule(st, st.now + gap, EV_ARRIVE, 0, 0, 0)
+
+
+cdef void handle(State* st, Event* e) noexcept nogil:
+    """Handle one popped event (spec 09 §9.2), before `settle` runs the instant:
+
+    a job's finish (fifo, ps or delay stage; a stale ps finish is ignored), an arrival
+    (the next one is scheduled first, then the session spawns: §9.7), a flow's end (06),
+    a step iteration's end (04 §4.5.3; stale after a preemption restarted it), a lease's
+    end (05: its pool is freed, then every pool is tried in declaration order), or the
+    end of the warm-up (§9.9: the time averages restart from now).
+    """
+    if e.kind == EV_FINISH:
+        finish(st, e)
+    elif e.kind == EV_ARRIVE:
+        # the next arrival is scheduled first, then the session spawns
+        if st.limit == 0 or st.arrivals + 1 < st.limit:
+            if next_arrival(st) < 0:
+                return
+        spawn(st)
+    elif e.kind == EV_FLOW_END:
+        flow_finish(st, e)
+    elif e.kind == EV_ITER_END:
+        if e.c == st.stages[e.a].iter_epoch and st.stages[e.a].inflight:
+            end_iteration(st, e.a)
+    elif e.kind == EV_LEASE_END:
+        # a lease already ended (released, or its session gone) makes this event stale
+        if st.lease_active[e.b] and st.lease_gen[e.b] == e.c:
+            end_lease(st, e.b)
+            if not st.err:
+                try_every_pool(st)
+    else:
+        st.warm = 1
+        st.warm_arrivals = st.arrivals
+        restart_areas(st)
+
+
+cdef void run_loop(State* st) noexcept nogil:
+    """The main loop, spec 09 §9.4: the warm-up event and the first arrivals (§9.7), one
+    `settle` at time 0, then per event: stop at the arrival limit or past the horizon; read
+    the gauges when time moves on (§9.10: the previous instant is over); pop the earliest
+    event (time, then sequence: §9.3), `handle` it and `settle`. A run-time error (§9.11)
+    stops the loop with `st.err` set; the gauges are read once more at the end.
+    """
+    cdef int64_t i
+    cdef Event e
+    if st.warmup > 0:
+        schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
+    if st.arrival_kind == A_POISSON:
+        schedule(st, 0.0, EV_ARRIVE, 0, 0, 0)
+    elif st.arrival_kind == A_RENEWAL:
+        next_arrival(st)
+    elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
+        for i in range(st.arrival_count):
+            if spawn(st) < 0:
+                return
+    if st.err:
+        return
+    settle(st)
+    if st.check:
+        check_invariants_now(st)
+    while not st.err:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        if st.hlen == 0 or st.heap[0].t > st.horizon:
+            break
+        if st.heap[0].t > st.now:
+            read_gauges(st)
+            st.steps = 0
+            if st.heap[0].t > st.mid_time and not st.mid_taken:
+                take_mid(st)
+            if st.events >= st.poll_at and poll(st):
+                break   # between instants: the report covers [0, now]
+        e = pop_event(st)
+        st.now = e.t
+        st.events += 1
+        # events count toward the instant's work too: a step iteration of cost 0, or a job
+        # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+            return
+        handle(st, &e)
+        if st.err:
+            return
+        settle(st)
+        if st.check:
+            check_invariants_now(st)
+    if not st.err:
+        read_gauges(st)

@@ -1,0 +1,673 @@
+# Pools, part 2 (spec chapter 05): holders, the waiting queue, `hold` statements, admission,
+# release, leases, growers and preemption.
+# Included by sq/_engine.pyx (one translation unit, so the C compiler inlines across files);
+# every function here runs without the GIL.
+
+
+# ---- holds: holders, the waiting queue, admission, release, leases, growers ----------------
+cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
+    cdef int64_t h = <int64_t> slot * st.n_pools + (p - st.pools), cap
+    if p.holders_len == p.holders_cap:
+        cap = p.holders_cap * 2 + 16
+        if not grow(<void**> &p.holders, cap * sizeof(int32_t)) \
+                or not grow(<void**> &p.holders_gen, cap * sizeof(uint32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        p.holders_cap = cap
+    p.holders[p.holders_len] = slot
+    p.holders_gen[p.holders_len] = st.hgen[h]
+    p.holders_len += 1
+    p.nholders += 1
+    mark_row(st.pools_sampled, p - st.pools)
+    st.pools_touched[slot] = 1
+    st.hcount[h] += 1
+    return 0
+
+
+cdef inline bint holder_live(State* st, Pool* p, int64_t i) noexcept nogil:
+    return p.holders_gen[i] == st.hgen[<int64_t> p.holders[i] * st.n_pools + (p - st.pools)]
+
+
+cdef void holders_remove(State* st, Pool* p, int32_t slot) noexcept nogil:
+    # every occurrence goes: nested holds on one pool leave together
+    cdef int64_t h = <int64_t> slot * st.n_pools + (p - st.pools), i, j = 0
+    if st.hcount[h] == 0:
+        return
+    p.nholders -= st.hcount[h]
+    st.hcount[h] = 0
+    st.hgen[h] += 1
+    if p.holders_len > 2 * p.nholders + 16:
+        for i in range(p.holders_len):
+            if holder_live(st, p, i):
+                p.holders[j] = p.holders[i]
+                p.holders_gen[j] = p.holders_gen[i]
+                j += 1
+        p.holders_len = j
+
+
+cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
+    if p.qhead + p.qlen == p.qcap:
+        if p.qhead > p.qlen:
+            # more room before the head than holds waiting: slide them back to the start
+            memmove(p.queue_base, p.queue, p.qlen * sizeof(int32_t))
+            p.qhead = 0
+        else:
+            if not grow(<void**> &p.queue_base, (p.qcap * 2 + 16) * sizeof(int32_t)):
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return -1
+            p.qcap = p.qcap * 2 + 16
+        p.queue = p.queue_base + p.qhead
+    p.queue[p.qlen] = slot
+    p.qlen += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    mark_row(st.pools_sampled, p - st.pools)
+    return 0
+
+
+cdef void queue_take(Pool* p, int64_t q) noexcept nogil:
+    """Remove the q-th waiting hold, keeping the others' order."""
+    cdef int64_t i
+    if q == 0:
+        p.qhead += 1
+        p.queue += 1
+    else:
+        for i in range(q, p.qlen - 1):
+            p.queue[i] = p.queue[i + 1]
+    p.qlen -= 1
+
+
+cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
+    cdef int64_t room
+    if p.qhead == 0:
+        # no room before the head: move the line to the middle of an allocation with room on
+        # both sides, so that pushes at the front cost O(1) amortized
+        if p.qcap < 2 * p.qlen + 32:
+            if not grow(<void**> &p.queue_base, (2 * p.qlen + 32) * sizeof(int32_t)):
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return
+            p.qcap = 2 * p.qlen + 32
+        room = (p.qcap - p.qlen) // 2
+        memmove(p.queue_base + room, p.queue_base, p.qlen * sizeof(int32_t))
+        p.qhead = room
+    p.qhead -= 1
+    p.queue = p.queue_base + p.qhead
+    p.queue[0] = slot
+    p.qlen += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    mark_row(st.pools_sampled, p - st.pools)
+
+
+cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
+    return <int64_t> slot * st.hold_depth_max + d
+
+
+cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcept nogil:
+    """A session reaches `hold`: evaluate every pool's units, test for rejection, join the queue."""
+    cdef int32_t off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i, e
+    cdef int32_t d = st.depth[slot]
+    cdef int64_t fi = frame_of(st, slot, d), k
+    cdef double need, v
+    cdef Pool* p
+    for i in range(n):
+        e = off + H_HEAD_LEN + HP_LEN * i
+        k = 0
+        if st.holds[e + HP_REF + REF_INDEX] >= 0:
+            v = evaluate(st, st.holds[e + HP_REF + REF_INDEX], slot, &st.rng_session, NAN)
+            if st.err:
+                return
+            k = member(st, v, st.holds[e + HP_REF + REF_COUNT], E_POOL_INDEX, slot)
+            if k < 0:
+                return
+        st.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e + HP_REF + REF_BASE] + k)
+        st.frame_active[fi * st.hold_pools_max + i] = 0
+        st.scratch[i] = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
+        if st.err:
+            return
+    # then pool by pool its reserve and the test: the first pool that can never fit ends the
+    # session, and the reserves after it are never read (0.1.2's draw order)
+    for i in range(n):
+        e = off + H_HEAD_LEN + HP_LEN * i
+        need = st.scratch[i]
+        if st.holds[e + HP_RESERVE] >= 0:
+            need = fmax(need, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
+            if st.err:
+                return
+        p = &st.pools[st.frame_member[fi * st.hold_pools_max + i]]
+        if round_up(p, need) > p.cap:     # can never fit: compared exactly
+            p.rejected += 1
+            end_session(st, slot)
+            return
+    st.frame_hold[fi] = h
+    st.frame_queued_at[fi] = st.now
+    st.depth[slot] = d + 1
+    st.waiting[slot] = 1
+    st.resumed[slot] = front
+    if front:
+        # a preempted hold re-enters at the head (several victims: the last one first)
+        queue_push_front(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+    else:
+        queue_push(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+    if st.tl != NULL:
+        tl_queued(st, fi)
+
+
+cdef bint keys_smaller(double* a, double* b, int32_t n) noexcept nogil:
+    """Lexicographic a < b; a NaN comparison is 'not smaller'."""
+    cdef int32_t i
+    for i in range(n):
+        if a[i] < b[i]:
+            return True
+        if not (a[i] == b[i]):
+            return False
+    return False
+
+
+cdef int64_t next_waiting(State* st, Pool* p) noexcept nogil:
+    """The queue index to try next: the front under fifo, else the smallest `queue by` key."""
+    cdef int64_t q, best = 0, fi
+    cdef int32_t i, n = p.key_count, slot
+    cdef double* keys = st.keys
+    if n == 0 or st.resumed[p.queue[0]]:
+        return 0                    # fifo, or a resumed hold at the head: taken before any key is read
+    for q in range(p.qlen):
+        slot = p.queue[q]
+        fi = frame_of(st, slot, st.depth[slot] - 1)
+        st.ctxv[CTX_WAITED] = st.now - st.frame_queued_at[fi]
+        for i in range(n):
+            keys[n + i] = evaluate(st, st.pool_keys[p.key_start + i], slot, &st.rng_session, NAN)
+            if st.err:
+                return -1
+        if q == 0 or keys_smaller(&keys[n], keys, n):
+            best = q
+            for i in range(n):
+                keys[i] = keys[n + i]
+    return best
+
+
+cdef void try_admit(State* st, int32_t pk) noexcept nogil:
+    """Admit waiting holds of pool pk while the selected one fits (head-of-line blocking)."""
+    cdef Pool* p = &st.pools[pk]
+    cdef int64_t q, fi
+    cdef int32_t slot, h, off, n, i, e
+    cdef double u, need
+    if st.admit_via[pk] >= 0:
+        return                      # only its stage's iteration starts admit from it
+    while p.qlen > 0:
+        q = next_waiting(st, p)
+        if q < 0:
+            return
+        slot = p.queue[q]
+        fi = frame_of(st, slot, st.depth[slot] - 1)
+        h = st.frame_hold[fi]
+        off = st.hold_offsets[h]
+        n = st.holds[off + H_NPOOLS]
+        for i in range(n):
+            e = off + H_HEAD_LEN + HP_LEN * i
+            u = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
+            need = u
+            if st.holds[e + HP_RESERVE] >= 0:
+                need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
+            if st.err:
+                return
+            st.scratch[2 * i] = u
+            st.scratch[2 * i + 1] = need
+        for i in range(n):
+            if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
+                return
+        queue_take(p, q)
+        admit(st, slot, fi, off, n)
+        if st.err:
+            return
+
+
+cdef inline bint fits(Pool* p, double need) noexcept nogil:
+    return p.used + round_up(p, need) <= p.cap + EPS
+
+
+cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noexcept nogil:
+    cdef double consumed = 0.0, own, a
+    cdef int32_t i, row
+    cdef bint caching = st.holds[off + H_CACHE] >= 0
+    cdef Pool* p
+    cdef int64_t j
+    cdef bint bounded = caching and st.holds[off + H_REUSE] >= 0
+    cdef double reuse = 0.0
+    if st.tl != NULL:
+        tl_admitted(st, slot, fi)
+    if bounded:
+        # once per admission, before any pool's own prefix leaves the cache (0.1.2:
+        # `reuse (cachedin(P))` still sees it, and a draw in it is taken once)
+        reuse = clamp0(evaluate(st, st.holds[off + H_REUSE], slot, &st.rng_session, NAN))
+        if st.err:
+            return
+    for i in range(n):
+        row = st.frame_member[fi * st.hold_pools_max + i]
+        p = &st.pools[row]
+        own = 0.0
+        if caching:
+            own = consume_entry(st, p, slot, bounded, reuse)
+            if st.err:
+                return
+        if own > consumed:
+            consumed = own
+        a = round_up(p, st.scratch[2 * i])          # the units, not the reserve, are allocated
+        make_room(st, p, a)
+        p.used += a
+        mark_row(st.pools_sampled, p - st.pools)
+        if holders_push(st, p, slot) < 0:
+            return
+        p.admissions += 1
+        j = fi * st.hold_pools_max + i
+        st.frame_alloc[j] = a
+        st.frame_active[j] = 1
+        st.frame_pos[j] = own
+        st.frame_grown[j] = 0
+    if st.warm:
+        p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
+        running_add(&p.waits, st.now - st.frame_queued_at[fi])
+    # the session counts as waiting while its own admission makes room (0.1.2: `waiting` reads 1)
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
+    st.attrs[<int64_t> slot * st.n_attrs + st.slot_cached] = consumed
+    st.adm[slot] = st.next_adm       # every hold admission takes the next admission number
+    st.next_adm += 1.0
+    ready_push(st, slot)
+
+
+cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, double computed,
+                        int32_t cache) noexcept nogil:
+    """Give back a hold's allocation on one pool; with a `cache` clause keep a prefix of what it computed."""
+    cdef Pool* p = &st.pools[row]
+    cdef double keep
+    p.used -= alloc
+    holders_remove(st, p, slot)
+    if cache >= 0:
+        keep = clamp0(evaluate(st, cache, slot, &st.rng_session, NAN))
+        if st.err:
+            return
+        keep = round_down(p, fmin(keep, computed))
+        if keep > 0:
+            take_entry(p, st.serial[slot])
+            if add_entry(st, p, st.serial[slot], keep) < 0:
+                return
+            p.entries[p.nentries - 1].slot = slot
+            snapshot(st, &p.entries[p.nentries - 1], slot)
+            if p.used + p.cached > p.cap + EPS:
+                p.overfull = 1      # as 0.1.2: caching never evicts (05 §5.4)
+
+
+cdef void mark_grown(State* st, int64_t j) noexcept nogil:
+    # `grown` belongs to the hold: its computed extent becomes `pos` on every pool it takes
+    cdef int64_t first = (j // st.hold_pools_max) * st.hold_pools_max, i
+    for i in range(first, first + st.hold_pools_max):
+        st.frame_grown[i] = 1
+
+
+cdef inline double computed_of(State* st, int64_t j) noexcept nogil:
+    return st.frame_pos[j] if st.frame_grown[j] else st.frame_alloc[j]
+
+
+cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noexcept nogil:
+    """Release every pool a hold still holds, in the order written; at the end of the
+    body the `lease` pool's allocation becomes a lease instead."""
+    cdef int64_t fi = frame_of(st, slot, d), j
+    cdef int32_t h = st.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i
+    if st.tl != NULL:
+        tl_released(st, slot, fi)
+    for i in range(n):
+        j = fi * st.hold_pools_max + i
+        if st.frame_active[j]:
+            st.frame_active[j] = 0
+            if body_done:
+                st.ppos[<int64_t> slot * (st.n_pools + 1) + st.frame_member[j]] = NAN
+            if body_done and i == st.holds[off + H_LEASE_POOL]:
+                start_lease(st, slot, j, st.holds[off + H_CACHE], st.holds[off + H_LEASE_TIME])
+            else:
+                release_units(st, slot, st.frame_member[j], st.frame_alloc[j], computed_of(st, j),
+                              st.holds[off + H_CACHE])
+            if st.err:
+                return
+
+
+cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t time) noexcept nogil:
+    cdef int64_t cap, k
+    cdef double t
+    if st.nleasefree == 0 and st.nleases == st.lease_cap:
+        cap = st.lease_cap * 2 + 16
+        if not grow(<void**> &st.lease_slot, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_row, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_alloc, cap * sizeof(double)) \
+                or not grow(<void**> &st.lease_computed, cap * sizeof(double)) \
+                or not grow(<void**> &st.lease_cache, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.lease_gen, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_next, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_prev, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_free, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.lease_active, cap * sizeof(char)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return
+        st.lease_cap = cap
+    if st.nleasefree > 0:
+        st.nleasefree -= 1
+        k = st.lease_free[st.nleasefree]
+    else:
+        k = st.nleases
+        st.nleases += 1
+    st.lease_gen[k] = st.next_lease_gen
+    st.next_lease_gen += 1
+    # the session's newest lease goes last
+    st.lease_next[k] = -1
+    st.lease_prev[k] = st.lease_tail[slot]
+    if st.lease_tail[slot] >= 0:
+        st.lease_next[st.lease_tail[slot]] = k
+    else:
+        st.lease_head[slot] = k
+    st.lease_tail[slot] = k
+    st.lease_slot[k] = slot
+    st.lease_row[k] = st.frame_member[j]
+    st.lease_alloc[k] = st.frame_alloc[j]
+    st.lease_computed[k] = computed_of(st, j)
+    st.lease_cache[k] = cache
+    st.lease_active[k] = 1
+    t = clamp0(evaluate(st, time, slot, &st.rng_session, NAN))
+    if st.err:
+        return
+    if isfinite(t):
+        schedule(st, st.now + t, EV_LEASE_END, 0, k, st.lease_gen[k])
+
+
+cdef void end_lease(State* st, int64_t k) noexcept nogil:
+    cdef int32_t slot = st.lease_slot[k]
+    st.lease_active[k] = 0
+    if st.lease_prev[k] >= 0:
+        st.lease_next[st.lease_prev[k]] = st.lease_next[k]
+    else:
+        st.lease_head[slot] = st.lease_next[k]
+    if st.lease_next[k] >= 0:
+        st.lease_prev[st.lease_next[k]] = st.lease_prev[k]
+    else:
+        st.lease_tail[slot] = st.lease_prev[k]
+    st.lease_free[st.nleasefree] = k      # its fields stay valid until a later lease reuses it
+    st.nleasefree += 1
+    release_units(st, slot, st.lease_row[k], st.lease_alloc[k], st.lease_computed[k],
+                  st.lease_cache[k])
+
+
+cdef void end_leases(State* st, int32_t slot) noexcept nogil:
+    # in lease order: what they cache joins the cache in that order
+    while st.lease_head[slot] >= 0:
+        end_lease(st, st.lease_head[slot])
+        if st.err:
+            return
+
+
+cdef void release_pool(State* st, int32_t slot, int32_t row) noexcept nogil:
+    """`release P`: the innermost hold still holding P gives it back now, else the first lease of P ends."""
+    cdef int32_t d, i, n, off
+    cdef int64_t fi, j
+    for d in range(st.depth[slot] - 1, -1, -1):
+        fi = frame_of(st, slot, d)
+        off = st.hold_offsets[st.frame_hold[fi]]
+        n = st.holds[off + H_NPOOLS]
+        for i in range(n):
+            j = fi * st.hold_pools_max + i
+            if st.frame_active[j] and st.frame_member[j] == row:
+                st.frame_active[j] = 0
+                st.ppos[<int64_t> slot * (st.n_pools + 1) + row] = NAN
+                release_units(st, slot, row, st.frame_alloc[j], computed_of(st, j), st.holds[off + H_CACHE])
+                return
+    # outside any hold on P: the session's first lease on P ends
+    cdef int64_t k = st.lease_head[slot]
+    while k >= 0:
+        if st.lease_row[k] == row:
+            end_lease(st, k)
+            return
+        k = st.lease_next[k]
+
+
+cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
+    """The frame entry of the session's innermost open hold on pool row, or -1."""
+    cdef int32_t d, i, n
+    cdef int64_t fi, j
+    for d in range(st.depth[slot] - 1, -1, -1):
+        fi = frame_of(st, slot, d)
+        n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
+        for i in range(n):
+            j = fi * st.hold_pools_max + i
+            if st.frame_active[j] and st.frame_member[j] == row:
+                return j
+    return -1
+
+
+cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
+    """Grow the hold's allocation by `units` (rounded up to blocks) if it fits; True when granted."""
+    cdef double need = round_up(p, st.frame_alloc[j] + units) - st.frame_alloc[j]
+    if need <= 0:
+        return True
+    if p.used + need <= p.cap + EPS:
+        make_room(st, p, need)
+        p.used += need
+        mark_row(st.pools_sampled, p - st.pools)
+        st.frame_alloc[j] += need
+        return True
+    return False
+
+
+cdef int32_t lifo_victim(State* st, int32_t row, int32_t grower) noexcept nogil:
+    """Engine pool: the resident (of a stage with this memory) admitted last; else the last holder with an open hold."""
+    cdef Pool* p = &st.pools[row]
+    cdef int64_t i
+    cdef int32_t k, slot, best = -1
+    if p.engine:
+        # residents are in admission order, so each stage's candidate is found from its end
+        for k in range(st.n_stages):
+            if st.stages[k].kind == K_STEP and st.stages[k].memory == row:
+                slot = last_resident_victim(st, &st.stages[k], row, grower)
+                if slot >= 0 and (best < 0 or st.adm[slot] > st.adm[best]):
+                    best = slot
+        return best
+    for i in range(p.holders_len - 1, -1, -1):
+        slot = p.holders[i]
+        if holder_live(st, p, i) and innermost(st, slot, row) >= 0:
+            return slot
+    return -1
+
+
+cdef int32_t last_resident_victim(State* st, Stage* s, int32_t row, int32_t grower) noexcept nogil:
+    """The stage's latest-admitted resident that holds pool row and may be preempted (-1: none)."""
+    cdef int64_t r
+    cdef int32_t slot
+    for r in range(s.nres - 1, -1, -1):
+        slot = st.job_owner[s.res[r]]
+        if st.hcount[<int64_t> slot * st.n_pools + row] == 0:
+            continue                # not among the pool's holders
+        if (st.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:
+            continue                # stalled elsewhere, or holding the pool only through a lease
+        return slot
+    return -1
+
+
+cdef void remove_job(State* st, int32_t j) noexcept nogil:
+    """A job leaves its stage before completing (its session was preempted); a pending finish goes stale."""
+    cdef int32_t k = st.job_stage[j], nxt
+    cdef Stage* s = &st.stages[k]
+    cdef int64_t i, q
+    s.n -= 1
+    if st.tl != NULL and st.job_started[j] and s.kind != K_STEP:
+        tl_service_end(st, k, j, "job (preempted)")
+    if s.kind == K_FIFO:
+        if st.job_started[j]:
+            s.busy -= 1
+            job_free(st, j)
+            if s.qlen > 0:
+                nxt = ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)
+                begin_service(st, s, k, nxt)
+            return
+        q = 0
+        for i in range(s.qlen):
+            if s.q[(s.qhead + i) & (s.qcap - 1)] != j:
+                s.q[(s.qhead + q) & (s.qcap - 1)] = s.q[(s.qhead + i) & (s.qcap - 1)]
+                q += 1
+        s.qlen = q
+    elif s.kind == K_PS:
+        s.V = ps_virtual(s, st.now)
+        s.Vt = st.now
+        for i in range(s.hlen):
+            if s.heap[i].job == j:
+                s.hlen -= 1
+                if i < s.hlen:
+                    heap_place(s.heap, i, s.hlen, s.heap[s.hlen])
+                break
+        s.dirty = 1
+    elif s.kind == K_STEP:
+        leave_residents(st, s, j)
+    job_free(st, j)
+
+
+cdef void leave_queue(State* st, int32_t slot) noexcept nogil:
+    """A waiting hold leaves its queue (that of the first pool its innermost hold names)."""
+    cdef int64_t fi = frame_of(st, slot, st.depth[slot] - 1), i, q = 0
+    cdef Pool* p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
+    for i in range(p.qlen):
+        if p.queue[i] != slot:
+            p.queue[q] = p.queue[i]
+            q += 1
+    p.qlen = q
+    st.waiting[slot] = 0
+    st.resumed[slot] = 0
+
+
+cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
+    """§5.9: release the victim's hold on row (and those inside it), rewind it to the hold, re-queue it at the head."""
+    cdef Pool* p = &st.pools[row]
+    cdef int64_t j = innermost(st, victim, row), fi
+    cdef int32_t d = <int32_t> ((j // st.hold_pools_max) - <int64_t> victim * st.hold_depth_max), dd, job, h
+    cdef double c = st.frame_pos[j]
+    cdef double* before = &st.ppos[<int64_t> victim * (st.n_pools + 1) + row]
+    if before[0] == before[0] and c <= before[0] + EPS and not st.stuck[victim]:
+        st.stuck[victim] = 1
+        p.stuck += 1
+    before[0] = c
+    st.pools_touched[victim] = 1
+    st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
+    if st.tl != NULL:
+        tl_preempted(st, victim)
+    if st.sess_flow[victim] >= 0:
+        remove_flow(st, st.sess_flow[victim])
+    st.itl_preempted[victim] = 1          # see token(): a prefill completion may continue the turn
+    job = st.sess_job[victim]
+    if job >= 0:
+        remove_job(st, job)
+        st.sess_job[victim] = -1
+    if st.waiting[victim]:
+        leave_queue(st, victim)
+    if st.grow_at[victim] >= 0:
+        leave_growers(st, victim)
+        st.grow_job[victim] = -1
+    for dd in range(st.depth[victim] - 1, d - 1, -1):
+        release_frame(st, victim, dd, False)
+        if st.err:
+            return
+    h = st.frame_hold[frame_of(st, victim, d)]
+    st.depth[victim] = d
+    st.pc[victim] = st.hold_pcs[h] + 2
+    p.preemptions += 1
+    st.iter_preempted = 1
+    hold_statement(st, victim, h, True)
+
+
+cdef int grow_or_preempt(State* st, int32_t slot, int32_t row, int64_t j, double units) noexcept nogil:
+    """Grant the growth, preempting lifo victims while it does not fit: 1 granted, 0 must wait, -1 preempted itself."""
+    cdef Pool* p = &st.pools[row]
+    cdef int32_t victim
+    while True:
+        if grow_now(st, p, j, units):
+            return 1
+        if not p.lifo:
+            return 0
+        victim = lifo_victim(st, row, slot)
+        if victim < 0:
+            return 0
+        preempt(st, victim, row)
+        if st.err or victim == slot:
+            return -1
+
+
+cdef bint grow_or_wait(State* st, int32_t slot, int32_t row, int64_t j, double units,
+                       int32_t job) noexcept nogil:
+    """Grow frame entry j by `units`: granted now (preempting under lifo), or the session waits
+    among the pool's growers (`job`: the resident job whose growth waits, -1 for a statement)."""
+    cdef Pool* p = &st.pools[row]
+    cdef int r = grow_or_preempt(st, slot, row, j, units)
+    if r == 1:
+        return True
+    if r < 0:
+        return False                # its own victim: back in the queue, any job gone
+    if p.ngrowers == p.growers_cap:
+        if not grow(<void**> &p.growers, (p.growers_cap * 2 + 16) * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return False
+        p.growers_cap = p.growers_cap * 2 + 16
+    p.growers[p.ngrowers] = slot
+    p.ngrowers += 1
+    mark_row(st.pools_waiting, p - st.pools)
+    st.grow_units[slot] = units
+    st.grow_at[slot] = j
+    st.grow_job[slot] = job
+    return False
+
+
+cdef inline bint grow_statement(State* st, int32_t slot, int32_t row, double units) noexcept nogil:
+    """`grow P (units)` on the session's innermost hold of P."""
+    return grow_or_wait(st, slot, row, innermost(st, slot, row), units, -1)
+
+
+cdef void retry_growers(State* st, int32_t pk) noexcept nogil:
+    """Waiting growers in order; the front blocks the others."""
+    cdef Pool* p = &st.pools[pk]
+    cdef int32_t slot
+    cdef int64_t i
+    while p.ngrowers > 0:
+        slot = p.growers[0]
+        if not grow_now(st, p, st.grow_at[slot], st.grow_units[slot]):
+            return
+        for i in range(p.ngrowers - 1):
+            p.growers[i] = p.growers[i + 1]
+        p.ngrowers -= 1
+        if st.grow_job[slot] >= 0:
+            # a stalled resident goes back to its job; its position moves by the stalled need (quirk, §4.5.4)
+            st.frame_pos[st.grow_at[slot]] += st.grow_units[slot]
+            st.grow_job[slot] = -1
+            st.grow_at[slot] = -1
+        else:
+            st.grow_at[slot] = -1
+            ready_push(st, slot)
+
+
+cdef void leave_growers(State* st, int32_t slot) noexcept nogil:
+    cdef int32_t k
+    cdef int64_t i, j
+    cdef Pool* p
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        j = 0
+        for i in range(p.ngrowers):
+            if p.growers[i] != slot:
+                p.growers[j] = p.growers[i]
+                j += 1
+        p.ngrowers = j
+    st.grow_at[slot] = -1
+
+
+cdef void try_every_pool(State* st) noexcept nogil:
+    """Growers, then admission, pool by pool: only pools with holds or growers waiting (the
+    others' passes do nothing), in row order as if every pool were visited."""
+    cdef int32_t k = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
+    while k < st.n_pools:
+        retry_growers(st, k)
+        try_admit(st, k)
+        if st.err:
+            return
+        if st.pools[k].qlen == 0 and st.pools[k].ngrowers == 0:
+            unmark_row(st.pools_waiting, k)
+        k = <int32_t> next_row(st.pools_waiting, k + 1, st.n_pools)

@@ -1,0 +1,192 @@
+# Stages (spec 04 §4.0–4.4): fifo, ps and delay jobs, their slots, estimators and finishes.
+# Included by sq/_engine.pyx (one translation unit, so the C compiler inlines across files);
+# every function here runs without the GIL.
+
+
+# ---- jobs: slots reused ----------------------------------------------------------------
+cdef int32_t job_alloc(State* st) noexcept nogil:
+    cdef int64_t cap
+    cdef int32_t j
+    if st.njfree > 0:
+        st.njfree -= 1
+        return st.jfree[st.njfree]
+    if st.jhigh == st.jcap:
+        cap = st.jcap * 2 if st.jcap else 64
+        if charge(st, (cap - st.jcap) * 73) < 0:     # the job tables below
+            return -1
+        if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_id, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.job_work, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_enq, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_start, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_end, cap * sizeof(double)) \
+                or not grow(<void**> &st.job_started, cap * sizeof(char)) \
+                or not grow(<void**> &st.job_mode, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_grow, cap * sizeof(int32_t)) \
+                or not grow(<void**> &st.job_served, cap * sizeof(int64_t)) \
+                or not grow(<void**> &st.jfree, cap * sizeof(int32_t)):
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        st.jcap = cap
+    j = <int32_t> st.jhigh
+    st.jhigh += 1
+    return j
+
+
+cdef inline void job_free(State* st, int32_t j) noexcept nogil:
+    st.job_id[j] = -1
+    st.jfree[st.njfree] = j
+    st.njfree += 1
+
+
+# ---- stages -------------------------------------------------------------------------------
+cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, int32_t growing) noexcept nogil:
+    cdef int32_t j
+    if start_job(st, k, slot, w) < 0:
+        return -1
+    if mode != M_PLAIN:
+        j = st.sess_job[slot]           # the job that just joined
+        st.job_mode[j] = mode
+        st.job_grow[j] = growing
+    return 0
+
+
+cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
+    """A `run` with positive work joins stage k."""
+    cdef Stage* s = &st.stages[k]
+    cdef int32_t j = job_alloc(st)
+    if j < 0:
+        return -1
+    st.job_owner[j] = slot
+    st.job_stage[j] = k
+    st.job_id[j] = st.next_job_id
+    st.next_job_id += 1
+    st.job_work[j] = w
+    st.job_enq[j] = st.now
+    st.job_started[j] = 0
+    st.job_mode[j] = M_PLAIN
+    st.job_grow[j] = -1
+    st.job_served[j] = -1
+    if slot >= 0:
+        st.sess_job[slot] = j
+    s.n += 1
+    mark_row(st.stages_sampled, k)
+    if s.kind == K_STEP:
+        # a step job starts the moment it joins the residents
+        st.job_start[j] = st.now
+        st.job_started[j] = 1
+        return join_residents(st, s, j)
+    if s.kind == K_FIFO:
+        if s.busy < s.servers:
+            return begin_service(st, s, k, j)
+        return ring_push(st, &s.q, &s.qcap, &s.qhead, &s.qlen, j)
+    if s.kind == K_DELAY:
+        return begin_service(st, s, k, j)
+    # ps: the tag is the virtual time at which the job's work is done
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    st.job_start[j] = st.now
+    st.job_started[j] = 1
+    s.dirty = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
+    return ps_push(st, s, s.V + w, st.job_id[j], j)
+
+
+cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
+    if s.kind == K_FIFO:
+        s.busy += 1
+    st.job_start[j] = st.now
+    st.job_end[j] = st.now + st.job_work[j]
+    st.job_started[j] = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
+    return schedule(st, st.job_end[j], EV_FINISH, k, j, st.job_id[j])
+
+
+cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
+    """The job is done: record its wait and service, update the estimators, ready its owner."""
+    cdef double start = st.job_start[j], wait = st.job_start[j] - st.job_enq[j]
+    cdef double service = st.now - st.job_start[j]
+    cdef int32_t owner = st.job_owner[j]
+    s.n -= 1
+    if owner >= 0:
+        st.sess_job[owner] = -1
+    if st.warm:
+        running_add(&s.waits, wait)
+        running_add(&s.services, service)
+    estimate(s, start, wait, service)
+    if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
+        tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
+    job_free(st, j)
+    if owner < 0:
+        return 0                    # a spill's transfer: nobody waits for it
+    return ready_push(st, owner)
+
+
+cdef void estimate(Stage* s, double start, double wait, double service) noexcept nogil:
+    # exponentially weighted averages, each seeded by its first observation
+    cdef double gap
+    if s.est_count == 0:
+        s.est_service = service
+        s.est_wait = wait
+    else:
+        gap = start - s.est_last_start
+        if s.est_has_gap:
+            s.est_gap += EWMA * (gap - s.est_gap)
+        else:
+            s.est_gap = gap
+            s.est_has_gap = 1
+        s.est_service += EWMA * (service - s.est_service)
+        s.est_wait += EWMA * (wait - s.est_wait)
+    s.est_last_start = start
+    s.est_count += 1
+
+
+cdef int finish(State* st, Event* e) noexcept nogil:
+    cdef Stage* s = &st.stages[e.a]
+    cdef int32_t j = <int32_t> e.b
+    cdef int32_t nxt
+    cdef PsEntry top
+    if s.kind == K_PS:
+        if e.c != s.epoch:
+            return 0            # superseded by a reschedule
+        s.V = ps_virtual(s, st.now)
+        s.Vt = st.now
+        top = ps_pop(s)
+        if top.tag > s.V:
+            s.V = top.tag
+        s.dirty = 1
+        return complete_job(st, s, top.job)
+    if st.job_id[j] != e.c:
+        return 0                # the job is gone
+    if complete_job(st, s, j) < 0:
+        return -1
+    if s.kind == K_FIFO:
+        s.busy -= 1
+        if s.qlen > 0:
+            nxt = ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)
+            return begin_service(st, s, e.a, nxt)
+    return 0
+
+
+cdef int reschedule(State* st, int32_t k) noexcept nogil:
+    """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish."""
+    cdef Stage* s = &st.stages[k]
+    cdef double phi, delay
+    s.dirty = 0
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    if s.hlen > 0:
+        phi = evaluate(st, s.phi, -1, &st.rng_session, <double> s.hlen)
+        s.rate = phi / <double> s.hlen
+    else:
+        s.rate = 0.0
+    s.epoch += 1
+    if s.hlen > 0 and s.rate > 0:
+        delay = (s.heap[0].tag - s.V) / s.rate
+        if delay < 0:
+            delay = 0
+        return schedule(st, st.now + delay, EV_FINISH, k, s.heap[0].job, s.epoch)
+    return 0
