@@ -295,13 +295,11 @@ cdef struct State:
     int64_t next_job_id
     Area live_area
     # steady-state check: the live and pool-queue integrals over [warmup, mid_time], the middle of
-    # the measured window, and the arrivals and ends counted by then
+    # the measured window, and the arrivals before warmup
     double mid_time
     int mid_taken
     double mid_live
     int64_t warm_arrivals      # arrivals before warmup ended
-    int64_t mid_arrivals
-    int64_t mid_ended
     # sessions (struct of arrays, slots reused)
     double* attrs
     int32_t* pc

@@ -32,6 +32,13 @@ cnp.import_array()
 # the bytecode and tables lowering writes: opcodes, operand offsets, kinds (sq/_bytecode.pxd)
 from sq._bytecode cimport *
 from sq._bytecode import STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE
+from sq.errors import SqError
+from sq.numbers import display as fmt
+from sq import results as R
+
+# the dtypes of the lowered arrays, as the descriptors _contig compares with
+_I32, _F64 = np.dtype(np.int32), np.dtype(np.float64)
+_STEP_EXPRS, _STEP_SERVE, _SPILL = np.dtype(STEP_EXPRS_DTYPE), np.dtype(STEP_SERVE_DTYPE), np.dtype(SPILL_DTYPE)
 
 cdef enum EventKind:
     EV_ARRIVE = 0
@@ -234,13 +241,13 @@ cdef object turns_numpy(Turns* a):
 
 
 cdef object _running(R, Running* r):
-    return R.Running(n=r.n, mean=r.mean if r.n > 0 else NAN)
+    # tuple's own constructor: no Python frame per field of every row of every run
+    return tuple.__new__(R.Running, (r.n, r.mean if r.n > 0 else NAN))
 
 
 def itl_histogram_of(gaps):
     """The histogram the engine builds from these gaps, one token at a time (for tests: it
     must equal the one sq.stats makes from the list)."""
-    import sq.results as R
     cdef Histogram h
     memset(&h, 0, sizeof(Histogram))
     try:
@@ -254,6 +261,9 @@ def itl_histogram_of(gaps):
 
 cdef object _itl(R, Histogram* h):
     cdef int64_t i, n = h.nk
+    if n == 0:    # no gap in any bucket (every stage but a step stage's): the shared empty arrays
+        return R.ItlHistogram(h.n, h.total, h.kmin, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_F64,
+                              (h.low.count, h.low.least, h.low.greatest), (h.top.count, h.top.least, h.top.greatest))
     counts = np.empty(n, dtype=np.int64)
     least = np.empty(n, dtype=np.float64)
     greatest = np.empty(n, dtype=np.float64)
@@ -269,7 +279,12 @@ cdef object _itl(R, Histogram* h):
         low=(h.low.count, h.low.least, h.low.greatest), top=(h.top.count, h.top.least, h.top.greatest))
 
 
-def _contig(a, dtype):
+cdef object _contig(object a, object dtype):
+    """`a` as a C-contiguous array of `dtype`: `a` itself when it is one (a lowered program's
+    arrays are: the check is a few C reads, where numpy's call parses its arguments each run)."""
+    if cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a) \
+            and cnp.PyArray_EquivTypes(<cnp.dtype> a.dtype, <cnp.dtype> dtype):
+        return a
     return np.ascontiguousarray(a, dtype=dtype)
 
 
@@ -294,37 +309,34 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    from sq.errors import SqError
-    from sq import results as R
-
     settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
     seed_v, horizon_v, warmup_v, limit_v = settings
-    code = _contig(lowered.code, np.int32)
-    consts = _contig(lowered.consts, np.float64)
-    stmts = _contig(lowered.stmts, np.int32)
-    caps = _contig(lowered.pool_caps, np.float64)
-    kinds = _contig(lowered.stage_kinds, np.int32)
-    servers = _contig(lowered.stage_servers, np.int32)
-    phis = _contig(lowered.stage_phi, np.int32)
-    gexprs = _contig(lowered.gauge_exprs, np.int32)
-    blocks = _contig(lowered.pool_blocks, np.float64)
-    kstart = _contig(lowered.pool_key_start, np.int32)
-    kcount = _contig(lowered.pool_key_count, np.int32)
-    pkeys = _contig(lowered.pool_keys, np.int32)
-    holds = _contig(lowered.holds, np.int32)
+    code = _contig(lowered.code, _I32)
+    consts = _contig(lowered.consts, _F64)
+    stmts = _contig(lowered.stmts, _I32)
+    caps = _contig(lowered.pool_caps, _F64)
+    kinds = _contig(lowered.stage_kinds, _I32)
+    servers = _contig(lowered.stage_servers, _I32)
+    phis = _contig(lowered.stage_phi, _I32)
+    gexprs = _contig(lowered.gauge_exprs, _I32)
+    blocks = _contig(lowered.pool_blocks, _F64)
+    kstart = _contig(lowered.pool_key_start, _I32)
+    kcount = _contig(lowered.pool_key_count, _I32)
+    pkeys = _contig(lowered.pool_keys, _I32)
+    holds = _contig(lowered.holds, _I32)
     trace_turns, trace_start, trace_len = _trace_arrays(lowered)
-    hoffs = _contig(lowered.hold_offsets, np.int32)
-    step_exprs = _contig(lowered.step_exprs, STEP_EXPRS_DTYPE)
-    step_serve = _contig(lowered.step_serve, STEP_SERVE_DTYPE)
-    step_memory = _contig(lowered.step_memory, np.int32)
-    serve_keys = _contig(lowered.serve_keys, np.int32)
-    admit_via = _contig(lowered.pool_admit_via, np.int32)
-    estart = _contig(lowered.pool_evict_start, np.int32)
-    lifo = _contig(lowered.pool_lifo, np.int32)
-    spills = _contig(lowered.pool_spill, SPILL_DTYPE)
-    shared = _contig(lowered.stage_shared, np.float64)
-    hpcs = _contig(lowered.hold_pcs, np.int32)
-    ecount = _contig(lowered.pool_evict_count, np.int32)
+    hoffs = _contig(lowered.hold_offsets, _I32)
+    step_exprs = _contig(lowered.step_exprs, _STEP_EXPRS)
+    step_serve = _contig(lowered.step_serve, _STEP_SERVE)
+    step_memory = _contig(lowered.step_memory, _I32)
+    serve_keys = _contig(lowered.serve_keys, _I32)
+    admit_via = _contig(lowered.pool_admit_via, _I32)
+    estart = _contig(lowered.pool_evict_start, _I32)
+    lifo = _contig(lowered.pool_lifo, _I32)
+    spills = _contig(lowered.pool_spill, _SPILL)
+    shared = _contig(lowered.stage_shared, _F64)
+    hpcs = _contig(lowered.hold_pcs, _I32)
+    ecount = _contig(lowered.pool_evict_count, _I32)
 
     cdef State* st = <State*> calloc(1, sizeof(State))
     if st == NULL:
@@ -572,9 +584,9 @@ def _row_name(names, indices, k):
 
 def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
-    from sq.trace import read_trace
     if not lowered.trace:
-        return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64
+    from sq.trace import read_trace
     corpus = read_trace(lowered.trace)
     return corpus.turns.reshape(-1), corpus.offset, corpus.count
 
@@ -603,7 +615,6 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
 
 cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
-    from sq.numbers import display as fmt
     cdef double end
     cdef int32_t k
     if st.stop:
@@ -705,7 +716,18 @@ cdef object _pool_dump_lines(State* st, lowered):
 
 
 cdef object _area(R, Area* a):
-    return R.Area(integral=a.integral, value=a.value)
+    return tuple.__new__(R.Area, (a.integral, a.value))    # as in _running
+
+
+cdef str _kind_name(int32_t kind):
+    # compared as C ints: a dict keyed by the cpdef enum converts each kind to a Python enum
+    if kind == K_FIFO:
+        return "fifo"
+    if kind == K_PS:
+        return "ps"
+    if kind == K_DELAY:
+        return "delay"
+    return "step"
 
 
 cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end, bint dump_pools):
@@ -717,7 +739,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
     if st.mid_taken:
         raw.middle = R.Middle(time=st.mid_time, live=st.mid_live,
                               queues=[st.pools[k].mid_queue for k in range(st.n_pools)],
-                              warm_arrivals=st.warm_arrivals, arrivals=st.mid_arrivals, ended=st.mid_ended)
+                              warm_arrivals=st.warm_arrivals)
     for k in range(st.n_observes):
         if not st.keep_samples:
             raw.observes.append(R.ObserveRaw(name=lowered.observe_names[k],
@@ -734,12 +756,11 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
         raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k],
                                      times=darr_numpy(&st.gauges[k].times),
                                      values=darr_numpy(&st.gauges[k].values)))
-    kind_names = {K_FIFO: "fifo", K_PS: "ps", K_DELAY: "delay", K_STEP: "step"}
     for k in range(st.n_stages):
         s = &st.stages[k]
         raw.stages.append(R.StageRaw(
             name=lowered.stage_names[k], index=lowered.stage_indices[k],
-            kind=kind_names.get(s.kind, "step"),
+            kind=_kind_name(s.kind),
             number=_area(R, &s.number), busy=_area(R, &s.busy_area),
             wait_mean=_running(R, &s.waits), service_mean=_running(R, &s.services),
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
