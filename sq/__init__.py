@@ -251,7 +251,7 @@ def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, s
 def _trace_sink(trace):
     """A debug trace's destination for the engine: a file (anything with `write`) gets the
     lines, one per line, as the run goes; True, False and a callable pass as they are."""
-    if hasattr(trace, "write"):
+    if trace is not False and trace is not True and hasattr(trace, "write"):   # (the usual False: no lookup)
         return lambda lines: trace.write("".join(f"{line}\n" for line in lines))
     return trace
 

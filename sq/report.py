@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sq import stats, steady
+from sq import __version__, stats, steady   # (sq itself imports this module lazily, once it is set up)
 from sq._optional import require
 from sq.errors import SqError
 from sq.files import write_atomic
@@ -289,7 +289,7 @@ class Report:
     # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
     program: str | None = None
     overrides: dict = field(default_factory=dict)
-    sq_version: str = field(default_factory=lambda: _sq_version())
+    sq_version: str = __version__
     wall_s: float = float("nan")
 
     @classmethod
@@ -438,12 +438,6 @@ def _rows_frame(pd, rows, kind):
     frame = pd.DataFrame([vars(r) for r in rows], columns=[f.name for f in fields(kind)])
     frame["index"] = pd.array([r.index for r in rows], dtype="Int64")
     return frame
-
-
-def _sq_version() -> str:
-    from sq import __version__  # noqa: PLC0415  (sq imports this module lazily)
-
-    return __version__
 
 
 # -- the text report -------------------------------------------------------------
