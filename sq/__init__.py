@@ -111,12 +111,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     with the partial report as its `.report`.
     """
     started = time.perf_counter()
-    if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
-        raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
     lowered = lower_program(program)
-    if seed is not None or horizon is not None or warmup is not None or arrivals is not None:
-        _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    # the settings go to the engine: the arrays kept on the program stay as they are
+    # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
                        dump_pools=dump_pools, check_invariants=check_invariants,
@@ -155,13 +151,17 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
                 trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
                 max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None,
                 timeline_window=None):
-    """The second half of `run`: run a lowered program (with other settings if given: the
-    engine reads them only when the run starts) and build its Report with provenance.
+    """The second half of `run`: run a lowered program (with other settings if given, checked
+    here as `run` checks them: the engine reads them only when the run starts) and build its
+    Report with provenance.
     A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
     ran as `.report`."""
     from sq import _engine
 
     started = time.perf_counter() if started is None else started
+    _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
+        raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
     bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
     tracker = None
     if progress is not None and progress is not False:

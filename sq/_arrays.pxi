@@ -182,14 +182,14 @@ cdef inline int64_t turn_of(double x) noexcept nogil:
 
 
 cdef inline void fail(State* st, int code, int slot, double value, int64_t a, int64_t b) noexcept nogil:
-    if st.err != E_NONE:
+    if st.error.code != E_NONE:
         return
-    st.err = code
-    st.err_serial = st.serial[slot] if slot >= 0 else -1
-    st.err_time = st.now
-    st.err_value = value
-    st.err_a = a
-    st.err_b = b
+    st.error.code = code
+    st.error.serial = st.sess.serial[slot] if slot >= 0 else -1
+    st.error.time = st.now
+    st.error.value = value
+    st.error.a = a
+    st.error.b = b
 
 
 # ---- the event heap: (time, seq) order -----------------------------------------
@@ -331,15 +331,25 @@ cdef inline int charge(State* st, int64_t nbytes) noexcept nogil:
     return 0
 
 
-cdef inline int64_t slot_bytes(State* st) noexcept nogil:
-    """What one session slot takes in the per-session tables (session_alloc's list)."""
-    return (8 * st.n_attrs + 12 * st.hold_depth_max + 22 * st.hold_depth_max * st.hold_pools_max
-            + 16 * st.n_pools + 8 + 130)
-
-
 cdef bint grow(void** p, size_t size) noexcept nogil:
     cdef void* q = realloc(p[0], size if size else 1)
     if q == NULL:
         return False
     p[0] = q
     return True
+
+
+cdef bint table(void** p, size_t size, bint keep) noexcept nogil:
+    """One table of a family (the per-session, per-job, per-lease, per-flow tables): grown to
+    `size` bytes (keep), or freed (not keep; always True). Each family lists its tables once, in
+    a function that both grows them and frees them."""
+    if keep:
+        return grow(p, size)
+    free(p[0])
+    p[0] = NULL
+    return True
+
+
+cdef void traces_free(Traces* t) noexcept nogil:
+    free(t.it_time.p); free(t.it_count.p); free(t.it_serial.p); free(t.it_turn.p); free(t.it_mode.p)
+    free(t.it_tokens.p); free(t.ev_time.p); free(t.ev_key.p); free(t.ev_units.p)

@@ -168,7 +168,7 @@ cdef double take_entry(Pool* p, int64_t serial) noexcept nogil:
 cdef double consume_entry(State* st, Pool* p, int32_t slot, bint bounded, double reuse) noexcept nogil:
     """Admission takes the session's own prefix; beyond `reuse` (when bounded), the excess stays
     as a dead entry."""
-    cdef int64_t e = own_entry(p, st.serial[slot])
+    cdef int64_t e = own_entry(p, st.sess.serial[slot])
     cdef double own = 0.0, r = round_down(p, reuse)
     cdef Entry kept
     if e >= 0:
@@ -236,7 +236,7 @@ cdef void snapshot(State* st, Entry* e, int32_t slot) noexcept nogil:
     if st.pools_evict_by:
         e.snap = <double*> malloc(st.n_attrs * sizeof(double) + 8)
         if e.snap != NULL:
-            memcpy(e.snap, &st.attrs[<int64_t> slot * st.n_attrs], st.n_attrs * sizeof(double))
+            memcpy(e.snap, &st.sess.attrs[<int64_t> slot * st.n_attrs], st.n_attrs * sizeof(double))
 
 
 cdef int64_t evict_choice(State* st, Pool* p) noexcept nogil:
@@ -247,16 +247,16 @@ cdef int64_t evict_choice(State* st, Pool* p) noexcept nogil:
     cdef Entry* en
     for e in range(p.nentries):
         en = &p.entries[e]
-        slot = en.slot if (en.slot >= 0 and st.alive[en.slot] and st.serial[en.slot] == en.key) else -1
+        slot = en.slot if (en.slot >= 0 and st.sess.alive[en.slot] and st.sess.serial[en.slot] == en.key) else -1
         st.ctxv[2] = en.size
         st.ctxv[3] = st.now - en.last
         st.ctxv[4] = en.last
-        st.ctxv[5] = 1.0 if (slot >= 0 and st.waiting[slot]) else 0.0
+        st.ctxv[5] = 1.0 if (slot >= 0 and st.sess.waiting[slot]) else 0.0
         st.attr_row = en.snap if slot < 0 else NULL
         for i in range(n):
             keys[n + 1 + i] = evaluate(st, st.pool_keys[p.evict_start + i], slot, &st.rng_eviction, NAN)
         st.attr_row = NULL
-        if st.err:
+        if st.error.code:
             return -1
         keys[n + 1 + n] = <double> en.seq
         if best < 0 or keys_smaller(&keys[n + 1], keys, n + 1):
@@ -268,22 +268,22 @@ cdef int64_t evict_choice(State* st, Pool* p) noexcept nogil:
 
 cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
     """An evicted piece goes to the tier (as the same session's entry) if `when` holds, over a job on the link."""
-    cdef int32_t slot = e.slot if (e.slot >= 0 and st.alive[e.slot] and st.serial[e.slot] == e.key) else -1
+    cdef int32_t slot = e.slot if (e.slot >= 0 and st.sess.alive[e.slot] and st.sess.serial[e.slot] == e.key) else -1
     cdef double when, work
     cdef Pool* tier = &st.pools[p.spill_to]
     cdef int64_t k
     st.ctxv[2] = piece
     st.ctxv[3] = st.now - e.last
     st.ctxv[4] = e.last
-    st.ctxv[5] = 1.0 if (slot >= 0 and st.waiting[slot]) else 0.0
+    st.ctxv[5] = 1.0 if (slot >= 0 and st.sess.waiting[slot]) else 0.0
     st.attr_row = e.snap if slot < 0 else NULL
     when = evaluate(st, p.spill_when, slot, &st.rng_eviction, NAN)
-    if st.err or when == 0.0:
+    if st.error.code or when == 0.0:
         st.attr_row = NULL
         return
     work = fmax(0.0, evaluate(st, p.spill_work, slot, &st.rng_eviction, NAN))
     st.attr_row = NULL
-    if st.err:
+    if st.error.code:
         return
     st.spill_depth += 1
     if st.spill_depth > 64:
@@ -293,7 +293,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
         return
     make_room(st, tier, 0.0)              # a finite tier may end above its cap
     st.spill_depth -= 1
-    if st.err:
+    if st.error.code:
         return
     k = own_entry(tier, e.key)
     if k >= 0:
@@ -319,8 +319,8 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
             return
         # a transfer with no owner (a flow when its link is shared)
         if st.stages[p.spill_via].share_cap > 0:
-            st.fl_scratch[0] = p.spill_via
-            start_flow(st, st.fl_scratch, 1, -1, work)
+            st.flows.scratch[0] = p.spill_via
+            start_flow(st, st.flows.scratch, 1, -1, work)
         else:
             start_job(st, p.spill_via, -1, work)
 
@@ -346,11 +346,11 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         else:
             best = p.lru[0]
         piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
-        if st.trace_evicts and (charge(st, EVICT_BYTES) < 0 or darr_push(&st.ev_time, st.now) < 0 or larr_push(&st.ev_key, p.entries[best].key) < 0
-                                or darr_push(&st.ev_units, piece) < 0):
+        if st.traces.evicts and (charge(st, EVICT_BYTES) < 0 or darr_push(&st.traces.ev_time, st.now) < 0 or larr_push(&st.traces.ev_key, p.entries[best].key) < 0
+                                or darr_push(&st.traces.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
-        if st.trace_evicts:
+        if st.traces.evicts:
             trace_logged(st)
         p.entries[best].size -= piece
         p.cached -= piece
@@ -365,5 +365,5 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         if p.spill_to >= 0:
             spill(st, p, &gone, piece)
         free(owned)
-        if st.err:
+        if st.error.code:
             return

@@ -236,6 +236,144 @@ cdef struct Gauge:
     DArr values
     Fold fold               # instead of times and values when the run keeps no samples
 
+cdef struct Sessions:
+    # per session slot (struct of arrays; slots reused). Every table here is grown and freed by
+    # session_tables (sq/_session.pxi), the one list of them; spawn sets a slot's starting values.
+    int64_t cap                 # slots allocated
+    int64_t high                # slots ever used
+    int32_t* spare              # ended slots, reused first
+    int64_t nspare
+    double* attrs               # [slot * n_attrs + a]
+    int32_t* pc
+    int64_t* serial             # the arrival serial (records carry it even if `serial` is set)
+    char* alive
+    # open holds: a stack of frames per session (depth × pools per hold; D = hold_depth_max,
+    # P = hold_pools_max)
+    int32_t* depth              # per session: open holds
+    int32_t* frame_hold         # [slot*D + d]: hold id
+    double* frame_queued_at     # [slot*D + d]
+    int32_t* frame_member       # [(slot*D + d)*P + i]: the pool row
+    double* frame_alloc
+    char* frame_active          # still holds that pool (a `release` clears it)
+    double* frame_pos           # the computed position (starts at the prefix consumed)
+    char* frame_grown           # a `load` moved the position: the computed extent is pos, not alloc
+    double* grow_units          # per session: units a waiting `grow` asks for
+    int64_t* grow_at            # per session: the frame entry that grows
+    int32_t* grow_job           # per session: the resident job whose growth waits (-1: a statement)
+    char* waiting               # per session: waiting in a pool's queue
+    char* resumed               # per session: re-queued at the front after a preemption
+    double* adm                 # per session: its latest admission number (+inf before any)
+    char* stuck                 # per session: counted stuck once
+    double* ppos                # per session × pool: position at the last preemption (NaN: none)
+    int32_t* hcount             # per session × pool: its live entries in the pool's holders
+    uint32_t* hgen              # per session × pool: the generation its live holders entries carry
+    char* pools_touched         # per session: its ppos/hcount rows may differ from NaN/0 (reset at spawn)
+    int64_t* lease_head         # per session: its first and last open lease (-1: none)
+    int64_t* lease_tail
+    int32_t* job                # per session: its current stage job (-1: none)
+    int32_t* flow               # per session: its flow (-1: none)
+    int32_t* itl_stage          # per session: the stage of its previous token
+    char* itl_has               # per session: token bookkeeping for inter-token gaps
+    double* itl_last
+    double* itl_turn
+    char* itl_decoded
+    char* itl_preempted         # per session: preempted since its last token
+    int64_t* trace_of           # per session: its corpus session (trace replay)
+    int64_t* trace_next         # per session: the next turn to load
+
+cdef struct Jobs:
+    # stage jobs (struct of arrays; slots reused, a finish event names slot and id)
+    int64_t cap
+    int64_t high
+    int32_t* spare
+    int64_t nspare
+    int32_t* owner              # the session slot
+    int32_t* stage
+    int64_t* id                 # -1: a free slot
+    double* work
+    double* enq
+    double* start
+    double* end
+    char* started
+    int32_t* mode
+    int32_t* growing            # the job's `growing` pool row (-1: none)
+    int64_t* served             # the serving pass that last served the job
+
+cdef struct Leases:
+    # hold allocations kept after the body. Rows of ended leases are reused (a generation makes
+    # their pending end events stale); each session links its own in lease order (Sessions'
+    # lease_head/lease_tail), so ending or finding them costs what the session has, not what
+    # the run had.
+    int64_t n
+    int64_t cap
+    int64_t* spare              # ended rows, reused first
+    int64_t nspare
+    int64_t next_gen
+    int32_t* slot
+    int32_t* row
+    double* alloc
+    double* computed
+    int32_t* cache
+    char* active
+    int64_t* gen
+    int64_t* next               # the session's next lease (-1: none)
+    int64_t* prev
+
+cdef struct Flows:
+    # flows over shared stages (chapter 06; struct of arrays, slots reused)
+    int32_t max_st              # the most stages one flow holds
+    int maxmin                  # max-min fair sharing (else proportional)
+    int64_t n
+    int64_t cap
+    int32_t* spare
+    int64_t nspare
+    int32_t* stage              # [f * max_st + i]
+    int32_t* nst
+    double* rem
+    double* rate
+    double* start
+    int64_t* id
+    int32_t* owner
+    char* active
+    char* frozen
+    int32_t* order              # the active flows' slots in id order (0.1.2 sums their rates so)
+    int64_t norder
+    double last
+    int finite                  # every shared stage's capacity is finite: so is every flow's rate
+    int64_t epoch
+    int dirty
+    char* touched               # per stage: a flow started, ended or left it since the last recompute
+    double* left                # per stage, while rates are recomputed
+    double* rising
+    int32_t* scratch            # the stages of a flow being started
+
+cdef struct Traces:
+    # the iteration trace (only when asked): per iteration its time and entry count, per entry
+    # serial, turn_no, mode and tokens, in serving order
+    int iters
+    DArr it_time
+    LArr it_count
+    LArr it_serial
+    LArr it_turn
+    LArr it_mode
+    DArr it_tokens
+    # the eviction trace (only when asked): per evicted piece its time, entry key and units
+    int evicts
+    DArr ev_time
+    LArr ev_key
+    DArr ev_units
+
+cdef struct RunFault:
+    # the first run-time error (RunError in sq/_engine.pyx): code, where, and what
+    int code                    # E_NONE: none
+    int64_t serial
+    double time
+    double value
+    double value2
+    double value3
+    int64_t a
+    int64_t b
+
 cdef struct State:
     # the lowered program
     const int32_t* code
@@ -248,17 +386,8 @@ cdef struct State:
     int32_t slot_computed
     double ctxv[N_CONTEXTS]            # context variables of the moment being evaluated (by IR id)
     double* attr_row           # when set, attributes are read here (an ended session's snapshot)
-    char* waiting              # per session: waiting in a pool's queue
-    char* resumed              # per session: re-queued at the front after a preemption
-    int32_t* sess_job          # per session: its current stage job (-1: none)
-    char* stuck                # per session: counted stuck once
-    double* ppos               # per session × pool: position at the last preemption (NaN: none)
-    int32_t* hcount            # per session × pool: its live entries in the pool's holders
-    char* pools_touched        # per session: its ppos/hcount rows may differ from NaN/0 (reset at spawn)
-    uint32_t* hgen             # per session × pool: the generation its live holders entries carry
     const int32_t* hold_pcs
     int iter_preempted         # a preemption happened during the current start_iteration
-    int32_t* itl_stage         # per session: the stage of its previous token
     int pools_evict_by         # some pool evicts by keys: entries keep snapshots
     sq_rng rng_eviction
     int32_t init_pc
@@ -300,47 +429,10 @@ cdef struct State:
     int mid_taken
     double mid_live
     int64_t warm_arrivals      # arrivals before warmup ended
-    # sessions (struct of arrays, slots reused)
-    double* attrs
-    int32_t* pc
-    int64_t* serial       # the arrival serial (records carry it even if `serial` is set)
-    char* alive
-    int64_t scap
-    int32_t* sfree
-    int64_t nsfree
-    int64_t shigh
-    # open holds: a stack of frames per session (depth × pools per hold)
-    int32_t hold_depth_max
-    int32_t hold_pools_max
-    int32_t* depth            # per session: open holds
-    int32_t* frame_hold       # [slot*D + d]: hold id
-    double* frame_queued_at   # [slot*D + d]
-    int32_t* frame_member     # [(slot*D + d)*P + i]: the pool row
-    double* frame_alloc
-    char* frame_active        # still holds that pool (a `release` clears it)
-    double* frame_pos         # the computed position (starts at the prefix consumed)
-    char* frame_grown         # a `load` moved the position: the computed extent is pos, not alloc
-    double* grow_units        # per session: units a waiting `grow` asks for
-    int64_t* grow_at          # per session: the frame entry that grows
-    # leases: hold allocations kept after the body. Rows of ended leases are reused (a
-    # generation makes their pending end events stale); each session links its own in lease
-    # order, so ending or finding them costs what the session has, not what the run had.
-    int32_t* lease_slot
-    int32_t* lease_row
-    double* lease_alloc
-    double* lease_computed
-    int32_t* lease_cache
-    char* lease_active
-    int64_t* lease_gen
-    int64_t* lease_next       # the session's next lease (-1: none)
-    int64_t* lease_prev
-    int64_t* lease_free       # ended rows, reused first
-    int64_t nleasefree
-    int64_t next_lease_gen
-    int64_t* lease_head       # per session: its first and last open lease (-1: none)
-    int64_t* lease_tail
-    int64_t nleases
-    int64_t lease_cap
+    Sessions sess
+    int32_t hold_depth_max     # open holds one session can have at once (D)
+    int32_t hold_pools_max     # pools one hold can take (P)
+    Leases leases
     double* scratch           # units and reserves of one admission attempt (2 per pool)
     const int32_t* holds
     const int32_t* hold_offsets
@@ -357,64 +449,15 @@ cdef struct State:
     # step stages
     const int32_t* serve_keys
     const int32_t* admit_via   # per pool: the stage whose iterations admit it (-1: settle)
-    double* adm                # per session: its latest admission number (+inf before any)
     double next_adm
-    int32_t* grow_job          # per session: the resident job whose growth waits (-1: a statement)
-    int32_t* job_mode
-    int32_t* job_grow          # the job's `growing` pool row (-1: none)
-    int64_t* job_served        # the serving pass that last served the job
     int64_t serve_stamp
     int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
     int kv_iteration           # start_iteration makes them (some expression reads them)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
-    char* itl_has              # per session: token bookkeeping for inter-token gaps
-    double* itl_last
-    double* itl_turn
-    char* itl_decoded
-    char* itl_preempted        # per session: preempted since its last token
-    # the iteration trace (only when asked): per iteration its time and entry count, per entry
-    # serial, turn_no, mode and tokens, in serving order
-    int trace_iters
-    DArr it_time
-    LArr it_count
-    LArr it_serial
-    LArr it_turn
-    LArr it_mode
-    DArr it_tokens
-    # the eviction trace (only when asked): per evicted piece its time, entry key and units
-    int trace_evicts
-    DArr ev_time
-    LArr ev_key
-    DArr ev_units
+    Traces traces
     Timeline* tl              # NULL unless the run writes a timeline
-    # flows over shared stages (slots reused)
-    int32_t flow_max_st
-    int share_maxmin
-    int32_t* fl_stage
-    int32_t* fl_nst
-    double* fl_rem
-    double* fl_rate
-    double* fl_start
-    int64_t* fl_id
-    int32_t* fl_owner
-    char* fl_active
-    char* fl_frozen
-    int32_t* fl_free
-    int32_t* fl_order         # the active flows' slots in id order (0.1.2 sums their rates so)
-    int64_t nflorder
-    int64_t nflfree
-    int64_t nfl
-    int64_t fl_cap
-    double fl_last
-    int fl_finite              # every shared stage's capacity is finite: so is every flow's rate
-    int64_t fl_epoch
-    int fl_dirty
-    char* touched             # per stage: a flow started, ended or left it since the last recompute
-    double* fl_left
-    double* fl_rising
-    int32_t* fl_scratch
-    int32_t* sess_flow        # per session: its flow (-1: none)
+    Flows flows
     # trace replay: the corpus, and each session's corpus session and next turn
     const double* trace_turns     # 4 per turn: new, out, think, forced
     const int64_t* trace_start    # per corpus session: its first turn
@@ -426,27 +469,13 @@ cdef struct State:
     int32_t slot_think
     int32_t slot_forced
     int32_t slot_more
-    int64_t* trace_of             # per session slot: its corpus session
-    int64_t* trace_next           # per session slot: the next turn to load
     sq_rng rng_trace
     # ready queue: a ring of session slots
     int32_t* ready
     int64_t rcap
     int64_t rhead
     int64_t rlen
-    # jobs (slots reused; a finish event names slot and id)
-    int32_t* job_owner
-    int32_t* job_stage
-    int64_t* job_id
-    double* job_work
-    double* job_enq
-    double* job_start
-    double* job_end
-    char* job_started
-    int64_t jcap
-    int32_t* jfree
-    int64_t njfree
-    int64_t jhigh
+    Jobs jobs
     # tables
     Stage* stages
     Observe* observes
@@ -468,15 +497,7 @@ cdef struct State:
     int64_t mem_bytes          # what they take (counted where they grow)
     bint check                # debug mode: re-check invariants after every event
     int32_t spill_depth
-    # the first run-time error: code, where, and what
-    int err
-    int64_t err_serial
-    double err_time
-    double err_value
-    double err_value2
-    double err_value3
-    int64_t err_a
-    int64_t err_b
+    RunFault error
     # long runs (_long.pxi): samples kept or summarized; polled between instants for signals,
     # the wall-clock limit and progress
     int keep_samples

@@ -7,6 +7,10 @@ runs the whole simulation without the GIL, then turns the C arrays into a
 04 §4.0–4.4 (fifo, ps, delay) and 02/03/07 (sessions, statements,
 expressions); it reads the bytecode and tables of `sq/_bytecode.pxd`, which
 `sq/lower.py` writes.
+
+This file is the engine's Python boundary (set-up, collection, error text); the
+engine itself is in the `.pxi` files it includes, one concern each, compiled as
+one C translation unit (docs/architecture.md, "The engine, file by file").
 """
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
@@ -156,28 +160,15 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
-    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch); free(st.depth); free(st.frame_hold); free(st.frame_queued_at)
-    free(st.frame_member); free(st.frame_alloc); free(st.frame_active); free(st.frame_pos)
-    free(st.frame_grown); free(st.grow_units); free(st.grow_at)
-    free(st.lease_slot); free(st.lease_row); free(st.lease_alloc); free(st.lease_computed)
-    free(st.lease_cache); free(st.lease_active); free(st.lease_gen); free(st.lease_next)
-    free(st.lease_prev); free(st.lease_free); free(st.lease_head); free(st.lease_tail)
-    free(st.trace_of); free(st.trace_next)
-    free(st.fl_stage); free(st.fl_nst); free(st.fl_rem); free(st.fl_rate); free(st.fl_start); free(st.fl_id)
-    free(st.fl_owner); free(st.fl_active); free(st.fl_frozen); free(st.fl_free); free(st.fl_order); free(st.touched)
-    free(st.fl_left); free(st.fl_rising); free(st.fl_scratch); free(st.sess_flow)
-    free(st.adm); free(st.waiting); free(st.resumed); free(st.sess_job); free(st.stuck); free(st.ppos)
-    free(st.pools_touched)
-    free(st.hcount); free(st.hgen)
-    free(st.itl_stage); free(st.grow_job); free(st.itl_has); free(st.itl_last); free(st.itl_turn)
-    free(st.it_time.p); free(st.it_count.p); free(st.it_serial.p); free(st.it_turn.p); free(st.it_mode.p)
-    free(st.it_tokens.p); free(st.ev_time.p); free(st.ev_key.p); free(st.ev_units.p)
+    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
+    session_tables(st, 0)
+    job_tables(st, 0)
+    lease_tables(st, 0)
+    flows_free(st)
+    traces_free(&st.traces)
     tl_close(st)
-    free(st.itl_decoded); free(st.itl_preempted); free(st.job_mode); free(st.job_grow); free(st.job_served)
     free(st.stages); free(st.observes); free(st.gauges)
-    free(st.heap); free(st.attrs); free(st.pc); free(st.serial); free(st.alive); free(st.sfree); free(st.ready)
-    free(st.job_owner); free(st.job_stage); free(st.job_id); free(st.job_work); free(st.job_enq)
-    free(st.job_start); free(st.job_end); free(st.job_started); free(st.jfree)
+    free(st.heap); free(st.ready)
     free(st.stack); free(st.keys)
     free(st)
 
@@ -281,11 +272,17 @@ cdef object _itl(R, Histogram* h):
 
 cdef object _contig(object a, object dtype):
     """`a` as a C-contiguous array of `dtype`: `a` itself when it is one (a lowered program's
-    arrays are: the check is a few C reads, where numpy's call parses its arguments each run)."""
-    if cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a) \
+    arrays are: given a dtype object (_I32, ...), the check is a few C reads, where numpy's call
+    parses its arguments each run)."""
+    if isinstance(dtype, cnp.dtype) and cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a) \
             and cnp.PyArray_EquivTypes(<cnp.dtype> a.dtype, <cnp.dtype> dtype):
         return a
     return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _tables(lowered, **dtypes):
+    """Lowered's tables named by the keywords, each as a C-contiguous array of its dtype, in order."""
+    return [_contig(getattr(lowered, name), dtype) for name, dtype in dtypes.items()]
 
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
@@ -311,163 +308,18 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     """
     settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
     seed_v, horizon_v, warmup_v, limit_v = settings
-    code = _contig(lowered.code, _I32)
-    consts = _contig(lowered.consts, _F64)
-    stmts = _contig(lowered.stmts, _I32)
-    caps = _contig(lowered.pool_caps, _F64)
-    kinds = _contig(lowered.stage_kinds, _I32)
-    servers = _contig(lowered.stage_servers, _I32)
-    phis = _contig(lowered.stage_phi, _I32)
-    gexprs = _contig(lowered.gauge_exprs, _I32)
-    blocks = _contig(lowered.pool_blocks, _F64)
-    kstart = _contig(lowered.pool_key_start, _I32)
-    kcount = _contig(lowered.pool_key_count, _I32)
-    pkeys = _contig(lowered.pool_keys, _I32)
-    holds = _contig(lowered.holds, _I32)
-    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
-    hoffs = _contig(lowered.hold_offsets, _I32)
-    step_exprs = _contig(lowered.step_exprs, _STEP_EXPRS)
-    step_serve = _contig(lowered.step_serve, _STEP_SERVE)
-    step_memory = _contig(lowered.step_memory, _I32)
-    serve_keys = _contig(lowered.serve_keys, _I32)
-    admit_via = _contig(lowered.pool_admit_via, _I32)
-    estart = _contig(lowered.pool_evict_start, _I32)
-    lifo = _contig(lowered.pool_lifo, _I32)
-    spills = _contig(lowered.pool_spill, _SPILL)
-    shared = _contig(lowered.stage_shared, _F64)
-    hpcs = _contig(lowered.hold_pcs, _I32)
-    ecount = _contig(lowered.pool_evict_count, _I32)
-
+    if samples not in ("all", "none"):
+        raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
     cdef State* st = <State*> calloc(1, sizeof(State))
     if st == NULL:
         raise MemoryError()
-    cdef int32_t k, i
-    cdef uint64_t useed = <uint64_t> seed_v
     try:
-        st.code = <const int32_t*> data_of(code)
-        st.consts = <const double*> data_of(consts)
-        st.stmts = <const int32_t*> data_of(stmts)
-        st.pool_caps = <const double*> data_of(caps)
-        st.n_attrs = lowered.n_attrs
-        st.slot_serial = lowered.slot_serial
-        st.slot_turn = lowered.slot_turn
-        st.slot_cached = lowered.slot_cached
-        st.slot_computed = lowered.slot_computed
-        st.trace_turns = <const double*> data_of(trace_turns)
-        st.trace_start = <const int64_t*> data_of(trace_start)
-        st.trace_len = <const int64_t*> data_of(trace_len)
-        st.trace_sessions = len(trace_len)
-        st.trace_ordered = lowered.trace_ordered
-        st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
-        st.holds = <const int32_t*> data_of(holds)
-        st.hold_offsets = <const int32_t*> data_of(hoffs)
-        st.hold_pcs = <const int32_t*> data_of(hpcs)
-        st.pool_keys = <const int32_t*> data_of(pkeys)
-        st.hold_depth_max = max(1, lowered.max_hold_depth)
-        st.hold_pools_max = max(1, lowered.max_hold_pools)
-        st.init_pc = lowered.init_pc
-        st.turn_pc = lowered.turn_pc
-        st.session_pc = lowered.session_pc
-        st.max_keys = lowered.max_keys
-        st.n_stages = len(lowered.stage_names)
-        st.n_pools = len(lowered.pool_names)
-        st.n_observes = len(lowered.observe_names)
-        st.n_gauges = len(lowered.gauge_names)
-        st.arrival_kind = lowered.arrival_kind
-        st.arrival_rate = lowered.arrival_rate
-        st.arrival_count = min(lowered.arrival_count, 2**62)
-        st.arrival_gap = lowered.arrival_gap
-        st.horizon = horizon_v
-        st.warmup = warmup_v
-        st.limit = min(limit_v, ARRIVALS_NEVER)   # a larger limit is never reached either
-        st.step_limit = step_limit
-        st.max_memory = max_memory
-        st.warm = 0 if warmup_v > 0 else 1
-        st.mid_time = warmup_v + (horizon_v - warmup_v) / 2.0
-        st.stack_cap = lowered.stack_depth + 64
-        st.frame_depth = lowered.frame_depth
-        st.stack = <double*> malloc(st.stack_cap * sizeof(double))
-        for k in range(N_CONTEXTS):
-            st.ctxv[k] = NAN
-        st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
-        st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
-        st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
-        st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
-        st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
-        st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
-        st.pools_waiting = rows_new(st.n_pools)
-        st.pools_sampled = rows_new(st.n_pools)
-        st.stages_sampled = rows_new(st.n_stages)
-        if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
-                or st.stages_sampled == NULL:
-            raise MemoryError()
-        for k in range(st.n_pools):
-            st.pools[k].cap = (<double*> data_of(caps))[k]
-            st.pools[k].block = (<double*> data_of(blocks))[k]
-            st.pools[k].key_start = (<int32_t*> data_of(kstart))[k]
-            st.pools[k].key_count = (<int32_t*> data_of(kcount))[k]
-            st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
-            st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
-            st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
-            st.pools[k].spill_to = (<SpillRow*> data_of(spills))[k].to
-            st.pools[k].spill_via = (<SpillRow*> data_of(spills))[k].via
-            st.pools[k].spill_work = (<SpillRow*> data_of(spills))[k].work
-            st.pools[k].spill_when = (<SpillRow*> data_of(spills))[k].when
-            if st.pools[k].spill_to >= 0:
-                st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
-            for i in range(st.n_stages):
-                if (<int32_t*> data_of(kinds))[i] == K_STEP and (<int32_t*> data_of(step_memory))[i] == k:
-                    st.pools[k].engine = 1
-            if st.pools[k].evict_count > 0:
-                st.pools_evict_by = 1
-        if st.stack == NULL or st.keys == NULL or st.stages == NULL or st.observes == NULL \
-                or st.gauges == NULL:
-            raise MemoryError()
-        st.flow_max_st = max(1, lowered.max_flow_stages)
-        st.share_maxmin = lowered.share_maxmin
-        st.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
-        st.fl_left = <double*> calloc(st.n_stages + 1, sizeof(double))
-        st.fl_rising = <double*> calloc(st.n_stages + 1, sizeof(double))
-        st.fl_scratch = <int32_t*> calloc(st.flow_max_st + 1, sizeof(int32_t))
-        if st.touched == NULL or st.fl_left == NULL or st.fl_rising == NULL or st.fl_scratch == NULL:
-            raise MemoryError()
-        st.serve_keys = <const int32_t*> data_of(serve_keys)
-        st.admit_via = <const int32_t*> data_of(admit_via)
-        st.bl_stage = -1
-        st.kv_budget = bool(getattr(lowered, "kv_budget", True))
-        st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
-        st.trace_iters = bool(trace_iterations)
-        st.trace_evicts = bool(trace_evictions)
-        for k in range(st.n_stages):
-            st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
-            st.stages[k].chunk_e = (<StepExprsRow*> data_of(step_exprs))[k].chunk
-            st.stages[k].cost_e = (<StepExprsRow*> data_of(step_exprs))[k].cost
-            st.stages[k].excl = (<StepServeRow*> data_of(step_serve))[k].exclusive
-            st.stages[k].serve_start = (<StepServeRow*> data_of(step_serve))[k].key_start
-            st.stages[k].serve_count = (<StepServeRow*> data_of(step_serve))[k].key_count
-            st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
-            st.stages[k].share_cap = (<double*> data_of(shared))[k]
-            st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
-            st.stages[k].servers = (<int32_t*> data_of(servers))[k]
-            st.stages[k].phi = (<int32_t*> data_of(phis))[k]
-        st.fl_finite = 1
-        for k in range(st.n_stages):
-            if not isfinite(st.stages[k].share_cap):
-                st.fl_finite = 0
-        st.n_ps_first = st.n_stages
-        for k in range(st.n_stages - 1, -1, -1):
-            if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
-                st.n_ps_first = k
-        for k in range(st.n_gauges):
-            st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
-        sq_rng_seed(&st.rng_arrival, useed ^ SQ_STREAM_ARRIVAL_MASK)
-        sq_rng_seed(&st.rng_workload, useed ^ SQ_STREAM_WORKLOAD_MASK)
-        sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
-        sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
-        sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
-        st.check = bool(check_invariants)
-        if samples not in ("all", "none"):
-            raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
+        # the arrays the State points into, alive until the run is collected
+        tables = (_set_program(st, lowered), _set_trace(st, lowered),
+                  _set_pools(st, lowered), _set_stages(st, lowered), _set_observations(st, lowered))
+        _set_run(st, lowered, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
+        st.traces.iters = bool(trace_iterations)
+        st.traces.evicts = bool(trace_evictions)
         st.keep_samples = samples == "all"
         if not st.keep_samples:
             summaries_start(st)
@@ -479,7 +331,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         with nogil:
             run_loop(st)
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
-        if st.err:
+        if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run")
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
         if st.tl != NULL:
@@ -496,6 +348,171 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         return raw
     finally:
         free_state(st)
+
+
+# ---- run's set-up, table by table: each returns the arrays it points the State into ----------
+cdef object _set_program(State* st, lowered):
+    """The bytecode, its constants, entry points and hold rows (with the most holds and pools a
+    session's frames carry), the attribute slots, the expression stack."""
+    cdef int32_t k
+    code, consts, stmts, holds, hoffs, hpcs = _tables(
+        lowered, code=_I32, consts=_F64, stmts=_I32, holds=_I32, hold_offsets=_I32,
+        hold_pcs=_I32)
+    st.code = <const int32_t*> data_of(code)
+    st.consts = <const double*> data_of(consts)
+    st.stmts = <const int32_t*> data_of(stmts)
+    st.holds = <const int32_t*> data_of(holds)
+    st.hold_offsets = <const int32_t*> data_of(hoffs)
+    st.hold_pcs = <const int32_t*> data_of(hpcs)
+    st.hold_depth_max = max(1, lowered.max_hold_depth)
+    st.hold_pools_max = max(1, lowered.max_hold_pools)
+    st.n_attrs = lowered.n_attrs
+    st.slot_serial = lowered.slot_serial
+    st.slot_turn = lowered.slot_turn
+    st.slot_cached = lowered.slot_cached
+    st.slot_computed = lowered.slot_computed
+    st.init_pc = lowered.init_pc
+    st.turn_pc = lowered.turn_pc
+    st.session_pc = lowered.session_pc
+    st.max_keys = lowered.max_keys
+    st.n_stages = len(lowered.stage_names)
+    st.n_pools = len(lowered.pool_names)
+    st.n_observes = len(lowered.observe_names)
+    st.n_gauges = len(lowered.gauge_names)
+    st.stack_cap = lowered.stack_depth + 64
+    st.frame_depth = lowered.frame_depth
+    st.stack = <double*> malloc(st.stack_cap * sizeof(double))
+    for k in range(N_CONTEXTS):
+        st.ctxv[k] = NAN
+    st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
+    if st.stack == NULL or st.keys == NULL:
+        raise MemoryError()
+    return code, consts, stmts, holds, hoffs, hpcs
+
+
+cdef object _set_trace(State* st, lowered):
+    """Trace replay: the corpus and the attribute slots a turn loads."""
+    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
+    st.trace_turns = <const double*> data_of(trace_turns)
+    st.trace_start = <const int64_t*> data_of(trace_start)
+    st.trace_len = <const int64_t*> data_of(trace_len)
+    st.trace_sessions = len(trace_len)
+    st.trace_ordered = lowered.trace_ordered
+    st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
+    return trace_turns, trace_start, trace_len
+
+
+cdef object _set_pools(State* st, lowered):
+    """The pools: caps, blocks, `queue by` and `evict by` keys, lifo, spill clauses, `admit via`."""
+    cdef int32_t k
+    caps, blocks, kstart, kcount, pkeys, estart, ecount, lifo, spills, admit_via = _tables(
+        lowered, pool_caps=_F64, pool_blocks=_F64, pool_key_start=_I32, pool_key_count=_I32,
+        pool_keys=_I32, pool_evict_start=_I32, pool_evict_count=_I32, pool_lifo=_I32,
+        pool_spill=_SPILL, pool_admit_via=_I32)
+    st.pool_caps = <const double*> data_of(caps)
+    st.pool_keys = <const int32_t*> data_of(pkeys)
+    st.admit_via = <const int32_t*> data_of(admit_via)
+    st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
+    st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
+    st.pools_waiting = rows_new(st.n_pools)
+    st.pools_sampled = rows_new(st.n_pools)
+    if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL:
+        raise MemoryError()
+    for k in range(st.n_pools):
+        st.pools[k].cap = (<double*> data_of(caps))[k]
+        st.pools[k].block = (<double*> data_of(blocks))[k]
+        st.pools[k].key_start = (<int32_t*> data_of(kstart))[k]
+        st.pools[k].key_count = (<int32_t*> data_of(kcount))[k]
+        st.pools[k].evict_start = (<int32_t*> data_of(estart))[k]
+        st.pools[k].evict_count = (<int32_t*> data_of(ecount))[k]
+        st.pools[k].lifo = (<int32_t*> data_of(lifo))[k]
+        st.pools[k].spill_to = (<SpillRow*> data_of(spills))[k].to
+        st.pools[k].spill_via = (<SpillRow*> data_of(spills))[k].via
+        st.pools[k].spill_work = (<SpillRow*> data_of(spills))[k].work
+        st.pools[k].spill_when = (<SpillRow*> data_of(spills))[k].when
+        if st.pools[k].spill_to >= 0:
+            st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
+        if st.pools[k].evict_count > 0:
+            st.pools_evict_by = 1
+    return caps, pkeys, admit_via
+
+
+cdef object _set_stages(State* st, lowered):
+    """The stages: kind, servers, φ, step expressions and serve keys, memory pool, shared capacity;
+    the flows' tables. After _set_pools (a step stage's memory pool is marked)."""
+    cdef int32_t k, m
+    kinds, servers, phis, step_exprs, step_serve, step_memory, serve_keys, shared = _tables(
+        lowered, stage_kinds=_I32, stage_servers=_I32, stage_phi=_I32, step_exprs=_STEP_EXPRS,
+        step_serve=_STEP_SERVE, step_memory=_I32, serve_keys=_I32, stage_shared=_F64)
+    st.serve_keys = <const int32_t*> data_of(serve_keys)
+    st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
+    st.stages_sampled = rows_new(st.n_stages)
+    if st.stages == NULL or st.stages_sampled == NULL:
+        raise MemoryError()
+    if not flows_new(st, max(1, lowered.max_flow_stages), lowered.share_maxmin):
+        raise MemoryError()
+    st.bl_stage = -1
+    st.kv_budget = bool(getattr(lowered, "kv_budget", True))
+    st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+    st.flows.finite = 1
+    for k in range(st.n_stages):
+        st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
+        st.stages[k].chunk_e = (<StepExprsRow*> data_of(step_exprs))[k].chunk
+        st.stages[k].cost_e = (<StepExprsRow*> data_of(step_exprs))[k].cost
+        st.stages[k].excl = (<StepServeRow*> data_of(step_serve))[k].exclusive
+        st.stages[k].serve_start = (<StepServeRow*> data_of(step_serve))[k].key_start
+        st.stages[k].serve_count = (<StepServeRow*> data_of(step_serve))[k].key_count
+        st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
+        st.stages[k].share_cap = (<double*> data_of(shared))[k]
+        st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
+        st.stages[k].servers = (<int32_t*> data_of(servers))[k]
+        st.stages[k].phi = (<int32_t*> data_of(phis))[k]
+        m = st.stages[k].memory
+        if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:
+            st.pools[m].engine = 1     # preemption victims come from this stage's residents
+        if not isfinite(st.stages[k].share_cap):
+            st.flows.finite = 0
+    st.n_ps_first = st.n_stages
+    for k in range(st.n_stages - 1, -1, -1):
+        if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
+            st.n_ps_first = k
+    return (serve_keys,)
+
+
+cdef object _set_observations(State* st, lowered):
+    """The observes' and gauges' tables (their samples grow as the run records)."""
+    cdef int32_t k
+    gexprs = _contig(lowered.gauge_exprs, _I32)
+    st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
+    st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
+    if st.observes == NULL or st.gauges == NULL:
+        raise MemoryError()
+    for k in range(st.n_gauges):
+        st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
+    return ()
+
+
+cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limit, step_limit, max_memory,
+                   check_invariants) except *:
+    """The run's settings: the workload's arrivals, horizon, warm-up, limits, the seeded streams."""
+    cdef uint64_t useed = <uint64_t> seed
+    st.arrival_kind = lowered.arrival_kind
+    st.arrival_rate = lowered.arrival_rate
+    st.arrival_count = min(lowered.arrival_count, 2**62)
+    st.arrival_gap = lowered.arrival_gap
+    st.horizon = horizon
+    st.warmup = warmup
+    st.limit = min(limit, ARRIVALS_NEVER)   # a larger limit is never reached either
+    st.step_limit = step_limit
+    st.max_memory = max_memory
+    st.warm = 0 if warmup > 0 else 1
+    st.mid_time = warmup + (horizon - warmup) / 2.0
+    st.check = bool(check_invariants)
+    sq_rng_seed(&st.rng_arrival, useed ^ SQ_STREAM_ARRIVAL_MASK)
+    sq_rng_seed(&st.rng_workload, useed ^ SQ_STREAM_WORKLOAD_MASK)
+    sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
+    sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
+    sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
 
 
 def _trace_sink(trace, lines):
@@ -658,14 +675,14 @@ cdef object _iteration_lines(State* st):
     from sq.numbers import display as fmt
     lines = []
     cdef int64_t i, e = 0, n
-    for i in range(st.it_time.n):
-        n = st.it_count.p[i]
+    for i in range(st.traces.it_time.n):
+        n = st.traces.it_count.p[i]
         entries = []
         for _ in range(n):
-            entries.append(f"{st.it_serial.p[e]}:{st.it_turn.p[e]}:"
-                           f"{'d' if st.it_mode.p[e] == M_DECODE else 'p'}{fmt(st.it_tokens.p[e])}")
+            entries.append(f"{st.traces.it_serial.p[e]}:{st.traces.it_turn.p[e]}:"
+                           f"{'d' if st.traces.it_mode.p[e] == M_DECODE else 'p'}{fmt(st.traces.it_tokens.p[e])}")
             e += 1
-        lines.append(f"ITER {st.it_time.p[i]:.4f} " + " ".join(entries))
+        lines.append(f"ITER {st.traces.it_time.p[i]:.4f} " + " ".join(entries))
     return lines
 
 
@@ -674,19 +691,19 @@ cdef object _eviction_lines(State* st):
     (the key is the owner's serial, or 2^62 + n for a dead entry)."""
     from sq.numbers import display as fmt
     cdef int64_t i
-    return [f"EVICT {st.ev_time.p[i]:.4f} {st.ev_key.p[i]} {fmt(st.ev_units.p[i])}" for i in range(st.ev_time.n)]
+    return [f"EVICT {st.traces.ev_time.p[i]:.4f} {st.traces.ev_key.p[i]} {fmt(st.traces.ev_units.p[i])}" for i in range(st.traces.ev_time.n)]
 
 
 cdef str _owner_status(State* st, Entry* en):
     """What the entry's owner is doing at the end, in the reference's words ("gone": ended, or nobody's)."""
     cdef int32_t slot = en.slot
-    if slot < 0 or not st.alive[slot] or st.serial[slot] != en.key:
+    if slot < 0 or not st.sess.alive[slot] or st.sess.serial[slot] != en.key:
         return "gone"
-    if st.waiting[slot]:
+    if st.sess.waiting[slot]:
         return "Queued"
-    if st.grow_at[slot] >= 0:
+    if st.sess.grow_at[slot] >= 0:
         return "Growing"
-    if st.sess_job[slot] >= 0 or st.sess_flow[slot] >= 0:
+    if st.sess.job[slot] >= 0 or st.sess.flow[slot] >= 0:
         return "InStage"
     return "Ready"
 
@@ -786,62 +803,62 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 cdef object _error_text(State* st, lowered):
     from sq.lower import instruction_at
     from sq.numbers import brief, display as fmt
-    index = (<uint64_t> st.err_a)      # an index is unsigned (saturated at 2^64 - 1)
-    where = f" (session {st.err_serial}, time {brief(st.err_time)})" if st.err_serial >= 0 \
-        else f" (time {brief(st.err_time)})"
-    if st.err == E_BRANCH:
-        site = lowered.sites[st.err_a]
-        return (f"{site}: the guard is {fmt(st.err_value)}, not 0 or 1; "
+    index = (<uint64_t> st.error.a)      # an index is unsigned (saturated at 2^64 - 1)
+    where = f" (session {st.error.serial}, time {brief(st.error.time)})" if st.error.serial >= 0 \
+        else f" (time {brief(st.error.time)})"
+    if st.error.code == E_BRANCH:
+        site = lowered.sites[st.error.a]
+        return (f"{site}: the guard is {fmt(st.error.value)}, not 0 or 1; "
                 f"a draw is written `branch with (p)`{where}")
-    if st.err == E_INDEX:
-        return f"index {index} out of range (count {st.err_b}){where}"
-    if st.err == E_STAGE_INDEX:
-        return f"stage index {index} out of range (count {st.err_b}){where}"
-    if st.err == E_POOL_INDEX:
-        return f"pool index {index} out of range (count {st.err_b}){where}"
-    if st.err == E_GROW_OUTSIDE or st.err == E_LOAD_OUTSIDE or st.err == E_GROWING_OUTSIDE:
-        return f"{lowered.sites[st.err_a]}{where}"
-    if st.err == E_LOAD_FIT:
-        return (f"`load {lowered.sites[st.err_a]} ({fmt(st.err_value3)})`: the hold has {fmt(st.err_value)} allocated and "
-                f"{fmt(st.err_value2)} computed; a load must fit the allocation (grow first){where}")
-    if st.err == E_BUDGET_LEFT:
+    if st.error.code == E_INDEX:
+        return f"index {index} out of range (count {st.error.b}){where}"
+    if st.error.code == E_STAGE_INDEX:
+        return f"stage index {index} out of range (count {st.error.b}){where}"
+    if st.error.code == E_POOL_INDEX:
+        return f"pool index {index} out of range (count {st.error.b}){where}"
+    if st.error.code == E_GROW_OUTSIDE or st.error.code == E_LOAD_OUTSIDE or st.error.code == E_GROWING_OUTSIDE:
+        return f"{lowered.sites[st.error.a]}{where}"
+    if st.error.code == E_LOAD_FIT:
+        return (f"`load {lowered.sites[st.error.a]} ({fmt(st.error.value3)})`: the hold has {fmt(st.error.value)} allocated and "
+                f"{fmt(st.error.value2)} computed; a load must fit the allocation (grow first){where}")
+    if st.error.code == E_BUDGET_LEFT:
         return f"budget_left needs a step stage{where}"
-    if st.err == E_NESTING:
-        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.err_a)})` nests "
+    if st.error.code == E_NESTING:
+        return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.error.a)})` nests "
                 f"deeper than the expression stack{where}")
-    if st.err == E_RENEWAL:
-        return f"renewal interarrival must be positive and finite (got {fmt(st.err_value)}){where}"
-    if st.err == E_STUCK:
+    if st.error.code == E_RENEWAL:
+        return f"renewal interarrival must be positive and finite (got {fmt(st.error.value)}){where}"
+    if st.error.code == E_STUCK:
         head = f"the run does not advance: more than {st.step_limit} statements and events without time passing"
-        ins = instruction_at(lowered.stmts, st.err_a, "stmts") if st.err_a >= 0 else None
+        ins = instruction_at(lowered.stmts, st.error.a, "stmts") if st.error.a >= 0 else None
         if ins is not None and ins.name == "S_JUMP":     # a loop's back jump: the loop's first statement
             ins = instruction_at(lowered.stmts, ins.operands["target"], "stmts")
         if ins is not None and ins.name == "S_RUN":      # stuck at a session's `run`
             stage = _row_name(lowered.stage_names, lowered.stage_indices, ins.operands["stage"]["base"])
             return (f"{head}: a `run {stage}` that takes no time (work 0, or a time lost to rounding: "
                     f"`now + work == now`) in a `loop`?{where}")
-        if st.err_a >= 0:     # a session's statements
+        if st.error.a >= 0:     # a session's statements
             return f"{head} (a `loop` with no time-taking `run`?){where}"
-        if st.err_b >= 0:     # a stage's events
-            what = "iterations" if lowered.stage_kinds[st.err_b] == K_STEP else "jobs"
-            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}` "
+        if st.error.b >= 0:     # a stage's events
+            what = "iterations" if lowered.stage_kinds[st.error.b] == K_STEP else "jobs"
+            return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.error.b)}` "
                     f"repeats {what} that take no time (a cost of 0, or a time lost to rounding: "
                     f"`now + work == now`){where}")
         return f"{head}{where}"
-    if st.err == E_SPILL_VIA_STEP:
-        return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.err_a)}` spills a piece over "
-                f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.err_b)}`, which runs only "
+    if st.error.code == E_SPILL_VIA_STEP:
+        return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.error.a)}` spills a piece over "
+                f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.error.b)}`, which runs only "
                 f"`prefill` and `decode` work and cannot carry a transfer (pyserq 0.1.2 panics here); "
                 f"link the spill through a fifo, ps or delay stage{where}")
-    if st.err == E_INVARIANT:
-        return f"{invariant_text(st.err_a, st.err_b)}{where}"
-    if st.err == E_MEMORY_LIMIT:
+    if st.error.code == E_INVARIANT:
+        return f"{invariant_text(st.error.a, st.error.b)}{where}"
+    if st.error.code == E_MEMORY_LIMIT:
         return (f"the run would take more than {_bytes(st.max_memory)} of memory (max_memory) at time "
-                f"{brief(st.err_time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
+                f"{brief(st.error.time)}: {_progress(st, lowered)}; raise the bound (sq.run(max_memory=...), "
                 f"--max-memory) or shorten the run")
-    if st.err == E_TOO_MANY:
+    if st.error.code == E_TOO_MANY:
         return f"more than {MAX_SESSIONS} sessions alive at once: the run would exhaust memory{where}"
-    if st.err == E_SPILL_CYCLE:
+    if st.error.code == E_SPILL_CYCLE:
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")
     return f"out of memory{where}: {_progress(st, lowered)}"

@@ -38,14 +38,14 @@ cdef double stage_work(State* st, int32_t k) noexcept nogil:
         return total
     if s.kind == K_STEP:
         for j in range(s.nres):
-            total += st.job_work[s.res[j]]
+            total += st.jobs.work[s.res[j]]
         return total
-    for j in range(st.jhigh):
-        if st.job_id[j] >= 0 and st.job_stage[j] == k:
-            if st.job_started[j]:
-                total += st.job_end[j] - st.now
+    for j in range(st.jobs.high):
+        if st.jobs.id[j] >= 0 and st.jobs.stage[j] == k:
+            if st.jobs.started[j]:
+                total += st.jobs.end[j] - st.now
             else:
-                total += st.job_work[j]
+                total += st.jobs.work[j]
     return total
 
 
@@ -98,7 +98,7 @@ cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
         return <double> p.qlen
     if slot < 0:                       # PF_CACHED_IN: the session's own cached units
         return 0.0
-    e = own_entry(p, st.serial[slot])
+    e = own_entry(p, st.sess.serial[slot])
     return p.entries[e].size if e >= 0 else 0.0
 
 
@@ -123,7 +123,7 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
             if st.attr_row != NULL:
                 s[sp] = st.attr_row[c[pc + XONE_ARG]]
             else:
-                s[sp] = st.attrs[<int64_t> slot * st.n_attrs + c[pc + XONE_ARG]] if slot >= 0 else NAN
+                s[sp] = st.sess.attrs[<int64_t> slot * st.n_attrs + c[pc + XONE_ARG]] if slot >= 0 else NAN
             sp += 1
             pc += XONE_LEN
         elif op == X_CTX:

@@ -2,50 +2,74 @@
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
 
+cdef bint flows_new(State* st, int32_t max_st, int maxmin) noexcept nogil:
+    """The flows' per-stage tables (no flow yet). False: out of memory."""
+    cdef Flows* fs = &st.flows
+    fs.max_st = max_st
+    fs.maxmin = maxmin
+    fs.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
+    fs.left = <double*> calloc(st.n_stages + 1, sizeof(double))
+    fs.rising = <double*> calloc(st.n_stages + 1, sizeof(double))
+    fs.scratch = <int32_t*> calloc(fs.max_st + 1, sizeof(int32_t))
+    return fs.touched != NULL and fs.left != NULL and fs.rising != NULL and fs.scratch != NULL
+
+
+cdef bint flow_tables(State* st, int64_t cap) noexcept nogil:
+    """Every per-flow table (Flows) at `cap` slots, or all freed (cap 0): the one list of them."""
+    cdef Flows* fs = &st.flows
+    cdef bint keep = cap > 0
+    return (table(<void**> &fs.stage, cap * st.flows.max_st * sizeof(int32_t), keep)
+            and table(<void**> &fs.nst, cap * sizeof(int32_t), keep)
+            and table(<void**> &fs.rem, cap * sizeof(double), keep)
+            and table(<void**> &fs.rate, cap * sizeof(double), keep)
+            and table(<void**> &fs.start, cap * sizeof(double), keep)
+            and table(<void**> &fs.id, cap * sizeof(int64_t), keep)
+            and table(<void**> &fs.owner, cap * sizeof(int32_t), keep)
+            and table(<void**> &fs.active, cap * sizeof(char), keep)
+            and table(<void**> &fs.frozen, cap * sizeof(char), keep)
+            and table(<void**> &fs.spare, cap * sizeof(int32_t), keep)
+            and table(<void**> &fs.order, cap * sizeof(int32_t), keep))
+
+
+cdef void flows_free(State* st) noexcept nogil:
+    flow_tables(st, 0)
+    free(st.flows.touched); free(st.flows.left); free(st.flows.rising); free(st.flows.scratch)
+
+
 cdef int32_t flow_alloc(State* st) noexcept nogil:
     cdef int64_t cap
     cdef int32_t f
-    if st.nflfree > 0:
-        st.nflfree -= 1
-        return st.fl_free[st.nflfree]
-    if st.nfl == st.fl_cap:
-        cap = st.fl_cap * 2 + 16
-        if not grow(<void**> &st.fl_stage, cap * st.flow_max_st * sizeof(int32_t)) \
-                or not grow(<void**> &st.fl_nst, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.fl_rem, cap * sizeof(double)) \
-                or not grow(<void**> &st.fl_rate, cap * sizeof(double)) \
-                or not grow(<void**> &st.fl_start, cap * sizeof(double)) \
-                or not grow(<void**> &st.fl_id, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.fl_owner, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.fl_active, cap * sizeof(char)) \
-                or not grow(<void**> &st.fl_frozen, cap * sizeof(char)) \
-                or not grow(<void**> &st.fl_free, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.fl_order, cap * sizeof(int32_t)):
+    if st.flows.nspare > 0:
+        st.flows.nspare -= 1
+        return st.flows.spare[st.flows.nspare]
+    if st.flows.n == st.flows.cap:
+        cap = st.flows.cap * 2 + 16
+        if not flow_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
-        st.fl_cap = cap
-    f = <int32_t> st.nfl
-    st.nfl += 1
+        st.flows.cap = cap
+    f = <int32_t> st.flows.n
+    st.flows.n += 1
     return f
 
 
 cdef void flows_advance(State* st) noexcept nogil:
     """Bring every flow's remaining work to now."""
-    cdef double dt = st.now - st.fl_last
+    cdef double dt = st.now - st.flows.last
     cdef int64_t f
-    if dt == 0 and st.fl_finite:
+    if dt == 0 and st.flows.finite:
         return      # finite rates x 0: nothing moves (flows started in one instant stay linear)
-    for f in range(st.nfl):
-        if st.fl_active[f]:
-            st.fl_rem[f] = fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * dt)
-    st.fl_last = st.now
+    for f in range(st.flows.n):
+        if st.flows.active[f]:
+            st.flows.rem[f] = fmax(0.0, st.flows.rem[f] - st.flows.rate[f] * dt)
+    st.flows.last = st.now
 
 
 cdef void flow_touch(State* st, int32_t f) noexcept nogil:
     cdef int32_t i
-    for i in range(st.fl_nst[f]):
-        st.touched[st.fl_stage[f * st.flow_max_st + i]] = 1
-    st.fl_dirty = 1
+    for i in range(st.flows.nst[f]):
+        st.flows.touched[st.flows.stage[f * st.flows.max_st + i]] = 1
+    st.flows.dirty = 1
 
 
 cdef int start_flow(State* st, int32_t* stages, int32_t n, int32_t owner, double w) noexcept nogil:
@@ -54,22 +78,22 @@ cdef int start_flow(State* st, int32_t* stages, int32_t n, int32_t owner, double
     f = flow_alloc(st)
     if f < 0:
         return -1
-    st.fl_nst[f] = n
+    st.flows.nst[f] = n
     for i in range(n):
-        st.fl_stage[f * st.flow_max_st + i] = stages[i]
+        st.flows.stage[f * st.flows.max_st + i] = stages[i]
         st.stages[stages[i]].n += 1
         mark_row(st.stages_sampled, stages[i])
-    st.fl_rem[f] = w
-    st.fl_rate[f] = 0.0
-    st.fl_start[f] = st.now
-    st.fl_id[f] = st.next_job_id
+    st.flows.rem[f] = w
+    st.flows.rate[f] = 0.0
+    st.flows.start[f] = st.now
+    st.flows.id[f] = st.next_job_id
     st.next_job_id += 1
-    st.fl_owner[f] = owner
-    st.fl_active[f] = 1
-    st.fl_order[st.nflorder] = f      # ids only grow: appending keeps the order by id
-    st.nflorder += 1
+    st.flows.owner[f] = owner
+    st.flows.active[f] = 1
+    st.flows.order[st.flows.norder] = f      # ids only grow: appending keeps the order by id
+    st.flows.norder += 1
     if owner >= 0:
-        st.sess_flow[owner] = f
+        st.sess.flow[owner] = f
     flow_touch(st, f)
     return 0
 
@@ -78,42 +102,42 @@ cdef void flow_leave(State* st, int32_t f, bint completed) noexcept nogil:
     """The flow leaves all its stages; completed: a completion at each (wait 0)."""
     cdef int32_t i, k
     cdef Stage* s
-    cdef double service = st.now - st.fl_start[f]
+    cdef double service = st.now - st.flows.start[f]
     flow_touch(st, f)
-    for i in range(st.fl_nst[f]):
-        k = st.fl_stage[f * st.flow_max_st + i]
+    for i in range(st.flows.nst[f]):
+        k = st.flows.stage[f * st.flows.max_st + i]
         s = &st.stages[k]
         s.n -= 1
         if completed:
             if st.warm:
                 running_add(&s.waits, 0.0)
                 running_add(&s.services, service)
-            estimate(s, st.fl_start[f], 0.0, service)
-    st.fl_active[f] = 0
+            estimate(s, st.flows.start[f], 0.0, service)
+    st.flows.active[f] = 0
     order_remove(st, f)
-    if st.fl_owner[f] >= 0:
-        st.sess_flow[st.fl_owner[f]] = -1
-    st.fl_free[st.nflfree] = f
-    st.nflfree += 1
+    if st.flows.owner[f] >= 0:
+        st.sess.flow[st.flows.owner[f]] = -1
+    st.flows.spare[st.flows.nspare] = f
+    st.flows.nspare += 1
 
 
 cdef void order_remove(State* st, int32_t f) noexcept nogil:
-    cdef int64_t i = st.nflorder - 1
-    while i >= 0 and st.fl_order[i] != f:
+    cdef int64_t i = st.flows.norder - 1
+    while i >= 0 and st.flows.order[i] != f:
         i -= 1
     if i >= 0:
-        memmove(&st.fl_order[i], &st.fl_order[i + 1], (st.nflorder - i - 1) * sizeof(int32_t))
-        st.nflorder -= 1
+        memmove(&st.flows.order[i], &st.flows.order[i + 1], (st.flows.norder - i - 1) * sizeof(int32_t))
+        st.flows.norder -= 1
 
 
 cdef void flow_finish(State* st, Event* e) noexcept nogil:
     cdef int32_t f = <int32_t> e.b, owner
-    if e.c != st.fl_epoch or not st.fl_active[f]:
+    if e.c != st.flows.epoch or not st.flows.active[f]:
         return                      # superseded by a recomputation
     flows_advance(st)
-    owner = st.fl_owner[f]
+    owner = st.flows.owner[f]
     flow_leave(st, f, True)
-    if owner >= 0 and not st.err:
+    if owner >= 0 and not st.error.code:
         ready_push(st, owner)
 
 
@@ -124,8 +148,8 @@ cdef void remove_flow(State* st, int32_t f) noexcept nogil:
 
 cdef inline bint flow_on(State* st, int32_t f, int32_t k) noexcept nogil:
     cdef int32_t i
-    for i in range(st.fl_nst[f]):
-        if st.fl_stage[f * st.flow_max_st + i] == k:
+    for i in range(st.flows.nst[f]):
+        if st.flows.stage[f * st.flows.max_st + i] == k:
             return True
     return False
 
@@ -136,39 +160,39 @@ cdef void flows_recompute(State* st) noexcept nogil:
     cdef int32_t i, k, pick
     cdef bint grew = True
     cdef double share, r, t, best_t = INFINITY
-    cdef double* left = st.fl_left
-    cdef double* rising = st.fl_rising
+    cdef double* left = st.flows.left
+    cdef double* rising = st.flows.rising
     flows_advance(st)
-    st.fl_dirty = 0
+    st.flows.dirty = 0
     # the component(s): touched stages closed under "shares a flow with"
     while grew:
         grew = False
-        for f in range(st.nfl):
-            if not st.fl_active[f]:
+        for f in range(st.flows.n):
+            if not st.flows.active[f]:
                 continue
-            for i in range(st.fl_nst[f]):
-                if st.touched[st.fl_stage[f * st.flow_max_st + i]]:
-                    for k in range(st.fl_nst[f]):
-                        if not st.touched[st.fl_stage[f * st.flow_max_st + k]]:
-                            st.touched[st.fl_stage[f * st.flow_max_st + k]] = 1
+            for i in range(st.flows.nst[f]):
+                if st.flows.touched[st.flows.stage[f * st.flows.max_st + i]]:
+                    for k in range(st.flows.nst[f]):
+                        if not st.flows.touched[st.flows.stage[f * st.flows.max_st + k]]:
+                            st.flows.touched[st.flows.stage[f * st.flows.max_st + k]] = 1
                             grew = True
                     break
-    for f in range(st.nfl):
-        st.fl_frozen[f] = 1
-        if st.fl_active[f] and st.touched[st.fl_stage[f * st.flow_max_st]]:
-            st.fl_frozen[f] = 0     # in F: its rate is set now
-    if st.share_maxmin:
+    for f in range(st.flows.n):
+        st.flows.frozen[f] = 1
+        if st.flows.active[f] and st.flows.touched[st.flows.stage[f * st.flows.max_st]]:
+            st.flows.frozen[f] = 0     # in F: its rate is set now
+    if st.flows.maxmin:
         for k in range(st.n_stages):
             left[k] = st.stages[k].share_cap
             rising[k] = 0
-        for f in range(st.nfl):
-            if not st.fl_frozen[f]:
-                for i in range(st.fl_nst[f]):
-                    rising[st.fl_stage[f * st.flow_max_st + i]] += 1
+        for f in range(st.flows.n):
+            if not st.flows.frozen[f]:
+                for i in range(st.flows.nst[f]):
+                    rising[st.flows.stage[f * st.flows.max_st + i]] += 1
         while True:
             pick = -1
             for k in range(st.n_stages):
-                if st.touched[k] and rising[k] > 0:
+                if st.flows.touched[k] and rising[k] > 0:
                     if pick < 0 or left[k] / rising[k] < left[pick] / rising[pick]:
                         pick = k
             if pick < 0:
@@ -176,43 +200,43 @@ cdef void flows_recompute(State* st) noexcept nogil:
             share = fmax(0.0, left[pick] / rising[pick])
             # every flow frozen here subtracts the same share, so the order they are taken in
             # (0.1.2: by id) cannot change a result: one pass in slot order
-            for f in range(st.nfl):
-                if st.fl_frozen[f] or not flow_on(st, <int32_t> f, pick):
+            for f in range(st.flows.n):
+                if st.flows.frozen[f] or not flow_on(st, <int32_t> f, pick):
                     continue
-                st.fl_rate[f] = share
-                st.fl_frozen[f] = 1
-                for i in range(st.fl_nst[f]):
-                    k = st.fl_stage[f * st.flow_max_st + i]
+                st.flows.rate[f] = share
+                st.flows.frozen[f] = 1
+                for i in range(st.flows.nst[f]):
+                    k = st.flows.stage[f * st.flows.max_st + i]
                     left[k] -= share
                     rising[k] -= 1
     else:
-        for f in range(st.nfl):
-            if not st.fl_frozen[f]:
+        for f in range(st.flows.n):
+            if not st.flows.frozen[f]:
                 r = INFINITY
-                for i in range(st.fl_nst[f]):
-                    k = st.fl_stage[f * st.flow_max_st + i]
+                for i in range(st.flows.nst[f]):
+                    k = st.flows.stage[f * st.flows.max_st + i]
                     r = fmin(r, st.stages[k].share_cap / <double> st.stages[k].n)
-                st.fl_rate[f] = r
+                st.flows.rate[f] = r
     for k in range(st.n_stages):
-        st.touched[k] = 0
+        st.flows.touched[k] = 0
         st.stages[k].rate_sum = 0.0
     best = -1
-    for o in range(st.nflorder):       # a stage's rates summed in flow id order, as 0.1.2
-        f = st.fl_order[o]
-        for i in range(st.fl_nst[f]):
-            k = st.fl_stage[f * st.flow_max_st + i]
-            st.stages[k].rate_sum += st.fl_rate[f]
-    for f in range(st.nfl):
-        if not st.fl_active[f]:
+    for o in range(st.flows.norder):       # a stage's rates summed in flow id order, as 0.1.2
+        f = st.flows.order[o]
+        for i in range(st.flows.nst[f]):
+            k = st.flows.stage[f * st.flows.max_st + i]
+            st.stages[k].rate_sum += st.flows.rate[f]
+    for f in range(st.flows.n):
+        if not st.flows.active[f]:
             continue
-        if st.fl_rate[f] > 0:
-            t = st.now + st.fl_rem[f] / st.fl_rate[f]
-            if best < 0 or t < best_t or (t == best_t and st.fl_id[f] < st.fl_id[best]):
+        if st.flows.rate[f] > 0:
+            t = st.now + st.flows.rem[f] / st.flows.rate[f]
+            if best < 0 or t < best_t or (t == best_t and st.flows.id[f] < st.flows.id[best]):
                 best = f
                 best_t = t
-    st.fl_epoch += 1
+    st.flows.epoch += 1
     if best >= 0:
-        schedule(st, best_t, EV_FLOW_END, 0, best, st.fl_epoch)
+        schedule(st, best_t, EV_FLOW_END, 0, best, st.flows.epoch)
 
 
 cdef double flow_work(State* st, int32_t k) noexcept nogil:
@@ -220,8 +244,8 @@ cdef double flow_work(State* st, int32_t k) noexcept nogil:
     cdef int64_t o
     cdef int32_t f
     cdef double total = -0.0
-    for o in range(st.nflorder):
-        f = st.fl_order[o]
+    for o in range(st.flows.norder):
+        f = st.flows.order[o]
         if flow_on(st, f, k):
-            total += fmax(0.0, st.fl_rem[f] - st.fl_rate[f] * (st.now - st.fl_last))
+            total += fmax(0.0, st.flows.rem[f] - st.flows.rate[f] * (st.now - st.flows.last))
     return total

@@ -34,12 +34,12 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
     cdef Pool* p
     cdef double held
     cdef bint shared = False
-    for i in range(st.shigh):
-        alive += st.alive[i]
+    for i in range(st.sess.high):
+        alive += st.sess.alive[i]
     if alive != st.live or st.live < 0:
         return INV_LIVE
-    for i in range(st.jhigh):
-        if st.job_id[i] >= 0:
+    for i in range(st.jobs.high):
+        if st.jobs.id[i] >= 0:
             jobs += 1
     for k in range(st.n_stages):
         s = &st.stages[k]
@@ -85,9 +85,9 @@ cdef bint residents_ordered(State* st, Stage* s) noexcept nogil:
     if s.nres != s.n:
         return False
     for r in range(s.nres):
-        if st.job_stage[s.res[r]] != s - st.stages:
+        if st.jobs.stage[s.res[r]] != s - st.stages:
             return False
-        if r > 0 and st.adm[st.job_owner[s.res[r - 1]]] > st.adm[st.job_owner[s.res[r]]]:
+        if r > 0 and st.sess.adm[st.jobs.owner[s.res[r - 1]]] > st.sess.adm[st.jobs.owner[s.res[r]]]:
             return False
     return True
 
@@ -99,10 +99,10 @@ cdef bint holders_agree(State* st, int32_t row) noexcept nogil:
     for i in range(p.holders_len):
         if holder_live(st, p, i):
             live += 1
-    for i in range(st.shigh):
-        if st.hcount[i * st.n_pools + row] < 0:
+    for i in range(st.sess.high):
+        if st.sess.hcount[i * st.n_pools + row] < 0:
             return False
-        counted += st.hcount[i * st.n_pools + row]
+        counted += st.sess.hcount[i * st.n_pools + row]
     return live == p.nholders and counted == p.nholders
 
 
@@ -128,22 +128,22 @@ cdef double held_units(State* st, int32_t row) noexcept nogil:
     """Units of pool `row` allocated to open holds and live leases; -1 if one is negative."""
     cdef double total = 0.0, a
     cdef int64_t slot, d, i, j, frame
-    for slot in range(st.shigh):
-        if not st.alive[slot]:
+    for slot in range(st.sess.high):
+        if not st.sess.alive[slot]:
             continue
-        for d in range(st.depth[slot]):
+        for d in range(st.sess.depth[slot]):
             frame = frame_of(st, <int32_t> slot, <int32_t> d)
             # only the pools this hold names: the frame's other entries are never written
-            for i in range(st.holds[st.hold_offsets[st.frame_hold[frame]] + H_NPOOLS]):
+            for i in range(st.holds[st.hold_offsets[st.sess.frame_hold[frame]] + H_NPOOLS]):
                 j = frame * st.hold_pools_max + i
-                if st.frame_active[j] and st.frame_member[j] == row:
-                    a = st.frame_alloc[j]
+                if st.sess.frame_active[j] and st.sess.frame_member[j] == row:
+                    a = st.sess.frame_alloc[j]
                     if a < -INV_TOL:
                         return -1.0
                     total += a
-    for j in range(st.nleases):
-        if st.lease_active[j] and st.lease_row[j] == row:
-            total += st.lease_alloc[j]
+    for j in range(st.leases.n):
+        if st.leases.active[j] and st.leases.row[j] == row:
+            total += st.leases.alloc[j]
     return total
 
 

@@ -49,7 +49,7 @@ cdef class _Watch:
 
 # ---- the debug traces, streamed: the engine keeps a chunk, Python formats and takes it -------
 cdef inline bint trace_full(State* st) noexcept nogil:
-    return st.it_time.n >= TRACE_CHUNK or st.it_serial.n >= TRACE_ENTRIES or st.ev_time.n >= TRACE_CHUNK
+    return st.traces.it_time.n >= TRACE_CHUNK or st.traces.it_serial.n >= TRACE_ENTRIES or st.traces.ev_time.n >= TRACE_CHUNK
 
 
 cdef inline void trace_logged(State* st) noexcept nogil:
@@ -63,15 +63,15 @@ cdef void trace_flush(State* st):
     """Hand the kept entries to the sinks as lines and forget them (their bytes no longer count
     toward max_memory). Raises what a sink raises."""
     watch = <_Watch> st.poller
-    if st.it_time.n:
+    if st.traces.it_time.n:
         lines = _iteration_lines(st)
-        st.mem_bytes -= ITER_BYTES * st.it_time.n + ITER_ENTRY_BYTES * st.it_serial.n
-        st.it_time.n = st.it_count.n = st.it_serial.n = st.it_turn.n = st.it_mode.n = st.it_tokens.n = 0
+        st.mem_bytes -= ITER_BYTES * st.traces.it_time.n + ITER_ENTRY_BYTES * st.traces.it_serial.n
+        st.traces.it_time.n = st.traces.it_count.n = st.traces.it_serial.n = st.traces.it_turn.n = st.traces.it_mode.n = st.traces.it_tokens.n = 0
         watch.iterations(lines)
-    if st.ev_time.n:
+    if st.traces.ev_time.n:
         lines = _eviction_lines(st)
-        st.mem_bytes -= EVICT_BYTES * st.ev_time.n
-        st.ev_time.n = st.ev_key.n = st.ev_units.n = 0
+        st.mem_bytes -= EVICT_BYTES * st.traces.ev_time.n
+        st.traces.ev_time.n = st.traces.ev_key.n = st.traces.ev_units.n = 0
         watch.evictions(lines)
 
 
@@ -169,7 +169,7 @@ cdef void folds_end(State* st, double end) noexcept nogil:
 
 cdef void summaries_free(State* st) noexcept:
     cdef int32_t k
-    for k in range(st.n_observes):
+    for k in range(st.n_observes if st.observes != NULL else 0):     # a half-built state: none yet
         free(st.observes[k].summary.positive.cells)
         free(st.observes[k].summary.negative.cells)
 

@@ -91,15 +91,15 @@ cdef void settle(State* st) noexcept nogil:
     """
     cdef int32_t slot, k
     while True:
-        while st.rlen > 0 and not st.err:
+        while st.rlen > 0 and not st.error.code:
             slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
-            if st.alive[slot] and not st.waiting[slot]:   # a preempted session waits in a queue
+            if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
                 exec_session(st, slot)
-        if st.err:
+        if st.error.code:
             return
         # the pools pass: admission at settle happens only here
         try_every_pool(st)
-        if st.err:
+        if st.error.code:
             return
         if st.rlen == 0:
             break
@@ -109,12 +109,13 @@ cdef void settle(State* st) noexcept nogil:
             # an iteration waits for the whole instant (every event at `now` handled)
             if not st.stages[k].inflight and not pending_now and step_has_work(st, k):
                 start_iteration(st, k)
-                if st.err:
+                if st.error.code:
                     return
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:
-            if reschedule(st, k) < 0 or st.err:
+            reschedule(st, k)     # φ may fail as well as the schedule: the flag says either
+            if st.error.code:
                 return
-    if st.fl_dirty:
+    if st.flows.dirty:
         flows_recompute(st)
     sample_areas(st)
 
@@ -136,7 +137,7 @@ cdef void read_gauges(State* st) noexcept nogil:
     for g in range(st.n_gauges):
         gg = &st.gauges[g]
         v = evaluate(st, gg.expr, -1, &st.rng_session, NAN)
-        if st.err:
+        if st.error.code:
             return
         if not st.keep_samples:
             gauge_fold_read(gg, st.now, v)
@@ -155,7 +156,7 @@ cdef int next_arrival(State* st) noexcept nogil:
         gap = -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
     else:
         gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
-        if st.err:
+        if st.error.code:
             return -1
         if not (gap > 0) or not isfinite(gap):
             fail(st, E_RENEWAL, -1, gap, 0, 0)
@@ -187,9 +188,9 @@ cdef void handle(State* st, Event* e) noexcept nogil:
             end_iteration(st, e.a)
     elif e.kind == EV_LEASE_END:
         # a lease already ended (released, or its session gone) makes this event stale
-        if st.lease_active[e.b] and st.lease_gen[e.b] == e.c:
+        if st.leases.active[e.b] and st.leases.gen[e.b] == e.c:
             end_lease(st, e.b)
-            if not st.err:
+            if not st.error.code:
                 try_every_pool(st)
     else:
         st.warm = 1
@@ -202,7 +203,14 @@ cdef void run_loop(State* st) noexcept nogil:
     `settle` at time 0, then per event: stop at the arrival limit or past the horizon; read
     the gauges when time moves on (§9.10: the previous instant is over); pop the earliest
     event (time, then sequence: §9.3), `handle` it and `settle`. A run-time error (§9.11)
-    stops the loop with `st.err` set; the gauges are read once more at the end.
+    stops the loop with `st.error.code` set; the gauges are read once more at the end.
+
+    Errors, one convention: `fail()` records the first run-time error in `st.error` (sticky:
+    later ones are dropped) and the loop and everything it calls stop by testing
+    `st.error.code`. Return codes (-1, False) are how containers and allocators (growable
+    arrays, rings, heaps, `*_tables`, `*_alloc`, `charge`, `schedule`) report to their caller;
+    an engine function returns -1 only with the flag set, so `< 0` after such a call is a
+    shortcut for the flag, never tested together with it.
     """
     cdef int64_t i
     cdef Event e
@@ -216,12 +224,12 @@ cdef void run_loop(State* st) noexcept nogil:
         for i in range(st.arrival_count):
             if spawn(st) < 0:
                 return
-    if st.err:
+    if st.error.code:
         return
     settle(st)
     if st.check:
         check_invariants_now(st)
-    while not st.err:
+    while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
         if st.hlen == 0 or st.heap[0].t > st.horizon:
@@ -243,10 +251,10 @@ cdef void run_loop(State* st) noexcept nogil:
             fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
             return
         handle(st, &e)
-        if st.err:
+        if st.error.code:
             return
         settle(st)
         if st.check:
             check_invariants_now(st)
-    if not st.err:
+    if not st.error.code:
         read_gauges(st)

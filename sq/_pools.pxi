@@ -15,27 +15,27 @@ cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
             return -1
         p.holders_cap = cap
     p.holders[p.holders_len] = slot
-    p.holders_gen[p.holders_len] = st.hgen[h]
+    p.holders_gen[p.holders_len] = st.sess.hgen[h]
     p.holders_len += 1
     p.nholders += 1
     mark_row(st.pools_sampled, p - st.pools)
-    st.pools_touched[slot] = 1
-    st.hcount[h] += 1
+    st.sess.pools_touched[slot] = 1
+    st.sess.hcount[h] += 1
     return 0
 
 
 cdef inline bint holder_live(State* st, Pool* p, int64_t i) noexcept nogil:
-    return p.holders_gen[i] == st.hgen[<int64_t> p.holders[i] * st.n_pools + (p - st.pools)]
+    return p.holders_gen[i] == st.sess.hgen[<int64_t> p.holders[i] * st.n_pools + (p - st.pools)]
 
 
 cdef void holders_remove(State* st, Pool* p, int32_t slot) noexcept nogil:
     # every occurrence goes: nested holds on one pool leave together
     cdef int64_t h = <int64_t> slot * st.n_pools + (p - st.pools), i, j = 0
-    if st.hcount[h] == 0:
+    if st.sess.hcount[h] == 0:
         return
-    p.nholders -= st.hcount[h]
-    st.hcount[h] = 0
-    st.hgen[h] += 1
+    p.nholders -= st.sess.hcount[h]
+    st.sess.hcount[h] = 0
+    st.sess.hgen[h] += 1
     if p.holders_len > 2 * p.nholders + 16:
         for i in range(p.holders_len):
             if holder_live(st, p, i):
@@ -104,7 +104,7 @@ cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
 cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcept nogil:
     """A session reaches `hold`: evaluate every pool's units, test for rejection, join the queue."""
     cdef int32_t off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i, e
-    cdef int32_t d = st.depth[slot]
+    cdef int32_t d = st.sess.depth[slot]
     cdef int64_t fi = frame_of(st, slot, d), k
     cdef double need, v
     cdef Pool* p
@@ -113,15 +113,15 @@ cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcep
         k = 0
         if st.holds[e + HP_REF + REF_INDEX] >= 0:
             v = evaluate(st, st.holds[e + HP_REF + REF_INDEX], slot, &st.rng_session, NAN)
-            if st.err:
+            if st.error.code:
                 return
             k = member(st, v, st.holds[e + HP_REF + REF_COUNT], E_POOL_INDEX, slot)
             if k < 0:
                 return
-        st.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e + HP_REF + REF_BASE] + k)
-        st.frame_active[fi * st.hold_pools_max + i] = 0
+        st.sess.frame_member[fi * st.hold_pools_max + i] = <int32_t> (st.holds[e + HP_REF + REF_BASE] + k)
+        st.sess.frame_active[fi * st.hold_pools_max + i] = 0
         st.scratch[i] = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
-        if st.err:
+        if st.error.code:
             return
     # then pool by pool its reserve and the test: the first pool that can never fit ends the
     # session, and the reserves after it are never read (0.1.2's draw order)
@@ -130,23 +130,23 @@ cdef void hold_statement(State* st, int32_t slot, int32_t h, bint front) noexcep
         need = st.scratch[i]
         if st.holds[e + HP_RESERVE] >= 0:
             need = fmax(need, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
-            if st.err:
+            if st.error.code:
                 return
-        p = &st.pools[st.frame_member[fi * st.hold_pools_max + i]]
+        p = &st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]]
         if round_up(p, need) > p.cap:     # can never fit: compared exactly
             p.rejected += 1
             end_session(st, slot)
             return
-    st.frame_hold[fi] = h
-    st.frame_queued_at[fi] = st.now
-    st.depth[slot] = d + 1
-    st.waiting[slot] = 1
-    st.resumed[slot] = front
+    st.sess.frame_hold[fi] = h
+    st.sess.frame_queued_at[fi] = st.now
+    st.sess.depth[slot] = d + 1
+    st.sess.waiting[slot] = 1
+    st.sess.resumed[slot] = front
     if front:
         # a preempted hold re-enters at the head (several victims: the last one first)
-        queue_push_front(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+        queue_push_front(st, &st.pools[st.sess.frame_member[fi * st.hold_pools_max]], slot)
     else:
-        queue_push(st, &st.pools[st.frame_member[fi * st.hold_pools_max]], slot)
+        queue_push(st, &st.pools[st.sess.frame_member[fi * st.hold_pools_max]], slot)
     if st.tl != NULL:
         tl_queued(st, fi)
 
@@ -167,15 +167,15 @@ cdef int64_t next_waiting(State* st, Pool* p) noexcept nogil:
     cdef int64_t q, best = 0, fi
     cdef int32_t i, n = p.key_count, slot
     cdef double* keys = st.keys
-    if n == 0 or st.resumed[p.queue[0]]:
+    if n == 0 or st.sess.resumed[p.queue[0]]:
         return 0                    # fifo, or a resumed hold at the head: taken before any key is read
     for q in range(p.qlen):
         slot = p.queue[q]
-        fi = frame_of(st, slot, st.depth[slot] - 1)
-        st.ctxv[CTX_WAITED] = st.now - st.frame_queued_at[fi]
+        fi = frame_of(st, slot, st.sess.depth[slot] - 1)
+        st.ctxv[CTX_WAITED] = st.now - st.sess.frame_queued_at[fi]
         for i in range(n):
             keys[n + i] = evaluate(st, st.pool_keys[p.key_start + i], slot, &st.rng_session, NAN)
-            if st.err:
+            if st.error.code:
                 return -1
         if q == 0 or keys_smaller(&keys[n], keys, n):
             best = q
@@ -197,8 +197,8 @@ cdef void try_admit(State* st, int32_t pk) noexcept nogil:
         if q < 0:
             return
         slot = p.queue[q]
-        fi = frame_of(st, slot, st.depth[slot] - 1)
-        h = st.frame_hold[fi]
+        fi = frame_of(st, slot, st.sess.depth[slot] - 1)
+        h = st.sess.frame_hold[fi]
         off = st.hold_offsets[h]
         n = st.holds[off + H_NPOOLS]
         for i in range(n):
@@ -207,16 +207,16 @@ cdef void try_admit(State* st, int32_t pk) noexcept nogil:
             need = u
             if st.holds[e + HP_RESERVE] >= 0:
                 need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
-            if st.err:
+            if st.error.code:
                 return
             st.scratch[2 * i] = u
             st.scratch[2 * i + 1] = need
         for i in range(n):
-            if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
+            if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
                 return
         queue_take(p, q)
         admit(st, slot, fi, off, n)
-        if st.err:
+        if st.error.code:
             return
 
 
@@ -238,15 +238,15 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
         # once per admission, before any pool's own prefix leaves the cache (0.1.2:
         # `reuse (cachedin(P))` still sees it, and a draw in it is taken once)
         reuse = clamp0(evaluate(st, st.holds[off + H_REUSE], slot, &st.rng_session, NAN))
-        if st.err:
+        if st.error.code:
             return
     for i in range(n):
-        row = st.frame_member[fi * st.hold_pools_max + i]
+        row = st.sess.frame_member[fi * st.hold_pools_max + i]
         p = &st.pools[row]
         own = 0.0
         if caching:
             own = consume_entry(st, p, slot, bounded, reuse)
-            if st.err:
+            if st.error.code:
                 return
         if own > consumed:
             consumed = own
@@ -258,18 +258,18 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
             return
         p.admissions += 1
         j = fi * st.hold_pools_max + i
-        st.frame_alloc[j] = a
-        st.frame_active[j] = 1
-        st.frame_pos[j] = own
-        st.frame_grown[j] = 0
+        st.sess.frame_alloc[j] = a
+        st.sess.frame_active[j] = 1
+        st.sess.frame_pos[j] = own
+        st.sess.frame_grown[j] = 0
     if st.warm:
-        p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
-        running_add(&p.waits, st.now - st.frame_queued_at[fi])
+        p = &st.pools[st.sess.frame_member[fi * st.hold_pools_max]]
+        running_add(&p.waits, st.now - st.sess.frame_queued_at[fi])
     # the session counts as waiting while its own admission makes room (0.1.2: `waiting` reads 1)
-    st.waiting[slot] = 0
-    st.resumed[slot] = 0
-    st.attrs[<int64_t> slot * st.n_attrs + st.slot_cached] = consumed
-    st.adm[slot] = st.next_adm       # every hold admission takes the next admission number
+    st.sess.waiting[slot] = 0
+    st.sess.resumed[slot] = 0
+    st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_cached] = consumed
+    st.sess.adm[slot] = st.next_adm       # every hold admission takes the next admission number
     st.next_adm += 1.0
     ready_push(st, slot)
 
@@ -283,12 +283,12 @@ cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, doub
     holders_remove(st, p, slot)
     if cache >= 0:
         keep = clamp0(evaluate(st, cache, slot, &st.rng_session, NAN))
-        if st.err:
+        if st.error.code:
             return
         keep = round_down(p, fmin(keep, computed))
         if keep > 0:
-            take_entry(p, st.serial[slot])
-            if add_entry(st, p, st.serial[slot], keep) < 0:
+            take_entry(p, st.sess.serial[slot])
+            if add_entry(st, p, st.sess.serial[slot], keep) < 0:
                 return
             p.entries[p.nentries - 1].slot = slot
             snapshot(st, &p.entries[p.nentries - 1], slot)
@@ -300,104 +300,111 @@ cdef void mark_grown(State* st, int64_t j) noexcept nogil:
     # `grown` belongs to the hold: its computed extent becomes `pos` on every pool it takes
     cdef int64_t first = (j // st.hold_pools_max) * st.hold_pools_max, i
     for i in range(first, first + st.hold_pools_max):
-        st.frame_grown[i] = 1
+        st.sess.frame_grown[i] = 1
 
 
 cdef inline double computed_of(State* st, int64_t j) noexcept nogil:
-    return st.frame_pos[j] if st.frame_grown[j] else st.frame_alloc[j]
+    return st.sess.frame_pos[j] if st.sess.frame_grown[j] else st.sess.frame_alloc[j]
 
 
 cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noexcept nogil:
     """Release every pool a hold still holds, in the order written; at the end of the
     body the `lease` pool's allocation becomes a lease instead."""
     cdef int64_t fi = frame_of(st, slot, d), j
-    cdef int32_t h = st.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i
+    cdef int32_t h = st.sess.frame_hold[fi], off = st.hold_offsets[h], n = st.holds[off + H_NPOOLS], i
     if st.tl != NULL:
         tl_released(st, slot, fi)
     for i in range(n):
         j = fi * st.hold_pools_max + i
-        if st.frame_active[j]:
-            st.frame_active[j] = 0
+        if st.sess.frame_active[j]:
+            st.sess.frame_active[j] = 0
             if body_done:
-                st.ppos[<int64_t> slot * (st.n_pools + 1) + st.frame_member[j]] = NAN
+                st.sess.ppos[<int64_t> slot * (st.n_pools + 1) + st.sess.frame_member[j]] = NAN
             if body_done and i == st.holds[off + H_LEASE_POOL]:
                 start_lease(st, slot, j, st.holds[off + H_CACHE], st.holds[off + H_LEASE_TIME])
             else:
-                release_units(st, slot, st.frame_member[j], st.frame_alloc[j], computed_of(st, j),
+                release_units(st, slot, st.sess.frame_member[j], st.sess.frame_alloc[j], computed_of(st, j),
                               st.holds[off + H_CACHE])
-            if st.err:
+            if st.error.code:
                 return
+
+
+cdef bint lease_tables(State* st, int64_t cap) noexcept nogil:
+    """Every per-lease table (Leases) at `cap` rows, or all freed (cap 0): the one list of them."""
+    cdef Leases* ls = &st.leases
+    cdef bint keep = cap > 0
+    return (table(<void**> &ls.slot, cap * sizeof(int32_t), keep)
+            and table(<void**> &ls.row, cap * sizeof(int32_t), keep)
+            and table(<void**> &ls.alloc, cap * sizeof(double), keep)
+            and table(<void**> &ls.computed, cap * sizeof(double), keep)
+            and table(<void**> &ls.cache, cap * sizeof(int32_t), keep)
+            and table(<void**> &ls.gen, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.next, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.prev, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.spare, cap * sizeof(int64_t), keep)
+            and table(<void**> &ls.active, cap * sizeof(char), keep))
 
 
 cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t time) noexcept nogil:
     cdef int64_t cap, k
     cdef double t
-    if st.nleasefree == 0 and st.nleases == st.lease_cap:
-        cap = st.lease_cap * 2 + 16
-        if not grow(<void**> &st.lease_slot, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.lease_row, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.lease_alloc, cap * sizeof(double)) \
-                or not grow(<void**> &st.lease_computed, cap * sizeof(double)) \
-                or not grow(<void**> &st.lease_cache, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.lease_gen, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.lease_next, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.lease_prev, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.lease_free, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.lease_active, cap * sizeof(char)):
+    if st.leases.nspare == 0 and st.leases.n == st.leases.cap:
+        cap = st.leases.cap * 2 + 16
+        if not lease_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
-        st.lease_cap = cap
-    if st.nleasefree > 0:
-        st.nleasefree -= 1
-        k = st.lease_free[st.nleasefree]
+        st.leases.cap = cap
+    if st.leases.nspare > 0:
+        st.leases.nspare -= 1
+        k = st.leases.spare[st.leases.nspare]
     else:
-        k = st.nleases
-        st.nleases += 1
-    st.lease_gen[k] = st.next_lease_gen
-    st.next_lease_gen += 1
+        k = st.leases.n
+        st.leases.n += 1
+    st.leases.gen[k] = st.leases.next_gen
+    st.leases.next_gen += 1
     # the session's newest lease goes last
-    st.lease_next[k] = -1
-    st.lease_prev[k] = st.lease_tail[slot]
-    if st.lease_tail[slot] >= 0:
-        st.lease_next[st.lease_tail[slot]] = k
+    st.leases.next[k] = -1
+    st.leases.prev[k] = st.sess.lease_tail[slot]
+    if st.sess.lease_tail[slot] >= 0:
+        st.leases.next[st.sess.lease_tail[slot]] = k
     else:
-        st.lease_head[slot] = k
-    st.lease_tail[slot] = k
-    st.lease_slot[k] = slot
-    st.lease_row[k] = st.frame_member[j]
-    st.lease_alloc[k] = st.frame_alloc[j]
-    st.lease_computed[k] = computed_of(st, j)
-    st.lease_cache[k] = cache
-    st.lease_active[k] = 1
+        st.sess.lease_head[slot] = k
+    st.sess.lease_tail[slot] = k
+    st.leases.slot[k] = slot
+    st.leases.row[k] = st.sess.frame_member[j]
+    st.leases.alloc[k] = st.sess.frame_alloc[j]
+    st.leases.computed[k] = computed_of(st, j)
+    st.leases.cache[k] = cache
+    st.leases.active[k] = 1
     t = clamp0(evaluate(st, time, slot, &st.rng_session, NAN))
-    if st.err:
+    if st.error.code:
         return
     if isfinite(t):
-        schedule(st, st.now + t, EV_LEASE_END, 0, k, st.lease_gen[k])
+        schedule(st, st.now + t, EV_LEASE_END, 0, k, st.leases.gen[k])
 
 
 cdef void end_lease(State* st, int64_t k) noexcept nogil:
-    cdef int32_t slot = st.lease_slot[k]
-    st.lease_active[k] = 0
-    if st.lease_prev[k] >= 0:
-        st.lease_next[st.lease_prev[k]] = st.lease_next[k]
+    cdef int32_t slot = st.leases.slot[k]
+    st.leases.active[k] = 0
+    if st.leases.prev[k] >= 0:
+        st.leases.next[st.leases.prev[k]] = st.leases.next[k]
     else:
-        st.lease_head[slot] = st.lease_next[k]
-    if st.lease_next[k] >= 0:
-        st.lease_prev[st.lease_next[k]] = st.lease_prev[k]
+        st.sess.lease_head[slot] = st.leases.next[k]
+    if st.leases.next[k] >= 0:
+        st.leases.prev[st.leases.next[k]] = st.leases.prev[k]
     else:
-        st.lease_tail[slot] = st.lease_prev[k]
-    st.lease_free[st.nleasefree] = k      # its fields stay valid until a later lease reuses it
-    st.nleasefree += 1
-    release_units(st, slot, st.lease_row[k], st.lease_alloc[k], st.lease_computed[k],
-                  st.lease_cache[k])
+        st.sess.lease_tail[slot] = st.leases.prev[k]
+    st.leases.spare[st.leases.nspare] = k      # its fields stay valid until a later lease reuses it
+    st.leases.nspare += 1
+    release_units(st, slot, st.leases.row[k], st.leases.alloc[k], st.leases.computed[k],
+                  st.leases.cache[k])
 
 
 cdef void end_leases(State* st, int32_t slot) noexcept nogil:
     # in lease order: what they cache joins the cache in that order
-    while st.lease_head[slot] >= 0:
-        end_lease(st, st.lease_head[slot])
-        if st.err:
+    while st.sess.lease_head[slot] >= 0:
+        end_lease(st, st.sess.lease_head[slot])
+        if st.error.code:
             return
 
 
@@ -405,50 +412,50 @@ cdef void release_pool(State* st, int32_t slot, int32_t row) noexcept nogil:
     """`release P`: the innermost hold still holding P gives it back now, else the first lease of P ends."""
     cdef int32_t d, i, n, off
     cdef int64_t fi, j
-    for d in range(st.depth[slot] - 1, -1, -1):
+    for d in range(st.sess.depth[slot] - 1, -1, -1):
         fi = frame_of(st, slot, d)
-        off = st.hold_offsets[st.frame_hold[fi]]
+        off = st.hold_offsets[st.sess.frame_hold[fi]]
         n = st.holds[off + H_NPOOLS]
         for i in range(n):
             j = fi * st.hold_pools_max + i
-            if st.frame_active[j] and st.frame_member[j] == row:
-                st.frame_active[j] = 0
-                st.ppos[<int64_t> slot * (st.n_pools + 1) + row] = NAN
-                release_units(st, slot, row, st.frame_alloc[j], computed_of(st, j), st.holds[off + H_CACHE])
+            if st.sess.frame_active[j] and st.sess.frame_member[j] == row:
+                st.sess.frame_active[j] = 0
+                st.sess.ppos[<int64_t> slot * (st.n_pools + 1) + row] = NAN
+                release_units(st, slot, row, st.sess.frame_alloc[j], computed_of(st, j), st.holds[off + H_CACHE])
                 return
     # outside any hold on P: the session's first lease on P ends
-    cdef int64_t k = st.lease_head[slot]
+    cdef int64_t k = st.sess.lease_head[slot]
     while k >= 0:
-        if st.lease_row[k] == row:
+        if st.leases.row[k] == row:
             end_lease(st, k)
             return
-        k = st.lease_next[k]
+        k = st.leases.next[k]
 
 
 cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
     """The frame entry of the session's innermost open hold on pool row, or -1."""
     cdef int32_t d, i, n
     cdef int64_t fi, j
-    for d in range(st.depth[slot] - 1, -1, -1):
+    for d in range(st.sess.depth[slot] - 1, -1, -1):
         fi = frame_of(st, slot, d)
-        n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
+        n = st.holds[st.hold_offsets[st.sess.frame_hold[fi]] + H_NPOOLS]
         for i in range(n):
             j = fi * st.hold_pools_max + i
-            if st.frame_active[j] and st.frame_member[j] == row:
+            if st.sess.frame_active[j] and st.sess.frame_member[j] == row:
                 return j
     return -1
 
 
 cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     """Grow the hold's allocation by `units` (rounded up to blocks) if it fits; True when granted."""
-    cdef double need = round_up(p, st.frame_alloc[j] + units) - st.frame_alloc[j]
+    cdef double need = round_up(p, st.sess.frame_alloc[j] + units) - st.sess.frame_alloc[j]
     if need <= 0:
         return True
     if p.used + need <= p.cap + EPS:
         make_room(st, p, need)
         p.used += need
         mark_row(st.pools_sampled, p - st.pools)
-        st.frame_alloc[j] += need
+        st.sess.frame_alloc[j] += need
         return True
     return False
 
@@ -463,7 +470,7 @@ cdef int32_t lifo_victim(State* st, int32_t row, int32_t grower) noexcept nogil:
         for k in range(st.n_stages):
             if st.stages[k].kind == K_STEP and st.stages[k].memory == row:
                 slot = last_resident_victim(st, &st.stages[k], row, grower)
-                if slot >= 0 and (best < 0 or st.adm[slot] > st.adm[best]):
+                if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):
                     best = slot
         return best
     for i in range(p.holders_len - 1, -1, -1):
@@ -478,10 +485,10 @@ cdef int32_t last_resident_victim(State* st, Stage* s, int32_t row, int32_t grow
     cdef int64_t r
     cdef int32_t slot
     for r in range(s.nres - 1, -1, -1):
-        slot = st.job_owner[s.res[r]]
-        if st.hcount[<int64_t> slot * st.n_pools + row] == 0:
+        slot = st.jobs.owner[s.res[r]]
+        if st.sess.hcount[<int64_t> slot * st.n_pools + row] == 0:
             continue                # not among the pool's holders
-        if (st.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:
+        if (st.sess.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:
             continue                # stalled elsewhere, or holding the pool only through a lease
         return slot
     return -1
@@ -489,14 +496,14 @@ cdef int32_t last_resident_victim(State* st, Stage* s, int32_t row, int32_t grow
 
 cdef void remove_job(State* st, int32_t j) noexcept nogil:
     """A job leaves its stage before completing (its session was preempted); a pending finish goes stale."""
-    cdef int32_t k = st.job_stage[j], nxt
+    cdef int32_t k = st.jobs.stage[j], nxt
     cdef Stage* s = &st.stages[k]
     cdef int64_t i, q
     s.n -= 1
-    if st.tl != NULL and st.job_started[j] and s.kind != K_STEP:
+    if st.tl != NULL and st.jobs.started[j] and s.kind != K_STEP:
         tl_service_end(st, k, j, "job (preempted)")
     if s.kind == K_FIFO:
-        if st.job_started[j]:
+        if st.jobs.started[j]:
             s.busy -= 1
             job_free(st, j)
             if s.qlen > 0:
@@ -526,15 +533,15 @@ cdef void remove_job(State* st, int32_t j) noexcept nogil:
 
 cdef void leave_queue(State* st, int32_t slot) noexcept nogil:
     """A waiting hold leaves its queue (that of the first pool its innermost hold names)."""
-    cdef int64_t fi = frame_of(st, slot, st.depth[slot] - 1), i, q = 0
-    cdef Pool* p = &st.pools[st.frame_member[fi * st.hold_pools_max]]
+    cdef int64_t fi = frame_of(st, slot, st.sess.depth[slot] - 1), i, q = 0
+    cdef Pool* p = &st.pools[st.sess.frame_member[fi * st.hold_pools_max]]
     for i in range(p.qlen):
         if p.queue[i] != slot:
             p.queue[q] = p.queue[i]
             q += 1
     p.qlen = q
-    st.waiting[slot] = 0
-    st.resumed[slot] = 0
+    st.sess.waiting[slot] = 0
+    st.sess.resumed[slot] = 0
 
 
 cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
@@ -542,35 +549,35 @@ cdef void preempt(State* st, int32_t victim, int32_t row) noexcept nogil:
     cdef Pool* p = &st.pools[row]
     cdef int64_t j = innermost(st, victim, row), fi
     cdef int32_t d = <int32_t> ((j // st.hold_pools_max) - <int64_t> victim * st.hold_depth_max), dd, job, h
-    cdef double c = st.frame_pos[j]
-    cdef double* before = &st.ppos[<int64_t> victim * (st.n_pools + 1) + row]
-    if before[0] == before[0] and c <= before[0] + EPS and not st.stuck[victim]:
-        st.stuck[victim] = 1
+    cdef double c = st.sess.frame_pos[j]
+    cdef double* before = &st.sess.ppos[<int64_t> victim * (st.n_pools + 1) + row]
+    if before[0] == before[0] and c <= before[0] + EPS and not st.sess.stuck[victim]:
+        st.sess.stuck[victim] = 1
         p.stuck += 1
     before[0] = c
-    st.pools_touched[victim] = 1
-    st.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
+    st.sess.pools_touched[victim] = 1
+    st.sess.attrs[<int64_t> victim * st.n_attrs + st.slot_computed] = c
     if st.tl != NULL:
         tl_preempted(st, victim)
-    if st.sess_flow[victim] >= 0:
-        remove_flow(st, st.sess_flow[victim])
-    st.itl_preempted[victim] = 1          # see token(): a prefill completion may continue the turn
-    job = st.sess_job[victim]
+    if st.sess.flow[victim] >= 0:
+        remove_flow(st, st.sess.flow[victim])
+    st.sess.itl_preempted[victim] = 1          # see token(): a prefill completion may continue the turn
+    job = st.sess.job[victim]
     if job >= 0:
         remove_job(st, job)
-        st.sess_job[victim] = -1
-    if st.waiting[victim]:
+        st.sess.job[victim] = -1
+    if st.sess.waiting[victim]:
         leave_queue(st, victim)
-    if st.grow_at[victim] >= 0:
+    if st.sess.grow_at[victim] >= 0:
         leave_growers(st, victim)
-        st.grow_job[victim] = -1
-    for dd in range(st.depth[victim] - 1, d - 1, -1):
+        st.sess.grow_job[victim] = -1
+    for dd in range(st.sess.depth[victim] - 1, d - 1, -1):
         release_frame(st, victim, dd, False)
-        if st.err:
+        if st.error.code:
             return
-    h = st.frame_hold[frame_of(st, victim, d)]
-    st.depth[victim] = d
-    st.pc[victim] = st.hold_pcs[h] + 2
+    h = st.sess.frame_hold[frame_of(st, victim, d)]
+    st.sess.depth[victim] = d
+    st.sess.pc[victim] = st.hold_pcs[h] + 2
     p.preemptions += 1
     st.iter_preempted = 1
     hold_statement(st, victim, h, True)
@@ -589,7 +596,7 @@ cdef int grow_or_preempt(State* st, int32_t slot, int32_t row, int64_t j, double
         if victim < 0:
             return 0
         preempt(st, victim, row)
-        if st.err or victim == slot:
+        if st.error.code or victim == slot:
             return -1
 
 
@@ -611,9 +618,9 @@ cdef bint grow_or_wait(State* st, int32_t slot, int32_t row, int64_t j, double u
     p.growers[p.ngrowers] = slot
     p.ngrowers += 1
     mark_row(st.pools_waiting, p - st.pools)
-    st.grow_units[slot] = units
-    st.grow_at[slot] = j
-    st.grow_job[slot] = job
+    st.sess.grow_units[slot] = units
+    st.sess.grow_at[slot] = j
+    st.sess.grow_job[slot] = job
     return False
 
 
@@ -629,18 +636,18 @@ cdef void retry_growers(State* st, int32_t pk) noexcept nogil:
     cdef int64_t i
     while p.ngrowers > 0:
         slot = p.growers[0]
-        if not grow_now(st, p, st.grow_at[slot], st.grow_units[slot]):
+        if not grow_now(st, p, st.sess.grow_at[slot], st.sess.grow_units[slot]):
             return
         for i in range(p.ngrowers - 1):
             p.growers[i] = p.growers[i + 1]
         p.ngrowers -= 1
-        if st.grow_job[slot] >= 0:
+        if st.sess.grow_job[slot] >= 0:
             # a stalled resident goes back to its job; its position moves by the stalled need (quirk, §4.5.4)
-            st.frame_pos[st.grow_at[slot]] += st.grow_units[slot]
-            st.grow_job[slot] = -1
-            st.grow_at[slot] = -1
+            st.sess.frame_pos[st.sess.grow_at[slot]] += st.sess.grow_units[slot]
+            st.sess.grow_job[slot] = -1
+            st.sess.grow_at[slot] = -1
         else:
-            st.grow_at[slot] = -1
+            st.sess.grow_at[slot] = -1
             ready_push(st, slot)
 
 
@@ -656,7 +663,7 @@ cdef void leave_growers(State* st, int32_t slot) noexcept nogil:
                 p.growers[j] = p.growers[i]
                 j += 1
         p.ngrowers = j
-    st.grow_at[slot] = -1
+    st.sess.grow_at[slot] = -1
 
 
 cdef void try_every_pool(State* st) noexcept nogil:
@@ -666,7 +673,7 @@ cdef void try_every_pool(State* st) noexcept nogil:
     while k < st.n_pools:
         retry_growers(st, k)
         try_admit(st, k)
-        if st.err:
+        if st.error.code:
             return
         if st.pools[k].qlen == 0 and st.pools[k].ngrowers == 0:
             unmark_row(st.pools_waiting, k)

@@ -4,40 +4,47 @@
 
 
 # ---- jobs: slots reused ----------------------------------------------------------------
+cdef bint job_tables(State* st, int64_t cap) noexcept nogil:
+    """Every per-job table (Jobs) at `cap` slots, or all freed (cap 0): the one list of them."""
+    cdef Jobs* js = &st.jobs
+    cdef bint keep = cap > 0
+    return (table(<void**> &js.owner, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.stage, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.id, cap * sizeof(int64_t), keep)
+            and table(<void**> &js.work, cap * sizeof(double), keep)
+            and table(<void**> &js.enq, cap * sizeof(double), keep)
+            and table(<void**> &js.start, cap * sizeof(double), keep)
+            and table(<void**> &js.end, cap * sizeof(double), keep)
+            and table(<void**> &js.started, cap * sizeof(char), keep)
+            and table(<void**> &js.mode, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.growing, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.served, cap * sizeof(int64_t), keep)
+            and table(<void**> &js.spare, cap * sizeof(int32_t), keep))
+
+
 cdef int32_t job_alloc(State* st) noexcept nogil:
     cdef int64_t cap
     cdef int32_t j
-    if st.njfree > 0:
-        st.njfree -= 1
-        return st.jfree[st.njfree]
-    if st.jhigh == st.jcap:
-        cap = st.jcap * 2 if st.jcap else 64
-        if charge(st, (cap - st.jcap) * 73) < 0:     # the job tables below
+    if st.jobs.nspare > 0:
+        st.jobs.nspare -= 1
+        return st.jobs.spare[st.jobs.nspare]
+    if st.jobs.high == st.jobs.cap:
+        cap = st.jobs.cap * 2 if st.jobs.cap else 64
+        if charge(st, (cap - st.jobs.cap) * 73) < 0:     # the job tables below
             return -1
-        if not grow(<void**> &st.job_owner, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.job_stage, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.job_id, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.job_work, cap * sizeof(double)) \
-                or not grow(<void**> &st.job_enq, cap * sizeof(double)) \
-                or not grow(<void**> &st.job_start, cap * sizeof(double)) \
-                or not grow(<void**> &st.job_end, cap * sizeof(double)) \
-                or not grow(<void**> &st.job_started, cap * sizeof(char)) \
-                or not grow(<void**> &st.job_mode, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.job_grow, cap * sizeof(int32_t)) \
-                or not grow(<void**> &st.job_served, cap * sizeof(int64_t)) \
-                or not grow(<void**> &st.jfree, cap * sizeof(int32_t)):
+        if not job_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
-        st.jcap = cap
-    j = <int32_t> st.jhigh
-    st.jhigh += 1
+        st.jobs.cap = cap
+    j = <int32_t> st.jobs.high
+    st.jobs.high += 1
     return j
 
 
 cdef inline void job_free(State* st, int32_t j) noexcept nogil:
-    st.job_id[j] = -1
-    st.jfree[st.njfree] = j
-    st.njfree += 1
+    st.jobs.id[j] = -1
+    st.jobs.spare[st.jobs.nspare] = j
+    st.jobs.nspare += 1
 
 
 # ---- stages -------------------------------------------------------------------------------
@@ -46,9 +53,9 @@ cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, i
     if start_job(st, k, slot, w) < 0:
         return -1
     if mode != M_PLAIN:
-        j = st.sess_job[slot]           # the job that just joined
-        st.job_mode[j] = mode
-        st.job_grow[j] = growing
+        j = st.sess.job[slot]           # the job that just joined
+        st.jobs.mode[j] = mode
+        st.jobs.growing[j] = growing
     return 0
 
 
@@ -58,24 +65,24 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     cdef int32_t j = job_alloc(st)
     if j < 0:
         return -1
-    st.job_owner[j] = slot
-    st.job_stage[j] = k
-    st.job_id[j] = st.next_job_id
+    st.jobs.owner[j] = slot
+    st.jobs.stage[j] = k
+    st.jobs.id[j] = st.next_job_id
     st.next_job_id += 1
-    st.job_work[j] = w
-    st.job_enq[j] = st.now
-    st.job_started[j] = 0
-    st.job_mode[j] = M_PLAIN
-    st.job_grow[j] = -1
-    st.job_served[j] = -1
+    st.jobs.work[j] = w
+    st.jobs.enq[j] = st.now
+    st.jobs.started[j] = 0
+    st.jobs.mode[j] = M_PLAIN
+    st.jobs.growing[j] = -1
+    st.jobs.served[j] = -1
     if slot >= 0:
-        st.sess_job[slot] = j
+        st.sess.job[slot] = j
     s.n += 1
     mark_row(st.stages_sampled, k)
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents
-        st.job_start[j] = st.now
-        st.job_started[j] = 1
+        st.jobs.start[j] = st.now
+        st.jobs.started[j] = 1
         return join_residents(st, s, j)
     if s.kind == K_FIFO:
         if s.busy < s.servers:
@@ -86,33 +93,33 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     # ps: the tag is the virtual time at which the job's work is done
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
-    st.job_start[j] = st.now
-    st.job_started[j] = 1
+    st.jobs.start[j] = st.now
+    st.jobs.started[j] = 1
     s.dirty = 1
     if st.tl != NULL:
         tl_service_start(st, k, j)
-    return ps_push(st, s, s.V + w, st.job_id[j], j)
+    return ps_push(st, s, s.V + w, st.jobs.id[j], j)
 
 
 cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
     if s.kind == K_FIFO:
         s.busy += 1
-    st.job_start[j] = st.now
-    st.job_end[j] = st.now + st.job_work[j]
-    st.job_started[j] = 1
+    st.jobs.start[j] = st.now
+    st.jobs.end[j] = st.now + st.jobs.work[j]
+    st.jobs.started[j] = 1
     if st.tl != NULL:
         tl_service_start(st, k, j)
-    return schedule(st, st.job_end[j], EV_FINISH, k, j, st.job_id[j])
+    return schedule(st, st.jobs.end[j], EV_FINISH, k, j, st.jobs.id[j])
 
 
 cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
     """The job is done: record its wait and service, update the estimators, ready its owner."""
-    cdef double start = st.job_start[j], wait = st.job_start[j] - st.job_enq[j]
-    cdef double service = st.now - st.job_start[j]
-    cdef int32_t owner = st.job_owner[j]
+    cdef double start = st.jobs.start[j], wait = st.jobs.start[j] - st.jobs.enq[j]
+    cdef double service = st.now - st.jobs.start[j]
+    cdef int32_t owner = st.jobs.owner[j]
     s.n -= 1
     if owner >= 0:
-        st.sess_job[owner] = -1
+        st.sess.job[owner] = -1
     if st.warm:
         running_add(&s.waits, wait)
         running_add(&s.services, service)
@@ -159,7 +166,7 @@ cdef int finish(State* st, Event* e) noexcept nogil:
             s.V = top.tag
         s.dirty = 1
         return complete_job(st, s, top.job)
-    if st.job_id[j] != e.c:
+    if st.jobs.id[j] != e.c:
         return 0                # the job is gone
     if complete_job(st, s, j) < 0:
         return -1

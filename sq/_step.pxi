@@ -9,13 +9,13 @@ cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
     cdef double total = 0.0
     if row < 0:
         return 0.0
-    for d in range(st.depth[slot]):
+    for d in range(st.sess.depth[slot]):
         fi = frame_of(st, slot, d)
-        n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
+        n = st.holds[st.hold_offsets[st.sess.frame_hold[fi]] + H_NPOOLS]
         for i in range(n):
             j = fi * st.hold_pools_max + i
-            if st.frame_active[j] and st.frame_member[j] == row:
-                total += st.frame_alloc[j]
+            if st.sess.frame_active[j] and st.sess.frame_member[j] == row:
+                total += st.sess.frame_alloc[j]
     return total
 
 
@@ -26,12 +26,12 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     cdef double dec = 0.0, kvb = 0.0, kvp = 0.0, units
     for r in range(s.nres):
         j = s.res[r]
-        if st.job_mode[j] == M_DECODE:
+        if st.jobs.mode[j] == M_DECODE:
             dec += 1.0
             if st.kv_budget:            # no expression reads the sums: they are not made
-                kvb += owner_units(st, st.job_owner[j], s.memory)
+                kvb += owner_units(st, st.jobs.owner[j], s.memory)
         elif st.kv_budget:
-            kvp += owner_units(st, st.job_owner[j], s.memory)
+            kvp += owner_units(st, st.jobs.owner[j], s.memory)
     st.ctxv[CTX_NRES] = <double> s.nres
     st.ctxv[CTX_NDEC] = dec
     st.ctxv[CTX_KVB] = kvb
@@ -39,22 +39,22 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
 
 
 cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
-    if st.job_mode[j] == M_DECODE:
-        return fmin(1.0, st.job_work[j])
+    if st.jobs.mode[j] == M_DECODE:
+        return fmin(1.0, st.jobs.work[j])
     if chunk > 0:
-        return fmin(st.job_work[j], chunk)
-    return st.job_work[j]
+        return fmin(st.jobs.work[j], chunk)
+    return st.jobs.work[j]
 
 
 cdef int64_t resident_bound(State* st, Stage* s, double adm) noexcept nogil:
     """The first resident whose owner was admitted strictly later than `adm` (residents are
     kept in admission order, so a binary search finds it)."""
     cdef int64_t lo = 0, hi = s.nres, mid
-    if hi == 0 or st.adm[st.job_owner[s.res[hi - 1]]] <= adm:
+    if hi == 0 or st.sess.adm[st.jobs.owner[s.res[hi - 1]]] <= adm:
         return hi                      # the common case: the newest admission goes last
     while lo < hi:
         mid = (lo + hi) >> 1
-        if st.adm[st.job_owner[s.res[mid]]] > adm:
+        if st.sess.adm[st.jobs.owner[s.res[mid]]] > adm:
             hi = mid
         else:
             lo = mid + 1
@@ -69,7 +69,7 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         s.res_cap = s.res_cap * 2 + 16
-    at = resident_bound(st, s, st.adm[st.job_owner[j]])
+    at = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
     memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
     s.nres += 1
@@ -80,7 +80,7 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
 
 cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
     # owners admitted at the same number (+inf: never admitted) sit together before the bound
-    cdef int64_t r = resident_bound(st, s, st.adm[st.job_owner[j]])
+    cdef int64_t r = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
     while r > 0:
         r -= 1
         if s.res[r] == j:
@@ -101,7 +101,7 @@ cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
             s.cursor_stamp = st.serve_stamp
             s.cursor = 0
         for r in range(s.cursor, s.nres):
-            if st.job_served[s.res[r]] != st.serve_stamp:
+            if st.jobs.served[s.res[r]] != st.serve_stamp:
                 s.cursor = r
                 return s.res[r]
         s.cursor = s.nres
@@ -109,15 +109,15 @@ cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
     set_totals(st, s)
     for r in range(s.nres):
         j = s.res[r]
-        if st.job_served[j] == st.serve_stamp:
+        if st.jobs.served[j] == st.serve_stamp:
             continue
-        owner = st.job_owner[j]
-        st.ctxv[CTX_DECODING] = 1.0 if st.job_mode[j] == M_DECODE else 0.0
-        st.ctxv[CTX_ADMISSION] = st.adm[owner]
-        st.ctxv[CTX_REMAINING] = st.job_work[j]
+        owner = st.jobs.owner[j]
+        st.ctxv[CTX_DECODING] = 1.0 if st.jobs.mode[j] == M_DECODE else 0.0
+        st.ctxv[CTX_ADMISSION] = st.sess.adm[owner]
+        st.ctxv[CTX_REMAINING] = st.jobs.work[j]
         for i in range(n):
             keys[n + i] = evaluate(st, st.serve_keys[s.serve_start + i], owner, &st.rng_session, NAN)
-            if st.err:
+            if st.error.code:
                 return -1
         if best < 0 or keys_smaller(&keys[n], keys, n):
             best = j
@@ -145,8 +145,8 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
             st.bl_stage = -1
             return False
         slot = p.queue[q]
-        fi = frame_of(st, slot, st.depth[slot] - 1)
-        h = st.frame_hold[fi]
+        fi = frame_of(st, slot, st.sess.depth[slot] - 1)
+        h = st.sess.frame_hold[fi]
         off = st.hold_offsets[h]
         n = st.holds[off + H_NPOOLS]
         for i in range(n):
@@ -158,17 +158,17 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
             st.scratch[2 * i] = u
             st.scratch[2 * i + 1] = need
         st.bl_stage = -1
-        if st.err:
+        if st.error.code:
             return False
         for i in range(n):
-            if not fits(&st.pools[st.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
+            if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
                 return False
         queue_take(p, q)
         admit(st, slot, fi, off, n)
         # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
-        while st.rlen > 0 and not st.err:
+        while st.rlen > 0 and not st.error.code:
             slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
-            if st.alive[slot]:
+            if st.sess.alive[slot]:
                 exec_session(st, slot)
         return True
     return False
@@ -183,7 +183,7 @@ cdef int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nog
             return -1
         s.a_cap = s.a_cap * 2 + 16
     s.a_job[s.na] = j
-    s.a_id[s.na] = st.job_id[j]
+    s.a_id[s.na] = st.jobs.id[j]
     s.a_tok[s.na] = tokens
     s.na += 1
     return 0
@@ -199,13 +199,13 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef int32_t j, owner, row
     set_totals(st, s)
     budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
-    if st.err:
+    if st.error.code:
         return
     chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
-    if st.err:
+    if st.error.code:
         return
     for r in range(s.nres):
-        if st.job_mode[s.res[r]] == M_PREFILL:
+        if st.jobs.mode[s.res[r]] == M_PREFILL:
             resident_prefill = True
     left = budget
     s.na = 0
@@ -213,38 +213,38 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.iter_preempted = 0
     while True:
         j = next_unserved(st, s)
-        if st.err:
+        if st.error.code:
             return
         if j < 0:
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
-                if st.err:
+                if st.error.code:
                     return
                 continue
             break
-        st.job_served[j] = st.serve_stamp
-        is_prefill = st.job_mode[j] == M_PREFILL
+        st.jobs.served[j] = st.serve_stamp
+        is_prefill = st.jobs.mode[j] == M_PREFILL
         if excl and resident_prefill and not is_prefill:
             continue                    # decodes stall while a prefill is resident
         tokens = fmin(want(st, j, chunk), budget if (excl and is_prefill) else left)
         if not (tokens > 0):
             continue
-        row = st.job_grow[j]
+        row = st.jobs.growing[j]
         if row >= 0:
-            owner = st.job_owner[j]
-            if st.grow_at[owner] >= 0:
+            owner = st.jobs.owner[j]
+            if st.sess.grow_at[owner] >= 0:
                 continue                # stalled earlier, waiting to grow
             fj = innermost(st, owner, row)
             if fj < 0:
                 continue
-            need = st.frame_pos[fj] + tokens - st.frame_alloc[fj]
+            need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
             if need > EPS and not grow_or_wait(st, owner, row, fj, need, j):
-                if st.err:
+                if st.error.code:
                     return
                 continue
             if is_prefill:
-                attention += tokens * (st.frame_pos[fj] + tokens / 2.0)
+                attention += tokens * (st.sess.frame_pos[fj] + tokens / 2.0)
             if not excl:
-                st.frame_pos[fj] += tokens    # the computed position moves when planned
+                st.sess.frame_pos[fj] += tokens    # the computed position moves when planned
                 mark_grown(st, fj)
         elif is_prefill:
             attention += tokens * tokens / 2.0
@@ -259,7 +259,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     # jobs preempted meanwhile leave the selection (their tokens are not applied)
     fj = 0
     for r in range(s.na):
-        if st.job_id[s.a_job[r]] == s.a_id[r]:
+        if st.jobs.id[s.a_job[r]] == s.a_id[r]:
             s.a_job[fj] = s.a_job[r]
             s.a_id[fj] = s.a_id[r]
             s.a_tok[fj] = s.a_tok[r]
@@ -268,24 +268,24 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if excl:
         for r in range(s.na):
             j = s.a_job[r]
-            if st.job_grow[j] >= 0:
-                fj = innermost(st, st.job_owner[j], st.job_grow[j])
+            if st.jobs.growing[j] >= 0:
+                fj = innermost(st, st.jobs.owner[j], st.jobs.growing[j])
                 if fj >= 0:
-                    st.frame_pos[fj] += s.a_tok[r]
+                    st.sess.frame_pos[fj] += s.a_tok[r]
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
     for r in range(s.na):
         j = s.a_job[r]
         ntok += s.a_tok[r]
-        if st.job_mode[j] == M_DECODE:
+        if st.jobs.mode[j] == M_DECODE:
             ndec += 1.0
             if st.kv_iteration:
-                kvb += owner_units(st, st.job_owner[j], s.memory)
+                kvb += owner_units(st, st.jobs.owner[j], s.memory)
         else:
             npre += s.a_tok[r]
             if st.kv_iteration:
-                kvp += owner_units(st, st.job_owner[j], s.memory)
+                kvp += owner_units(st, st.jobs.owner[j], s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre
@@ -294,10 +294,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.ctxv[CTX_KVP] = kvp
     st.ctxv[CTX_ATTN] = attention
     duration = fmax(0.0, evaluate(st, s.cost_e, -1, &st.rng_session, NAN))
-    if st.err:
+    if st.error.code:
         return
     s.iterations += 1
-    if st.trace_iters:
+    if st.traces.iters:
         log_iteration(st, s)
     if st.tl != NULL:
         tl_iteration(st, k, duration, npre, ntok - npre, s.na, ndec)
@@ -325,15 +325,15 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int32_t j, owner
     if charge(st, ITER_BYTES + ITER_ENTRY_BYTES * s.na) < 0:
         return
-    if darr_push(&st.it_time, st.now) < 0 or larr_push(&st.it_count, s.na) < 0:
+    if darr_push(&st.traces.it_time, st.now) < 0 or larr_push(&st.traces.it_count, s.na) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return
     for r in range(s.na):
         j = s.a_job[r]
-        owner = st.job_owner[j]
-        if larr_push(&st.it_serial, st.serial[owner]) < 0 \
-                or larr_push(&st.it_turn, turn_of(st.attrs[<int64_t> owner * st.n_attrs + st.slot_turn])) < 0 \
-                or larr_push(&st.it_mode, st.job_mode[j]) < 0 or darr_push(&st.it_tokens, s.a_tok[r]) < 0:
+        owner = st.jobs.owner[j]
+        if larr_push(&st.traces.it_serial, st.sess.serial[owner]) < 0 \
+                or larr_push(&st.traces.it_turn, turn_of(st.sess.attrs[<int64_t> owner * st.n_attrs + st.slot_turn])) < 0 \
+                or larr_push(&st.traces.it_mode, st.jobs.mode[j]) < 0 or darr_push(&st.traces.it_tokens, s.a_tok[r]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
     trace_logged(st)
@@ -343,27 +343,27 @@ cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noe
     """Inter-token gaps: a decode token, or a prefill's completion. A completion continues the
     turn's tokens after a decode of the turn, or after a preemption when it ends on the stage of
     the previous token (0.1.2); otherwise it is the turn's first token."""
-    cdef double turn = st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
-    cdef bint same = st.itl_has[slot] and st.itl_turn[slot] == turn
+    cdef double turn = st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
+    cdef bint same = st.sess.itl_has[slot] and st.sess.itl_turn[slot] == turn
     cdef int32_t k = <int32_t> (s - st.stages)
     if not counts:
         return
-    if same and (decode or st.itl_decoded[slot] or (st.itl_preempted[slot] and st.itl_stage[slot] == k)):
-        if st.warm and histogram_add(&s.itl, st.now - st.itl_last[slot]) < 0:
+    if same and (decode or st.sess.itl_decoded[slot] or (st.sess.itl_preempted[slot] and st.sess.itl_stage[slot] == k)):
+        if st.warm and histogram_add(&s.itl, st.now - st.sess.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
-        st.itl_last[slot] = st.now
-        st.itl_stage[slot] = k
-        st.itl_preempted[slot] = 0
+        st.sess.itl_last[slot] = st.now
+        st.sess.itl_stage[slot] = k
+        st.sess.itl_preempted[slot] = 0
         if decode:
-            st.itl_decoded[slot] = 1
+            st.sess.itl_decoded[slot] = 1
         return
-    st.itl_has[slot] = 1
-    st.itl_stage[slot] = k
-    st.itl_last[slot] = st.now
-    st.itl_turn[slot] = turn
-    st.itl_decoded[slot] = 1 if decode else 0
-    st.itl_preempted[slot] = 0
+    st.sess.itl_has[slot] = 1
+    st.sess.itl_stage[slot] = k
+    st.sess.itl_last[slot] = st.now
+    st.sess.itl_turn[slot] = turn
+    st.sess.itl_decoded[slot] = 1 if decode else 0
+    st.sess.itl_preempted[slot] = 0
 
 
 cdef inline void iteration_areas(State* st, Stage* s) noexcept nogil:
@@ -387,26 +387,26 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     iteration_areas(st, s)
     for r in range(s.na):
         j = s.a_job[r]
-        if st.job_id[j] != s.a_id[r]:
+        if st.jobs.id[j] != s.a_id[r]:
             s.a_id[r] = -1              # removed since the start
             continue
-        st.job_work[j] -= s.a_tok[r]
-        finished = st.job_work[j] <= EPS
-        token(st, s, st.job_owner[j], st.job_mode[j] == M_DECODE, st.job_mode[j] == M_DECODE or finished)
+        st.jobs.work[j] -= s.a_tok[r]
+        finished = st.jobs.work[j] <= EPS
+        token(st, s, st.jobs.owner[j], st.jobs.mode[j] == M_DECODE, st.jobs.mode[j] == M_DECODE or finished)
         if not finished:
             s.a_id[r] = -1
     # the finished leave the residents in one pass (O(residents), not O(residents) per job);
     # the stamp -2 marks them, and complete_job frees them, so no one reads it later
     for r in range(s.na):
         if s.a_id[r] >= 0:
-            st.job_served[s.a_job[r]] = -2
+            st.jobs.served[s.a_job[r]] = -2
             nfin += 1
     if nfin > 0:
         leave_marked(st, s)
     for r in range(s.na):
         if s.a_id[r] >= 0:
             complete_job(st, s, s.a_job[r])
-            if st.err:
+            if st.error.code:
                 return
     s.na = 0
 
@@ -414,7 +414,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
 cdef void leave_marked(State* st, Stage* s) noexcept nogil:
     cdef int64_t r, k = 0
     for r in range(s.nres):
-        if st.job_served[s.res[r]] != -2:
+        if st.jobs.served[s.res[r]] != -2:
             s.res[k] = s.res[r]
             k += 1
     s.nres = k

@@ -81,11 +81,11 @@ cdef void tl_service_start(State* st, int32_t k, int32_t j) noexcept nogil:
     stage shows as many lanes as jobs it ever served at once)."""
     cdef Timeline* tl = st.tl
     cdef int64_t l, n = tl.nlanes[k]
-    if tl.job_cap < st.jcap:
-        if not grow(<void**> &tl.job_lane, st.jcap * sizeof(int64_t)):
+    if tl.job_cap < st.jobs.cap:
+        if not grow(<void**> &tl.job_lane, st.jobs.cap * sizeof(int64_t)):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
-        tl.job_cap = st.jcap
+        tl.job_cap = st.jobs.cap
     for l in range(n):
         if not tl.lane_busy[k][l]:
             break
@@ -105,14 +105,14 @@ cdef void tl_service_end(State* st, int32_t k, int32_t j, const char* name) noex
     """The job leaves service (done, or removed by a preemption): its slice on its lane."""
     cdef FILE* f = tl_file(st)
     cdef int64_t lane = st.tl.job_lane[j]
-    cdef int32_t owner = st.job_owner[j]
+    cdef int32_t owner = st.jobs.owner[j]
     st.tl.lane_busy[k][lane] = 0
-    if not tl_overlaps(st.tl, st.job_start[j], st.now):
+    if not tl_overlaps(st.tl, st.jobs.start[j], st.now):
         return
-    tl_slice(st, name, TL_STAGES, k * st.tl.lanes_per_stage + lane + 1, st.job_start[j], st.now)
+    tl_slice(st, name, TL_STAGES, k * st.tl.lanes_per_stage + lane + 1, st.jobs.start[j], st.now)
     fprintf(f, ",\"cat\":\"service\",\"args\":{\"session\":%lld,\"wait\":",
-            <long long> (st.serial[owner] if owner >= 0 else -1))
-    tl_number(f, st.job_start[j] - st.job_enq[j])
+            <long long> (st.sess.serial[owner] if owner >= 0 else -1))
+    tl_number(f, st.jobs.start[j] - st.jobs.enq[j])
     fputs("}}", f)
 
 
@@ -147,7 +147,7 @@ cdef void tl_pools(State* st) noexcept nogil:
 cdef bint tl_reserve(State* st) noexcept nogil:
     """Per-session and per-frame arrays as large as the session table."""
     cdef Timeline* tl = st.tl
-    cdef int64_t cap = st.scap, d = st.hold_depth_max, i
+    cdef int64_t cap = st.sess.cap, d = st.hold_depth_max, i
     if tl.cap >= cap:
         return True
     if not grow(<void**> &tl.sess_start, cap * sizeof(double)) \
@@ -165,7 +165,7 @@ cdef bint tl_reserve(State* st) noexcept nogil:
 
 
 cdef inline int64_t tl_session_tid(State* st, int32_t slot) noexcept nogil:
-    return 2 * st.serial[slot] + 1
+    return 2 * st.sess.serial[slot] + 1
 
 
 cdef void tl_session_start(State* st, int32_t slot) noexcept nogil:
@@ -186,7 +186,7 @@ cdef void tl_close_turn(State* st, int32_t slot) noexcept nogil:
 cdef void tl_turn(State* st, int32_t slot) noexcept nogil:
     tl_close_turn(st, slot)
     st.tl.turn_start[slot] = st.now
-    st.tl.turn_no[slot] = turn_of(st.attrs[<int64_t> slot * st.n_attrs + st.slot_turn])
+    st.tl.turn_no[slot] = turn_of(st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn])
 
 
 cdef void tl_session_end(State* st, int32_t slot) noexcept nogil:
@@ -196,20 +196,20 @@ cdef void tl_session_end(State* st, int32_t slot) noexcept nogil:
     if not tl_overlaps(st.tl, start, st.now):
         return
     tl_slice(st, "session", TL_SESSIONS, tid, start, st.now)
-    fprintf(tl_file(st), ",\"cat\":\"session\",\"args\":{\"session\":%lld}}", <long long> st.serial[slot])
-    tl_thread_name(st, TL_SESSIONS, tid, "session", " ", st.serial[slot])
-    tl_thread_name(st, TL_SESSIONS, tid + 1, "session", " holds ", st.serial[slot])
+    fprintf(tl_file(st), ",\"cat\":\"session\",\"args\":{\"session\":%lld}}", <long long> st.sess.serial[slot])
+    tl_thread_name(st, TL_SESSIONS, tid, "session", " ", st.sess.serial[slot])
+    tl_thread_name(st, TL_SESSIONS, tid + 1, "session", " holds ", st.sess.serial[slot])
 
 
 cdef void tl_hold_slice(State* st, int32_t slot, int64_t fi, const char* what, double start) noexcept nogil:
     """`wait` or `hold` of frame fi over [start, now], named after the hold's pools."""
     cdef FILE* f = tl_file(st)
-    cdef int32_t i, n = st.holds[st.hold_offsets[st.frame_hold[fi]] + H_NPOOLS]
+    cdef int32_t i, n = st.holds[st.hold_offsets[st.sess.frame_hold[fi]] + H_NPOOLS]
     if not tl_overlaps(st.tl, start, st.now):
         return
     fprintf(f, ",\n{\"ph\":\"X\",\"name\":\"%s ", what)
     for i in range(n):
-        fprintf(f, "%s%s", ", " if i > 0 else "", st.tl.pool_names[st.frame_member[fi * st.hold_pools_max + i]])
+        fprintf(f, "%s%s", ", " if i > 0 else "", st.tl.pool_names[st.sess.frame_member[fi * st.hold_pools_max + i]])
     fprintf(f, "\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%lld,", what, TL_SESSIONS,
             <long long> (tl_session_tid(st, slot) + 1))
     tl_span(f, start, st.now)
@@ -248,8 +248,8 @@ cdef void tl_finish(State* st) noexcept nogil:
     """At the end of the run: the sessions still alive, with their open holds and turns."""
     cdef int64_t slot
     cdef int32_t d
-    for slot in range(st.shigh):
-        if st.alive[slot]:
-            for d in range(st.depth[slot] - 1, -1, -1):
+    for slot in range(st.sess.high):
+        if st.sess.alive[slot]:
+            for d in range(st.sess.depth[slot] - 1, -1, -1):
                 tl_released(st, <int32_t> slot, frame_of(st, <int32_t> slot, d))
             tl_session_end(st, <int32_t> slot)

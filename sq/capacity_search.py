@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
-from sq.study import json_cell
+from sq.study import compiled_from, json_cell, seed_list
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
@@ -94,12 +94,8 @@ def let_value(program, name: str) -> float:
     if isinstance(program, (str, os.PathLike)):
         lets = let_values(program)
     else:
-        origin = getattr(program, "compiled_from", None)
-        if origin is None:
-            raise SqError("capacity: a program read from an IR has no `let`s to vary; give the .sq file",
-                          phase="settings")
-        lets = let_values(origin["path"], source=None if origin["path"] else origin["source"],
-                          sets=origin.get("sets"), defs=origin.get("defs"))
+        origin = compiled_from(program, "capacity")
+        lets = let_values(origin["path"], source=origin["source"], sets=origin["sets"], defs=origin["defs"])
     if name not in lets:
         raise SqError(f"capacity: the knob `{name}` is not a `let` of the program", phase="settings",
                       notes=(f"help: its constants: {', '.join(lets) or 'none'}",))
@@ -407,14 +403,16 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     default 4x) and is otherwise undecided; `on_point(point)` is called as each is decided.
     The other keywords are those of `sq.sweep`.
     """
+    from sq.confidence import check_level
     from sq.metrics import check_metrics
     from sq.study import compile_point
 
     base = compile_point(program, {})
     conditions = parse_slo(slo, known=lambda metric: check_metrics([metric], base))
-    seeds = _seeds(seeds)
-    if not 0 < confidence < 1:
-        raise SqError(f"capacity: confidence is between 0 and 1, found {confidence!r}", phase="settings")
+    seeds = seed_list(seeds, "capacity")
+    if len(seeds) < 2:
+        raise SqError("capacity: give at least two seeds (an interval needs two runs)", phase="settings")
+    check_level(confidence, "capacity")
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
         raise SqError(f"capacity: tol is a relative width between 0 and 1, found {tol!r}", phase="settings")
     if (lo is None) != (hi is None) or (lo is not None and not lo < hi):
@@ -466,27 +464,16 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on
     return run
 
 
-def _seeds(seeds) -> list[int]:
-    try:
-        out = [int(s) for s in seeds]
-    except (TypeError, ValueError):
-        raise SqError(f"capacity: seeds are whole numbers, found {seeds!r}", phase="settings") from None
-    if len(out) < 2 or len(set(out)) != len(out):
-        raise SqError("capacity: give at least two distinct seeds (an interval needs two runs)", phase="settings")
-    return out
-
-
 @contextlib.contextmanager
 def _executor(executor, jobs):
     """One executor for the whole search: the pool `sq.sweep` would start and stop at every
     point (worker processes take a second or more to start) is started here once and handed
     to each point's sweep as a `concurrent.futures.Executor`."""
     from concurrent.futures import ThreadPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
-    from sq.executors import Executor as Where, process_pool, terminate_workers
+    from sq.executors import Executor as Where, owned, process_pool
 
-    chosen = Where(executor, jobs)        # the sweep's own checks of executor and jobs
+    chosen = Where(executor, jobs, "capacity")        # the sweep's own checks of executor and jobs
     if not isinstance(chosen.kind, str):
         yield chosen.kind
         return
@@ -494,16 +481,5 @@ def _executor(executor, jobs):
         yield "serial"
         return
     pool = ThreadPoolExecutor(chosen.jobs) if chosen.kind == "threads" else process_pool(chosen.jobs)
-    try:
+    with owned(pool, "capacity"):
         yield pool
-    except BrokenProcessPool:
-        terminate_workers(pool)
-        pool.shutdown(wait=False)
-        raise SqError("capacity: a worker process ended in the middle of a run (killed, or out of memory?)",
-                      phase="run") from None
-    except BaseException:       # Ctrl-C or an error: stop the runs in flight, do not wait for them
-        if not isinstance(pool, ThreadPoolExecutor):
-            terminate_workers(pool)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()

@@ -16,6 +16,7 @@ import tempfile
 import traceback
 
 from sq import cli_capacity, cli_study
+from sq.cli_args import add_program_args, number, overrides
 from sq.errors import SqError
 from sq.numbers import brief
 
@@ -25,41 +26,6 @@ EXIT_WALL_LIMIT = 124   # `--wall-limit` ended the run (as GNU timeout); the rep
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # Ctrl-C (sq.__main__); a `run` prints the report of what ran
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE   # what a shell shows for a tool that SIGPIPE ended
 AUTO_PROGRESS_AFTER = 1.0  # seconds: a terminal sees a bar only for runs longer than this
-
-
-def _overrides(pairs: list[str] | None, flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise SqError(f"{flag} takes NAME=EXPR, found `{pair}`", phase="settings")
-        out[name.strip()] = value
-    return out
-
-
-def _seed(text: str) -> int:
-    try:
-        seed = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
-    if not 0 <= seed < 2**64:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
-    return seed
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, found `{text}`")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, found `{text}`")
-    return value
 
 
 def _window(text: str) -> tuple[float, float]:
@@ -90,32 +56,18 @@ def _size(text: str) -> int:
     return value
 
 
-def _add_program_args(p: argparse.ArgumentParser, settings: bool) -> None:
-    p.add_argument("file", help="the .sq program")
-    p.add_argument("--set", dest="sets", action="append", metavar="NAME=EXPR",
-                   help="override a `let` constant (repeatable)")
-    p.add_argument("--def", dest="defs", action="append", metavar="NAME=EXPR",
-                   help="replace the body of an expression `def` (repeatable)")
-    if settings:
-        p.add_argument("--seed", type=_seed, help="the run's seed (default: the program's, else 1)")
-        p.add_argument("--horizon", type=_number, help="simulated time to run")
-        p.add_argument("--warmup", type=_number, help="time before statistics start")
-        p.add_argument("--arrivals", type=_positive_int, help="stop after N arrivals have ended")
-        p.add_argument("--trace", help="replace the workload's trace file")
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m sq", description="Run serQ serving programs (pyserq 0.1.2 dialect).")
     sub = ap.add_subparsers(dest="command", required=True)
 
     check = sub.add_parser("check", help="parse and link a program; print a one-line summary")
-    _add_program_args(check, settings=True)
+    add_program_args(check, settings=True)
 
     ir = sub.add_parser("ir", help="print a program's IR (pyserq IR version 10) as JSON")
-    _add_program_args(ir, settings=True)
+    add_program_args(ir, settings=True)
 
     run = sub.add_parser("run", help="run a program and print its report")
-    _add_program_args(run, settings=True)
+    add_program_args(run, settings=True)
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
     run.add_argument("--provenance", action="store_true",
                      help="with --json: add a last key `provenance` (program, overrides, sq version, wall time)")
@@ -136,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="show a progress bar on stderr (default: when stderr is a terminal "
                           "and the run lasts over a second)")
-    run.add_argument("--wall-limit", type=_number, metavar="SECONDS",
+    run.add_argument("--wall-limit", type=number, metavar="SECONDS",
                      help=f"stop the run after SECONDS of wall time; print its report so far "
                           f"(exit {EXIT_WALL_LIMIT})")
     run.add_argument("--timeline", metavar="FILE.json",
@@ -160,8 +112,8 @@ def _compile(args):
 
     return sq_compile(
         args.file,
-        sets=_overrides(args.sets, "--set"),
-        defs=_overrides(args.defs, "--def"),
+        sets=overrides(args.sets, "--set"),
+        defs=overrides(args.defs, "--def"),
         seed=args.seed, horizon=args.horizon, warmup=args.warmup,
         arrivals=args.arrivals, trace=args.trace,
     )

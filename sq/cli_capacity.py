@@ -8,27 +8,27 @@ from __future__ import annotations
 
 import sys
 
+from sq.cli_args import (add_program_args, add_run_args, check_writable, headless_plots, number, overrides,
+                         parse_seeds, scheduler, whole_number)
+
 
 def add_parser(sub) -> None:
-    from sq.cli import _add_program_args, _number, _positive_int
-    from sq.cli_study import add_run_args
-
     p = sub.add_parser("capacity", help="search a `let` for the largest load / smallest deployment meeting an SLO",
                        description="Search one `let` constant (--knob) for the largest value (a load) or the "
                                    "smallest (a deployment size) at which every --slo condition holds, judged "
                                    "on Student-t intervals over the seeds.")
-    _add_program_args(p, settings=False)
+    add_program_args(p, settings=False)
     p.add_argument("--knob", required=True, metavar="NAME", help="the `let` constant to search")
     p.add_argument("--slo", action="append", required=True, metavar="'METRIC OP NUMBER'",
                    help="a condition, e.g. 'ttft.p99<=0.5' or 'ttft.le(0.5)>=0.99' (repeatable: all must hold)")
-    p.add_argument("--lo", type=_number, help="the lower end of the range searched (with --hi)")
-    p.add_argument("--hi", type=_number, help="the upper end of the range searched (with --lo)")
-    p.add_argument("--tol", type=_number, default=0.02, help="relative width of the final bracket (default 0.02)")
-    p.add_argument("--confidence", type=_number, default=0.95, help="of the intervals (default 0.95)")
+    p.add_argument("--lo", type=number, help="the lower end of the range searched (with --hi)")
+    p.add_argument("--hi", type=number, help="the upper end of the range searched (with --lo)")
+    p.add_argument("--tol", type=number, default=0.02, help="relative width of the final bracket (default 0.02)")
+    p.add_argument("--confidence", type=number, default=0.95, help="of the intervals (default 0.95)")
     p.add_argument("--direction", choices=("max", "min"),
                    help="search for the largest (max) or smallest (min) value that meets the SLO "
                         "(default: max for a load, min for a deployment size)")
-    p.add_argument("--max-seeds", type=_positive_int,
+    p.add_argument("--max-seeds", type=whole_number,
                    help="seeds at most at one point before it is called undecided (default: 4x --seeds)")
     add_run_args(p)
     p.add_argument("--plot-out", metavar="FILE.png", help="save the plot of the SLO metrics against the knob")
@@ -38,30 +38,22 @@ def add_parser(sub) -> None:
 def cmd_capacity(args) -> int:
     from sq import compile as sq_compile
     from sq.capacity_search import capacity
-    from sq.cli import _overrides
-    from sq.cli_study import check_writable, dask_client, parse_seeds
 
-    program = sq_compile(args.file, sets=_overrides(args.sets, "--set"), defs=_overrides(args.defs, "--def"))
+    program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"))
     seeds = parse_seeds(args.seeds)
     if args.plot_out:
-        from sq._optional import require
-
-        check_writable(args.plot_out)     # before the search, not after all its runs
-        require("matplotlib", "--plot-out").use("Agg")
+        check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs
+        headless_plots("--plot-out")
     out = sys.stderr if args.json else sys.stdout
 
     def show(point) -> None:
         print(point.describe(args.knob), file=out, flush=True)
 
-    client = dask_client(args.scheduler) if args.scheduler else None
-    try:
+    with scheduler(args.scheduler) as client:
         cap = capacity(program, args.knob, args.slo, lo=args.lo, hi=args.hi, seeds=seeds,
                        confidence=args.confidence, tol=args.tol, direction=args.direction, executor=client,
                        jobs=args.jobs, cache=args.cache, horizon=args.horizon, warmup=args.warmup,
                        arrivals=args.arrivals, max_seeds=args.max_seeds, on_point=show)
-    finally:
-        if client is not None:
-            client.close()
     if args.plot_out:
         cap.plot(path=args.plot_out)
     print(cap.to_json() if args.json else cap.line())

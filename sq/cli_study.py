@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 from fractions import Fraction
 from pathlib import Path
 
+from sq.cli_args import add_run_args, check_writable, headless_plots, parse_seeds, scheduler
 from sq.errors import SqError
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"^\s*({_NUMBER})\s*:\s*({_NUMBER})\s*:\s*({_NUMBER})\s*$")
-_SEED_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 MAX_POINTS = 1_000_000
 
 
@@ -38,18 +37,6 @@ def add_parser(sub) -> None:
     p.add_argument("--plot-out", metavar="FILE.png", help="where --plot writes its figure")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a progress bar on stderr (default: when stderr is a terminal)")
-
-
-def add_run_args(p) -> None:
-    """The flags of every study command (sweep, capacity): seeds, run settings, where to run, the cache."""
-    p.add_argument("--seeds", default="1..10", help="seeds: 1..10 (both ends included) or 1,4,9 (default 1..10)")
-    p.add_argument("--horizon", type=float, help="simulated time of every run")
-    p.add_argument("--warmup", type=float, help="time before statistics start")
-    p.add_argument("--arrivals", type=int, help="stop each run after N arrivals have ended")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("-j", "--jobs", type=int, help="worker processes (default: every core; 1: no pool)")
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on a Dask cluster's scheduler")
-    p.add_argument("--cache", metavar="DIR", help="keep each finished run in DIR; a rerun computes only what is missing")
 
 
 # -- reading the flags -------------------------------------------------------------------
@@ -94,23 +81,6 @@ def _number_or_text(v: str):
         return v
 
 
-def parse_seeds(text: str) -> list[int]:
-    m = _SEED_RANGE.match(text)
-    try:
-        if m:
-            first, last = int(m.group(1)), int(m.group(2))
-            if last < first:
-                raise SqError(f"--seeds {text}: the range is empty", phase="settings")
-            seeds = list(range(first, last + 1))
-        else:
-            seeds = [int(s, 0) for s in text.split(",")]
-    except ValueError:
-        raise SqError(f"--seeds takes 1..10 or 1,4,9, found `{text}`", phase="settings") from None
-    if any(not 0 <= s < 2**64 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise SqError(f"--seeds {text}: seeds are distinct whole numbers from 0 to 2^64-1", phase="settings")
-    return seeds
-
-
 def parse_plot(text: str) -> dict:
     spec: dict = {}
     for part in text.split(","):
@@ -149,7 +119,7 @@ def cmd_sweep(args) -> int:
         raise SqError("--plot-out needs --plot x=NAME,y=METRIC", phase="settings")
     extra = [sq_metrics.parse_metric(m).name for m in args.metrics]
     if plot:
-        require("matplotlib", "--plot")
+        headless_plots("--plot")
         for key in ("x", "by"):
             if plot.get(key) is not None and plot[key] not in grid:
                 raise SqError(f"--plot {key}={plot[key]}: not a swept name (--set NAME=…)", phase="settings")
@@ -161,17 +131,13 @@ def cmd_sweep(args) -> int:
     points, _ = study.grid_points(grid)
     first = study.compile_point(args.file, points[0])
     sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
-    for path in (args.out, args.plot_out):
+    for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
         if path:
-            check_writable(path)
+            check_writable(path, flag)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
-    client = dask_client(args.scheduler) if args.scheduler else None
-    try:
+    with scheduler(args.scheduler) as client:
         return _run(args, grid, seeds, extra, plot, client)
-    finally:
-        if client is not None:
-            client.close()
 
 
 def _run(args, grid, seeds, extra, plot, client) -> int:
@@ -194,9 +160,6 @@ def _run(args, grid, seeds, extra, plot, client) -> int:
     if args.out:
         result.write(args.out)
     if plot:
-        import matplotlib  # noqa: PLC0415
-
-        matplotlib.use("Agg")
         ax = result.plot(plot["x"], plot["y"], by=plot.get("by"), slo=plot.get("slo"),
                          logx=plot.get("logx", False), logy=plot.get("logy", False))
         ax.figure.savefig(args.plot_out, dpi=120, bbox_inches="tight")
@@ -224,24 +187,3 @@ def _g(x: float) -> str:
 
 def _cell(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def check_writable(path: str) -> None:
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
-            or (target.exists() and not os.access(target, os.W_OK)):
-        raise SqError(f"cannot write `{path}`", phase="settings")
-    if target.suffix.lower() not in (".csv", ".jsonl", ".json", ".parquet", ".png", ".pdf", ".svg"):
-        raise SqError(f"cannot tell the format of `{path}` from its extension", phase="settings",
-                      notes=("help: --out takes .csv, .jsonl or .parquet; --plot-out .png, .pdf or .svg",))
-
-
-def dask_client(address: str):
-    from sq._optional import require  # noqa: PLC0415
-
-    distributed = require("distributed", "--scheduler")
-    try:
-        return distributed.Client(address, timeout="5s")
-    except (OSError, TimeoutError, ValueError) as e:
-        raise SqError(f"--scheduler {address}: cannot reach the scheduler ({e})", phase="settings") from None

@@ -21,18 +21,18 @@ KINDS = ("serial", "threads", "processes")
 class Executor:
     """Runs tasks and yields (index, record) as they finish."""
 
-    def __init__(self, executor, jobs):
+    def __init__(self, executor, jobs, who: str = "sweep"):
         if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-            raise SqError(f"sweep: jobs must be a positive whole number, found {jobs!r}", phase="settings")
+            raise SqError(f"{who}: jobs must be a positive whole number, found {jobs!r}", phase="settings")
         self.jobs = jobs or os.cpu_count() or 1
         self.kind = "processes" if executor is None else executor
         if isinstance(self.kind, str):
             if self.kind not in KINDS:
-                raise SqError(f"sweep: unknown executor `{self.kind}`", phase="settings",
+                raise SqError(f"{who}: unknown executor `{self.kind}`", phase="settings",
                               notes=(f"help: {', '.join(KINDS)}, a concurrent.futures.Executor "
                                      "or a dask distributed.Client",))
         elif not _is_dask(self.kind) and not _is_futures(self.kind):
-            raise SqError(f"sweep: executor {self.kind!r} is neither a concurrent.futures.Executor "
+            raise SqError(f"{who}: executor {self.kind!r} is neither a concurrent.futures.Executor "
                           "nor a dask distributed.Client", phase="settings")
 
     def run(self, fn, tasks: list, todo: list[int]):
@@ -48,7 +48,7 @@ class Executor:
         elif self.kind == "threads":
             import concurrent.futures as cf  # noqa: PLC0415
 
-            with _Shutdown(cf.ThreadPoolExecutor(workers)) as pool:
+            with owned(cf.ThreadPoolExecutor(workers)) as pool:
                 yield from _futures(fn, pool, tasks, todo)
         elif _is_dask(self.kind):
             yield from _dask(fn, self.kind, tasks, todo)
@@ -56,35 +56,34 @@ class Executor:
             yield from _futures(fn, self.kind, tasks, todo)
 
 
-class _Shutdown:
-    """An owned thread pool: left early (Ctrl-C, a failed run), drop what has not started
-    and do not wait for the rest (threads cannot be stopped: they finish their run)."""
-
-    def __init__(self, pool):
-        self.pool = pool
-
-    def __enter__(self):
-        return self.pool
-
-    def __exit__(self, kind, *_):
-        self.pool.shutdown(wait=kind is None, cancel_futures=True)
-
-
 def _processes(fn, tasks, todo, workers):
-    """A pool of spawned worker processes (not forked from a parent that may hold threads),
-    which leave Ctrl-C to the parent. Left early, the workers are terminated: runs in the
-    middle are abandoned at once, where waiting for a long one would hold the exit. A
-    worker that dies in a run (killed, out of memory) is an SqError, never a hang."""
+    """A pool of spawned worker processes (`process_pool`), owned by this sweep (`owned`)."""
     import concurrent.futures as cf  # noqa: PLC0415
 
-    pool = process_pool(workers)
-    try:
+    with owned(process_pool(workers)) as pool:
         index = {pool.submit(fn, tasks[i]): i for i in todo}
         for fut in cf.as_completed(index):
-            yield index[fut], _result(fut)
-    except BaseException:
-        terminate_workers(pool)
-        pool.shutdown(wait=False)
+            yield index[fut], fut.result()
+
+
+@contextmanager
+def owned(pool, who: str = "sweep"):
+    """A pool that a sweep (or a capacity search) started, and stops. Left early (Ctrl-C, a
+    failed run), what has not started is dropped and worker processes are terminated: runs
+    in the middle are abandoned at once, where waiting for a long one would hold the exit
+    (threads cannot be stopped: they finish their run in the background). A worker that
+    dies in a run (killed, out of memory) is an SqError (`worker_ended`), never a hang."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
+
+    try:
+        yield pool
+    except BaseException as stop:
+        if not isinstance(pool, ThreadPoolExecutor):
+            _terminate_workers(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(stop, BrokenProcessPool):
+            raise worker_ended(who) from None
         raise
     pool.shutdown()
 
@@ -104,18 +103,15 @@ def process_pool(workers: int):
     return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
 
 
-def _result(fut):
-    from concurrent.futures.process import BrokenProcessPool  # noqa: PLC0415
-
-    try:
-        return fut.result()
-    except BrokenProcessPool:
-        raise SqError("sweep: a worker process ended in the middle of a run (killed, or out of memory?); "
-                      "the runs that finished are kept with cache=DIR, and a rerun computes only the rest",
-                      phase="run") from None
+def worker_ended(who: str) -> SqError:
+    """The error for a pool whose worker process died in a run (`BrokenProcessPool`), for
+    the sweep and the capacity search alike."""
+    return SqError(f"{who}: a worker process ended in the middle of a run (killed, or out of memory?); "
+                   "the runs that finished are kept with cache=DIR, and a rerun computes only the rest",
+                   phase="run")
 
 
-def terminate_workers(pool) -> None:
+def _terminate_workers(pool) -> None:
     """Stop the pool's worker processes now (Python 3.14 has a method for it)."""
     stop = getattr(pool, "terminate_workers", None)
     if stop is not None:

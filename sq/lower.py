@@ -25,14 +25,13 @@ from sq.numbers import display
 from sq._bytecode import (
     X_NUM, X_ATTR, X_CTX, X_NEG, X_NOT, X_TRUTH, X_ADD, X_SUB, X_MUL, X_DIV, X_POW,
     X_LT, X_LE, X_GT, X_GE, X_EQ, X_NE, X_AND, X_OR, X_JZ, X_JMP, X_FN1, X_MIN, X_MAX,
-    X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XBare, XOne, XRef, XPrice, XSample,
+    X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XONE_LEN, XBare, XOne, XRef, XPrice, XSample,
     CTX_NOW, CTX_WAITED, CTX_SIZE, CTX_AGE, CTX_LAST, CTX_QUEUED, CTX_PRESENT, CTX_NTOK, CTX_NDEC,
     CTX_NPRE, CTX_NRES, CTX_KVB, CTX_KVP, CTX_ATTN, CTX_DECODING, CTX_ADMISSION, CTX_REMAINING,
     Fn1, StageFn, PoolFn,
     S_SET, S_OBSERVE, S_TURN, S_END, S_JUMP, S_BRANCH, S_CHOOSE, S_RUN, S_RET, S_HOLD, S_HOLD_END,
-    S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SC_KEYS, SC_NKEYS, SR_ALSO, SR_NALSO,
-    SR_STAGE, SR_WORK, SR_MODE, SR_GROWING, SR_GROWING_SITE,
-    SPOOL_AMOUNT_LEN, H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD_LEN, HP_REF, HP_UNITS,
+    S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SPOOL_AMOUNT_LEN,
+    H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD_LEN, HP_REF, HP_UNITS,
     HP_RESERVE, HP_LEN, STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE, REF_BASE,
     REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
@@ -175,7 +174,16 @@ class _Lowering:
         self.pools = ir.get("pools", [])
 
     # -- tables --------------------------------------------------------------
+    # One method a table, called in the order below: each compiles its expressions as it goes,
+    # and the expression code is laid out in that order.
     def build(self) -> Lowered:
+        self.check_header()
+        fields = {**self.stage_table(), **self.step_tables(), **self.arrival(), **self.blocks(),
+                  **self.pool_tables(), **self.gauges()}
+        return Lowered(**fields, **self.slots(), **self.code_and_depths(fields["step_exprs"]),
+                       **self.pool_settings(), **self.hold_tables(), **self.run_settings(), **self.names())
+
+    def check_header(self) -> None:
         ir = self.ir
         if ir.get("version") != 10:
             raise SqError(f"IR version {ir.get('version')} is not 10", phase="validate")
@@ -185,6 +193,9 @@ class _Lowering:
         if share not in (None, "MaxMin", "Bottleneck"):
             raise SqError(f"malformed IR: share {share!r}", phase="validate")
         self.shared = self.shared_stages()
+
+    def stage_table(self) -> dict:
+        """Each stage's kind, servers (fifo c) and ps φ expression."""
         kinds, servers, phis = [], [], []
         for st in self.stages:
             kind = st["kind"]
@@ -198,11 +209,20 @@ class _Lowering:
                 kinds.append(K_STEP); servers.append(0); phis.append(-1)
             else:
                 raise SqError(f"malformed IR: stage kind {kind}", phase="validate")
+        return {"stage_kinds": np.array(kinds, dtype=np.int32), "stage_servers": np.array(servers, dtype=np.int32),
+                "stage_phi": np.array(phis, dtype=np.int32),
+                "stage_shared": np.array(self.shared, dtype=np.float64),
+                "share_maxmin": self.ir.get("share") == "MaxMin"}
+
+    def step_tables(self) -> dict:
+        """A step stage's budget, chunk and cost, how it serves, and its memory pool."""
         step_exprs, step_serve, step_memory, serve_keys = [], [], [], []
         for st in self.stages:
             step = st["kind"].get("Step") if isinstance(st["kind"], dict) else None
             if step is None:
-                step_exprs.append((-1, -1, -1)); step_serve.append((0, 0, 0)); step_memory.append(-1)
+                step_exprs.append(_record(STEP_EXPRS_DTYPE, budget=-1, chunk=-1, cost=-1))
+                step_serve.append(_record(STEP_SERVE_DTYPE, exclusive=0, key_start=0, key_count=0))
+                step_memory.append(-1)
                 continue
             budget, chunk = self.expr(step["budget"]), self.expr(step["chunk"])
             step_exprs.append(_record(STEP_EXPRS_DTYPE, budget=budget, chunk=chunk,
@@ -217,7 +237,14 @@ class _Lowering:
             if memory is not None and not (isinstance(memory, int) and 0 <= memory < len(self.pools)):
                 raise SqError(f"malformed IR: memory pool {memory}", phase="validate")
             step_memory.append(-1 if memory is None else memory)
-        arrival = ir.get("arrival")
+        return {"step_exprs": np.array(step_exprs, dtype=STEP_EXPRS_DTYPE),
+                "step_serve": np.array(step_serve, dtype=STEP_SERVE_DTYPE),
+                "step_memory": np.array(step_memory, dtype=np.int32),
+                "serve_keys": np.array(serve_keys, dtype=np.int32)}
+
+    def arrival(self) -> dict:
+        """The workload's arrival process: its kind, and the rate, count or gap expression it takes."""
+        arrival = self.ir.get("arrival")
         a_kind, rate, count, gap = A_NONE, 0.0, 0, -1
         if isinstance(arrival, dict):
             (name, arg), = arrival.items()
@@ -231,7 +258,11 @@ class _Lowering:
             elif name in ("Batch", "Closed"):
                 a_kind = A_BATCH if name == "Batch" else A_CLOSED
                 count = _saturating_count(_num(arg))
-        blocks = ir["blocks"]
+        return {"arrival_kind": a_kind, "arrival_rate": rate, "arrival_count": count, "arrival_gap": gap}
+
+    def blocks(self) -> dict:
+        """The statement code: the init and turn blocks, then the session."""
+        ir, blocks = self.ir, self.ir["blocks"]
         for which in ("init", "turn"):
             if any(not isinstance(st, dict) or set(st) - {"Set", "Observe"} for st in blocks[ir[which]]):
                 raise SqError(f"malformed IR: the {which} block may only `set` and `observe`",
@@ -239,19 +270,15 @@ class _Lowering:
         init_pc = self.block_code(blocks[ir["init"]], S_RET) if blocks[ir["init"]] else -1
         turn_pc = self.block_code(blocks[ir["turn"]], S_RET) if blocks[ir["turn"]] else -1
         session_pc = self.block_code(blocks[ir["session"]], S_END)
+        return {"init_pc": init_pc, "turn_pc": turn_pc, "session_pc": session_pc,
+                "stmts": np.array(self.stmts, dtype=np.int32), "sites": self.sites}
+
+    def pool_tables(self) -> dict:
+        """Each pool's queue and evict keys and its spill."""
         key_start, key_count, keys, evict_start, evict_count, spills = [], [], [], [], [], []
         for pool in self.pools:
             self.check_pool(pool)
-            spill = pool.get("spill")
-            if spill is None:
-                spills.append((-1, -1, -1, -1))
-            else:
-                to, via = spill["to"], spill["via"]
-                if not (isinstance(to, int) and 0 <= to < len(self.pools)
-                        and isinstance(via, int) and 0 <= via < len(self.stages)):
-                    raise SqError(f"malformed IR: pool `{pool['name']}` spills to {to} via {via}", phase="validate")
-                spills.append(_record(SPILL_DTYPE, to=to, via=via, work=self.expr(spill["work"]),
-                                      when=self.expr(spill["when"])))
+            spills.append(self.spill(pool))
             key_start.append(len(keys))
             pool_keys = pool.get("queue") or []
             key_count.append(len(pool_keys))
@@ -262,66 +289,84 @@ class _Lowering:
             evict_count.append(len(evict_keys))
             keys += [self.expr(k) for k in evict_keys]
             self.max_keys = max(self.max_keys, len(pool_keys), len(evict_keys) + 1)
-        gauges = ir.get("gauges", [])
-        gauge_exprs = [self.expr(g["expr"]) for g in gauges]
-        limit = ir.get("arrivals") or 0
-        return Lowered(
-            code=np.array(self.code, dtype=np.int32),
-            consts=np.array(self.consts, dtype=np.float64),
-            stmts=np.array(self.stmts, dtype=np.int32),
-            init_pc=init_pc, turn_pc=turn_pc, session_pc=session_pc,
-            n_attrs=len(self.attrs),
-            slot_serial=self.slot(ir.get("slot_serial", 1)), slot_turn=self.slot(ir.get("slot_turn", 2)),
-            slot_cached=self.slot(ir.get("slot_cached", 0)), slot_computed=self.slot(ir.get("slot_computed", 8)),
-            stack_depth=self.chain_depth(step_exprs) + 4, frame_depth=self.max_depth, max_keys=self.max_keys,
-            observe_names=list(ir.get("observes", [])),
-            gauge_names=[g["name"] for g in gauges],
-            gauge_exprs=np.array(gauge_exprs, dtype=np.int32),
-            stage_names=[s["name"] for s in self.stages],
-            stage_indices=[s.get("index") for s in self.stages],
-            stage_kinds=np.array(kinds, dtype=np.int32),
-            stage_servers=np.array(servers, dtype=np.int32),
-            stage_phi=np.array(phis, dtype=np.int32),
-            step_exprs=np.array(step_exprs, dtype=STEP_EXPRS_DTYPE),
-            stage_shared=np.array(self.shared, dtype=np.float64),
-            share_maxmin=ir.get("share") == "MaxMin", max_flow_stages=self.max_flow_stages,
-            step_serve=np.array(step_serve, dtype=STEP_SERVE_DTYPE),
-            step_memory=np.array(step_memory, dtype=np.int32),
-            serve_keys=np.array(serve_keys, dtype=np.int32),
-            pool_names=[p["name"] for p in self.pools],
-            pool_indices=[p.get("index") for p in self.pools],
-            pool_caps=np.array([_num(p["cap"]) for p in self.pools], dtype=np.float64),
-            pool_blocks=np.array([_num(p["block"]) if p.get("block") is not None else 0.0
-                                  for p in self.pools], dtype=np.float64),
-            pool_key_start=np.array(key_start, dtype=np.int32),
-            pool_key_count=np.array(key_count, dtype=np.int32),
-            pool_keys=np.array(keys, dtype=np.int32),
-            pool_evict_start=np.array(evict_start, dtype=np.int32),
-            pool_spill=np.array(spills, dtype=SPILL_DTYPE),
-            pool_evict_count=np.array(evict_count, dtype=np.int32),
-            pool_admit_via=np.array([-1 if p.get("admit_via") is None else int(p["admit_via"])
-                                     for p in self.pools], dtype=np.int32),
-            holds=np.array(self.holds, dtype=np.int32),
-            hold_offsets=np.array(self.hold_offsets, dtype=np.int32),
-            hold_pcs=np.array(self.hold_pcs, dtype=np.int32),
-            pool_lifo=np.array([int(p.get("preempt", "None") == "Lifo") for p in self.pools], dtype=np.int32),
-            max_hold_depth=self.max_depth_holds, max_hold_pools=self.max_hold_pools,
-            arrival_kind=a_kind, arrival_rate=rate, arrival_count=count, arrival_gap=gap,
-            horizon=_num(ir["horizon"]), warmup=_num(ir.get("warmup", 0.0)),
-            seed=int(ir.get("seed", 1)), arrivals=int(limit), sites=self.sites,
-            trace=ir.get("trace"), trace_ordered=bool(ir.get("trace_ordered", False)),
-            kv_budget=bool(self.contexts_read & {"Kvb", "Kvp"}),
-            kv_iteration=bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
-            slot_trace=tuple(self.slot(ir.get(k, d)) for k, d in (("slot_new", 3), ("slot_out", 4),
-                                                            ("slot_think", 5), ("slot_forced", 7),
-                                                            ("slot_more", 6))),
-        )
+        return {"pool_key_start": np.array(key_start, dtype=np.int32),
+                "pool_key_count": np.array(key_count, dtype=np.int32),
+                "pool_keys": np.array(keys, dtype=np.int32),
+                "pool_evict_start": np.array(evict_start, dtype=np.int32),
+                "pool_evict_count": np.array(evict_count, dtype=np.int32),
+                "pool_spill": np.array(spills, dtype=SPILL_DTYPE)}
+
+    def pool_settings(self) -> dict:
+        """Each pool's capacity, block, admitting stage and preemption order: numbers, no expressions."""
+        pools = self.pools
+        return {
+            "pool_caps": np.array([_num(p["cap"]) for p in pools], dtype=np.float64),
+            "pool_blocks": np.array([_num(p["block"]) if p.get("block") is not None else 0.0
+                                     for p in pools], dtype=np.float64),
+            "pool_admit_via": np.array([-1 if p.get("admit_via") is None else int(p["admit_via"])
+                                        for p in pools], dtype=np.int32),
+            "pool_lifo": np.array([int(p.get("preempt", "None") == "Lifo") for p in pools], dtype=np.int32)}
+
+    def spill(self, pool: dict) -> tuple:
+        """A pool's SPILL_DTYPE row: its tier pool, link stage, work and when expressions (-1: no spill)."""
+        spill = pool.get("spill")
+        if spill is None:
+            return _record(SPILL_DTYPE, to=-1, via=-1, work=-1, when=-1)
+        to, via = spill["to"], spill["via"]
+        if not (isinstance(to, int) and 0 <= to < len(self.pools)
+                and isinstance(via, int) and 0 <= via < len(self.stages)):
+            raise SqError(f"malformed IR: pool `{pool['name']}` spills to {to} via {via}", phase="validate")
+        return _record(SPILL_DTYPE, to=to, via=via, work=self.expr(spill["work"]), when=self.expr(spill["when"]))
+
+    def gauges(self) -> dict:
+        gauges = self.ir.get("gauges", [])
+        return {"gauge_names": [g["name"] for g in gauges],
+                "gauge_exprs": np.array([self.expr(g["expr"]) for g in gauges], dtype=np.int32)}
+
+    def code_and_depths(self, step_exprs: np.ndarray) -> dict:
+        """The expression code, once every expression is in, and the stack it needs."""
+        return {"code": np.array(self.code, dtype=np.int32), "consts": np.array(self.consts, dtype=np.float64),
+                "stack_depth": self.chain_depth(step_exprs) + 4, "frame_depth": self.max_depth,
+                "max_keys": self.max_keys, "max_flow_stages": self.max_flow_stages,
+                "kv_budget": bool(self.contexts_read & {"Kvb", "Kvp"}),
+                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"})}
+
+    def hold_tables(self) -> dict:
+        return {"holds": np.array(self.holds, dtype=np.int32),
+                "hold_offsets": np.array(self.hold_offsets, dtype=np.int32),
+                "hold_pcs": np.array(self.hold_pcs, dtype=np.int32),
+                "max_hold_depth": self.max_depth_holds, "max_hold_pools": self.max_hold_pools}
+
+    def run_settings(self) -> dict:
+        """The `run {}` settings, and the trace with the attribute slots its turns load."""
+        ir = self.ir
+        return {"horizon": _num(ir["horizon"]), "warmup": _num(ir.get("warmup", 0.0)),
+                "seed": int(ir.get("seed", 1)), "arrivals": int(ir.get("arrivals") or 0),
+                "trace": ir.get("trace"), "trace_ordered": bool(ir.get("trace_ordered", False)),
+                "slot_trace": tuple(self.slot(ir.get(k, d)) for k, d in (
+                    ("slot_new", 3), ("slot_out", 4), ("slot_think", 5), ("slot_forced", 7), ("slot_more", 6)))}
+
+    def slots(self) -> dict:
+        """The attribute slots the engine writes itself (checked against the program's attributes)."""
+        ir = self.ir
+        return {"n_attrs": len(self.attrs),
+                "slot_serial": self.slot(ir.get("slot_serial", 1)), "slot_turn": self.slot(ir.get("slot_turn", 2)),
+                "slot_cached": self.slot(ir.get("slot_cached", 0)),
+                "slot_computed": self.slot(ir.get("slot_computed", 8))}
+
+    def names(self) -> dict:
+        """The report's names: observes, stages and pools (with their indices in their families)."""
+        return {"observe_names": list(self.ir.get("observes", [])),
+                "stage_names": [s["name"] for s in self.stages],
+                "stage_indices": [s.get("index") for s in self.stages],
+                "pool_names": [p["name"] for p in self.pools],
+                "pool_indices": [p.get("index") for p in self.pools]}
 
     # -- statements ------------------------------------------------------------
     def block_code(self, block: list, terminator: int) -> int:
         start = len(self.stmts)
         self.inline(block)
-        self.stmts.append(terminator)
+        self.stmt_op(terminator)
         return start
 
     def inline(self, block: list) -> None:
@@ -351,68 +396,88 @@ class _Lowering:
                           phase="validate")
         return base, count
 
+    def ref_operand(self, ref: dict, table: list, what: str) -> dict:
+        """A Ref operand (sq/_bytecode.pxd): the checked row range, then the index expression (-1: none)."""
+        base, count = self.ref(ref, table, what)
+        index = self.expr(ref["index"]) if ref.get("index") is not None else -1
+        return {"base": base, "count": count, "index": index}
+
+    def stmt_op(self, op: int, **operands) -> None:
+        self.stmts += encode("stmts", op, **operands)
+
+    def op(self, op: int, **operands) -> None:
+        self.code += encode("code", op, **operands)
+
+    def one(self, op: int, arg: int) -> None:
+        """An XOne instruction: the commonest, so written here, not by the general `encode` (a
+        bare opcode, X_BARE_LEN long, is appended as it is)."""
+        words = [op] * XONE_LEN
+        words[XONE_ARG] = arg
+        self.code += words
+
     def statement(self, stmt) -> None:
-        out = self.stmts
-        blocks = self.ir["blocks"]
         if stmt == "Turn":
-            out.append(S_TURN)
+            self.stmt_op(S_TURN)
             return
         if stmt == "End":
-            out.append(S_END)
+            self.stmt_op(S_END)
             return
         (name, arg), = stmt.items()
         if name == "Set":
-            out += [S_SET, self.slot(arg[0]), self.expr(arg[1])]
+            self.stmt_op(S_SET, target=self.slot(arg[0]), expr=self.expr(arg[1]))
         elif name == "Observe":
             if not isinstance(arg[0], int) or not 0 <= arg[0] < self.n_observes:
                 raise SqError(f"malformed IR: observe {arg[0]}", phase="validate")
-            out += [S_OBSERVE, arg[0], self.expr(arg[1])]
+            self.stmt_op(S_OBSERVE, target=arg[0], expr=self.expr(arg[1]))
         elif name == "Branch":
-            guard, then_b, else_b = arg
-            self.sites.append(f"`branch ({self.source(guard)})`")
-            at = len(out)
-            out += [S_BRANCH, self.expr(guard), -1, len(self.sites) - 1]
-            self.inline_index(then_b)
-            if blocks[else_b]:
-                jump_at = len(out)
-                out += [S_JUMP, -1]
-                out[at + SB_ELSE] = len(out)
-                self.inline_index(else_b)
-                out[jump_at + SJ_TARGET] = len(out)
-            else:
-                out[at + SB_ELSE] = len(out)
+            self.branch(*arg)
         elif name == "Loop":
-            top = len(out)
+            top = len(self.stmts)
             self.inline_index(arg)
-            out += [S_JUMP, top]
+            self.stmt_op(S_JUMP, target=top)
         elif name == "Choose":
             keys = [self.expr(k) for k in arg["key"]]
             self.max_keys = max(self.max_keys, len(keys))
             if not keys:
                 raise SqError("malformed IR: `choose` without keys", phase="validate")
-            out += [S_CHOOSE, self.slot(arg["var"]), self.expr(arg["count"]), len(keys), *keys]
+            self.stmt_op(S_CHOOSE, var=self.slot(arg["var"]), count=self.expr(arg["count"]), keys=keys)
         elif name == "Run":
             self.run(arg)
         elif name == "Hold":
             self.hold(arg)
         elif name in ("Release", "Drop"):
-            base, count = self.ref(arg, self.pools, "pool")
-            index = self.expr(arg["index"]) if arg.get("index") is not None else -1
-            out += [S_RELEASE if name == "Release" else S_DROP, base, count, index]
+            self.stmt_op(S_RELEASE if name == "Release" else S_DROP, ref=self.ref_operand(arg, self.pools, "pool"))
         elif name in ("Grow", "Load"):
-            ref, amount = (arg["pool"], arg["units"]) if isinstance(arg, dict) else arg
-            base, count = self.ref(ref, self.pools, "pool")
-            index = self.expr(ref["index"]) if ref.get("index") is not None else -1
-            pool_text = self.pools[base]["name"]   # the reference names the pool without its index
-            if name == "Grow":
-                self.sites.append(f"grow outside a hold of pool `{pool_text}`")
-                out += [S_GROW, base, count, index, self.expr(amount), len(self.sites) - 1]
-            else:
-                self.sites.append(pool_text)   # the fit message shows the amount's value
-                self.sites.append(f"`load {pool_text}` outside a hold of `{pool_text}`")
-                out += [S_LOAD, base, count, index, self.expr(amount), len(self.sites) - 2]
+            self.grow_or_load(name, *((arg["pool"], arg["units"]) if isinstance(arg, dict) else arg))
         else:
             raise SqError(f"malformed IR: unknown statement `{name}`", phase="validate")
+
+    def branch(self, guard, then_b: int, else_b: int) -> None:
+        out = self.stmts
+        self.sites.append(f"`branch ({self.source(guard)})`")
+        at = len(out)
+        # `else` (a keyword: given by dict) is the address past the then-block, set once that is in
+        self.stmt_op(S_BRANCH, guard=self.expr(guard), site=len(self.sites) - 1, **{"else": -1})
+        self.inline_index(then_b)
+        if self.ir["blocks"][else_b]:
+            jump_at = len(out)
+            self.stmt_op(S_JUMP, target=-1)
+            out[at + SB_ELSE] = len(out)
+            self.inline_index(else_b)
+            out[jump_at + SJ_TARGET] = len(out)
+        else:
+            out[at + SB_ELSE] = len(out)
+
+    def grow_or_load(self, name: str, ref: dict, amount) -> None:
+        pool = self.ref_operand(ref, self.pools, "pool")
+        pool_text = self.pools[pool["base"]]["name"]   # the reference names the pool without its index
+        if name == "Grow":
+            self.sites.append(f"grow outside a hold of pool `{pool_text}`")
+            self.stmt_op(S_GROW, ref=pool, amount=self.expr(amount), site=len(self.sites) - 1)
+        else:
+            self.sites.append(pool_text)   # the fit message shows the amount's value
+            self.sites.append(f"`load {pool_text}` outside a hold of `{pool_text}`")
+            self.stmt_op(S_LOAD, ref=pool, amount=self.expr(amount), site=len(self.sites) - 2)
 
     def shared_stages(self) -> list[float]:
         """Capacity of each stage some run holds together with another (0: not shared); arrays share whole."""
@@ -458,9 +523,9 @@ class _Lowering:
                                 H_CACHE: self.expr(arg["cache"]) if arg.get("cache") is not None else -1,
                                 H_REUSE: self.expr(arg["reuse"]) if arg.get("reuse") is not None else -1})
         for ref, units, reserve in pools:
-            base, count = self.ref(ref, self.pools, "pool")
-            index = self.expr(ref["index"]) if ref.get("index") is not None else -1
-            row += _row(HP_LEN, {HP_REF + REF_BASE: base, HP_REF + REF_COUNT: count, HP_REF + REF_INDEX: index,
+            pool = self.ref_operand(ref, self.pools, "pool")
+            row += _row(HP_LEN, {HP_REF + REF_BASE: pool["base"], HP_REF + REF_COUNT: pool["count"],
+                                 HP_REF + REF_INDEX: pool["index"],
                                  HP_UNITS: self.expr(units),
                                  HP_RESERVE: self.expr(reserve) if reserve is not None else -1})
         h = len(self.hold_offsets)
@@ -468,12 +533,12 @@ class _Lowering:
         self.holds += row
         self.max_hold_pools = max(self.max_hold_pools, len(pools))
         self.hold_pcs.append(len(self.stmts))
-        self.stmts += [S_HOLD, h]
+        self.stmt_op(S_HOLD, hold=h)
         self.hold_depth += 1
         self.max_depth_holds = max(self.max_depth_holds, self.hold_depth)
         self.inline_index(arg["body"])
         self.hold_depth -= 1
-        self.stmts += [S_HOLD_END, h]
+        self.stmt_op(S_HOLD_END, hold=h)
 
     def run(self, arg: dict) -> None:
         mode = {"Plain": M_PLAIN, "Prefill": M_PREFILL, "Decode": M_DECODE}[arg.get("mode", "Plain")]
@@ -483,30 +548,21 @@ class _Lowering:
                 raise SqError("runs over several stages are not supported by this engine yet",
                               phase="unsupported")
             ref = ref[0]
-        base, count = self.ref(ref, self.stages, "stage")
-        index = self.expr(ref["index"]) if ref.get("index") is not None else -1
-        is_step = [isinstance(self.stages[base + k]["kind"], dict) and "Step" in self.stages[base + k]["kind"]
-                   for k in range(count)]
+        stage = self.ref_operand(ref, self.stages, "stage")
+        is_step = [isinstance(self.stages[k]["kind"], dict) and "Step" in self.stages[k]["kind"]
+                   for k in range(stage["base"], stage["base"] + stage["count"])]
         if (mode != M_PLAIN) != is_step[0] or len(set(is_step)) != 1:
             raise SqError("malformed IR: `prefill`/`decode` go with step stages only", phase="validate")
         grow_ref = arg.get("growing")
-        if grow_ref is None:
-            growing = [-1, 0, -1]
-        else:
-            g_base, g_count = self.ref(grow_ref, self.pools, "pool")
-            growing = [g_base, g_count, self.expr(grow_ref["index"]) if grow_ref.get("index") is not None else -1]
-            self.sites.append(f"`growing {self.pools[g_base]['name']}` outside a hold of it")
-            growing.append(len(self.sites) - 1)
-        also = []
-        for other in arg.get("also") or []:
-            o_base, o_count = self.ref(other, self.stages, "stage")
-            also += [o_base, o_count, self.expr(other["index"]) if other.get("index") is not None else -1]
-        self.max_flow_stages = max(self.max_flow_stages, 1 + len(also) // REF_LEN)
-        self.stmts += _row(SR_ALSO, {
-            0: S_RUN, SR_STAGE + REF_BASE: base, SR_STAGE + REF_COUNT: count, SR_STAGE + REF_INDEX: index,
-            SR_WORK: self.expr(arg["work"]), SR_MODE: mode, SR_GROWING + REF_BASE: growing[0],
-            SR_GROWING + REF_COUNT: growing[1], SR_GROWING + REF_INDEX: growing[2],
-            SR_GROWING_SITE: growing[3] if len(growing) > 3 else -1, SR_NALSO: len(also) // REF_LEN}) + also
+        growing, growing_site = {"base": -1, "count": 0, "index": -1}, -1
+        if grow_ref is not None:
+            growing = self.ref_operand(grow_ref, self.pools, "pool")
+            self.sites.append(f"`growing {self.pools[growing['base']]['name']}` outside a hold of it")
+            growing_site = len(self.sites) - 1
+        also = [self.ref_operand(other, self.stages, "stage") for other in arg.get("also") or []]
+        self.max_flow_stages = max(self.max_flow_stages, 1 + len(also))
+        self.stmt_op(S_RUN, stage=stage, work=self.expr(arg["work"]), mode=mode, growing=growing,
+                     growing_site=growing_site, also=also)
 
     # -- expressions -----------------------------------------------------------
     def expr(self, e) -> int:
@@ -534,7 +590,7 @@ class _Lowering:
         self.max_depth = max(self.max_depth, self.depth)
         self.expr_depth = max(self.expr_depth, self.depth)
 
-    def chain_depth(self, step_exprs: list) -> int:
+    def chain_depth(self, step_exprs: np.ndarray) -> int:
         """The expression stack the program needs: `budget_left(S)` evaluates S's budget and chunk
         on top of the expression that calls it, so an expression needs its own depth or, at each
         such call, the depth there plus what S's budget and chunk need, deepest first.
@@ -553,7 +609,7 @@ class _Lowering:
         def need_of_stage(k: int) -> int:
             if k in stage_need:
                 return stage_need[k]
-            budget, chunk, _ = step_exprs[k]
+            budget, chunk = int(step_exprs[k]["budget"]), int(step_exprs[k]["chunk"])
             if budget < 0:
                 return 0                       # not a step stage: budget_left fails, evaluating nothing
             if k in open_stages:
@@ -579,11 +635,11 @@ class _Lowering:
         c = self.code
         (name, arg), = e.items()
         if name == "Num":
-            c += [X_NUM, self.const(_num(arg))]; self.push()
+            self.one(X_NUM, self.const(_num(arg))); self.push()
         elif name == "Attr":
-            c += [X_ATTR, self.slot(arg)]; self.push()
+            self.one(X_ATTR, self.slot(arg)); self.push()
         elif name == "Ctx":
-            c += [X_CTX, CTX[arg]]; self.push()
+            self.one(X_CTX, CTX[arg]); self.push()
             self.contexts_read.add(arg)
         elif name == "Unary":
             op, a = arg
@@ -594,7 +650,7 @@ class _Lowering:
             if op in ("And", "Or"):
                 self.emit(a)
                 at = len(c)
-                c += [X_AND if op == "And" else X_OR, -1]
+                self.one(X_AND if op == "And" else X_OR, -1)   # the target, set once the right side is in
                 self.depth -= 1
                 self.emit(b)
                 c.append(X_TRUTH)
@@ -607,10 +663,10 @@ class _Lowering:
             test, a, b = arg
             self.emit(test)
             at = len(c)
-            c += [X_JZ, -1]; self.depth -= 1
+            self.one(X_JZ, -1); self.depth -= 1
             self.emit(a)
             jump = len(c)
-            c += [X_JMP, -1]; self.depth -= 1
+            self.one(X_JMP, -1); self.depth -= 1
             c[at + XONE_ARG] = len(c)
             self.emit(b)
             c[jump + XONE_ARG] = len(c)
@@ -624,20 +680,19 @@ class _Lowering:
             if len(args) != dist_arity(code):
                 raise SqError(f"malformed IR: `~{dist.lower()}` takes {dist_arity(code)} argument(s)",
                               phase="validate")
-            c += [X_SAMPLE, code, len(args)]
+            self.op(X_SAMPLE, dist=code, nargs=len(args))
             self.depth -= len(args)
             self.push()
         else:
             raise SqError(f"malformed IR: unknown expression `{name}`", phase="validate")
 
     def call(self, fn: str, args: list) -> None:
-        c = self.code
         if fn in ("Min", "Max", "Pow"):
             self.emit(args[0]["Expr"]); self.emit(args[1]["Expr"])
-            c.append({"Min": X_MIN, "Max": X_MAX, "Pow": X_POW}[fn]); self.depth -= 1
+            self.code.append({"Min": X_MIN, "Max": X_MAX, "Pow": X_POW}[fn]); self.depth -= 1
         elif fn in FN1:
             self.emit(args[0]["Expr"])
-            c += [X_FN1, FN1[fn]]
+            self.one(X_FN1, FN1[fn])
         elif fn == "Price":
             ref = args[0]["Stage"]
             self.emit(args[1]["Expr"]); self.emit(args[2]["Expr"])
@@ -659,8 +714,8 @@ class _Lowering:
             self.depth -= 1
         if op == X_STAGE and fn == STAGE_FN["BudgetLeft"]:
             self.calls.append((self.depth + 1, base, count))   # nested above the result's slot
-        head = [op] if fn is None else [op, fn]
-        self.code += head + [base, count, int(has_index)]
+        fn_operand = {} if fn is None else {"fn": fn}   # X_PRICE has none
+        self.op(op, base=base, count=count, has_index=int(has_index), **fn_operand)
         self.push()
 
     # -- source form (for run-time error messages) ---------------------------
@@ -668,7 +723,7 @@ class _Lowering:
         return _Printer(self.attrs, self.stages, self.pools).text(e)
 
 
-# ---- the disassembler ------------------------------------------------------------------------
+# ---- instruction formats: what `encode` writes and `decode` reads --------------------------------
 # Each opcode's operand layout (an enum of sq/_bytecode.pxd); an opcode not listed has none.
 _LAYOUT = {
     "code": {X_NUM: XOne, X_ATTR: XOne, X_CTX: XOne, X_FN1: XOne, X_AND: XOne, X_OR: XOne, X_JZ: XOne,
@@ -678,10 +733,97 @@ _LAYOUT = {
               S_GROW: SPool, S_LOAD: SPool},
 }
 _BARE = {"code": XBare, "stmts": SBare}
-# Cython's enums are IntFlags, whose constructor accepts any number: look names up instead
-_OPCODES = {kind: {int(v): name for name, v in enum.__members__.items()}
-            for kind, enum in (("code", ExprOp), ("stmts", StmtOp))}
+_AMOUNT = {S_GROW, S_LOAD}          # SPool opcodes that also take an amount and a site
 _REF_OPERANDS = {"SR_STAGE", "SR_GROWING", "SPOOL_REF"}   # operands that are a Ref (three words)
+# variable tails after the fixed part: the tail's member → its count operand, words an item
+_TAILS = {"SC_KEYS": ("SC_NKEYS", 1), "SR_ALSO": ("SR_NALSO", REF_LEN)}
+
+
+def _short(member: str) -> str:
+    """An operand's name in `Instruction.operands` and `encode`: `SB_GUARD` → `guard`."""
+    return member.split("_", 1)[1].lower()
+
+
+@dataclass(frozen=True)
+class _Format:
+    """One opcode's instruction, read off its layout enum: operands (name, offset, a Ref?), the
+    length of its fixed part, its variable tail (name, offset of its count, words an item), and
+    what `encode` takes: the operands but the tail's count, and the tail."""
+
+    name: str
+    operands: tuple
+    length: int
+    tail: tuple | None
+    inputs: tuple
+    input_names: frozenset
+
+
+def _format(kind: str, op: int, name: str) -> _Format:
+    members = _LAYOUT[kind].get(op, _BARE[kind]).__members__
+    tail_member = next((m for m in members if m in _TAILS), None)
+    tail = None
+    if tail_member is not None:
+        count_member, item = _TAILS[tail_member]
+        tail = (_short(tail_member), int(members[count_member]), item)
+        length = members[tail_member]
+    elif kind == "stmts" and op in _AMOUNT:
+        length = SPOOL_AMOUNT_LEN
+    else:
+        length = next(v for m, v in members.items() if m.endswith("_LEN"))
+    operands = tuple((_short(m), int(v), m in _REF_OPERANDS) for m, v in members.items()
+                     if not m.endswith("_LEN") and m not in _TAILS and v < length)
+    inputs = tuple(o for o in operands if tail is None or o[1] != tail[1])
+    words = sorted(at + k for _, at, is_ref in operands for k in range(REF_LEN if is_ref else 1))
+    if words != list(range(1, length)):     # every word after the opcode is one operand's
+        raise AssertionError(f"{name}'s layout leaves gaps or overlaps: {words}")
+    names = frozenset(o[0] for o in inputs) | ({tail[0]} if tail else set())
+    return _Format(name, operands, int(length), tail, inputs, names)
+
+
+# Cython's enums are IntFlags, whose constructor accepts any number: look names up instead
+_FORMATS = {kind: {int(v): _format(kind, int(v), name) for name, v in enum.__members__.items()}
+            for kind, enum in (("code", ExprOp), ("stmts", StmtOp))}
+
+
+def encode(kind: str, op: int, **operands) -> list[int]:
+    """One instruction's words: the opcode, then each operand at its offset in the opcode's layout.
+
+    Operands are named as `decode` names them (a Ref is {"base", "count", "index"}; a tail, the
+    keys of a choose or the other stages of a run, a list, whose count is written from it); every
+    operand must be given, and no other.
+    """
+    fmt = _FORMATS[kind][op]
+    words = [op] * fmt.length             # every word after the opcode is set below (`_format` checks)
+    try:
+        for name, at, is_ref in fmt.inputs:
+            value = operands[name]
+            if is_ref:
+                words[at + REF_BASE], words[at + REF_COUNT], words[at + REF_INDEX] = \
+                    value["base"], value["count"], value["index"]
+            else:
+                words[at] = value
+        if fmt.tail is not None:
+            name, count_at, item = fmt.tail
+            words[count_at] = len(operands[name])
+            for value in operands[name]:
+                words += _ref_words(value) if item == REF_LEN else [value]
+    except KeyError:
+        pass
+    else:
+        if len(operands) == len(fmt.input_names):   # each one read above: no other given
+            return words
+    raise ValueError(f"`{fmt.name}` takes {sorted(fmt.input_names)}, given {sorted(operands)}")
+
+
+def _ref_words(ref: dict) -> list[int]:
+    words = [0] * REF_LEN
+    words[REF_BASE], words[REF_COUNT], words[REF_INDEX] = ref["base"], ref["count"], ref["index"]
+    return words
+
+
+def _ref(code, at: int) -> dict:
+    return {"base": int(code[at + REF_BASE]), "count": int(code[at + REF_COUNT]),
+            "index": int(code[at + REF_INDEX])}
 
 
 @dataclass(frozen=True)
@@ -706,21 +848,6 @@ def _operand_text(v) -> str:
     return str(v)
 
 
-def _length(kind: str, op: int, layout, code, pc: int) -> int:
-    """An instruction's length: its layout's `*_LEN`, or its fixed part plus its variable tail."""
-    if layout is SChoose:
-        return SC_KEYS + int(code[pc + SC_NKEYS])
-    if layout is SRun:
-        return SR_ALSO + REF_LEN * int(code[pc + SR_NALSO])
-    if op in (S_GROW, S_LOAD) and kind == "stmts":
-        return SPOOL_AMOUNT_LEN
-    return next(v for name, v in layout.__members__.items() if name.endswith("_LEN"))
-
-
-def _ref(code, at: int) -> dict:
-    return {"base": int(code[at]), "count": int(code[at + 1]), "index": int(code[at + 2])}
-
-
 def decode(code, kind: str, start: int = 0):
     """Yield the `Instruction`s of `code` (kind "code": expressions, "stmts": statements) in order,
     from address `start` (an instruction's).
@@ -734,27 +861,21 @@ def decode(code, kind: str, start: int = 0):
     pc, end = start, len(code)
     while pc < end:
         op = int(code[pc])
-        name = _OPCODES[kind].get(op)
-        if name is None:
+        fmt = _FORMATS[kind].get(op)
+        if fmt is None:
             raise SqError(f"bytecode ({kind}) at {pc}: unknown opcode {op}", phase="validate")
-        layout = _LAYOUT[kind].get(op, _BARE[kind])
-        try:
-            length = _length(kind, op, layout, code, pc)
-        except IndexError:        # its count operand is past the end
-            length = end + 1
+        length = fmt.length
+        if fmt.tail is not None:
+            _, count_at, item = fmt.tail
+            length = end + 1 if pc + count_at >= end else length + item * int(code[pc + count_at])
         if pc + length > end:
-            raise SqError(f"bytecode ({kind}) at {pc}: `{name}` runs past the end ({end})", phase="validate")
-        operands = {}
-        for member, offset in layout.__members__.items():
-            if member.endswith("_LEN") or offset >= length or member in ("SC_KEYS", "SR_ALSO"):
-                continue
-            short = member.split("_", 1)[1].lower()
-            operands[short] = _ref(code, pc + offset) if member in _REF_OPERANDS else int(code[pc + offset])
-        if layout is SChoose:
-            operands["keys"] = [int(k) for k in code[pc + SC_KEYS:pc + length]]
-        elif layout is SRun:
-            operands["also"] = [_ref(code, at) for at in range(pc + SR_ALSO, pc + length, REF_LEN)]
-        yield Instruction(pc, name, operands, length)
+            raise SqError(f"bytecode ({kind}) at {pc}: `{fmt.name}` runs past the end ({end})", phase="validate")
+        operands = {name: _ref(code, pc + at) if is_ref else int(code[pc + at]) for name, at, is_ref in fmt.operands}
+        if fmt.tail is not None:
+            name, _, item = fmt.tail
+            at = range(pc + fmt.length, pc + length, item)
+            operands[name] = [_ref(code, a) for a in at] if item == REF_LEN else [int(code[a]) for a in at]
+        yield Instruction(pc, fmt.name, operands, length)
         pc += length
 
 

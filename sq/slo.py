@@ -8,6 +8,7 @@ violates it, an interval across the bound leaves it open (more seeds may close i
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import dataclass
 
@@ -15,8 +16,9 @@ from sq.errors import SqError
 
 MEETS, VIOLATES, OPEN = "meets", "violates", "open"
 
-# The operators an SLO may use, longest first so `<=` is not read as `<`.
-OPERATORS = ("<=", ">=", "<", ">")
+# The operators an SLO may use, longest first so `<=` is not read as `<`, and what each does.
+_COMPARE = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
+OPERATORS = tuple(_COMPARE)
 _COMPARISON = re.compile(r"^\s*(?P<metric>.*?)\s*(?P<op><=|>=|==|!=|=<|=>|<|>|=)\s*(?P<bound>.*?)\s*$")
 
 
@@ -38,10 +40,7 @@ class Condition:
 
     def holds(self, value: float) -> bool:
         """Whether one number satisfies the condition (NaN never does: no samples is no evidence)."""
-        if math.isnan(value):
-            return False
-        return {"<=": value <= self.bound, "<": value < self.bound,
-                ">=": value >= self.bound, ">": value > self.bound}[self.op]
+        return not math.isnan(value) and _COMPARE[self.op](value, self.bound)
 
     def judge(self, mean: float, half: float) -> str:
         """MEETS, VIOLATES or OPEN for the interval `mean ± half`."""

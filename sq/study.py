@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import json
 import math
+import numbers
 import os
 import sys
 from contextlib import closing
@@ -107,10 +108,9 @@ class Sweep:
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl/.json)."""
-        writer = _WRITERS.get(Path(path).suffix.lower())
+        writer = WRITERS.get(Path(path).suffix.lower())
         if writer is None:
-            raise SqError(f"cannot tell the format of `{path}`: use .csv, .parquet, .jsonl or .json",
-                          phase="settings")
+            raise SqError(f"cannot tell the format of `{path}`: use {', '.join(WRITERS)}", phase="settings")
         getattr(self, writer)(path)
 
     def plot(self, x: str, y: str, by: str | None = None, slo: float | None = None, ax=None,
@@ -122,7 +122,7 @@ class Sweep:
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
 
 
-_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
+WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
 
 
 def _key(v):
@@ -144,19 +144,15 @@ def json_cell(v):
 class Task:
     """What a worker needs to run one (point, seed): small and picklable."""
 
-    ir_json: str
+    ir_json: str                # the point's IR, the study's run settings in it
     seed: int
-    horizon: float | None
-    warmup: float | None
-    arrivals: int | None
     extra: tuple[str, ...]
 
     def key(self) -> str:
         """The cache key: everything that determines the record, and the sq that made it."""
         from sq import __version__  # noqa: PLC0415
 
-        text = json.dumps([__version__, self.ir_json, self.seed, self.horizon, self.warmup, self.arrivals,
-                           sorted(self.extra)])
+        text = json.dumps([__version__, self.ir_json, self.seed, sorted(self.extra)])
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -172,7 +168,7 @@ def run_task(task: Task) -> dict:
 
     try:
         started = time.perf_counter()
-        lowered = _lowered(task.ir_json, task.horizon, task.warmup, task.arrivals)
+        lowered = _lowered(task.ir_json)
         report = sq.run_lowered(lowered, seed=task.seed, started=started)
         return sq_metrics.report_metrics(report, task.extra)
     except SqError as err:
@@ -180,11 +176,11 @@ def run_task(task: Task) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
-def _lowered(ir_json: str, horizon, warmup, arrivals):
+def _lowered(ir_json: str):
     """The lowered program of a point; tasks come point by point, so a small cache hits."""
     import sq  # noqa: PLC0415
 
-    return sq.lower_program(run_deep(json.loads, ir_json), horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return sq.lower_program(run_deep(json.loads, ir_json))
 
 
 # -- the sweep ------------------------------------------------------------------------
@@ -221,14 +217,14 @@ class _Plan:
 
     def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
         points, self.names = grid_points(grid)
-        seeds = _seed_list(seeds)
-        # 300 and 300.0 are one setting (and one cache key); a bad value is left for the run's checks
+        seeds = seed_list(seeds)
+        # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
         programs = [compile_point(program, point) for point in points]
         extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
         irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
-        self.tasks = [Task(ir_json, seed, horizon, warmup, arrivals, extra) for ir_json in irs for seed in seeds]
+        self.tasks = [Task(ir_json, seed, extra) for ir_json in irs for seed in seeds]
         self.labels = [(point, seed) for point in points for seed in seeds]
         self.provenance = _provenance(program, seeds, horizon, warmup, arrivals, extra)
 
@@ -300,14 +296,28 @@ def _value(name: str, v):
     return v
 
 
-def _seed_list(seeds) -> list[int]:
-    seeds = [seeds] if isinstance(seeds, int) else list(seeds)
-    if not seeds:
-        raise SqError("sweep: no seeds", phase="settings")
+SEED_RULE = "seeds are distinct whole numbers from 0 to 2^64-1"
+
+
+def seed_list(seeds, who: str = "sweep") -> list[int]:
+    """The seeds of a study, checked: one whole number or an iterable of distinct ones from 0
+    to 2^64-1 (numpy integers too; not bools, floats or text). `who` starts the error: the
+    API's name (`sweep`, `capacity`) or the flag as typed (`--seeds 1,1`)."""
+    if isinstance(seeds, numbers.Integral):
+        seeds = [seeds]
+    elif isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise SqError(f"{who}: {SEED_RULE}, found {seeds!r}", phase="settings")
+    out: list[int] = []
     for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**64:
-            raise SqError(f"sweep: a seed is a whole number from 0 to 2^64-1, found {s!r}", phase="settings")
-    return seeds
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 0 <= s < 2**64:
+            raise SqError(f"{who}: {SEED_RULE}, found {s!r}", phase="settings")
+        out.append(int(s))
+    if not out:
+        raise SqError(f"{who}: no seeds", phase="settings")
+    if len(set(out)) != len(out):
+        twice = next(s for s in out if out.count(s) > 1)
+        raise SqError(f"{who}: {SEED_RULE}; {twice} is given twice", phase="settings")
+    return out
 
 
 def compile_point(program, point: dict):
@@ -317,23 +327,31 @@ def compile_point(program, point: dict):
 
     if isinstance(program, (str, os.PathLike)):
         return sq.compile(program, sets=point)
-    origin = getattr(program, "compiled_from", None)
     if not point:
         return program
-    if origin is None:
-        raise SqError("sweep: a program read from an IR cannot take `let` values; give the .sq file",
-                      phase="settings")
+    origin = compiled_from(program, "sweep")
     return sq.compile(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
                       | {"sets": {**origin["sets"], **point}})
 
 
+def compiled_from(program, who: str) -> dict:
+    """The arguments of `sq.compile` that made `program`, to compile it again with other
+    `let` values; a program read from an IR (`sq.load`) has none."""
+    origin = getattr(program, "compiled_from", None)
+    if origin is None:
+        raise SqError(f"{who}: a program read from an IR has no `let`s to vary; give the .sq file",
+                      phase="settings")
+    return origin
+
+
 def _ir_json(program, horizon, warmup, arrivals) -> str:
-    """The IR a worker runs: exact (infinities kept), with settings checked here, before any
-    run, and a relative trace path made absolute (a worker may run elsewhere)."""
+    """The IR a worker runs: exact (infinities kept), with the run settings checked (here,
+    before any run, and only here) and written in, and a relative trace path made absolute
+    (a worker may run elsewhere)."""
     import sq  # noqa: PLC0415
 
-    d = program.to_dict(exact=True)
-    sq._with_settings(d, seed=None, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    d = sq._with_settings(program.to_dict(exact=True), seed=None, horizon=horizon, warmup=warmup,
+                          arrivals=arrivals)
     d = sq._with_trace_path(d, program.trace_base)
     if d.get("trace") and not os.path.isabs(d["trace"]):
         d["trace"] = os.path.abspath(d["trace"])

@@ -8,6 +8,7 @@ directory; tests that compile them ask both compilers from there
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -43,3 +44,11 @@ def pyserq():
     from oracle import REFERENCE_MISSING
 
     return pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -15,7 +15,7 @@ import pytest
 import sq
 from sq import _bytecode
 from sq.errors import SqError
-from sq.lower import decode, disassemble
+from sq.lower import decode, disassemble, encode
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "tests" / "programs" / "valid").glob("*.sq"))
@@ -87,6 +87,45 @@ def test_the_corpus_uses_every_opcode(corpus):
             seen[kind] |= {ins.name for ins in decode(getattr(lw, kind), kind)}
     assert seen["code"] == set(_bytecode.ExprOp.__members__)
     assert seen["stmts"] == set(_bytecode.StmtOp.__members__)
+
+
+def test_lowering_writes_what_encode_writes(corpus):
+    """Each instruction in the corpus is what `encode` writes from the operands `decode` reads back:
+    one layout, read the same both ways (a tail's count is written from the tail)."""
+    for name, lw in corpus.items():
+        for kind in ("code", "stmts"):
+            code = getattr(lw, kind)
+            for ins in decode(code, kind):
+                given = {k: v for k, v in ins.operands.items() if k not in ("nkeys", "nalso")}
+                words = encode(kind, getattr(_bytecode, ins.name), **given)
+                assert words == code[ins.pc:ins.pc + ins.length].tolist(), (name, str(ins))
+
+
+def _ref(base):
+    return {"base": base, "count": base + 1, "index": base + 2}
+
+
+def test_encode_places_operands_at_the_named_offsets():
+    """The offsets of sq/_bytecode.pxd, spelled out: a Ref's three words at Ref's offsets from its operand's."""
+    b = _bytecode
+    run = encode("stmts", b.S_RUN, stage=_ref(10), work=20, mode=b.M_DECODE, growing=_ref(30),
+                 growing_site=40, also=[_ref(50), _ref(60)])
+    assert run[0] == b.S_RUN and len(run) == b.SR_ALSO + 2 * b.REF_LEN
+    assert [run[b.SR_STAGE + b.REF_BASE], run[b.SR_STAGE + b.REF_COUNT], run[b.SR_STAGE + b.REF_INDEX]] == [10, 11, 12]
+    assert [run[b.SR_WORK], run[b.SR_MODE], run[b.SR_GROWING + b.REF_INDEX], run[b.SR_GROWING_SITE]] == \
+        [20, b.M_DECODE, 32, 40]
+    assert run[b.SR_NALSO] == 2 and run[b.SR_ALSO + b.REF_LEN + b.REF_BASE] == 60
+    choose = encode("stmts", b.S_CHOOSE, var=3, count=7, keys=[8, 9])
+    assert [choose[b.SC_VAR], choose[b.SC_COUNT], choose[b.SC_NKEYS], choose[b.SC_KEYS:]] == [3, 7, 2, [8, 9]]
+    load = encode("stmts", b.S_LOAD, ref=_ref(1), amount=5, site=6)
+    assert len(load) == b.SPOOL_AMOUNT_LEN and [load[b.SPOOL_AMOUNT], load[b.SPOOL_SITE]] == [5, 6]
+    assert len(encode("stmts", b.S_DROP, ref=_ref(1))) == b.SPOOL_LEN
+    stage = encode("code", b.X_STAGE, fn=b.SF_BUSY, base=4, count=2, has_index=1)
+    assert [stage[b.XREF_FN], stage[b.XREF_BASE], stage[b.XREF_COUNT], stage[b.XREF_HAS_INDEX]] == [b.SF_BUSY, 4, 2, 1]
+    assert encode("code", b.X_RET) == [b.X_RET]
+    for wrong in ({"target": 1}, {"target": 1, "expr": 2, "site": 3}):    # one missing, one too many
+        with pytest.raises(ValueError, match="S_SET` takes"):
+            encode("stmts", b.S_SET, **wrong)
 
 
 def _branches(source: str, function: str, prefix: str) -> set[str]:

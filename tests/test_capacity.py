@@ -56,6 +56,14 @@ def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
         capacity(MM1, "lam", "response.p99 <= 0.5", lo=2, hi=1)
     with pytest.raises(sq.SqError, match="`nope`"):
         capacity(MM1, "nope", "response.mean <= 5")
+    for level in (1.5, 0, "95%"):      # the level checked as t_interval checks it, before the runs
+        with pytest.raises(sq.SqError) as caught:
+            capacity(MM1, "lam", "response.mean <= 5", confidence=level)
+        assert caught.value.message == f"capacity: confidence must be between 0 and 1, found {level!r}"
+    with pytest.raises(sq.SqError, match="^error: capacity: jobs must be a positive whole number, found 0$"):
+        capacity(MM1, "lam", "response.mean <= 5", jobs=0)
+    with pytest.raises(sq.SqError, match="^error: capacity: unknown executor `gpu`\n"):
+        capacity(MM1, "lam", "response.mean <= 5", executor="gpu")
 
 
 @pytest.mark.parametrize("op, mean, half, verdict", [
@@ -65,6 +73,16 @@ def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
 ])
 def test_a_condition_judges_an_interval(op, mean, half, verdict):
     assert Condition("x.mean", op, 5.0 if op in ("<=", "<") else 0.99).judge(mean, half) == verdict
+
+
+@pytest.mark.parametrize("op, below, at, above", [
+    ("<=", True, True, False), ("<", True, False, False), (">=", False, True, True), (">", False, False, True),
+])
+def test_a_condition_holds_for_one_number(op, below, at, above):
+    c = Condition("x.mean", op, 2.0)
+    assert (c.holds(1.5), c.holds(2.0), c.holds(2.5)) == (below, at, above)
+    assert (c.holds(-math.inf), c.holds(math.inf)) == (below, above)
+    assert not c.holds(math.nan)       # no samples is no evidence, whichever the side
 
 
 # -- the search, on made-up verdicts ------------------------------------------------
@@ -256,7 +274,10 @@ def test_the_record_reads_back_and_plots(tmp_path):
 def _cli(capsys, *argv):
     from sq.cli import main
 
-    status = main(["capacity", *argv])
+    try:
+        status = main(["capacity", *argv])
+    except SystemExit as stop:      # argparse's own errors (a flag's type): exit 2 as well
+        status = stop.code
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -285,9 +306,15 @@ def test_cli_json_and_plot(capsys, tmp_path):
     (["--knob", "lam", "--slo", "response.mean <= 5", "--lo", "1"], "both lo and hi"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "/nonexistent/c.png"], "cannot write"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--seeds", "3..1"], "the range is empty"),
+    # the flags, checks and resources the capacity command shares with sweep (sq.cli_args)
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "c.csv"],
+     "--plot-out: cannot tell the format of `c.csv`"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--horizon", "soon"], "expected a number, found `soon`"),
+    (["--knob", "lam", "--slo", "response.mean <= 5", "--scheduler", "tcp://127.0.0.1:PORT"],
+     "cannot reach the scheduler"),
 ])
-def test_cli_bad_input_exits_2(capsys, argv, words):
-    status, out, err = _cli(capsys, MM1, *argv)
+def test_cli_bad_input_exits_2(capsys, closed_port, argv, words):
+    status, out, err = _cli(capsys, MM1, *(a.replace("PORT", str(closed_port)) for a in argv))
     assert status == 2 and words in err and not out
 
 
@@ -385,3 +412,19 @@ def test_a_fractional_end_searches_a_deployment_knob_over_real_values():
     knob = resolve_knob(VLLM, "kv_gib", None, lo=4.5, hi=8)
     assert (knob.integer, knob.direction) == (False, "min")
     assert resolve_knob(VLLM, "kv_gib", None, lo=4, hi=8).integer
+
+
+def test_a_worker_killed_mid_search_is_said_as_the_sweep_says_it():
+    # the search's own process pool (one for all its points): a worker that dies is an SqError
+    # in the sweep's words, not a BrokenProcessPool traceback nor a hang
+    import os
+
+    from sq.capacity_search import _executor
+
+    with pytest.raises(sq.SqError) as caught:
+        with _executor("processes", 2) as pool:
+            pool.submit(os._exit, 9).result()       # as the out-of-memory killer would end it
+    assert caught.value.phase == "run"
+    assert caught.value.message == ("capacity: a worker process ended in the middle of a run (killed, or out of "
+                                    "memory?); the runs that finished are kept with cache=DIR, and a rerun "
+                                    "computes only the rest")

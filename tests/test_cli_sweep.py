@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import csv
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
 import sq
-from sq import cli, cli_study
+from sq import cli, cli_args, cli_study
 from sq.frontend.errors import SqError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,9 +17,9 @@ SHORT = ["--horizon", "400", "--warmup", "50"]
 
 
 def test_seeds_and_values():
-    assert cli_study.parse_seeds("1..4") == [1, 2, 3, 4]
-    assert cli_study.parse_seeds("1,4,9") == [1, 4, 9]
-    assert cli_study.parse_seeds("7") == [7]
+    assert cli_args.parse_seeds("1..4") == [1, 2, 3, 4]
+    assert cli_args.parse_seeds("1,4,9") == [1, 4, 9]
+    assert cli_args.parse_seeds("7") == [7]
     assert cli_study.parse_values("lam=0.1:0.3:0.1") == ("lam", [0.1, 0.2, 0.3])
     assert cli_study.parse_values("R=2:8:2") == ("R", [2, 4, 6, 8])
     assert cli_study.parse_values("R=2:7:2") == ("R", [2, 4, 6])
@@ -28,17 +27,11 @@ def test_seeds_and_values():
     assert cli_study.parse_values("lam=0.5,1e3,2*c") == ("lam", [0.5, 1000.0, "2*c"])
     for bad in ("4..1", "a", "1,1", "-3"):
         with pytest.raises(SqError):
-            cli_study.parse_seeds(bad)
+            cli_args.parse_seeds(bad)
     for bad, phrase in (("lam=1:2:0", "the step is 0"), ("lam=2:1:1", "the range is empty"),
                         ("lam=1,,2", "empty value"), ("=1", "NAME=")):
         with pytest.raises(SqError, match=phrase):
             cli_study.parse_values(bad)
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("args, phrase", [
@@ -50,15 +43,18 @@ def _closed_port() -> int:
     (["--metric", "wait.p98"], "unknown metric"),
     (["--out", "/nonexistent/folder/runs.csv"], "cannot write"),
     (["--out", "runs.xlsx"], "cannot tell the format"),
+    (["--out", "runs.png"], "--out: cannot tell the format of `runs.png`"),    # a figure's format, not a table's
+    (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99", "--plot-out", "p.csv"],
+     "help: --plot-out takes .png, .pdf, .svg"),
     (["--plot", "x=lam,y=wait.p99"], "--plot needs --plot-out"),
     (["--set", "lam=5,6", "--plot", "x=c,y=wait.p99", "--plot-out", "p.png"], "x=c: not a swept name"),
     (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
     (["--horizon", "10", "--warmup", "20"], "warmup < horizon"),
     (["--scheduler", "tcp://127.0.0.1:PORT"], "cannot reach the scheduler"),
 ])
-def test_bad_input_exits_2_before_any_run(tmp_path, capsys, monkeypatch, args, phrase):
+def test_bad_input_exits_2_before_any_run(tmp_path, capsys, monkeypatch, closed_port, args, phrase):
     monkeypatch.chdir(tmp_path)
-    args = [a.replace("PORT", str(_closed_port())) for a in args]
+    args = [a.replace("PORT", str(closed_port)) for a in args]
     serial = [] if "--scheduler" in args else ["-j", "1"]
     status = cli.main(["sweep", MMC, *args, "--cache", str(tmp_path / "cache"), *serial])
     err = capsys.readouterr().err

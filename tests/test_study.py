@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import confidence as sq_confidence
 from sq import metrics as sq_metrics
 from sq import study
 from sq.frontend.errors import SqError
@@ -107,6 +106,10 @@ def test_a_compiled_program_is_compiled_again_with_the_point(serial):
     again = study.sweep(program, GRID, SEEDS, executor="serial", metrics=["wait<=1"], **SHORT)
     assert _equal_tables(again.records, serial.records)
     assert again.provenance["program"] == MMC and again.provenance["overrides"] == {"mu": 1}
+    loaded = sq.load(program.to_json())
+    assert study.sweep(loaded, {}, [1], executor="serial", **SHORT).records      # no point: runs as it is
+    with pytest.raises(SqError, match="^error: sweep: a program read from an IR has no `let`s to vary"):
+        study.sweep(loaded, GRID, [1], executor="serial")
 
 
 def test_a_list_of_points_and_numpy_values():
@@ -166,7 +169,7 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
     cases = [({"nope": [1]}, [1], {}, "unknown --set constant `nope`"),
              ({"lam": []}, [1], {}, "`lam` has no values"),
              (GRID, [], {}, "no seeds"),
-             (GRID, [-1], {}, "seed is a whole number"),
+             (GRID, [-1], {}, "seeds are distinct whole numbers"),
              (GRID, [1], {"executor": "gpu"}, "unknown executor"),
              (GRID, [1], {"jobs": 0}, "jobs must be"),
              (GRID, [1], {"metrics": ["ttft<=1"]}, "no observe `ttft`"),
@@ -174,6 +177,67 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
     for grid, seeds, kw, message in cases:
         with pytest.raises(SqError, match=message.replace("(", r"\(")):
             study.sweep(MMC, grid, seeds, **{"executor": "serial", **kw})
+
+
+@pytest.mark.parametrize("seeds, words", [
+    ([1, -1], ", found -1"), ([1, 2**64], f", found {2**64}"), ([1, 2.0], ", found 2.0"),
+    ([1, True], ", found True"), (["1", "2"], ", found '1'"), ("12", ", found '12'"), (None, ", found None"),
+    ([3, 1, 3], "; 3 is given twice"),
+])
+def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeypatch, capsys, seeds, words):
+    from sq import capacity_search, cli
+
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    rule = "seeds are distinct whole numbers from 0 to 2^64-1"
+    with pytest.raises(SqError) as caught:
+        study.sweep(MMC, GRID, seeds, executor="serial")
+    assert caught.value.message == f"sweep: {rule}{words}"
+    with pytest.raises(SqError) as caught:
+        capacity_search.capacity(MMC, "c", "wait.mean <= 0.2", seeds=seeds, executor="serial")
+    assert caught.value.message == f"capacity: {rule}{words}"
+    if isinstance(seeds, list) and all(type(s) is int and s >= 0 for s in seeds):  # what --seeds can say
+        text = ",".join(map(str, seeds))
+        assert cli.main(["sweep", MMC, "--seeds", text, "-j", "1"]) == 2
+        assert f"error: --seeds {text}: {rule}{words}" in capsys.readouterr().err
+
+
+def test_seeds_may_be_one_number_a_range_or_numpy_integers():
+    np = pytest.importorskip("numpy")
+    assert study.seed_list(7) == [7] and study.seed_list(range(3, 6)) == [3, 4, 5]
+    got = study.seed_list(np.arange(1, 4, dtype=np.uint64))
+    assert got == [1, 2, 3] and all(type(s) is int for s in got)
+    with pytest.raises(SqError, match="capacity: give at least two seeds"):
+        sq.capacity(MMC, "c", "wait.mean <= 0.2", seeds=[5], executor="serial")
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"seed": -1}, "the seed is a whole number"), ({"horizon": 10, "warmup": 20}, "need 0 <= warmup < horizon"),
+    ({"horizon": math.inf}, "need 0 <= warmup < horizon"), ({"horizon": math.nan}, "horizon must be a number"), ({"arrivals": 0}, "arrivals must be positive"),
+    ({"wall_limit": 0}, "wall_limit is a positive number"),
+])
+def test_run_lowered_checks_its_settings_on_its_own(settings, words):
+    lowered = sq.lower_program(sq.compile(MMC))
+    with pytest.raises(SqError, match=words):
+        sq.run_lowered(lowered, **settings)
+
+
+def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
+    checked = []
+    check = sq._checked_settings
+
+    def counted(*args, **settings):
+        given = {k: v for k, v in settings.items() if v is not None}
+        if given:       # a call with none given checks nothing
+            checked.append(given)
+        return check(*args, **settings)
+
+    monkeypatch.setattr(sq, "_checked_settings", counted)
+    sq.run(sq.compile(MMC), seed=2, horizon=400, warmup=50)
+    assert checked == [{"seed": 2, "horizon": 400, "warmup": 50}]
+    checked.clear()
+    # a study: its settings once, before any run (in the tasks' IR); each run, its seed
+    study.sweep(MMC, {"lam": [5, 6]}, [1, 2], horizon=300, warmup=30, executor="serial")
+    assert checked == [{"horizon": 300.0, "warmup": 30.0}] * 2 + [{"seed": s} for s in (1, 2, 1, 2)]
 
 
 def _die(task):
@@ -187,9 +251,12 @@ def test_a_worker_killed_mid_run_is_an_error_not_a_hang():
     from sq.executors import Executor
 
     runs = Executor("processes", 2).run(_die, list(range(6)), list(range(6)))
-    with pytest.raises(SqError, match="a worker process ended in the middle of a run"):
+    with pytest.raises(SqError) as caught:
         for _ in runs:
             pass
+    assert caught.value.message == ("sweep: a worker process ended in the middle of a run (killed, or out of "
+                                    "memory?); the runs that finished are kept with cache=DIR, and a rerun "
+                                    "computes only the rest")
 
 
 def _forbidden(task):
@@ -342,25 +409,6 @@ def test_summary_is_the_t_interval_over_seeds(serial):
         assert (row["wait.p99"], row["wait.p99±"]) == study.t_interval(values, 0.9)
     frame = serial.summary()
     assert list(frame["wait.mean"]) == [r["wait.mean"] for r in serial.summary_records()]
-
-
-def test_t_interval_matches_scipy():
-    scipy_stats = pytest.importorskip("scipy.stats")
-    import numpy as np
-
-    xs = [3.1, 2.7, 3.3, 2.9, 3.8, 3.0]
-    mean, half = study.t_interval(xs, 0.95)
-    lo, hi = scipy_stats.t.interval(0.95, len(xs) - 1, loc=np.mean(xs), scale=scipy_stats.sem(xs))
-    assert mean == pytest.approx((lo + hi) / 2, rel=1e-14) and half == pytest.approx((hi - lo) / 2, rel=1e-12)
-    assert math.isnan(study.t_interval([1.0], 0.95)[1])
-
-
-@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99, 0.999])
-def test_the_t_quantile_without_scipy_is_scipys(confidence):
-    scipy_stats = pytest.importorskip("scipy.stats")
-    p = (1 + confidence) / 2
-    for df in [1, 2, 3, 4, 5, 7, 9, 19, 29, 50, 100, 1000]:
-        assert sq_confidence._t_quantile(p, df) == pytest.approx(scipy_stats.t.ppf(p, df), rel=1e-10)
 
 
 # -- writing, plotting and extras -----------------------------------------------------

@@ -20,7 +20,7 @@ from sq.frontend import queues
 from sq.errors import SqError
 from sq.numbers import display
 from sq.frontend.errors import Span
-from sq.frontend.fold import binary_value, pure_value
+from sq.frontend.fold import Folder
 
 # ---------------------------------------------------------------- the language's names
 
@@ -126,6 +126,43 @@ class Settings:
 
 # ---------------------------------------------------------------- constant folding
 
+class _Constants(Folder):
+    """The linker's folder: the final `let` values; what is no constant is an error naming it."""
+
+    def __init__(self, linker: "Linker"):
+        self.linker = linker
+
+    def name(self, e: Any) -> float:
+        lets = self.linker.lets
+        if e.name in lets:
+            return lets[e.name]
+        if e.name == "inf":
+            return math.inf
+        raise self.linker.error(f"`{e.name}` is not a constant", e, CONST_HELP, length=len(e.name))
+
+    def count(self, e: Any, agg: dict) -> int:
+        return self.linker._agg_count(e, agg)
+
+    def call(self, e: Any) -> None:
+        if e.name == "blocksize":
+            raise self.linker.error("`blocksize` is not a constant: in a constant position (a `let`, `cap`, "
+                                    "`block`, an array size, `horizon`, a rate) name the value with a `let` "
+                                    "both use", e, length=len(e.name))
+
+    def not_pure(self, e: Any, nargs: int) -> Exception:
+        return self.linker.error(f"`{e.name}` with {nargs} argument(s) is not a constant function", e,
+                                 length=len(e.name))
+
+    def other(self, e: Any, agg: dict) -> float:
+        if isinstance(e, A.Ref):
+            return self.value(A.Name(e.span, e.name), agg)
+        if isinstance(e, A.Dotted):
+            raise self.linker.error(f"`{e.base}.{e.field}` is not a constant", e, CONST_HELP)
+        if isinstance(e, A.Sample):
+            raise self.linker.error("a constant cannot sample", _after_tilde(e), length=len(e.dist))
+        raise self.linker.error(f"unexpected expression {type(e).__name__}", e)
+
+
 # ---------------------------------------------------------------- the linker
 
 def _is_word_char(ch: str) -> bool:
@@ -169,6 +206,7 @@ class Linker:
         self.terms = 0.0
         self.bound_only: set[str] = set()   # binding names that exist only inside their hold
         self.items = list(prog.items)
+        self.folder = _Constants(self)
 
     # ------------------------------------------------------------ errors
     def error(self, message: str, node: Any = None, *notes: str, phase: str = "link",
@@ -194,7 +232,7 @@ class Linker:
             if it.name in sets:
                 value = self._set_value(it.name, sets[it.name], it)
             else:
-                value = self.fold(it.value, self.lets)
+                value = self.fold(it.value)
                 if math.isnan(value):
                     raise self.nan(f"`let {it.name}`", it.value)
             self.lets[it.name] = value
@@ -209,7 +247,7 @@ class Linker:
                 where = f"{e.line}:{e.col}: " if e.span else ""
                 raise self.error(f"invalid expression in set `{name} = {value}`: {where}{e.message}") from None
             try:
-                value = self.fold(expr, self.lets)
+                value = self.fold(expr)
             except SqError as e:
                 # placed in the override's own text, not the program's: no position, as in 0.1.2
                 raise SqError(f"--set {name}: {e.message}", None, phase=e.phase, notes=e.notes) from None
@@ -228,60 +266,13 @@ class Linker:
                              f"help: give the {what[2:] if what.startswith('a ') else what} a name of its own "
                              f"(docs/api/context.md lists the context variables)")
 
-    def fold(self, e: Any, env: dict, agg: dict | None = None) -> float:
-        """Fold a constant expression; `env` holds the `let`s it may read."""
-        agg = agg or {}
-        if isinstance(e, A.Num):
-            return float(e.value)
-        if isinstance(e, A.Name):
-            if e.name in agg:
-                return agg[e.name]
-            if e.name in env:
-                return env[e.name]
-            if e.name == "inf":
-                return math.inf
-            raise self.error(f"`{e.name}` is not a constant", e, CONST_HELP, length=len(e.name))
-        if isinstance(e, A.Ref):
-            return self.fold(A.Name(e.span, e.name), env, agg)
-        if isinstance(e, A.Dotted):
-            raise self.error(f"`{e.base}.{e.field}` is not a constant", e, CONST_HELP)
-        if isinstance(e, A.Unary):
-            v = self.fold(e.operand, env, agg)
-            return -v if e.op == "-" else float(v == 0)
-        if isinstance(e, A.Binary):
-            a = self.fold(e.left, env, agg)
-            if e.op == "&&":
-                return 0.0 if a == 0 else float(self.fold(e.right, env, agg) != 0)
-            if e.op == "||":
-                return 1.0 if a != 0 else float(self.fold(e.right, env, agg) != 0)
-            return binary_value(e.op, a, self.fold(e.right, env, agg))
-        if isinstance(e, A.Cond):
-            t = self.fold(e.test, env, agg)
-            return self.fold(e.then if t != 0 else e.other, env, agg)
-        if isinstance(e, A.Sample):
-            raise self.error("a constant cannot sample", _after_tilde(e), length=len(e.dist))
-        if isinstance(e, A.Call):
-            if e.name == "blocksize":
-                raise self.error("`blocksize` is not a constant: in a constant position (a `let`, `cap`, "
-                                 "`block`, an array size, `horizon`, a rate) name the value with a `let` "
-                                 "both use", e, length=len(e.name))
-            args = [self.fold(a, env, agg) for a in e.args]
-            if e.name not in PURE or PURE[e.name][1] != len(args):
-                raise self.error(f"`{e.name}` with {len(args)} argument(s) is not a constant function", e,
-                                 length=len(e.name))
-            return pure_value(e.name, args)
-        if isinstance(e, A.Aggregate):
-            n = self._agg_count(e, env, agg)
-            values = [self.fold(e.body, env, {**agg, e.var: float(j)}) for j in range(n)]
-            out = values[0]
-            for v in values[1:]:
-                out = out + v if e.op == "sum" else pure_value(e.op, [out, v])
-            return out
-        raise self.error(f"unexpected expression {type(e).__name__}", e)
+    def fold(self, e: Any, agg: dict | None = None) -> float:
+        """Fold a constant expression over the `let`s (and aggregate indices `agg`); SqError where it is none."""
+        return self.folder.value(e, agg or {})
 
     def const(self, e: Any, what: str) -> float:
         """A constant position (rates, caps, run settings): final `let` values, NaN refused."""
-        v = self.fold(e, self.lets)
+        v = self.fold(e)
         if math.isnan(v):
             raise self.nan(what, e)
         return v
@@ -291,13 +282,13 @@ class Linker:
         return self.error(f"{what} is NaN", e if isinstance(e, A.Call) else None, NAN_HELP,
                           length=len(e.name) if isinstance(e, A.Call) else None)
 
-    def _agg_count(self, e: A.Aggregate, env: dict, agg: dict) -> int:
+    def _agg_count(self, e: A.Aggregate, agg: dict) -> int:
         label = f"`{e.op} {e.var} in`"
         clash = self._agg_clash(e.var)
         if clash:
             raise self.error(f"{label}: `{e.var}` is also {clash}", e, "help: give the index a name of its own",
                              length=len(e.op))
-        n = self.fold(e.count, env, agg)
+        n = self.fold(e.count, agg)
         if math.isnan(n):
             raise self.error(f"{label}'s count is NaN", e, NAN_HELP, length=len(e.op))
         if math.isinf(n) or not (n >= 1 and n == int(n)):
@@ -378,7 +369,7 @@ class Linker:
                 and index.name != "inf":
             return self.expr(index, c)     # what `fold` would refuse, without raising (the common `kv[r]`)
         try:
-            value = self.fold(index, self.lets, c.agg)
+            value = self.fold(index, c.agg)
         except SqError:
             return self.expr(index, c)
         if not (0 <= value < fam.count) or value != int(value):
@@ -429,7 +420,7 @@ class Linker:
                 raise self.error(f"`~{e.dist}` takes {n} argument(s)", _after_tilde(e), length=len(e.dist))
             return {"Sample": [tag, [self.expr(a, c) for a in e.args]]}
         if kind is A.Aggregate:
-            n = self._agg_count(e, self.lets, c.agg)
+            n = self._agg_count(e, c.agg)
             terms = [self.expr(e.body, c.with_agg(e.var, float(j))) for j in range(n)]
             out = terms[0]
             for t in terms[1:]:
@@ -695,7 +686,7 @@ class Linker:
 
     def _latency(self, e: Any, stage: str) -> float:
         try:
-            v = self.fold(e, self.lets)
+            v = self.fold(e)
         except SqError:
             raise self.error("`latency` is a number or a constant over `let`s: a link's fixed wait, the same for "
                              "every transfer", e, phase="parse") from None

@@ -29,7 +29,7 @@ from sq.frontend import expand as ex
 from sq.frontend import queues, sides
 from sq.errors import SqError
 from sq.frontend.errors import Span
-from sq.frontend.fold import binary_value, pure_value
+from sq.frontend.fold import Folder
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, tokenize
 from sq.numbers import display
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
@@ -1674,7 +1674,7 @@ def _allocated_pools(stmt):
         yield stmt.dest, "holds"
 
 
-class _Folder:
+class _Folder(Folder):
     """Folds an expression over `let`s to a number, or None when it is not a
     constant the parser can see (array sizes: spec 01 §6.4)."""
 
@@ -1687,7 +1687,7 @@ class _Folder:
 
     def fold(self, expr) -> tuple[float | None, frozenset]:
         try:
-            value = self.value(expr)
+            value = self.value(expr, {})
         except _NotConstant:
             value = None
         if not self.sizes:
@@ -1702,82 +1702,40 @@ class _Folder:
                     todo.append(name)
         return value, frozenset(deps)
 
-    def value(self, e) -> float:
-        if isinstance(e, ast.Num):
-            return e.value
-        if isinstance(e, ast.Name):
-            if e.name in self.lets:
-                self.used.add(e.name)
-                if self.lets[e.name] is None:
-                    raise _NotConstant
-                return self.lets[e.name]
-            if e.name == "inf":
-                return math.inf
-            raise _NotConstant
-        if isinstance(e, ast.Unary):
-            v = self.value(e.operand)
-            return -v if e.op == "-" else float(v == 0)
-        if isinstance(e, ast.Binary):
-            return self.binary(e)
-        if isinstance(e, ast.Cond):
-            return self.value(e.then) if self.value(e.test) != 0 else self.value(e.other)
-        if isinstance(e, ast.Call) and PURE_FUNCTIONS.get(e.name) == len(e.args):
-            args = [self.value(a) for a in e.args]
-            return pure_value(e.name, args)
-        if isinstance(e, ast.Aggregate) and not self.sizes:
-            return self.aggregate(e)
+    def name(self, e) -> float:
+        if e.name in self.lets:
+            self.used.add(e.name)
+            if self.lets[e.name] is None:
+                raise _NotConstant
+            return self.lets[e.name]
+        if e.name == "inf":
+            return math.inf
         raise _NotConstant
 
-    def binary(self, e) -> float:
-        if self.strict_logic and e.op in ("&&", "||"):
-            a, b = self.value(e.left) != 0, self.value(e.right) != 0
-            return float(a and b) if e.op == "&&" else float(a or b)
-        if e.op == "&&":
-            return float(self.value(e.left) != 0 and self.value(e.right) != 0)
-        if e.op == "||":
-            return float(self.value(e.left) != 0 or self.value(e.right) != 0)
-        a, b = self.value(e.left), self.value(e.right)
-        return binary_value(e.op, a, b)
+    def call(self, e) -> None:
+        if PURE_FUNCTIONS.get(e.name) != len(e.args):
+            raise _NotConstant
 
-    def aggregate(self, e) -> float:
-        count = self.value(e.count)
+    def not_pure(self, e, nargs: int) -> Exception:
+        return _NotConstant()
+
+    def other(self, e, agg: dict) -> float:
+        raise _NotConstant
+
+    def terms(self, e, n: int, agg: dict) -> float:
+        try:
+            return super().terms(e, n, agg)
+        finally:
+            self.used.discard(e.var)   # the index, were it also a `let`'s name, is no dependency
+
+    def count(self, e, agg: dict) -> int:
+        if self.sizes:
+            raise _NotConstant         # an array size may not aggregate
+        count = self.value(e.count, agg)
         if not (count >= 1 and count == math.floor(count)) or count > 4096:
             raise _NotConstant
-        saved = self.lets.get(e.var, _MISSING)
-        results = []
-        try:
-            for k in range(int(count)):
-                self.lets[e.var] = float(k)
-                results.append(self.value(e.body))
-        finally:
-            if saved is _MISSING:
-                self.lets.pop(e.var, None)
-            else:
-                self.lets[e.var] = saved
-            self.used.discard(e.var)
-        if e.op == "sum":
-            return _sum(results)
-        return _reduce(e.op, results)
-
-
-_MISSING = object()
+        return int(count)
 
 
 class _NotConstant(Exception):
     pass
-
-
-def _sum(values):
-    total = 0.0
-    for v in values:
-        total += v
-    return total
-
-
-def _reduce(op, values):
-    acc = values[0]
-    for v in values[1:]:
-        acc = pure_value(op, [acc, v])
-    return acc
-
-
