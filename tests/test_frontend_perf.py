@@ -66,6 +66,18 @@ def test_token_places_follow_line_ends():
     assert (toks[-1].line, toks[-1].col) == _naive_place(text, len(text))
 
 
+def test_compiling_loads_no_numpy():
+    # numpy is the run's (the engine's arrays, the report's): a compile or `sq check` goes without
+    import subprocess
+    import sys
+
+    code = ("import sys, sq; sq.compile(source='stage s : fifo(1); workload { arrive poisson(1); } "
+            "session { run s (~exp(2)); observe r = now; }', horizon=10); print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_ascii_token_regex_reads_ascii_text_as_the_whole_one_does():
     # every ASCII character, alone and around identifiers, and every example program
     texts = [chr(c) for c in range(128)] + [f"a{chr(c)}b_9 {chr(c)}x" for c in range(128)]
