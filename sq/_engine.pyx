@@ -231,9 +231,27 @@ cdef object turns_numpy(Turns* a):
     return out
 
 
+cdef extern from *:
+    """
+    /* An instance of a tuple subclass with two items (a results.Area or Running): what
+       tuple.__new__(cls, (a, b)) makes, without its argument tuples and method lookup. */
+    static PyObject* sq_pair(PyObject* cls, PyObject* a, PyObject* b) {
+        PyObject* t = ((PyTypeObject*) cls)->tp_alloc((PyTypeObject*) cls, 2);
+        if (t == NULL) return NULL;
+        Py_INCREF(a); PyTuple_SET_ITEM(t, 0, a);
+        Py_INCREF(b); PyTuple_SET_ITEM(t, 1, b);
+        return t;
+    }
+    """
+    object sq_pair(object cls, object a, object b)
+
+# the named tuples of the results, built by sq_pair: no Python frame per field of every row of every run
+_AREA, _RUNNING = R.Area, R.Running
+assert issubclass(_AREA, tuple) and issubclass(_RUNNING, tuple) and len(_AREA._fields) == len(_RUNNING._fields) == 2
+
+
 cdef object _running(R, Running* r):
-    # tuple's own constructor: no Python frame per field of every row of every run
-    return tuple.__new__(R.Running, (r.n, r.mean if r.n > 0 else NAN))
+    return sq_pair(_RUNNING, r.n, r.mean if r.n > 0 else NAN)
 
 
 def itl_histogram_of(gaps):
@@ -733,7 +751,7 @@ cdef object _pool_dump_lines(State* st, lowered):
 
 
 cdef object _area(R, Area* a):
-    return tuple.__new__(R.Area, (a.integral, a.value))    # as in _running
+    return sq_pair(_AREA, a.integral, a.value)
 
 
 cdef str _kind_name(int32_t kind):
