@@ -74,7 +74,7 @@ class Observe:
         times = np.asarray(raw.times, dtype=np.float64)
         # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
         # slicing keeps views of the engine's arrays instead of copying them.
-        first = int(np.searchsorted(times, warmup, side="left"))
+        first = int(times.searchsorted(warmup, side="left"))
         samples = np.asarray(raw.samples, dtype=np.float64)[first:]
         # ids keep the engine's narrow integer types (widening would copy them all)
         return cls(raw.name, samples, times[first:], _integers(raw.sessions)[first:], _integers(raw.turns)[first:])
