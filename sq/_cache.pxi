@@ -10,6 +10,11 @@ cdef inline double clamp0(double x) noexcept nogil:
     return x if x > 0 else 0.0
 
 
+cdef inline double min_of(double x, double y) noexcept nogil:
+    """fmin(x, y) as glibc's x86-64 `minsd` gives it (y on a tie, the number beside a NaN), inlined."""
+    return x if x < y else (x if y != y else y)
+
+
 cdef inline double round_up(Pool* p, double x) noexcept nogil:
     return ceil(x / p.block) * p.block if p.block > 0 else x
 
@@ -328,11 +333,13 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
 cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
     cdef int64_t best
-    cdef double piece
+    cdef double piece, pieces
     cdef Entry gone
     cdef double* owned
+    if not (p.used + p.cached + need > p.cap + EPS and p.nentries > 0):
+        return                              # it fits: the common case
     # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
-    cdef double pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
+    pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
     while p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
         pieces -= 1.0
         if pieces < 0:
@@ -345,7 +352,7 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
                 return
         else:
             best = p.lru[0]
-        piece = fmin(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
+        piece = min_of(p.block, p.entries[best].size) if p.block > 0 else p.entries[best].size
         if st.traces.evicts and (charge(st, EVICT_BYTES) < 0 or darr_push(&st.traces.ev_time, st.now) < 0 or larr_push(&st.traces.ev_key, p.entries[best].key) < 0
                                 or darr_push(&st.traces.ev_units, piece) < 0):
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -355,15 +362,17 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
         p.entries[best].size -= piece
         p.cached -= piece
         p.evicted_units += piece
-        gone = p.entries[best]
+        if p.spill_to >= 0:
+            gone = p.entries[best]          # the spill below reads it after the entry may be gone
         owned = NULL
         if p.entries[best].size <= EPS:
-            owned = gone.snap                # kept for the spill below, freed after it
+            owned = p.entries[best].snap    # kept for the spill below, freed after it
             p.entries[best].snap = NULL
             remove_entry(p, best)
             p.evicted_entries += 1
         if p.spill_to >= 0:
             spill(st, p, &gone, piece)
-        free(owned)
+        if owned != NULL:
+            free(owned)
         if st.error.code:
             return

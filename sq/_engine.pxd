@@ -298,6 +298,10 @@ cdef struct Jobs:
     int32_t* mode
     int32_t* growing            # the job's `growing` pool row (-1: none)
     int64_t* served             # the serving pass that last served the job
+    # a step job's owner cannot open or close a hold while the job is resident (it waits in the
+    # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
+    int64_t* frame              # the owner's innermost open frame entry on `growing` (-1: none)
+    int64_t* units_at           # its only open frame entry on the stage's memory (-1: none, -2: several)
 
 cdef struct Leases:
     # hold allocations kept after the body. Rows of ended leases are reused (a generation makes
@@ -453,6 +457,7 @@ cdef struct State:
     int64_t serve_stamp
     int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
     int kv_iteration           # start_iteration makes them (some expression reads them)
+    int budget_totals          # set_totals makes any total (an expression but a cost reads one)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     Traces traces

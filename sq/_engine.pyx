@@ -472,6 +472,7 @@ cdef object _set_stages(State* st, lowered):
     st.bl_stage = -1
     st.kv_budget = bool(getattr(lowered, "kv_budget", True))
     st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
+    st.budget_totals = bool(getattr(lowered, "budget_totals", True))
     st.flows.finite = 1
     for k in range(st.n_stages):
         st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
@@ -621,7 +622,7 @@ def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
     if not lowered.trace:
         return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64
-    from sq.trace import read_trace
+    from sq.trace import read_trace       # only a replay loads the reader
     corpus = read_trace(lowered.trace)
     return corpus.turns.reshape(-1), corpus.offset, corpus.count
 

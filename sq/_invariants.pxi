@@ -14,6 +14,7 @@ cdef enum Invariant:
     INV_RESIDENTS = 8   # a step stage's residents out of admission order, or not its jobs
     INV_HOLDERS = 9     # a pool's holders disagree with the sessions' counts of them
     INV_LRU = 10        # an lru pool's heap out of order, or not naming each entry once
+    INV_RESIDENT_FRAMES = 11   # a resident's frame entries, found when it joined, no longer its owner's
 
 # Sums of many allocations carry rounding; the engine itself fits within EPS.
 cdef extern from *:
@@ -51,6 +52,8 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
             return INV_STAGE
         if s.kind == K_STEP and not residents_ordered(st, s):
             return INV_RESIDENTS
+        if s.kind == K_STEP and not resident_frames_hold(st, s):
+            return INV_RESIDENT_FRAMES
         jobs -= s.n
         shared = shared or s.share_cap > 0
     # a flow is one job counted on each of its stages, so the tally holds only without flows
@@ -88,6 +91,19 @@ cdef bint residents_ordered(State* st, Stage* s) noexcept nogil:
         if st.jobs.stage[s.res[r]] != s - st.stages:
             return False
         if r > 0 and st.sess.adm[st.jobs.owner[s.res[r - 1]]] > st.sess.adm[st.jobs.owner[s.res[r]]]:
+            return False
+    return True
+
+
+cdef bint resident_frames_hold(State* st, Stage* s) noexcept nogil:
+    """Each resident's Jobs.frame and Jobs.units_at are what resident_frames finds now."""
+    cdef int64_t r, frame, units
+    cdef int32_t j
+    for r in range(s.nres):
+        j = s.res[r]
+        frame, units = st.jobs.frame[j], st.jobs.units_at[j]
+        resident_frames(st, j, s.memory)
+        if st.jobs.frame[j] != frame or st.jobs.units_at[j] != units:
             return False
     return True
 
@@ -165,6 +181,7 @@ _INVARIANT_TEXT = {
     INV_RESIDENTS: "stage row {}: its residents are out of admission order or not its jobs",
     INV_HOLDERS: "pool row {}: its holders disagree with the sessions' counts of them",
     INV_LRU: "pool row {}: its lru heap is out of order or does not name each cached prefix once",
+    INV_RESIDENT_FRAMES: "stage row {}: a resident's hold entries changed while it was resident",
 }
 
 

@@ -53,17 +53,19 @@ cdef inline int histogram_add(Histogram* h, double gap) noexcept nogil:
     cdef int32_t k
     h.n += 1
     h.total += gap
+    if gap == h.last_gap and gap > 0.0:
+        # the last gap again (a step's tokens share it): its bucket is covered and already
+        # holds this number as its least or above, as its greatest or below: only the count moves
+        h.cells[h.last_k - h.kmin].count += 1
+        return 0
     if not gap > 0.0:
         bucket_add(&h.low, gap)
     elif not isfinite(gap):
         bucket_add(&h.top, gap)
     else:
-        if gap == h.last_gap:
-            k = h.last_k                # the same number: the same bucket, without a log
-        else:
-            k = itl_bucket(gap, itl_bucket_width())
-            h.last_gap = gap
-            h.last_k = k
+        k = itl_bucket(gap, itl_bucket_width())
+        h.last_gap = gap
+        h.last_k = k
         if (k < h.kmin or k >= h.kmin + h.nk) and histogram_cover(h, k) < 0:
             return -1
         bucket_add(&h.cells[k - h.kmin], gap)

@@ -296,9 +296,11 @@ cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, doub
                 p.overfull = 1      # as 0.1.2: caching never evicts (05 §5.4)
 
 
-cdef void mark_grown(State* st, int64_t j) noexcept nogil:
+cdef inline void mark_grown(State* st, int64_t j) noexcept nogil:
     # `grown` belongs to the hold: its computed extent becomes `pos` on every pool it takes
     cdef int64_t first = (j // st.hold_pools_max) * st.hold_pools_max, i
+    if st.sess.frame_grown[j]:
+        return          # marked since the admission, which clears the hold's entries together
     for i in range(first, first + st.hold_pools_max):
         st.sess.frame_grown[i] = 1
 

@@ -18,6 +18,8 @@ cdef bint job_tables(State* st, int64_t cap) noexcept nogil:
             and table(<void**> &js.started, cap * sizeof(char), keep)
             and table(<void**> &js.mode, cap * sizeof(int32_t), keep)
             and table(<void**> &js.growing, cap * sizeof(int32_t), keep)
+            and table(<void**> &js.frame, cap * sizeof(int64_t), keep)
+            and table(<void**> &js.units_at, cap * sizeof(int64_t), keep)
             and table(<void**> &js.served, cap * sizeof(int64_t), keep)
             and table(<void**> &js.spare, cap * sizeof(int32_t), keep))
 
@@ -30,7 +32,7 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         return st.jobs.spare[st.jobs.nspare]
     if st.jobs.high == st.jobs.cap:
         cap = st.jobs.cap * 2 if st.jobs.cap else 64
-        if charge(st, (cap - st.jobs.cap) * 73) < 0:     # the job tables below
+        if charge(st, (cap - st.jobs.cap) * 89) < 0:     # the job tables below
             return -1
         if not job_tables(st, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -56,6 +58,8 @@ cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, i
         j = st.sess.job[slot]           # the job that just joined
         st.jobs.mode[j] = mode
         st.jobs.growing[j] = growing
+    if st.stages[k].kind == K_STEP:
+        resident_frames(st, st.sess.job[slot], st.stages[k].memory)
     return 0
 
 

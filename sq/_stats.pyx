@@ -107,8 +107,8 @@ def order_statistics(const double[::1] xs, const int64_t[::1] ranks):
         if not 1 <= ranks[j] <= n:
             raise ValueError("rank out of range")
     keys = total_order_keys(xs)
-    # the distinct 0-based ranks, sorted (np.unique would do, but its first call imports numpy.ma)
-    kth = sorted({ranks[j] - 1 for j in range(ranks.shape[0])})
+    # the distinct positions, ascending (np.unique would import numpy.ma on its first call: ~10 ms)
+    kth = np.array(sorted({r - 1 for r in ranks}), dtype=np.int64)
     keys.partition(kth)
     cdef int64_t[::1] k = keys
     res = np.empty(ranks.shape[0], dtype=np.float64)

@@ -19,19 +19,55 @@ cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
     return total
 
 
+cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
+    """A step job joins: the frame entries its iterations read (see Jobs.frame)."""
+    cdef int32_t slot = st.jobs.owner[j], d, i, n
+    cdef int64_t fi, e, found = -1
+    st.jobs.frame[j] = innermost(st, slot, st.jobs.growing[j]) if st.jobs.growing[j] >= 0 else -1
+    if memory >= 0:
+        for d in range(st.sess.depth[slot]):
+            fi = frame_of(st, slot, d)
+            n = st.holds[st.hold_offsets[st.sess.frame_hold[fi]] + H_NPOOLS]
+            for i in range(n):
+                e = fi * st.hold_pools_max + i
+                if st.sess.frame_active[e] and st.sess.frame_member[e] == memory:
+                    found = e if found == -1 else -2
+    st.jobs.units_at[j] = found
+
+
+cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogil:
+    """owner_units(job's owner, memory), from the entry found when the job joined when there is one."""
+    cdef int64_t e = st.jobs.units_at[j]
+    if e >= 0:
+        return 0.0 + st.sess.frame_alloc[e]      # owner_units' sum over that one entry
+    if e == -1:
+        return 0.0
+    return owner_units(st, st.jobs.owner[j], memory)
+
+
+cdef inline double moment_expr(State* st, int32_t e) noexcept nogil:
+    """A step stage's budget or chunk, in its Budget moment: most are a constant, read here
+    without a call to evaluate (once per iteration each)."""
+    if st.code[e] == X_NUM and st.code[e + XONE_LEN] == X_RET:
+        return st.consts[st.code[e + XONE_ARG]]
+    return evaluate(st, e, -1, &st.rng_session, NAN)
+
+
 cdef void set_totals(State* st, Stage* s) noexcept nogil:
     """The Budget moment's context, from the residents as they stand."""
     cdef int64_t r
     cdef int32_t j
     cdef double dec = 0.0, kvb = 0.0, kvp = 0.0, units
+    if not st.budget_totals:
+        return          # only costs read them, and an iteration sets its own before its cost
     for r in range(s.nres):
         j = s.res[r]
         if st.jobs.mode[j] == M_DECODE:
             dec += 1.0
             if st.kv_budget:            # no expression reads the sums: they are not made
-                kvb += owner_units(st, st.jobs.owner[j], s.memory)
+                kvb += job_units(st, j, s.memory)
         elif st.kv_budget:
-            kvp += owner_units(st, st.jobs.owner[j], s.memory)
+            kvp += job_units(st, j, s.memory)
     st.ctxv[CTX_NRES] = <double> s.nres
     st.ctxv[CTX_NDEC] = dec
     st.ctxv[CTX_KVB] = kvb
@@ -40,9 +76,9 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
 
 cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
     if st.jobs.mode[j] == M_DECODE:
-        return fmin(1.0, st.jobs.work[j])
+        return min_of(1.0, st.jobs.work[j])
     if chunk > 0:
-        return fmin(st.jobs.work[j], chunk)
+        return min_of(st.jobs.work[j], chunk)
     return st.jobs.work[j]
 
 
@@ -91,12 +127,10 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             break
 
 
-cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
+cdef inline int32_t next_unserved(State* st, Stage* s) noexcept nogil:
     """The next job in the serving order not yet served in this pass (-1: none); the order is re-read each time."""
     cdef int64_t r
-    cdef int32_t j, best = -1, i, n = s.serve_count, owner
-    cdef double* keys = st.keys
-    if n == 0 or s.excl:
+    if s.serve_count == 0 or s.excl:
         if s.cursor_stamp != st.serve_stamp:
             s.cursor_stamp = st.serve_stamp
             s.cursor = 0
@@ -106,6 +140,14 @@ cdef int32_t next_unserved(State* st, Stage* s) noexcept nogil:
                 return s.res[r]
         s.cursor = s.nres
         return -1
+    return next_by_keys(st, s)
+
+
+cdef int32_t next_by_keys(State* st, Stage* s) noexcept nogil:
+    """`serve by` keys: the unserved resident with the smallest keys, read on each resident afresh."""
+    cdef int64_t r
+    cdef int32_t j, best = -1, i, n = s.serve_count, owner
+    cdef double* keys = st.keys
     set_totals(st, s)
     for r in range(s.nres):
         j = s.res[r]
@@ -174,18 +216,23 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
     return False
 
 
-cdef int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
-    if s.na == s.a_cap:
-        if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
-                or not grow(<void**> &s.a_id, (s.a_cap * 2 + 16) * sizeof(int64_t)) \
-                or not grow(<void**> &s.a_tok, (s.a_cap * 2 + 16) * sizeof(double)):
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        s.a_cap = s.a_cap * 2 + 16
+cdef inline int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
+    if s.na == s.a_cap and assign_grow(st, s) < 0:
+        return -1
     s.a_job[s.na] = j
     s.a_id[s.na] = st.jobs.id[j]
     s.a_tok[s.na] = tokens
     s.na += 1
+    return 0
+
+
+cdef int assign_grow(State* st, Stage* s) noexcept nogil:
+    if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
+            or not grow(<void**> &s.a_id, (s.a_cap * 2 + 16) * sizeof(int64_t)) \
+            or not grow(<void**> &s.a_tok, (s.a_cap * 2 + 16) * sizeof(double)):
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    s.a_cap = s.a_cap * 2 + 16
     return 0
 
 
@@ -198,15 +245,16 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef int64_t r, fj
     cdef int32_t j, owner, row
     set_totals(st, s)
-    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+    budget = moment_expr(st, s.budget_e)
     if st.error.code:
         return
-    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    chunk = moment_expr(st, s.chunk_e)
     if st.error.code:
         return
-    for r in range(s.nres):
-        if st.jobs.mode[s.res[r]] == M_PREFILL:
-            resident_prefill = True
+    if excl:                            # (only an exclusive stage stalls decodes for a prefill)
+        for r in range(s.nres):
+            if st.jobs.mode[s.res[r]] == M_PREFILL:
+                resident_prefill = True
     left = budget
     s.na = 0
     st.serve_stamp += 1
@@ -225,7 +273,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         is_prefill = st.jobs.mode[j] == M_PREFILL
         if excl and resident_prefill and not is_prefill:
             continue                    # decodes stall while a prefill is resident
-        tokens = fmin(want(st, j, chunk), budget if (excl and is_prefill) else left)
+        tokens = min_of(want(st, j, chunk), budget if (excl and is_prefill) else left)
         if not (tokens > 0):
             continue
         row = st.jobs.growing[j]
@@ -233,7 +281,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             owner = st.jobs.owner[j]
             if st.sess.grow_at[owner] >= 0:
                 continue                # stalled earlier, waiting to grow
-            fj = innermost(st, owner, row)
+            fj = st.jobs.frame[j]
             if fj < 0:
                 continue
             need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
@@ -256,20 +304,22 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
-    # jobs preempted meanwhile leave the selection (their tokens are not applied)
-    fj = 0
-    for r in range(s.na):
-        if st.jobs.id[s.a_job[r]] == s.a_id[r]:
-            s.a_job[fj] = s.a_job[r]
-            s.a_id[fj] = s.a_id[r]
-            s.a_tok[fj] = s.a_tok[r]
-            fj += 1
-    s.na = fj
+    # jobs preempted meanwhile leave the selection (their tokens are not applied); only a
+    # preemption removes a resident's job while its stage plans
+    if st.iter_preempted:
+        fj = 0
+        for r in range(s.na):
+            if st.jobs.id[s.a_job[r]] == s.a_id[r]:
+                s.a_job[fj] = s.a_job[r]
+                s.a_id[fj] = s.a_id[r]
+                s.a_tok[fj] = s.a_tok[r]
+                fj += 1
+        s.na = fj
     if excl:
         for r in range(s.na):
             j = s.a_job[r]
             if st.jobs.growing[j] >= 0:
-                fj = innermost(st, st.jobs.owner[j], st.jobs.growing[j])
+                fj = st.jobs.frame[j]
                 if fj >= 0:
                     st.sess.frame_pos[fj] += s.a_tok[r]
                     mark_grown(st, fj)
@@ -281,11 +331,11 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         if st.jobs.mode[j] == M_DECODE:
             ndec += 1.0
             if st.kv_iteration:
-                kvb += owner_units(st, st.jobs.owner[j], s.memory)
+                kvb += job_units(st, j, s.memory)
         else:
             npre += s.a_tok[r]
             if st.kv_iteration:
-                kvp += owner_units(st, st.jobs.owner[j], s.memory)
+                kvp += job_units(st, j, s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre
@@ -339,23 +389,23 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     trace_logged(st)
 
 
-cdef void token(State* st, Stage* s, int32_t slot, bint decode, bint counts) noexcept nogil:
+cdef void token(State* st, int32_t k, int32_t slot, bint decode, bint counts) noexcept nogil:
     """Inter-token gaps: a decode token, or a prefill's completion. A completion continues the
     turn's tokens after a decode of the turn, or after a preemption when it ends on the stage of
     the previous token (0.1.2); otherwise it is the turn's first token."""
-    cdef double turn = st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
-    cdef bint same = st.sess.itl_has[slot] and st.sess.itl_turn[slot] == turn
-    cdef int32_t k = <int32_t> (s - st.stages)
+    cdef double turn, now = st.now
     if not counts:
         return
-    if same and (decode or st.sess.itl_decoded[slot] or (st.sess.itl_preempted[slot] and st.sess.itl_stage[slot] == k)):
-        if st.warm and histogram_add(&s.itl, st.now - st.sess.itl_last[slot]) < 0:
+    turn = st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn]
+    if st.sess.itl_has[slot] and st.sess.itl_turn[slot] == turn \
+            and (decode or st.sess.itl_decoded[slot] or (st.sess.itl_preempted[slot] and st.sess.itl_stage[slot] == k)):
+        if st.warm and histogram_add(&st.stages[k].itl, now - st.sess.itl_last[slot]) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
-        st.sess.itl_last[slot] = st.now
+        st.sess.itl_last[slot] = now
         st.sess.itl_stage[slot] = k
         st.sess.itl_preempted[slot] = 0
-        if decode:
+        if decode and not st.sess.itl_decoded[slot]:
             st.sess.itl_decoded[slot] = 1
         return
     st.sess.itl_has[slot] = 1
@@ -392,15 +442,14 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             continue
         st.jobs.work[j] -= s.a_tok[r]
         finished = st.jobs.work[j] <= EPS
-        token(st, s, st.jobs.owner[j], st.jobs.mode[j] == M_DECODE, st.jobs.mode[j] == M_DECODE or finished)
-        if not finished:
-            s.a_id[r] = -1
-    # the finished leave the residents in one pass (O(residents), not O(residents) per job);
-    # the stamp -2 marks them, and complete_job frees them, so no one reads it later
-    for r in range(s.na):
-        if s.a_id[r] >= 0:
-            st.jobs.served[s.a_job[r]] = -2
+        token(st, k, st.jobs.owner[j], st.jobs.mode[j] == M_DECODE, st.jobs.mode[j] == M_DECODE or finished)
+        if finished:
+            # the finished leave the residents in one pass (O(residents), not O(residents) per
+            # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
+            st.jobs.served[j] = -2
             nfin += 1
+        else:
+            s.a_id[r] = -1
     if nfin > 0:
         leave_marked(st, s)
     for r in range(s.na):
@@ -436,8 +485,8 @@ cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
     # goes on in its own (0.1.2: a chunk after `budget_left(E2)` still reads its stage's residents)
     memcpy(outer, st.ctxv, sizeof(outer))
     set_totals(st, s)
-    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
-    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    budget = moment_expr(st, s.budget_e)
+    chunk = moment_expr(st, s.chunk_e)
     memcpy(st.ctxv, outer, sizeof(outer))
     for r in range(s.nres):
         total += want(st, s.res[r], chunk)

@@ -123,6 +123,9 @@ class Lowered:
     # other than a cost reads them, those of its iteration if any expression does.
     kv_budget: bool = True
     kv_iteration: bool = True
+    # whether an expression other than a cost reads a Budget moment's totals at all (residents,
+    # decoders, kvb, kvp): if none does, the moment does not make them (a cost reads the iteration's)
+    budget_totals: bool = True
 
 
 def lower(ir: dict) -> Lowered:
@@ -329,7 +332,8 @@ class _Lowering:
                 "stack_depth": self.chain_depth(step_exprs) + 4, "frame_depth": self.max_depth,
                 "max_keys": self.max_keys, "max_flow_stages": self.max_flow_stages,
                 "kv_budget": bool(self.contexts_read & {"Kvb", "Kvp"}),
-                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"})}
+                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
+                "budget_totals": bool(self.contexts_read & {"Nres", "Ndec", "Kvb", "Kvp"})}
 
     def hold_tables(self) -> dict:
         return {"holds": np.array(self.holds, dtype=np.int32),
