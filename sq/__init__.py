@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 from sq.errors import SqError
 
@@ -109,8 +110,6 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     (`report.stopped == "wall limit"`). SIGINT stops it too: KeyboardInterrupt is raised
     with the partial report as its `.report`.
     """
-    import time
-
     started = time.perf_counter()
     lowered = lower_program(program)
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
@@ -133,9 +132,9 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     else:
         raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
                       phase="settings")
-    changes = _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    if not changes:
+    if seed is None and horizon is None and warmup is None and arrivals is None:
         return lowered
+    changes = _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     import dataclasses
 
     return dataclasses.replace(lowered, **changes)
@@ -157,18 +156,19 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     Report with provenance.
     A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
     ran as `.report`."""
-    import time
-
     from sq import _engine
-    from sq import progress as progress_mod
 
     started = time.perf_counter() if started is None else started
     _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
         raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
     bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
-    tracker = progress_mod.tracker(progress, lowered.horizon if horizon is None else horizon,
-                                   (lowered.arrivals if arrivals is None else arrivals) or 0)
+    tracker = None
+    if progress is not None and progress is not False:
+        from sq import progress as progress_mod
+
+        tracker = progress_mod.tracker(progress, lowered.horizon if horizon is None else horizon,
+                                       (lowered.arrivals if arrivals is None else arrivals) or 0)
     try:
         raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                           trace_iterations=_trace_sink(trace_iterations),
@@ -192,8 +192,6 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
 
 def _report(raw, program, started: float):
     """The Report of raw results, with provenance: the program's origin and the wall time."""
-    import time
-
     from sq.report import Report
 
     report = Report.from_results(raw)
@@ -205,6 +203,8 @@ def _report(raw, program, started: float):
 
 
 def _current(lowered) -> tuple:
+    """The lowered program's own horizon, warmup and whether its arrivals are open (what run
+    settings are checked against)."""
     from sq.lower import A_POISSON, A_RENEWAL
 
     return lowered.horizon, lowered.warmup, lowered.arrival_kind in (A_POISSON, A_RENEWAL)
@@ -251,7 +251,7 @@ def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, s
 def _trace_sink(trace):
     """A debug trace's destination for the engine: a file (anything with `write`) gets the
     lines, one per line, as the run goes; True, False and a callable pass as they are."""
-    if hasattr(trace, "write"):
+    if trace is not False and trace is not True and hasattr(trace, "write"):   # (the usual False: no lookup)
         return lambda lines: trace.write("".join(f"{line}\n" for line in lines))
     return trace
 

@@ -428,13 +428,11 @@ cdef struct State:
     int64_t next_job_id
     Area live_area
     # steady-state check: the live and pool-queue integrals over [warmup, mid_time], the middle of
-    # the measured window, and the arrivals and ends counted by then
+    # the measured window, and the arrivals before warmup
     double mid_time
     int mid_taken
     double mid_live
     int64_t warm_arrivals      # arrivals before warmup ended
-    int64_t mid_arrivals
-    int64_t mid_ended
     Sessions sess
     int32_t hold_depth_max     # open holds one session can have at once (D)
     int32_t hold_pools_max     # pools one hold can take (P)

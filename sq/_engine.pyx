@@ -36,6 +36,13 @@ cnp.import_array()
 # the bytecode and tables lowering writes: opcodes, operand offsets, kinds (sq/_bytecode.pxd)
 from sq._bytecode cimport *
 from sq._bytecode import STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE
+from sq.errors import SqError
+from sq.numbers import display as fmt
+from sq import results as R
+
+# the dtypes of the lowered arrays, as the descriptors _contig compares with
+_I32, _F64 = np.dtype(np.int32), np.dtype(np.float64)
+_STEP_EXPRS, _STEP_SERVE, _SPILL = np.dtype(STEP_EXPRS_DTYPE), np.dtype(STEP_SERVE_DTYPE), np.dtype(SPILL_DTYPE)
 
 cdef enum EventKind:
     EV_ARRIVE = 0
@@ -224,14 +231,32 @@ cdef object turns_numpy(Turns* a):
     return out
 
 
+cdef extern from *:
+    """
+    /* An instance of a tuple subclass with two items (a results.Area or Running): what
+       tuple.__new__(cls, (a, b)) makes, without its argument tuples and method lookup. */
+    static PyObject* sq_pair(PyObject* cls, PyObject* a, PyObject* b) {
+        PyObject* t = ((PyTypeObject*) cls)->tp_alloc((PyTypeObject*) cls, 2);
+        if (t == NULL) return NULL;
+        Py_INCREF(a); PyTuple_SET_ITEM(t, 0, a);
+        Py_INCREF(b); PyTuple_SET_ITEM(t, 1, b);
+        return t;
+    }
+    """
+    object sq_pair(object cls, object a, object b)
+
+# the named tuples of the results, built by sq_pair: no Python frame per field of every row of every run
+_AREA, _RUNNING = R.Area, R.Running
+assert issubclass(_AREA, tuple) and issubclass(_RUNNING, tuple) and len(_AREA._fields) == len(_RUNNING._fields) == 2
+
+
 cdef object _running(R, Running* r):
-    return R.Running(n=r.n, mean=r.mean if r.n > 0 else NAN)
+    return sq_pair(_RUNNING, r.n, r.mean if r.n > 0 else NAN)
 
 
 def itl_histogram_of(gaps):
     """The histogram the engine builds from these gaps, one token at a time (for tests: it
     must equal the one sq.stats makes from the list)."""
-    import sq.results as R
     cdef Histogram h
     memset(&h, 0, sizeof(Histogram))
     try:
@@ -245,6 +270,9 @@ def itl_histogram_of(gaps):
 
 cdef object _itl(R, Histogram* h):
     cdef int64_t i, n = h.nk
+    if n == 0:    # no gap in any bucket (every stage but a step stage's): the shared empty arrays
+        return R.ItlHistogram(h.n, h.total, h.kmin, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_F64,
+                              (h.low.count, h.low.least, h.low.greatest), (h.top.count, h.top.least, h.top.greatest))
     counts = np.empty(n, dtype=np.int64)
     least = np.empty(n, dtype=np.float64)
     greatest = np.empty(n, dtype=np.float64)
@@ -260,7 +288,13 @@ cdef object _itl(R, Histogram* h):
         low=(h.low.count, h.low.least, h.low.greatest), top=(h.top.count, h.top.least, h.top.greatest))
 
 
-def _contig(a, dtype):
+cdef object _contig(object a, object dtype):
+    """`a` as a C-contiguous array of `dtype`: `a` itself when it is one (a lowered program's
+    arrays are: given a dtype object (_I32, ...), the check is a few C reads, where numpy's call
+    parses its arguments each run)."""
+    if isinstance(dtype, cnp.dtype) and cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a) \
+            and cnp.PyArray_EquivTypes(<cnp.dtype> a.dtype, <cnp.dtype> dtype):
+        return a
     return np.ascontiguousarray(a, dtype=dtype)
 
 
@@ -290,9 +324,6 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    from sq.errors import SqError
-    from sq import results as R
-
     settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -343,8 +374,8 @@ cdef object _set_program(State* st, lowered):
     session's frames carry), the attribute slots, the expression stack."""
     cdef int32_t k
     code, consts, stmts, holds, hoffs, hpcs = _tables(
-        lowered, code=np.int32, consts=np.float64, stmts=np.int32, holds=np.int32, hold_offsets=np.int32,
-        hold_pcs=np.int32)
+        lowered, code=_I32, consts=_F64, stmts=_I32, holds=_I32, hold_offsets=_I32,
+        hold_pcs=_I32)
     st.code = <const int32_t*> data_of(code)
     st.consts = <const double*> data_of(consts)
     st.stmts = <const int32_t*> data_of(stmts)
@@ -393,9 +424,9 @@ cdef object _set_pools(State* st, lowered):
     """The pools: caps, blocks, `queue by` and `evict by` keys, lifo, spill clauses, `admit via`."""
     cdef int32_t k
     caps, blocks, kstart, kcount, pkeys, estart, ecount, lifo, spills, admit_via = _tables(
-        lowered, pool_caps=np.float64, pool_blocks=np.float64, pool_key_start=np.int32, pool_key_count=np.int32,
-        pool_keys=np.int32, pool_evict_start=np.int32, pool_evict_count=np.int32, pool_lifo=np.int32,
-        pool_spill=SPILL_DTYPE, pool_admit_via=np.int32)
+        lowered, pool_caps=_F64, pool_blocks=_F64, pool_key_start=_I32, pool_key_count=_I32,
+        pool_keys=_I32, pool_evict_start=_I32, pool_evict_count=_I32, pool_lifo=_I32,
+        pool_spill=_SPILL, pool_admit_via=_I32)
     st.pool_caps = <const double*> data_of(caps)
     st.pool_keys = <const int32_t*> data_of(pkeys)
     st.admit_via = <const int32_t*> data_of(admit_via)
@@ -429,8 +460,8 @@ cdef object _set_stages(State* st, lowered):
     the flows' tables. After _set_pools (a step stage's memory pool is marked)."""
     cdef int32_t k, m
     kinds, servers, phis, step_exprs, step_serve, step_memory, serve_keys, shared = _tables(
-        lowered, stage_kinds=np.int32, stage_servers=np.int32, stage_phi=np.int32, step_exprs=STEP_EXPRS_DTYPE,
-        step_serve=STEP_SERVE_DTYPE, step_memory=np.int32, serve_keys=np.int32, stage_shared=np.float64)
+        lowered, stage_kinds=_I32, stage_servers=_I32, stage_phi=_I32, step_exprs=_STEP_EXPRS,
+        step_serve=_STEP_SERVE, step_memory=_I32, serve_keys=_I32, stage_shared=_F64)
     st.serve_keys = <const int32_t*> data_of(serve_keys)
     st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
     st.stages_sampled = rows_new(st.n_stages)
@@ -471,7 +502,7 @@ cdef object _set_stages(State* st, lowered):
 cdef object _set_observations(State* st, lowered):
     """The observes' and gauges' tables (their samples grow as the run records)."""
     cdef int32_t k
-    gexprs = _contig(lowered.gauge_exprs, np.int32)
+    gexprs = _contig(lowered.gauge_exprs, _I32)
     st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
     st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
     if st.observes == NULL or st.gauges == NULL:
@@ -591,7 +622,7 @@ def _row_name(names, indices, k):
 def _trace_arrays(lowered):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
     if not lowered.trace:
-        return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64
     from sq.trace import read_trace       # only a replay loads the reader
     corpus = read_trace(lowered.trace)
     return corpus.turns.reshape(-1), corpus.offset, corpus.count
@@ -621,7 +652,6 @@ def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
 
 cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):
     """The end of the run: §9.4's arrival-limit errors, then `end`; time averages flushed to it."""
-    from sq.numbers import display as fmt
     cdef double end
     cdef int32_t k
     if st.stop:
@@ -723,7 +753,18 @@ cdef object _pool_dump_lines(State* st, lowered):
 
 
 cdef object _area(R, Area* a):
-    return R.Area(integral=a.integral, value=a.value)
+    return sq_pair(_AREA, a.integral, a.value)
+
+
+cdef str _kind_name(int32_t kind):
+    # compared as C ints: a dict keyed by the cpdef enum converts each kind to a Python enum
+    if kind == K_FIFO:
+        return "fifo"
+    if kind == K_PS:
+        return "ps"
+    if kind == K_DELAY:
+        return "delay"
+    return "step"
 
 
 cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end, bint dump_pools):
@@ -735,7 +776,7 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
     if st.mid_taken:
         raw.middle = R.Middle(time=st.mid_time, live=st.mid_live,
                               queues=[st.pools[k].mid_queue for k in range(st.n_pools)],
-                              warm_arrivals=st.warm_arrivals, arrivals=st.mid_arrivals, ended=st.mid_ended)
+                              warm_arrivals=st.warm_arrivals)
     for k in range(st.n_observes):
         if not st.keep_samples:
             raw.observes.append(R.ObserveRaw(name=lowered.observe_names[k],
@@ -752,12 +793,11 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
         raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k],
                                      times=darr_numpy(&st.gauges[k].times),
                                      values=darr_numpy(&st.gauges[k].values)))
-    kind_names = {K_FIFO: "fifo", K_PS: "ps", K_DELAY: "delay", K_STEP: "step"}
     for k in range(st.n_stages):
         s = &st.stages[k]
         raw.stages.append(R.StageRaw(
             name=lowered.stage_names[k], index=lowered.stage_indices[k],
-            kind=kind_names.get(s.kind, "step"),
+            kind=_kind_name(s.kind),
             number=_area(R, &s.number), busy=_area(R, &s.busy_area),
             wait_mean=_running(R, &s.waits), service_mean=_running(R, &s.services),
             iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),

@@ -51,8 +51,6 @@ cdef void take_mid(State* st) noexcept nogil:
     st.mid_live = area_until(&st.live_area, st.mid_time)
     for k in range(st.n_pools):
         st.pools[k].mid_queue = area_until(&st.pools[k].queue_area, st.mid_time)
-    st.mid_arrivals = st.arrivals
-    st.mid_ended = st.ended
 
 
 cdef void restart_areas(State* st) noexcept nogil:

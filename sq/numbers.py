@@ -9,8 +9,7 @@ decimal point; they differ only in exponents, `.0` and the non-finite values.
 from __future__ import annotations
 
 import math
-
-import numpy as np
+import sys
 
 __all__ = ["display", "debug", "brief", "json_number"]
 
@@ -86,9 +85,12 @@ def brief(x: float) -> str:
 def json_number(x) -> str:
     """A number in a report's JSON as 0.1.2 writes it: an integer (a counter) as an integer;
     a float as `display` writes it; `null` for NaN and ±inf."""
-    if isinstance(x, (bool, np.bool_)):
+    # numpy's scalars count too; without numpy loaded there are none (the compiler writes
+    # numbers without loading it)
+    np = sys.modules.get("numpy")
+    if isinstance(x, bool) or (np is not None and isinstance(x, np.bool_)):
         raise TypeError("a report number is never a bool")
-    if isinstance(x, (int, np.integer)):
+    if isinstance(x, int) or (np is not None and isinstance(x, np.integer)):
         return str(int(x))
     x = float(x)
     return _positional(x) if math.isfinite(x) else "null"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sq import stats, steady
+from sq import __version__, stats, steady   # (sq itself imports this module lazily, once it is set up)
 from sq._optional import require
 from sq.errors import SqError
 from sq.files import write_atomic
@@ -40,7 +40,6 @@ def _avg(area: Area, warmup: float, end: float) -> float:
 NOT_SERQ = {"serq": False}
 
 
-@dataclass
 class Observe:
     """One observation's statistics over its samples at t >= warmup.
 
@@ -51,47 +50,46 @@ class Observe:
     A run with samples="none" keeps no samples (`samples`, `times`, `sessions`, `turns` are
     None) but their `summary`: count, mean and cv2 are then the same, the CI and the
     quantiles approximate (docs/guide.md, "Long runs").
-    """
 
-    name: str
-    count: int
-    mean: float
-    ci: float
-    cv2: float
-    p99: float
-    samples: np.ndarray | None
-    times: np.ndarray | None
-    sessions: np.ndarray | None
-    turns: np.ndarray | None
-    summary: ObserveSummary | None = None
-    min: float = math.nan
-    p50: float = math.nan
-    p90: float = math.nan
-    p95: float = math.nan
-    p999: float = math.nan
-    max: float = math.nan
+    The statistics other than `count` are computed the first time one of them is read
+    (`_LAZY`), then kept: a sweep of many short runs that reads a few fields of each does
+    not pay for the others.
+    """
 
     JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
     # what the text report, to_pandas and sweeps show: the JSON's and the order statistics
     SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
 
+    def __init__(self, name: str, samples: np.ndarray | None, times: np.ndarray | None,
+                 sessions: np.ndarray | None, turns: np.ndarray | None, summary: ObserveSummary | None = None):
+        self.name = name
+        self.samples, self.times, self.sessions, self.turns = samples, times, sessions, turns
+        self.summary = summary
+        self.count = summary.n if samples is None else len(samples)
 
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         if raw.summary is not None:
-            s = stats.summary_stats(raw.summary)
-            return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, None, None, None, None, raw.summary,
-                       min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
+            return cls(raw.name, None, None, None, None, raw.summary)
         times = np.asarray(raw.times, dtype=np.float64)
         # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
         # slicing keeps views of the engine's arrays instead of copying them.
-        first = int(np.searchsorted(times, warmup, side="left"))
+        first = int(times.searchsorted(warmup, side="left"))
         samples = np.asarray(raw.samples, dtype=np.float64)[first:]
-        s = stats.observe_stats(samples)
         # ids keep the engine's narrow integer types (widening would copy them all)
-        return cls(raw.name, s.count, s.mean, s.ci, s.cv2, s.p99, samples, times[first:],
-                   _integers(raw.sessions)[first:], _integers(raw.turns)[first:],
-                   min=s.min, p50=s.p50, p90=s.p90, p95=s.p95, p999=s.p999, max=s.max)
+        return cls(raw.name, samples, times[first:], _integers(raw.sessions)[first:], _integers(raw.turns)[first:])
+
+    def __getattr__(self, attr: str):
+        # called only for an attribute not set yet: a statistic read for the first time
+        compute = _LAZY.get(attr)
+        if compute is None:
+            raise AttributeError(f"'Observe' object has no attribute {attr!r}")
+        vars(self).update(_summary_fields(self) if self.samples is None else compute(self.samples))
+        return vars(self)[attr]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.SUMMARY_FIELDS)
+        return f"Observe(name={self.name!r}, {shown})"
 
     def quantile(self, q: float) -> float:
         """The q-quantile of the samples: the ceil(q·n)-th smallest in total order (what the p99
@@ -101,6 +99,22 @@ class Observe:
         if self.samples is None:
             return stats.summary_quantiles(self.summary, (q,))[0]
         return stats.quantile(self.samples, q)
+
+
+def _moments(samples) -> dict[str, float]:
+    mean, cv2 = stats.observe_moments(samples)
+    return {"mean": mean, "cv2": cv2}
+
+
+def _summary_fields(o: Observe) -> dict[str, float]:
+    """Every statistic of a run that kept only the summary (they come together)."""
+    return vars(stats.summary_stats(o.summary))
+
+
+# An Observe's statistics computed on first read: field name -> what computes it from the
+# samples (with the other fields computed alongside).
+_LAZY = {"mean": _moments, "cv2": _moments, "ci": lambda xs: {"ci": stats.observe_ci(xs)},
+         **dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics)}
 
 
 def _integers(xs) -> np.ndarray:
@@ -220,8 +234,7 @@ class Pool:
 
 def _ratio(count: int, span: float) -> float:
     """count / span with IEEE results (inf, NaN) instead of ZeroDivisionError."""
-    with np.errstate(all="ignore"):
-        return float(np.float64(count) / np.float64(span))
+    return stats.ieee_div(float(count), float(span))
 
 
 def _row_json(row) -> str:
@@ -276,7 +289,7 @@ class Report:
     # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
     program: str | None = None
     overrides: dict = field(default_factory=dict)
-    sq_version: str = field(default_factory=lambda: _sq_version())
+    sq_version: str = __version__
     wall_s: float = float("nan")
 
     @classmethod
@@ -425,12 +438,6 @@ def _rows_frame(pd, rows, kind):
     frame = pd.DataFrame([vars(r) for r in rows], columns=[f.name for f in fields(kind)])
     frame["index"] = pd.array([r.index for r in rows], dtype="Int64")
     return frame
-
-
-def _sq_version() -> str:
-    from sq import __version__  # noqa: PLC0415  (sq imports this module lazily)
-
-    return __version__
 
 
 # -- the text report -------------------------------------------------------------

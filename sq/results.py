@@ -29,16 +29,28 @@ Conventions the engine follows:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 
+def _empty(dtype) -> np.ndarray:
+    a = np.zeros(0, dtype=dtype)
+    a.flags.writeable = False
+    return a
+
+
+# The default of every sample list the engine leaves empty: one shared read-only array each
+# (an empty array has nothing to change), not a new one per field and run.
+EMPTY_F64, EMPTY_I64 = _empty(np.float64), _empty(np.int64)
+
+
 def _f64() -> np.ndarray:
-    return np.zeros(0, dtype=np.float64)
+    return EMPTY_F64
 
 
 def _i64() -> np.ndarray:
-    return np.zeros(0, dtype=np.int64)
+    return EMPTY_I64
 
 
 def row_label(name: str, index: int | None) -> str:
@@ -46,16 +58,17 @@ def row_label(name: str, index: int | None) -> str:
     return name if index is None else f"{name}[{index}]"
 
 
-@dataclass
-class Area:
-    """The integral of a step function over [warmup, end], and its final value."""
+class Area(NamedTuple):
+    """The integral of a step function over [warmup, end], and its final value.
+
+    Area and Running are named tuples, not dataclasses: a run makes a dozen of them per stage
+    and pool, which the engine builds with tuple's constructor, no Python frame each."""
 
     integral: float = 0.0
     value: float = 0.0
 
 
-@dataclass
-class Running:
+class Running(NamedTuple):
     """A mean the engine keeps as it goes instead of the samples behind it.
 
     The report needs only the count and the Welford mean of some sample
@@ -243,8 +256,6 @@ class Middle:
     live: float                 # the live-sessions integral over [warmup, time]
     queues: list[float]         # each pool row's queue integral over [warmup, time]
     warm_arrivals: int          # sessions arrived before warmup ended
-    arrivals: int               # sessions arrived by `time` (whole run)
-    ended: int                  # sessions ended in [warmup, time]
 
 
 @dataclass

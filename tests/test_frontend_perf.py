@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import gc
 import re
+from pathlib import Path
 
 import pytest
 
 import sq
 from sq.frontend import lexer, unicode_tables
 from sq.errors import SqError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def _in_table(table, cp: int) -> bool:
@@ -55,12 +58,36 @@ def _naive_place(text: str, pos: int) -> tuple[int, int]:
 
 def test_token_places_follow_line_ends():
     text = 'let a = 1;\n/* two\nlines */ let b = "x\ny";\n\n  // note\n\tlet c = .5e3 ;\n'
-    offsets = [m.start() for m in lexer._TOKEN.finditer(text) if m.lastgroup != "comment"]
+    offsets = [m.start() for m in lexer._tokens(text) if m.lastgroup != "comment"]
     toks = lexer.tokenize(text)
     assert len(toks) == len(offsets) + 1
     for tok, pos in zip(toks, offsets):
         assert (tok.line, tok.col) == _naive_place(text, pos), tok
     assert (toks[-1].line, toks[-1].col) == _naive_place(text, len(text))
+
+
+def test_compiling_loads_no_numpy():
+    # numpy is the run's (the engine's arrays, the report's): a compile or `sq check` goes without
+    import subprocess
+    import sys
+
+    code = ("import sys, sq; sq.compile(source='stage s : fifo(1); workload { arrive poisson(1); } "
+            "session { run s (~exp(2)); observe r = now; }', horizon=10); print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_ascii_token_regex_reads_ascii_text_as_the_whole_one_does():
+    # every ASCII character, alone and around identifiers, and every example program
+    texts = [chr(c) for c in range(128)] + [f"a{chr(c)}b_9 {chr(c)}x" for c in range(128)]
+    texts += [p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.rglob("*.sq"))]
+    texts = [t for t in texts if t.isascii()]
+    assert len(texts) > 256
+    for text in texts:
+        spans = [[(m.lastgroup, m.span()) for m in lexer._token_regex(ascii_only).finditer(text)]
+                 for ascii_only in (True, False)]
+        assert spans[0] == spans[1], text
 
 
 _OK = "let a = 1;\nrun { horizon 10; }\nworkload { arrive poisson(1); }\nsession { set x = a; }\n"

@@ -141,7 +141,8 @@ def _loaded(module: str):
 # sleep: the machine may be busy. The first three come from the lines `-X importtime` prints as
 # each module finishes loading; the fourth is the deep walk's thread stack in /proc/PID/maps.
 CTRL_C_MOMENTS = {
-    "while numpy loads": _loaded("numpy.__config__"),   # numpy loads for a while after it
+    # the syntax tree's classes load for a while after it, through exec() (`sq check` loads no numpy)
+    "while the syntax tree loads": _loaded("sq.frontend.errors"),
     "parsing the arguments": _loaded("sq.cli"),
     "the compile starts": _loaded("sq.frontend.parser"),
     "on the deep walk's thread": lambda proc, err_lines: _deep_stack_mapped(proc.pid),

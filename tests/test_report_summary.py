@@ -56,6 +56,23 @@ def test_every_order_statistic_is_the_sorted_samples_rank(mm1):
         assert o.min < o.p50 < o.p90 < o.p95 < o.p99 < o.p999 <= o.max
 
 
+def test_statistics_are_computed_when_first_read_and_are_the_eager_ones():
+    from sq import stats
+    from sq.report import Observe
+
+    program = sq.compile(source=MM1)
+    for order in (Observe.SUMMARY_FIELDS, Observe.SUMMARY_FIELDS[::-1]):
+        o = sq.run(program).observes["response"]
+        assert "mean" not in vars(o) and "p99" not in vars(o) and "ci" not in vars(o)
+        assert o.mean == stats.welford(o.samples).mean
+        # the mean brought cv2 along, not the CI or the order statistics
+        assert "cv2" in vars(o) and "ci" not in vars(o) and "p99" not in vars(o)
+        want = stats.observe_stats(o.samples)
+        assert [getattr(o, k) for k in order] == [getattr(want, k) for k in order]
+    with pytest.raises(AttributeError):
+        o.no_such_field
+
+
 def test_quantile_is_the_report_quantile_function(mm1):
     o = mm1.observes["response"]
     assert o.quantile(0.99) == o.p99

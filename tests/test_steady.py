@@ -86,7 +86,7 @@ def test_the_engine_snapshots_the_middle_of_the_measured_window():
     # one session, live over [0, 10]; the window is [4, 20], its middle 12
     assert raw.middle.time == 12.0
     assert raw.middle.live == 6.0 and raw.live.integral == 6.0
-    assert raw.middle.warm_arrivals == 1 and raw.middle.arrivals == 1 and raw.middle.ended == 1
+    assert raw.middle.warm_arrivals == 1
 
 
 def _raw(first, second, last, arrivals=100):
@@ -94,8 +94,7 @@ def _raw(first, second, last, arrivals=100):
     return RawResults(horizon=100, end=100, warmup=0, seed=1, arrivals=arrivals, ended=arrivals,
                       live=Area(integral=50 * (first + second), value=last),
                       pools=[PoolRaw("kv", queue=Area(integral=0.0, value=0.0))],
-                      middle=Middle(time=50, live=50 * first, queues=[0.0], warm_arrivals=0,
-                                    arrivals=arrivals // 2, ended=arrivals // 2))
+                      middle=Middle(time=50, live=50 * first, queues=[0.0], warm_arrivals=0))
 
 
 def test_the_growth_rules():

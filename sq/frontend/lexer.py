@@ -7,6 +7,7 @@ print them.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from sq.frontend import unicode_tables
@@ -92,37 +93,50 @@ def _char_class(table, lo_bound: int = 0, hi_bound: int = 0x10FFFF) -> str:
     return "".join(parts)
 
 
-def _one_of(table) -> str:
-    """A regex for one character of `table`.  `re` tests a class reaching past
+def _one_of(table, top: int = 0x10FFFF) -> str:
+    """A regex for one character of `table` (up to `top`).  `re` tests a class reaching past
     U+FFFF range by range (hundreds of tests per character: 30 ms for a
     300-line program), but one within U+FFFF by a table lookup; so the
     astral ranges get their own class, tried only for an astral character."""
-    astral = _char_class(table, 0x10000)
-    bmp = f"[{_char_class(table, 0, 0xFFFF)}]"
+    astral = _char_class(table, 0x10000, top)
+    bmp = f"[{_char_class(table, 0, min(top, 0xFFFF))}]"
     return f"(?:{bmp}|(?=[^\\x00-\\uffff])[{astral}])" if astral else bmp
 
-
-# Identifiers and blanks as 0.1.2 reads them (Rust's `char` classes, which
-# differ from Python's str methods at the edges): unicode_tables.py.
-_START = _one_of(unicode_tables.IDENT_START)
-_PART = _one_of(unicode_tables.IDENT_PART)
-_SPACE = _char_class(unicode_tables.WHITE_SPACE)
-assert all(hi <= 0xFFFF for _, hi in unicode_tables.WHITE_SPACE)   # `_SPACE` stays one fast class
 
 # One pass of `finditer` finds every token: blanks between tokens are skipped
 # by the regex engine itself (any other character starts a token, a comment or
 # `bad`), so the Python loop runs once per token, not once per character or
-# blank run.
-_TOKEN = re.compile(rf"""
+# blank run. Identifiers and blanks are read as 0.1.2 reads them (Rust's `char`
+# classes, which differ from Python's str methods at the edges): unicode_tables.py.
+_TOKEN_TEMPLATE = r"""
     (?P<comment>//[^\n]*|/\*.*?\*/)
   | (?P<open_comment>/\*)
   | (?P<num>(?:[0-9]|\.[0-9])[0-9._]*(?:[eE][+-]?[0-9]+)?)
-  | (?P<ident>{_START}{_PART}*)
+  | (?P<ident>{start}{part}*)
   | (?P<str>"[^"]*")
   | (?P<open_str>")
   | (?P<sym><=|>=|==|!=|&&|\|\||[{{}}()\[\],;:.=~?+\-*/^<>!])
-  | (?P<bad>[^{_SPACE}])
-""", re.VERBOSE | re.DOTALL)
+  | (?P<bad>[^{space}])
+"""
+assert all(hi <= 0xFFFF for _, hi in unicode_tables.WHITE_SPACE)   # the blanks stay one fast class
+
+
+@functools.cache
+def _token_regex(ascii_only: bool) -> re.Pattern:
+    """The token regex; for a text of ASCII characters only, the one whose classes hold only
+    ASCII: it matches such a text exactly as the whole one does and compiles in a fraction of
+    the time (the Unicode identifier classes take tens of ms to compile, at every start)."""
+    top = 0x7F if ascii_only else 0x10FFFF
+    start, part = (_one_of(unicode_tables.IDENT_START, top), _one_of(unicode_tables.IDENT_PART, top))
+    return re.compile(_TOKEN_TEMPLATE.format(start=start, part=part,
+                                             space=_char_class(unicode_tables.WHITE_SPACE, 0, top)),
+                      re.VERBOSE | re.DOTALL)
+
+
+def _tokens(text: str):
+    return _token_regex(text.isascii()).finditer(text)
+
+
 _SYMBOL_KINDS = {**_SYMBOLS1, **_SYMBOLS2}
 
 
@@ -143,7 +157,7 @@ def _layout(text: str) -> str:
     position after such a string is on an earlier line than it looks."""
     out = []
     last = 0
-    for m in _TOKEN.finditer(text):
+    for m in _tokens(text):
         if m.lastgroup == "str":
             out += [text[last:m.start()], m.group().replace("\n", " ")]
             last = m.end()
@@ -173,7 +187,7 @@ def _tokenize(text: str, layout: str, file: str | None) -> list[Token]:
     end = len(text)
     line, line_start = 1, 0          # the line of the last token and the offset it starts at
     next_nl = _next_newline(layout, 0)
-    for m in _TOKEN.finditer(text):
+    for m in _tokens(text):
         kind = m.lastgroup
         pos = m.start()
         if pos > next_nl:            # crossed line ends since the last token
