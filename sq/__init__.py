@@ -11,10 +11,10 @@ GIL released, so runs in threads proceed in parallel.
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 
+from sq import settings
 from sq.errors import SqError
 
 __version__ = "0.1.0"
@@ -134,7 +134,8 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
                       phase="settings")
     if seed is None and horizon is None and warmup is None and arrivals is None:
         return lowered
-    changes = _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
+                               arrivals=arrivals)
     import dataclasses
 
     return dataclasses.replace(lowered, **changes)
@@ -159,24 +160,22 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     from sq import _engine
 
     started = time.perf_counter() if started is None else started
-    _checked_settings(*_current(lowered), seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    if wall_limit is not None and not (_setting_number("wall_limit", wall_limit) > 0):
-        raise SqError(f"run: wall_limit is a positive number of seconds, found {wall_limit!r}", phase="settings")
-    bound = {} if max_memory is None else {"max_memory": _memory_bound(max_memory)}
+    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
+                               arrivals=arrivals)
+    limits = {"wall_limit": settings.wall_limit(wall_limit), "timeline_window": settings.window(timeline_window)}
+    if max_memory is not None:
+        limits["max_memory"] = settings.memory_bound(max_memory)
     tracker = None
     if progress is not None and progress is not False:
         from sq import progress as progress_mod
 
-        tracker = progress_mod.tracker(progress, lowered.horizon if horizon is None else horizon,
-                                       (lowered.arrivals if arrivals is None else arrivals) or 0)
+        tracker = progress_mod.tracker(progress, changes.get("horizon", lowered.horizon),
+                                       changes.get("arrivals", lowered.arrivals) or 0)
     try:
-        raw = _engine.run(lowered, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                          trace_iterations=_trace_sink(trace_iterations),
+        raw = _engine.run(lowered, **changes, trace_iterations=_trace_sink(trace_iterations),
                           trace_evictions=_trace_sink(trace_evictions),
                           dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
-                          wall_limit=wall_limit, progress=tracker,
-                          timeline=None if timeline is None else os.fspath(timeline),
-                          timeline_window=_window(timeline_window), **bound)
+                          progress=tracker, timeline=None if timeline is None else os.fspath(timeline), **limits)
     except BaseException as exc:
         # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
         if tracker is not None:
@@ -202,52 +201,6 @@ def _report(raw, program, started: float):
     return report
 
 
-def _current(lowered) -> tuple:
-    """The lowered program's own horizon, warmup and whether its arrivals are open (what run
-    settings are checked against)."""
-    from sq.lower import A_POISSON, A_RENEWAL
-
-    return lowered.horizon, lowered.warmup, lowered.arrival_kind in (A_POISSON, A_RENEWAL)
-
-
-def _with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
-    """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
-    open_arrivals = any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal"))
-    changes = _checked_settings(float(ir["horizon"]), float(ir.get("warmup", 0.0)), open_arrivals,
-                                seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
-    return {**ir, **changes} if changes else ir
-
-
-def _checked_settings(horizon0: float, warmup0: float, open_arrivals: bool, *, seed, horizon, warmup,
-                      arrivals) -> dict:
-    """Run settings given to `run`, checked as the `run {}` block is against the program's own
-    horizon, warmup and arrival kind: the fields (of the IR, or of a Lowered) they replace."""
-    if seed is None and horizon is None and warmup is None and arrivals is None:
-        return {}
-    changes: dict = {}
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-            raise SqError(f"run: the seed is a whole number from 0 to 2^64-1, found {seed!r}", phase="settings")
-        changes["seed"] = seed
-    if horizon is not None:
-        changes["horizon"] = _setting_number("horizon", horizon)
-    if warmup is not None:
-        changes["warmup"] = _setting_number("warmup", warmup)
-    h, w = changes.get("horizon", horizon0), changes.get("warmup", warmup0)
-    if not (math.isfinite(h) and 0 <= w < h):
-        raise SqError("run: need 0 <= warmup < horizon", phase="settings")
-    if arrivals is not None:
-        if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
-            raise SqError("run: arrivals must be positive", phase="settings")
-        if not arrivals < 2**64:     # the count is a u64, as in 0.1.2 (inf included)
-            raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
-                          phase="settings")
-        if not open_arrivals:
-            raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
-        changes["arrivals"] = int(arrivals)
-    return changes
-
-
 def _trace_sink(trace):
     """A debug trace's destination for the engine: a file (anything with `write`) gets the
     lines, one per line, as the run goes; True, False and a callable pass as they are."""
@@ -256,36 +209,9 @@ def _trace_sink(trace):
     return trace
 
 
-def _window(window):
-    """A timeline window (t0, t1) as two floats, checked; None stays None (the whole run)."""
-    if window is None:
-        return None
-    try:
-        t0, t1 = (float(t) for t in window)
-    except (TypeError, ValueError):
-        raise SqError(f"run: a timeline window is a pair of times (t0, t1), found {window!r}",
-                      phase="settings") from None
-    if not t0 <= t1:
-        raise SqError(f"run: the timeline window {t0:g}:{t1:g} is empty (need t0 <= t1)", phase="settings")
-    return t0, t1
-
-
 def _with_trace_path(ir: dict, base: str | None) -> dict:
     """A relative `trace` is read from the program file's folder (kept by compile), else the cwd."""
     trace = ir.get("trace")
     if not trace or not base or os.path.isabs(trace):
         return ir
     return {**ir, "trace": os.path.join(base, trace)}
-
-
-def _memory_bound(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value < 2**63:
-        raise SqError(f"run: max_memory is a number of bytes from 1 to 2^63 - 1, found {value!r}",
-                      phase="settings")
-    return int(value)
-
-
-def _setting_number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise SqError(f"run: {name} must be a number, found {value!r}", phase="settings")
-    return float(value)

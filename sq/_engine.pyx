@@ -324,7 +324,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    settings = _settings(lowered, seed, horizon, warmup, arrivals, SqError)
+    settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
         raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
@@ -628,26 +628,13 @@ def _trace_arrays(lowered):
     return corpus.turns.reshape(-1), corpus.offset, corpus.count
 
 
-def _settings(lowered, seed, horizon, warmup, arrivals, SqError):
-    seed = lowered.seed if seed is None else seed
-    horizon = lowered.horizon if horizon is None else float(horizon)
-    warmup = lowered.warmup if warmup is None else float(warmup)
-    limit = lowered.arrivals if arrivals is None else arrivals
-    if isinstance(limit, float) and limit == limit and abs(limit) != INFINITY:
-        limit = int(limit)
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or not 0 <= limit < 2**64:
-        raise SqError(f"run: arrivals {limit!r} is not a whole number in [0, 2^64)", phase="run")
-    if not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**64:
-        raise SqError(f"run: seed {seed} is not an integer in [0, 2^64)", phase="run")
-    if not (horizon == horizon) or horizon < 0:
-        raise SqError(f"run: horizon {horizon} is not a time >= 0", phase="run")
-    if not (warmup == warmup) or warmup < 0:
-        raise SqError(f"run: warmup {warmup} is not a time >= 0", phase="run")
-    if arrivals is not None and limit <= 0:
-        raise SqError("run: arrivals must be positive", phase="run")
-    if limit and lowered.arrival_kind not in (1, 2):
-        raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="run")
-    return int(seed), horizon, warmup, max(limit, 0)
+def _settings(lowered, seed, horizon, warmup, arrivals):
+    """The run's seed, horizon, warmup and arrival limit: those given, else the program's own.
+    Given ones were checked by `sq.settings` (sq.run_lowered) before they reach the engine."""
+    return (lowered.seed if seed is None else int(seed),
+            lowered.horizon if horizon is None else float(horizon),
+            lowered.warmup if warmup is None else float(warmup),
+            lowered.arrivals if arrivals is None else int(arrivals))
 
 
 cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):

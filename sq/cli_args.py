@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from sq.errors import SqError
+from sq.settings import SEED_RANGE, is_u64
 
 _SEED_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 
@@ -24,8 +25,8 @@ def seed(text: str) -> int:
         value = int(text, 0)
     except ValueError:
         value = -1     # not a whole number: refused below, in the same words as one out of range
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2^64-1, found `{text}`")
+    if not is_u64(value):
+        raise argparse.ArgumentTypeError(f"a seed is {SEED_RANGE}, found `{text}`")
     return value
 
 

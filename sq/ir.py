@@ -19,6 +19,7 @@ from typing import Any
 
 from sq.deep import run_deep
 from sq.errors import SqError
+from sq.settings import is_u64
 
 IR_VERSION = 10
 
@@ -595,7 +596,7 @@ class Program:
             hidden=[_int(h, "hidden") for h in _list(d["hidden"], "hidden")],
             share=share,
             gauges=[Gauge.from_dict(g) for g in _list(d.get("gauges", []), "gauges")])
-        if prog.seed > 2**64 - 1:
+        if not is_u64(prog.seed):
             raise _bad("seed: more than a u64 holds")
         return prog
 

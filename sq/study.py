@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sq import metrics as sq_metrics
+from sq import settings
 from sq._optional import available, require
 from sq.confidence import t_interval
 from sq.deep import run_deep
@@ -296,7 +297,7 @@ def _value(name: str, v):
     return v
 
 
-SEED_RULE = "seeds are distinct whole numbers from 0 to 2^64-1"
+SEED_RULE = "seeds are distinct whole numbers from 0 to 2^64-1"   # each one settings.is_u64
 
 
 def seed_list(seeds, who: str = "sweep") -> list[int]:
@@ -309,7 +310,7 @@ def seed_list(seeds, who: str = "sweep") -> list[int]:
         raise SqError(f"{who}: {SEED_RULE}, found {seeds!r}", phase="settings")
     out: list[int] = []
     for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or not 0 <= s < 2**64:
+        if not settings.is_u64(s):
             raise SqError(f"{who}: {SEED_RULE}, found {s!r}", phase="settings")
         out.append(int(s))
     if not out:
@@ -350,8 +351,8 @@ def _ir_json(program, horizon, warmup, arrivals) -> str:
     (a worker may run elsewhere)."""
     import sq  # noqa: PLC0415
 
-    d = sq._with_settings(program.to_dict(exact=True), seed=None, horizon=horizon, warmup=warmup,
-                          arrivals=arrivals)
+    d = settings.with_settings(program.to_dict(exact=True), seed=None, horizon=horizon, warmup=warmup,
+                               arrivals=arrivals)
     d = sq._with_trace_path(d, program.trace_base)
     if d.get("trace") and not os.path.isabs(d["trace"]):
         d["trace"] = os.path.abspath(d["trace"])

@@ -6,11 +6,13 @@ SqError instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
 import pytest
 
+import sq
 from sq.errors import SqError
 from sq.lower import lower
 from sq.numbers import display
@@ -94,16 +96,25 @@ def test_closed_population_without_time_is_stopped():
 
 
 def test_run_settings_are_checked():
+    # checked by sq.settings before a run reaches the engine (which trusts them)
     ir = _ir("stage s : fifo; workload { arrive batch(1); } session { run s (1); }")
     low = lower(ir)
     with pytest.raises(SqError, match="arrivals applies only to poisson or renewal"):
-        _engine.run(low, arrivals=3)
+        sq.run_lowered(low, arrivals=3)
     with pytest.raises(SqError, match="arrivals must be positive"):
-        _engine.run(low, arrivals=0)
+        sq.run_lowered(low, arrivals=0)
     with pytest.raises(SqError, match="seed"):
-        _engine.run(low, seed=-1)
+        sq.run_lowered(low, seed=-1)
     with pytest.raises(SqError, match="horizon"):
-        _engine.run(low, horizon=float("nan"))
+        sq.run_lowered(low, horizon=float("nan"))
+
+
+def test_a_programs_own_arrival_limit_needs_open_arrivals():
+    # the `run { arrivals }` of a closed workload: refused before the run, as 0.1.2 refuses it at run time
+    low = lower(_ir("stage s : fifo; workload { arrive batch(1); } session { run s (1); }"))
+    closed = dataclasses.replace(low, arrivals=3)
+    with pytest.raises(SqError, match="arrivals applies only to poisson or renewal"):
+        sq.run_lowered(closed)
 
 
 @pytest.mark.parametrize("mutate", [

@@ -223,7 +223,7 @@ def test_run_lowered_checks_its_settings_on_its_own(settings, words):
 
 def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
     checked = []
-    check = sq._checked_settings
+    check = sq.settings.checked
 
     def counted(*args, **settings):
         given = {k: v for k, v in settings.items() if v is not None}
@@ -231,7 +231,7 @@ def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
             checked.append(given)
         return check(*args, **settings)
 
-    monkeypatch.setattr(sq, "_checked_settings", counted)
+    monkeypatch.setattr(sq.settings, "checked", counted)
     sq.run(sq.compile(MMC), seed=2, horizon=400, warmup=50)
     assert checked == [{"seed": 2, "horizon": 400, "warmup": 50}]
     checked.clear()

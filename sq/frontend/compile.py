@@ -15,6 +15,7 @@ from sq import ir
 from sq.files import Unreadable, read_text
 from sq.frontend import link as linker
 from sq.errors import SqError
+from sq.settings import is_u64
 
 
 def compile_program(path: str | os.PathLike | None = None, *, source: str | None = None,
@@ -106,7 +107,7 @@ def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any,
             continue
         if isinstance(value, bool) or not isinstance(value, int):
             raise SqError(f"{what} must be an integer, found {value!r}", phase="link")
-        if not 0 <= value < 2**64:
+        if not is_u64(value):
             raise SqError(f"{what} must be between 0 and 2^64 - 1, found {value}", phase="link")
     for what, value in (("horizon", horizon), ("warmup", warmup)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):

@@ -1176,9 +1176,7 @@ class Linker:
         if math.isfinite(horizon) and not warmup < horizon:
             raise self.error("warmup must be below the horizon")
         prog.horizon, prog.warmup = horizon, warmup
-        if st.seed is not None:
-            if isinstance(st.seed, bool) or not isinstance(st.seed, int) or not 0 <= st.seed < 2**64:
-                raise SqError("seed must be an integer between 0 and 2^64 - 1", phase="link")
+        if st.seed is not None:     # checked by compile (sq.frontend.compile._check_overrides)
             prog.seed = st.seed
         elif "seed" in values:
             prog.seed = _saturate_u64(values["seed"])

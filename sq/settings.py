@@ -1,0 +1,103 @@
+"""The run settings' rules, stated once: what a seed, a horizon, a warmup, an arrival limit, a
+wall limit, a memory bound and a timeline window may be, checked before a run starts.
+
+`sq.run`/`sq.run_lowered`, the studies (which check once, before any run) and the CLI flags
+use these; the engine trusts what reaches it.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from sq.errors import SqError
+
+U64_END = 2**64
+SEED_RANGE = "a whole number from 0 to 2^64-1"     # the words every seed error uses
+
+
+def is_u64(value) -> bool:
+    """A whole number a u64 holds: a Python or numpy integer (not a bool) in [0, 2^64)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and bool(0 <= value < U64_END)
+
+
+def number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise SqError(f"run: {name} must be a number, found {value!r}", phase="settings")
+    return float(value)
+
+
+def of_program(lowered) -> tuple:
+    """The lowered program's own horizon, warmup, arrival limit and whether its arrivals are
+    open (what run settings are checked against)."""
+    from sq.lower import A_POISSON, A_RENEWAL
+
+    return lowered.horizon, lowered.warmup, lowered.arrivals, lowered.arrival_kind in (A_POISSON, A_RENEWAL)
+
+
+def checked(horizon0: float, warmup0: float, arrivals0, open_arrivals: bool, *, seed, horizon, warmup,
+            arrivals) -> dict:
+    """Run settings given to `run`, checked as the `run {}` block is against the program's own
+    horizon, warmup, arrival limit and arrival kind: the fields (of the IR, or of a Lowered)
+    they replace."""
+    if seed is None and horizon is None and warmup is None and arrivals is None:
+        if arrivals0 and not open_arrivals:
+            raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
+        return {}
+    changes: dict = {}
+    if seed is not None:
+        if not is_u64(seed):
+            raise SqError(f"run: the seed is {SEED_RANGE}, found {seed!r}", phase="settings")
+        changes["seed"] = int(seed)
+    if horizon is not None:
+        changes["horizon"] = number("horizon", horizon)
+    if warmup is not None:
+        changes["warmup"] = number("warmup", warmup)
+    h, w = changes.get("horizon", horizon0), changes.get("warmup", warmup0)
+    if not (math.isfinite(h) and 0 <= w < h):
+        raise SqError("run: need 0 <= warmup < horizon", phase="settings")
+    if arrivals is not None:
+        if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
+            raise SqError("run: arrivals must be positive", phase="settings")
+        if not arrivals < U64_END:     # the count is a u64, as in 0.1.2 (inf included)
+            raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
+                          phase="settings")
+        changes["arrivals"] = int(arrivals)
+    if changes.get("arrivals", arrivals0) and not open_arrivals:
+        raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
+    return changes
+
+
+def with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
+    """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
+    open_arrivals = any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal"))
+    changes = checked(float(ir["horizon"]), float(ir.get("warmup", 0.0)), ir.get("arrivals"), open_arrivals,
+                      seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
+    return {**ir, **changes} if changes else ir
+
+
+def wall_limit(value):
+    """A wall-clock limit in seconds (None: none)."""
+    if value is not None and not (number("wall_limit", value) > 0):
+        raise SqError(f"run: wall_limit is a positive number of seconds, found {value!r}", phase="settings")
+    return value
+
+
+def memory_bound(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value < 2**63:
+        raise SqError(f"run: max_memory is a number of bytes from 1 to 2^63 - 1, found {value!r}",
+                      phase="settings")
+    return int(value)
+
+
+def window(value):
+    """A timeline window (t0, t1) as two floats, checked; None stays None (the whole run)."""
+    if value is None:
+        return None
+    try:
+        t0, t1 = (float(t) for t in value)
+    except (TypeError, ValueError):
+        raise SqError(f"run: a timeline window is a pair of times (t0, t1), found {value!r}",
+                      phase="settings") from None
+    if not t0 <= t1:
+        raise SqError(f"run: the timeline window {t0:g}:{t1:g} is empty (need t0 <= t1)", phase="settings")
+    return t0, t1

@@ -1,0 +1,44 @@
+"""One rule per run setting (sq.settings): the API, the studies and the CLI refuse the same
+values, in the same words; the engine trusts what reaches it."""
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+import numpy as np
+import pytest
+
+import sq
+from sq import cli_args, settings, study
+from sq.errors import SqError
+
+MM1 = str(pathlib.Path(__file__).resolve().parent.parent / "examples" / "single-turn" / "mmc.sq")
+
+
+@pytest.mark.parametrize("value, ok", [(0, True), (2**64 - 1, True), (np.uint64(7), True), (2**64, False),
+                                       (-1, False), (True, False), (1.0, False), ("3", False)])
+def test_one_seed_rule_for_every_door(value, ok):
+    assert settings.is_u64(value) is ok
+    program = sq.compile(MM1, horizon=1500)
+    doors = [lambda: sq.run(program, seed=value), lambda: study.seed_list([value])]
+    if isinstance(value, int) and not isinstance(value, bool):   # the flag's text
+        doors.append(lambda: cli_args.seed(str(int(value))))
+    for door in doors:
+        if ok:
+            door()
+        else:
+            with pytest.raises((SqError, argparse.ArgumentTypeError)) as info:
+                door()
+            assert "from 0 to 2^64-1" in str(info.value)
+
+
+def test_a_given_seed_reaches_the_engine_as_the_same_run():
+    program = sq.compile(MM1, horizon=1500)
+    assert sq.run(program, seed=np.uint64(5)).to_json() == sq.run(program, seed=5).to_json()
+
+
+def test_a_closed_workload_refuses_an_arrival_limit_from_either_place():
+    closed = str(pathlib.Path(MM1).parent.parent / "multi-turn" / "closed.sq")
+    for run in (lambda: sq.run(sq.compile(closed, arrivals=5)), lambda: sq.run(sq.compile(closed), arrivals=5)):
+        with pytest.raises(SqError, match="arrivals applies only to poisson or renewal"):
+            run()
