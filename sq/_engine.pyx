@@ -293,14 +293,9 @@ cdef object _contig(object a, object dtype):
     arrays are: given a dtype object (_I32, ...), the check is a few C reads, where numpy's call
     parses its arguments each run)."""
     if isinstance(dtype, cnp.dtype) and cnp.PyArray_Check(a) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray> a) \
-            and cnp.PyArray_EquivTypes(<cnp.dtype> a.dtype, <cnp.dtype> dtype):
+            and cnp.PyArray_EquivTypes(<cnp.dtype> <object> cnp.PyArray_DESCR(<cnp.ndarray> a), <cnp.dtype> dtype):
         return a
     return np.ascontiguousarray(a, dtype=dtype)
-
-
-def _tables(lowered, **dtypes):
-    """Lowered's tables named by the keywords, each as a C-contiguous array of its dtype, in order."""
-    return [_contig(getattr(lowered, name), dtype) for name, dtype in dtypes.items()]
 
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
@@ -373,9 +368,10 @@ cdef object _set_program(State* st, lowered):
     """The bytecode, its constants, entry points and hold rows (with the most holds and pools a
     session's frames carry), the attribute slots, the expression stack."""
     cdef int32_t k
-    code, consts, stmts, holds, hoffs, hpcs = _tables(
-        lowered, code=_I32, consts=_F64, stmts=_I32, holds=_I32, hold_offsets=_I32,
-        hold_pcs=_I32)
+    # (each table read by its attribute, not through keywords: the set-up is paid by every run)
+    code, consts, stmts = _contig(lowered.code, _I32), _contig(lowered.consts, _F64), _contig(lowered.stmts, _I32)
+    holds, hoffs = _contig(lowered.holds, _I32), _contig(lowered.hold_offsets, _I32)
+    hpcs = _contig(lowered.hold_pcs, _I32)
     st.code = <const int32_t*> data_of(code)
     st.consts = <const double*> data_of(consts)
     st.stmts = <const int32_t*> data_of(stmts)
@@ -423,10 +419,11 @@ cdef object _set_trace(State* st, lowered):
 cdef object _set_pools(State* st, lowered):
     """The pools: caps, blocks, `queue by` and `evict by` keys, lifo, spill clauses, `admit via`."""
     cdef int32_t k
-    caps, blocks, kstart, kcount, pkeys, estart, ecount, lifo, spills, admit_via = _tables(
-        lowered, pool_caps=_F64, pool_blocks=_F64, pool_key_start=_I32, pool_key_count=_I32,
-        pool_keys=_I32, pool_evict_start=_I32, pool_evict_count=_I32, pool_lifo=_I32,
-        pool_spill=_SPILL, pool_admit_via=_I32)
+    caps, blocks = _contig(lowered.pool_caps, _F64), _contig(lowered.pool_blocks, _F64)
+    kstart, kcount = _contig(lowered.pool_key_start, _I32), _contig(lowered.pool_key_count, _I32)
+    pkeys, lifo = _contig(lowered.pool_keys, _I32), _contig(lowered.pool_lifo, _I32)
+    estart, ecount = _contig(lowered.pool_evict_start, _I32), _contig(lowered.pool_evict_count, _I32)
+    spills, admit_via = _contig(lowered.pool_spill, _SPILL), _contig(lowered.pool_admit_via, _I32)
     st.pool_caps = <const double*> data_of(caps)
     st.pool_keys = <const int32_t*> data_of(pkeys)
     st.admit_via = <const int32_t*> data_of(admit_via)
@@ -459,9 +456,10 @@ cdef object _set_stages(State* st, lowered):
     """The stages: kind, servers, φ, step expressions and serve keys, memory pool, shared capacity;
     the flows' tables. After _set_pools (a step stage's memory pool is marked)."""
     cdef int32_t k, m
-    kinds, servers, phis, step_exprs, step_serve, step_memory, serve_keys, shared = _tables(
-        lowered, stage_kinds=_I32, stage_servers=_I32, stage_phi=_I32, step_exprs=_STEP_EXPRS,
-        step_serve=_STEP_SERVE, step_memory=_I32, serve_keys=_I32, stage_shared=_F64)
+    kinds, servers = _contig(lowered.stage_kinds, _I32), _contig(lowered.stage_servers, _I32)
+    phis, shared = _contig(lowered.stage_phi, _I32), _contig(lowered.stage_shared, _F64)
+    step_exprs, step_serve = _contig(lowered.step_exprs, _STEP_EXPRS), _contig(lowered.step_serve, _STEP_SERVE)
+    step_memory, serve_keys = _contig(lowered.step_memory, _I32), _contig(lowered.serve_keys, _I32)
     st.serve_keys = <const int32_t*> data_of(serve_keys)
     st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
     st.stages_sampled = rows_new(st.n_stages)

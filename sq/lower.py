@@ -128,6 +128,11 @@ class Lowered:
     budget_totals: bool = True
     estimates: bool = True      # some expression reads a stage's estimators (est_*, price)
 
+    @property
+    def open_arrivals(self) -> bool:
+        """Arrivals that an arrival limit can end (poisson, renewal)."""
+        return self.arrival_kind == A_POISSON or self.arrival_kind == A_RENEWAL
+
 
 def lower(ir: dict) -> Lowered:
     """Turn the IR v10 dict into a `Lowered`; SqError for a malformed IR or what this engine cannot run yet.

@@ -18,7 +18,7 @@ from sq._optional import require
 from sq.errors import SqError
 from sq.files import write_atomic
 from sq.numbers import display, json_number
-from sq.results import Area, GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
+from sq.results import GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
@@ -30,11 +30,6 @@ def _name(s: str) -> str:
 
 
 # -- rows ----------------------------------------------------------------------
-
-def _avg(area: Area, warmup: float, end: float) -> float:
-    """A stage's or pool's time average over [warmup, end]."""
-    return stats.time_mean(area.integral, area.value, warmup, end)
-
 
 # Field metadata of report rows: a field sq adds beyond pyserq's report, left out of the JSON.
 NOT_SERQ = {"serq": False}
@@ -72,12 +67,15 @@ class Observe:
         if raw.summary is not None:
             return cls(raw.name, None, None, None, None, raw.summary)
         times = np.asarray(raw.times, dtype=np.float64)
-        # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
-        # slicing keeps views of the engine's arrays instead of copying them.
-        first = int(times.searchsorted(warmup, side="left"))
-        samples = np.asarray(raw.samples, dtype=np.float64)[first:]
+        samples = np.asarray(raw.samples, dtype=np.float64)
         # ids keep the engine's narrow integer types (widening would copy them all)
-        return cls(raw.name, samples, times[first:], _integers(raw.sessions)[first:], _integers(raw.turns)[first:])
+        sessions, turns = _integers(raw.sessions), _integers(raw.turns)
+        if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
+            # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
+            # slicing keeps views of the engine's arrays instead of copying them.
+            first = int(times.searchsorted(warmup, side="left"))
+            samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
+        return cls(raw.name, samples, times, sessions, turns)
 
     def __getattr__(self, attr: str):
         # called only for an attribute not set yet: a statistic read for the first time
@@ -184,15 +182,17 @@ class Stage:
         completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
         itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
         p50, p99 = stats.itl_quantiles(itl)
+        number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
+            (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
         return cls(
             name=raw.name, index=raw.index,
-            mean_number=_avg(raw.number, warmup, end), utilization=_avg(raw.busy, warmup, end),
+            mean_number=number, utilization=busy,
             completed=completed, throughput=_ratio(completed, end - warmup),
             mean_wait=_mean(raw.wait_mean, raw.waits),
             mean_service=_mean(raw.service_mean, raw.services),
             iterations=int(raw.iterations),
-            prefill_only=_avg(raw.prefill_only, warmup, end), decode_only=_avg(raw.decode_only, warmup, end),
-            mixed=_avg(raw.mixed, warmup, end), mean_decodes=_avg(raw.decodes, warmup, end),
+            prefill_only=prefill_only, decode_only=decode_only,
+            mixed=mixed, mean_decodes=decodes,
             mean_decode_batch=_mean(raw.decode_batch_mean, raw.decode_batches),
             mean_decode_step=_mean(raw.decode_step_mean, raw.decode_steps),
             mean_itl=stats.itl_mean(itl), itl_p50=p50, itl_p99=p99,
@@ -221,10 +221,10 @@ class Pool:
 
     @classmethod
     def from_raw(cls, raw: PoolRaw, warmup: float, end: float) -> "Pool":
+        used, cached, queue, holders = stats.time_means((raw.used, raw.cached, raw.queue, raw.holders), warmup, end)
         return cls(
             name=raw.name, index=raw.index,
-            mean_used=_avg(raw.used, warmup, end), mean_cached=_avg(raw.cached, warmup, end),
-            mean_queue=_avg(raw.queue, warmup, end), mean_holders=_avg(raw.holders, warmup, end),
+            mean_used=used, mean_cached=cached, mean_queue=queue, mean_holders=holders,
             mean_wait=_mean(raw.wait_mean, raw.waits),
             admissions=int(raw.admissions), evicted_entries=int(raw.evicted_entries),
             evicted_units=float(raw.evicted_units), preemptions=int(raw.preemptions),

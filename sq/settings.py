@@ -29,9 +29,7 @@ def number(name: str, value) -> float:
 def of_program(lowered) -> tuple:
     """The lowered program's own horizon, warmup, arrival limit and whether its arrivals are
     open (what run settings are checked against)."""
-    from sq.lower import A_POISSON, A_RENEWAL
-
-    return lowered.horizon, lowered.warmup, lowered.arrivals, lowered.arrival_kind in (A_POISSON, A_RENEWAL)
+    return lowered.horizon, lowered.warmup, lowered.arrivals, lowered.open_arrivals
 
 
 def checked(horizon0: float, warmup0: float, arrivals0, open_arrivals: bool, *, seed, horizon, warmup,

@@ -222,10 +222,16 @@ def order_statistics(xs) -> dict[str, float]:
 def time_mean(integral: float, value: float, start: float, end: float) -> float:
     """Mean of a step function from its integral over [start, end]; the held
     value when the span is empty."""
+    return time_means(((integral, value),), start, end)[0]
+
+
+def time_means(areas, start: float, end: float) -> list[float]:
+    """`time_mean` of each (integral, value) pair (an `Area`) over one span: a report row's
+    time averages in one call."""
     span = float(end) - float(start)
     if not span > 0.0:
-        return float(value)
-    return float(integral) / span
+        return [float(value) for _, value in areas]
+    return [float(integral) / span for integral, _ in areas]
 
 
 @dataclass(frozen=True)
@@ -292,7 +298,7 @@ def itl_quantiles(gaps, qs=(0.5, 0.99)) -> tuple[float, ...]:
     """
     hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
     if hist.n == 0:
-        return tuple(NAN for _ in qs)
+        return (NAN,) * len(qs)
     return histogram_ranks(hist, [_rank(q, hist.n) for q in qs])
 
 
