@@ -94,10 +94,7 @@ cdef inline int turns_push(Turns* a, uint32_t v) noexcept nogil:
 
 cdef int turns_push_slow(Turns* a, uint32_t v) noexcept nogil:
     cdef int64_t cap
-    if a.p == NULL:
-        if v == 0:
-            a.n += 1               # still all zeros: nothing stored
-            return 0
+    if a.p == NULL:                # the first nonzero turn (turns_push took the zeros)
         cap = 2 * a.n + 16
         a.p = <uint32_t*> calloc(cap, sizeof(uint32_t))
         if a.p == NULL:

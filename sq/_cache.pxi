@@ -334,10 +334,11 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
     cdef int64_t best
     cdef double piece, pieces
-    cdef Entry gone
+    cdef Entry gone                 # copied only for a spill
     cdef double* owned
     if not (p.used + p.cached + need > p.cap + EPS and p.nentries > 0):
         return                              # it fits: the common case
+    memset(&gone, 0, sizeof(Entry))         # (gcc can't see that only a spill reads it)
     # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
     pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
     while p.used + p.cached + need > p.cap + EPS and p.nentries > 0:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import traceback
 
-from sq import cli_capacity, cli_study
+from sq import cli_capacity, cli_study, settings
 from sq.cli_args import add_program_args, number, overrides
 from sq.errors import SqError
 from sq.numbers import brief
@@ -51,7 +51,7 @@ def _size(text: str) -> int:
         value = int(number) * _SIZE_UNITS[unit]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a size like 512M or 4G, found `{text}`")
-    if not 1 <= value < 2**63:
+    if not settings.is_memory_bound(value):
         raise argparse.ArgumentTypeError(f"expected a size from 1 byte to 2^63 - 1, found `{text}`")
     return value
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from sq.errors import SqError
 from sq.settings import SEED_RANGE, is_u64
 
-_SEED_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
+_SEED_SPAN = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 
 
 # -- argument types ------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def parse_seeds(text: str) -> list[int]:
     """`--seeds`: 1..10 (both ends included) or 1,4,9; checked as the API's `seeds` are."""
     from sq.study import seed_list  # noqa: PLC0415
 
-    m = _SEED_RANGE.match(text)
+    m = _SEED_SPAN.match(text)
     try:
         if m:
             first, last = int(m.group(1)), int(m.group(2))

@@ -82,8 +82,13 @@ def wall_limit(value):
     return value
 
 
+def is_memory_bound(value) -> bool:
+    """A number of bytes the engine's int64 counters hold: from 1 to 2^63 - 1."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value < 2**63
+
+
 def memory_bound(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value < 2**63:
+    if not is_memory_bound(value):
         raise SqError(f"run: max_memory is a number of bytes from 1 to 2^63 - 1, found {value!r}",
                       phase="settings")
     return int(value)

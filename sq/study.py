@@ -297,7 +297,7 @@ def _value(name: str, v):
     return v
 
 
-SEED_RULE = "seeds are distinct whole numbers from 0 to 2^64-1"   # each one settings.is_u64
+SEED_RULE = f"seeds are distinct, each {settings.SEED_RANGE}"   # each one settings.is_u64
 
 
 def seed_list(seeds, who: str = "sweep") -> list[int]:

@@ -20,7 +20,8 @@ MM1 = str(pathlib.Path(__file__).resolve().parent.parent / "examples" / "single-
 def test_one_seed_rule_for_every_door(value, ok):
     assert settings.is_u64(value) is ok
     program = sq.compile(MM1, horizon=1500)
-    doors = [lambda: sq.run(program, seed=value), lambda: study.seed_list([value])]
+    doors = [lambda: sq.run(program, seed=value), lambda: study.seed_list([value]),
+             lambda: sq.compile(MM1, seed=value)]
     if isinstance(value, int) and not isinstance(value, bool):   # the flag's text
         doors.append(lambda: cli_args.seed(str(int(value))))
     for door in doors:

@@ -169,7 +169,7 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
     cases = [({"nope": [1]}, [1], {}, "unknown --set constant `nope`"),
              ({"lam": []}, [1], {}, "`lam` has no values"),
              (GRID, [], {}, "no seeds"),
-             (GRID, [-1], {}, "seeds are distinct whole numbers"),
+             (GRID, [-1], {}, "seeds are distinct, each a whole number"),
              (GRID, [1], {"executor": "gpu"}, "unknown executor"),
              (GRID, [1], {"jobs": 0}, "jobs must be"),
              (GRID, [1], {"metrics": ["ttft<=1"]}, "no observe `ttft`"),
@@ -188,7 +188,7 @@ def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeyp
     from sq import capacity_search, cli
 
     monkeypatch.setattr(study, "run_task", _forbidden)
-    rule = "seeds are distinct whole numbers from 0 to 2^64-1"
+    rule = "seeds are distinct, each a whole number from 0 to 2^64-1"
     with pytest.raises(SqError) as caught:
         study.sweep(MMC, GRID, seeds, executor="serial")
     assert caught.value.message == f"sweep: {rule}{words}"

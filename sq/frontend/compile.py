@@ -15,7 +15,7 @@ from sq import ir
 from sq.files import Unreadable, read_text
 from sq.frontend import link as linker
 from sq.errors import SqError
-from sq.settings import is_u64
+from sq.settings import SEED_RANGE, is_u64
 
 
 def compile_program(path: str | os.PathLike | None = None, *, source: str | None = None,
@@ -47,8 +47,8 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
         raise SqError(f"compile: source must be text, found {type(source).__name__}", phase="parse")
     with _gc_paused():
         tree = ir.run_deep(_parse, source, file, defs or {}, dict(sets or {}))
-        settings = linker.Settings(sets=dict(sets or {}), seed=seed, horizon=horizon, warmup=warmup,
-                                   arrivals=arrivals, trace=None if trace is None else os.fspath(trace))
+        settings = linker.Settings(sets=dict(sets or {}), seed=_whole(seed), horizon=horizon, warmup=warmup,
+                                   arrivals=_whole(arrivals), trace=None if trace is None else os.fspath(trace))
         prog = ir.run_deep(linker.link, tree, settings)
     # A relative trace written in a file is read next to that file; one given
     # here or in text compiled from a string is read from the current directory.
@@ -93,6 +93,11 @@ def _parse(source: str, file: str | None, defs: dict, sets: dict) -> Any:
     return parser.parse(source, file=file)
 
 
+def _whole(value):
+    """A checked seed or arrival count as a Python int (numpy integers too), None as None."""
+    return None if value is None else int(value)
+
+
 def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any, arrivals: Any) -> None:
     """The keyword types pyserq's binding enforces, as SqErrors."""
     if sets is not None and not isinstance(sets, dict):
@@ -105,10 +110,8 @@ def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any,
     for what, value in (("seed", seed), ("arrivals", arrivals)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SqError(f"{what} must be an integer, found {value!r}", phase="link")
         if not is_u64(value):
-            raise SqError(f"{what} must be between 0 and 2^64 - 1, found {value}", phase="link")
+            raise SqError(f"{what} must be {SEED_RANGE}, found {value!r}", phase="link")
     for what, value in (("horizon", horizon), ("warmup", warmup)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise SqError(f"{what} must be a number, found {value!r}", phase="link")
