@@ -136,7 +136,8 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
 
     The shapes most expressions have are computed here without the stack machine, with the
     same operations in the same order: a leaf (a constant, an attribute, `now`), two leaves
-    and one of + - * /, and a draw whose arguments are constants (`~exp(1)`, `~h2(1, 4)`)."""
+    and one of + - * /, and a draw whose arguments are constants (`~exp(1)`, `~h2(1, 4)`).
+    A step stage's cost has its own shape: `evaluate_cost`."""
     cdef const int32_t* c = st.code + off
     cdef double args[2]
     cdef double a, b
@@ -166,6 +167,44 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
                 args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
                 return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
     return evaluate_vm(st, off, slot, rng, present)
+
+
+# the cost shape's postfix code, L0 L1 L2 L3 op1 op2 L4 L5 op3 op4 op5 RET: each instruction's offset
+cdef enum:
+    CS_L1 = XONE_LEN
+    CS_L2 = 2 * XONE_LEN
+    CS_L3 = 3 * XONE_LEN
+    CS_OP1 = 4 * XONE_LEN
+    CS_OP2 = CS_OP1 + X_BARE_LEN
+    CS_L4 = CS_OP2 + X_BARE_LEN
+    CS_L5 = CS_L4 + XONE_LEN
+    CS_OP3 = CS_L5 + XONE_LEN
+    CS_OP4 = CS_OP3 + X_BARE_LEN
+    CS_OP5 = CS_OP4 + X_BARE_LEN
+    CS_RET = CS_OP5 + X_BARE_LEN
+
+
+cdef inline bint is_cost_shape(const int32_t* c) noexcept nogil:
+    """Whether c is `L0 + max(L1 * (L2 + L3), L4 * L5)` over leaves. Each word is read only once
+    the ones before it are known to be instructions of this expression."""
+    return (is_leaf(c[0]) and is_leaf(c[CS_L1]) and is_leaf(c[CS_L2]) and is_leaf(c[CS_L3])
+            and c[CS_OP1] == X_ADD and c[CS_OP2] == X_MUL and is_leaf(c[CS_L4]) and is_leaf(c[CS_L5])
+            and c[CS_OP3] == X_MUL and c[CS_OP4] == X_MAX and c[CS_OP5] == X_ADD and c[CS_RET] == X_RET)
+
+
+cdef inline double evaluate_cost(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
+    """`evaluate` for a step stage's cost: its usual shape, `step0 + max(kvread * (kv_decode +
+    kv_prefill), tok * tokens)`, without the stack machine (the same operations in the same order).
+    Kept out of `evaluate`, whose fast paths every other expression pays for."""
+    cdef const int32_t* c = st.code + off
+    if is_cost_shape(c):
+        return leaf_value(st, c, slot, present) + fmax(
+            leaf_value(st, c + <int32_t> CS_L1, slot, present)
+            * (leaf_value(st, c + <int32_t> CS_L2, slot, present)
+               + leaf_value(st, c + <int32_t> CS_L3, slot, present)),
+            leaf_value(st, c + <int32_t> CS_L4, slot, present)
+            * leaf_value(st, c + <int32_t> CS_L5, slot, present))
+    return evaluate(st, off, slot, rng, present)
 
 
 cdef double evaluate_vm(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:

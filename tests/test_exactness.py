@@ -124,3 +124,32 @@ def test_step_shares_are_pyserqs_json_text():
     assert all(s["mean_decodes"] > 0 for s in stages if s["name"] == "engine"), "nothing decoded"
     assert all(s["utilization"] > 0 for s in stages if s["name"] in ("up", "down")), "no flows"
     assert ours == theirs
+
+
+# The engine computes a step stage's usual cost, `L0 + max(L1 * (L2 + L3), L4 * L5)` over leaves,
+# without its stack machine (sq/_expr.pxi, is_cost_shape); the near misses run on the stack machine.
+STEP_COST = """
+let step0 = 0.008;
+let kvread = 4e-8;
+pool kv { cap 20000; block 16; preempt lifo; }
+stage engine : step { budget 512; chunk 256; cost COST; memory kv; }
+run { horizon 60; seed 3; }
+workload { arrive poisson(4); session { set p = 100 + floor(~uniform(0, 900)); set o = 1 + floor(~exp(60));
+                                        request; } }
+server { hold kv (p) { run engine prefill (p) growing kv; run engine decode (o) growing kv; } }
+"""
+
+
+@pytest.mark.parametrize("cost", [
+    "step0 + max(kvread * (kv_decode + kv_prefill), 2e-5 * tokens)",       # the shape
+    "now * 1e-9 + max(step0 * (prefilled + residents), kvread * kv_decode)",
+    "step0 + max(kvread * (kv_decode + kv_prefill), 2e-5 * tokens) * 1",   # near misses
+    "step0 + min(kvread * (kv_decode + kv_prefill), 2e-5 * tokens)",
+    "step0 - max(kvread * (kv_decode + kv_prefill), 2e-5 * tokens)",
+])
+def test_a_step_cost_is_pyserqs_json_text(cost):
+    source = STEP_COST.replace("COST", cost)
+    ours = sq.run(sq.compile(source=source)).json()
+    theirs = pyserq.run(pyserq.compile(source=source)).json()
+    assert json.loads(ours)["stages"][0]["mean_decodes"] > 0, "nothing decoded"
+    assert ours == theirs
