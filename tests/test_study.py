@@ -301,7 +301,9 @@ try:
     sq.sweep(sys.argv[1], {"lam": [5, 5.5, 6, 6.4] * 50}, [1, 2], executor="serial", cache=sys.argv[2],
              horizon=3000.0)
 except KeyboardInterrupt as stop:
-    print(len(stop.sweep.records), stop.sweep.total, flush=True)
+    # the grid repeats its points: runs of one point and seed share one cache entry
+    distinct = len({(r["lam"], r["seed"]) for r in stop.sweep.records})
+    print(len(stop.sweep.records), stop.sweep.total, distinct, flush=True)
     sys.exit(130)
 print("finished", flush=True)
 """
@@ -353,9 +355,11 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     cache = tmp_path / "cache"
     done = _interrupt_when_cached([sys.executable, "-c", INTERRUPTED, MMC, str(cache)], cache, _env())
     assert done.returncode in SCRIPT_INTERRUPTED_EXIT, done.stderr
-    kept, total = map(int, done.stdout.split())
+    kept, total, distinct = map(int, done.stdout.split())
     assert total == 400 and 3 <= kept < total
-    assert len(list(cache.rglob("*.json"))) == kept  # every finished run is in the cache, no more
+    # every finished run is in the cache, no more (a repeated point and seed is one entry: more
+    # than 8 runs finish before the interrupt lands on a busy machine)
+    assert len(list(cache.rglob("*.json"))) == distinct
 
 
 def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
