@@ -195,6 +195,12 @@ cdef inline int64_t saturate_i64(double x) noexcept nogil:
     return <int64_t> x
 
 
+cdef inline double min_of(double x, double y) noexcept nogil:
+    """fmin(x, y) as glibc's x86-64 `minsd` gives it (y on a tie, the number beside a NaN), inlined
+    (the hot paths of pools and step stages; elsewhere libm's fmin, the same value, is cheap enough)."""
+    return x if x < y else (x if y != y else y)
+
+
 cdef inline int64_t turn_of(double x) noexcept nogil:
     # a record carries `turn_no` as an unsigned 32-bit count: NaN and negatives 0, saturating
     if not (x > 0):

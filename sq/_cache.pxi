@@ -10,11 +10,6 @@ cdef inline double clamp0(double x) noexcept nogil:
     return x if x > 0 else 0.0
 
 
-cdef inline double min_of(double x, double y) noexcept nogil:
-    """fmin(x, y) as glibc's x86-64 `minsd` gives it (y on a tie, the number beside a NaN), inlined."""
-    return x if x < y else (x if y != y else y)
-
-
 cdef inline double round_up(Pool* p, double x) noexcept nogil:
     return ceil(x / p.block) * p.block if p.block > 0 else x
 

@@ -45,14 +45,6 @@ cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogi
     return owner_units(st, st.jobs.owner[j], memory)
 
 
-cdef inline double moment_expr(State* st, int32_t e) noexcept nogil:
-    """A step stage's budget or chunk, in its Budget moment: most are a constant, read here
-    without a call to evaluate (once per iteration each)."""
-    if st.code[e] == X_NUM and st.code[e + XONE_LEN] == X_RET:
-        return st.consts[st.code[e + XONE_ARG]]
-    return evaluate(st, e, -1, &st.rng_session, NAN)
-
-
 cdef void set_totals(State* st, Stage* s) noexcept nogil:
     """The Budget moment's context, from the residents as they stand."""
     cdef int64_t r
@@ -245,10 +237,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef int64_t r, fj
     cdef int32_t j, owner, row
     set_totals(st, s)
-    budget = moment_expr(st, s.budget_e)
+    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
     if st.error.code:
         return
-    chunk = moment_expr(st, s.chunk_e)
+    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
     if st.error.code:
         return
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
@@ -485,8 +477,8 @@ cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
     # goes on in its own (0.1.2: a chunk after `budget_left(E2)` still reads its stage's residents)
     memcpy(outer, st.ctxv, sizeof(outer))
     set_totals(st, s)
-    budget = moment_expr(st, s.budget_e)
-    chunk = moment_expr(st, s.chunk_e)
+    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
     memcpy(st.ctxv, outer, sizeof(outer))
     for r in range(s.nres):
         total += want(st, s.res[r], chunk)
