@@ -204,13 +204,6 @@ cdef object darr_numpy(DArr* a):
     return out
 
 
-cdef object larr_numpy(LArr* a):
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_INT64, sizeof(int64_t))
-    a.p = NULL
-    a.n = a.cap = 0
-    return out
-
-
 cdef object serials_numpy(Serials* a):
     cdef object out
     if a.p64 != NULL:
@@ -236,11 +229,24 @@ cdef extern from *:
     /* An instance of a tuple subclass with two items (a results.Area or Running): what
        tuple.__new__(cls, (a, b)) makes, without its argument tuples and method lookup. */
     static PyObject* sq_pair(PyObject* cls, PyObject* a, PyObject* b) {
+    #if PY_VERSION_HEX >= 0x030E0000
+        /* 3.14 caches a tuple's hash inside the object, set by tuple's own constructor:
+           use it (a zeroed cache would make every pair hash to 0) */
+        PyObject* items = PyTuple_Pack(2, a, b);
+        if (items == NULL) return NULL;
+        PyObject* args = PyTuple_Pack(1, items);
+        Py_DECREF(items);
+        if (args == NULL) return NULL;
+        PyObject* t = PyTuple_Type.tp_new((PyTypeObject*) cls, args, NULL);
+        Py_DECREF(args);
+        return t;
+    #else
         PyObject* t = ((PyTypeObject*) cls)->tp_alloc((PyTypeObject*) cls, 2);
         if (t == NULL) return NULL;
         Py_INCREF(a); PyTuple_SET_ITEM(t, 0, a);
         Py_INCREF(b); PyTuple_SET_ITEM(t, 1, b);
         return t;
+    #endif
     }
     """
     object sq_pair(object cls, object a, object b)
@@ -304,7 +310,8 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         timeline=None, timeline_window=None):
     """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
 
-    Settings left as None are the program's own. `trace_iterations` is for step
+    Settings left as None are the program's own; given ones must already be checked
+    (`sq.settings.checked`, as sq.run_lowered does): the engine trusts them. `trace_iterations` is for step
     stages; `trace_iterations` / `trace_evictions` may be a callable instead of True, which
     gets the lines in chunks (a list of a few thousand at a time) while the run goes, in
     order, and the RawResults' list stays empty; `check_invariants` re-checks the engine's bookkeeping after every
@@ -468,10 +475,10 @@ cdef object _set_stages(State* st, lowered):
     if not flows_new(st, max(1, lowered.max_flow_stages), lowered.share_maxmin):
         raise MemoryError()
     st.bl_stage = -1
-    st.kv_budget = bool(getattr(lowered, "kv_budget", True))
-    st.kv_iteration = bool(getattr(lowered, "kv_iteration", True))
-    st.budget_totals = bool(getattr(lowered, "budget_totals", True))
-    st.estimates = bool(getattr(lowered, "estimates", True))
+    st.kv_budget = bool(lowered.kv_budget)
+    st.kv_iteration = bool(lowered.kv_iteration)
+    st.budget_totals = bool(lowered.budget_totals)
+    st.estimates = bool(lowered.estimates)
     st.flows.finite = 1
     for k in range(st.n_stages):
         st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget

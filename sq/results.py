@@ -62,7 +62,7 @@ class Area(NamedTuple):
     """The integral of a step function over [warmup, end], and its final value.
 
     Area and Running are named tuples, not dataclasses: a run makes a dozen of them per stage
-    and pool, which the engine builds with tuple's constructor, no Python frame each."""
+    and pool, which the engine builds in C (sq_pair in _engine.pyx), no Python frame each."""
 
     integral: float = 0.0
     value: float = 0.0

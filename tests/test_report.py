@@ -265,3 +265,21 @@ def test_any_finite_float_prints_plainly_and_reads_back(x):
     # shortest: as many significant digits as Python's shortest repr
     digits = lambda s: len(s.lstrip("-").replace(".", "").strip("0")) or 1  # noqa: E731
     assert digits(text) == digits(repr(x).split("e")[0])
+
+
+def test_the_engines_named_tuples_are_ordinary_tuples():
+    # Area and Running are built in C (sq_pair): equal, hashing and pickling as Python builds them
+    import pickle
+
+    import sq
+    from sq import _engine
+
+    raw = _engine.run(sq.lower_program(sq.compile(source="stage s : fifo; workload { arrive poisson(1); }"
+                                                  " session { run s (~exp(2)); } run { horizon 50; }")))
+    built = [raw.live, raw.stages[0].busy]
+    assert all(type(a) is Area for a in built)
+    for a in built:
+        again = Area(*a)
+        assert a == again and hash(a) == hash(again) == hash(tuple(a))
+        assert pickle.loads(pickle.dumps(a)) == a and a._asdict() == again._asdict()
+    assert {built[0]: 1}[Area(*built[0])] == 1
