@@ -89,6 +89,7 @@ cdef struct Stage:
     int32_t budget_e
     int32_t chunk_e
     int32_t cost_e
+    bint cost_shaped            # the cost is L0 + max(L1 * (L2 + L3), L4 * L5) over leaves (evaluate_cost)
     int excl
     int32_t serve_start
     int32_t serve_count

@@ -493,6 +493,9 @@ cdef object _set_stages(State* st, lowered):
         st.stages[k].servers = (<int32_t*> data_of(servers))[k]
         st.stages[k].phi = (<int32_t*> data_of(phis))[k]
         m = st.stages[k].memory
+        # a step stage's cost shape, decided once here rather than at every iteration
+        st.stages[k].cost_shaped = (st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0
+                                    and is_cost_shape(st.code + st.stages[k].cost_e))
         if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:
             st.pools[m].engine = 1     # preemption victims come from this stage's residents
         if not isfinite(st.stages[k].share_cap):

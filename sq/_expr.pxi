@@ -192,19 +192,18 @@ cdef inline bint is_cost_shape(const int32_t* c) noexcept nogil:
             and c[CS_OP3] == X_MUL and c[CS_OP4] == X_MAX and c[CS_OP5] == X_ADD and c[CS_RET] == X_RET)
 
 
-cdef inline double evaluate_cost(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
-    """`evaluate` for a step stage's cost: its usual shape, `step0 + max(kvread * (kv_decode +
-    kv_prefill), tok * tokens)`, without the stack machine (the same operations in the same order).
-    Kept out of `evaluate`, whose fast paths every other expression pays for."""
-    cdef const int32_t* c = st.code + off
-    if is_cost_shape(c):
-        return leaf_value(st, c, slot, present) + fmax(
-            leaf_value(st, c + <int32_t> CS_L1, slot, present)
-            * (leaf_value(st, c + <int32_t> CS_L2, slot, present)
-               + leaf_value(st, c + <int32_t> CS_L3, slot, present)),
-            leaf_value(st, c + <int32_t> CS_L4, slot, present)
-            * leaf_value(st, c + <int32_t> CS_L5, slot, present))
-    return evaluate(st, off, slot, rng, present)
+cdef inline double evaluate_cost(State* st, Stage* s) noexcept nogil:
+    """A step stage's cost, in its iteration's moment. Its usual shape, `step0 + max(kvread *
+    (kv_decode + kv_prefill), tok * tokens)` (Stage.cost_shaped, decided at set-up), is computed
+    without the stack machine, with the same operations in the same order; kept out of
+    `evaluate`, whose fast paths every other expression pays for."""
+    cdef const int32_t* c = st.code + s.cost_e
+    if s.cost_shaped:
+        return leaf_value(st, c, -1, NAN) + fmax(
+            leaf_value(st, c + <int32_t> CS_L1, -1, NAN)
+            * (leaf_value(st, c + <int32_t> CS_L2, -1, NAN) + leaf_value(st, c + <int32_t> CS_L3, -1, NAN)),
+            leaf_value(st, c + <int32_t> CS_L4, -1, NAN) * leaf_value(st, c + <int32_t> CS_L5, -1, NAN))
+    return evaluate(st, s.cost_e, -1, &st.rng_session, NAN)
 
 
 cdef double evaluate_vm(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:

@@ -335,7 +335,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.ctxv[CTX_KVB] = kvb
     st.ctxv[CTX_KVP] = kvp
     st.ctxv[CTX_ATTN] = attention
-    duration = fmax(0.0, evaluate_cost(st, s.cost_e, -1, &st.rng_session, NAN))
+    duration = fmax(0.0, evaluate_cost(st, s))
     if st.error.code:
         return
     s.iterations += 1
