@@ -157,11 +157,16 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     Report with provenance.
     A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
     ran as `.report`."""
-    from sq import _engine
-
     started = time.perf_counter() if started is None else started
     changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
                                arrivals=arrivals)
+    if _ENGINE is None:
+        _load_run_modules()
+    if (trace_iterations is False and trace_evictions is False and dump_pools is False and check_invariants is False
+            and max_memory is None and samples == "all" and progress is None and wall_limit is None
+            and timeline is None and timeline_window is None):
+        # a plain run (a sweep's): nothing to check, track or pass but the settings
+        return _report(_ENGINE.run(lowered, **changes), program, started)
     limits = {"wall_limit": settings.wall_limit(wall_limit), "timeline_window": settings.window(timeline_window)}
     if max_memory is not None:
         limits["max_memory"] = settings.memory_bound(max_memory)
@@ -172,7 +177,7 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
         tracker = progress_mod.tracker(progress, changes.get("horizon", lowered.horizon),
                                        changes.get("arrivals", lowered.arrivals) or 0)
     try:
-        raw = _engine.run(lowered, **changes, trace_iterations=_trace_sink(trace_iterations),
+        raw = _ENGINE.run(lowered, **changes, trace_iterations=_trace_sink(trace_iterations),
                           trace_evictions=_trace_sink(trace_evictions),
                           dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
                           progress=tracker, timeline=None if timeline is None else os.fspath(timeline), **limits)
@@ -189,11 +194,23 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     return _report(raw, program, started)
 
 
-def _report(raw, program, started: float):
-    """The Report of raw results, with provenance: the program's origin and the wall time."""
+# The engine and the Report, imported by the first run (they load numpy, which `import sq` does not).
+_ENGINE = _REPORT = None
+
+
+def _load_run_modules() -> None:
+    global _ENGINE, _REPORT
+    from sq import _engine
     from sq.report import Report
 
-    report = Report.from_results(raw)
+    _ENGINE, _REPORT = _engine, Report
+
+
+def _report(raw, program, started: float):
+    """The Report of raw results, with provenance: the program's origin and the wall time."""
+    if _REPORT is None:
+        _load_run_modules()
+    report = _REPORT.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
     report.overrides = dict(origin.get("sets") or {})

@@ -53,6 +53,18 @@ def welford(const double[::1] xs):
     return n, mean, m2
 
 
+def time_means(areas, double start, double end):
+    """`[float(integral) / (end - start) for integral, _ in areas]`, or when that span is not
+    positive `[float(value) for _, value in areas]` (an `Area` is (integral, value)): a report
+    row's time averages, built once per row of every run."""
+    cdef double span = end - start
+    cdef list out = []
+    cdef Py_ssize_t k = 0 if span > 0.0 else 1
+    for area in areas:
+        out.append(<double> area[0] / span if k == 0 else <double> area[1])
+    return out
+
+
 def batch_means(const double[::1] xs, Py_ssize_t batches):
     """The means of `batches` consecutive batches of `len(xs) // batches`
     samples (the tail dropped): each batch summed left to right, then

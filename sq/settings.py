@@ -17,6 +17,8 @@ SEED_RANGE = "a whole number from 0 to 2^64-1"     # the words every seed error 
 
 def is_u64(value) -> bool:
     """A whole number a u64 holds: a Python or numpy integer (not a bool) in [0, 2^64)."""
+    if type(value) is int:      # the usual seed, checked without the ABC's isinstance (once per run)
+        return 0 <= value < U64_END
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and bool(0 <= value < U64_END)
 
 
