@@ -16,7 +16,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno
-from libc.string cimport memset, memcpy, memmove
+from libc.string cimport memcmp, memset, memcpy, memmove
 from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint
 
 cimport numpy as cnp
@@ -274,9 +274,14 @@ def itl_histogram_of(gaps):
         free(h.cells)
 
 
+cdef Histogram _NO_GAPS          # (zeroed, as a static) what a stage without tokens keeps
+
+
 cdef object _itl(R, Histogram* h):
     cdef int64_t i, n = h.nk
-    if n == 0:    # no gap in any bucket (every stage but a step stage's): the shared empty arrays
+    if memcmp(h, &_NO_GAPS, sizeof(Histogram)) == 0:
+        return _NO_GAPS_ITL     # every stage but a step stage's, every run: one shared object
+    if n == 0:    # no gap in any bucket: the shared empty arrays
         return R.ItlHistogram(h.n, h.total, h.kmin, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_F64,
                               (h.low.count, h.low.least, h.low.greatest), (h.top.count, h.top.least, h.top.greatest))
     counts = np.empty(n, dtype=np.int64)
@@ -289,9 +294,12 @@ cdef object _itl(R, Histogram* h):
         c[i] = h.cells[i].count
         lo[i] = h.cells[i].least
         hi[i] = h.cells[i].greatest
-    return R.ItlHistogram(
-        n=h.n, total=h.total, kmin=h.kmin, counts=counts, least=least, greatest=greatest,
-        low=(h.low.count, h.low.least, h.low.greatest), top=(h.top.count, h.top.least, h.top.greatest))
+    return R.ItlHistogram(h.n, h.total, h.kmin, counts, least, greatest,     # positionally (_collect)
+                          (h.low.count, h.low.least, h.low.greatest), (h.top.count, h.top.least, h.top.greatest))
+
+
+# (like the shared empty arrays, read, never changed)
+_NO_GAPS_ITL = R.ItlHistogram(0, 0.0, 0, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_F64, (0, 0.0, 0.0), (0, 0.0, 0.0))
 
 
 cdef object _contig(object a, object dtype):
@@ -763,56 +771,58 @@ cdef str _kind_name(int32_t kind):
 
 
 cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end, bint dump_pools):
+    """The RawResults of the run. Every result class is called with its fields in order,
+    positionally (a class called with keywords first packs them into a dict, ~7x the cost of the
+    call, paid per row of every run); tests/test_engine_results.py reads each field by name."""
     cdef int32_t k
     cdef Stage* s
-    raw = R.RawResults(horizon=horizon, end=end, warmup=warmup, seed=seed,
-                       events=st.events, arrivals=st.arrivals, ended=st.ended, turns=st.turns,
-                       live=_area(R, &st.live_area))
-    if st.mid_taken:
-        raw.middle = R.Middle(time=st.mid_time, live=st.mid_live,
-                              queues=[st.pools[k].mid_queue for k in range(st.n_pools)],
-                              warm_arrivals=st.warm_arrivals)
+    cdef Pool* p
+    middle = None
+    if st.mid_taken:     # time, live, queues, warm_arrivals
+        middle = R.Middle(st.mid_time, st.mid_live, [st.pools[k].mid_queue for k in range(st.n_pools)],
+                          st.warm_arrivals)
+    observes = []
     for k in range(st.n_observes):
         if not st.keep_samples:
-            raw.observes.append(R.ObserveRaw(name=lowered.observe_names[k],
-                                             summary=_summary(R, &st.observes[k].summary)))
+            observes.append(R.ObserveRaw(name=lowered.observe_names[k], summary=_summary(R, &st.observes[k].summary)))
             continue
-        raw.observes.append(R.ObserveRaw(
-            name=lowered.observe_names[k],
-            samples=darr_numpy(&st.observes[k].values), times=darr_numpy(&st.observes[k].times),
-            sessions=serials_numpy(&st.observes[k].serials), turns=turns_numpy(&st.observes[k].turns)))
+        # name, samples, times, sessions, turns
+        observes.append(R.ObserveRaw(lowered.observe_names[k], darr_numpy(&st.observes[k].values),
+                                     darr_numpy(&st.observes[k].times), serials_numpy(&st.observes[k].serials),
+                                     turns_numpy(&st.observes[k].turns)))
+    gauges = []
     for k in range(st.n_gauges):
         if not st.keep_samples:
-            raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k], fold=_fold(R, &st.gauges[k].fold, end)))
+            gauges.append(R.GaugeRaw(name=lowered.gauge_names[k], fold=_fold(R, &st.gauges[k].fold, end)))
             continue
-        raw.gauges.append(R.GaugeRaw(name=lowered.gauge_names[k],
-                                     times=darr_numpy(&st.gauges[k].times),
-                                     values=darr_numpy(&st.gauges[k].values)))
+        gauges.append(R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times),    # name, times, values
+                                 darr_numpy(&st.gauges[k].values)))
+    stages = []
+    empty = R.EMPTY_F64      # the sample lists the engine keeps running means of instead
     for k in range(st.n_stages):
         s = &st.stages[k]
-        raw.stages.append(R.StageRaw(
-            name=lowered.stage_names[k], index=lowered.stage_indices[k],
-            kind=_kind_name(s.kind),
-            number=_area(R, &s.number), busy=_area(R, &s.busy_area),
-            wait_mean=_running(R, &s.waits), service_mean=_running(R, &s.services),
-            iterations=s.iterations, prefill_only=_area(R, &s.prefill_only),
-            decode_only=_area(R, &s.decode_only), mixed=_area(R, &s.mixed), decodes=_area(R, &s.decodes),
-            decode_batch_mean=_running(R, &s.decode_batch), decode_step_mean=_running(R, &s.decode_step),
-            budget_use=_running(R, &s.budget_use), batch=_running(R, &s.batch),
-            itl=_itl(R, &s.itl)))
-    cdef Pool* p
-    if dump_pools:
-        raw.pool_dump = _pool_dump_lines(st, lowered)
+        stages.append(R.StageRaw(
+            lowered.stage_names[k], lowered.stage_indices[k], _kind_name(s.kind),   # name, index, kind
+            _area(R, &s.number), _area(R, &s.busy_area), empty, empty,     # number, busy, waits, services
+            _running(R, &s.waits), _running(R, &s.services), s.iterations,   # wait_mean, service_mean, iterations
+            _area(R, &s.prefill_only), _area(R, &s.decode_only), _area(R, &s.mixed),   # prefill_only .. mixed
+            _area(R, &s.decodes), empty, empty, empty,    # decodes, decode_batches, decode_steps, itl_gaps
+            _running(R, &s.decode_batch), _running(R, &s.decode_step), _itl(R, &s.itl),   # .._mean, itl
+            _running(R, &s.budget_use), _running(R, &s.batch)))    # budget_use, batch
+    pools = []
     for k in range(st.n_pools):
         p = &st.pools[k]
-        raw.pools.append(R.PoolRaw(
-            name=lowered.pool_names[k], index=lowered.pool_indices[k],
-            used=_area(R, &p.used_area), cached=_area(R, &p.cached_area),
-            queue=_area(R, &p.queue_area), holders=_area(R, &p.holders_area),
-            wait_mean=_running(R, &p.waits), admissions=p.admissions,
-            evicted_entries=p.evicted_entries, evicted_units=p.evicted_units, rejected=p.rejected,
-            preemptions=p.preemptions, stuck=p.stuck, spills=p.spills))
-    return raw
+        pools.append(R.PoolRaw(
+            lowered.pool_names[k], lowered.pool_indices[k],    # name, index
+            _area(R, &p.used_area), _area(R, &p.cached_area),   # used, cached
+            _area(R, &p.queue_area), _area(R, &p.holders_area), empty,   # queue, holders, waits
+            _running(R, &p.waits), p.admissions, p.evicted_entries,    # wait_mean, admissions, evicted_entries
+            p.evicted_units, p.preemptions, p.spills, p.rejected, p.stuck))   # .._units, preemptions .. stuck
+    # horizon, end, warmup, seed, events, arrivals, ended, turns, live, observes, gauges, stages, pools,
+    # iteration_trace, eviction_trace (set by run), pool_dump, middle
+    return R.RawResults(horizon, end, warmup, seed, st.events, st.arrivals, st.ended, st.turns,
+                        _area(R, &st.live_area), observes, gauges, stages, pools, [], [],
+                        _pool_dump_lines(st, lowered) if dump_pools else [], middle)
 
 
 cdef object _error_text(State* st, lowered):

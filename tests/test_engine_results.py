@@ -1,0 +1,111 @@
+"""The engine's raw results, field by field.
+
+The engine builds `sq.results` rows with their fields in order, positionally (a class called
+with keywords costs ~7x more, paid per row of every run); these tests read each field by its
+name and check it holds what that name means, so a field passed in the wrong place fails here.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sq
+import sq._engine as engine
+import sq.results as R
+from sq.lower import lower
+
+# A queue (waits far above services at rho 0.9), a pool that admits and queues, a delay stage,
+# an array of stages, an observe, a gauge and a warmup: every row kind with distinct values.
+SOURCE = """
+pool slots { cap 2; }
+stage server : fifo(1);
+stage think : delay;
+stage pair[2] : fifo(1);
+gauge busy_slots = used(slots);
+run { horizon 2000; warmup 100; seed 5; }
+workload { arrive poisson(0.9); }
+session {
+  set t0 = now;
+  run server (~exp(1));
+  observe response = now - t0;
+  hold slots (1) { run think (~exp(1)); }
+  run pair[1] (0.5);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def raw():
+    program = sq.compile(source=SOURCE)
+    return engine.run(lower(program.to_dict(exact=True)))
+
+
+def test_run_fields(raw):
+    assert (raw.horizon, raw.warmup, raw.seed, raw.end) == (2000.0, 100.0, 5, 2000.0)
+    assert raw.events > raw.arrivals > raw.ended > 0
+    assert raw.turns == 0
+    assert isinstance(raw.live, R.Area) and raw.live.integral > 0
+    assert isinstance(raw.middle, R.Middle) and raw.middle.time == 1050.0
+    assert 0 < raw.middle.warm_arrivals < raw.arrivals
+    assert len(raw.middle.queues) == 1 and 0 < raw.middle.live < raw.live.integral
+    assert (raw.iteration_trace, raw.eviction_trace, raw.pool_dump, raw.stopped) == ([], [], [], None)
+    assert [o.name for o in raw.observes] == ["response"] and [g.name for g in raw.gauges] == ["busy_slots"]
+
+
+def test_stage_fields(raw):
+    server, think, first, second = raw.stages
+    assert [(s.name, s.index, s.kind) for s in raw.stages] == [
+        ("server", None, "fifo"), ("think", None, "delay"), ("pair", 0, "fifo"), ("pair", 1, "fifo")]
+    # fifo(1): busy while anyone is present; the waiting line makes `number` larger
+    assert 0 < server.busy.integral < server.number.integral
+    assert server.busy.value in (0.0, 1.0)
+    assert server.wait_mean.mean > 2 * server.service_mean.mean > 0   # rho 0.9: waits ~9, services ~1
+    assert server.wait_mean.n == server.service_mean.n >= second.service_mean.n > 0 == first.service_mean.n
+    assert second.service_mean.mean == pytest.approx(0.5) and second.wait_mean.n == second.service_mean.n
+    for s in raw.stages:
+        assert all(isinstance(a, R.Area) for a in (s.number, s.busy, s.prefill_only, s.decode_only, s.mixed,
+                                                   s.decodes))
+        assert all(isinstance(r, R.Running) for r in (s.wait_mean, s.service_mean, s.decode_batch_mean,
+                                                      s.decode_step_mean, s.budget_use, s.batch))
+        assert (s.prefill_only, s.decode_only, s.mixed, s.decodes) == (R.Area(),) * 4
+        assert s.iterations == 0 and s.decode_batch_mean.n == s.batch.n == 0
+        assert isinstance(s.itl, R.ItlHistogram) and s.itl.n == 0
+        for samples in (s.waits, s.services, s.decode_batches, s.decode_steps, s.itl_gaps):
+            assert samples.dtype == np.float64 and len(samples) == 0
+
+
+def test_pool_fields(raw):
+    (slots,) = raw.pools
+    assert (slots.name, slots.index) == ("slots", None)
+    assert all(isinstance(a, R.Area) for a in (slots.used, slots.cached, slots.queue, slots.holders))
+    assert 0 < slots.holders.integral == slots.used.integral    # one unit per holder
+    assert slots.cached == R.Area() and slots.queue.integral > 0
+    assert slots.admissions >= raw.ended and isinstance(slots.admissions, int)
+    assert slots.wait_mean.n > 0 and slots.wait_mean.mean > 0
+    assert isinstance(slots.evicted_units, float)
+    assert (slots.evicted_entries, slots.evicted_units, slots.preemptions, slots.spills, slots.rejected,
+            slots.stuck) == (0, 0.0, 0, 0, 0, 0)
+
+
+def test_observe_and_gauge_fields(raw):
+    (response,) = raw.observes
+    n = len(response.samples)
+    assert n > 1000
+    assert response.samples.dtype == np.float64 and (response.samples > 0).all()
+    assert response.times.dtype == np.float64 and len(response.times) == n
+    assert (np.diff(response.times) >= 0).all() and response.times[-1] <= raw.end
+    assert response.sessions.dtype == np.int32 and len(set(response.sessions.tolist())) == n
+    assert response.turns.dtype == np.uint32 and len(response.turns) == n and not response.turns.any()
+    assert response.summary is None
+    (gauge,) = raw.gauges
+    assert gauge.times.dtype == gauge.values.dtype == np.float64 and len(gauge.times) == len(gauge.values) > 1
+    assert set(gauge.values.tolist()) <= {0.0, 1.0, 2.0} and gauge.fold is None
+
+
+def test_each_run_builds_its_own_rows(raw):
+    """Rows are new objects per run (only the empty sample arrays and the histogram of a stage
+    without tokens, read-only by use, are shared)."""
+    again = engine.run(lower(sq.compile(source=SOURCE).to_dict(exact=True)))
+    assert again.stages[0] is not raw.stages[0] and again.observes[0].samples is not raw.observes[0].samples
+    assert again.stages[0].itl is raw.stages[0].itl
+    assert repr(again.stages) == repr(raw.stages) and repr(again.pools) == repr(raw.pools)   # (NaN means)
