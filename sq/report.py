@@ -66,8 +66,7 @@ class Observe:
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         if raw.summary is not None:
             return cls(raw.name, None, None, None, None, raw.summary)
-        times = np.asarray(raw.times, dtype=np.float64)
-        samples = np.asarray(raw.samples, dtype=np.float64)
+        times, samples = _floats(raw.times), _floats(raw.samples)
         # ids keep the engine's narrow integer types (widening would copy them all)
         sessions, turns = _integers(raw.sessions), _integers(raw.turns)
         if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
@@ -115,8 +114,18 @@ _LAZY = {"mean": _moments, "cv2": _moments, "ci": lambda xs: {"ci": stats.observ
          **dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics)}
 
 
+# The engine's arrays are taken as they are, checked by type (a call into numpy per array of
+# every run costs more); other sequences (raw results built by hand) are converted.
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _floats(xs) -> np.ndarray:
+    return xs if type(xs) is np.ndarray and xs.dtype is _FLOAT64 else np.asarray(xs, dtype=np.float64)
+
+
 def _integers(xs) -> np.ndarray:
-    xs = np.asarray(xs)
+    if not (type(xs) is np.ndarray):
+        xs = np.asarray(xs)
     return xs if xs.dtype.kind in "iu" else xs.astype(np.int64)
 
 
