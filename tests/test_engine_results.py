@@ -1,8 +1,9 @@
-"""The engine's raw results, field by field.
+"""The engine's raw results and the report's rows, field by field.
 
-The engine builds `sq.results` rows with their fields in order, positionally (a class called
-with keywords costs ~7x more, paid per row of every run); these tests read each field by its
-name and check it holds what that name means, so a field passed in the wrong place fails here.
+The engine builds `sq.results` rows, and `sq.report` its rows, with their fields in order,
+positionally (a class called with keywords costs ~7x more, paid per row of every run); these
+tests read each field by its name and check it holds what that name means, so a field passed
+in the wrong place fails here.
 """
 from __future__ import annotations
 
@@ -109,3 +110,40 @@ def test_each_run_builds_its_own_rows(raw):
     assert again.stages[0] is not raw.stages[0] and again.observes[0].samples is not raw.observes[0].samples
     assert again.stages[0].itl is raw.stages[0].itl
     assert repr(again.stages) == repr(raw.stages) and repr(again.pools) == repr(raw.pools)   # (NaN means)
+
+
+def test_report_rows_take_each_field_from_its_raw_field():
+    """The report builds its rows positionally too: raw fields with distinct values land in the
+    report fields of the same meaning."""
+    from sq.report import Report
+
+    span = 10.0    # warmup 2, end 12
+
+    def area(k):
+        return R.Area(k * span, -1.0)
+
+    stage = R.StageRaw("s", 3, "step", number=area(1), busy=area(2), wait_mean=R.Running(7, 3.0),
+                       service_mean=R.Running(5, 4.0), iterations=9, prefill_only=area(5), decode_only=area(6),
+                       mixed=area(7), decodes=area(8), decode_batch_mean=R.Running(2, 10.0),
+                       decode_step_mean=R.Running(2, 11.0), itl=R.ItlHistogram(4, 52.0, 0),
+                       budget_use=R.Running(1, 14.0), batch=R.Running(1, 15.0))
+    pool = R.PoolRaw("p", 1, used=area(21), cached=area(22), queue=area(23), holders=area(24),
+                     wait_mean=R.Running(3, 25.0), admissions=26, evicted_entries=27, evicted_units=28.5,
+                     preemptions=29, spills=30, rejected=31, stuck=32)
+    raw = R.RawResults(40.0, 12.0, 2.0, 41, events=42, arrivals=43, ended=44, turns=45, live=area(46),
+                       stages=[stage], pools=[pool], iteration_trace=["i"], eviction_trace=["e"],
+                       pool_dump=["d"], stopped="wall limit")
+    r = Report.from_results(raw)
+    assert (r.horizon, r.end, r.warmup, r.seed, r.events, r.arrivals, r.ended, r.turns, r.mean_live) == (
+        40.0, 12.0, 2.0, 41, 42, 43, 44, 45, 46.0)
+    assert (r.iteration_trace, r.eviction_trace, r.pool_dump, r.stopped) == (["i"], ["e"], ["d"], "wall limit")
+    assert (r.serq_version, r.program, r.overrides, r.warnings) == ("0.1.2", None, {}, [])
+    (s,) = r.stages
+    assert (s.name, s.index, s.mean_number, s.utilization, s.completed, s.throughput, s.mean_wait,
+            s.mean_service, s.iterations, s.prefill_only, s.decode_only, s.mixed, s.mean_decodes,
+            s.mean_decode_batch, s.mean_decode_step, s.mean_itl, s.mean_budget_use, s.mean_batch) == (
+        "s", 3, 1.0, 2.0, 5, 0.5, 3.0, 4.0, 9, 5.0, 6.0, 7.0, 8.0, 10.0, 11.0, 13.0, 14.0, 15.0)
+    (p,) = r.pools
+    assert (p.name, p.index, p.mean_used, p.mean_cached, p.mean_queue, p.mean_holders, p.mean_wait,
+            p.admissions, p.evicted_entries, p.evicted_units, p.preemptions, p.spills, p.rejected, p.stuck) == (
+        "p", 1, 21.0, 22.0, 23.0, 24.0, 25.0, 26, 27, 28.5, 29, 30, 31, 32)
