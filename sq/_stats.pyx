@@ -61,7 +61,10 @@ def time_means(areas, double start, double end):
     cdef list out = []
     cdef Py_ssize_t k = 0 if span > 0.0 else 1
     for area in areas:
-        out.append(<double> area[0] / span if k == 0 else <double> area[1])
+        # an Area is a tuple subclass: its item read in C (indexing it goes through a Python-level
+        # __getitem__ slot); any other pair by indexing
+        x = (<tuple> area)[k] if isinstance(area, tuple) and len(<tuple> area) == 2 else area[k]
+        out.append(<double> x / span if k == 0 else <double> x)
     return out
 
 
