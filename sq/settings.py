@@ -44,15 +44,15 @@ def checked(horizon0: float, warmup0: float, arrivals0, open_arrivals: bool, *, 
             raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
         return {}
     changes: dict = {}
+    h, w, limit = horizon0, warmup0, arrivals0      # what the run will have
     if seed is not None:
         if not is_u64(seed):
             raise SqError(f"run: the seed is {SEED_RANGE}, found {seed!r}", phase="settings")
         changes["seed"] = int(seed)
     if horizon is not None:
-        changes["horizon"] = number("horizon", horizon)
+        changes["horizon"] = h = number("horizon", horizon)
     if warmup is not None:
-        changes["warmup"] = number("warmup", warmup)
-    h, w = changes.get("horizon", horizon0), changes.get("warmup", warmup0)
+        changes["warmup"] = w = number("warmup", warmup)
     if not (math.isfinite(h) and 0 <= w < h):
         raise SqError("run: need 0 <= warmup < horizon", phase="settings")
     if arrivals is not None:
@@ -61,8 +61,8 @@ def checked(horizon0: float, warmup0: float, arrivals0, open_arrivals: bool, *, 
         if not arrivals < U64_END:     # the count is a u64, as in 0.1.2 (inf included)
             raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
                           phase="settings")
-        changes["arrivals"] = int(arrivals)
-    if changes.get("arrivals", arrivals0) and not open_arrivals:
+        changes["arrivals"] = limit = int(arrivals)
+    if limit and not open_arrivals:
         raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
     return changes
 
