@@ -385,6 +385,7 @@ cdef struct State:
     const int32_t* code
     const double* consts
     const int32_t* stmts
+    unsigned char* shapes      # per code word: the ExprShape of the expression entered there (expr_shapes)
     int32_t n_attrs
     int32_t slot_serial
     int32_t slot_turn

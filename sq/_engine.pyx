@@ -160,6 +160,7 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
+    free(st.shapes)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
     session_tables(st, 0)
     job_tables(st, 0)
@@ -382,6 +383,7 @@ cdef object _set_program(State* st, lowered):
     st.code = <const int32_t*> data_of(code)
     st.consts = <const double*> data_of(consts)
     st.stmts = <const int32_t*> data_of(stmts)
+    st.shapes = expr_shapes(st.code, len(code))
     st.holds = <const int32_t*> data_of(holds)
     st.hold_offsets = <const int32_t*> data_of(hoffs)
     st.hold_pcs = <const int32_t*> data_of(hpcs)
@@ -406,7 +408,7 @@ cdef object _set_program(State* st, lowered):
     for k in range(N_CONTEXTS):
         st.ctxv[k] = NAN
     st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
-    if st.stack == NULL or st.keys == NULL:
+    if st.stack == NULL or st.keys == NULL or st.shapes == NULL:
         raise MemoryError()
     return code, consts, stmts, holds, hoffs, hpcs
 
