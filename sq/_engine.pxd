@@ -386,6 +386,7 @@ cdef struct State:
     const double* consts
     const int32_t* stmts
     unsigned char* shapes      # per code word: the ExprShape of the expression entered there (expr_shapes)
+    unsigned char* forms       # per statement word: the StmtForm of the statement there (stmt_forms)
     int32_t n_attrs
     int32_t slot_serial
     int32_t slot_turn

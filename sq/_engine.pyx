@@ -160,7 +160,7 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
-    free(st.shapes)
+    free(st.shapes); free(st.forms)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
     session_tables(st, 0)
     job_tables(st, 0)
@@ -502,6 +502,9 @@ cdef object _set_stages(State* st, lowered):
             st.pools[m].engine = 1     # preemption victims come from this stage's residents
         if not isfinite(st.stages[k].share_cap):
             st.flows.finite = 0
+    st.forms = stmt_forms(st, len(lowered.stmts))
+    if st.forms == NULL:
+        raise MemoryError()
     st.n_ps_first = st.n_stages
     for k in range(st.n_stages - 1, -1, -1):
         if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:

@@ -212,6 +212,36 @@ cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
         st.sess.attrs[base + st.slot_more] = 0.0
 
 
+# What exec_session dispatches on, per statement: its opcode (StmtOp), or a form of it decided once
+# per run at set-up (stmt_forms) that skips what the general statement would test every time.
+cdef enum StmtForm:
+    F_RUN_ONE = 64     # S_RUN of one fifo, ps or delay stage: no index, `growing`, other stages or mode
+
+
+cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept nogil:
+    """The form of the statement whose code starts at c (n words from c on, which bound what is read)."""
+    cdef int32_t k
+    if c[0] == S_RUN and n > SR_NALSO and c[0 + SR_STAGE + REF_INDEX] < 0 and c[0 + SR_GROWING + REF_BASE] < 0 \
+            and c[0 + SR_NALSO] == 0 and c[0 + SR_MODE] == M_PLAIN:
+        k = c[0 + SR_STAGE + REF_BASE]
+        if 0 <= k < st.n_stages and st.stages[k].kind != K_STEP and not (st.stages[k].share_cap > 0):
+            return F_RUN_ONE
+    return <unsigned char> c[0] if 0 < c[0] < F_RUN_ONE else 0     # 0: no statement (exec_session stops)
+
+
+cdef unsigned char* stmt_forms(State* st, int64_t n) noexcept nogil:
+    """Every statement's form, by its pc (NULL: out of memory). Each word is classified as if a
+    statement started there: only the words that do start one are ever read. After the stages
+    are set up (a run's form depends on its stage's kind)."""
+    cdef unsigned char* forms = <unsigned char*> calloc(n + 1, 1)
+    cdef int64_t pc
+    if forms == NULL:
+        return NULL
+    for pc in range(n):
+        forms[pc] = stmt_form(st, st.stmts + pc, n - pc)
+    return forms
+
+
 cdef void exec_session(State* st, int32_t slot) noexcept nogil:
     """Run a ready session's statements until it joins a stage, yields or ends."""
     cdef const int32_t* code = st.stmts
@@ -226,7 +256,7 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
         if st.steps > st.step_limit:
             fail(st, E_STUCK, slot, 0, pc, 0)
             return
-        op = code[pc]
+        op = st.forms[pc]
         if op == S_SET:
             v = evaluate(st, code[pc + SV_EXPR], slot, &st.rng_session, NAN)
             if st.error.code:
@@ -255,6 +285,16 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             pc += S_BARE_LEN
         elif op == S_END:
             end_session(st, slot)
+            return
+        elif op == F_RUN_ONE:
+            w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
+            if st.error.code:
+                return
+            st.sess.pc[slot] = pc + SR_ALSO
+            if not (w > 0):
+                ready_push(st, slot)     # zero work: no job, but the session yields (as S_RUN)
+            else:
+                start_job(st, code[pc + SR_STAGE + REF_BASE], slot, w)
             return
         elif op == S_JUMP:
             pc = code[pc + SJ_TARGET]
