@@ -463,6 +463,7 @@ cdef struct State:
     int kv_iteration           # start_iteration makes them (some expression reads them)
     int budget_totals          # set_totals makes any total (an expression but a cost reads one)
     int estimates              # complete_job keeps the stages' estimators (some expression reads them)
+    int session_extras         # some pool or step stage: spawn resets what only their code reads (reset_extras)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     Traces traces

@@ -498,10 +498,14 @@ cdef object _set_stages(State* st, lowered):
         # a step stage's cost shape, decided once here rather than at every iteration
         st.stages[k].cost_shaped = (st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0
                                     and is_cost_shape(st.code + st.stages[k].cost_e))
+        if st.stages[k].kind == K_STEP:
+            st.session_extras = 1
         if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:
             st.pools[m].engine = 1     # preemption victims come from this stage's residents
         if not isfinite(st.stages[k].share_cap):
             st.flows.finite = 0
+    if st.n_pools > 0:
+        st.session_extras = 1
     st.forms = stmt_forms(st, len(lowered.stmts))
     if st.forms == NULL:
         raise MemoryError()

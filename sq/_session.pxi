@@ -80,10 +80,17 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
 
 
 # ---- sessions -------------------------------------------------------------------------------
-cdef void reset_holds(State* st, int32_t slot) noexcept nogil:
-    """A new session's holds, queue places, growth and leases. Only pool code changes them, so
-    without pools they are set once, on the slot's first use (session_alloc marks it touched)."""
+cdef void reset_extras(State* st, int32_t slot) noexcept nogil:
+    """A new session's fields that only pool and step code read or change: its stage job, flow and
+    token bookkeeping, holds, queue places, growth and leases. Without pools and step stages
+    (State.session_extras) they are set once, on the slot's first use (session_alloc marks it
+    touched)."""
     cdef int64_t i
+    st.sess.job[slot] = -1
+    st.sess.flow[slot] = -1
+    st.sess.itl_stage[slot] = -1
+    st.sess.itl_has[slot] = 0
+    st.sess.itl_preempted[slot] = 0
     st.sess.adm[slot] = NEVER_ADMITTED
     st.sess.waiting[slot] = 0
     st.sess.resumed[slot] = 0
@@ -120,13 +127,8 @@ cdef int spawn(State* st) noexcept nogil:
             st.sess.trace_of[slot] = sq_rng_range_u32(&st.rng_trace, 0, <uint32_t> (st.trace_sessions - 1))
         st.sess.trace_next[slot] = 0
     st.sess.pc[slot] = st.session_pc
-    st.sess.job[slot] = -1
-    st.sess.flow[slot] = -1
-    st.sess.itl_stage[slot] = -1
-    st.sess.itl_has[slot] = 0
-    st.sess.itl_preempted[slot] = 0
-    if st.n_pools > 0 or st.sess.pools_touched[slot]:
-        reset_holds(st, slot)
+    if st.session_extras or st.sess.pools_touched[slot]:
+        reset_extras(st, slot)
     st.sess.alive[slot] = 1
     st.live += 1
     st.arrivals += 1
@@ -141,17 +143,19 @@ cdef int spawn(State* st) noexcept nogil:
 
 cdef int end_session(State* st, int32_t slot) noexcept nogil:
     cdef int32_t d
-    # holds are released innermost first, each caching per its clause
-    if st.sess.grow_at[slot] >= 0:
-        leave_growers(st, slot)
-    for d in range(st.sess.depth[slot] - 1, -1, -1):
-        release_frame(st, slot, d, False)
+    # holds are released innermost first, each caching per its clause (without pools a session
+    # never holds, grows or leases)
+    if st.n_pools > 0:
+        if st.sess.grow_at[slot] >= 0:
+            leave_growers(st, slot)
+        for d in range(st.sess.depth[slot] - 1, -1, -1):
+            release_frame(st, slot, d, False)
+            if st.error.code:
+                return -1
+        st.sess.depth[slot] = 0
+        end_leases(st, slot)
         if st.error.code:
             return -1
-    st.sess.depth[slot] = 0
-    end_leases(st, slot)
-    if st.error.code:
-        return -1
     if st.tl != NULL:
         tl_session_end(st, slot)
     st.sess.alive[slot] = 0
@@ -165,7 +169,7 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
     return 0
 
 
-cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
+cdef inline int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
     if not st.keep_samples:
