@@ -141,21 +141,25 @@ cdef int spawn(State* st) noexcept nogil:
     return ready_push(st, slot)
 
 
-cdef int end_session(State* st, int32_t slot) noexcept nogil:
+cdef int end_holds(State* st, int32_t slot) noexcept nogil:
+    """An ending session's holds, released innermost first (each caching per its clause), its
+    growth and its leases."""
     cdef int32_t d
-    # holds are released innermost first, each caching per its clause (without pools a session
-    # never holds, grows or leases)
-    if st.n_pools > 0:
-        if st.sess.grow_at[slot] >= 0:
-            leave_growers(st, slot)
-        for d in range(st.sess.depth[slot] - 1, -1, -1):
-            release_frame(st, slot, d, False)
-            if st.error.code:
-                return -1
-        st.sess.depth[slot] = 0
-        end_leases(st, slot)
+    if st.sess.grow_at[slot] >= 0:
+        leave_growers(st, slot)
+    for d in range(st.sess.depth[slot] - 1, -1, -1):
+        release_frame(st, slot, d, False)
         if st.error.code:
             return -1
+    st.sess.depth[slot] = 0
+    end_leases(st, slot)
+    return -1 if st.error.code else 0
+
+
+cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
+    # without pools a session never holds, grows or leases
+    if st.n_pools > 0 and end_holds(st, slot) < 0:
+        return -1
     if st.tl != NULL:
         tl_session_end(st, slot)
     st.sess.alive[slot] = 0

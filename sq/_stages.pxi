@@ -113,7 +113,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     return ps_push(st, s, s.V + w, st.jobs.id[j], j)
 
 
-cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
+cdef inline int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
     if s.kind == K_FIFO:
         s.busy += 1
     st.jobs.start[j] = st.now
