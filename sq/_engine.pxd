@@ -395,6 +395,7 @@ cdef struct State:
     double ctxv[N_CONTEXTS]            # context variables of the moment being evaluated (by IR id)
     double* attr_row           # when set, attributes are read here (an ended session's snapshot)
     const int32_t* hold_pcs
+    int32_t n_holds            # hold statements: without any, no session holds, grows, leases or is preempted
     int iter_preempted         # a preemption happened during the current start_iteration
     int pools_evict_by         # some pool evicts by keys: entries keep snapshots
     sq_rng rng_eviction
@@ -463,7 +464,7 @@ cdef struct State:
     int kv_iteration           # start_iteration makes them (some expression reads them)
     int budget_totals          # set_totals makes any total (an expression but a cost reads one)
     int estimates              # complete_job keeps the stages' estimators (some expression reads them)
-    int session_extras         # some pool or step stage: spawn resets what only their code reads (reset_extras)
+    int session_extras         # some hold or step stage: spawn resets what only their code reads (reset_extras)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     Traces traces

@@ -387,6 +387,7 @@ cdef object _set_program(State* st, lowered):
     st.holds = <const int32_t*> data_of(holds)
     st.hold_offsets = <const int32_t*> data_of(hoffs)
     st.hold_pcs = <const int32_t*> data_of(hpcs)
+    st.n_holds = len(hoffs)
     st.hold_depth_max = max(1, lowered.max_hold_depth)
     st.hold_pools_max = max(1, lowered.max_hold_pools)
     st.n_attrs = lowered.n_attrs
@@ -504,7 +505,7 @@ cdef object _set_stages(State* st, lowered):
             st.pools[m].engine = 1     # preemption victims come from this stage's residents
         if not isfinite(st.stages[k].share_cap):
             st.flows.finite = 0
-    if st.n_pools > 0:
+    if st.n_holds > 0:
         st.session_extras = 1
     st.forms = stmt_forms(st, len(lowered.stmts))
     if st.forms == NULL:

@@ -81,10 +81,10 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
 
 # ---- sessions -------------------------------------------------------------------------------
 cdef void reset_extras(State* st, int32_t slot) noexcept nogil:
-    """A new session's fields that only pool and step code read or change: its stage job, flow and
-    token bookkeeping, holds, queue places, growth and leases. Without pools and step stages
-    (State.session_extras) they are set once, on the slot's first use (session_alloc marks it
-    touched)."""
+    """A new session's fields that only hold and step code read or change: its stage job, flow and
+    token bookkeeping, holds, queue places, growth and leases. Without hold statements and step
+    stages (State.session_extras) they are set once, on the slot's first use (session_alloc marks
+    it touched)."""
     cdef int64_t i
     st.sess.job[slot] = -1
     st.sess.flow[slot] = -1
@@ -157,8 +157,8 @@ cdef int end_holds(State* st, int32_t slot) noexcept nogil:
 
 
 cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
-    # without pools a session never holds, grows or leases
-    if st.n_pools > 0 and end_holds(st, slot) < 0:
+    # without hold statements a session never holds, grows or leases
+    if st.n_holds > 0 and end_holds(st, slot) < 0:
         return -1
     if st.tl != NULL:
         tl_session_end(st, slot)

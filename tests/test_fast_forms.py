@@ -126,3 +126,12 @@ def test_sessions_with_pools_reset_what_pools_read_as_pyserq(arrive):
                         "hold mem (1) { run t (~exp(0.5)); } lease mem (~exp(2)); run s (~exp(0.3)); "
                         "observe r = now - t0; }\n")
     assert _observed(report)["r"] > 50
+
+
+def test_pools_without_holds_are_pyserqs_json_text():
+    # declared pools that no hold takes: sessions skip the hold resets and releases
+    report = _same_json("pool idle { cap 1; } pool kv { cap 8; block 2; evict lru; }\nstage s : fifo(1);\n"
+                        "run { horizon 300; seed 8; }\nworkload { arrive poisson(0.9); }\n"
+                        "session { set t0 = now; run s (~exp(1)); observe r = now - t0; "
+                        "observe u = used(kv) + free(idle) + holders(kv) + queued(idle); }\n")
+    assert _observed(report)["u"] > 100
