@@ -385,6 +385,7 @@ cdef struct State:
     const int32_t* code
     const double* consts
     const int32_t* stmts
+    int64_t n_code             # words in `code`
     unsigned char* shapes      # per code word: the ExprShape of the expression entered there (expr_shapes)
     unsigned char* forms       # per statement word: the StmtForm of the statement there (stmt_forms)
     int32_t n_attrs

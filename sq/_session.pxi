@@ -224,11 +224,16 @@ cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
 # per run at set-up (stmt_forms) that skips what the general statement would test every time.
 cdef enum StmtForm:
     F_RUN_ONE = 64     # S_RUN of one fifo, ps or delay stage: no index, `growing`, other stages or mode
+    F_SET_NOW          # S_SET of `now` (ExprShape XS_NOW): the clock, without an evaluation
 
 
 cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept nogil:
-    """The form of the statement whose code starts at c (n words from c on, which bound what is read)."""
+    """The form of the statement whose code starts at c (n words from c on, which bound what is
+    read). After the stages and the expressions' shapes are set up."""
     cdef int32_t k
+    if c[0] == S_SET and n > SV_EXPR and 0 <= c[0 + SV_EXPR] < st.n_code \
+            and st.shapes[c[0 + SV_EXPR]] == XS_NOW:
+        return F_SET_NOW
     if c[0] == S_RUN and n > SR_NALSO and c[0 + SR_STAGE + REF_INDEX] < 0 and c[0 + SR_GROWING + REF_BASE] < 0 \
             and c[0 + SR_NALSO] == 0 and c[0 + SR_MODE] == M_PLAIN:
         k = c[0 + SR_STAGE + REF_BASE]
@@ -294,6 +299,9 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
         elif op == S_END:
             end_session(st, slot)
             return
+        elif op == F_SET_NOW:
+            st.sess.attrs[base + code[pc + SV_TARGET]] = st.now
+            pc += SV_LEN
         elif op == F_RUN_ONE:
             w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
             if st.error.code:

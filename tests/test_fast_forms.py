@@ -5,7 +5,8 @@ take it and on near misses that must not, against pyserq 0.1.2's JSON text.
   variable, two leaves and one of + - * /, a draw whose arguments are constants; anything else runs
   on the stack machine.
 * Statement forms (sq/_session.pxi, StmtForm): a `run` of one fifo, ps or delay stage with no index,
-  `growing`, other stages or mode; any other `run` takes the general statement.
+  `growing`, other stages or mode; a `set` of `now`; any other `run` or `set` takes the general
+  statement.
 * Per-program resets (State.session_extras): a session's job, flow, token and hold fields are reset
   at spawn only where pools or step stages read them, and an ending session releases holds, growth
   and leases only where pools exist.
@@ -41,7 +42,7 @@ EXPRESSIONS = {
     "now": "now",
     "serial": "serial",
     "add": "x + 1", "sub": "now - t0", "mul": "2 * x", "div": "x / y", "div0": "x / z",
-    "add_ctx": "now + serial",
+    "add_ctx": "now + serial", "since": "now - t1",
     "draw1": "~exp(1)", "draw2": "~uniform(0.1, 2)", "draw_h2": "~h2(1, 4)",
     # near misses: the stack machine
     "three": "x + y + 1", "neg": "-x", "nested": "(x + 1) * 2", "compare": "x < y",
@@ -54,7 +55,7 @@ def _expressions_program() -> str:
     observes = " ".join(f"observe {name} = {expr};" for name, expr in EXPRESSIONS.items())
     return ("stage s : fifo(1);\nrun { horizon 200; seed 5; }\n"
             "workload { arrive poisson(0.8); }\n"
-            "session { set t0 = now; set x = ~uniform(0.5, 3); set y = serial + 1; set z = 0;\n"
+            "session { set t0 = now; set t1 = now * 1; set x = ~uniform(0.5, 3); set y = serial + 1; set z = 0;\n"
             f"  run s (~exp(1)); {observes} }}\n")
 
 
