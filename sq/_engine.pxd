@@ -240,7 +240,7 @@ cdef struct Gauge:
 cdef struct Sessions:
     # per session slot (struct of arrays; slots reused). Every table here is grown and freed by
     # session_tables (sq/_session.pxi), the one list of them; spawn sets a slot's starting values
-    # (reset_holds those only pool code changes).
+    # (reset_extras those only hold and step code read or change).
     int64_t cap                 # slots allocated
     int64_t high                # slots ever used
     int32_t* spare              # ended slots, reused first
