@@ -122,10 +122,15 @@ cdef inline bint is_leaf(int32_t op) noexcept nogil:
     return op == X_NUM or op == X_ATTR or op == X_CTX
 
 
+cdef inline double num_value(State* st, const int32_t* c) noexcept nogil:
+    """The value of the X_NUM instruction at c."""
+    return st.consts[c[0 + XONE_ARG]]
+
+
 cdef inline double leaf_value(State* st, const int32_t* c, int slot, double present) noexcept nogil:
     """The value of the leaf instruction at c (X_NUM, X_ATTR or X_CTX)."""
     if c[0] == X_NUM:
-        return st.consts[c[0 + XONE_ARG]]
+        return num_value(st, c)
     if c[0] == X_ATTR:
         return attr_value(st, slot, c[0 + XONE_ARG])
     return ctx_value(st, c[0 + XONE_ARG], present)
@@ -209,7 +214,7 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     if shape == XS_NOW:
         return st.now
     elif shape == XS_NUM:
-        return st.consts[c[0 + XONE_ARG]]
+        return num_value(st, c)
     elif shape == XS_ATTR:
         return attr_value(st, slot, c[0 + XONE_ARG])
     elif shape == XS_CTX:
@@ -229,6 +234,14 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
         args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
         return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
     return evaluate_vm(st, off, slot, rng, present)
+
+
+cdef inline double evaluate_fast(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
+    """`evaluate`, with a constant (XS_NUM) read where it is called: for a ps stage's φ, evaluated
+    at every arrival and departure."""
+    if st.shapes[off] == XS_NUM:
+        return num_value(st, st.code + off)
+    return evaluate(st, off, slot, rng, present)
 
 
 # the cost shape's postfix code, L0 L1 L2 L3 op1 op2 L4 L5 op3 op4 op5 RET: each instruction's offset

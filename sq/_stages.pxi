@@ -188,7 +188,7 @@ cdef int reschedule(State* st, int32_t k) noexcept nogil:
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
     if s.hlen > 0:
-        phi = evaluate(st, s.phi, -1, &st.rng_session, <double> s.hlen)
+        phi = evaluate_fast(st, s.phi, -1, &st.rng_session, <double> s.hlen)
         s.rate = phi / <double> s.hlen
     else:
         s.rate = 0.0
