@@ -312,7 +312,32 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
     return heap_push(st, &st.heap, &st.hcap, &st.hlen, 64, e)
 
 
-cdef inline Event pop_event(State* st) noexcept nogil:
+cdef inline void schedule_arrival(State* st, double t) noexcept nogil:
+    """The next open arrival, in its slot (st.arrival): only one is ever pending. Its seq is taken
+    as `schedule` takes it, so the (time, seq) order of all events is the heap's order."""
+    st.arrival.t = t
+    st.arrival.seq = st.seq
+    st.seq += 1
+
+
+cdef inline Event* next_event(State* st) noexcept nogil:
+    """The earliest pending event, the arrival slot's or the heap's top by (t, seq); NULL: none.
+    The one reader of "what comes next": nothing else looks at st.heap[0] or st.arrival."""
+    if st.hlen > 0 and not before(&st.arrival, &st.heap[0]):
+        return &st.heap[0]      # (an empty slot, t = inf and seq NO_EVENT, is never before an event)
+    if st.arrival.seq == NO_EVENT:
+        return NULL
+    return &st.arrival
+
+
+cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
+    """Take the event next_event returned."""
+    cdef Event e
+    if next == &st.arrival:
+        e = st.arrival
+        st.arrival.t = INFINITY
+        st.arrival.seq = NO_EVENT
+        return e
     return heap_pop(st.heap, &st.hlen)
 
 

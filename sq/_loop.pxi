@@ -104,7 +104,11 @@ cdef void settle(State* st) noexcept nogil:
                 return
         if st.rlen == 0:
             break
-    cdef bint pending_now = st.n_ps_first < st.n_stages and st.hlen > 0 and st.heap[0].t <= st.now
+    cdef Event* nxt
+    cdef bint pending_now = False
+    if st.n_ps_first < st.n_stages:
+        nxt = next_event(st)
+        pending_now = nxt != NULL and nxt.t <= st.now
     for k in range(st.n_ps_first, st.n_stages):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
@@ -162,7 +166,8 @@ cdef int next_arrival(State* st) noexcept nogil:
         if not (gap > 0) or not isfinite(gap):
             fail(st, E_RENEWAL, -1, gap, 0, 0)
             return -1
-    return schedule(st, st.now + gap, EV_ARRIVE, 0, 0, 0)
+    schedule_arrival(st, st.now + gap)
+    return 0
 
 
 cdef void handle(State* st, Event* e) noexcept nogil:
@@ -215,10 +220,14 @@ cdef void run_loop(State* st) noexcept nogil:
     """
     cdef int64_t i
     cdef Event e
+    cdef Event* nxt
+    st.arrival.t = INFINITY          # the arrival slot, empty
+    st.arrival.seq = NO_EVENT
+    st.arrival.kind = EV_ARRIVE
     if st.warmup > 0:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
-        schedule(st, 0.0, EV_ARRIVE, 0, 0, 0)
+        schedule_arrival(st, 0.0)
     elif st.arrival_kind == A_RENEWAL:
         next_arrival(st)
     elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
@@ -233,17 +242,18 @@ cdef void run_loop(State* st) noexcept nogil:
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
-        if st.hlen == 0 or st.heap[0].t > st.horizon:
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
             break
-        if st.heap[0].t > st.now:
+        if nxt.t > st.now:
             if st.n_gauges > 0:
                 read_gauges(st)
             st.steps = 0
-            if st.heap[0].t > st.mid_time and not st.mid_taken:
+            if nxt.t > st.mid_time and not st.mid_taken:
                 take_mid(st)
             if st.events >= st.poll_at and poll(st):
                 break   # between instants: the report covers [0, now]
-        e = pop_event(st)
+        e = pop_event(st, nxt)
         st.now = e.t
         st.events += 1
         # events count toward the instant's work too: a step iteration of cost 0, or a job
