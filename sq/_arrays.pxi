@@ -301,6 +301,8 @@ cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
 
 
 cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    """Add an event to the heap. The heap always has room for one more (events_start made it,
+    and a push that fills it grows it after), so the common case calls nothing."""
     cdef Event e
     e.t = t
     e.seq = st.seq
@@ -309,7 +311,19 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
     e.a = a
     e.b = b
     e.c = c
-    return heap_push(st, &st.heap, &st.hcap, &st.hlen, 64, e)
+    st.hlen += 1
+    heap_up(st.heap, st.hlen - 1, e)      # a new leaf only moves up
+    if st.hlen == st.hcap:
+        return heap_grow(st, &st.heap, &st.hcap, 64)
+    return 0
+
+
+cdef int events_start(State* st) noexcept nogil:
+    """The event heap's first room and an empty arrival slot, before anything is scheduled."""
+    st.arrival.t = INFINITY
+    st.arrival.seq = NO_EVENT
+    st.arrival.kind = EV_ARRIVE
+    return heap_grow(st, &st.heap, &st.hcap, 64)
 
 
 cdef inline void schedule_arrival(State* st, double t) noexcept nogil:

@@ -221,9 +221,8 @@ cdef void run_loop(State* st) noexcept nogil:
     cdef int64_t i
     cdef Event e
     cdef Event* nxt
-    st.arrival.t = INFINITY          # the arrival slot, empty
-    st.arrival.seq = NO_EVENT
-    st.arrival.kind = EV_ARRIVE
+    if events_start(st) < 0:
+        return
     if st.warmup > 0:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
