@@ -70,7 +70,7 @@ cdef void restart_areas(State* st) noexcept nogil:
         area_restart(&st.stages[k].decodes, st.now)
 
 
-cdef void settle(State* st) noexcept nogil:
+cdef inline void settle(State* st) noexcept nogil:
     """Settle the instant after an event (and once at time 0), spec 09 §9.5, in this order:
 
     1. the ready queue: each ready session executes (§9.6) until it blocks, ends or waits;
@@ -89,30 +89,56 @@ cdef void settle(State* st) noexcept nogil:
        in every area and still does is skipped (it would add 0 to each integral).
     Gauges are read by `run_loop` when time moves on, not here.
     """
-    cdef int32_t slot, k
-    while True:
-        while st.rlen > 0 and not st.error.code:
-            slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
-            if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
-                exec_session(st, slot)
+    run_ready(st)       # (inline in run_loop: the common case, one session, calls only it)
+    if not st.error.code:
+        settle_passes(st)
+
+
+cdef void settle_passes(State* st) noexcept nogil:
+    """settle after step 1: steps 2 to 5."""
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
         if st.error.code:
             return
-        # the pools pass: admission at settle happens only here
-        if rows_any(st.pools_waiting):
-            try_every_pool(st)
-            if st.error.code:
-                return
-        if st.rlen == 0:
-            break
-    cdef Event* nxt
-    cdef bint pending_now = False
     if st.n_ps_first < st.n_stages:
-        nxt = next_event(st)
-        pending_now = nxt != NULL and nxt.t <= st.now
+        settle_stages(st)
+        if st.error.code:
+            return
+    if st.flows.dirty:
+        flows_recompute(st)
+    sample_areas(st)
+
+
+cdef inline void run_ready(State* st) noexcept nogil:
+    """Step 1 of settle: each ready session executes until it blocks, ends or waits."""
+    cdef int32_t slot
+    while st.rlen > 0 and not st.error.code:
+        slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+        if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
+            exec_session(st, slot)
+
+
+cdef void settle_pools(State* st) noexcept nogil:
+    """Step 2 of settle, some pool having waiting holds or growers: the pools pass (admission at
+    settle happens only here), then the sessions it readied, until none is ready."""
+    while True:
+        try_every_pool(st)
+        if st.error.code or st.rlen == 0:
+            return
+        run_ready(st)
+        if st.error.code or not rows_any(st.pools_waiting):
+            return
+
+
+cdef inline void settle_stages(State* st) noexcept nogil:
+    """Step 3 of settle: the stages pass from the first ps or step stage."""
+    cdef int32_t k
+    cdef Event* nxt
     for k in range(st.n_ps_first, st.n_stages):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
-            if not st.stages[k].inflight and not pending_now and step_has_work(st, k):
+            nxt = next_event(st)
+            if not st.stages[k].inflight and not (nxt != NULL and nxt.t <= st.now) and step_has_work(st, k):
                 start_iteration(st, k)
                 if st.error.code:
                     return
@@ -120,9 +146,6 @@ cdef void settle(State* st) noexcept nogil:
             reschedule(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
-    if st.flows.dirty:
-        flows_recompute(st)
-    sample_areas(st)
 
 
 cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
