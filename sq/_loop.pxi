@@ -4,23 +4,13 @@
 
 
 # ---- the loop ----------------------------------------------------------------------------------
-cdef void sample_areas(State* st) noexcept nogil:
+cdef inline void sample_areas(State* st) noexcept nogil:
+    """Step 5 of settle (inline in run_loop; the pools' part out of line)."""
     cdef int32_t k
     cdef Stage* s
-    cdef Pool* p
     area_set(&st.live_area, st.now, <double> st.live)
-    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
-    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
-    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
-    while k < st.n_pools:
-        p = &st.pools[k]
-        area_set(&p.used_area, st.now, p.used)
-        area_set(&p.cached_area, st.now, p.cached)
-        area_set(&p.queue_area, st.now, <double> p.qlen)
-        area_set(&p.holders_area, st.now, <double> p.nholders)
-        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
-            unmark_row(st.pools_sampled, k)
-        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+    if st.n_pools > 0:
+        sample_pools(st)
     k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
     while k < st.n_stages:
         s = &st.stages[k]
@@ -36,6 +26,23 @@ cdef void sample_areas(State* st) noexcept nogil:
         k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
     if st.tl != NULL:
         tl_pools(st)
+
+
+cdef void sample_pools(State* st) noexcept nogil:
+    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
+    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
+    cdef int32_t k
+    cdef Pool* p
+    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
+    while k < st.n_pools:
+        p = &st.pools[k]
+        area_set(&p.used_area, st.now, p.used)
+        area_set(&p.cached_area, st.now, p.cached)
+        area_set(&p.queue_area, st.now, <double> p.qlen)
+        area_set(&p.holders_area, st.now, <double> p.nholders)
+        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+            unmark_row(st.pools_sampled, k)
+        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
 
 
 cdef inline double area_until(Area* a, double t) noexcept nogil:
@@ -89,13 +96,20 @@ cdef inline void settle(State* st) noexcept nogil:
        in every area and still does is skipped (it would add 0 to each integral).
     Gauges are read by `run_loop` when time moves on, not here.
     """
-    run_ready(st)       # (inline in run_loop: the common case, one session, calls only it)
-    if not st.error.code:
+    # (inline in run_loop: a program without pools, ps or step stages and flows calls nothing
+    # here but its sessions)
+    run_ready(st)
+    if st.error.code:
+        return
+    if st.n_pools > 0 or st.n_ps_first < st.n_stages or st.flows.dirty:
         settle_passes(st)
+        if st.error.code:
+            return
+    sample_areas(st)
 
 
 cdef void settle_passes(State* st) noexcept nogil:
-    """settle after step 1: steps 2 to 5."""
+    """Steps 2 to 4 of settle."""
     if st.n_pools > 0 and rows_any(st.pools_waiting):
         settle_pools(st)
         if st.error.code:
@@ -106,7 +120,6 @@ cdef void settle_passes(State* st) noexcept nogil:
             return
     if st.flows.dirty:
         flows_recompute(st)
-    sample_areas(st)
 
 
 cdef inline void run_ready(State* st) noexcept nogil:
