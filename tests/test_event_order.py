@@ -18,16 +18,16 @@ pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=Import
 
 PROGRAMS = {
     # arrivals every 1 and services of 2: each finish ties with an arrival (the arrival was
-    # scheduled first, one time unit before the finish's job started); a gauge's change points
-    # and the observation order show which came first
+    # scheduled first, one time unit before the finish's job started): the queue an arrival
+    # sees shows which came first
     "fifo-ties": ("""stage s : fifo(1); stage d : delay;
         workload { arrive renewal(1); }
-        session { observe a = serial; run s (2); observe f = serial; run d (1); observe g = now; }
+        session { observe seen = queue(s); run s (2); observe f = serial; run d (1); observe g = now; }
         gauge q = queue(s);""", dict(horizon=40, warmup=5)),
     # the warm-up's end (scheduled first) ties with the arrival at 5; the horizon with the one at 30
     "warmup-horizon-ties": ("""stage d : delay;
         workload { arrive renewal(2.5); }
-        session { observe t = now; run d (5); observe u = now; }
+        session { observe seen = queue(d); run d (5); observe u = now; }
         gauge n = queue(d);""", dict(horizon=30, warmup=5)),
     # an arrival limit: the slot stays empty after the last arrival, the run drains the rest
     "limit-ties": ("""stage s : fifo(2);
@@ -46,14 +46,14 @@ PROGRAMS = {
     "lease-ties": ("""pool m { cap 2; }
         stage d : delay;
         workload { arrive renewal(1); }
-        session { hold m (1) { observe in = now; } lease m (2); run d (1); observe out = now; }
+        session { observe u = used(m); hold m (1) { observe in = now; } lease m (2); run d (1); observe out = now; }
         gauge w = used(m);""", dict(horizon=30)),
     # a step stage starts an iteration only when no other event is pending at `now`: iteration
     # ends (cost 1) tie with arrivals (every 1), so an arrival still pending holds the start back
     "step-ties": ("""pool kv { cap 100; admit via e; }
         stage e : step { cost 1; memory kv; }
         workload { arrive renewal(1); }
-        session { hold kv (4) { run e prefill (2) growing kv; run e decode (2); } observe t = now; }
+        session { observe seen = queue(e); hold kv (4) { run e prefill (2) growing kv; run e decode (2); } observe t = now; }
         gauge b = busy(e);""", dict(horizon=30)),
     # the same with random gaps whose sums meet the iteration ends only by chance
     "step-poisson": ("""pool kv { cap 50; admit via e; }
