@@ -5,12 +5,10 @@
 
 # ---- the loop ----------------------------------------------------------------------------------
 cdef inline void sample_areas(State* st) noexcept nogil:
-    """Step 5 of settle (inline in run_loop; the pools' part out of line)."""
+    """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
     cdef int32_t k
     cdef Stage* s
     area_set(&st.live_area, st.now, <double> st.live)
-    if st.n_pools > 0:
-        sample_pools(st)
     k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
     while k < st.n_stages:
         s = &st.stages[k]
@@ -28,7 +26,8 @@ cdef inline void sample_areas(State* st) noexcept nogil:
         tl_pools(st)
 
 
-cdef void sample_pools(State* st) noexcept nogil:
+cdef inline void sample_pools(State* st) noexcept nogil:
+    """The pools' part of step 5 of settle."""
     # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
     # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
     cdef int32_t k
@@ -109,7 +108,7 @@ cdef inline void settle(State* st) noexcept nogil:
 
 
 cdef void settle_passes(State* st) noexcept nogil:
-    """Steps 2 to 4 of settle."""
+    """Steps 2 to 4 of settle, and the pools' areas of step 5 (a program with pools comes here)."""
     if st.n_pools > 0 and rows_any(st.pools_waiting):
         settle_pools(st)
         if st.error.code:
@@ -120,6 +119,8 @@ cdef void settle_passes(State* st) noexcept nogil:
             return
     if st.flows.dirty:
         flows_recompute(st)
+    if st.n_pools > 0:
+        sample_pools(st)
 
 
 cdef inline void run_ready(State* st) noexcept nogil:
@@ -146,12 +147,10 @@ cdef void settle_pools(State* st) noexcept nogil:
 cdef inline void settle_stages(State* st) noexcept nogil:
     """Step 3 of settle: the stages pass from the first ps or step stage."""
     cdef int32_t k
-    cdef Event* nxt
     for k in range(st.n_ps_first, st.n_stages):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
-            nxt = next_event(st)
-            if not st.stages[k].inflight and not (nxt != NULL and nxt.t <= st.now) and step_has_work(st, k):
+            if not st.stages[k].inflight and not pending_now(st) and step_has_work(st, k):
                 start_iteration(st, k)
                 if st.error.code:
                     return
@@ -159,6 +158,12 @@ cdef inline void settle_stages(State* st) noexcept nogil:
             reschedule(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
+
+
+cdef inline bint pending_now(State* st) noexcept nogil:
+    """Whether another event is pending at `now`."""
+    cdef Event* nxt = next_event(st)
+    return nxt != NULL and nxt.t <= st.now
 
 
 cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
