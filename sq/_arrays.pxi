@@ -309,6 +309,8 @@ cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
 
 
 cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    """Add an event to the heap. The heap always has room for one more (events_start made it,
+    and a push that fills it grows it after), so the common case calls nothing."""
     cdef Event e
     e.t = t
     e.seq = st.seq
@@ -317,10 +319,47 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
     e.a = a
     e.b = b
     e.c = c
-    return heap_push(st, &st.heap, &st.hcap, &st.hlen, 64, e)
+    st.hlen += 1
+    heap_up(st.heap, st.hlen - 1, e)      # a new leaf only moves up
+    if st.hlen == st.hcap:
+        return heap_grow(st, &st.heap, &st.hcap, 64)
+    return 0
 
 
-cdef inline Event pop_event(State* st) noexcept nogil:
+cdef int events_start(State* st) noexcept nogil:
+    """The event heap's first room and an empty arrival slot, before anything is scheduled."""
+    st.arrival.t = INFINITY
+    st.arrival.seq = NO_EVENT
+    st.arrival.kind = EV_ARRIVE
+    return heap_grow(st, &st.heap, &st.hcap, 64)
+
+
+cdef inline void schedule_arrival(State* st, double t) noexcept nogil:
+    """The next open arrival, in its slot (st.arrival): only one is ever pending. Its seq is taken
+    as `schedule` takes it, so the (time, seq) order of all events is the heap's order."""
+    st.arrival.t = t
+    st.arrival.seq = st.seq
+    st.seq += 1
+
+
+cdef inline Event* next_event(State* st) noexcept nogil:
+    """The earliest pending event, the arrival slot's or the heap's top by (t, seq); NULL: none.
+    The one reader of "what comes next": nothing else looks at st.heap[0] or st.arrival."""
+    if st.hlen > 0 and not before(&st.arrival, &st.heap[0]):
+        return &st.heap[0]      # (an empty slot, t = inf and seq NO_EVENT, is never before an event)
+    if st.arrival.seq == NO_EVENT:
+        return NULL
+    return &st.arrival
+
+
+cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
+    """Take the event next_event returned."""
+    cdef Event e
+    if next == &st.arrival:
+        e = st.arrival
+        st.arrival.t = INFINITY
+        st.arrival.seq = NO_EVENT
+        return e
     return heap_pop(st.heap, &st.hlen)
 
 
@@ -393,14 +432,49 @@ cdef bint grow(void** p, size_t size) noexcept nogil:
     return True
 
 
-cdef bint table(void** p, size_t size, bint keep) noexcept nogil:
-    """One table of a family (the per-session, per-job, per-lease, per-flow tables): grown to
-    `size` bytes (keep), or freed (not keep; always True). Each family lists its tables once, in
-    a function that both grows them and frees them."""
-    if keep:
-        return grow(p, size)
+# ---- families of tables (per session, job, lease, flow slot): each listed once -------------
+cdef struct Tables:
+    # what a family's list of tables (session_tables, job_tables, lease_tables, flow_tables) does
+    # to each table in it: grow it to `cap` slots, free it (cap 0), or, `measuring`, nothing;
+    # either way `slot_bytes` adds up what one slot takes (what the memory bound charges a slot)
+    int64_t cap
+    bint measuring
+    int64_t slot_bytes
+
+ctypedef bint (*Family)(State* st, Tables* t) noexcept nogil
+
+
+cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
+    """One table of a family, `per_slot` bytes a slot. False: out of memory."""
+    t.slot_bytes += per_slot
+    if t.measuring:
+        return True
+    if t.cap > 0:
+        return grow(p, t.cap * per_slot)
     free(p[0])
     p[0] = NULL
+    return True
+
+
+cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
+    """A family's tables at `cap` slots, or all freed (cap 0). False: out of memory (the
+    tables grown so far keep their new size)."""
+    cdef Tables t
+    t.cap, t.measuring, t.slot_bytes = cap, False, 0
+    return family(st, &t)
+
+
+cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noexcept nogil:
+    """A family's tables grown from `old` to `cap` slots, the new slots charged to the memory
+    bound first at what the same list measures a slot to take. False: the run stops (failed)."""
+    cdef Tables t
+    t.cap, t.measuring, t.slot_bytes = cap, True, 0
+    family(st, &t)
+    if charge(st, (cap - old) * t.slot_bytes) < 0:
+        return False
+    if not resize(st, family, cap):
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return False
     return True
 
 

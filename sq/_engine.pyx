@@ -95,9 +95,12 @@ cdef extern from *:
     /* the engine's memory bound by default (run(max_memory=...), --max-memory): what the tables that
        grow with a run may take (session slots x attributes and holds, samples, cache entries, traces) */
     #define SQ_MAX_MEMORY 4294967296LL
+    /* the seq of an empty arrival slot (State.arrival): after every event's, so never the earlier */
+    #define SQ_NO_EVENT INT64_MAX
     """
     const double NEVER_ADMITTED "SQ_NEVER_ADMITTED"
     const double EPS "SQ_EPS"
+    const int64_t NO_EVENT "SQ_NO_EVENT"
     const double EWMA "SQ_EWMA"
     const int64_t ARRIVALS_NEVER "SQ_ARRIVALS_NEVER"
     const int64_t MAX_MEMORY "SQ_MAX_MEMORY"
@@ -160,10 +163,11 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
+    free(st.shapes); free(st.forms)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
-    session_tables(st, 0)
-    job_tables(st, 0)
-    lease_tables(st, 0)
+    resize(st, session_tables, 0)
+    resize(st, job_tables, 0)
+    resize(st, lease_tables, 0)
     flows_free(st)
     traces_free(&st.traces)
     tl_close(st)
@@ -177,51 +181,54 @@ cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, NULL))
 
 
-cdef object _adopt(void* p, int64_t n, int typenum, size_t size):
-    """A numpy array over a malloc'ed buffer, which the array now owns (freed with it).
-
-    The growth slack is given back first, so the array holds no more than its items.
-    """
+cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size):
+    """A numpy array of a growable table's `n` items, which takes the table's malloc'ed buffer
+    (freed with the array) and leaves the table empty. The growth slack is given back first,
+    so the array holds no more than its items."""
     cdef cnp.npy_intp dims[1]
     cdef void* q
-    dims[0] = n
-    if p == NULL or n == 0:
-        free(p)
-        return cnp.PyArray_ZEROS(1, dims, typenum, 0)
-    q = realloc(p, n * size)
-    if q != NULL:
-        p = q
-    arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
-    capsule = PyCapsule_New(p, NULL, <PyCapsule_Destructor> _free_capsule)
-    cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
+    dims[0] = n[0]
+    if p[0] == NULL or dims[0] == 0:
+        arr = cnp.PyArray_ZEROS(1, dims, typenum, 0)
+        free(p[0])
+    else:
+        q = realloc(p[0], dims[0] * size)
+        if q != NULL:
+            p[0] = q
+        arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p[0])
+        capsule = PyCapsule_New(p[0], NULL, <PyCapsule_Destructor> _free_capsule)
+        cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
+    p[0] = NULL      # the array owns the buffer now (until here, a failure leaves it to free_state)
+    n[0] = cap[0] = 0
     return arr
 
 
-cdef object darr_numpy(DArr* a):
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_FLOAT64, sizeof(double))
-    a.p = NULL       # the array owns the buffer now
-    a.n = a.cap = 0
-    return out
+cdef inline object darr_numpy(DArr* a):
+    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_FLOAT64, sizeof(double))
 
 
-cdef object serials_numpy(Serials* a):
-    cdef object out
-    if a.p64 != NULL:
-        out = _adopt(a.p64, a.n, cnp.NPY_INT64, sizeof(int64_t))
-    else:
-        out = _adopt(a.p32, a.n, cnp.NPY_INT32, sizeof(int32_t))
-    a.p32 = NULL
-    a.p64 = NULL
-    a.n = a.cap = 0
-    return out
-
-
-cdef object turns_numpy(Turns* a):
+cdef inline object turns_numpy(Turns* a):
     # all zeros: a calloc'ed array, whose pages stay untouched (no memory) until read
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_UINT32, sizeof(uint32_t))
-    a.p = NULL
-    a.n = a.cap = 0
-    return out
+    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_UINT32, sizeof(uint32_t))
+
+
+cdef inline object serials_numpy(Serials* a):
+    if a.p64 != NULL:   # widened (the 4-byte buffer is gone)
+        return _adopt(<void**> &a.p64, &a.n, &a.cap, cnp.NPY_INT64, sizeof(int64_t))
+    return _adopt(<void**> &a.p32, &a.n, &a.cap, cnp.NPY_INT32, sizeof(int32_t))
+
+
+def serials_of(values):
+    """The array the engine hands over for these session serials, recorded one at a time (tests
+    see the 4-byte table widen to 8 bytes past 2^31 - 1, some two billion arrivals in)."""
+    cdef Serials s
+    memset(&s, 0, sizeof(Serials))
+    for v in values:
+        if serials_push(&s, <int64_t> v) < 0:
+            free(s.p32)
+            free(s.p64)
+            raise MemoryError()
+    return serials_numpy(&s)    # takes the buffer
 
 
 cdef extern from *:
@@ -390,9 +397,12 @@ cdef object _set_program(State* st, lowered):
     st.code = <const int32_t*> data_of(code)
     st.consts = <const double*> data_of(consts)
     st.stmts = <const int32_t*> data_of(stmts)
+    st.n_code = len(code)
+    st.shapes = expr_shapes(st.code, st.n_code)
     st.holds = <const int32_t*> data_of(holds)
     st.hold_offsets = <const int32_t*> data_of(hoffs)
     st.hold_pcs = <const int32_t*> data_of(hpcs)
+    st.n_holds = len(hoffs)
     st.hold_depth_max = max(1, lowered.max_hold_depth)
     st.hold_pools_max = max(1, lowered.max_hold_pools)
     st.n_attrs = lowered.n_attrs
@@ -414,7 +424,7 @@ cdef object _set_program(State* st, lowered):
     for k in range(N_CONTEXTS):
         st.ctxv[k] = NAN
     st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
-    if st.stack == NULL or st.keys == NULL:
+    if st.stack == NULL or st.keys == NULL or st.shapes == NULL:
         raise MemoryError()
     return code, consts, stmts, holds, hoffs, hpcs
 
@@ -504,10 +514,17 @@ cdef object _set_stages(State* st, lowered):
         # a step stage's cost shape, decided once here rather than at every iteration
         st.stages[k].cost_shaped = (st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0
                                     and is_cost_shape(st.code + st.stages[k].cost_e))
+        if st.stages[k].kind == K_STEP:
+            st.session_extras = 1
         if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:
             st.pools[m].engine = 1     # preemption victims come from this stage's residents
         if not isfinite(st.stages[k].share_cap):
             st.flows.finite = 0
+    if st.n_holds > 0:
+        st.session_extras = 1
+    st.forms = stmt_forms(st, len(lowered.stmts))
+    if st.forms == NULL:
+        raise MemoryError()
     st.n_ps_first = st.n_stages
     for k in range(st.n_stages - 1, -1, -1):
         if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
