@@ -325,6 +325,37 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
             start_job(st, p.spill_via, -1, work)
 
 
+cdef void evict_lru(State* st, Pool* p, double need, double pieces) noexcept nogil:
+    """make_room's loop where no one else reads a piece (lru order, no spill, no eviction trace):
+    the same pieces, sums and comparisons in the same order, the sums kept in locals while the
+    oldest entry gives up block after block."""
+    cdef int64_t best
+    cdef double piece, size, cached = p.cached, evicted = p.evicted_units
+    while p.used + cached + need > p.cap + EPS and p.nentries > 0:
+        best = p.lru[0]
+        size = p.entries[best].size
+        while True:
+            pieces -= 1.0
+            if pieces < 0:
+                p.entries[best].size = size
+                p.cached = cached
+                p.evicted_units = evicted
+                fail(st, E_SPILL_CYCLE, -1, 0, 0, 0)
+                return
+            piece = min_of(p.block, size) if p.block > 0 else size
+            size -= piece
+            cached -= piece
+            evicted += piece
+            if size <= EPS or not p.used + cached + need > p.cap + EPS:
+                break
+        p.entries[best].size = size
+        if size <= EPS:
+            remove_entry(p, best)
+            p.evicted_entries += 1
+    p.cached = cached
+    p.evicted_units = evicted
+
+
 cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
     cdef int64_t best
@@ -333,9 +364,12 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     cdef double* owned
     if not (p.used + p.cached + need > p.cap + EPS and p.nentries > 0):
         return                              # it fits: the common case
-    memset(&gone, 0, sizeof(Entry))         # (gcc can't see that only a spill reads it)
     # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
     pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
+    if p.evict_count == 0 and p.spill_to < 0 and not st.traces.evicts and not st.error.code:
+        evict_lru(st, p, need, pieces)
+        return
+    memset(&gone, 0, sizeof(Entry))         # (gcc can't see that only a spill reads it)
     while p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
         pieces -= 1.0
         if pieces < 0:

@@ -45,6 +45,27 @@ cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogi
     return owner_units(st, st.jobs.owner[j], memory)
 
 
+cdef bint constant_at(State* st, int32_t off, double* value) noexcept nogil:
+    """Whether the expression at off is one constant (then *value is it), decided at set-up."""
+    if off < 0 or st.code[off] != X_NUM or st.code[off + XONE_LEN] != X_RET:
+        return False
+    value[0] = st.consts[st.code[off + XONE_ARG]]
+    return True
+
+
+cdef inline double step_budget(State* st, Stage* s) noexcept nogil:
+    """The stage's budget: a constant as set up (what evaluate would read), else evaluated."""
+    if s.budget_fixed:
+        return s.budget_k
+    return evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+
+
+cdef inline double step_chunk(State* st, Stage* s) noexcept nogil:
+    if s.chunk_fixed:
+        return s.chunk_k
+    return evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+
+
 cdef void set_totals(State* st, Stage* s) noexcept nogil:
     """The Budget moment's context, from the residents as they stand."""
     cdef int64_t r
@@ -119,20 +140,16 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             break
 
 
-cdef inline int32_t next_unserved(State* st, Stage* s) noexcept nogil:
-    """The next job in the serving order not yet served in this pass (-1: none); the order is re-read each time."""
+cdef inline int32_t next_in_order(State* st, Stage* s) noexcept nogil:
+    """The next resident in admission order not yet served in this pass (-1: none), read afresh
+    at each call (admissions join residents meanwhile; the cursor is kept as they join and leave)."""
     cdef int64_t r
-    if s.serve_count == 0 or s.excl:
-        if s.cursor_stamp != st.serve_stamp:
-            s.cursor_stamp = st.serve_stamp
-            s.cursor = 0
-        for r in range(s.cursor, s.nres):
-            if st.jobs.served[s.res[r]] != st.serve_stamp:
-                s.cursor = r
-                return s.res[r]
-        s.cursor = s.nres
-        return -1
-    return next_by_keys(st, s)
+    for r in range(s.cursor, s.nres):
+        if st.jobs.served[s.res[r]] != st.serve_stamp:
+            s.cursor = r
+            return s.res[r]
+    s.cursor = s.nres
+    return -1
 
 
 cdef int32_t next_by_keys(State* st, Stage* s) noexcept nogil:
@@ -233,14 +250,18 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef double budget, chunk, left, tokens, attention = 0.0, need, duration
     cdef double ntok = 0.0, npre = 0.0, ndec = 0.0, kvb = 0.0, kvp = 0.0
-    cdef bint excl = s.excl, resident_prefill = False, is_prefill
+    cdef bint excl = s.excl, resident_prefill = False, is_prefill, in_order
+    # The totals are summed as jobs are assigned, unless an exclusive stage may drop its
+    # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
+    # (then they are summed over the final assignments, as before)
+    cdef bint summed = not excl
     cdef int64_t r, fj
     cdef int32_t j, owner, row
     set_totals(st, s)
-    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+    budget = step_budget(st, s)
     if st.error.code:
         return
-    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    chunk = step_chunk(st, s)
     if st.error.code:
         return
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
@@ -251,14 +272,21 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.na = 0
     st.serve_stamp += 1
     st.iter_preempted = 0
+    in_order = s.serve_count == 0 or excl
+    if in_order:
+        s.cursor = 0                    # a new pass: no one is served yet
     while True:
-        j = next_unserved(st, s)
-        if st.error.code:
-            return
+        if in_order:
+            j = next_in_order(st, s)
+        else:
+            j = next_by_keys(st, s)
+            if st.error.code:
+                return
         if j < 0:
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
                     return
+                summed = False          # the admitted session ran: the totals are read afresh
                 continue
             break
         st.jobs.served[j] = st.serve_stamp
@@ -293,6 +321,16 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return
+        if summed:                      # the totals below, in the same order
+            ntok += tokens
+            if st.jobs.mode[j] == M_DECODE:
+                ndec += 1.0
+                if st.kv_iteration:
+                    kvb += job_units(st, j, s.memory)
+            else:
+                npre += tokens
+                if st.kv_iteration:
+                    kvp += job_units(st, j, s.memory)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
@@ -317,17 +355,19 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    for r in range(s.na):
-        j = s.a_job[r]
-        ntok += s.a_tok[r]
-        if st.jobs.mode[j] == M_DECODE:
-            ndec += 1.0
-            if st.kv_iteration:
-                kvb += job_units(st, j, s.memory)
-        else:
-            npre += s.a_tok[r]
-            if st.kv_iteration:
-                kvp += job_units(st, j, s.memory)
+    if not summed or st.iter_preempted:
+        ntok = npre = ndec = kvb = kvp = 0.0
+        for r in range(s.na):
+            j = s.a_job[r]
+            ntok += s.a_tok[r]
+            if st.jobs.mode[j] == M_DECODE:
+                ndec += 1.0
+                if st.kv_iteration:
+                    kvb += job_units(st, j, s.memory)
+            else:
+                npre += s.a_tok[r]
+                if st.kv_iteration:
+                    kvp += job_units(st, j, s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre
@@ -442,13 +482,13 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             nfin += 1
         else:
             s.a_id[r] = -1
-    if nfin > 0:
+    if nfin > 0:                        # (most iterations finish no one)
         leave_marked(st, s)
-    for r in range(s.na):
-        if s.a_id[r] >= 0:
-            complete_job(st, s, s.a_job[r])
-            if st.error.code:
-                return
+        for r in range(s.na):
+            if s.a_id[r] >= 0:
+                complete_job(st, s, s.a_job[r])
+                if st.error.code:
+                    return
     s.na = 0
 
 
@@ -477,8 +517,8 @@ cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
     # goes on in its own (0.1.2: a chunk after `budget_left(E2)` still reads its stage's residents)
     memcpy(outer, st.ctxv, sizeof(outer))
     set_totals(st, s)
-    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
-    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    budget = step_budget(st, s)
+    chunk = step_chunk(st, s)
     memcpy(st.ctxv, outer, sizeof(outer))
     for r in range(s.nres):
         total += want(st, s.res[r], chunk)
