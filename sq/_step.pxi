@@ -397,7 +397,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             running_add(&s.budget_use, ntok / budget)
         running_add(&s.batch, <double> s.na)
     s.inflight = 1
-    iteration_areas(st, s)
+    iteration_areas_start(st, s)
     s.iter_epoch += 1
     schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
 
@@ -448,13 +448,41 @@ cdef void token(State* st, int32_t k, int32_t slot, bint decode, bint counts) no
     st.sess.itl_preempted[slot] = 0
 
 
-cdef inline void iteration_areas(State* st, Stage* s) noexcept nogil:
-    """The iteration time shares change only when an iteration starts or ends (0.1.2 integrates
-    them over whole iterations, not event by event: the sums round differently)."""
-    area_set(&s.prefill_only, st.now, 1.0 if s.iter_kind == 1 else 0.0)
-    area_set(&s.decode_only, st.now, 1.0 if s.iter_kind == 2 else 0.0)
-    area_set(&s.mixed, st.now, 1.0 if s.iter_kind == 3 else 0.0)
-    area_set(&s.decodes, st.now, <double> s.iter_decodes)
+cdef inline Area* kind_area(Stage* s, int kind) noexcept nogil:
+    """The time share an iteration of this kind counts in (NULL: none)."""
+    if kind == 1:
+        return &s.prefill_only
+    if kind == 2:
+        return &s.decode_only
+    if kind == 3:
+        return &s.mixed
+    return NULL
+
+
+# The iteration time shares change only when an iteration starts or ends (0.1.2 integrates them
+# over whole iterations, not event by event: the sums round differently). Between iterations
+# every share and the decodes hold 0, in one the kind's share holds 1 and the decodes their
+# number (these two are their only writers). An area holding 0 that is set adds 0 x (now - last),
+# i.e. +0, to its integral (time only moves on, and an integral never holds -0), and its `last`
+# matters only under a nonzero value: so only the areas that hold or take a nonzero value are
+# written, each as area_set would leave it.
+cdef inline void iteration_areas_start(State* st, Stage* s) noexcept nogil:
+    cdef Area* a = kind_area(s, s.iter_kind)
+    if a != NULL:
+        a.last = st.now
+        a.value = 1.0
+    if s.iter_decodes != 0:
+        s.decodes.last = st.now
+        s.decodes.value = <double> s.iter_decodes
+
+
+cdef inline void iteration_areas_end(State* st, Stage* s) noexcept nogil:
+    """(before the stage's iteration kind and decodes go back to 0)"""
+    cdef Area* a = kind_area(s, s.iter_kind)
+    if a != NULL:
+        area_set(a, st.now, 0.0)
+    if s.iter_decodes != 0:
+        area_set(&s.decodes, st.now, 0.0)
 
 
 cdef void end_iteration(State* st, int32_t k) noexcept nogil:
@@ -464,9 +492,9 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef int32_t j
     cdef bint finished
     s.inflight = 0
+    iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
-    iteration_areas(st, s)
     for r in range(s.na):
         j = s.a_job[r]
         if st.jobs.id[j] != s.a_id[r]:
