@@ -101,12 +101,17 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     st.ctxv[CTX_KVP] = kvp
 
 
-cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
-    if st.jobs.mode[j] == M_DECODE:
-        return min_of(1.0, st.jobs.work[j])
+cdef inline double want_of(int32_t mode, double work, double chunk) noexcept nogil:
+    """The tokens a job of this mode with this work left asks of one iteration."""
+    if mode == M_DECODE:
+        return min_of(1.0, work)
     if chunk > 0:
-        return min_of(st.jobs.work[j], chunk)
-    return st.jobs.work[j]
+        return min_of(work, chunk)
+    return work
+
+
+cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
+    return want_of(st.jobs.mode[j], st.jobs.work[j], chunk)
 
 
 cdef int64_t resident_bound(State* st, Stage* s, double adm) noexcept nogil:
@@ -269,6 +274,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
     # (then they are summed over the final assignments, as before)
     cdef bint summed = not excl
+    cdef bint kv = st.kv_iteration
+    cdef int32_t mode
     cdef int64_t r, fj
     cdef int32_t j, owner, row
     set_totals(st, s)
@@ -304,10 +311,11 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                 continue
             break
         st.jobs.served[j] = st.serve_stamp
-        is_prefill = st.jobs.mode[j] == M_PREFILL
+        mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
+        is_prefill = mode == M_PREFILL
         if excl and resident_prefill and not is_prefill:
             continue                    # decodes stall while a prefill is resident
-        tokens = min_of(want(st, j, chunk), budget if (excl and is_prefill) else left)
+        tokens = min_of(want_of(mode, st.jobs.work[j], chunk), budget if (excl and is_prefill) else left)
         if not (tokens > 0):
             continue
         row = st.jobs.growing[j]
@@ -337,13 +345,13 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             return
         if summed:                      # the totals below, in the same order
             ntok += tokens
-            if st.jobs.mode[j] == M_DECODE:
+            if mode == M_DECODE:
                 ndec += 1.0
-                if st.kv_iteration:
+                if kv:
                     kvb += job_units(st, j, s.memory)
             else:
                 npre += tokens
-                if st.kv_iteration:
+                if kv:
                     kvp += job_units(st, j, s.memory)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
@@ -504,7 +512,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j
-    cdef bint finished
+    cdef bint finished, decode
     s.inflight = 0
     iteration_areas_end(st, s)
     s.iter_kind = 0
@@ -516,7 +524,8 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             continue
         st.jobs.work[j] -= s.a_tok[r]
         finished = st.jobs.work[j] <= EPS
-        token(st, k, st.jobs.owner[j], st.jobs.mode[j] == M_DECODE, st.jobs.mode[j] == M_DECODE or finished)
+        decode = st.jobs.mode[j] == M_DECODE
+        token(st, k, st.jobs.owner[j], decode, decode or finished)
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
             # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
