@@ -4,8 +4,9 @@ Each shortcut has a general path it must agree with, and each program below make
 one or the other: iteration totals summed as jobs are assigned (and summed afresh after an
 admission ran a session, after a preemption, and on an exclusive stage); a budget or chunk that is
 one constant, read as set up, and one that is an expression; cached prefixes evicted by the lru
-loop without spills or traces, and by the general loop when evictions are traced; an iteration's
-time shares written only where they are nonzero.
+loop without spills or traces (many blocks at once when every number is whole, else one at a
+time), and by the general loop when evictions are traced; an iteration's time shares written
+only where they are nonzero; a shaped cost read from its leaves' places.
 """
 from __future__ import annotations
 
@@ -50,8 +51,10 @@ server {
 """
 
 
-def _chat(kv="12288", budget="2048", chunk="512", serve=""):
-    return CHAT.replace("KV", kv).replace("BUDGET", budget).replace("CHUNK", chunk).replace("SERVE", serve)
+def _chat(kv="12288", budget="2048", chunk="512", serve="", block="16", whole=True):
+    source = CHAT.replace("KV", kv).replace("BUDGET", budget).replace("CHUNK", chunk).replace("SERVE", serve)
+    source = source.replace("let bs = 16;", f"let bs = {block};") if block else source.replace("block bs;", "")
+    return source if whole else source.replace("floor(~uniform(300, 1500))", "~uniform(300, 1500)")
 
 
 def _same_as_pyserq(source: str, **run) -> dict:
@@ -61,12 +64,19 @@ def _same_as_pyserq(source: str, **run) -> dict:
     return json.loads(ours)
 
 
-@pytest.mark.parametrize("name, source", [
+PLANNING = [
     ("constant budget and chunk", _chat()),
     ("budget and chunk read totals", _chat(budget="1024 + 64 * residents", chunk="256 + residents")),
     ("exclusive prefill", _chat(serve="serve exclusive prefill;")),
     ("a small card: preemptions", _chat(kv="4096")),
-])
+    # evictions many blocks at once where every number is whole, one block at a time where not
+    ("fractional prompts", _chat(whole=False)),
+    ("a fractional block", _chat(block="2.5")),
+    ("no blocks", _chat(block="")),
+]
+
+
+@pytest.mark.parametrize("name, source", PLANNING, ids=[name for name, _ in PLANNING])
 def test_step_planning_paths_are_pyserqs_json_text(name, source):
     report = _same_as_pyserq(source)
     engine, kv = report["stages"][0], report["pools"][1]
