@@ -327,7 +327,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             if fj < 0:
                 continue
             need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
-            if need > EPS and not grow_or_wait(st, owner, row, fj, need, j):
+            # (granted at once, the common case, without grow_or_wait's calls: a refused
+            # grow_now changes nothing, and grow_or_wait tries it again first)
+            if need > EPS and not grow_now(st, &st.pools[row], fj, need) \
+                    and not grow_or_wait(st, owner, row, fj, need, j):
                 if st.error.code:
                     return
                 continue
