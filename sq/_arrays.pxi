@@ -385,14 +385,49 @@ cdef bint grow(void** p, size_t size) noexcept nogil:
     return True
 
 
-cdef bint table(void** p, size_t size, bint keep) noexcept nogil:
-    """One table of a family (the per-session, per-job, per-lease, per-flow tables): grown to
-    `size` bytes (keep), or freed (not keep; always True). Each family lists its tables once, in
-    a function that both grows them and frees them."""
-    if keep:
-        return grow(p, size)
+# ---- families of tables (per session, job, lease, flow slot): each listed once -------------
+cdef struct Tables:
+    # what a family's list of tables (session_tables, job_tables, lease_tables, flow_tables) does
+    # to each table in it: grow it to `cap` slots, free it (cap 0), or, `measuring`, nothing;
+    # either way `slot_bytes` adds up what one slot takes (what the memory bound charges a slot)
+    int64_t cap
+    bint measuring
+    int64_t slot_bytes
+
+ctypedef bint (*Family)(State* st, Tables* t) noexcept nogil
+
+
+cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
+    """One table of a family, `per_slot` bytes a slot. False: out of memory."""
+    t.slot_bytes += per_slot
+    if t.measuring:
+        return True
+    if t.cap > 0:
+        return grow(p, t.cap * per_slot)
     free(p[0])
     p[0] = NULL
+    return True
+
+
+cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
+    """A family's tables at `cap` slots, or all freed (cap 0). False: out of memory (the
+    tables grown so far keep their new size)."""
+    cdef Tables t
+    t.cap, t.measuring, t.slot_bytes = cap, False, 0
+    return family(st, &t)
+
+
+cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noexcept nogil:
+    """A family's tables grown from `old` to `cap` slots, the new slots charged to the memory
+    bound first at what the same list measures a slot to take. False: the run stops (failed)."""
+    cdef Tables t
+    t.cap, t.measuring, t.slot_bytes = cap, True, 0
+    family(st, &t)
+    if charge(st, (cap - old) * t.slot_bytes) < 0:
+        return False
+    if not resize(st, family, cap):
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return False
     return True
 
 

@@ -161,9 +161,9 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
-    session_tables(st, 0)
-    job_tables(st, 0)
-    lease_tables(st, 0)
+    resize(st, session_tables, 0)
+    resize(st, job_tables, 0)
+    resize(st, lease_tables, 0)
     flows_free(st)
     traces_free(&st.traces)
     tl_close(st)
@@ -177,51 +177,54 @@ cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, NULL))
 
 
-cdef object _adopt(void* p, int64_t n, int typenum, size_t size):
-    """A numpy array over a malloc'ed buffer, which the array now owns (freed with it).
-
-    The growth slack is given back first, so the array holds no more than its items.
-    """
+cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size):
+    """A numpy array of a growable table's `n` items, which takes the table's malloc'ed buffer
+    (freed with the array) and leaves the table empty. The growth slack is given back first,
+    so the array holds no more than its items."""
     cdef cnp.npy_intp dims[1]
     cdef void* q
-    dims[0] = n
-    if p == NULL or n == 0:
-        free(p)
-        return cnp.PyArray_ZEROS(1, dims, typenum, 0)
-    q = realloc(p, n * size)
-    if q != NULL:
-        p = q
-    arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
-    capsule = PyCapsule_New(p, NULL, <PyCapsule_Destructor> _free_capsule)
-    cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
+    dims[0] = n[0]
+    if p[0] == NULL or dims[0] == 0:
+        arr = cnp.PyArray_ZEROS(1, dims, typenum, 0)
+        free(p[0])
+    else:
+        q = realloc(p[0], dims[0] * size)
+        if q != NULL:
+            p[0] = q
+        arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p[0])
+        capsule = PyCapsule_New(p[0], NULL, <PyCapsule_Destructor> _free_capsule)
+        cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
+    p[0] = NULL      # the array owns the buffer now (until here, a failure leaves it to free_state)
+    n[0] = cap[0] = 0
     return arr
 
 
-cdef object darr_numpy(DArr* a):
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_FLOAT64, sizeof(double))
-    a.p = NULL       # the array owns the buffer now
-    a.n = a.cap = 0
-    return out
+cdef inline object darr_numpy(DArr* a):
+    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_FLOAT64, sizeof(double))
 
 
-cdef object serials_numpy(Serials* a):
-    cdef object out
-    if a.p64 != NULL:
-        out = _adopt(a.p64, a.n, cnp.NPY_INT64, sizeof(int64_t))
-    else:
-        out = _adopt(a.p32, a.n, cnp.NPY_INT32, sizeof(int32_t))
-    a.p32 = NULL
-    a.p64 = NULL
-    a.n = a.cap = 0
-    return out
-
-
-cdef object turns_numpy(Turns* a):
+cdef inline object turns_numpy(Turns* a):
     # all zeros: a calloc'ed array, whose pages stay untouched (no memory) until read
-    cdef object out = _adopt(a.p, a.n, cnp.NPY_UINT32, sizeof(uint32_t))
-    a.p = NULL
-    a.n = a.cap = 0
-    return out
+    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_UINT32, sizeof(uint32_t))
+
+
+cdef inline object serials_numpy(Serials* a):
+    if a.p64 != NULL:   # widened (the 4-byte buffer is gone)
+        return _adopt(<void**> &a.p64, &a.n, &a.cap, cnp.NPY_INT64, sizeof(int64_t))
+    return _adopt(<void**> &a.p32, &a.n, &a.cap, cnp.NPY_INT32, sizeof(int32_t))
+
+
+def serials_of(values):
+    """The array the engine hands over for these session serials, recorded one at a time (tests
+    see the 4-byte table widen to 8 bytes past 2^31 - 1, some two billion arrivals in)."""
+    cdef Serials s
+    memset(&s, 0, sizeof(Serials))
+    for v in values:
+        if serials_push(&s, <int64_t> v) < 0:
+            free(s.p32)
+            free(s.p64)
+            raise MemoryError()
+    return serials_numpy(&s)    # takes the buffer
 
 
 cdef extern from *:

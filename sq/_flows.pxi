@@ -14,25 +14,24 @@ cdef bint flows_new(State* st, int32_t max_st, int maxmin) noexcept nogil:
     return fs.touched != NULL and fs.left != NULL and fs.rising != NULL and fs.scratch != NULL
 
 
-cdef bint flow_tables(State* st, int64_t cap) noexcept nogil:
-    """Every per-flow table (Flows) at `cap` slots, or all freed (cap 0): the one list of them."""
+cdef bint flow_tables(State* st, Tables* t) noexcept nogil:
+    """Every per-flow table (Flows), the one list of them: see Tables."""
     cdef Flows* fs = &st.flows
-    cdef bint keep = cap > 0
-    return (table(<void**> &fs.stage, cap * st.flows.max_st * sizeof(int32_t), keep)
-            and table(<void**> &fs.nst, cap * sizeof(int32_t), keep)
-            and table(<void**> &fs.rem, cap * sizeof(double), keep)
-            and table(<void**> &fs.rate, cap * sizeof(double), keep)
-            and table(<void**> &fs.start, cap * sizeof(double), keep)
-            and table(<void**> &fs.id, cap * sizeof(int64_t), keep)
-            and table(<void**> &fs.owner, cap * sizeof(int32_t), keep)
-            and table(<void**> &fs.active, cap * sizeof(char), keep)
-            and table(<void**> &fs.frozen, cap * sizeof(char), keep)
-            and table(<void**> &fs.spare, cap * sizeof(int32_t), keep)
-            and table(<void**> &fs.order, cap * sizeof(int32_t), keep))
+    return (table(t, <void**> &fs.stage, st.flows.max_st * sizeof(int32_t))
+            and table(t, <void**> &fs.nst, sizeof(int32_t))
+            and table(t, <void**> &fs.rem, sizeof(double))
+            and table(t, <void**> &fs.rate, sizeof(double))
+            and table(t, <void**> &fs.start, sizeof(double))
+            and table(t, <void**> &fs.id, sizeof(int64_t))
+            and table(t, <void**> &fs.owner, sizeof(int32_t))
+            and table(t, <void**> &fs.active, sizeof(char))
+            and table(t, <void**> &fs.frozen, sizeof(char))
+            and table(t, <void**> &fs.spare, sizeof(int32_t))
+            and table(t, <void**> &fs.order, sizeof(int32_t)))
 
 
 cdef void flows_free(State* st) noexcept nogil:
-    flow_tables(st, 0)
+    resize(st, flow_tables, 0)
     free(st.flows.touched); free(st.flows.left); free(st.flows.rising); free(st.flows.scratch)
 
 
@@ -44,7 +43,7 @@ cdef int32_t flow_alloc(State* st) noexcept nogil:
         return st.flows.spare[st.flows.nspare]
     if st.flows.n == st.flows.cap:
         cap = st.flows.cap * 2 + 16
-        if not flow_tables(st, cap):
+        if not resize(st, flow_tables, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         st.flows.cap = cap

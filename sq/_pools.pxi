@@ -331,20 +331,19 @@ cdef void release_frame(State* st, int32_t slot, int32_t d, bint body_done) noex
                 return
 
 
-cdef bint lease_tables(State* st, int64_t cap) noexcept nogil:
-    """Every per-lease table (Leases) at `cap` rows, or all freed (cap 0): the one list of them."""
+cdef bint lease_tables(State* st, Tables* t) noexcept nogil:
+    """Every per-lease table (Leases), the one list of them: see Tables."""
     cdef Leases* ls = &st.leases
-    cdef bint keep = cap > 0
-    return (table(<void**> &ls.slot, cap * sizeof(int32_t), keep)
-            and table(<void**> &ls.row, cap * sizeof(int32_t), keep)
-            and table(<void**> &ls.alloc, cap * sizeof(double), keep)
-            and table(<void**> &ls.computed, cap * sizeof(double), keep)
-            and table(<void**> &ls.cache, cap * sizeof(int32_t), keep)
-            and table(<void**> &ls.gen, cap * sizeof(int64_t), keep)
-            and table(<void**> &ls.next, cap * sizeof(int64_t), keep)
-            and table(<void**> &ls.prev, cap * sizeof(int64_t), keep)
-            and table(<void**> &ls.spare, cap * sizeof(int64_t), keep)
-            and table(<void**> &ls.active, cap * sizeof(char), keep))
+    return (table(t, <void**> &ls.slot, sizeof(int32_t))
+            and table(t, <void**> &ls.row, sizeof(int32_t))
+            and table(t, <void**> &ls.alloc, sizeof(double))
+            and table(t, <void**> &ls.computed, sizeof(double))
+            and table(t, <void**> &ls.cache, sizeof(int32_t))
+            and table(t, <void**> &ls.gen, sizeof(int64_t))
+            and table(t, <void**> &ls.next, sizeof(int64_t))
+            and table(t, <void**> &ls.prev, sizeof(int64_t))
+            and table(t, <void**> &ls.spare, sizeof(int64_t))
+            and table(t, <void**> &ls.active, sizeof(char)))
 
 
 cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t time) noexcept nogil:
@@ -352,7 +351,7 @@ cdef void start_lease(State* st, int32_t slot, int64_t j, int32_t cache, int32_t
     cdef double t
     if st.leases.nspare == 0 and st.leases.n == st.leases.cap:
         cap = st.leases.cap * 2 + 16
-        if not lease_tables(st, cap):
+        if not resize(st, lease_tables, cap):
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
         st.leases.cap = cap

@@ -4,54 +4,45 @@
 
 
 # ---- session slots: reused ---------------------------------------------------------------
-cdef bint session_tables(State* st, int64_t cap) noexcept nogil:
-    """Every per-session table (Sessions) at `cap` slots, or all freed (cap 0): the one list of
-    them. False: out of memory (the tables grown so far keep their new size)."""
+cdef bint session_tables(State* st, Tables* t) noexcept nogil:
+    """Every per-session table (Sessions), the one list of them: see Tables."""
     cdef Sessions* ss = &st.sess
-    cdef bint keep = cap > 0
-    return (table(<void**> &ss.attrs, cap * st.n_attrs * sizeof(double), keep)
-            and table(<void**> &ss.pc, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.serial, cap * sizeof(int64_t), keep)
-            and table(<void**> &ss.alive, cap * sizeof(char), keep)
-            and table(<void**> &ss.spare, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.depth, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.frame_hold, cap * st.hold_depth_max * sizeof(int32_t), keep)
-            and table(<void**> &ss.frame_queued_at, cap * st.hold_depth_max * sizeof(double), keep)
-            and table(<void**> &ss.frame_member, cap * st.hold_depth_max * st.hold_pools_max * sizeof(int32_t), keep)
-            and table(<void**> &ss.frame_alloc, cap * st.hold_depth_max * st.hold_pools_max * sizeof(double), keep)
-            and table(<void**> &ss.frame_active, cap * st.hold_depth_max * st.hold_pools_max * sizeof(char), keep)
-            and table(<void**> &ss.frame_pos, cap * st.hold_depth_max * st.hold_pools_max * sizeof(double), keep)
-            and table(<void**> &ss.frame_grown, cap * st.hold_depth_max * st.hold_pools_max * sizeof(char), keep)
-            and table(<void**> &ss.grow_units, cap * sizeof(double), keep)
-            and table(<void**> &ss.grow_at, cap * sizeof(int64_t), keep)
-            and table(<void**> &ss.trace_of, cap * sizeof(int64_t), keep)
-            and table(<void**> &ss.adm, cap * sizeof(double), keep)
-            and table(<void**> &ss.waiting, cap * sizeof(char), keep)
-            and table(<void**> &ss.resumed, cap * sizeof(char), keep)
-            and table(<void**> &ss.job, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.flow, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.stuck, cap * sizeof(char), keep)
-            and table(<void**> &ss.itl_stage, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.ppos, cap * (st.n_pools + 1) * sizeof(double), keep)
-            and table(<void**> &ss.hcount, cap * st.n_pools * sizeof(int32_t), keep)
-            and table(<void**> &ss.pools_touched, cap * sizeof(char), keep)
-            and table(<void**> &ss.hgen, cap * st.n_pools * sizeof(uint32_t), keep)
-            and table(<void**> &ss.grow_job, cap * sizeof(int32_t), keep)
-            and table(<void**> &ss.itl_has, cap * sizeof(char), keep)
-            and table(<void**> &ss.itl_last, cap * sizeof(double), keep)
-            and table(<void**> &ss.itl_turn, cap * sizeof(double), keep)
-            and table(<void**> &ss.itl_decoded, cap * sizeof(char), keep)
-            and table(<void**> &ss.itl_preempted, cap * sizeof(char), keep)
-            and table(<void**> &ss.lease_head, cap * sizeof(int64_t), keep)
-            and table(<void**> &ss.lease_tail, cap * sizeof(int64_t), keep)
-            and table(<void**> &ss.trace_next, cap * sizeof(int64_t), keep))
-
-
-cdef inline int64_t slot_bytes(State* st) noexcept nogil:
-    """What the memory bound charges per session slot for session_tables' tables. Counted by hand
-    (the tables take 14 bytes less today); changing it moves where max_memory stops a run."""
-    return (8 * st.n_attrs + 12 * st.hold_depth_max + 22 * st.hold_depth_max * st.hold_pools_max
-            + 16 * st.n_pools + 8 + 130)
+    return (table(t, <void**> &ss.attrs, st.n_attrs * sizeof(double))
+            and table(t, <void**> &ss.pc, sizeof(int32_t))
+            and table(t, <void**> &ss.serial, sizeof(int64_t))
+            and table(t, <void**> &ss.alive, sizeof(char))
+            and table(t, <void**> &ss.spare, sizeof(int32_t))
+            and table(t, <void**> &ss.depth, sizeof(int32_t))
+            and table(t, <void**> &ss.frame_hold, st.hold_depth_max * sizeof(int32_t))
+            and table(t, <void**> &ss.frame_queued_at, st.hold_depth_max * sizeof(double))
+            and table(t, <void**> &ss.frame_member, st.hold_depth_max * st.hold_pools_max * sizeof(int32_t))
+            and table(t, <void**> &ss.frame_alloc, st.hold_depth_max * st.hold_pools_max * sizeof(double))
+            and table(t, <void**> &ss.frame_active, st.hold_depth_max * st.hold_pools_max * sizeof(char))
+            and table(t, <void**> &ss.frame_pos, st.hold_depth_max * st.hold_pools_max * sizeof(double))
+            and table(t, <void**> &ss.frame_grown, st.hold_depth_max * st.hold_pools_max * sizeof(char))
+            and table(t, <void**> &ss.grow_units, sizeof(double))
+            and table(t, <void**> &ss.grow_at, sizeof(int64_t))
+            and table(t, <void**> &ss.trace_of, sizeof(int64_t))
+            and table(t, <void**> &ss.adm, sizeof(double))
+            and table(t, <void**> &ss.waiting, sizeof(char))
+            and table(t, <void**> &ss.resumed, sizeof(char))
+            and table(t, <void**> &ss.job, sizeof(int32_t))
+            and table(t, <void**> &ss.flow, sizeof(int32_t))
+            and table(t, <void**> &ss.stuck, sizeof(char))
+            and table(t, <void**> &ss.itl_stage, sizeof(int32_t))
+            and table(t, <void**> &ss.ppos, (st.n_pools + 1) * sizeof(double))
+            and table(t, <void**> &ss.hcount, st.n_pools * sizeof(int32_t))
+            and table(t, <void**> &ss.pools_touched, sizeof(char))
+            and table(t, <void**> &ss.hgen, st.n_pools * sizeof(uint32_t))
+            and table(t, <void**> &ss.grow_job, sizeof(int32_t))
+            and table(t, <void**> &ss.itl_has, sizeof(char))
+            and table(t, <void**> &ss.itl_last, sizeof(double))
+            and table(t, <void**> &ss.itl_turn, sizeof(double))
+            and table(t, <void**> &ss.itl_decoded, sizeof(char))
+            and table(t, <void**> &ss.itl_preempted, sizeof(char))
+            and table(t, <void**> &ss.lease_head, sizeof(int64_t))
+            and table(t, <void**> &ss.lease_tail, sizeof(int64_t))
+            and table(t, <void**> &ss.trace_next, sizeof(int64_t)))
 
 
 cdef int32_t session_alloc(State* st) noexcept nogil:
@@ -65,10 +56,7 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
         if cap > MAX_SESSIONS:
             fail(st, E_TOO_MANY, -1, 0, 0, 0)
             return -1
-        if charge(st, (cap - st.sess.cap) * slot_bytes(st)) < 0:
-            return -1
-        if not session_tables(st, cap):
-            fail(st, E_MEMORY, -1, 0, 0, 0)
+        if not resize_charged(st, session_tables, st.sess.cap, cap):
             return -1
         # generations start at 0 for new slots and carry on when a slot is reused
         memset(&st.sess.hgen[st.sess.cap * st.n_pools], 0, (cap - st.sess.cap) * st.n_pools * sizeof(uint32_t))

@@ -4,31 +4,23 @@
 
 
 # ---- jobs: slots reused ----------------------------------------------------------------
-cdef bint job_tables(State* st, int64_t cap) noexcept nogil:
-    """Every per-job table (Jobs) at `cap` slots, or all freed (cap 0): the one list of them."""
+cdef bint job_tables(State* st, Tables* t) noexcept nogil:
+    """Every per-job table (Jobs), the one list of them: see Tables."""
     cdef Jobs* js = &st.jobs
-    cdef bint keep = cap > 0
-    return (table(<void**> &js.owner, cap * sizeof(int32_t), keep)
-            and table(<void**> &js.stage, cap * sizeof(int32_t), keep)
-            and table(<void**> &js.id, cap * sizeof(int64_t), keep)
-            and table(<void**> &js.work, cap * sizeof(double), keep)
-            and table(<void**> &js.enq, cap * sizeof(double), keep)
-            and table(<void**> &js.start, cap * sizeof(double), keep)
-            and table(<void**> &js.end, cap * sizeof(double), keep)
-            and table(<void**> &js.started, cap * sizeof(char), keep)
-            and table(<void**> &js.mode, cap * sizeof(int32_t), keep)
-            and table(<void**> &js.growing, cap * sizeof(int32_t), keep)
-            and table(<void**> &js.frame, cap * sizeof(int64_t), keep)
-            and table(<void**> &js.units_at, cap * sizeof(int64_t), keep)
-            and table(<void**> &js.served, cap * sizeof(int64_t), keep)
-            and table(<void**> &js.spare, cap * sizeof(int32_t), keep))
-
-
-cdef inline int64_t job_bytes() noexcept nogil:
-    """What the memory bound charges per job slot for job_tables' tables. Counted by hand, as
-    slot_bytes is: the row is 85 bytes (five 4-byte, eight 8-byte and one 1-byte entries),
-    charged as 89; changing it moves where max_memory stops a run."""
-    return 89
+    return (table(t, <void**> &js.owner, sizeof(int32_t))
+            and table(t, <void**> &js.stage, sizeof(int32_t))
+            and table(t, <void**> &js.id, sizeof(int64_t))
+            and table(t, <void**> &js.work, sizeof(double))
+            and table(t, <void**> &js.enq, sizeof(double))
+            and table(t, <void**> &js.start, sizeof(double))
+            and table(t, <void**> &js.end, sizeof(double))
+            and table(t, <void**> &js.started, sizeof(char))
+            and table(t, <void**> &js.mode, sizeof(int32_t))
+            and table(t, <void**> &js.growing, sizeof(int32_t))
+            and table(t, <void**> &js.frame, sizeof(int64_t))
+            and table(t, <void**> &js.units_at, sizeof(int64_t))
+            and table(t, <void**> &js.served, sizeof(int64_t))
+            and table(t, <void**> &js.spare, sizeof(int32_t)))
 
 
 cdef int32_t job_alloc(State* st) noexcept nogil:
@@ -39,10 +31,7 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
         return st.jobs.spare[st.jobs.nspare]
     if st.jobs.high == st.jobs.cap:
         cap = st.jobs.cap * 2 if st.jobs.cap else 64
-        if charge(st, (cap - st.jobs.cap) * job_bytes()) < 0:
-            return -1
-        if not job_tables(st, cap):
-            fail(st, E_MEMORY, -1, 0, 0, 0)
+        if not resize_charged(st, job_tables, st.jobs.cap, cap):
             return -1
         st.jobs.cap = cap
     j = <int32_t> st.jobs.high

@@ -19,7 +19,7 @@ from typing import Any
 
 from sq.deep import run_deep
 from sq.errors import SqError
-from sq.settings import is_u64
+from sq.settings import ARRIVALS_NEED_OPEN, is_u64, open_arrivals
 
 IR_VERSION = 10
 
@@ -952,8 +952,8 @@ class _Validator:
         if not (math.isfinite(p.horizon) and 0 <= p.warmup < p.horizon):
             raise _fail("run", "need 0 <= warmup < horizon")
         if p.arrivals is not None:
-            if not (isinstance(p.arrival, dict) and ("Poisson" in p.arrival or "Renewal" in p.arrival)):
-                raise _fail("run", "arrivals applies only to poisson or renewal workloads")
+            if not open_arrivals(p.arrival):
+                raise _fail("run", ARRIVALS_NEED_OPEN)
             if p.arrivals < 1:
                 raise _fail("run", "arrivals must be positive")
 

@@ -20,6 +20,7 @@ import numpy as np
 from sq.deep import run_deep
 from sq.errors import SqError
 from sq.numbers import display
+from sq.settings import open_arrivals
 
 # The bytecode and its tables are defined once, in sq/_bytecode.pxd, which the engine cimports.
 from sq._bytecode import (
@@ -111,6 +112,7 @@ class Lowered:
     arrival_rate: float         # poisson λ
     arrival_count: int          # batch / closed n
     arrival_gap: int            # renewal gap expression offset
+    open_arrivals: bool         # arrivals an arrival limit can end (sq.settings.open_arrivals)
     horizon: float
     warmup: float
     seed: int
@@ -127,11 +129,6 @@ class Lowered:
     # decoders, kvb, kvp): if none does, the moment does not make them (a cost reads the iteration's)
     budget_totals: bool = True
     estimates: bool = True      # some expression reads a stage's estimators (est_*, price)
-
-    @property
-    def open_arrivals(self) -> bool:
-        """Arrivals that an arrival limit can end (poisson, renewal)."""
-        return self.arrival_kind == A_POISSON or self.arrival_kind == A_RENEWAL
 
 
 def lower(ir: dict) -> Lowered:
@@ -268,7 +265,8 @@ class _Lowering:
             elif name in ("Batch", "Closed"):
                 a_kind = A_BATCH if name == "Batch" else A_CLOSED
                 count = _saturating_count(_num(arg))
-        return {"arrival_kind": a_kind, "arrival_rate": rate, "arrival_count": count, "arrival_gap": gap}
+        return {"arrival_kind": a_kind, "arrival_rate": rate, "arrival_count": count, "arrival_gap": gap,
+                "open_arrivals": open_arrivals(arrival)}
 
     def blocks(self) -> dict:
         """The statement code: the init and turn blocks, then the session."""

@@ -13,6 +13,7 @@ from sq.errors import SqError
 
 U64_END = 2**64
 SEED_RANGE = "a whole number from 0 to 2^64-1"     # the words every seed error uses
+ARRIVALS_NEED_OPEN = "arrivals applies only to poisson or renewal workloads"
 
 
 def is_u64(value) -> bool:
@@ -26,20 +27,27 @@ def number(name: str, value) -> float:
     return float(value)
 
 
+def open_arrivals(arrival) -> bool:
+    """Whether a workload's arrivals (the IR's `arrival`) are open — poisson or renewal: the ones
+    an arrival limit can end. The one rule: the IR's check, the Lowered (which keeps the answer)
+    and the run settings ask it."""
+    return isinstance(arrival, dict) and ("Poisson" in arrival or "Renewal" in arrival)
+
+
 def of_program(lowered) -> tuple:
     """The lowered program's own horizon, warmup, arrival limit and whether its arrivals are
     open (what run settings are checked against)."""
     return lowered.horizon, lowered.warmup, lowered.arrivals, lowered.open_arrivals
 
 
-def checked(horizon0: float, warmup0: float, arrivals0, open_arrivals: bool, *, seed, horizon, warmup,
+def checked(horizon0: float, warmup0: float, arrivals0, arrivals_open: bool, *, seed, horizon, warmup,
             arrivals) -> dict:
     """Run settings given to `run`, checked as the `run {}` block is against the program's own
     horizon, warmup, arrival limit and arrival kind: the fields (of the IR, or of a Lowered)
     they replace."""
     if seed is None and horizon is None and warmup is None and arrivals is None:
-        if arrivals0 and not open_arrivals:
-            raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
+        if arrivals0 and not arrivals_open:
+            raise SqError(f"run: {ARRIVALS_NEED_OPEN}", phase="settings")
         return {}
     changes: dict = {}
     if seed is not None:
@@ -60,15 +68,15 @@ def checked(horizon0: float, warmup0: float, arrivals0, open_arrivals: bool, *, 
             raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
                           phase="settings")
         changes["arrivals"] = int(arrivals)
-    if changes.get("arrivals", arrivals0) and not open_arrivals:
-        raise SqError("run: arrivals applies only to poisson or renewal workloads", phase="settings")
+    if changes.get("arrivals", arrivals0) and not arrivals_open:
+        raise SqError(f"run: {ARRIVALS_NEED_OPEN}", phase="settings")
     return changes
 
 
 def with_settings(ir: dict, *, seed, horizon, warmup, arrivals) -> dict:
     """A copy of the IR with run settings replaced, checked as the `run {}` block is."""
-    open_arrivals = any(kind in (ir.get("arrival") or {}) for kind in ("Poisson", "Renewal"))
-    changes = checked(float(ir["horizon"]), float(ir.get("warmup", 0.0)), ir.get("arrivals"), open_arrivals,
+    changes = checked(float(ir["horizon"]), float(ir.get("warmup", 0.0)), ir.get("arrivals"),
+                      open_arrivals(ir.get("arrival")),
                       seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals)
     return {**ir, **changes} if changes else ir
 

@@ -107,8 +107,12 @@ def test_sigint_cli_text_says_interrupted_at_the_time_reached(mm1):
 
 
 def test_sigint_api_raises_keyboard_interrupt_with_the_report(mm1):
+    # Python keeps SIGINT ignored when it starts so (a suite run as a background job of a
+    # script: `pytest &`), and a signal ignored is no interrupt: the script sets the handler a
+    # terminal's Python starts with. (The `sq` command sets its own: sq/__main__.py.)
     script = textwrap.dedent(f"""
-        import json, sq
+        import json, signal, sq
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         program = sq.compile({str(mm1)!r})
         try:
             sq.run(program, seed=3, progress=lambda p: print("running", flush=True))

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from sq import _engine
 from sq.numbers import json_number
 from sq.report import Report
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
@@ -283,3 +284,12 @@ def test_the_engines_named_tuples_are_ordinary_tuples():
         assert a == again and hash(a) == hash(again) == hash(tuple(a))
         assert pickle.loads(pickle.dumps(a)) == a and a._asdict() == again._asdict()
     assert {built[0]: 1}[Area(*built[0])] == 1
+
+
+@pytest.mark.parametrize("serials, dtype", [([], np.int32), ([0, 5, 2**31 - 1], np.int32),
+                                            ([0, 5, 2**31 - 1, 2**31, 7], np.int64),
+                                            (list(range(40)) + [2**40], np.int64)])
+def test_serials_handed_over_4_bytes_while_they_fit_then_8(serials, dtype):
+    got = _engine.serials_of(serials)
+    assert got.dtype == dtype and got.tolist() == serials
+    assert got.base is not None or not serials     # a non-empty one took the engine's buffer

@@ -43,3 +43,23 @@ def test_a_closed_workload_refuses_an_arrival_limit_from_either_place():
     for run in (lambda: sq.run(sq.compile(closed, arrivals=5)), lambda: sq.run(sq.compile(closed), arrivals=5)):
         with pytest.raises(SqError, match="arrivals applies only to poisson or renewal"):
             run()
+
+
+@pytest.mark.parametrize("arrive, is_open", [("poisson(1)", True), ("renewal(2)", True), ("batch(3)", False),
+                                             ("closed(2)", False)])
+def test_open_arrivals_one_answer_for_the_ir_and_the_lowered(arrive, is_open):
+    """An arrival limit is refused the same way whether the settings go onto the IR (studies)
+    or onto the lowered program (sq.run)."""
+    from sq.lower import lower
+
+    program = sq.compile(source=f"stage s : delay; run {{ horizon 9; }} workload {{ arrive {arrive}; }} "
+                                "session { run s (1); }")
+    ir = program.to_dict(exact=True)
+    assert lower(ir).open_arrivals is settings.open_arrivals(ir["arrival"]) is is_open
+    for door in (lambda: settings.with_settings(ir, seed=None, horizon=None, warmup=None, arrivals=2),
+                 lambda: sq.run(program, arrivals=2)):
+        if is_open:
+            door()
+        else:
+            with pytest.raises(SqError, match=settings.ARRIVALS_NEED_OPEN):
+                door()

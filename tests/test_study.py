@@ -296,7 +296,8 @@ def test_a_cached_rerun_performs_no_run(tmp_path, monkeypatch, serial):
 # -- Ctrl-C ---------------------------------------------------------------------------
 
 INTERRUPTED = """
-import sys, sq
+import signal, sys, sq
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as from a terminal (see test_long_runs.py)
 try:
     sq.sweep(sys.argv[1], {"lam": [5, 5.5, 6, 6.4] * 50}, [1, 2], executor="serial", cache=sys.argv[2],
              horizon=3000.0)
