@@ -400,7 +400,9 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.ctxv[CTX_KVB] = kvb
     st.ctxv[CTX_KVP] = kvp
     st.ctxv[CTX_ATTN] = attention
-    duration = fmax(0.0, evaluate_cost(st, s))
+    duration = evaluate_cost(st, s)
+    if not duration > 0.0:              # fmax(0.0, cost) without the call: -0.0 stays -0.0, NaN gives 0.0
+        duration = -0.0 if duration == 0.0 and signbit(duration) else 0.0
     if st.error.code:
         return
     s.iterations += 1

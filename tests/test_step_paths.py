@@ -6,7 +6,8 @@ admission ran a session, after a preemption, and on an exclusive stage); a budge
 one constant, read as set up, and one that is an expression; cached prefixes evicted by the lru
 loop without spills or traces (many blocks at once when every number is whole, else one at a
 time), and by the general loop when evictions are traced; an iteration's time shares written
-only where they are nonzero; a shaped cost read from its leaves' places.
+only where they are nonzero; a shaped cost read from its leaves' places; a cost at or below 0
+(or NaN) clamped to 0 without fmax, -0 kept.
 """
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ def _chat(kv="12288", budget="2048", chunk="512", serve="", block="16", whole=Tr
     return source if whole else source.replace("floor(~uniform(300, 1500))", "~uniform(300, 1500)")
 
 
-def _same_as_pyserq(source: str, **run) -> dict:
-    ours = sq.run(sq.compile(source=source), **run).json()
+def _same_as_pyserq(source: str) -> dict:
+    ours = sq.run(sq.compile(source=source)).json()
     theirs = pyserq.run(pyserq.compile(source=source)).json()
     assert ours == theirs
     return json.loads(ours)
@@ -93,3 +94,15 @@ def test_traced_evictions_take_the_general_loop_to_the_same_report(tmp_path):
         traced = sq.run(program, trace_evictions=f).json()
     assert (tmp_path / "evictions.txt").stat().st_size > 0
     assert traced == sq.run(program).json()
+
+
+@pytest.mark.parametrize("cost", [
+    "0.01 - 2e-5 * tokens",                                  # below 0 for a full chunk: 0
+    "tokens > 300 ? -(0 * tokens) : 0.01",                   # -0 stays -0
+    "tokens > 300 ? 0 * (1 / (tokens - tokens)) : 0.01",     # NaN: 0
+])
+def test_an_iteration_cost_at_or_below_zero_is_clamped_as_pyserq(cost):
+    source = _chat().replace("cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);", f"cost {cost};")
+    assert f"cost {cost};" in source
+    report = _same_as_pyserq(source.replace("horizon 240", "horizon 60"))
+    assert report["stages"][0]["iterations"] > 0
