@@ -245,7 +245,7 @@ cdef struct Gauge:
 cdef struct Sessions:
     # per session slot (struct of arrays; slots reused). Every table here is grown and freed by
     # session_tables (sq/_session.pxi), the one list of them; spawn sets a slot's starting values
-    # (reset_holds those only pool code changes).
+    # (reset_extras those only hold and step code read or change).
     int64_t cap                 # slots allocated
     int64_t high                # slots ever used
     int32_t* spare              # ended slots, reused first
@@ -390,6 +390,9 @@ cdef struct State:
     const int32_t* code
     const double* consts
     const int32_t* stmts
+    int64_t n_code             # words in `code`
+    unsigned char* shapes      # per code word: the ExprShape of the expression entered there (expr_shapes)
+    unsigned char* forms       # per statement word: the StmtForm of the statement there (stmt_forms)
     int32_t n_attrs
     int32_t slot_serial
     int32_t slot_turn
@@ -398,6 +401,7 @@ cdef struct State:
     double ctxv[N_CONTEXTS]            # context variables of the moment being evaluated (by IR id)
     double* attr_row           # when set, attributes are read here (an ended session's snapshot)
     const int32_t* hold_pcs
+    int32_t n_holds            # hold statements: without any, no session holds, grows, leases or is preempted
     int iter_preempted         # a preemption happened during the current start_iteration
     int pools_evict_by         # some pool evicts by keys: entries keep snapshots
     sq_rng rng_eviction
@@ -466,6 +470,7 @@ cdef struct State:
     int kv_iteration           # start_iteration makes them (some expression reads them)
     int budget_totals          # set_totals makes any total (an expression but a cost reads one)
     int estimates              # complete_job keeps the stages' estimators (some expression reads them)
+    int session_extras         # some hold or step stage: spawn resets what only their code reads (reset_extras)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
     double bl_value
     Traces traces

@@ -160,6 +160,7 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
+    free(st.shapes); free(st.forms)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
     resize(st, session_tables, 0)
     resize(st, job_tables, 0)
@@ -385,9 +386,12 @@ cdef object _set_program(State* st, lowered):
     st.code = <const int32_t*> data_of(code)
     st.consts = <const double*> data_of(consts)
     st.stmts = <const int32_t*> data_of(stmts)
+    st.n_code = len(code)
+    st.shapes = expr_shapes(st.code, st.n_code)
     st.holds = <const int32_t*> data_of(holds)
     st.hold_offsets = <const int32_t*> data_of(hoffs)
     st.hold_pcs = <const int32_t*> data_of(hpcs)
+    st.n_holds = len(hoffs)
     st.hold_depth_max = max(1, lowered.max_hold_depth)
     st.hold_pools_max = max(1, lowered.max_hold_pools)
     st.n_attrs = lowered.n_attrs
@@ -409,7 +413,7 @@ cdef object _set_program(State* st, lowered):
     for k in range(N_CONTEXTS):
         st.ctxv[k] = NAN
     st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
-    if st.stack == NULL or st.keys == NULL:
+    if st.stack == NULL or st.keys == NULL or st.shapes == NULL:
         raise MemoryError()
     return code, consts, stmts, holds, hoffs, hpcs
 
@@ -502,10 +506,17 @@ cdef object _set_stages(State* st, lowered):
         st.stages[k].cost_direct = st.stages[k].cost_shaped and step_cost_leaves(st, &st.stages[k])
         st.stages[k].budget_fixed = constant_at(st, st.stages[k].budget_e, &st.stages[k].budget_k)
         st.stages[k].chunk_fixed = constant_at(st, st.stages[k].chunk_e, &st.stages[k].chunk_k)
+        if st.stages[k].kind == K_STEP:
+            st.session_extras = 1
         if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:
             st.pools[m].engine = 1     # preemption victims come from this stage's residents
         if not isfinite(st.stages[k].share_cap):
             st.flows.finite = 0
+    if st.n_holds > 0:
+        st.session_extras = 1
+    st.forms = stmt_forms(st, len(lowered.stmts))
+    if st.forms == NULL:
+        raise MemoryError()
     st.n_ps_first = st.n_stages
     for k in range(st.n_stages - 1, -1, -1):
         if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:

@@ -122,51 +122,126 @@ cdef inline bint is_leaf(int32_t op) noexcept nogil:
     return op == X_NUM or op == X_ATTR or op == X_CTX
 
 
+cdef inline double num_value(State* st, const int32_t* c) noexcept nogil:
+    """The value of the X_NUM instruction at c."""
+    return st.consts[c[0 + XONE_ARG]]
+
+
 cdef inline double leaf_value(State* st, const int32_t* c, int slot, double present) noexcept nogil:
     """The value of the leaf instruction at c (X_NUM, X_ATTR or X_CTX)."""
     if c[0] == X_NUM:
-        return st.consts[c[0 + XONE_ARG]]
+        return num_value(st, c)
     if c[0] == X_ATTR:
         return attr_value(st, slot, c[0 + XONE_ARG])
     return ctx_value(st, c[0 + XONE_ARG], present)
 
 
+# The shapes most expressions have, which `evaluate` computes without the stack machine (the same
+# operations in the same order). Each expression's shape is decided once per run (expr_shapes, at
+# set-up), not recognised word by word at every evaluation.
+cdef enum ExprShape:
+    XS_VM = 0          # anything else: the stack machine
+    XS_NUM             # a constant
+    XS_ATTR            # an attribute
+    XS_NOW             # `now`
+    XS_CTX             # another context variable
+    XS_ADD             # leaf + leaf
+    XS_SUB             # leaf - leaf
+    XS_MUL             # leaf * leaf
+    XS_DIV             # leaf / leaf
+    XS_DRAW1           # a draw whose one argument is a constant (`~exp(1)`)
+    XS_DRAW2           # a draw whose two arguments are constants (`~h2(1, 4)`)
+
+
+cdef unsigned char expr_shape(const int32_t* c, int64_t n) noexcept nogil:
+    """The shape of the expression whose n words start at c (its code runs to its X_RET; n bounds
+    what is read). Each word is read only once the ones before it are known to be instructions of
+    this expression."""
+    cdef int32_t op
+    if n < XONE_LEN + X_BARE_LEN or not is_leaf(c[0]):
+        return XS_VM
+    if c[0 + XONE_LEN] == X_RET:
+        if c[0] == X_NUM:
+            return XS_NUM
+        if c[0] == X_ATTR:
+            return XS_ATTR
+        return XS_NOW if c[0 + XONE_ARG] == CTX_NOW else XS_CTX
+    if c[0 + XONE_LEN] == X_SAMPLE:
+        if n >= XONE_LEN + XSAMPLE_LEN + X_BARE_LEN and c[0] == X_NUM \
+                and c[0 + XONE_LEN + XSAMPLE_NARGS] == 1 and c[0 + XONE_LEN + XSAMPLE_LEN] == X_RET:
+            return XS_DRAW1
+        return XS_VM
+    if not is_leaf(c[0 + XONE_LEN]) or n < 2 * XONE_LEN + X_BARE_LEN:
+        return XS_VM
+    op = c[2 * XONE_LEN]
+    if (op == X_ADD or op == X_SUB or op == X_MUL or op == X_DIV) \
+            and n >= 2 * XONE_LEN + 2 * X_BARE_LEN and c[2 * XONE_LEN + X_BARE_LEN] == X_RET:
+        if op == X_ADD:
+            return XS_ADD
+        if op == X_SUB:
+            return XS_SUB
+        return XS_MUL if op == X_MUL else XS_DIV
+    if op == X_SAMPLE and n >= 2 * XONE_LEN + XSAMPLE_LEN + X_BARE_LEN and c[0] == X_NUM \
+            and c[0 + XONE_LEN] == X_NUM and c[2 * XONE_LEN + XSAMPLE_NARGS] == 2 \
+            and c[2 * XONE_LEN + XSAMPLE_LEN] == X_RET:
+        return XS_DRAW2
+    return XS_VM
+
+
+cdef unsigned char* expr_shapes(const int32_t* code, int64_t n) noexcept nogil:
+    """Every expression's shape, by its entry offset (NULL: out of memory). Expressions are laid
+    end to end, each ending in X_RET, so an entry is offset 0 or follows an X_RET word; an operand
+    that happens to equal X_RET only gives a word no evaluation starts at a shape nobody reads."""
+    cdef unsigned char* shapes = <unsigned char*> calloc(n + 1, 1)
+    cdef int64_t off
+    if shapes == NULL:
+        return NULL
+    for off in range(n):
+        if off == 0 or code[off - 1] == X_RET:
+            shapes[off] = expr_shape(code + off, n - off)
+    return shapes
+
+
 cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
     """Run one expression's bytecode; attributes read NaN without a session (slot -1).
 
-    The shapes most expressions have are computed here without the stack machine, with the
-    same operations in the same order: a leaf (a constant, an attribute, `now`), two leaves
-    and one of + - * /, and a draw whose arguments are constants (`~exp(1)`, `~h2(1, 4)`).
-    A step stage's cost has its own shape: `evaluate_cost`."""
+    The shapes most expressions have (ExprShape, decided at set-up) are computed here without the
+    stack machine, with the same operations in the same order. A step stage's cost has its own
+    shape: `evaluate_cost`."""
     cdef const int32_t* c = st.code + off
     cdef double args[2]
-    cdef double a, b
-    cdef int32_t op
-    if is_leaf(c[0]):
-        if c[0 + XONE_LEN] == X_RET:
-            return leaf_value(st, c, slot, present)
-        if c[0 + XONE_LEN] == X_SAMPLE and c[0] == X_NUM and c[0 + XONE_LEN + XSAMPLE_NARGS] == 1 \
-                and c[0 + XONE_LEN + XSAMPLE_LEN] == X_RET:
-            return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
-        if is_leaf(c[0 + XONE_LEN]):
-            op = c[2 * XONE_LEN]
-            if c[2 * XONE_LEN + X_BARE_LEN] == X_RET and (op == X_ADD or op == X_SUB or op == X_MUL
-                                                           or op == X_DIV):
-                a = leaf_value(st, c, slot, present)
-                b = leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
-                if op == X_ADD:
-                    return a + b
-                if op == X_SUB:
-                    return a - b
-                if op == X_MUL:
-                    return a * b
-                return a / b
-            if op == X_SAMPLE and c[0] == X_NUM and c[0 + XONE_LEN] == X_NUM \
-                    and c[2 * XONE_LEN + XSAMPLE_NARGS] == 2 and c[2 * XONE_LEN + XSAMPLE_LEN] == X_RET:
-                args[0] = st.consts[c[0 + XONE_ARG]]
-                args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
-                return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
+    cdef unsigned char shape = st.shapes[off]
+    if shape == XS_NOW:
+        return st.now
+    elif shape == XS_NUM:
+        return num_value(st, c)
+    elif shape == XS_ATTR:
+        return attr_value(st, slot, c[0 + XONE_ARG])
+    elif shape == XS_CTX:
+        return ctx_value(st, c[0 + XONE_ARG], present)
+    elif shape == XS_ADD:
+        return leaf_value(st, c, slot, present) + leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
+    elif shape == XS_SUB:
+        return leaf_value(st, c, slot, present) - leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
+    elif shape == XS_MUL:
+        return leaf_value(st, c, slot, present) * leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
+    elif shape == XS_DIV:
+        return leaf_value(st, c, slot, present) / leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
+    elif shape == XS_DRAW1:
+        return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
+    elif shape == XS_DRAW2:
+        args[0] = st.consts[c[0 + XONE_ARG]]
+        args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
+        return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
     return evaluate_vm(st, off, slot, rng, present)
+
+
+cdef inline double evaluate_fast(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
+    """`evaluate`, with a constant (XS_NUM) read where it is called: for a ps stage's φ, evaluated
+    at every arrival and departure."""
+    if st.shapes[off] == XS_NUM:
+        return num_value(st, st.code + off)
+    return evaluate(st, off, slot, rng, present)
 
 
 # the cost shape's postfix code, L0 L1 L2 L3 op1 op2 L4 L5 op3 op4 op5 RET: each instruction's offset

@@ -68,10 +68,17 @@ cdef int32_t session_alloc(State* st) noexcept nogil:
 
 
 # ---- sessions -------------------------------------------------------------------------------
-cdef void reset_holds(State* st, int32_t slot) noexcept nogil:
-    """A new session's holds, queue places, growth and leases. Only pool code changes them, so
-    without pools they are set once, on the slot's first use (session_alloc marks it touched)."""
+cdef void reset_extras(State* st, int32_t slot) noexcept nogil:
+    """A new session's fields that only hold and step code read or change: its stage job, flow and
+    token bookkeeping, holds, queue places, growth and leases. Without hold statements and step
+    stages (State.session_extras) they are set once, on the slot's first use (session_alloc marks
+    it touched)."""
     cdef int64_t i
+    st.sess.job[slot] = -1
+    st.sess.flow[slot] = -1
+    st.sess.itl_stage[slot] = -1
+    st.sess.itl_has[slot] = 0
+    st.sess.itl_preempted[slot] = 0
     st.sess.adm[slot] = NEVER_ADMITTED
     st.sess.waiting[slot] = 0
     st.sess.resumed[slot] = 0
@@ -108,13 +115,8 @@ cdef int spawn(State* st) noexcept nogil:
             st.sess.trace_of[slot] = sq_rng_range_u32(&st.rng_trace, 0, <uint32_t> (st.trace_sessions - 1))
         st.sess.trace_next[slot] = 0
     st.sess.pc[slot] = st.session_pc
-    st.sess.job[slot] = -1
-    st.sess.flow[slot] = -1
-    st.sess.itl_stage[slot] = -1
-    st.sess.itl_has[slot] = 0
-    st.sess.itl_preempted[slot] = 0
-    if st.n_pools > 0 or st.sess.pools_touched[slot]:
-        reset_holds(st, slot)
+    if st.session_extras or st.sess.pools_touched[slot]:
+        reset_extras(st, slot)
     st.sess.alive[slot] = 1
     st.live += 1
     st.arrivals += 1
@@ -127,9 +129,10 @@ cdef int spawn(State* st) noexcept nogil:
     return ready_push(st, slot)
 
 
-cdef int end_session(State* st, int32_t slot) noexcept nogil:
+cdef int end_holds(State* st, int32_t slot) noexcept nogil:
+    """An ending session's holds, released innermost first (each caching per its clause), its
+    growth and its leases."""
     cdef int32_t d
-    # holds are released innermost first, each caching per its clause
     if st.sess.grow_at[slot] >= 0:
         leave_growers(st, slot)
     for d in range(st.sess.depth[slot] - 1, -1, -1):
@@ -138,7 +141,12 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
             return -1
     st.sess.depth[slot] = 0
     end_leases(st, slot)
-    if st.error.code:
+    return -1 if st.error.code else 0
+
+
+cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
+    # without hold statements a session never holds, grows or leases
+    if st.n_holds > 0 and end_holds(st, slot) < 0:
         return -1
     if st.tl != NULL:
         tl_session_end(st, slot)
@@ -153,7 +161,7 @@ cdef int end_session(State* st, int32_t slot) noexcept nogil:
     return 0
 
 
-cdef int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
+cdef inline int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
     cdef int64_t base = <int64_t> slot * st.n_attrs
     if not st.keep_samples:
@@ -200,6 +208,41 @@ cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
         st.sess.attrs[base + st.slot_more] = 0.0
 
 
+# What exec_session dispatches on, per statement: its opcode (StmtOp), or a form of it decided once
+# per run at set-up (stmt_forms) that skips what the general statement would test every time.
+cdef enum StmtForm:
+    F_RUN_ONE = 64     # S_RUN of one fifo, ps or delay stage: no index, `growing`, other stages or mode
+    F_SET_NOW          # S_SET of `now` (ExprShape XS_NOW): the clock, without an evaluation
+
+
+cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept nogil:
+    """The form of the statement whose code starts at c (n words from c on, which bound what is
+    read). After the stages and the expressions' shapes are set up."""
+    cdef int32_t k
+    if c[0] == S_SET and n > SV_EXPR and 0 <= c[0 + SV_EXPR] < st.n_code \
+            and st.shapes[c[0 + SV_EXPR]] == XS_NOW:
+        return F_SET_NOW
+    if c[0] == S_RUN and n > SR_NALSO and c[0 + SR_STAGE + REF_INDEX] < 0 and c[0 + SR_GROWING + REF_BASE] < 0 \
+            and c[0 + SR_NALSO] == 0 and c[0 + SR_MODE] == M_PLAIN:
+        k = c[0 + SR_STAGE + REF_BASE]
+        if 0 <= k < st.n_stages and st.stages[k].kind != K_STEP and not (st.stages[k].share_cap > 0):
+            return F_RUN_ONE
+    return <unsigned char> c[0] if 0 < c[0] < F_RUN_ONE else 0     # 0: no statement (exec_session stops)
+
+
+cdef unsigned char* stmt_forms(State* st, int64_t n) noexcept nogil:
+    """Every statement's form, by its pc (NULL: out of memory). Each word is classified as if a
+    statement started there: only the words that do start one are ever read. After the stages
+    are set up (a run's form depends on its stage's kind)."""
+    cdef unsigned char* forms = <unsigned char*> calloc(n + 1, 1)
+    cdef int64_t pc
+    if forms == NULL:
+        return NULL
+    for pc in range(n):
+        forms[pc] = stmt_form(st, st.stmts + pc, n - pc)
+    return forms
+
+
 cdef void exec_session(State* st, int32_t slot) noexcept nogil:
     """Run a ready session's statements until it joins a stage, yields or ends."""
     cdef const int32_t* code = st.stmts
@@ -214,7 +257,7 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
         if st.steps > st.step_limit:
             fail(st, E_STUCK, slot, 0, pc, 0)
             return
-        op = code[pc]
+        op = st.forms[pc]
         if op == S_SET:
             v = evaluate(st, code[pc + SV_EXPR], slot, &st.rng_session, NAN)
             if st.error.code:
@@ -243,6 +286,19 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             pc += S_BARE_LEN
         elif op == S_END:
             end_session(st, slot)
+            return
+        elif op == F_SET_NOW:
+            st.sess.attrs[base + code[pc + SV_TARGET]] = st.now
+            pc += SV_LEN
+        elif op == F_RUN_ONE:
+            w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
+            if st.error.code:
+                return
+            st.sess.pc[slot] = pc + SR_ALSO
+            if not (w > 0):
+                ready_push(st, slot)     # zero work: no job, but the session yields (as S_RUN)
+            else:
+                start_job(st, code[pc + SR_STAGE + REF_BASE], slot, w)
             return
         elif op == S_JUMP:
             pc = code[pc + SJ_TARGET]

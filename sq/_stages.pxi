@@ -102,7 +102,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     return ps_push(st, s, s.V + w, st.jobs.id[j], j)
 
 
-cdef int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
+cdef inline int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
     if s.kind == K_FIFO:
         s.busy += 1
     st.jobs.start[j] = st.now
@@ -188,7 +188,7 @@ cdef int reschedule(State* st, int32_t k) noexcept nogil:
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
     if s.hlen > 0:
-        phi = evaluate(st, s.phi, -1, &st.rng_session, <double> s.hlen)
+        phi = evaluate_fast(st, s.phi, -1, &st.rng_session, <double> s.hlen)
         s.rate = phi / <double> s.hlen
     else:
         s.rate = 0.0

@@ -46,10 +46,10 @@ cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogi
 
 
 cdef bint constant_at(State* st, int32_t off, double* value) noexcept nogil:
-    """Whether the expression at off is one constant (then *value is it), decided at set-up."""
-    if off < 0 or st.code[off] != X_NUM or st.code[off + XONE_LEN] != X_RET:
+    """Whether the expression at off is one constant (its shape: expr_shapes), then *value is it."""
+    if off < 0 or st.shapes[off] != XS_NUM:
         return False
-    value[0] = st.consts[st.code[off + XONE_ARG]]
+    value[0] = num_value(st, st.code + off)
     return True
 
 
