@@ -301,6 +301,8 @@ cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
 
 
 cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    """Add an event to the heap. The heap always has room for one more (events_start made it,
+    and a push that fills it grows it after), so the common case calls nothing."""
     cdef Event e
     e.t = t
     e.seq = st.seq
@@ -309,10 +311,47 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
     e.a = a
     e.b = b
     e.c = c
-    return heap_push(st, &st.heap, &st.hcap, &st.hlen, 64, e)
+    st.hlen += 1
+    heap_up(st.heap, st.hlen - 1, e)      # a new leaf only moves up
+    if st.hlen == st.hcap:
+        return heap_grow(st, &st.heap, &st.hcap, 64)
+    return 0
 
 
-cdef inline Event pop_event(State* st) noexcept nogil:
+cdef int events_start(State* st) noexcept nogil:
+    """The event heap's first room and an empty arrival slot, before anything is scheduled."""
+    st.arrival.t = INFINITY
+    st.arrival.seq = NO_EVENT
+    st.arrival.kind = EV_ARRIVE
+    return heap_grow(st, &st.heap, &st.hcap, 64)
+
+
+cdef inline void schedule_arrival(State* st, double t) noexcept nogil:
+    """The next open arrival, in its slot (st.arrival): only one is ever pending. Its seq is taken
+    as `schedule` takes it, so the (time, seq) order of all events is the heap's order."""
+    st.arrival.t = t
+    st.arrival.seq = st.seq
+    st.seq += 1
+
+
+cdef inline Event* next_event(State* st) noexcept nogil:
+    """The earliest pending event, the arrival slot's or the heap's top by (t, seq); NULL: none.
+    The one reader of "what comes next": nothing else looks at st.heap[0] or st.arrival."""
+    if st.hlen > 0 and not before(&st.arrival, &st.heap[0]):
+        return &st.heap[0]      # (an empty slot, t = inf and seq NO_EVENT, is never before an event)
+    if st.arrival.seq == NO_EVENT:
+        return NULL
+    return &st.arrival
+
+
+cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
+    """Take the event next_event returned."""
+    cdef Event e
+    if next == &st.arrival:
+        e = st.arrival
+        st.arrival.t = INFINITY
+        st.arrival.seq = NO_EVENT
+        return e
     return heap_pop(st.heap, &st.hlen)
 
 

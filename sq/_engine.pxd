@@ -429,6 +429,9 @@ cdef struct State:
     Event* heap
     int64_t hlen
     int64_t hcap
+    # the next open arrival: at most one is pending, so it waits here, not in the heap
+    # (next_event takes the earlier of the two by (t, seq); seq NO_EVENT: none pending)
+    Event arrival
     int64_t events
     # counters
     int64_t arrivals

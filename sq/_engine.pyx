@@ -95,9 +95,12 @@ cdef extern from *:
     /* the engine's memory bound by default (run(max_memory=...), --max-memory): what the tables that
        grow with a run may take (session slots x attributes and holds, samples, cache entries, traces) */
     #define SQ_MAX_MEMORY 4294967296LL
+    /* the seq of an empty arrival slot (State.arrival): after every event's, so never the earlier */
+    #define SQ_NO_EVENT INT64_MAX
     """
     const double NEVER_ADMITTED "SQ_NEVER_ADMITTED"
     const double EPS "SQ_EPS"
+    const int64_t NO_EVENT "SQ_NO_EVENT"
     const double EWMA "SQ_EWMA"
     const int64_t ARRIVALS_NEVER "SQ_ARRIVALS_NEVER"
     const int64_t MAX_MEMORY "SQ_MAX_MEMORY"

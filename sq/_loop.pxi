@@ -4,23 +4,11 @@
 
 
 # ---- the loop ----------------------------------------------------------------------------------
-cdef void sample_areas(State* st) noexcept nogil:
+cdef inline void sample_areas(State* st) noexcept nogil:
+    """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
     cdef int32_t k
     cdef Stage* s
-    cdef Pool* p
     area_set(&st.live_area, st.now, <double> st.live)
-    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
-    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
-    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
-    while k < st.n_pools:
-        p = &st.pools[k]
-        area_set(&p.used_area, st.now, p.used)
-        area_set(&p.cached_area, st.now, p.cached)
-        area_set(&p.queue_area, st.now, <double> p.qlen)
-        area_set(&p.holders_area, st.now, <double> p.nholders)
-        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
-            unmark_row(st.pools_sampled, k)
-        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
     k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
     while k < st.n_stages:
         s = &st.stages[k]
@@ -36,6 +24,24 @@ cdef void sample_areas(State* st) noexcept nogil:
         k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
     if st.tl != NULL:
         tl_pools(st)
+
+
+cdef inline void sample_pools(State* st) noexcept nogil:
+    """The pools' part of step 5 of settle."""
+    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
+    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
+    cdef int32_t k
+    cdef Pool* p
+    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
+    while k < st.n_pools:
+        p = &st.pools[k]
+        area_set(&p.used_area, st.now, p.used)
+        area_set(&p.cached_area, st.now, p.cached)
+        area_set(&p.queue_area, st.now, <double> p.qlen)
+        area_set(&p.holders_area, st.now, <double> p.nholders)
+        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+            unmark_row(st.pools_sampled, k)
+        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
 
 
 cdef inline double area_until(Area* a, double t) noexcept nogil:
@@ -70,7 +76,7 @@ cdef void restart_areas(State* st) noexcept nogil:
         area_restart(&st.stages[k].decodes, st.now)
 
 
-cdef void settle(State* st) noexcept nogil:
+cdef inline void settle(State* st) noexcept nogil:
     """Settle the instant after an event (and once at time 0), spec 09 §9.5, in this order:
 
     1. the ready queue: each ready session executes (§9.6) until it blocks, ends or waits;
@@ -89,26 +95,62 @@ cdef void settle(State* st) noexcept nogil:
        in every area and still does is skipped (it would add 0 to each integral).
     Gauges are read by `run_loop` when time moves on, not here.
     """
-    cdef int32_t slot, k
-    while True:
-        while st.rlen > 0 and not st.error.code:
-            slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
-            if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
-                exec_session(st, slot)
+    # (inline in run_loop: a program without pools, ps or step stages and flows calls nothing
+    # here but its sessions)
+    run_ready(st)
+    if st.error.code:
+        return
+    if st.n_pools > 0 or st.n_ps_first < st.n_stages or st.flows.dirty:
+        settle_passes(st)
         if st.error.code:
             return
-        # the pools pass: admission at settle happens only here
-        if rows_any(st.pools_waiting):
-            try_every_pool(st)
-            if st.error.code:
-                return
-        if st.rlen == 0:
-            break
-    cdef bint pending_now = st.n_ps_first < st.n_stages and st.hlen > 0 and st.heap[0].t <= st.now
+    sample_areas(st)
+
+
+cdef void settle_passes(State* st) noexcept nogil:
+    """Steps 2 to 4 of settle, and the pools' areas of step 5 (a program with pools comes here)."""
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
+        if st.error.code:
+            return
+    if st.n_ps_first < st.n_stages:
+        settle_stages(st)
+        if st.error.code:
+            return
+    if st.flows.dirty:
+        flows_recompute(st)
+    if st.n_pools > 0:
+        sample_pools(st)
+
+
+cdef inline void run_ready(State* st) noexcept nogil:
+    """Step 1 of settle: each ready session executes until it blocks, ends or waits."""
+    cdef int32_t slot
+    while st.rlen > 0 and not st.error.code:
+        slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+        if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
+            exec_session(st, slot)
+
+
+cdef void settle_pools(State* st) noexcept nogil:
+    """Step 2 of settle, some pool having waiting holds or growers: the pools pass (admission at
+    settle happens only here), then the sessions it readied, until none is ready."""
+    while True:
+        try_every_pool(st)
+        if st.error.code or st.rlen == 0:
+            return
+        run_ready(st)
+        if st.error.code or not rows_any(st.pools_waiting):
+            return
+
+
+cdef inline void settle_stages(State* st) noexcept nogil:
+    """Step 3 of settle: the stages pass from the first ps or step stage."""
+    cdef int32_t k
     for k in range(st.n_ps_first, st.n_stages):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
-            if not st.stages[k].inflight and not pending_now and step_has_work(st, k):
+            if not st.stages[k].inflight and not pending_now(st) and step_has_work(st, k):
                 start_iteration(st, k)
                 if st.error.code:
                     return
@@ -116,9 +158,12 @@ cdef void settle(State* st) noexcept nogil:
             reschedule(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
-    if st.flows.dirty:
-        flows_recompute(st)
-    sample_areas(st)
+
+
+cdef inline bint pending_now(State* st) noexcept nogil:
+    """Whether another event is pending at `now`."""
+    cdef Event* nxt = next_event(st)
+    return nxt != NULL and nxt.t <= st.now
 
 
 cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
@@ -162,7 +207,8 @@ cdef int next_arrival(State* st) noexcept nogil:
         if not (gap > 0) or not isfinite(gap):
             fail(st, E_RENEWAL, -1, gap, 0, 0)
             return -1
-    return schedule(st, st.now + gap, EV_ARRIVE, 0, 0, 0)
+    schedule_arrival(st, st.now + gap)
+    return 0
 
 
 cdef void handle(State* st, Event* e) noexcept nogil:
@@ -215,10 +261,13 @@ cdef void run_loop(State* st) noexcept nogil:
     """
     cdef int64_t i
     cdef Event e
+    cdef Event* nxt
+    if events_start(st) < 0:
+        return
     if st.warmup > 0:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
-        schedule(st, 0.0, EV_ARRIVE, 0, 0, 0)
+        schedule_arrival(st, 0.0)
     elif st.arrival_kind == A_RENEWAL:
         next_arrival(st)
     elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
@@ -233,17 +282,18 @@ cdef void run_loop(State* st) noexcept nogil:
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
-        if st.hlen == 0 or st.heap[0].t > st.horizon:
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
             break
-        if st.heap[0].t > st.now:
+        if nxt.t > st.now:
             if st.n_gauges > 0:
                 read_gauges(st)
             st.steps = 0
-            if st.heap[0].t > st.mid_time and not st.mid_taken:
+            if nxt.t > st.mid_time and not st.mid_taken:
                 take_mid(st)
             if st.events >= st.poll_at and poll(st):
                 break   # between instants: the report covers [0, now]
-        e = pop_event(st)
+        e = pop_event(st, nxt)
         st.now = e.t
         st.events += 1
         # events count toward the instant's work too: a step iteration of cost 0, or a job
