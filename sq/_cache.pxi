@@ -325,6 +325,80 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
             start_job(st, p.spill_via, -1, work)
 
 
+cdef inline bint whole(double x) noexcept nogil:
+    """x is a whole number small enough that sums and differences of a few such are exact."""
+    return -1e15 < x < 1e15 and x == <double> <int64_t> x
+
+
+cdef bint pieces_at_once(Pool* p, double need, double cached, double evicted, double* size,
+                         double* pieces) noexcept nogil:
+    """evict_lru's pieces from its oldest entry (`size`), taken at once when every number is whole
+    (then each piece's arithmetic is exact in any grouping, and `used + cached + need > cap + EPS`
+    is `> cap`): as many blocks as bring the pool under its cap, or the whole entry, and the
+    same sums and piece count as one piece at a time. False (nothing taken): not whole, or the
+    piece count would run out on the way (the loop then finds where)."""
+    cdef int64_t over, block, left, k, q, take, npieces
+    if not (whole(p.block) and whole(p.used) and whole(cached) and whole(need) and whole(p.cap)
+            and whole(evicted) and whole(size[0]) and size[0] > 0):
+        return False
+    block = <int64_t> p.block
+    over = <int64_t> (p.used + cached + need - p.cap)       # > 0: the loop went on
+    left = <int64_t> size[0]
+    k = (over + block - 1) // block                         # blocks that bring it under the cap
+    q = left // block                                       # the entry's whole blocks
+    if k <= q:
+        take, npieces = k * block, k
+    else:
+        take, npieces = left, q + (1 if left > q * block else 0)
+    if pieces[0] - <double> npieces < 0:
+        return False
+    pieces[0] -= <double> npieces
+    size[0] = <double> (left - take)
+    p.entries[p.lru[0]].size = size[0]
+    p.cached = cached - <double> take
+    p.evicted_units = evicted + <double> take
+    return True
+
+
+cdef void evict_lru(State* st, Pool* p, double need, double pieces) noexcept nogil:
+    """make_room's loop where no one else reads a piece (lru order, no spill, no eviction trace):
+    the same pieces, sums and comparisons in the same order, the sums kept in locals while the
+    oldest entry gives up block after block."""
+    cdef int64_t best
+    cdef double piece, size, cached = p.cached, evicted = p.evicted_units
+    while p.used + cached + need > p.cap + EPS and p.nentries > 0:
+        best = p.lru[0]
+        size = p.entries[best].size
+        if p.block > 0 and p.used + cached + need - p.cap > 2.0 * p.block \
+                and pieces_at_once(p, need, cached, evicted, &size, &pieces):
+            cached = p.cached
+            evicted = p.evicted_units
+            if size <= EPS:
+                remove_entry(p, best)
+                p.evicted_entries += 1
+            continue
+        while True:
+            pieces -= 1.0
+            if pieces < 0:
+                p.entries[best].size = size
+                p.cached = cached
+                p.evicted_units = evicted
+                fail(st, E_SPILL_CYCLE, -1, 0, 0, 0)
+                return
+            piece = min_of(p.block, size) if p.block > 0 else size
+            size -= piece
+            cached -= piece
+            evicted += piece
+            if size <= EPS or not p.used + cached + need > p.cap + EPS:
+                break
+        p.entries[best].size = size
+        if size <= EPS:
+            remove_entry(p, best)
+            p.evicted_entries += 1
+    p.cached = cached
+    p.evicted_units = evicted
+
+
 cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
     cdef int64_t best
@@ -333,9 +407,12 @@ cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
     cdef double* owned
     if not (p.used + p.cached + need > p.cap + EPS and p.nentries > 0):
         return                              # it fits: the common case
-    memset(&gone, 0, sizeof(Entry))         # (gcc can't see that only a spill reads it)
     # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
     pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
+    if p.evict_count == 0 and p.spill_to < 0 and not st.traces.evicts and not st.error.code:
+        evict_lru(st, p, need, pieces)
+        return
+    memset(&gone, 0, sizeof(Entry))         # (gcc can't see that only a spill reads it)
     while p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
         pieces -= 1.0
         if pieces < 0:

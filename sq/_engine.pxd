@@ -90,6 +90,12 @@ cdef struct Stage:
     int32_t chunk_e
     int32_t cost_e
     bint cost_shaped            # the cost is L0 + max(L1 * (L2 + L3), L4 * L5) over leaves (evaluate_cost)
+    bint cost_direct            # ... and each leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
+    const double* cost_leaf[6]
+    bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
+    bint chunk_fixed
+    double budget_k
+    double chunk_k
     int excl
     int32_t serve_start
     int32_t serve_count
@@ -97,10 +103,9 @@ cdef struct Stage:
     int32_t* res             # resident job slots, in admission order
     int64_t nres
     int64_t res_cap
-    # residents before `cursor` are served in pass `cursor_stamp` (kept so as residents join and leave),
-    # so a pass in resident order costs O(residents), not O(residents²)
+    # residents before `cursor` are served in the planning pass (set to 0 as a pass starts, kept so
+    # as residents join and leave), so a pass in resident order costs O(residents), not O(residents²)
     int64_t cursor
-    int64_t cursor_stamp
     int inflight
     int64_t iter_epoch
     int32_t* a_job           # the iteration's assignment: job slot, job id, tokens

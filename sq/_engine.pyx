@@ -17,7 +17,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno
 from libc.string cimport memcmp, memset, memcpy, memmove
-from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
@@ -514,6 +514,9 @@ cdef object _set_stages(State* st, lowered):
         # a step stage's cost shape, decided once here rather than at every iteration
         st.stages[k].cost_shaped = (st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0
                                     and is_cost_shape(st.code + st.stages[k].cost_e))
+        st.stages[k].cost_direct = st.stages[k].cost_shaped and step_cost_leaves(st, &st.stages[k])
+        st.stages[k].budget_fixed = constant_at(st, st.stages[k].budget_e, &st.stages[k].budget_k)
+        st.stages[k].chunk_fixed = constant_at(st, st.stages[k].chunk_e, &st.stages[k].chunk_k)
         if st.stages[k].kind == K_STEP:
             st.session_extras = 1
         if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:

@@ -259,6 +259,16 @@ cdef enum:
     CS_RET = CS_OP5 + X_BARE_LEN
 
 
+cdef inline const double* leaf_address(State* st, const int32_t* c) noexcept nogil:
+    """Where leaf_value(st, c, -1, present) reads the leaf at c when that is one fixed place for
+    the whole run (a constant, or a context variable but `present`); else NULL."""
+    if c[0] == X_NUM:
+        return &st.consts[c[0 + XONE_ARG]]
+    if c[0] == X_CTX and c[0 + XONE_ARG] != CTX_PRESENT:
+        return &st.now if c[0 + XONE_ARG] == CTX_NOW else &st.ctxv[c[0 + XONE_ARG]]
+    return NULL
+
+
 cdef inline bint is_cost_shape(const int32_t* c) noexcept nogil:
     """Whether c is `L0 + max(L1 * (L2 + L3), L4 * L5)` over leaves. Each word is read only once
     the ones before it are known to be instructions of this expression."""
@@ -273,6 +283,9 @@ cdef inline double evaluate_cost(State* st, Stage* s) noexcept nogil:
     without the stack machine, with the same operations in the same order; kept out of
     `evaluate`, whose fast paths every other expression pays for."""
     cdef const int32_t* c = st.code + s.cost_e
+    if s.cost_direct:       # the same, each leaf read where set-up found it (step_cost_leaves)
+        return s.cost_leaf[0][0] + fmax(s.cost_leaf[1][0] * (s.cost_leaf[2][0] + s.cost_leaf[3][0]),
+                                        s.cost_leaf[4][0] * s.cost_leaf[5][0])
     if s.cost_shaped:
         return leaf_value(st, c, -1, NAN) + fmax(
             leaf_value(st, c + <int32_t> CS_L1, -1, NAN)

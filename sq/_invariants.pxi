@@ -15,6 +15,7 @@ cdef enum Invariant:
     INV_HOLDERS = 9     # a pool's holders disagree with the sessions' counts of them
     INV_LRU = 10        # an lru pool's heap out of order, or not naming each entry once
     INV_RESIDENT_FRAMES = 11   # a resident's frame entries, found when it joined, no longer its owner's
+    INV_ITER_AREAS = 12 # a step stage's time shares not holding what its iteration is (iteration_areas_*)
 
 # Sums of many allocations carry rounding; the engine itself fits within EPS.
 cdef extern from *:
@@ -54,6 +55,8 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
             return INV_RESIDENTS
         if s.kind == K_STEP and not resident_frames_hold(st, s):
             return INV_RESIDENT_FRAMES
+        if s.kind == K_STEP and not iteration_areas_hold(s):
+            return INV_ITER_AREAS
         jobs -= s.n
         shared = shared or s.share_cap > 0
     # a flow is one job counted on each of its stages, so the tally holds only without flows
@@ -106,6 +109,22 @@ cdef bint resident_frames_hold(State* st, Stage* s) noexcept nogil:
         if st.jobs.frame[j] != frame or st.jobs.units_at[j] != units:
             return False
     return True
+
+
+cdef inline bint plain_integral(Area* a) noexcept nogil:
+    return a.integral >= 0.0 and not signbit(a.integral)
+
+
+cdef bint iteration_areas_hold(Stage* s) noexcept nogil:
+    """The time shares hold 1 for the iteration's kind and 0 elsewhere, the decodes its decodes,
+    and no integral is -0 or negative: what lets an iteration write only its nonzero areas."""
+    if not (plain_integral(&s.prefill_only) and plain_integral(&s.decode_only) and plain_integral(&s.mixed)
+            and plain_integral(&s.decodes)):
+        return False
+    return (s.prefill_only.value == (1.0 if s.iter_kind == 1 else 0.0)
+            and s.decode_only.value == (1.0 if s.iter_kind == 2 else 0.0)
+            and s.mixed.value == (1.0 if s.iter_kind == 3 else 0.0)
+            and s.decodes.value == <double> s.iter_decodes)
 
 
 cdef bint holders_agree(State* st, int32_t row) noexcept nogil:
@@ -182,6 +201,7 @@ _INVARIANT_TEXT = {
     INV_HOLDERS: "pool row {}: its holders disagree with the sessions' counts of them",
     INV_LRU: "pool row {}: its lru heap is out of order or does not name each cached prefix once",
     INV_RESIDENT_FRAMES: "stage row {}: a resident's hold entries changed while it was resident",
+    INV_ITER_AREAS: "stage row {}: its iteration time shares do not hold what its iteration is",
 }
 
 

@@ -22,8 +22,8 @@ cdef struct Histogram:
     Bucket* cells           # bucket k at cells[k - kmin], for kmin <= k < kmin + nk
     int64_t kmin
     int64_t nk
-    double last_gap         # the last finite positive gap and its bucket: a step's tokens share their gap
-    int32_t last_k
+    double last_gap         # the last finite positive gap and its cell: a step's tokens share their gap
+    Bucket* last_cell       # (in cells: set after they grow to take it)
 
 
 cdef inline void bucket_add(Bucket* c, double x) noexcept nogil:
@@ -56,7 +56,7 @@ cdef inline int histogram_add(Histogram* h, double gap) noexcept nogil:
     if gap == h.last_gap and gap > 0.0:
         # the last gap again (a step's tokens share it): its bucket is covered and already
         # holds this number as its least or above, as its greatest or below: only the count moves
-        h.cells[h.last_k - h.kmin].count += 1
+        h.last_cell.count += 1
         return 0
     if not gap > 0.0:
         bucket_add(&h.low, gap)
@@ -64,11 +64,11 @@ cdef inline int histogram_add(Histogram* h, double gap) noexcept nogil:
         bucket_add(&h.top, gap)
     else:
         k = itl_bucket(gap, itl_bucket_width())
-        h.last_gap = gap
-        h.last_k = k
         if (k < h.kmin or k >= h.kmin + h.nk) and histogram_cover(h, k) < 0:
             return -1
-        bucket_add(&h.cells[k - h.kmin], gap)
+        h.last_gap = gap
+        h.last_cell = &h.cells[k - h.kmin]
+        bucket_add(h.last_cell, gap)
     return 0
 
 

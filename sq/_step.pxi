@@ -45,6 +45,41 @@ cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogi
     return owner_units(st, st.jobs.owner[j], memory)
 
 
+cdef bint constant_at(State* st, int32_t off, double* value) noexcept nogil:
+    """Whether the expression at off is one constant (its shape: expr_shapes), then *value is it."""
+    if off < 0 or st.shapes[off] != XS_NUM:
+        return False
+    value[0] = num_value(st, st.code + off)
+    return True
+
+
+cdef bint step_cost_leaves(State* st, Stage* s) noexcept nogil:
+    """Where each leaf of a shaped cost (L0 + max(L1 * (L2 + L3), L4 * L5)) is read, when each is
+    one fixed place (Stage.cost_leaf, decided at set-up; evaluate_cost reads them)."""
+    cdef const int32_t* c = st.code + s.cost_e
+    cdef int32_t at[6]
+    cdef int i
+    at[0], at[1], at[2], at[3], at[4], at[5] = 0, CS_L1, CS_L2, CS_L3, CS_L4, CS_L5
+    for i in range(6):
+        s.cost_leaf[i] = leaf_address(st, c + at[i])
+        if s.cost_leaf[i] == NULL:
+            return False
+    return True
+
+
+cdef inline double step_budget(State* st, Stage* s) noexcept nogil:
+    """The stage's budget: a constant as set up (what evaluate would read), else evaluated."""
+    if s.budget_fixed:
+        return s.budget_k
+    return evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+
+
+cdef inline double step_chunk(State* st, Stage* s) noexcept nogil:
+    if s.chunk_fixed:
+        return s.chunk_k
+    return evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+
+
 cdef void set_totals(State* st, Stage* s) noexcept nogil:
     """The Budget moment's context, from the residents as they stand."""
     cdef int64_t r
@@ -66,12 +101,17 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
     st.ctxv[CTX_KVP] = kvp
 
 
-cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
-    if st.jobs.mode[j] == M_DECODE:
-        return min_of(1.0, st.jobs.work[j])
+cdef inline double want_of(int32_t mode, double work, double chunk) noexcept nogil:
+    """The tokens a job of this mode with this work left asks of one iteration."""
+    if mode == M_DECODE:
+        return min_of(1.0, work)
     if chunk > 0:
-        return min_of(st.jobs.work[j], chunk)
-    return st.jobs.work[j]
+        return min_of(work, chunk)
+    return work
+
+
+cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
+    return want_of(st.jobs.mode[j], st.jobs.work[j], chunk)
 
 
 cdef int64_t resident_bound(State* st, Stage* s, double adm) noexcept nogil:
@@ -119,20 +159,16 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             break
 
 
-cdef inline int32_t next_unserved(State* st, Stage* s) noexcept nogil:
-    """The next job in the serving order not yet served in this pass (-1: none); the order is re-read each time."""
+cdef inline int32_t next_in_order(State* st, Stage* s) noexcept nogil:
+    """The next resident in admission order not yet served in this pass (-1: none), read afresh
+    at each call (admissions join residents meanwhile; the cursor is kept as they join and leave)."""
     cdef int64_t r
-    if s.serve_count == 0 or s.excl:
-        if s.cursor_stamp != st.serve_stamp:
-            s.cursor_stamp = st.serve_stamp
-            s.cursor = 0
-        for r in range(s.cursor, s.nres):
-            if st.jobs.served[s.res[r]] != st.serve_stamp:
-                s.cursor = r
-                return s.res[r]
-        s.cursor = s.nres
-        return -1
-    return next_by_keys(st, s)
+    for r in range(s.cursor, s.nres):
+        if st.jobs.served[s.res[r]] != st.serve_stamp:
+            s.cursor = r
+            return s.res[r]
+    s.cursor = s.nres
+    return -1
 
 
 cdef int32_t next_by_keys(State* st, Stage* s) noexcept nogil:
@@ -233,14 +269,20 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef double budget, chunk, left, tokens, attention = 0.0, need, duration
     cdef double ntok = 0.0, npre = 0.0, ndec = 0.0, kvb = 0.0, kvp = 0.0
-    cdef bint excl = s.excl, resident_prefill = False, is_prefill
+    cdef bint excl = s.excl, resident_prefill = False, is_prefill, in_order
+    # The totals are summed as jobs are assigned, unless an exclusive stage may drop its
+    # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
+    # (then they are summed over the final assignments, as before)
+    cdef bint summed = not excl
+    cdef bint kv = st.kv_iteration
+    cdef int32_t mode
     cdef int64_t r, fj
     cdef int32_t j, owner, row
     set_totals(st, s)
-    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
+    budget = step_budget(st, s)
     if st.error.code:
         return
-    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    chunk = step_chunk(st, s)
     if st.error.code:
         return
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
@@ -251,21 +293,29 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.na = 0
     st.serve_stamp += 1
     st.iter_preempted = 0
+    in_order = s.serve_count == 0 or excl
+    if in_order:
+        s.cursor = 0                    # a new pass: no one is served yet
     while True:
-        j = next_unserved(st, s)
-        if st.error.code:
-            return
+        if in_order:
+            j = next_in_order(st, s)
+        else:
+            j = next_by_keys(st, s)
+            if st.error.code:
+                return
         if j < 0:
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
                     return
+                summed = False          # the admitted session ran: the totals are read afresh
                 continue
             break
         st.jobs.served[j] = st.serve_stamp
-        is_prefill = st.jobs.mode[j] == M_PREFILL
+        mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
+        is_prefill = mode == M_PREFILL
         if excl and resident_prefill and not is_prefill:
             continue                    # decodes stall while a prefill is resident
-        tokens = min_of(want(st, j, chunk), budget if (excl and is_prefill) else left)
+        tokens = min_of(want_of(mode, st.jobs.work[j], chunk), budget if (excl and is_prefill) else left)
         if not (tokens > 0):
             continue
         row = st.jobs.growing[j]
@@ -277,7 +327,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             if fj < 0:
                 continue
             need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
-            if need > EPS and not grow_or_wait(st, owner, row, fj, need, j):
+            # (granted at once, the common case, without grow_or_wait's calls: a refused
+            # grow_now changes nothing, and grow_or_wait tries it again first)
+            if need > EPS and not grow_now(st, &st.pools[row], fj, need) \
+                    and not grow_or_wait(st, owner, row, fj, need, j):
                 if st.error.code:
                     return
                 continue
@@ -293,6 +346,16 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return
+        if summed:                      # the totals below, in the same order
+            ntok += tokens
+            if mode == M_DECODE:
+                ndec += 1.0
+                if kv:
+                    kvb += job_units(st, j, s.memory)
+            else:
+                npre += tokens
+                if kv:
+                    kvp += job_units(st, j, s.memory)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
@@ -317,17 +380,19 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    for r in range(s.na):
-        j = s.a_job[r]
-        ntok += s.a_tok[r]
-        if st.jobs.mode[j] == M_DECODE:
-            ndec += 1.0
-            if st.kv_iteration:
-                kvb += job_units(st, j, s.memory)
-        else:
-            npre += s.a_tok[r]
-            if st.kv_iteration:
-                kvp += job_units(st, j, s.memory)
+    if not summed or st.iter_preempted:
+        ntok = npre = ndec = kvb = kvp = 0.0
+        for r in range(s.na):
+            j = s.a_job[r]
+            ntok += s.a_tok[r]
+            if st.jobs.mode[j] == M_DECODE:
+                ndec += 1.0
+                if st.kv_iteration:
+                    kvb += job_units(st, j, s.memory)
+            else:
+                npre += s.a_tok[r]
+                if st.kv_iteration:
+                    kvp += job_units(st, j, s.memory)
     st.ctxv[CTX_NTOK] = ntok
     st.ctxv[CTX_NDEC] = ndec
     st.ctxv[CTX_NPRE] = npre
@@ -335,7 +400,9 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.ctxv[CTX_KVB] = kvb
     st.ctxv[CTX_KVP] = kvp
     st.ctxv[CTX_ATTN] = attention
-    duration = fmax(0.0, evaluate_cost(st, s))
+    duration = evaluate_cost(st, s)
+    if not duration > 0.0:              # fmax(0.0, cost) without the call: -0.0 stays -0.0, NaN gives 0.0
+        duration = -0.0 if duration == 0.0 and signbit(duration) else 0.0
     if st.error.code:
         return
     s.iterations += 1
@@ -357,7 +424,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             running_add(&s.budget_use, ntok / budget)
         running_add(&s.batch, <double> s.na)
     s.inflight = 1
-    iteration_areas(st, s)
+    iteration_areas_start(st, s)
     s.iter_epoch += 1
     schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
 
@@ -408,13 +475,41 @@ cdef void token(State* st, int32_t k, int32_t slot, bint decode, bint counts) no
     st.sess.itl_preempted[slot] = 0
 
 
-cdef inline void iteration_areas(State* st, Stage* s) noexcept nogil:
-    """The iteration time shares change only when an iteration starts or ends (0.1.2 integrates
-    them over whole iterations, not event by event: the sums round differently)."""
-    area_set(&s.prefill_only, st.now, 1.0 if s.iter_kind == 1 else 0.0)
-    area_set(&s.decode_only, st.now, 1.0 if s.iter_kind == 2 else 0.0)
-    area_set(&s.mixed, st.now, 1.0 if s.iter_kind == 3 else 0.0)
-    area_set(&s.decodes, st.now, <double> s.iter_decodes)
+cdef inline Area* kind_area(Stage* s, int kind) noexcept nogil:
+    """The time share an iteration of this kind counts in (NULL: none)."""
+    if kind == 1:
+        return &s.prefill_only
+    if kind == 2:
+        return &s.decode_only
+    if kind == 3:
+        return &s.mixed
+    return NULL
+
+
+# The iteration time shares change only when an iteration starts or ends (0.1.2 integrates them
+# over whole iterations, not event by event: the sums round differently). Between iterations
+# every share and the decodes hold 0, in one the kind's share holds 1 and the decodes their
+# number (these two are their only writers). An area holding 0 that is set adds 0 x (now - last),
+# i.e. +0, to its integral (time only moves on, and an integral never holds -0), and its `last`
+# matters only under a nonzero value: so only the areas that hold or take a nonzero value are
+# written, each as area_set would leave it.
+cdef inline void iteration_areas_start(State* st, Stage* s) noexcept nogil:
+    cdef Area* a = kind_area(s, s.iter_kind)
+    if a != NULL:
+        a.last = st.now
+        a.value = 1.0
+    if s.iter_decodes != 0:
+        s.decodes.last = st.now
+        s.decodes.value = <double> s.iter_decodes
+
+
+cdef inline void iteration_areas_end(State* st, Stage* s) noexcept nogil:
+    """(before the stage's iteration kind and decodes go back to 0)"""
+    cdef Area* a = kind_area(s, s.iter_kind)
+    if a != NULL:
+        area_set(a, st.now, 0.0)
+    if s.iter_decodes != 0:
+        area_set(&s.decodes, st.now, 0.0)
 
 
 cdef void end_iteration(State* st, int32_t k) noexcept nogil:
@@ -422,11 +517,11 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j
-    cdef bint finished
+    cdef bint finished, decode
     s.inflight = 0
+    iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
-    iteration_areas(st, s)
     for r in range(s.na):
         j = s.a_job[r]
         if st.jobs.id[j] != s.a_id[r]:
@@ -434,7 +529,8 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             continue
         st.jobs.work[j] -= s.a_tok[r]
         finished = st.jobs.work[j] <= EPS
-        token(st, k, st.jobs.owner[j], st.jobs.mode[j] == M_DECODE, st.jobs.mode[j] == M_DECODE or finished)
+        decode = st.jobs.mode[j] == M_DECODE
+        token(st, k, st.jobs.owner[j], decode, decode or finished)
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
             # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
@@ -442,13 +538,13 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             nfin += 1
         else:
             s.a_id[r] = -1
-    if nfin > 0:
+    if nfin > 0:                        # (most iterations finish no one)
         leave_marked(st, s)
-    for r in range(s.na):
-        if s.a_id[r] >= 0:
-            complete_job(st, s, s.a_job[r])
-            if st.error.code:
-                return
+        for r in range(s.na):
+            if s.a_id[r] >= 0:
+                complete_job(st, s, s.a_job[r])
+                if st.error.code:
+                    return
     s.na = 0
 
 
@@ -477,8 +573,8 @@ cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
     # goes on in its own (0.1.2: a chunk after `budget_left(E2)` still reads its stage's residents)
     memcpy(outer, st.ctxv, sizeof(outer))
     set_totals(st, s)
-    budget = evaluate(st, s.budget_e, -1, &st.rng_session, NAN)
-    chunk = evaluate(st, s.chunk_e, -1, &st.rng_session, NAN)
+    budget = step_budget(st, s)
+    chunk = step_chunk(st, s)
     memcpy(st.ctxv, outer, sizeof(outer))
     for r in range(s.nres):
         total += want(st, s.res[r], chunk)

@@ -1,0 +1,108 @@
+"""The step engine's shortcuts (issue 12, the chat row) against pyserq 0.1.2's JSON text, digit for digit.
+
+Each shortcut has a general path it must agree with, and each program below makes the engine take
+one or the other: iteration totals summed as jobs are assigned (and summed afresh after an
+admission ran a session, after a preemption, and on an exclusive stage); a budget or chunk that is
+one constant, read as set up, and one that is an expression; cached prefixes evicted by the lru
+loop without spills or traces (many blocks at once when every number is whole, else one at a
+time), and by the general loop when evictions are traced; an iteration's time shares written
+only where they are nonzero; a shaped cost read from its leaves' places; a cost at or below 0
+(or NaN) clamped to 0 without fmax, -0 kept.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sq
+from oracle import REFERENCE_MISSING
+
+pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
+
+# Multi-turn chat (examples/multi-turn/vllm.sq, shorter, a smaller card): `admit via` admissions
+# during planning, the prefix cache evicted a block at a time, kv totals in the cost.
+CHAT = """
+let bs = 16;
+pool seqs { cap 64; admit via engine; }
+pool kv { cap KV; block bs; evict lru; preempt lifo; }
+stage engine : step { budget BUDGET; chunk CHUNK; cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);
+                      memory kv; SERVE }
+stage user : delay;
+run { horizon 240; warmup 20; seed 5; }
+workload {
+  arrive poisson(0.8);
+  hidden o;
+  init { set K = 0; }
+  turn { set n = K == 0 ? floor(~uniform(300, 1500)) : floor(~uniform(20, 300));
+         set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
+  session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
+}
+server {
+  set prompt = K + n;
+  hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(engine)) {
+    set ctx = max(prompt, computed);
+    observe hit = cached / prompt;
+    run engine prefill (ctx - cached) growing kv;
+    run engine decode (prompt + o - ctx) growing kv;
+  } cache (inf);
+  set K = prompt + o;
+  observe turn_end = now;
+}
+"""
+
+
+def _chat(kv="12288", budget="2048", chunk="512", serve="", block="16", whole=True):
+    source = CHAT.replace("KV", kv).replace("BUDGET", budget).replace("CHUNK", chunk).replace("SERVE", serve)
+    source = source.replace("let bs = 16;", f"let bs = {block};") if block else source.replace("block bs;", "")
+    return source if whole else source.replace("floor(~uniform(300, 1500))", "~uniform(300, 1500)")
+
+
+def _same_as_pyserq(source: str) -> dict:
+    ours = sq.run(sq.compile(source=source)).json()
+    theirs = pyserq.run(pyserq.compile(source=source)).json()
+    assert ours == theirs
+    return json.loads(ours)
+
+
+PLANNING = [
+    ("constant budget and chunk", _chat()),
+    ("budget and chunk read totals", _chat(budget="1024 + 64 * residents", chunk="256 + residents")),
+    ("exclusive prefill", _chat(serve="serve exclusive prefill;")),
+    ("a small card: preemptions", _chat(kv="4096")),
+    # evictions many blocks at once where every number is whole, one block at a time where not
+    ("fractional prompts", _chat(whole=False)),
+    ("a fractional block", _chat(block="2.5")),
+    ("no blocks", _chat(block="")),
+]
+
+
+@pytest.mark.parametrize("name, source", PLANNING, ids=[name for name, _ in PLANNING])
+def test_step_planning_paths_are_pyserqs_json_text(name, source):
+    report = _same_as_pyserq(source)
+    engine, kv = report["stages"][0], report["pools"][1]
+    assert engine["mean_decodes"] > 0 and engine["prefill_only"] + engine["mixed"] > 0, "no mixed work"
+    assert kv["evicted_units"] > 0, "nothing evicted"
+    if "preemptions" in name:
+        assert kv["preemptions"] > 0, "nothing preempted"
+
+
+def test_traced_evictions_take_the_general_loop_to_the_same_report(tmp_path):
+    # tracing evictions keeps make_room's general loop (each piece is logged): same report
+    program = sq.compile(source=_chat())
+    with open(tmp_path / "evictions.txt", "w") as f:
+        traced = sq.run(program, trace_evictions=f).json()
+    assert (tmp_path / "evictions.txt").stat().st_size > 0
+    assert traced == sq.run(program).json()
+
+
+@pytest.mark.parametrize("cost", [
+    "0.01 - 2e-5 * tokens",                                  # below 0 for a full chunk: 0
+    "tokens > 300 ? -(0 * tokens) : 0.01",                   # -0 stays -0
+    "tokens > 300 ? 0 * (1 / (tokens - tokens)) : 0.01",     # NaN: 0
+])
+def test_an_iteration_cost_at_or_below_zero_is_clamped_as_pyserq(cost):
+    source = _chat().replace("cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);", f"cost {cost};")
+    assert f"cost {cost};" in source
+    report = _same_as_pyserq(source.replace("horizon 240", "horizon 60"))
+    assert report["stages"][0]["iterations"] > 0
