@@ -97,13 +97,27 @@ cdef void reset_extras(State* st, int32_t slot) noexcept nogil:
     st.sess.lease_tail[slot] = -1
 
 
+cdef inline void clear_attrs(double* row, int64_t n) noexcept nogil:
+    """Zero a session's n attributes. A row of 4 to 16 (every program has 10 built-in ones) is
+    cleared by two fixed-size clears that may overlap: GCC compiles each to a few vector stores,
+    where a `memset` call of a run-time length costs ~25 instructions."""
+    if 8 <= n <= 16:
+        memset(row, 0, 8 * sizeof(double))
+        memset(row + n - 8, 0, 8 * sizeof(double))
+    elif 4 <= n < 8:
+        memset(row, 0, 4 * sizeof(double))
+        memset(row + n - 4, 0, 4 * sizeof(double))
+    else:
+        memset(row, 0, n * sizeof(double))
+
+
 cdef int spawn(State* st) noexcept nogil:
     cdef int32_t slot = session_alloc(st)
     cdef int64_t base
     if slot < 0:
         return -1
     base = <int64_t> slot * st.n_attrs
-    memset(&st.sess.attrs[base], 0, st.n_attrs * sizeof(double))
+    clear_attrs(&st.sess.attrs[base], st.n_attrs)
     st.sess.attrs[base + st.slot_serial] = <double> st.next_serial
     st.sess.serial[slot] = st.next_serial
     st.next_serial += 1

@@ -105,12 +105,13 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
 cdef inline int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
     if s.kind == K_FIFO:
         s.busy += 1
+    cdef double end = st.now + st.jobs.work[j]    # kept in a register: the stores may alias
     st.jobs.start[j] = st.now
-    st.jobs.end[j] = st.now + st.jobs.work[j]
+    st.jobs.end[j] = end
     st.jobs.started[j] = 1
     if st.tl != NULL:
         tl_service_start(st, k, j)
-    return schedule(st, st.jobs.end[j], EV_FINISH, k, j, st.jobs.id[j])
+    return schedule(st, end, EV_FINISH, k, j, st.jobs.id[j])
 
 
 cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
