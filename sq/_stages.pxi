@@ -59,9 +59,8 @@ cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, i
     return 0
 
 
-cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
-    """A `run` with positive work joins stage k."""
-    cdef Stage* s = &st.stages[k]
+cdef inline int32_t new_job(State* st, Stage* s, int32_t k, int32_t slot, double w) noexcept nogil:
+    """A job of work w for the session in slot joins stage k (not yet queued or served)."""
     cdef int32_t j = job_alloc(st)
     if j < 0:
         return -1
@@ -76,6 +75,31 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
         st.sess.job[slot] = j
     s.n += 1
     mark_row(st.stages_sampled, k)
+    return j
+
+
+cdef inline int join_fifo(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
+    """Job j at fifo stage k: served now if a server is free, else queued."""
+    if s.busy < s.servers:
+        return begin_service(st, s, k, j)
+    return ring_push(st, &s.q, &s.qcap, &s.qhead, &s.qlen, j)
+
+
+cdef inline int start_fifo(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
+    """`start_job` at a fifo stage, inline in the statement VM's one-stage `run`."""
+    cdef Stage* s = &st.stages[k]
+    cdef int32_t j = new_job(st, s, k, slot, w)
+    if j < 0:
+        return -1
+    return join_fifo(st, s, k, j)
+
+
+cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
+    """A `run` with positive work joins stage k."""
+    cdef Stage* s = &st.stages[k]
+    cdef int32_t j = new_job(st, s, k, slot, w)
+    if j < 0:
+        return -1
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents; only step code reads its mode,
         # growth and serving pass
@@ -86,9 +110,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
         st.jobs.started[j] = 1
         return join_residents(st, s, j)
     if s.kind == K_FIFO:
-        if s.busy < s.servers:
-            return begin_service(st, s, k, j)
-        return ring_push(st, &s.q, &s.qcap, &s.qhead, &s.qlen, j)
+        return join_fifo(st, s, k, j)
     if s.kind == K_DELAY:
         return begin_service(st, s, k, j)
     # ps: the tag is the virtual time at which the job's work is done
