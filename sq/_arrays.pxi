@@ -410,7 +410,23 @@ cdef inline int32_t ring_pop(int32_t* buf, int64_t cap, int64_t* head, int64_t* 
 
 
 cdef inline int ready_push(State* st, int32_t slot) noexcept nogil:
+    if st.ready_first == 0 and st.rlen == 0:
+        st.ready_first = slot + 1
+        return 0
     return ring_push(st, &st.ready, &st.rcap, &st.rhead, &st.rlen, slot)
+
+
+cdef inline bint ready_any(State* st) noexcept nogil:
+    return st.ready_first != 0 or st.rlen > 0
+
+
+cdef inline int32_t ready_pop(State* st) noexcept nogil:
+    """The ready queue's head (it is not empty): `ready_first`, else the ring's."""
+    cdef int32_t slot = st.ready_first - 1
+    if slot >= 0:
+        st.ready_first = 0
+        return slot
+    return ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
 
 
 # ---- the memory bound ----------------------------------------------------------------

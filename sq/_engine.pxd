@@ -491,7 +491,9 @@ cdef struct State:
     int32_t slot_forced
     int32_t slot_more
     sq_rng rng_trace
-    # ready queue: a ring of session slots
+    # ready queue: its head in `ready_first` (slot + 1; 0: none) when it was pushed to an empty
+    # queue, then a ring of session slots (most instants ready one session: no ring traffic)
+    int32_t ready_first
     int32_t* ready
     int64_t rcap
     int64_t rhead

@@ -126,8 +126,8 @@ cdef void settle_passes(State* st) noexcept nogil:
 cdef inline void run_ready(State* st) noexcept nogil:
     """Step 1 of settle: each ready session executes until it blocks, ends or waits."""
     cdef int32_t slot
-    while st.rlen > 0 and not st.error.code:
-        slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+    while ready_any(st) and not st.error.code:
+        slot = ready_pop(st)
         if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
             exec_session(st, slot)
 
@@ -137,7 +137,7 @@ cdef void settle_pools(State* st) noexcept nogil:
     settle happens only here), then the sessions it readied, until none is ready."""
     while True:
         try_every_pool(st)
-        if st.error.code or st.rlen == 0:
+        if st.error.code or not ready_any(st):
             return
         run_ready(st)
         if st.error.code or not rows_any(st.pools_waiting):

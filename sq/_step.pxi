@@ -236,8 +236,8 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
         queue_take(p, q)
         admit(st, slot, fi, off, n)
         # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
-        while st.rlen > 0 and not st.error.code:
-            slot = ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+        while ready_any(st) and not st.error.code:
+            slot = ready_pop(st)
             if st.sess.alive[slot]:
                 exec_session(st, slot)
         return True
