@@ -73,8 +73,11 @@ cdef inline int32_t new_job(State* st, Stage* s, int32_t k, int32_t slot, double
     st.jobs.started[j] = 0
     if slot >= 0:
         st.sess.job[slot] = j
+    if s.n == 0:
+        # a stage is left out of the area samples only while it holds no job (sample_areas), and
+        # every join marks it: one that already holds jobs is marked
+        mark_row(st.stages_sampled, k)
     s.n += 1
-    mark_row(st.stages_sampled, k)
     return j
 
 
