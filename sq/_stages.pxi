@@ -136,7 +136,7 @@ cdef inline int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcep
     st.jobs.started[j] = 1
     if st.tl != NULL:
         tl_service_start(st, k, j)
-    return schedule(st, end, EV_FINISH, k, j, st.jobs.id[j])
+    return push_event(st, end, EV_FINISH, k, j, st.jobs.id[j])
 
 
 cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
