@@ -195,18 +195,22 @@ cdef void read_gauges(State* st) noexcept nogil:
                 return
 
 
-cdef int next_arrival(State* st) noexcept nogil:
-    """Schedule the next open arrival (the first one too), unless the limit is reached."""
-    cdef double gap
+cdef inline int next_arrival(State* st) noexcept nogil:
+    """Schedule the next open arrival (the first one too), unless the limit is reached. A poisson
+    gap is drawn inline (in the arrival's handling); a renewal's gap by `next_renewal`."""
     if st.arrival_kind == A_POISSON:
-        gap = -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
-    else:
-        gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
-        if st.error.code:
-            return -1
-        if not (gap > 0) or not isfinite(gap):
-            fail(st, E_RENEWAL, -1, gap, 0, 0)
-            return -1
+        schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
+        return 0
+    return next_renewal(st)
+
+
+cdef int next_renewal(State* st) noexcept nogil:
+    cdef double gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
+    if st.error.code:
+        return -1
+    if not (gap > 0) or not isfinite(gap):
+        fail(st, E_RENEWAL, -1, gap, 0, 0)
+        return -1
     schedule_arrival(st, st.now + gap)
     return 0
 
