@@ -187,7 +187,11 @@ cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
     s.dirty = 0
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
-    if s.hlen > 0:
+    if 0 < s.hlen < PS_RATES and st.shapes[s.phi] == XS_NUM:
+        if s.rate_of[s.hlen] == 0:      # (a zero quotient is divided again: the same zero)
+            s.rate_of[s.hlen] = num_value(st, st.code + s.phi) / <double> s.hlen
+        s.rate = s.rate_of[s.hlen]
+    elif s.hlen > 0:
         phi = evaluate_fast(st, s.phi, -1, &st.rng_session, <double> s.hlen)
         s.rate = phi / <double> s.hlen
     else:
