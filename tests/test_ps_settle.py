@@ -2,6 +2,7 @@
 
 * settle's inline stages pass for a program whose one ps stage is its only pass (no pools, no other
   ps or step stage: State.ps_lone), and the general pass where that does not hold;
+* the areas of a program whose one stage is that ps stage, sampled without the row set's search;
 * the rates a ps stage with a constant φ keeps per number present (Stage.rate_of, below PS_RATES
   jobs), past that number, and a φ that is not a constant (evaluated at every reschedule).
 Each program has superseded finishes (an arrival while the stage is busy) and a gauge, so a stale
@@ -30,8 +31,9 @@ def _same_json(source: str) -> dict:
 
 @pytest.mark.parametrize("phi", ["1", "2.5", "0.25", "min(present, 3)", "present / 2"])
 @pytest.mark.parametrize("rate", [0.8, 1.6])      # 1.6 with φ = 1 overloads it past PS_RATES jobs
-def test_lone_ps_stage(phi, rate):
-    report = _same_json(f"stage p : ps({phi});\nrun {{ horizon 150; seed 3; }}\n"
+@pytest.mark.parametrize("warmup", [0, 30])
+def test_lone_ps_stage(phi, rate, warmup):
+    report = _same_json(f"stage p : ps({phi});\nrun {{ horizon 150; warmup {warmup}; seed 3; }}\n"
                         f"gauge present_p = queue(p);\nworkload {{ arrive poisson({rate}); }}\n" + SESSION)
     assert report["observes"]["response"]["count"] > 50
 
