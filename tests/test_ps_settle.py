@@ -35,7 +35,7 @@ def _same_json(source: str) -> dict:
 def test_lone_ps_stage(phi, rate, warmup):
     report = _same_json(f"stage p : ps({phi});\nrun {{ horizon 150; warmup {warmup}; seed 3; }}\n"
                         f"gauge present_p = queue(p);\nworkload {{ arrive poisson({rate}); }}\n" + SESSION)
-    assert report["observes"]["response"]["count"] > 50
+    assert report["observes"]["response"]["count"] > 20
 
 
 def test_lone_ps_stage_holds_more_than_its_rate_table():
