@@ -57,9 +57,6 @@ cdef struct PsEntry:
     int64_t id
     int32_t job
 
-cdef enum:
-    PS_RATES = 32      # a ps stage's rates kept per number present (Stage.rate_of)
-
 cdef struct Stage:
     int32_t kind
     int32_t servers
@@ -136,9 +133,6 @@ cdef struct Stage:
     double est_service
     double est_wait
     int est_has_gap
-    # ps with a constant φ: rate_of[n] = φ / n for n < PS_RATES once divided (0: not yet), so the
-    # reschedule at every arrival and departure skips one of its two divisions (the same quotient)
-    double rate_of[PS_RATES]
 
 cdef struct Entry:
     # a cached prefix: the session's own (keyed by its serial) or a dead one (nobody's, keyed

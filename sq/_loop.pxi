@@ -113,20 +113,21 @@ cdef inline void settle(State* st) noexcept nogil:
     run_ready(st)
     if st.error.code:
         return
-    if st.ps_lone >= 0 and not st.flows.dirty:
-        # the stages pass of one ps stage, without settle_passes' call (most events of a
-        # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
-        if st.stages[st.ps_lone].dirty:
-            reschedule(st, st.ps_lone)
+    if st.n_pools > 0 or st.n_ps_first < st.n_stages or st.flows.dirty:
+        if st.ps_lone >= 0 and not st.flows.dirty:
+            # the stages pass of one ps stage, without settle_passes' call (most events of a
+            # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
+            if st.stages[st.ps_lone].dirty:
+                reschedule(st, st.ps_lone)
+                if st.error.code:
+                    return
+            if st.n_stages == 1:
+                sample_lone_stage(st)
+                return
+        else:
+            settle_passes(st)
             if st.error.code:
                 return
-        if st.n_stages == 1:
-            sample_lone_stage(st)
-            return
-    elif st.n_pools > 0 or st.n_ps_first < st.n_stages or st.flows.dirty:
-        settle_passes(st)
-        if st.error.code:
-            return
     sample_areas(st)
 
 

@@ -180,27 +180,16 @@ cdef int finish(State* st, Event* e) noexcept nogil:
     return 0
 
 
-cdef double ps_rate(State* st, Stage* s) noexcept nogil:
-    """φ(present = n) / n, kept in rate_of[n] for a constant φ (a zero rate is divided again: the
-    same zero)."""
-    cdef double rate = evaluate_fast(st, s.phi, -1, &st.rng_session, <double> s.hlen) / <double> s.hlen
-    if s.hlen < PS_RATES and st.shapes[s.phi] == XS_NUM:
-        s.rate_of[s.hlen] = rate
-    return rate
-
-
 cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
     """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish."""
     cdef Stage* s = &st.stages[k]
-    cdef double delay
+    cdef double phi, delay
     s.dirty = 0
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
     if s.hlen > 0:
-        if s.hlen < PS_RATES and s.rate_of[s.hlen] != 0:
-            s.rate = s.rate_of[s.hlen]
-        else:
-            s.rate = ps_rate(st, s)
+        phi = evaluate_fast(st, s.phi, -1, &st.rng_session, <double> s.hlen)
+        s.rate = phi / <double> s.hlen
     else:
         s.rate = 0.0
     s.epoch += 1

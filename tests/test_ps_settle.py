@@ -3,8 +3,8 @@
 * settle's inline stages pass for a program whose one ps stage is its only pass (no pools, no other
   ps or step stage: State.ps_lone), and the general pass where that does not hold;
 * the areas of a program whose one stage is that ps stage, sampled without the row set's search;
-* the rates a ps stage with a constant φ keeps per number present (Stage.rate_of, below PS_RATES
-  jobs), past that number, and a φ that is not a constant (evaluated at every reschedule).
+* a constant φ (read where reschedule calls it), a φ that is not (evaluated at every reschedule),
+  and a stage holding many jobs.
 Each program has superseded finishes (an arrival while the stage is busy) and a gauge, so a stale
 finish's instant is read and sampled as 0.1.2 does.
 """
@@ -30,7 +30,7 @@ def _same_json(source: str) -> dict:
 
 
 @pytest.mark.parametrize("phi", ["1", "2.5", "0.25", "min(present, 3)", "present / 2"])
-@pytest.mark.parametrize("rate", [0.8, 1.6])      # 1.6 with φ = 1 overloads it past PS_RATES jobs
+@pytest.mark.parametrize("rate", [0.8, 1.6])      # 1.6 with φ = 1 overloads it
 @pytest.mark.parametrize("warmup", [0, 30])
 def test_lone_ps_stage(phi, rate, warmup):
     report = _same_json(f"stage p : ps({phi});\nrun {{ horizon 150; warmup {warmup}; seed 3; }}\n"
@@ -38,8 +38,8 @@ def test_lone_ps_stage(phi, rate, warmup):
     assert report["observes"]["response"]["count"] > 20
 
 
-def test_lone_ps_stage_holds_more_than_its_rate_table():
-    """An overloaded ps(1) stage: the number present passes 32 (PS_RATES), where rates are divided."""
+def test_lone_ps_stage_holds_many_jobs():
+    """An overloaded ps(1) stage: its heap of jobs grows past 32."""
     report = _same_json("stage p : ps(1);\nrun { horizon 120; seed 2; }\nworkload { arrive poisson(2); }\n"
                         "session { set t0 = now; run p (~exp(1)); observe response = now - t0; }\n")
     assert report["arrivals"] - report["ended"] > 64 and report["stages"][0]["mean_number"] > 32
