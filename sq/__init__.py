@@ -162,25 +162,17 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
                                arrivals=arrivals)
     if _ENGINE is None:
         _load_run_modules()
-    if (trace_iterations is False and trace_evictions is False and dump_pools is False and check_invariants is False
-            and max_memory is None and samples == "all" and progress is None and wall_limit is None
-            and timeline is None and timeline_window is None):
-        # a plain run (a sweep's): nothing to check, track or pass but the settings
-        return _report(_ENGINE.run(lowered, **changes), program, started)
-    limits = {"wall_limit": settings.wall_limit(wall_limit), "timeline_window": settings.window(timeline_window)}
-    if max_memory is not None:
-        limits["max_memory"] = settings.memory_bound(max_memory)
+    options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions, dump_pools=dump_pools,
+                   check_invariants=check_invariants, max_memory=max_memory, samples=samples, progress=progress,
+                   wall_limit=wall_limit, timeline=timeline, timeline_window=timeline_window)
     tracker = None
-    if progress is not None and progress is not False:
-        from sq import progress as progress_mod
-
-        tracker = progress_mod.tracker(progress, changes.get("horizon", lowered.horizon),
-                                       changes.get("arrivals", lowered.arrivals) or 0)
+    if options == _PLAIN_RUN:
+        options = {}    # a plain run (a sweep's): the engine's defaults, nothing to check or track
+    else:
+        options = _engine_options(lowered, changes, **options)
+        tracker = options["progress"]
     try:
-        raw = _ENGINE.run(lowered, **changes, trace_iterations=_trace_sink(trace_iterations),
-                          trace_evictions=_trace_sink(trace_evictions),
-                          dump_pools=dump_pools, check_invariants=check_invariants, samples=samples,
-                          progress=tracker, timeline=None if timeline is None else os.fspath(timeline), **limits)
+        raw = _ENGINE.run(lowered, **changes, **options)
     except BaseException as exc:
         # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
         if tracker is not None:
@@ -192,6 +184,28 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     if tracker is not None:
         tracker.finish(raw.end, raw.events, raw.arrivals)
     return _report(raw, program, started)
+
+
+def _engine_options(lowered, changes, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
+                    max_memory, samples, progress, wall_limit, timeline, timeline_window) -> dict:
+    """run_lowered's options as the engine takes them, checked (the progress tracker included)."""
+    options = dict(trace_iterations=_trace_sink(trace_iterations), trace_evictions=_trace_sink(trace_evictions),
+                   dump_pools=dump_pools, check_invariants=check_invariants, samples=samples, progress=None,
+                   timeline=None if timeline is None else os.fspath(timeline),
+                   wall_limit=settings.wall_limit(wall_limit), timeline_window=settings.window(timeline_window))
+    if max_memory is not None:
+        options["max_memory"] = settings.memory_bound(max_memory)
+    if progress is not None and progress is not False:
+        from sq import progress as progress_mod
+
+        options["progress"] = progress_mod.tracker(progress, changes.get("horizon", lowered.horizon),
+                                                   changes.get("arrivals", lowered.arrivals) or 0)
+    return options
+
+
+# run_lowered's options at their defaults: a run with these passes the engine none of them
+_PLAIN_RUN = {name: value for name, value in run_lowered.__kwdefaults__.items()
+              if name not in ("seed", "horizon", "warmup", "arrivals", "started")}
 
 
 # The engine and the Report, imported by the first run (they load numpy, which `import sq` does not).

@@ -106,7 +106,13 @@ def test_sigint_cli_text_says_interrupted_at_the_time_reached(mm1):
     assert "observe" in done.stdout
 
 
-def test_sigint_api_raises_keyboard_interrupt_with_the_report(mm1):
+# with a progress callback, and a plain run (the engine's defaults, as a sweep's runs): both
+# hand over the report of what ran
+@pytest.mark.parametrize("call", [
+    'sq.run(program, seed=3, progress=lambda p: print("running", flush=True))',
+    'sq.run(program, seed=1, arrivals=5); print("running", flush=True); sq.run(program, seed=3)',
+])
+def test_sigint_api_raises_keyboard_interrupt_with_the_report(mm1, call):
     # Python keeps SIGINT ignored when it starts so (a suite run as a background job of a
     # script: `pytest &`), and a signal ignored is no interrupt: the script sets the handler a
     # terminal's Python starts with. (The `sq` command sets its own: sq/__main__.py.)
@@ -115,7 +121,7 @@ def test_sigint_api_raises_keyboard_interrupt_with_the_report(mm1):
         signal.signal(signal.SIGINT, signal.default_int_handler)
         program = sq.compile({str(mm1)!r})
         try:
-            sq.run(program, seed=3, progress=lambda p: print("running", flush=True))
+            {call}
         except KeyboardInterrupt as err:
             r = err.report
             print(json.dumps({{"stopped": r.stopped, "end": r.end, "count": r.observes["response"].count}}))
