@@ -145,6 +145,10 @@ cdef inline void mark_row(uint64_t* bits, int64_t k) noexcept nogil:
     bits[1 + (w >> 6)] |= (<uint64_t> 1) << (w & 63)
 
 
+cdef inline bint row_marked(const uint64_t* bits, int64_t k) noexcept nogil:
+    return (bits[1 + <int64_t> bits[0] + (k >> 6)] >> (k & 63)) & 1
+
+
 cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
     cdef int64_t w = k >> 6
     cdef uint64_t* words = bits + 1 + <int64_t> bits[0]

@@ -480,7 +480,7 @@ cdef object _set_pools(State* st, lowered):
 cdef object _set_stages(State* st, lowered):
     """The stages: kind, servers, φ, step expressions and serve keys, memory pool, shared capacity;
     the flows' tables. After _set_pools (a step stage's memory pool is marked)."""
-    cdef int32_t k, m
+    cdef int32_t k, m, passes
     kinds, servers = _contig(lowered.stage_kinds, _I32), _contig(lowered.stage_servers, _I32)
     phis, shared = _contig(lowered.stage_phi, _I32), _contig(lowered.stage_shared, _F64)
     step_exprs, step_serve = _contig(lowered.step_exprs, _STEP_EXPRS), _contig(lowered.step_serve, _STEP_SERVE)
@@ -529,9 +529,14 @@ cdef object _set_stages(State* st, lowered):
     if st.forms == NULL:
         raise MemoryError()
     st.n_ps_first = st.n_stages
+    passes = 0
     for k in range(st.n_stages - 1, -1, -1):
         if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
             st.n_ps_first = k
+            passes += 1
+    st.ps_lone = -1
+    if passes == 1 and st.n_pools == 0 and st.stages[st.n_ps_first].kind == K_PS:
+        st.ps_lone = st.n_ps_first
     return (serve_keys,)
 
 

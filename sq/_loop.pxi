@@ -7,23 +7,36 @@
 cdef inline void sample_areas(State* st) noexcept nogil:
     """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
     cdef int32_t k
-    cdef Stage* s
     area_set(&st.live_area, st.now, <double> st.live)
     k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
     while k < st.n_stages:
-        s = &st.stages[k]
-        area_set(&s.number, st.now, <double> s.n)
-        if s.share_cap > 0:
-            area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
-        else:
-            area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
-        # a step stage's time shares are integrated at its iterations' ends (not here); it stays
-        # sampled once used, as its busy area may be mid-iteration
-        if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
-            unmark_row(st.stages_sampled, k)
+        sample_stage(st, k)
         k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
     if st.tl != NULL:
         tl_pools(st)
+
+
+cdef inline void sample_lone_stage(State* st) noexcept nogil:
+    """sample_areas for a program of one stage (its row tested without the row set's search)."""
+    area_set(&st.live_area, st.now, <double> st.live)
+    if row_marked(st.stages_sampled, 0):
+        sample_stage(st, 0)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
+cdef inline void sample_stage(State* st, int32_t k) noexcept nogil:
+    """Stage k's areas (it is in the sampled rows)."""
+    cdef Stage* s = &st.stages[k]
+    area_set(&s.number, st.now, <double> s.n)
+    if s.share_cap > 0:
+        area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
+    else:
+        area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
+    # a step stage's time shares are integrated at its iterations' ends (not here); it stays
+    # sampled once used, as its busy area may be mid-iteration
+    if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
+        unmark_row(st.stages_sampled, k)
 
 
 cdef inline void sample_pools(State* st) noexcept nogil:
@@ -101,9 +114,20 @@ cdef inline void settle(State* st) noexcept nogil:
     if st.error.code:
         return
     if st.n_pools > 0 or st.n_ps_first < st.n_stages or st.flows.dirty:
-        settle_passes(st)
-        if st.error.code:
-            return
+        if st.ps_lone >= 0 and not st.flows.dirty:
+            # the stages pass of one ps stage, without settle_passes' call (most events of a
+            # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
+            if st.stages[st.ps_lone].dirty:
+                reschedule(st, st.ps_lone)
+                if st.error.code:
+                    return
+            if st.n_stages == 1:
+                sample_lone_stage(st)
+                return
+        else:
+            settle_passes(st)
+            if st.error.code:
+                return
     sample_areas(st)
 
 

@@ -212,7 +212,7 @@ cdef int finish(State* st, Event* e) noexcept nogil:
     return 0
 
 
-cdef int reschedule(State* st, int32_t k) noexcept nogil:
+cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
     """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish."""
     cdef Stage* s = &st.stages[k]
     cdef double phi, delay

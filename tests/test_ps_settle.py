@@ -1,0 +1,61 @@
+"""Processor sharing's fast paths (issue 12) change no result, against pyserq 0.1.2's JSON text:
+
+* settle's inline stages pass for a program whose one ps stage is its only pass (no pools, no other
+  ps or step stage: State.ps_lone), and the general pass where that does not hold;
+* the areas of a program whose one stage is that ps stage, sampled without the row set's search;
+* a constant φ (read where reschedule calls it), a φ that is not (evaluated at every reschedule),
+  and a stage holding many jobs.
+Each program has superseded finishes (an arrival while the stage is busy) and a gauge, so a stale
+finish's instant is read and sampled as 0.1.2 does.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sq
+from oracle import REFERENCE_MISSING
+
+pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
+
+SESSION = "session { set t0 = now; run p (~h2(1, 4)); observe response = now - t0; }\n"
+
+
+def _same_json(source: str) -> dict:
+    ours = sq.run(sq.compile(source=source)).json()
+    theirs = pyserq.run(pyserq.compile(source=source)).json()
+    assert ours == theirs
+    return json.loads(ours)
+
+
+@pytest.mark.parametrize("phi", ["1", "2.5", "0.25", "min(present, 3)", "present / 2"])
+@pytest.mark.parametrize("rate", [0.8, 1.6])      # 1.6 with φ = 1 overloads it
+@pytest.mark.parametrize("warmup", [0, 30])
+def test_lone_ps_stage(phi, rate, warmup):
+    report = _same_json(f"stage p : ps({phi});\nrun {{ horizon 150; warmup {warmup}; seed 3; }}\n"
+                        f"gauge present_p = queue(p);\nworkload {{ arrive poisson({rate}); }}\n" + SESSION)
+    assert report["observes"]["response"]["count"] > 20
+
+
+def test_lone_ps_stage_holds_many_jobs():
+    """An overloaded ps(1) stage: its heap of jobs grows past 32."""
+    report = _same_json("stage p : ps(1);\nrun { horizon 120; seed 2; }\nworkload { arrive poisson(2); }\n"
+                        "session { set t0 = now; run p (~exp(1)); observe response = now - t0; }\n")
+    assert report["arrivals"] - report["ended"] > 64 and report["stages"][0]["mean_number"] > 32
+
+
+@pytest.mark.parametrize("program", [
+    # a pool: settle's general pass (the pools' pass comes first)
+    "pool mem { cap 3; }\nstage p : ps(1);\nworkload { arrive poisson(1.2); }\n"
+    "session { set t0 = now; hold mem (1) { run p (~h2(1, 4)); } observe response = now - t0; }\n",
+    # two ps stages: neither is alone
+    "stage q : ps(2); stage p : ps(1);\nworkload { arrive poisson(0.8); }\n"
+    "session { set t0 = now; run q (~exp(1)); run p (~h2(1, 4)); observe response = now - t0; }\n",
+    # fifo and delay stages beside the one ps stage: it is still alone in settle's pass
+    "stage f : fifo(1); stage p : ps(1); stage d : delay;\nworkload { arrive poisson(0.7); }\n"
+    "session { set t0 = now; run f (~exp(0.5)); run d (1); run p (~h2(1, 4)); observe response = now - t0; }\n",
+], ids=["pool", "two-ps", "beside-fifo"])
+def test_ps_stage_among_others(program):
+    report = _same_json("run { horizon 150; seed 4; }\n" + program)
+    assert report["observes"]["response"]["count"] > 50
