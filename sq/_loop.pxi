@@ -108,12 +108,14 @@ cdef inline void settle(State* st) noexcept nogil:
        in every area and still does is skipped (it would add 0 to each integral).
     Gauges are read by `run_loop` when time moves on, not here.
     """
-    # (inline in run_loop: a program without pools, ps or step stages and flows calls nothing
-    # here but its sessions)
+    # (inline in run_loop: a program without pools in use, ps or step stages and flows calls
+    # nothing here but its sessions)
     run_ready(st)
     if st.error.code:
         return
-    if st.n_pools > 0 or st.n_ps_first < st.n_stages or st.flows.dirty:
+    # pools with nothing waiting and nothing to sample (idle ones) leave settle_passes nothing to do
+    if (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))) \
+            or st.n_ps_first < st.n_stages or st.flows.dirty:
         if st.ps_lone >= 0 and not st.flows.dirty:
             # the stages pass of one ps stage, without settle_passes' call (most events of a
             # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
