@@ -264,20 +264,39 @@ cdef int assign_grow(State* st, Stage* s) noexcept nogil:
     return 0
 
 
+cdef struct IterTotals:
+    # an iteration's moment (ntok, npre, ndec, kv_decode, kv_prefill), summed over its assignments
+    double ntok, npre, ndec, kvb, kvp
+
+
+cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, double tokens,
+                                IterTotals* n) noexcept nogil:
+    """Add job j's assignment of `tokens` (its mode given) to the iteration's totals."""
+    n.ntok += tokens
+    if mode == M_DECODE:
+        n.ndec += 1.0
+        if st.kv_iteration:
+            n.kvb += job_units(st, j, s.memory)
+    else:
+        n.npre += tokens
+        if st.kv_iteration:
+            n.kvp += job_units(st, j, s.memory)
+
+
 cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     """Plan one iteration (§4.5.3): serve residents in order within the budget, then admit."""
     cdef Stage* s = &st.stages[k]
     cdef double budget, chunk, left, tokens, attention = 0.0, need, duration
-    cdef double ntok = 0.0, npre = 0.0, ndec = 0.0, kvb = 0.0, kvp = 0.0
+    cdef IterTotals n
     cdef bint excl = s.excl, resident_prefill = False, is_prefill, in_order
     # The totals are summed as jobs are assigned, unless an exclusive stage may drop its
     # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
     # (then they are summed over the final assignments, as before)
     cdef bint summed = not excl
-    cdef bint kv = st.kv_iteration
     cdef int32_t mode
     cdef int64_t r, fj
     cdef int32_t j, owner, row
+    memset(&n, 0, sizeof(n))
     set_totals(st, s)
     budget = step_budget(st, s)
     if st.error.code:
@@ -347,15 +366,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         if assign_push(st, s, j, tokens) < 0:
             return
         if summed:                      # the totals below, in the same order
-            ntok += tokens
-            if mode == M_DECODE:
-                ndec += 1.0
-                if kv:
-                    kvb += job_units(st, j, s.memory)
-            else:
-                npre += tokens
-                if kv:
-                    kvp += job_units(st, j, s.memory)
+            count_assigned(st, s, j, mode, tokens, &n)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
@@ -381,24 +392,15 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
     if not summed or st.iter_preempted:
-        ntok = npre = ndec = kvb = kvp = 0.0
+        memset(&n, 0, sizeof(n))
         for r in range(s.na):
-            j = s.a_job[r]
-            ntok += s.a_tok[r]
-            if st.jobs.mode[j] == M_DECODE:
-                ndec += 1.0
-                if st.kv_iteration:
-                    kvb += job_units(st, j, s.memory)
-            else:
-                npre += s.a_tok[r]
-                if st.kv_iteration:
-                    kvp += job_units(st, j, s.memory)
-    st.ctxv[CTX_NTOK] = ntok
-    st.ctxv[CTX_NDEC] = ndec
-    st.ctxv[CTX_NPRE] = npre
+            count_assigned(st, s, s.a_job[r], st.jobs.mode[s.a_job[r]], s.a_tok[r], &n)
+    st.ctxv[CTX_NTOK] = n.ntok
+    st.ctxv[CTX_NDEC] = n.ndec
+    st.ctxv[CTX_NPRE] = n.npre
     st.ctxv[CTX_NRES] = <double> s.nres
-    st.ctxv[CTX_KVB] = kvb
-    st.ctxv[CTX_KVP] = kvp
+    st.ctxv[CTX_KVB] = n.kvb
+    st.ctxv[CTX_KVP] = n.kvp
     st.ctxv[CTX_ATTN] = attention
     duration = evaluate_cost(st, s)
     if not duration > 0.0:              # fmax(0.0, cost) without the call: -0.0 stays -0.0, NaN gives 0.0
@@ -409,19 +411,19 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if st.traces.iters:
         log_iteration(st, s)
     if st.tl != NULL:
-        tl_iteration(st, k, duration, npre, ntok - npre, s.na, ndec)
-    s.iter_decodes = <int64_t> ndec
+        tl_iteration(st, k, duration, n.npre, n.ntok - n.npre, s.na, n.ndec)
+    s.iter_decodes = <int64_t> n.ndec
     if s.na == 0:
         s.iter_kind = 0                 # an iteration that only preempted
     else:
-        s.iter_kind = 3 if (ndec > 0 and npre > 0) else (2 if ndec > 0 else 1)
-    if st.warm and ndec > 0:
-        running_add(&s.decode_batch, ndec)
+        s.iter_kind = 3 if (n.ndec > 0 and n.npre > 0) else (2 if n.ndec > 0 else 1)
+    if st.warm and n.ndec > 0:
+        running_add(&s.decode_batch, n.ndec)
         running_add(&s.decode_step, duration)
     if st.warm:
         # headroom where `util` shows none: how full the iterations run
         if budget > 0 and isfinite(budget):
-            running_add(&s.budget_use, ntok / budget)
+            running_add(&s.budget_use, n.ntok / budget)
         running_add(&s.batch, <double> s.na)
     s.inflight = 1
     iteration_areas_start(st, s)
