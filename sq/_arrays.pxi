@@ -320,7 +320,8 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
 cdef inline int push_event(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
     """Add an event to the heap. The heap always has room for one more (events_start made it,
     and a push that fills it grows it after), so the common case calls nothing. Inline where a
-    fifo or delay job's service begins (in run_loop and the statement VM)."""
+    fifo or delay job's service begins (in run_loop and the statement VM) and where a lone ps
+    stage is rescheduled (in settle)."""
     cdef Event e
     e.t = t
     e.seq = st.seq

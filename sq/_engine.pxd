@@ -61,6 +61,7 @@ cdef struct Stage:
     int32_t kind
     int32_t servers
     int32_t phi          # expression offset of a ps stage's φ
+    int dirty            # ps: φ and the next finish are due (reschedule, at settle)
     int64_t n            # jobs present
     int64_t busy         # fifo: servers in use
     # fifo waiting line: a ring of job slots
@@ -72,8 +73,8 @@ cdef struct Stage:
     double V
     double Vt
     double rate
+    double phi_k
     int64_t epoch
-    int dirty
     PsEntry* heap
     int64_t hlen
     int64_t hcap
@@ -133,6 +134,7 @@ cdef struct Stage:
     double est_service
     double est_wait
     int est_has_gap
+    bint phi_fixed       # a ps stage's φ is one constant, phi_k (decided at set-up: constant_at)
 
 cdef struct Entry:
     # a cached prefix: the session's own (keyed by its serial) or a dead one (nobody's, keyed

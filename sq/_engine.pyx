@@ -517,6 +517,7 @@ cdef object _set_stages(State* st, lowered):
         st.stages[k].cost_direct = st.stages[k].cost_shaped and step_cost_leaves(st, &st.stages[k])
         st.stages[k].budget_fixed = constant_at(st, st.stages[k].budget_e, &st.stages[k].budget_k)
         st.stages[k].chunk_fixed = constant_at(st, st.stages[k].chunk_e, &st.stages[k].chunk_k)
+        st.stages[k].phi_fixed = constant_at(st, st.stages[k].phi, &st.stages[k].phi_k)
         if st.stages[k].kind == K_STEP:
             st.session_extras = 1
         if st.stages[k].kind == K_STEP and 0 <= m < st.n_pools:

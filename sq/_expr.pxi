@@ -236,14 +236,6 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     return evaluate_vm(st, off, slot, rng, present)
 
 
-cdef inline double evaluate_fast(State* st, int32_t off, int slot, sq_rng* rng, double present) noexcept nogil:
-    """`evaluate`, with a constant (XS_NUM) read where it is called: for a ps stage's φ, evaluated
-    at every arrival and departure."""
-    if st.shapes[off] == XS_NUM:
-        return num_value(st, st.code + off)
-    return evaluate(st, off, slot, rng, present)
-
-
 # the cost shape's postfix code, L0 L1 L2 L3 op1 op2 L4 L5 op3 op4 op5 RET: each instruction's offset
 cdef enum:
     CS_L1 = XONE_LEN

@@ -181,7 +181,7 @@ cdef inline void settle_stages(State* st) noexcept nogil:
                 if st.error.code:
                     return
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:
-            reschedule(st, k)     # φ may fail as well as the schedule: the flag says either
+            reschedule_stage(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
 

@@ -212,15 +212,21 @@ cdef int finish(State* st, Event* e) noexcept nogil:
     return 0
 
 
+cdef int reschedule_stage(State* st, int32_t k) noexcept nogil:
+    """`reschedule` out of line (the stages pass of several stages)."""
+    return reschedule(st, k)
+
+
 cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
-    """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish."""
+    """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish. Inline in
+    settle's pass of a lone ps stage (one call per arrival and per departure)."""
     cdef Stage* s = &st.stages[k]
     cdef double phi, delay
     s.dirty = 0
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
     if s.hlen > 0:
-        phi = evaluate_fast(st, s.phi, -1, &st.rng_session, <double> s.hlen)
+        phi = s.phi_k if s.phi_fixed else evaluate(st, s.phi, -1, &st.rng_session, <double> s.hlen)
         s.rate = phi / <double> s.hlen
     else:
         s.rate = 0.0
@@ -229,5 +235,5 @@ cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
         delay = (s.heap[0].tag - s.V) / s.rate
         if delay < 0:
             delay = 0
-        return schedule(st, st.now + delay, EV_FINISH, k, s.heap[0].job, s.epoch)
+        return push_event(st, st.now + delay, EV_FINISH, k, s.heap[0].job, s.epoch)
     return 0
