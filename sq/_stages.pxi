@@ -103,6 +103,17 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     cdef int32_t j = new_job(st, s, k, slot, w)
     if j < 0:
         return -1
+    if s.kind == K_PS:
+        # (tested first: a fifo stage's one-stage `run` comes through start_fifo, not here)
+        # the tag is the virtual time at which the job's work is done
+        s.V = ps_virtual(s, st.now)
+        s.Vt = st.now
+        st.jobs.start[j] = st.now
+        st.jobs.started[j] = 1
+        s.dirty = 1
+        if st.tl != NULL:
+            tl_service_start(st, k, j)
+        return ps_push(st, s, s.V + w, st.jobs.id[j], j)
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents; only step code reads its mode,
         # growth and serving pass
@@ -114,17 +125,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
         return join_residents(st, s, j)
     if s.kind == K_FIFO:
         return join_fifo(st, s, k, j)
-    if s.kind == K_DELAY:
-        return begin_service(st, s, k, j)
-    # ps: the tag is the virtual time at which the job's work is done
-    s.V = ps_virtual(s, st.now)
-    s.Vt = st.now
-    st.jobs.start[j] = st.now
-    st.jobs.started[j] = 1
-    s.dirty = 1
-    if st.tl != NULL:
-        tl_service_start(st, k, j)
-    return ps_push(st, s, s.V + w, st.jobs.id[j], j)
+    return begin_service(st, s, k, j)     # delay
 
 
 cdef inline int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
