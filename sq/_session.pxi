@@ -227,6 +227,7 @@ cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
 cdef enum StmtForm:
     F_RUN_ONE = 64     # S_RUN of one fifo, ps or delay stage: no index, `growing`, other stages or mode
     F_SET_NOW          # S_SET of `now` (ExprShape XS_NOW): the clock, without an evaluation
+    F_OBSERVE_SINCE    # S_OBSERVE of `now - attribute` (XS_SINCE): a response time, without an evaluation
 
 
 cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept nogil:
@@ -236,6 +237,9 @@ cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept no
     if c[0] == S_SET and n > SV_EXPR and 0 <= c[0 + SV_EXPR] < st.n_code \
             and st.shapes[c[0 + SV_EXPR]] == XS_NOW:
         return F_SET_NOW
+    if c[0] == S_OBSERVE and n > SV_EXPR and 0 <= c[0 + SV_EXPR] < st.n_code \
+            and st.shapes[c[0 + SV_EXPR]] == XS_SINCE:
+        return F_OBSERVE_SINCE
     if c[0] == S_RUN and n > SR_NALSO and c[0 + SR_STAGE + REF_INDEX] < 0 and c[0 + SR_GROWING + REF_BASE] < 0 \
             and c[0 + SR_NALSO] == 0 and c[0 + SR_MODE] == M_PLAIN:
         k = c[0 + SR_STAGE + REF_BASE]
@@ -303,6 +307,11 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             return
         elif op == F_SET_NOW:
             st.sess.attrs[base + code[pc + SV_TARGET]] = st.now
+            pc += SV_LEN
+        elif op == F_OBSERVE_SINCE:
+            if st.warm and record(st, code[pc + SV_TARGET], since_value(st, st.code + code[pc + SV_EXPR], slot),
+                                  slot) < 0:
+                return
             pc += SV_LEN
         elif op == F_RUN_ONE:
             w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
