@@ -123,6 +123,11 @@ cdef inline double since_value(State* st, const int32_t* c, int slot) noexcept n
     return st.now - attr_value(st, slot, c[0 + XONE_LEN + XONE_ARG])
 
 
+cdef inline double draw1_value(State* st, const int32_t* c, sq_rng* rng) noexcept nogil:
+    """The value of an XS_DRAW1 expression whose code starts at c: a draw with one constant argument."""
+    return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
+
+
 cdef inline bint is_leaf(int32_t op) noexcept nogil:
     return op == X_NUM or op == X_ATTR or op == X_CTX
 
@@ -238,7 +243,7 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     elif shape == XS_DIV:
         return leaf_value(st, c, slot, present) / leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
     elif shape == XS_DRAW1:
-        return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
+        return draw1_value(st, c, rng)
     elif shape == XS_DRAW2:
         args[0] = st.consts[c[0 + XONE_ARG]]
         args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]

@@ -7,16 +7,24 @@
 cdef inline void sample_areas(State* st) noexcept nogil:
     """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
     cdef int32_t k
-    area_set(&st.live_area, st.now, <double> st.live)
     if st.n_stages == 1:
-        # one stage (a plain queue): its row tested without the row set's search
-        if row_marked(st.stages_sampled, 0):
-            sample_stage(st, 0)
-    else:
-        k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
-        while k < st.n_stages:
-            sample_stage(st, k)
-            k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
+        sample_lone_stage(st)
+        return
+    area_set(&st.live_area, st.now, <double> st.live)
+    k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
+    while k < st.n_stages:
+        sample_stage(st, k)
+        k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
+cdef inline void sample_lone_stage(State* st) noexcept nogil:
+    """sample_areas for a program of one stage (a plain queue): its row tested without the row
+    set's search."""
+    area_set(&st.live_area, st.now, <double> st.live)
+    if row_marked(st.stages_sampled, 0):
+        sample_stage(st, 0)
     if st.tl != NULL:
         tl_pools(st)
 
@@ -120,7 +128,7 @@ cdef inline void settle(State* st) noexcept nogil:
                 if st.error.code:
                     return
             if st.n_stages == 1:
-                sample_areas(st)
+                sample_lone_stage(st)
                 return
         else:
             settle_passes(st)

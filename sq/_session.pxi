@@ -314,9 +314,13 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
                 return
             pc += SV_LEN
         elif op == F_RUN_ONE:
-            w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
-            if st.error.code:
-                return
+            # a service drawn with a constant argument (`~exp(1)`) is drawn here, without evaluate's call
+            if st.shapes[code[pc + SR_WORK]] == XS_DRAW1:
+                w = draw1_value(st, st.code + code[pc + SR_WORK], &st.rng_session)
+            else:
+                w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
+                if st.error.code:
+                    return
             st.sess.pc[slot] = pc + SR_ALSO
             if not (w > 0):
                 ready_push(st, slot)     # zero work: no job, but the session yields (as S_RUN)
