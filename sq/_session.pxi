@@ -177,16 +177,35 @@ cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
 
 cdef inline int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
-    cdef int64_t base = <int64_t> slot * st.n_attrs
+    cdef int64_t n = o.values.n, serial = st.sess.serial[slot]
     if not st.keep_samples:
         return record_summary(st, o, v)
     if charge(st, 24) < 0:         # value, time, serial, turn
         return -1
+    # the common case: room in all four, a serial that fits 4 bytes and turn 0 (not stored)
+    if n < o.room and serial <= 2147483647 \
+            and not (st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn] >= 1.0):
+        o.values.p[n] = v
+        o.times.p[n] = st.now
+        o.serials.p32[n] = <int32_t> serial
+        n += 1
+        o.values.n = o.times.n = o.serials.n = o.turns.n = n
+        return 0
+    return record_row(st, o, v, slot)
+
+
+cdef int record_row(State* st, Observe* o, double v, int32_t slot) noexcept nogil:
+    """`record`'s sample appended to each array (growing, widening the serials or storing the
+    turns as needed), then the room it leaves for the common case."""
+    cdef int64_t base = <int64_t> slot * st.n_attrs
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
             or serials_push(&o.serials, st.sess.serial[slot]) < 0 \
             or turns_push(&o.turns, <uint32_t> turn_of(st.sess.attrs[base + st.slot_turn])) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return -1
+    o.room = 0
+    if o.serials.p64 == NULL and o.turns.p == NULL:
+        o.room = min(o.values.cap, min(o.times.cap, o.serials.cap))
     return 0
 
 
