@@ -155,11 +155,14 @@ cdef void settle_passes(State* st) noexcept nogil:
 
 cdef inline void run_ready(State* st) noexcept nogil:
     """Step 1 of settle: each ready session executes until it blocks, ends or waits."""
-    cdef int32_t slot
-    while ready_any(st) and not st.error.code:
-        slot = ready_pop(st)
+    # (its callers call it with no error set)
+    cdef int32_t slot = ready_next(st)
+    while slot >= 0:
         if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
             exec_session(st, slot)
+            if st.error.code:
+                return
+        slot = ready_next(st)
 
 
 cdef void settle_pools(State* st) noexcept nogil:
