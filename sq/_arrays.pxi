@@ -431,13 +431,15 @@ cdef inline bint ready_any(State* st) noexcept nogil:
     return st.ready_first != 0 or st.rlen > 0
 
 
-cdef inline int32_t ready_pop(State* st) noexcept nogil:
-    """The ready queue's head (it is not empty): `ready_first`, else the ring's."""
+cdef inline int32_t ready_next(State* st) noexcept nogil:
+    """The ready queue's head, taken off it (`ready_first`, else the ring's), or -1: it is empty."""
     cdef int32_t slot = st.ready_first - 1
     if slot >= 0:
         st.ready_first = 0
         return slot
-    return ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+    if st.rlen > 0:
+        return ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+    return -1
 
 
 # ---- the memory bound ----------------------------------------------------------------

@@ -232,10 +232,12 @@ cdef struct Timeline:
     int64_t cap               # session slots the arrays above cover
 
 cdef struct Observe:
+    # one row per sample in each of the four (they grow together: one count for all)
     DArr values
     DArr times
     Serials serials
     Turns turns
+    int64_t room            # rows `record` may add without growing, widening or storing a turn (0: none)
     Summary summary         # instead of the four above when the run keeps no samples
 
 cdef struct Gauge:

@@ -812,7 +812,8 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
         if not st.keep_samples:
             observes.append(R.ObserveRaw(name=lowered.observe_names[k], summary=_summary(R, &st.observes[k].summary)))
             continue
-        # name, samples, times, sessions, turns
+        # name, samples, times, sessions, turns (the arrays are taken: nothing is recorded after this)
+        st.observes[k].room = 0
         observes.append(R.ObserveRaw(lowered.observe_names[k], darr_numpy(&st.observes[k].values),
                                      darr_numpy(&st.observes[k].times), serials_numpy(&st.observes[k].serials),
                                      turns_numpy(&st.observes[k].turns)))

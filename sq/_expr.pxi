@@ -118,6 +118,16 @@ cdef inline double ctx_value(State* st, int32_t x, double present) noexcept nogi
     return st.ctxv[x]
 
 
+cdef inline double since_value(State* st, const int32_t* c, int slot) noexcept nogil:
+    """The value of an XS_SINCE expression whose code starts at c: `now - attribute`."""
+    return st.now - attr_value(st, slot, c[0 + XONE_LEN + XONE_ARG])
+
+
+cdef inline double draw1_value(State* st, const int32_t* c, sq_rng* rng) noexcept nogil:
+    """The value of an XS_DRAW1 expression whose code starts at c: a draw with one constant argument."""
+    return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
+
+
 cdef inline bint is_leaf(int32_t op) noexcept nogil:
     return op == X_NUM or op == X_ATTR or op == X_CTX
 
@@ -151,6 +161,7 @@ cdef enum ExprShape:
     XS_DIV             # leaf / leaf
     XS_DRAW1           # a draw whose one argument is a constant (`~exp(1)`)
     XS_DRAW2           # a draw whose two arguments are constants (`~h2(1, 4)`)
+    XS_SINCE           # `now - attribute`: the time since a stamp (`observe response = now - t0`)
 
 
 cdef unsigned char expr_shape(const int32_t* c, int64_t n) noexcept nogil:
@@ -179,6 +190,8 @@ cdef unsigned char expr_shape(const int32_t* c, int64_t n) noexcept nogil:
         if op == X_ADD:
             return XS_ADD
         if op == X_SUB:
+            if c[0] == X_CTX and c[0 + XONE_ARG] == CTX_NOW and c[0 + XONE_LEN] == X_ATTR:
+                return XS_SINCE
             return XS_SUB
         return XS_MUL if op == X_MUL else XS_DIV
     if op == X_SAMPLE and n >= 2 * XONE_LEN + XSAMPLE_LEN + X_BARE_LEN and c[0] == X_NUM \
@@ -223,12 +236,14 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
         return leaf_value(st, c, slot, present) + leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
     elif shape == XS_SUB:
         return leaf_value(st, c, slot, present) - leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
+    elif shape == XS_SINCE:
+        return since_value(st, c, slot)
     elif shape == XS_MUL:
         return leaf_value(st, c, slot, present) * leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
     elif shape == XS_DIV:
         return leaf_value(st, c, slot, present) / leaf_value(st, c + <int32_t> XONE_LEN, slot, present)
     elif shape == XS_DRAW1:
-        return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
+        return draw1_value(st, c, rng)
     elif shape == XS_DRAW2:
         args[0] = st.consts[c[0 + XONE_ARG]]
         args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]

@@ -7,6 +7,9 @@
 cdef inline void sample_areas(State* st) noexcept nogil:
     """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
     cdef int32_t k
+    if st.n_stages == 1:
+        sample_lone_stage(st)
+        return
     area_set(&st.live_area, st.now, <double> st.live)
     k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
     while k < st.n_stages:
@@ -17,7 +20,8 @@ cdef inline void sample_areas(State* st) noexcept nogil:
 
 
 cdef inline void sample_lone_stage(State* st) noexcept nogil:
-    """sample_areas for a program of one stage (its row tested without the row set's search)."""
+    """sample_areas for a program of one stage (a plain queue): its row tested without the row
+    set's search."""
     area_set(&st.live_area, st.now, <double> st.live)
     if row_marked(st.stages_sampled, 0):
         sample_stage(st, 0)
@@ -151,11 +155,14 @@ cdef void settle_passes(State* st) noexcept nogil:
 
 cdef inline void run_ready(State* st) noexcept nogil:
     """Step 1 of settle: each ready session executes until it blocks, ends or waits."""
-    cdef int32_t slot
-    while ready_any(st) and not st.error.code:
-        slot = ready_pop(st)
+    # (its callers call it with no error set)
+    cdef int32_t slot = ready_next(st)
+    while slot >= 0:
         if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
             exec_session(st, slot)
+            if st.error.code:
+                return
+        slot = ready_next(st)
 
 
 cdef void settle_pools(State* st) noexcept nogil:

@@ -177,16 +177,35 @@ cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
 
 cdef inline int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
     cdef Observe* o = &st.observes[obs]
-    cdef int64_t base = <int64_t> slot * st.n_attrs
+    cdef int64_t n = o.values.n, serial = st.sess.serial[slot]
     if not st.keep_samples:
         return record_summary(st, o, v)
     if charge(st, 24) < 0:         # value, time, serial, turn
         return -1
+    # the common case: room in all four, a serial that fits 4 bytes and turn 0 (not stored)
+    if n < o.room and serial <= 2147483647 \
+            and not (st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn] >= 1.0):
+        o.values.p[n] = v
+        o.times.p[n] = st.now
+        o.serials.p32[n] = <int32_t> serial
+        n += 1
+        o.values.n = o.times.n = o.serials.n = o.turns.n = n
+        return 0
+    return record_row(st, o, v, slot)
+
+
+cdef int record_row(State* st, Observe* o, double v, int32_t slot) noexcept nogil:
+    """`record`'s sample appended to each array (growing, widening the serials or storing the
+    turns as needed), then the room it leaves for the common case."""
+    cdef int64_t base = <int64_t> slot * st.n_attrs
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
             or serials_push(&o.serials, st.sess.serial[slot]) < 0 \
             or turns_push(&o.turns, <uint32_t> turn_of(st.sess.attrs[base + st.slot_turn])) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return -1
+    o.room = 0
+    if o.serials.p64 == NULL and o.turns.p == NULL:
+        o.room = min(o.values.cap, min(o.times.cap, o.serials.cap))
     return 0
 
 
@@ -227,6 +246,7 @@ cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
 cdef enum StmtForm:
     F_RUN_ONE = 64     # S_RUN of one fifo, ps or delay stage: no index, `growing`, other stages or mode
     F_SET_NOW          # S_SET of `now` (ExprShape XS_NOW): the clock, without an evaluation
+    F_OBSERVE_SINCE    # S_OBSERVE of `now - attribute` (XS_SINCE): a response time, without an evaluation
 
 
 cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept nogil:
@@ -236,6 +256,9 @@ cdef unsigned char stmt_form(State* st, const int32_t* c, int64_t n) noexcept no
     if c[0] == S_SET and n > SV_EXPR and 0 <= c[0 + SV_EXPR] < st.n_code \
             and st.shapes[c[0 + SV_EXPR]] == XS_NOW:
         return F_SET_NOW
+    if c[0] == S_OBSERVE and n > SV_EXPR and 0 <= c[0 + SV_EXPR] < st.n_code \
+            and st.shapes[c[0 + SV_EXPR]] == XS_SINCE:
+        return F_OBSERVE_SINCE
     if c[0] == S_RUN and n > SR_NALSO and c[0 + SR_STAGE + REF_INDEX] < 0 and c[0 + SR_GROWING + REF_BASE] < 0 \
             and c[0 + SR_NALSO] == 0 and c[0 + SR_MODE] == M_PLAIN:
         k = c[0 + SR_STAGE + REF_BASE]
@@ -304,10 +327,19 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
         elif op == F_SET_NOW:
             st.sess.attrs[base + code[pc + SV_TARGET]] = st.now
             pc += SV_LEN
-        elif op == F_RUN_ONE:
-            w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
-            if st.error.code:
+        elif op == F_OBSERVE_SINCE:
+            if st.warm and record(st, code[pc + SV_TARGET], since_value(st, st.code + code[pc + SV_EXPR], slot),
+                                  slot) < 0:
                 return
+            pc += SV_LEN
+        elif op == F_RUN_ONE:
+            # a service drawn with a constant argument (`~exp(1)`) is drawn here, without evaluate's call
+            if st.shapes[code[pc + SR_WORK]] == XS_DRAW1:
+                w = draw1_value(st, st.code + code[pc + SR_WORK], &st.rng_session)
+            else:
+                w = evaluate(st, code[pc + SR_WORK], slot, &st.rng_session, NAN)
+                if st.error.code:
+                    return
             st.sess.pc[slot] = pc + SR_ALSO
             if not (w > 0):
                 ready_push(st, slot)     # zero work: no job, but the session yields (as S_RUN)

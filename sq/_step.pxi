@@ -236,10 +236,13 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
         queue_take(p, q)
         admit(st, slot, fi, off, n)
         # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
-        while ready_any(st) and not st.error.code:
-            slot = ready_pop(st)
+        slot = ready_next(st) if not st.error.code else -1
+        while slot >= 0:
             if st.sess.alive[slot]:
                 exec_session(st, slot)
+                if st.error.code:
+                    return True
+            slot = ready_next(st)
         return True
     return False
 

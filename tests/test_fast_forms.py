@@ -5,8 +5,11 @@ take it and on near misses that must not, against pyserq 0.1.2's JSON text.
   variable, two leaves and one of + - * /, a draw whose arguments are constants; anything else runs
   on the stack machine.
 * Statement forms (sq/_session.pxi, StmtForm): a `run` of one fifo, ps or delay stage with no index,
-  `growing`, other stages or mode; a `set` of `now`; any other `run` or `set` takes the general
-  statement.
+  `growing`, other stages or mode (its work drawn without an evaluation when the draw's one
+  argument is a constant); a `set` of `now`; an `observe` of `now - attribute`; any other `run`,
+  `set` or `observe` takes the general statement.
+* `record`'s common sample (room in its arrays, a 4-byte serial, turn 0) and the rest (growth,
+  turns stored once one is not 0).
 * Per-program resets (State.session_extras): a session's job, flow, token and hold fields are reset
   at spawn only where pools or step stages read them, and an ending session releases holds, growth
   and leases only where pools exist.
@@ -42,7 +45,8 @@ EXPRESSIONS = {
     "now": "now",
     "serial": "serial",
     "add": "x + 1", "sub": "now - t0", "mul": "2 * x", "div": "x / y", "div0": "x / z",
-    "add_ctx": "now + serial", "since": "now - t1",
+    "add_ctx": "now + serial", "since": "now - t1", "since_serial": "now - serial",
+    "until": "t0 - now", "now_minus_num": "now - 1",
     "draw1": "~exp(1)", "draw2": "~uniform(0.1, 2)", "draw_h2": "~h2(1, 4)",
     # near misses: the stack machine
     "three": "x + y + 1", "neg": "-x", "nested": "(x + 1) * 2", "compare": "x < y",
@@ -83,6 +87,8 @@ RUNS = {
     "fifo": ("stage s : fifo(2);", "run s (~exp(1.8));"),
     "ps": ("stage s : ps(1);", "run s (~exp(1));"),
     "delay": ("stage s : delay;", "run s (~exp(1));"),
+    "draw2_work": ("stage s : fifo(1);", "run s (~uniform(0.2, 1.6));"),
+    "attr_work": ("stage s : fifo(1);", "set w = ~exp(1); run s (w);"),
     "zero_work": ("stage s : fifo(1);", "run s (floor(serial / 2) * 2 == serial ? 0 : ~exp(1));"),
     "negative_work": ("stage s : fifo(1);", "run s (floor(serial / 3) * 3 == serial ? -1 : ~exp(1));"),
     "nan_work": ("stage s : fifo(1);", "set z = 0; run s (floor(serial / 4) * 4 == serial ? z / z : ~exp(1));"),
@@ -136,3 +142,15 @@ def test_pools_without_holds_are_pyserqs_json_text():
                         "session { set t0 = now; run s (~exp(1)); observe r = now - t0; "
                         "observe u = used(kv) + free(idle) + holders(kv) + queued(idle); }\n")
     assert _observed(report)["u"] > 100
+
+
+def test_observes_of_time_since_a_stamp_with_a_warmup_and_turns_are_pyserqs_json_text():
+    # `now - t0` records only once warm; turns 0 (before the first `turn`), 1, 2 ... reach the
+    # records (the common sample while every turn is 0, stored turns after), next to a general observe
+    report = _same_json("stage s : fifo(1); stage d : delay;\nrun { horizon 400; warmup 50; seed 9; }\n"
+                        "workload { arrive poisson(0.3); turn { set more = ~bernoulli(0.7); } "
+                        "session { set t0 = now; run d (~exp(1)); observe r = now - t0; "
+                        "loop { turn; request; run d (~exp(2)); branch (!more) { end; } } } }\n"
+                        "server { set t0 = now; run s (~exp(1)); observe r = now - t0; "
+                        "observe r2 = (now - t0) * 2; }\n")
+    assert _observed(report)["r"] > _observed(report)["r2"] > 100
