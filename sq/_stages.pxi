@@ -197,7 +197,7 @@ cdef int finish(State* st, Event* e) noexcept nogil:
         s.V = ps_virtual(s, st.now)
         s.Vt = st.now
         top = ps_pop(s)
-        if top.tag > s.V:
+        if top.tag > s.V or s.V != s.V:     # the larger, a NaN losing (0.1.2's f64::max; φ = inf)
             s.V = top.tag
         s.dirty = 1
         return complete_job(st, s, top.job)
@@ -234,7 +234,7 @@ cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
     s.epoch += 1
     if s.hlen > 0 and s.rate > 0:
         delay = (s.heap[0].tag - s.V) / s.rate
-        if delay < 0:
+        if not (delay >= 0):                # max(delay, 0), a NaN losing (inf * 0 in V when φ = inf)
             delay = 0
         return push_event(st, st.now + delay, EV_FINISH, k, s.heap[0].job, s.epoch)
     return 0

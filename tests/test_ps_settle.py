@@ -59,3 +59,26 @@ def test_lone_ps_stage_holds_many_jobs():
 def test_ps_stage_among_others(program):
     report = _same_json("run { horizon 150; seed 4; }\n" + program)
     assert report["observes"]["response"]["count"] > 50
+
+
+# An infinite φ: the rate is inf, `rate * 0` a NaN, and 0.1.2 takes the larger of the virtual time
+# and a finished job's tag, and of a finish's delay and 0, the NaN losing both (Rust's f64::max):
+# the finish comes at once and the next tag is finite again. sq once scheduled it at a NaN time.
+INFINITE_PHI = {
+    "inf": ("stage p : ps(inf);", "run p (~exp(1));"),
+    "inf_batch": ("stage p : ps(inf);", "run p (~exp(1));"),
+    "inf_when_two": ("stage p : ps(present > 1 ? inf : 1);", "run p (~exp(1));"),
+    "inf_when_four": ("stage p : ps(present > 3 ? inf : present);", "run p (~h2(1, 4));"),
+    "inf_beside_fifo": ("stage p : ps(inf); stage f : fifo(1);", "run p (~exp(1)); run f (~exp(0.3)); run p (~exp(1));"),
+    "inf_shared": ("share maxmin;\nstage p : ps(inf); stage b : ps(2);", "run p, b (~exp(1)); run p (~exp(1));"),
+    "inf_held": ("pool m { cap 3; }\nstage p : ps(present > 1 ? inf : 1);", "hold m (1) { run p (~exp(1)); }"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INFINITE_PHI))
+def test_an_infinite_rate_is_pyserqs_json_text(name):
+    stages, run = INFINITE_PHI[name]
+    arrive = "batch(20)" if name == "inf_batch" else "poisson(1.5)"
+    report = _same_json(f"{stages}\nrun {{ horizon 100; seed 4; }}\nworkload {{ arrive {arrive}; }}\n"
+                        f"session {{ set t0 = now; {run} observe response = now - t0; }}\n")
+    assert report["observes"]["response"]["count"] >= 20 and report["observes"]["response"]["mean"] is not None
