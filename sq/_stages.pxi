@@ -97,6 +97,27 @@ cdef inline int start_fifo(State* st, int32_t k, int32_t slot, double w) noexcep
     return join_fifo(st, s, k, j)
 
 
+cdef inline int join_ps(State* st, Stage* s, int32_t k, int32_t j, double w) noexcept nogil:
+    """Job j of work w at ps stage k: its tag is the virtual time at which its work is done."""
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    st.jobs.start[j] = st.now
+    st.jobs.started[j] = 1
+    s.dirty = 1
+    if st.tl != NULL:
+        tl_service_start(st, k, j)
+    return ps_push(st, s, s.V + w, st.jobs.id[j], j)
+
+
+cdef inline int start_ps(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
+    """`start_job` at a ps stage, inline in the statement VM's one-stage `run`."""
+    cdef Stage* s = &st.stages[k]
+    cdef int32_t j = new_job(st, s, k, slot, w)
+    if j < 0:
+        return -1
+    return join_ps(st, s, k, j, w)
+
+
 cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     """A `run` with positive work joins stage k."""
     cdef Stage* s = &st.stages[k]
@@ -104,16 +125,7 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     if j < 0:
         return -1
     if s.kind == K_PS:
-        # (tested first: a fifo stage's one-stage `run` comes through start_fifo, not here)
-        # the tag is the virtual time at which the job's work is done
-        s.V = ps_virtual(s, st.now)
-        s.Vt = st.now
-        st.jobs.start[j] = st.now
-        st.jobs.started[j] = 1
-        s.dirty = 1
-        if st.tl != NULL:
-            tl_service_start(st, k, j)
-        return ps_push(st, s, s.V + w, st.jobs.id[j], j)
+        return join_ps(st, s, k, j, w)
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents; only step code reads its mode,
         # growth and serving pass
