@@ -107,6 +107,7 @@ cdef struct Stage:
     # as residents join and leave), so a pass in resident order costs O(residents), not O(residents²)
     int64_t cursor
     int inflight
+    bint iter_left           # a resident left (leave_residents) since this iteration's planning began
     int64_t iter_epoch
     int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
     int64_t* a_id

@@ -154,6 +154,7 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
         if s.res[r] == j:
             memmove(&s.res[r], &s.res[r + 1], (s.nres - r - 1) * sizeof(int32_t))
             s.nres -= 1
+            s.iter_left = True
             if r < s.cursor:
                 s.cursor -= 1
             break
@@ -161,12 +162,16 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
 
 cdef inline int32_t next_in_order(State* st, Stage* s) noexcept nogil:
     """The next resident in admission order not yet served in this pass (-1: none), read afresh
-    at each call (admissions join residents meanwhile; the cursor is kept as they join and leave)."""
+    at each call (admissions join residents meanwhile; the cursor is kept as they join and leave),
+    and marked served: the cursor passes it."""
     cdef int64_t r
+    cdef int32_t j
     for r in range(s.cursor, s.nres):
-        if st.jobs.served[s.res[r]] != st.serve_stamp:
-            s.cursor = r
-            return s.res[r]
+        j = s.res[r]
+        if st.jobs.served[j] != st.serve_stamp:
+            st.jobs.served[j] = st.serve_stamp
+            s.cursor = r + 1
+            return j
     s.cursor = s.nres
     return -1
 
@@ -310,6 +315,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                 resident_prefill = True
     left = budget
     s.na = 0
+    s.iter_left = False
     st.serve_stamp += 1
     st.iter_preempted = 0
     in_order = s.serve_count == 0 or excl
@@ -322,6 +328,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             j = next_by_keys(st, s)
             if st.error.code:
                 return
+            if j >= 0:
+                st.jobs.served[j] = st.serve_stamp
         if j < 0:
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
@@ -329,7 +337,6 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                 summed = False          # the admitted session ran: the totals are read afresh
                 continue
             break
-        st.jobs.served[j] = st.serve_stamp
         mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
         is_prefill = mode == M_PREFILL
         if excl and resident_prefill and not is_prefill:
@@ -519,14 +526,15 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j
-    cdef bint finished, decode
+    cdef bint finished, decode, left = s.iter_left
     s.inflight = 0
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
     for r in range(s.na):
         j = s.a_job[r]
-        if st.jobs.id[j] != s.a_id[r]:
+        # (a job is removed from the residents only by leave_residents: if none left, all are there)
+        if left and st.jobs.id[j] != s.a_id[r]:
             s.a_id[r] = -1              # removed since the start
             continue
         st.jobs.work[j] -= s.a_tok[r]

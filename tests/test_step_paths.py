@@ -106,3 +106,41 @@ def test_an_iteration_cost_at_or_below_zero_is_clamped_as_pyserq(cost):
     assert f"cost {cost};" in source
     report = _same_as_pyserq(source.replace("horizon 240", "horizon 60"))
     assert report["stages"][0]["iterations"] > 0
+
+
+# Prefill and decode on two step stages sharing kv: one stage's growth preempts residents of the
+# other while its iteration runs, so that iteration's end finds assigned jobs gone (end_iteration
+# checks job ids only after a resident left; otherwise every assigned job is still there).
+DISAGGREGATED = """
+let bs = 16;
+pool seqs { cap 64; admit via pre; }
+pool kv { cap 6144; block bs; evict lru; preempt lifo; }
+stage pre : step { budget 2048; chunk 512; cost 0.008 + 2e-5 * tokens; memory kv; }
+stage dec : step { budget 256; cost 0.006 + 4e-8 * kv_decode; memory kv; }
+stage user : delay;
+run { horizon 240; warmup 20; seed 5; }
+workload {
+  arrive poisson(0.8);
+  hidden o;
+  init { set K = 0; }
+  turn { set n = K == 0 ? floor(~uniform(300, 1500)) : floor(~uniform(20, 300));
+         set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
+  session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
+}
+server {
+  set prompt = K + n;
+  hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(pre)) {
+    set ctx = max(prompt, computed);
+    run pre prefill (ctx - cached) growing kv;
+    run dec decode (prompt + o - ctx) growing kv;
+  } cache (inf);
+  set K = prompt + o;
+  observe turn_end = now;
+}
+"""
+
+
+def test_residents_preempted_during_another_stages_iteration_as_pyserq():
+    report = _same_as_pyserq(DISAGGREGATED)
+    assert report["pools"][1]["preemptions"] > 0, "nothing preempted"
+    assert all(stage["iterations"] > 0 for stage in report["stages"][:2])
