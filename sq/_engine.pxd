@@ -436,6 +436,10 @@ cdef struct State:
     # the next open arrival: at most one is pending, so it waits here, not in the heap
     # (next_event takes the earlier of the two by (t, seq); seq NO_EVENT: none pending)
     Event arrival
+    # an event scheduled before every event in the heap waits here, out of it (seq NO_EVENT:
+    # none): a step stage's next iteration end most often is the earliest, and a heap of
+    # think times would move it up and down through every level
+    Event soon
     int64_t events
     # counters
     int64_t arrivals
