@@ -318,10 +318,11 @@ cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) no
 
 
 cdef inline int push_event(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
-    """Add an event to the heap. The heap always has room for one more (events_start made it,
-    and a push that fills it grows it after), so the common case calls nothing. Inline where a
-    fifo or delay job's service begins (in run_loop and the statement VM) and where a lone ps
-    stage is rescheduled (in settle)."""
+    """Add an event: to the soon slot when it is free and the event comes before every event in
+    the heap (or displaces a later one from it), else to the heap. The heap always has room for
+    one more (events_start made it, and a push that fills it grows it after), so the common case
+    calls nothing. Inline where a fifo or delay job's service begins (in run_loop and the
+    statement VM) and where a lone ps stage is rescheduled (in settle)."""
     cdef Event e
     e.t = t
     e.seq = st.seq
@@ -330,6 +331,12 @@ cdef inline int push_event(State* st, double t, int kind, int a, int64_t b, int6
     e.a = a
     e.b = b
     e.c = c
+    if st.soon.seq == NO_EVENT:
+        if st.hlen == 0 or before(&e, &st.heap[0]):
+            st.soon = e
+            return 0
+    elif before(&e, &st.soon):
+        e, st.soon = st.soon, e         # the one it displaces is before every event in the heap
     st.hlen += 1
     heap_up(st.heap, st.hlen - 1, e)      # a new leaf only moves up
     if st.hlen == st.hcap:
@@ -342,6 +349,7 @@ cdef int events_start(State* st) noexcept nogil:
     st.arrival.t = INFINITY
     st.arrival.seq = NO_EVENT
     st.arrival.kind = EV_ARRIVE
+    st.soon.seq = NO_EVENT
     return heap_grow(st, &st.heap, &st.hcap, 64)
 
 
@@ -354,12 +362,16 @@ cdef inline void schedule_arrival(State* st, double t) noexcept nogil:
 
 
 cdef inline Event* next_event(State* st) noexcept nogil:
-    """The earliest pending event, the arrival slot's or the heap's top by (t, seq); NULL: none.
-    The one reader of "what comes next": nothing else looks at st.heap[0] or st.arrival."""
-    if st.hlen > 0 and not before(&st.arrival, &st.heap[0]):
-        return &st.heap[0]      # (an empty slot, t = inf and seq NO_EVENT, is never before an event)
-    if st.arrival.seq == NO_EVENT:
-        return NULL
+    """The earliest pending event, the arrival slot's or else the soon slot's or the heap's top,
+    by (t, seq); NULL: none. The one reader of "what comes next": nothing else looks at
+    st.heap[0], st.soon or st.arrival."""
+    cdef Event* top = &st.soon
+    if st.soon.seq == NO_EVENT:
+        if st.hlen == 0:
+            return NULL if st.arrival.seq == NO_EVENT else &st.arrival
+        top = &st.heap[0]
+    if not before(&st.arrival, top):
+        return top              # (an empty slot, t = inf and seq NO_EVENT, is never before an event)
     return &st.arrival
 
 
@@ -370,6 +382,10 @@ cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
         e = st.arrival
         st.arrival.t = INFINITY
         st.arrival.seq = NO_EVENT
+        return e
+    if next == &st.soon:
+        e = st.soon
+        st.soon.seq = NO_EVENT          # (its time is read only while it holds an event)
         return e
     return heap_pop(st.heap, &st.hlen)
 

@@ -108,6 +108,7 @@ cdef struct Stage:
     # as residents join and leave), so a pass in resident order costs O(residents), not O(residents²)
     int64_t cursor
     int inflight
+    bint iter_left           # a resident left (leave_residents) since this iteration's planning began
     int64_t iter_epoch
     int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
     int64_t* a_id
@@ -313,6 +314,7 @@ cdef struct Jobs:
     # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
     int64_t* frame              # the owner's innermost open frame entry on `growing` (-1: none)
     int64_t* units_at           # its only open frame entry on the stage's memory (-1: none, -2: several)
+    char* decoding              # a step job one of whose decode tokens was its owner's last token (token_again)
 
 cdef struct Leases:
     # hold allocations kept after the body. Rows of ended leases are reused (a generation makes
@@ -438,6 +440,10 @@ cdef struct State:
     # the next open arrival: at most one is pending, so it waits here, not in the heap
     # (next_event takes the earlier of the two by (t, seq); seq NO_EVENT: none pending)
     Event arrival
+    # an event scheduled before every event in the heap waits here, out of it (seq NO_EVENT:
+    # none): a step stage's next iteration end most often is the earliest, and a heap of
+    # think times would move it up and down through every level
+    Event soon
     int64_t events
     # counters
     int64_t arrivals

@@ -200,13 +200,7 @@ cdef inline bint pending_now(State* st) noexcept nogil:
 
 
 cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
-    cdef int32_t pk
-    if st.stages[k].nres > 0:
-        return True
-    for pk in range(st.n_pools):
-        if st.admit_via[pk] == k and st.pools[pk].qlen > 0:
-            return True
-    return False
+    return st.stages[k].nres > 0 or admitting_pool(st, k) >= 0
 
 
 cdef void read_gauges(State* st) noexcept nogil:

@@ -19,6 +19,7 @@ cdef bint job_tables(State* st, Tables* t) noexcept nogil:
             and table(t, <void**> &js.growing, sizeof(int32_t))
             and table(t, <void**> &js.frame, sizeof(int64_t))
             and table(t, <void**> &js.units_at, sizeof(int64_t))
+            and table(t, <void**> &js.decoding, sizeof(char))
             and table(t, <void**> &js.served, sizeof(int64_t))
             and table(t, <void**> &js.spare, sizeof(int32_t)))
 

@@ -137,6 +137,7 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         s.res_cap = s.res_cap * 2 + 16
+    st.jobs.decoding[j] = 0
     at = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
     memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
@@ -154,6 +155,7 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
         if s.res[r] == j:
             memmove(&s.res[r], &s.res[r + 1], (s.nres - r - 1) * sizeof(int32_t))
             s.nres -= 1
+            s.iter_left = True
             if r < s.cursor:
                 s.cursor -= 1
             break
@@ -161,12 +163,16 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
 
 cdef inline int32_t next_in_order(State* st, Stage* s) noexcept nogil:
     """The next resident in admission order not yet served in this pass (-1: none), read afresh
-    at each call (admissions join residents meanwhile; the cursor is kept as they join and leave)."""
+    at each call (admissions join residents meanwhile; the cursor is kept as they join and leave),
+    and marked served: the cursor passes it."""
     cdef int64_t r
+    cdef int32_t j
     for r in range(s.cursor, s.nres):
-        if st.jobs.served[s.res[r]] != st.serve_stamp:
-            s.cursor = r
-            return s.res[r]
+        j = s.res[r]
+        if st.jobs.served[j] != st.serve_stamp:
+            st.jobs.served[j] = st.serve_stamp
+            s.cursor = r + 1
+            return j
     s.cursor = s.nres
     return -1
 
@@ -196,55 +202,66 @@ cdef int32_t next_by_keys(State* st, Stage* s) noexcept nogil:
     return best
 
 
+cdef inline int32_t admitting_pool(State* st, int32_t k) noexcept nogil:
+    """The first pool (declaration order) that admits via stage k and has holds waiting (-1:
+    none). Only the pools waiting can (a queue marks its pool waiting; only try_every_pool
+    unmarks one, once it has no holds or growers waiting), and most often there are none."""
+    cdef int32_t pk
+    if not rows_any(st.pools_waiting):
+        return -1
+    pk = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
+    while pk < st.n_pools:
+        if st.admit_via[pk] == k and st.pools[pk].qlen > 0:
+            return pk
+        pk = <int32_t> next_row(st.pools_waiting, pk + 1, st.n_pools)
+    return -1
+
+
 cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
     """One admission from the pools this stage admits (declaration order); the first head that does not fit stops them all."""
-    cdef int32_t pk, slot, h, off, n, i, e
+    cdef int32_t pk = admitting_pool(st, k), slot, h, off, n, i, e
     cdef int64_t q, fi
     cdef double u, need
     cdef Pool* p
-    for pk in range(st.n_pools):
-        if st.admit_via[pk] != k:
-            continue
-        p = &st.pools[pk]
-        if p.qlen == 0:
-            continue
-        st.bl_stage = k
-        st.bl_value = left
-        q = next_waiting(st, p)
-        if q < 0:
-            st.bl_stage = -1
-            return False
-        slot = p.queue[q]
-        fi = frame_of(st, slot, st.sess.depth[slot] - 1)
-        h = st.sess.frame_hold[fi]
-        off = st.hold_offsets[h]
-        n = st.holds[off + H_NPOOLS]
-        for i in range(n):
-            e = off + H_HEAD_LEN + HP_LEN * i
-            u = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
-            need = u
-            if st.holds[e + HP_RESERVE] >= 0:
-                need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
-            st.scratch[2 * i] = u
-            st.scratch[2 * i + 1] = need
+    if pk < 0:
+        return False
+    p = &st.pools[pk]
+    st.bl_stage = k
+    st.bl_value = left
+    q = next_waiting(st, p)
+    if q < 0:
         st.bl_stage = -1
-        if st.error.code:
+        return False
+    slot = p.queue[q]
+    fi = frame_of(st, slot, st.sess.depth[slot] - 1)
+    h = st.sess.frame_hold[fi]
+    off = st.hold_offsets[h]
+    n = st.holds[off + H_NPOOLS]
+    for i in range(n):
+        e = off + H_HEAD_LEN + HP_LEN * i
+        u = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
+        need = u
+        if st.holds[e + HP_RESERVE] >= 0:
+            need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
+        st.scratch[2 * i] = u
+        st.scratch[2 * i + 1] = need
+    st.bl_stage = -1
+    if st.error.code:
+        return False
+    for i in range(n):
+        if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
             return False
-        for i in range(n):
-            if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
-                return False
-        queue_take(p, q)
-        admit(st, slot, fi, off, n)
-        # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
-        slot = ready_next(st) if not st.error.code else -1
-        while slot >= 0:
-            if st.sess.alive[slot]:
-                exec_session(st, slot)
-                if st.error.code:
-                    return True
-            slot = ready_next(st)
-        return True
-    return False
+    queue_take(p, q)
+    admit(st, slot, fi, off, n)
+    # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
+    slot = ready_next(st) if not st.error.code else -1
+    while slot >= 0:
+        if st.sess.alive[slot]:
+            exec_session(st, slot)
+            if st.error.code:
+                return True
+        slot = ready_next(st)
+    return True
 
 
 cdef inline int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
@@ -313,6 +330,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                 resident_prefill = True
     left = budget
     s.na = 0
+    s.iter_left = False
     st.serve_stamp += 1
     st.iter_preempted = 0
     in_order = s.serve_count == 0 or excl
@@ -325,6 +343,8 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             j = next_by_keys(st, s)
             if st.error.code:
                 return
+            if j >= 0:
+                st.jobs.served[j] = st.serve_stamp
         if j < 0:
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
@@ -332,7 +352,6 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                 summed = False          # the admitted session ran: the totals are read afresh
                 continue
             break
-        st.jobs.served[j] = st.serve_stamp
         mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
         is_prefill = mode == M_PREFILL
         if excl and resident_prefill and not is_prefill:
@@ -480,6 +499,17 @@ cdef void token(State* st, int32_t k, int32_t slot, bint decode, bint counts) no
     st.sess.itl_preempted[slot] = 0
 
 
+cdef inline void token_again(State* st, int32_t k, int32_t slot) noexcept nogil:
+    """token() for a decode token of a job whose previous decode token was its owner's last
+    token: what token() left is still there (the owner waits in the job, a preemption removes
+    the job, and the turn cannot move meanwhile), so the token continues the turn's tokens and
+    only the gap and its time are new."""
+    if st.warm and histogram_add(&st.stages[k].itl, st.now - st.sess.itl_last[slot]) < 0:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return
+    st.sess.itl_last[slot] = st.now
+
+
 cdef inline Area* kind_area(Stage* s, int kind) noexcept nogil:
     """The time share an iteration of this kind counts in (NULL: none)."""
     if kind == 1:
@@ -522,20 +552,26 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j
-    cdef bint finished, decode
+    cdef bint finished, decode, left = s.iter_left
     s.inflight = 0
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
     for r in range(s.na):
         j = s.a_job[r]
-        if st.jobs.id[j] != s.a_id[r]:
+        # (a job is removed from the residents only by leave_residents: if none left, all are there)
+        if left and st.jobs.id[j] != s.a_id[r]:
             s.a_id[r] = -1              # removed since the start
             continue
         st.jobs.work[j] -= s.a_tok[r]
         finished = st.jobs.work[j] <= EPS
         decode = st.jobs.mode[j] == M_DECODE
-        token(st, k, st.jobs.owner[j], decode, decode or finished)
+        if decode and st.jobs.decoding[j]:
+            token_again(st, k, st.jobs.owner[j])
+        else:
+            token(st, k, st.jobs.owner[j], decode, decode or finished)
+            # (its next decode token then continues the turn, as the turn is a number)
+            st.jobs.decoding[j] = decode and st.sess.itl_turn[st.jobs.owner[j]] == st.sess.itl_turn[st.jobs.owner[j]]
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
             # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later

@@ -5,7 +5,8 @@ The engine keeps the next open arrival in its own slot, beside the event heap (s
 programs make arrivals tie with finishes, iteration ends, lease ends, the warm-up's end and the
 horizon, on exact (integer) times, so a wrong tie-break changes an observation's order, a gauge's
 change points or a count. Each report's JSON text is compared with pyserq 0.1.2's, and each run is
-repeated under the engine's invariant checks.
+repeated under the engine's invariant checks. (An event scheduled before every event in the heap
+waits in a slot of its own, st.soon, until a still earlier one displaces it: `soon-ties`.)
 """
 from __future__ import annotations
 
@@ -55,6 +56,15 @@ PROGRAMS = {
         workload { arrive renewal(1); }
         session { observe seen = queue(e); hold kv (4) { run e prefill (2) growing kv; run e decode (2); } observe t = now; }
         gauge b = busy(e);""", dict(horizon=30)),
+    # an iteration end, most often the earliest event, waits outside the heap (st.soon) until an
+    # earlier finish displaces it: the delay's whole-number finishes tie with iteration ends
+    "soon-ties": ("""pool kv { cap 100; admit via e; }
+        stage e : step { cost 1; memory kv; }
+        stage d : delay;
+        workload { arrive renewal(1.5); }
+        session { loop { observe seen = queue(e); hold kv (4) { run e prefill (2) growing kv; run e decode (2); }
+                         observe t = now; set more = ~bernoulli(0.7); branch (!more) { end; } run d (floor(~uniform(1, 5))); } }
+        gauge b = busy(e);""", dict(horizon=60, seed=3)),
     # the same with random gaps whose sums meet the iteration ends only by chance
     "step-poisson": ("""pool kv { cap 50; admit via e; }
         stage e : step { cost 0.25; memory kv; }

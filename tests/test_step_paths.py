@@ -7,7 +7,8 @@ one constant, read as set up, and one that is an expression; cached prefixes evi
 loop without spills or traces (many blocks at once when every number is whole, else one at a
 time), and by the general loop when evictions are traced; an iteration's time shares written
 only where they are nonzero; a shaped cost read from its leaves' places; a cost at or below 0
-(or NaN) clamped to 0 without fmax, -0 kept.
+(or NaN) clamped to 0 without fmax, -0 kept; assigned job ids checked at an iteration's end only
+after a resident left; a job's later decode tokens continuing its turn's gaps (token_again).
 """
 from __future__ import annotations
 
@@ -106,3 +107,66 @@ def test_an_iteration_cost_at_or_below_zero_is_clamped_as_pyserq(cost):
     assert f"cost {cost};" in source
     report = _same_as_pyserq(source.replace("horizon 240", "horizon 60"))
     assert report["stages"][0]["iterations"] > 0
+
+
+# Prefill and decode on two step stages sharing kv: one stage's growth preempts residents of the
+# other while its iteration runs, so that iteration's end finds assigned jobs gone (end_iteration
+# checks job ids only after a resident left; otherwise every assigned job is still there).
+DISAGGREGATED = """
+let bs = 16;
+pool seqs { cap 64; admit via pre; }
+pool kv { cap 6144; block bs; evict lru; preempt lifo; }
+stage pre : step { budget 2048; chunk 512; cost 0.008 + 2e-5 * tokens; memory kv; }
+stage dec : step { budget 256; cost 0.006 + 4e-8 * kv_decode; memory kv; }
+stage user : delay;
+run { horizon 240; warmup 20; seed 5; }
+workload {
+  arrive poisson(0.8);
+  hidden o;
+  init { set K = 0; }
+  turn { set n = K == 0 ? floor(~uniform(300, 1500)) : floor(~uniform(20, 300));
+         set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
+  session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
+}
+server {
+  set prompt = K + n;
+  hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(pre)) {
+    set ctx = max(prompt, computed);
+    run pre prefill (ctx - cached) growing kv;
+    run dec decode (prompt + o - ctx) growing kv;
+  } cache (inf);
+  set K = prompt + o;
+  observe turn_end = now;
+}
+"""
+
+
+def test_residents_preempted_during_another_stages_iteration_as_pyserq():
+    report = _same_as_pyserq(DISAGGREGATED)
+    assert report["pools"][1]["preemptions"] > 0, "nothing preempted"
+    assert all(stage["iterations"] > 0 for stage in report["stages"][:2])
+
+
+# Decode-only turns: a turn's first token starts its gaps afresh, the rest continue them; a job
+# slot is reused by the next turn's decode job (token_again is taken only after a decode token of
+# the same job, never for a reused slot's first token).
+DECODE_TURNS = """
+pool kv { cap 4096; block 16; }
+stage engine : step { budget 256; cost 0.006 + 2e-5 * tokens; memory kv; }
+stage user : delay;
+run { horizon 120; warmup 10; seed 3; }
+workload {
+  arrive poisson(2);
+  turn { set o = 1 + floor(~exp(40)); set more = ~bernoulli(0.7); }
+  session { loop { turn; request; branch (!more) { end; } run user (~exp(2)); } }
+}
+server {
+  hold kv (16) { run engine decode (o) growing kv; }
+  observe turn_end = now;
+}
+"""
+
+
+def test_decode_tokens_gaps_per_turn_as_pyserq():
+    engine = _same_as_pyserq(DECODE_TURNS)["stages"][0]
+    assert engine["iterations"] > 0 and engine["itl_p99"] < 0.1, "a gap across turns"
