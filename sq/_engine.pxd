@@ -416,7 +416,8 @@ cdef struct State:
     int32_t session_pc
     int32_t max_keys
     int32_t n_stages
-    int32_t n_ps_first         # the first ps stage (n_stages: none), where settle's pass starts
+    int32_t n_ps_first         # the first ps or step stage (n_stages: none), where settle's pass starts
+    int32_t n_ps_end           # one past the last ps or step stage, where it ends
     int32_t ps_lone            # the one ps stage when settle's passes are its alone (no pools, no
                                # other ps or step stage), else -1: settle checks it inline
     int32_t n_pools

@@ -530,9 +530,12 @@ cdef object _set_stages(State* st, lowered):
     if st.forms == NULL:
         raise MemoryError()
     st.n_ps_first = st.n_stages
+    st.n_ps_end = st.n_stages
     passes = 0
     for k in range(st.n_stages - 1, -1, -1):
         if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
+            if passes == 0:
+                st.n_ps_end = k + 1
             st.n_ps_first = k
             passes += 1
     st.ps_lone = -1

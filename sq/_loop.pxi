@@ -54,11 +54,19 @@ cdef inline void sample_pools(State* st) noexcept nogil:
         p = &st.pools[k]
         area_set(&p.used_area, st.now, p.used)
         area_set(&p.cached_area, st.now, p.cached)
-        area_set(&p.queue_area, st.now, <double> p.qlen)
-        area_set(&p.holders_area, st.now, <double> p.nholders)
+        area_count(&p.queue_area, st.now, p.qlen)
+        area_count(&p.holders_area, st.now, p.nholders)
         if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
             unmark_row(st.pools_sampled, k)
         k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+
+
+cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
+    """area_set of a count, skipped while it holds 0 and still does: 0 x (now - last) adds +0 to
+    the integral, and `last` matters only under a nonzero value (a count is never -0, so the
+    value the report reads is the same +0)."""
+    if n != 0 or a.value != 0:
+        area_set(a, now, <double> n)
 
 
 cdef inline double area_until(Area* a, double t) noexcept nogil:
@@ -178,9 +186,9 @@ cdef void settle_pools(State* st) noexcept nogil:
 
 
 cdef inline void settle_stages(State* st) noexcept nogil:
-    """Step 3 of settle: the stages pass from the first ps or step stage."""
+    """Step 3 of settle: the stages pass over the ps and step stages (from the first to the last)."""
     cdef int32_t k
-    for k in range(st.n_ps_first, st.n_stages):
+    for k in range(st.n_ps_first, st.n_ps_end):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
             if not st.stages[k].inflight and not pending_now(st) and step_has_work(st, k):
