@@ -82,3 +82,19 @@ def test_an_infinite_rate_is_pyserqs_json_text(name):
     report = _same_json(f"{stages}\nrun {{ horizon 100; seed 4; }}\nworkload {{ arrive {arrive}; }}\n"
                         f"session {{ set t0 = now; {run} observe response = now - t0; }}\n")
     assert report["observes"]["response"]["count"] >= 20 and report["observes"]["response"]["mean"] is not None
+
+
+@pytest.mark.parametrize("order", ["fifo, ps, delay", "ps, delay, ps", "delay, fifo, ps"])
+def test_the_stages_pass_bounded_by_its_ps_stages_and_idle_pool_counts_are_pyserqs_json_text(order):
+    # settle's stages pass runs from the first to the last ps stage; a pool's queue and holders
+    # areas are skipped while they hold 0 (the pool below queues now and then, with a warm-up and
+    # a gauge reading its queue)
+    kinds = [k.strip() for k in order.split(",")]
+    stages = " ".join(f"stage s{i} : {'ps(1)' if k == 'ps' else 'fifo(1)' if k == 'fifo' else 'delay'};"
+                      for i, k in enumerate(kinds))
+    runs = " ".join(f"run s{i} (~exp(0.3));" for i in range(len(kinds)))
+    report = _same_json(f"pool m {{ cap 2; }}\n{stages}\nrun {{ horizon 200; warmup 20; seed 7; }}\n"
+                        "gauge waiting = queued(m);\nworkload { arrive poisson(0.9); }\n"
+                        f"session {{ set t0 = now; hold m (1) {{ {runs} }} observe response = now - t0; }}\n")
+    assert report["observes"]["response"]["count"] > 50
+    assert report["pools"][0]["mean_queue"] > 0
