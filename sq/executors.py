@@ -82,6 +82,8 @@ def owned(pool, who: str = "sweep"):
         if not isinstance(pool, ThreadPoolExecutor):
             _terminate_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
+        if not isinstance(pool, ThreadPoolExecutor):
+            _join_manager(pool)
         if isinstance(stop, BrokenProcessPool):
             raise worker_ended(who) from None
         raise
@@ -119,6 +121,15 @@ def _terminate_workers(pool) -> None:
         return
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
+
+
+def _join_manager(pool, timeout: float = 5.0) -> None:
+    """Wait (briefly: its workers are gone) for the pool's manager thread to close its wake-up
+    pipe. Python before 3.12 wakes that thread at exit without its lock, and a pipe closed in
+    between printed a traceback ("Bad file descriptor") after a Ctrl-C."""
+    thread = getattr(pool, "_executor_manager_thread", None)
+    if thread is not None:
+        thread.join(timeout)
 
 
 @contextmanager
