@@ -21,15 +21,8 @@ from oracle import REFERENCE_MISSING
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 
-# Multi-turn chat (examples/multi-turn/vllm.sq, shorter, a smaller card): `admit via` admissions
-# during planning, the prefix cache evicted a block at a time, kv totals in the cost.
-CHAT = """
-let bs = 16;
-pool seqs { cap 64; admit via engine; }
-pool kv { cap KV; block bs; evict lru; preempt lifo; }
-stage engine : step { budget BUDGET; chunk CHUNK; cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);
-                      memory kv; SERVE }
-stage user : delay;
+# the conversations both engines below serve: turns with think time, a run and a warm-up
+TURNS = """
 run { horizon 240; warmup 20; seed 5; }
 workload {
   arrive poisson(0.8);
@@ -39,7 +32,18 @@ workload {
          set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
   session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
 }
-server {
+"""
+
+# Multi-turn chat (examples/multi-turn/vllm.sq, shorter, a smaller card): `admit via` admissions
+# during planning, the prefix cache evicted a block at a time, kv totals in the cost.
+CHAT = """
+let bs = 16;
+pool seqs { cap 64; admit via engine; }
+pool kv { cap KV; block bs; evict lru; preempt lifo; }
+stage engine : step { budget BUDGET; chunk CHUNK; cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);
+                      memory kv; SERVE }
+stage user : delay;
+""" + TURNS + """server {
   set prompt = K + n;
   hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(engine)) {
     set ctx = max(prompt, computed);
@@ -119,16 +123,7 @@ pool kv { cap 6144; block bs; evict lru; preempt lifo; }
 stage pre : step { budget 2048; chunk 512; cost 0.008 + 2e-5 * tokens; memory kv; }
 stage dec : step { budget 256; cost 0.006 + 4e-8 * kv_decode; memory kv; }
 stage user : delay;
-run { horizon 240; warmup 20; seed 5; }
-workload {
-  arrive poisson(0.8);
-  hidden o;
-  init { set K = 0; }
-  turn { set n = K == 0 ? floor(~uniform(300, 1500)) : floor(~uniform(20, 300));
-         set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
-  session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
-}
-server {
+""" + TURNS + """server {
   set prompt = K + n;
   hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(pre)) {
     set ctx = max(prompt, computed);
