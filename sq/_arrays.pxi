@@ -52,9 +52,13 @@ cdef inline void running_add(Running* r, double x) noexcept nogil:
     r.mean += (x - r.mean) / <double> r.n
 
 
+cdef enum:
+    NARROW_SERIAL_MAX = 2147483647     # the largest serial the 4-byte table holds (2^31 - 1)
+
+
 cdef inline int serials_push(Serials* a, int64_t v) noexcept nogil:
     # the common case inline (a narrow serial with room); widening and growth out of line
-    if a.p64 == NULL and v <= 2147483647 and a.n < a.cap:
+    if a.p64 == NULL and v <= NARROW_SERIAL_MAX and a.n < a.cap:
         a.p32[a.n] = <int32_t> v
         a.n += 1
         return 0
@@ -64,7 +68,7 @@ cdef inline int serials_push(Serials* a, int64_t v) noexcept nogil:
 cdef int serials_push_slow(Serials* a, int64_t v) noexcept nogil:
     cdef int64_t cap, k
     cdef int64_t* wide
-    if a.p64 == NULL and v > 2147483647:
+    if a.p64 == NULL and v > NARROW_SERIAL_MAX:
         # the first serial past 2^31 - 1 (some two billion arrivals in): widen what is there
         cap = a.cap if a.cap else 16
         wide = <int64_t*> malloc(cap * sizeof(int64_t))

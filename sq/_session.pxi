@@ -182,8 +182,8 @@ cdef inline int record(State* st, int32_t obs, double v, int32_t slot) noexcept 
         return record_summary(st, o, v)
     if charge(st, 24) < 0:         # value, time, serial, turn
         return -1
-    # the common case: room in all four, a serial that fits 4 bytes and turn 0 (not stored)
-    if n < o.room and serial <= 2147483647 \
+    # the common case: room in the arrays, a serial that fits 4 bytes and turn 0 (not stored)
+    if n < o.room and serial <= NARROW_SERIAL_MAX \
             and not (st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn] >= 1.0):
         o.values.p[n] = v
         o.times.p[n] = st.now

@@ -79,10 +79,11 @@ def owned(pool, who: str = "sweep"):
     try:
         yield pool
     except BaseException as stop:
-        if not isinstance(pool, ThreadPoolExecutor):
+        processes = not isinstance(pool, ThreadPoolExecutor)
+        if processes:
             _terminate_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
-        if not isinstance(pool, ThreadPoolExecutor):
+        if processes:
             _join_manager(pool)
         if isinstance(stop, BrokenProcessPool):
             raise worker_ended(who) from None
