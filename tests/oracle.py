@@ -63,6 +63,18 @@ class Outcome:
         return self.ir is not None
 
 
+def same_json(source: str) -> dict:
+    """Run one program in sq and in pyserq (imported here: it must be installed), assert the two
+    reports' JSON texts equal, and return the report."""
+    import pyserq  # noqa: PLC0415
+
+    import sq  # noqa: PLC0415
+
+    ours = sq.run(sq.compile(source=source)).json()
+    assert ours == pyserq.run(pyserq.compile(source=source)).json()
+    return json.loads(ours)
+
+
 def require_module(name: str, reason: str):
     """Import a module of sq, skipping the calling test module only while the module does not exist yet.
 

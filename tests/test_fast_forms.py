@@ -16,21 +16,11 @@ take it and on near misses that must not, against pyserq 0.1.2's JSON text.
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
-import sq
-from oracle import REFERENCE_MISSING
+from oracle import REFERENCE_MISSING, same_json
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
-
-
-def _same_json(source: str) -> dict:
-    ours = sq.run(sq.compile(source=source)).json()
-    theirs = pyserq.run(pyserq.compile(source=source)).json()
-    assert ours == theirs
-    return json.loads(ours)
 
 
 def _observed(report: dict) -> dict:
@@ -64,7 +54,7 @@ def _expressions_program() -> str:
 
 
 def test_every_expression_shape_and_its_near_misses_are_pyserqs_json_text():
-    counts = _observed(_same_json(_expressions_program()))
+    counts = _observed(same_json(_expressions_program()))
     assert set(counts) == set(EXPRESSIONS)
     assert min(counts.values()) > 100, counts
 
@@ -72,13 +62,13 @@ def test_every_expression_shape_and_its_near_misses_are_pyserqs_json_text():
 @pytest.mark.parametrize("phi", ["1", "2", "present", "min(present, 2)", "1 + present / 4"])
 def test_a_ps_rate_of_each_shape_is_pyserqs_json_text(phi):
     # φ is evaluated with `present` bound: a constant, another context variable, a near miss
-    _same_json(f"stage p : ps({phi});\nrun {{ horizon 300; seed 2; }}\nworkload {{ arrive poisson(0.9); }}\n"
+    same_json(f"stage p : ps({phi});\nrun {{ horizon 300; seed 2; }}\nworkload {{ arrive poisson(0.9); }}\n"
                "session { set t0 = now; run p (~h2(1, 4)); observe r = now - t0; }\n")
 
 
 @pytest.mark.parametrize("gap", ["~exp(2)", "0.5", "~uniform(0.2, 0.8)", "~exp(1) * 0.5"])
 def test_an_arrival_gap_of_each_shape_is_pyserqs_json_text(gap):
-    _same_json(f"stage s : fifo(2);\nrun {{ horizon 300; seed 4; }}\nworkload {{ arrive renewal({gap}); }}\n"
+    same_json(f"stage s : fifo(2);\nrun {{ horizon 300; seed 4; }}\nworkload {{ arrive renewal({gap}); }}\n"
                "session { set t0 = now; run s (~exp(1.5)); observe r = now - t0; }\n")
 
 
@@ -105,7 +95,7 @@ RUNS = {
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_each_run_form_and_its_near_misses_are_pyserqs_json_text(name):
     stages, run = RUNS[name]
-    report = _same_json(f"{stages}\nrun {{ horizon 300; seed 3; }}\nworkload {{ arrive poisson(0.9); }}\n"
+    report = same_json(f"{stages}\nrun {{ horizon 300; seed 3; }}\nworkload {{ arrive poisson(0.9); }}\n"
                         f"session {{ set t0 = now; {run} observe r = now - t0; }}\n")
     assert _observed(report)["r"] > 100
 
@@ -113,7 +103,7 @@ def test_each_run_form_and_its_near_misses_are_pyserqs_json_text(name):
 def test_a_step_stage_run_is_pyserqs_json_text():
     # a run on a step stage (prefill/decode modes, growing) never takes the fast form; a plain run
     # beside it does, in a program whose sessions reset their job, flow and token fields
-    report = _same_json("pool kv { cap 4000; block 16; preempt lifo; }\n"
+    report = same_json("pool kv { cap 4000; block 16; preempt lifo; }\n"
                "stage e : step { budget 256; chunk 64; cost 0.004 + 2e-5 * tokens; memory kv; }\n"
                "stage f : fifo(1);\nrun { horizon 60; seed 3; }\n"
                "workload { arrive poisson(6); session { set p = 50 + floor(~uniform(0, 200)); "
@@ -127,7 +117,7 @@ def test_a_step_stage_run_is_pyserqs_json_text():
 def test_sessions_with_pools_reset_what_pools_read_as_pyserq(arrive):
     # pools: spawn resets job, flow and holds; ending sessions release holds and leases (closed
     # workloads spawn again from end_session)
-    report = _same_json("pool mem { cap 4; }\nstage s : fifo(2); stage t : ps(1);\n"
+    report = same_json("pool mem { cap 4; }\nstage s : fifo(2); stage t : ps(1);\n"
                         f"run {{ horizon 400; seed 6; }}\nworkload {{ arrive {arrive}; }}\n"
                         "session { set t0 = now; hold mem (1 + serial - 2 * floor(serial / 2)) { run s (~exp(1)); } "
                         "hold mem (1) { run t (~exp(0.5)); } lease mem (~exp(2)); run s (~exp(0.3)); "
@@ -137,7 +127,7 @@ def test_sessions_with_pools_reset_what_pools_read_as_pyserq(arrive):
 
 def test_pools_without_holds_are_pyserqs_json_text():
     # declared pools that no hold takes: sessions skip the hold resets and releases
-    report = _same_json("pool idle { cap 1; } pool kv { cap 8; block 2; evict lru; }\nstage s : fifo(1);\n"
+    report = same_json("pool idle { cap 1; } pool kv { cap 8; block 2; evict lru; }\nstage s : fifo(1);\n"
                         "run { horizon 300; seed 8; }\nworkload { arrive poisson(0.9); }\n"
                         "session { set t0 = now; run s (~exp(1)); observe r = now - t0; "
                         "observe u = used(kv) + free(idle) + holders(kv) + queued(idle); }\n")
@@ -147,7 +137,7 @@ def test_pools_without_holds_are_pyserqs_json_text():
 def test_observes_of_time_since_a_stamp_with_a_warmup_and_turns_are_pyserqs_json_text():
     # `now - t0` records only once warm; turns 0 (before the first `turn`), 1, 2 ... reach the
     # records (the common sample while every turn is 0, stored turns after), next to a general observe
-    report = _same_json("stage s : fifo(1); stage d : delay;\nrun { horizon 400; warmup 50; seed 9; }\n"
+    report = same_json("stage s : fifo(1); stage d : delay;\nrun { horizon 400; warmup 50; seed 9; }\n"
                         "workload { arrive poisson(0.3); turn { set more = ~bernoulli(0.7); } "
                         "session { set t0 = now; run d (~exp(1)); observe r = now - t0; "
                         "loop { turn; request; run d (~exp(2)); branch (!more) { end; } } } }\n"

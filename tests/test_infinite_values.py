@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-import sq
-from oracle import REFERENCE_MISSING
+from oracle import REFERENCE_MISSING, same_json
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 
@@ -31,12 +30,8 @@ PROGRAMS = {
 }
 
 
-def _text(module, source: str) -> str:
-    return module.run(module.compile(source=source)).json()
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_an_infinite_or_nan_value_is_pyserqs_json_text(name):
     declarations, statements = PROGRAMS[name]
     source = f"{declarations}\n{RUN}session {{ set t0 = now; {statements} {OBSERVE} }}\n"
-    assert _text(sq, source) == _text(pyserq, source)
+    same_json(source)
