@@ -391,6 +391,15 @@ cdef struct RunFault:
     int64_t a
     int64_t b
 
+cdef struct Lone:
+    # a program that is one open queue (sq/_lone.pxi): sessions that stamp `now`, run at one
+    # fifo, ps or delay stage, observe the time since and end; lone_plan sets these at set-up
+    int32_t stage              # the stage (-1: not such a program, the general loop runs it)
+    int32_t run_pc             # the session's `run`
+    int32_t after_pc           # the statement after it: the observes, then the end
+    int32_t n_observes         # observes of `now - <a stamp of the arrival>` after the run
+    int32_t work               # the run's work: an expression of constants and draws (code offset)
+
 cdef struct State:
     # the lowered program
     const int32_t* code
@@ -534,6 +543,7 @@ cdef struct State:
     bint check                # debug mode: re-check invariants after every event
     int32_t spill_depth
     RunFault error
+    Lone lone
     # long runs (_long.pxi): samples kept or summarized; polled between instants for signals,
     # the wall-clock limit and progress
     int keep_samples

@@ -119,6 +119,7 @@ include "_long.pxi"
 include "_timeline.pxi"
 include "_session.pxi"
 include "_loop.pxi"
+include "_lone.pxi"
 
 
 # ---- Python side: set up, run, collect ----------------------------------------------------------
@@ -319,6 +320,18 @@ cdef object _contig(object a, object dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
+_lone_runs = [0]     # runs that took the lone-queue loop (sq/_lone.pxi), for tests
+
+
+def lone_queues(on=None):
+    """Whether a program that is one open queue runs in its own loop (sq/_lone.pxi), and how many
+    runs have: (enabled, runs). `on` True or False sets it first (tests compare the two loops)."""
+    global lone_enabled
+    if on is not None:
+        lone_enabled = bool(on)
+    return bool(lone_enabled), _lone_runs[0]
+
+
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
@@ -365,6 +378,8 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         keep = _open_timeline(st, timeline, timeline_window, lowered, SqError) if timeline is not None else None
         with nogil:
             run_loop(st)
+        if st.lone.stage >= 0:
+            _lone_runs[0] += 1
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run")

@@ -33,14 +33,19 @@ cdef inline void sample_stage(State* st, int32_t k) noexcept nogil:
     """Stage k's areas (it is in the sampled rows)."""
     cdef Stage* s = &st.stages[k]
     area_set(&s.number, st.now, <double> s.n)
-    if s.share_cap > 0:
-        area_set(&s.busy_area, st.now, s.rate_sum / s.share_cap)   # the capacity carried
-    else:
-        area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)
+    area_set(&s.busy_area, st.now, busy_value(s))
     # a step stage's time shares are integrated at its iterations' ends (not here); it stays
     # sampled once used, as its busy area may be mid-iteration
     if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
         unmark_row(st.stages_sampled, k)
+
+
+cdef inline double busy_value(Stage* s) noexcept nogil:
+    """What a stage's busy area holds: the capacity carried by a shared stage's flows, else
+    whether the stage holds a job."""
+    if s.share_cap > 0:
+        return s.rate_sum / s.share_cap
+    return 1.0 if s.n > 0 else 0.0
 
 
 cdef inline void sample_pools(State* st) noexcept nogil:
@@ -292,6 +297,42 @@ cdef void handle_rare(State* st, Event* e) noexcept nogil:
         restart_areas(st)
 
 
+cdef inline bint instant_over(State* st, Event* nxt) noexcept nogil:
+    """The instant at `now` is over, nxt being later: read the gauges (§9.10), take the middle
+    of the window once it is passed, poll between instants. True: the run stops here (the
+    report covers [0, now])."""
+    if st.n_gauges > 0:
+        read_gauges(st)
+    st.steps = 0
+    if nxt.t > st.mid_time and not st.mid_taken:
+        take_mid(st)
+    return st.events >= st.poll_at and poll(st)
+
+
+cdef inline bint event_begins(State* st, Event* e) noexcept nogil:
+    """The popped event e sets the clock and counts as an event, and as a step of its instant
+    (False: the instant has taken too many, the run failed)."""
+    st.now = e.t
+    st.events += 1
+    # events count toward the instant's work too: a step iteration of cost 0, or a job
+    # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
+    st.steps += 1
+    if st.steps > st.step_limit:
+        fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+        return False
+    return True
+
+
+cdef inline bint stuck(State* st, int32_t slot, int32_t pc) noexcept nogil:
+    """A session's statement at pc counts as a step of its instant: True when that is too many
+    (the run failed)."""
+    st.steps += 1
+    if st.steps > st.step_limit:
+        fail(st, E_STUCK, slot, 0, pc, 0)
+        return True
+    return False
+
+
 cdef void run_loop(State* st) noexcept nogil:
     """The main loop, spec 09 §9.4: the warm-up event and the first arrivals (§9.7), one
     `settle` at time 0, then per event: stop at the arrival limit or past the horizon; read
@@ -307,8 +348,7 @@ cdef void run_loop(State* st) noexcept nogil:
     shortcut for the flag, never tested together with it.
     """
     cdef int64_t i
-    cdef Event e
-    cdef Event* nxt
+    lone_plan(st)
     if events_start(st) < 0:
         return
     if st.warmup > 0:
@@ -326,28 +366,28 @@ cdef void run_loop(State* st) noexcept nogil:
     settle(st)
     if st.check:
         check_invariants_now(st)
+    if st.lone.stage >= 0:
+        lone_loop(st)     # a program that is one open queue (sq/_lone.pxi)
+    else:
+        general_loop(st)
+    if not st.error.code and st.n_gauges > 0:
+        read_gauges(st)
+
+
+cdef void general_loop(State* st) noexcept nogil:
+    """run_loop's events, one by one: each is handled, then its instant settled."""
+    cdef Event e
+    cdef Event* nxt
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
         nxt = next_event(st)
         if nxt == NULL or nxt.t > st.horizon:
             break
-        if nxt.t > st.now:
-            if st.n_gauges > 0:
-                read_gauges(st)
-            st.steps = 0
-            if nxt.t > st.mid_time and not st.mid_taken:
-                take_mid(st)
-            if st.events >= st.poll_at and poll(st):
-                break   # between instants: the report covers [0, now]
+        if nxt.t > st.now and instant_over(st, nxt):
+            break
         e = pop_event(st, nxt)
-        st.now = e.t
-        st.events += 1
-        # events count toward the instant's work too: a step iteration of cost 0, or a job
-        # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
-        st.steps += 1
-        if st.steps > st.step_limit:
-            fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+        if not event_begins(st, &e):
             return
         handle(st, &e)
         if st.error.code:
@@ -355,5 +395,3 @@ cdef void run_loop(State* st) noexcept nogil:
         settle(st)
         if st.check:
             check_invariants_now(st)
-    if not st.error.code and st.n_gauges > 0:
-        read_gauges(st)

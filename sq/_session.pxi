@@ -111,16 +111,27 @@ cdef inline void clear_attrs(double* row, int64_t n) noexcept nogil:
         memset(row, 0, n * sizeof(double))
 
 
-cdef int spawn(State* st) noexcept nogil:
+cdef inline int32_t new_session(State* st) noexcept nogil:
+    """A new session's slot and serial, counted live and arrived (what every spawn does; -1: the
+    run failed)."""
     cdef int32_t slot = session_alloc(st)
+    if slot < 0:
+        return -1
+    st.sess.serial[slot] = st.next_serial
+    st.next_serial += 1
+    st.live += 1
+    st.arrivals += 1
+    return slot
+
+
+cdef int spawn(State* st) noexcept nogil:
+    cdef int32_t slot = new_session(st)
     cdef int64_t base
     if slot < 0:
         return -1
     base = <int64_t> slot * st.n_attrs
     clear_attrs(&st.sess.attrs[base], st.n_attrs)
-    st.sess.attrs[base + st.slot_serial] = <double> st.next_serial
-    st.sess.serial[slot] = st.next_serial
-    st.next_serial += 1
+    st.sess.attrs[base + st.slot_serial] = <double> st.sess.serial[slot]
     if st.trace_sessions > 0:
         # ordered: serial mod L; otherwise one draw on the trace stream
         if st.trace_ordered:
@@ -132,8 +143,6 @@ cdef int spawn(State* st) noexcept nogil:
     if st.session_extras or st.sess.pools_touched[slot]:
         reset_extras(st, slot)
     st.sess.alive[slot] = 1
-    st.live += 1
-    st.arrivals += 1
     if st.tl != NULL:
         tl_session_start(st, slot)
     if st.init_pc >= 0:
@@ -176,31 +185,35 @@ cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
 
 
 cdef inline int record(State* st, int32_t obs, double v, int32_t slot) noexcept nogil:
+    """The session in `slot` observes v (record_as with its serial and turn)."""
+    return record_as(st, obs, v, st.sess.serial[slot], st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn])
+
+
+cdef inline int record_as(State* st, int32_t obs, double v, int64_t serial, double turn) noexcept nogil:
+    """Observe `obs` records v, by the session of this serial at this turn (its `turn` attribute)."""
     cdef Observe* o = &st.observes[obs]
-    cdef int64_t n = o.values.n, serial = st.sess.serial[slot]
+    cdef int64_t n = o.values.n
     if not st.keep_samples:
         return record_summary(st, o, v)
     if charge(st, 24) < 0:         # value, time, serial, turn
         return -1
     # the common case: room in the arrays, a serial that fits 4 bytes and turn 0 (not stored)
-    if n < o.room and serial <= NARROW_SERIAL_MAX \
-            and not (st.sess.attrs[<int64_t> slot * st.n_attrs + st.slot_turn] >= 1.0):
+    if n < o.room and serial <= NARROW_SERIAL_MAX and not (turn >= 1.0):
         o.values.p[n] = v
         o.times.p[n] = st.now
         o.serials.p32[n] = <int32_t> serial
         n += 1
         o.values.n = o.times.n = o.serials.n = o.turns.n = n
         return 0
-    return record_row(st, o, v, slot)
+    return record_row(st, o, v, serial, turn)
 
 
-cdef int record_row(State* st, Observe* o, double v, int32_t slot) noexcept nogil:
+cdef int record_row(State* st, Observe* o, double v, int64_t serial, double turn) noexcept nogil:
     """`record`'s sample appended to each array (growing, widening the serials or storing the
     turns as needed), then the room it leaves for the common case."""
-    cdef int64_t base = <int64_t> slot * st.n_attrs
     if darr_push(&o.values, v) < 0 or darr_push(&o.times, st.now) < 0 \
-            or serials_push(&o.serials, st.sess.serial[slot]) < 0 \
-            or turns_push(&o.turns, <uint32_t> turn_of(st.sess.attrs[base + st.slot_turn])) < 0:
+            or serials_push(&o.serials, serial) < 0 \
+            or turns_push(&o.turns, <uint32_t> turn_of(turn)) < 0:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return -1
     o.room = 0
@@ -290,9 +303,7 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
     cdef double* keys = st.keys
     cdef bint smaller
     while True:
-        st.steps += 1
-        if st.steps > st.step_limit:
-            fail(st, E_STUCK, slot, 0, pc, 0)
+        if stuck(st, slot, pc):
             return
         op = st.forms[pc]
         if op == S_SET:

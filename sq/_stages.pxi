@@ -159,8 +159,17 @@ cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
 
 
 cdef inline int finish_job(State* st, Stage* s, int32_t j) noexcept nogil:
-    """The job is done: record its wait and service, update the estimators, ready its owner.
-    Inline in a fifo or delay stage's finish (in run_loop): no call per completion."""
+    """The job is done (job_done) and its owner ready. Inline in a fifo or delay stage's finish
+    (in run_loop): no call per completion."""
+    cdef int32_t owner = job_done(st, s, j)
+    if owner < 0:
+        return 0                    # a spill's transfer: nobody waits for it
+    return ready_push(st, owner)
+
+
+cdef inline int32_t job_done(State* st, Stage* s, int32_t j) noexcept nogil:
+    """The job is done: record its wait and service, update the estimators, free it. Returns its
+    owner's slot (-1: a spill's transfer, nobody's)."""
     cdef double start = st.jobs.start[j], wait = st.jobs.start[j] - st.jobs.enq[j]
     cdef double service = st.now - st.jobs.start[j]
     cdef int32_t owner = st.jobs.owner[j]
@@ -175,9 +184,7 @@ cdef inline int finish_job(State* st, Stage* s, int32_t j) noexcept nogil:
     if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
         tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
     job_free(st, j)
-    if owner < 0:
-        return 0                    # a spill's transfer: nobody waits for it
-    return ready_push(st, owner)
+    return owner
 
 
 cdef void estimate(Stage* s, double start, double wait, double service) noexcept nogil:
@@ -202,27 +209,38 @@ cdef void estimate(Stage* s, double start, double wait, double service) noexcept
 cdef int finish(State* st, Event* e) noexcept nogil:
     cdef Stage* s = &st.stages[e.a]
     cdef int32_t j = <int32_t> e.b
-    cdef int32_t nxt
-    cdef PsEntry top
     if s.kind == K_PS:
         if e.c != s.epoch:
             return 0            # superseded by a reschedule
-        s.V = ps_virtual(s, st.now)
-        s.Vt = st.now
-        top = ps_pop(s)
-        if top.tag > s.V or s.V != s.V:     # the larger, a NaN losing (0.1.2's f64::max; φ = inf)
-            s.V = top.tag
-        s.dirty = 1
-        return complete_job(st, s, top.job)
+        return complete_job(st, s, ps_done(st, s))
     if st.jobs.id[j] != e.c:
         return 0                # the job is gone
     if finish_job(st, s, j) < 0:
         return -1
+    return next_in_line(st, s, e.a)
+
+
+cdef inline int32_t ps_done(State* st, Stage* s) noexcept nogil:
+    """Ps stage s's current finish: the job with the least tag leaves (returned), the virtual time
+    carried to now."""
+    cdef PsEntry top
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    top = ps_pop(s)
+    if top.tag > s.V or s.V != s.V:     # the larger, a NaN losing (0.1.2's f64::max; φ = inf)
+        s.V = top.tag
+    s.dirty = 1
+    return top.job
+
+
+cdef inline int next_in_line(State* st, Stage* s, int32_t k) noexcept nogil:
+    """After a job of stage k finished: a fifo stage's freed server takes the next waiting job."""
+    cdef int32_t nxt
     if s.kind == K_FIFO:
         s.busy -= 1
         if s.qlen > 0:
             nxt = ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)
-            return begin_service(st, s, e.a, nxt)
+            return begin_service(st, s, k, nxt)
     return 0
 
 

@@ -1,0 +1,176 @@
+# A program that is one open queue (spec 09's loop for one shape of program): sessions arrive
+# (poisson or renewal), stamp `now`, run at one fifo, ps or delay stage, observe the time since
+# the stamp and end:
+#
+#     session { set t0 = now; run server (~exp(1)); observe response = now - t0; }
+#
+# lone_loop handles each event and settles its instant without the statement VM, the ready queue
+# or settle's passes, doing for such a program what handle + settle do, in the same order, through
+# the same functions (new_session, new_job, join_fifo/join_ps/begin_service, job_done,
+# next_in_line, record_as, end_session, reschedule, sample_areas): what it leaves out is what
+# this shape of program never reads (the session's attributes and program counter, the ready
+# queue's traffic, settle's tests for pools, flows and other stages). tests/test_lone_queue.py
+# holds its reports and errors to the general loop's, byte for byte.
+# Included by sq/_engine.pyx; every function here runs without the GIL.
+
+
+cdef bint lone_enabled = True     # False: every program runs in the general loop (tests compare the two)
+
+
+cdef void lone_plan(State* st) noexcept nogil:
+    """Whether the program is one open queue, set in st.lone (stage -1: it is not). After the
+    stages, the statement forms and the run's settings are set up."""
+    cdef const int32_t* code = st.stmts
+    cdef int32_t pc = st.session_pc, k, attr, work, shape
+    cdef uint64_t stamped = 0      # the attributes (< 64) the session stamps with `now` before its run
+    st.lone.stage = -1
+    if not lone_enabled or st.n_pools > 0 or st.n_gauges > 0 or st.n_holds > 0 or st.tl != NULL or st.check \
+            or st.init_pc >= 0 or st.turn_pc >= 0 or st.trace_sessions > 0 or st.session_pc < 0 \
+            or not (st.arrival_kind == A_POISSON or st.arrival_kind == A_RENEWAL):
+        return
+    for k in range(st.n_stages):      # the other stages stay idle: no step or shared stage among them
+        if st.stages[k].kind == K_STEP or st.stages[k].share_cap > 0:
+            return
+    while st.forms[pc] == F_SET_NOW:
+        attr = code[pc + SV_TARGET]
+        if not (0 <= attr < 64) or attr == st.slot_turn:
+            return
+        stamped |= (<uint64_t> 1) << attr
+        pc += SV_LEN
+    if st.forms[pc] != F_RUN_ONE:
+        return
+    work = code[pc + SR_WORK]
+    shape = st.shapes[work]
+    if not (shape == XS_NUM or shape == XS_DRAW1 or shape == XS_DRAW2):
+        return      # the work reads the session (its attributes are not kept here)
+    st.lone.run_pc = pc
+    st.lone.work = work
+    st.lone.after_pc = pc + SR_ALSO
+    st.lone.n_observes = 0
+    pc = st.lone.after_pc
+    while st.forms[pc] == F_OBSERVE_SINCE:
+        attr = st.code[code[pc + SV_EXPR] + XONE_LEN + XONE_ARG]    # as since_value reads it
+        if not (0 <= attr < 64) or not (stamped >> attr) & 1:
+            return
+        st.lone.n_observes += 1
+        pc += SV_LEN
+    if st.forms[pc] != S_END:
+        return
+    st.lone.stage = code[st.lone.run_pc + SR_STAGE + REF_BASE]
+
+
+cdef void lone_loop(State* st) noexcept nogil:
+    """run_loop's events for a program that is one open queue (lone_plan)."""
+    cdef Event e
+    cdef Event* nxt
+    cdef int32_t k = st.lone.stage, leaving
+    cdef Stage* s = &st.stages[k]
+    cdef double arrived
+    while not st.error.code:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
+            break
+        if nxt.t > st.now and instant_over(st, nxt):
+            break
+        e = pop_event(st, nxt)
+        if not event_begins(st, &e):
+            return
+        # handle (the next arrival is scheduled before the session spawns), the statements of
+        # the session that goes on (settle's ready queue), the stage's reschedule (settle's
+        # stages pass), the samples
+        leaving = NOBODY
+        if e.kind == EV_ARRIVE:
+            if st.limit == 0 or st.arrivals + 1 < st.limit:
+                if next_arrival(st) < 0:
+                    return
+            leaving = lone_arrival(st, s, k)
+            arrived = st.now
+        elif e.kind == EV_FINISH:
+            leaving = lone_finish(st, s, &e, &arrived)
+        else:
+            handle_rare(st, &e)       # the end of the warm-up
+        if leaving >= 0:
+            if lone_leave(st, leaving, arrived) < 0:
+                return
+        elif leaving == FAILED:
+            return
+        if s.dirty and reschedule(st, k) < 0:     # (only a ps stage is ever dirty)
+            return
+        # settle's samples: live sessions and the stage's areas, sampled even while they hold 0
+        # (sample_areas leaves such a row out because sampling it would add 0 and change nothing;
+        # the program's other stages are never used)
+        area_set(&st.live_area, st.now, <double> st.live)
+        area_set(&s.number, st.now, <double> s.n)
+        area_set(&s.busy_area, st.now, busy_value(s))
+
+
+cdef enum:
+    NOBODY = -1     # lone_arrival, lone_finish: no session goes on in this instant
+    FAILED = -2     # the run failed
+
+
+cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
+    """A session arrives: its stamps (kept as its job's arrival time) and its run. Returns the
+    session when its run took no time (it goes on now), else NOBODY (or FAILED)."""
+    cdef int32_t slot = new_session(st), pc = st.session_pc, j
+    cdef double w
+    if slot < 0:
+        return FAILED
+    while pc <= st.lone.run_pc:
+        if stuck(st, slot, pc):
+            return FAILED
+        pc += SV_LEN      # (past the run when the loop ends: pc is read only before)
+    if st.shapes[st.lone.work] == XS_DRAW1:
+        w = draw1_value(st, st.code + st.lone.work, &st.rng_session)
+    else:
+        w = evaluate(st, st.lone.work, slot, &st.rng_session, NAN)
+        if st.error.code:
+            return FAILED
+    if not (w > 0):
+        return slot         # zero work: no job
+    j = new_job(st, s, k, slot, w)
+    if j < 0:
+        return FAILED
+    if s.kind == K_FIFO:
+        j = join_fifo(st, s, k, j)
+    elif s.kind == K_PS:
+        j = join_ps(st, s, k, j, w)
+    else:
+        j = begin_service(st, s, k, j)     # delay
+    return FAILED if j < 0 else NOBODY
+
+
+cdef inline int32_t lone_finish(State* st, Stage* s, Event* e, double* arrived) noexcept nogil:
+    """A job finishes (`finish`) and the next one in line starts; returns the session that goes
+    on (its arrival time in `arrived`), NOBODY for a stale finish, or FAILED."""
+    cdef int32_t j, owner
+    if s.kind == K_PS:
+        if e.c != s.epoch:
+            return NOBODY       # superseded by a reschedule
+        j = ps_done(st, s)
+    else:
+        j = <int32_t> e.b
+        if st.jobs.id[j] != e.c:
+            return NOBODY       # the job is gone
+    arrived[0] = st.jobs.enq[j]
+    owner = job_done(st, s, j)
+    if next_in_line(st, s, e.a) < 0:
+        return FAILED
+    return owner
+
+
+cdef inline int lone_leave(State* st, int32_t slot, double arrived) noexcept nogil:
+    """The session after its run: each observe of `now - stamp` (the stamp is its arrival time),
+    then its end."""
+    cdef int32_t pc = st.lone.after_pc, i
+    for i in range(st.lone.n_observes):
+        if stuck(st, slot, pc):
+            return -1
+        if st.warm and record_as(st, st.stmts[pc + SV_TARGET], st.now - arrived, st.sess.serial[slot], 0.0) < 0:
+            return -1
+        pc += SV_LEN
+    if stuck(st, slot, pc):
+        return -1
+    return end_session(st, slot)
