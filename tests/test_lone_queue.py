@@ -5,8 +5,8 @@ programs of that shape.
 The shape: poisson or renewal arrivals; a session of zero or more `set X = now;`, one `run` of a
 fifo, ps or delay stage (no index, `growing` or mode) whose work is a constant or a draw with
 constant arguments, zero or more `observe NAME = now - X;` of stamped attributes, and its end; no
-pools, gauges, holds, init or turn blocks, trace replay, timeline or invariant checks; no step or
-shared stage declared beside it. `sq._engine.lone_queues(False)` sends every program to the general
+gauges, holds, init or turn blocks, trace replay, timeline or invariant checks; no step or shared
+stage declared beside it (declared pools stay idle: only holds and step stages use one). `sq._engine.lone_queues(False)` sends every program to the general
 loop; its count of lone runs tells which loop a run took.
 """
 from __future__ import annotations
@@ -124,6 +124,8 @@ IN_SHAPE = {
                              + " run s (~exp(1)); observe r = now - a39; observe q = now - a0;"), {}),
     "idle_stages_beside": (_stamped("stage f : fifo(2); stage p : ps(present); stage d : delay; stage s : fifo(1); "
                                     "stage a[3] : ps(1);"), {}),
+    "idle_pools_beside": (_stamped("pool kv { cap 4; } pool mem[3] { cap 2; } stage s : fifo(1);",
+                                   settings="horizon 300; warmup 50; seed 3;"), {}),
     "overloaded_fifo": (_stamped("stage s : fifo(1);", arrive="poisson(1.6)", settings="horizon 2000; seed 2;"), {}),
     "overloaded_ps": (_stamped("stage s : ps(1);", arrive="poisson(1.3)", settings="horizon 600; seed 2;"), {}),
     "warmup_in_source": (_stamped("stage s : fifo(1);", settings="horizon 300; warmup 100; seed 5;"), {}),
@@ -185,7 +187,6 @@ NEAR_MISSES = {
                          "observe r = now - t0;"), {}),
     "indexed_run": (_stamped("stage s[2] : fifo(1);").replace("run s (", "run s[1] ("), {}),
     "gauge": (_stamped("stage s : fifo(1); gauge q = queue(s);"), {}),
-    "pool": (_stamped("pool kv { cap 4; } stage s : fifo(1);"), {}),
     "init_block": ("stage s : fifo(1);\nrun { horizon 300; }\nworkload { arrive poisson(0.9); init { set x = 5; } }\n"
                    "session { set t0 = now; run s (~exp(1)); observe r = now - t0 + 0 * x; }\n", {}),
     "trace_replay": (_stamped("stage s : fifo(1);", arrive=f'poisson(0.9); trace "{TRACE.as_posix()}"'), {}),
