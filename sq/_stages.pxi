@@ -187,6 +187,11 @@ cdef inline int32_t job_done(State* st, Stage* s, int32_t j) noexcept nogil:
     return owner
 
 
+cdef inline double ewma(double mean, double x) noexcept nogil:
+    # (1 - a) mean + a x, in this order: as 0.1.2 rounds it (mean + a (x - mean) differs in the last bits)
+    return (1.0 - EWMA) * mean + EWMA * x
+
+
 cdef void estimate(Stage* s, double start, double wait, double service) noexcept nogil:
     # exponentially weighted averages, each seeded by its first observation
     cdef double gap
@@ -196,12 +201,12 @@ cdef void estimate(Stage* s, double start, double wait, double service) noexcept
     else:
         gap = start - s.est_last_start
         if s.est_has_gap:
-            s.est_gap += EWMA * (gap - s.est_gap)
+            s.est_gap = ewma(s.est_gap, gap)
         else:
             s.est_gap = gap
             s.est_has_gap = 1
-        s.est_service += EWMA * (service - s.est_service)
-        s.est_wait += EWMA * (wait - s.est_wait)
+        s.est_service = ewma(s.est_service, service)
+        s.est_wait = ewma(s.est_wait, wait)
     s.est_last_start = start
     s.est_count += 1
 
