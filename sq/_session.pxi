@@ -354,12 +354,8 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             st.sess.pc[slot] = pc + SR_ALSO
             if not (w > 0):
                 ready_push(st, slot)     # zero work: no job, but the session yields (as S_RUN)
-            elif st.stages[code[pc + SR_STAGE + REF_BASE]].kind == K_FIFO:
-                start_fifo(st, code[pc + SR_STAGE + REF_BASE], slot, w)
-            elif st.stages[code[pc + SR_STAGE + REF_BASE]].kind == K_PS:
-                start_ps(st, code[pc + SR_STAGE + REF_BASE], slot, w)
             else:
-                start_job(st, code[pc + SR_STAGE + REF_BASE], slot, w)
+                run_one(st, code[pc + SR_STAGE + REF_BASE], slot, w)
             return
         elif op == S_JUMP:
             pc = code[pc + SJ_TARGET]

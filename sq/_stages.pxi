@@ -119,6 +119,16 @@ cdef inline int start_ps(State* st, int32_t k, int32_t slot, double w) noexcept 
     return join_ps(st, s, k, j, w)
 
 
+cdef inline int run_one(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
+    """The session in `slot` runs work w > 0 at fifo, ps or delay stage k (a `run` of one stage:
+    the statement VM's F_RUN_ONE, and a lone queue's run)."""
+    if st.stages[k].kind == K_FIFO:
+        return start_fifo(st, k, slot, w)
+    if st.stages[k].kind == K_PS:
+        return start_ps(st, k, slot, w)
+    return start_job(st, k, slot, w)
+
+
 cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     """A `run` with positive work joins stage k."""
     cdef Stage* s = &st.stages[k]
