@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 MM1 = """
 // M/M/1, rho = 0.9
@@ -139,28 +140,56 @@ def measure_once(impl: str, model: Model, horizon: float) -> dict:
 
 def measure(impl: str, model: Model, horizon: float, rounds: int) -> dict:
     """The median round by CPU time (each round a fresh process), with its rates."""
-    ms = [measure_once(impl, model, horizon) for _ in range(rounds)]
+    return side_by_side([impl], model, horizon, rounds)[impl]
+
+
+def side_by_side(impls: list[str], model: Model, horizon: float, rounds: int) -> dict[str, dict]:
+    """Each implementation's median round (`in_turn`)."""
+    return in_turn({impl: lambda impl=impl: measure_once(impl, model, horizon) for impl in impls}, rounds)
+
+
+def in_turn(measurements: dict[str, Callable[[], dict]], rounds: int) -> dict[str, dict]:
+    """Each measurement's median round, the rounds taken in turn (a, b, a, b, ...): a change in the
+    machine's load over the minutes of a measurement falls on each alike, so the ratio of two
+    medians compares runs made side by side."""
+    taken: dict[str, list[dict]] = {name: [] for name in measurements}
+    for _ in range(rounds):
+        for name, once in measurements.items():
+            taken[name].append(once())
+    return {name: _median(ms) for name, ms in taken.items()}
+
+
+def _median(ms: list[dict]) -> dict:
     if any("error" in m for m in ms):
         return next(m for m in ms if "error" in m)
     m = sorted(ms, key=lambda m: m["wall"])[len(ms) // 2]
-    m["events_per_s"] = m["events"] / m["wall"] if m["wall"] > 0 else float("inf")
-    m["arrivals_per_s"] = m["arrivals"] / m["wall"] if m["wall"] > 0 else float("inf")
-    m["iterations_per_s"] = m["iterations"] / m["wall"] if m["wall"] > 0 else float("inf")
-    m["bytes_per_sample"] = 1024 * m["grew_kib"] / m["samples"] if m["samples"] else float("nan")
+    if "events" in m:
+        m["events_per_s"] = m["events"] / m["wall"] if m["wall"] > 0 else float("inf")
+        m["arrivals_per_s"] = m["arrivals"] / m["wall"] if m["wall"] > 0 else float("inf")
+        m["iterations_per_s"] = m["iterations"] / m["wall"] if m["wall"] > 0 else float("inf")
+        m["bytes_per_sample"] = 1024 * m["grew_kib"] / m["samples"] if m["samples"] else float("nan")
     return m
 
 
-def per_event(model: Model, horizon: float, rounds: int) -> float | None:
-    """sq's engine time per event, net of what a run costs whatever its length (set-up, collection):
-    the slope between a run of the horizon and one of a tenth of it."""
-    long, short = measure("sq-engine", model, horizon, rounds), measure("sq-engine", model, horizon / 10, rounds)
-    if "error" in long or "error" in short or long["events"] == short["events"]:
-        return None
-    return (long["wall"] - short["wall"]) / (long["events"] - short["events"])
+def flat(model: Model, horizon: float, rounds: int) -> tuple[float, float] | None:
+    """sq's engine time per event with the model's idle declarations and without (its `bare`
+    program), each net of what a run costs whatever its length (set-up, collection): the slope
+    between a run of the horizon and one of a tenth of it. None: a run failed."""
+    bare = Model(model.name, model.bare, horizon, model.what)
+    got = in_turn({f"{name} {h}": lambda m=m, h=h: measure_once("sq-engine", m, h)
+                   for name, m in (("idle", model), ("bare", bare)) for h in (horizon, horizon / 10)}, rounds)
+    per = []
+    for name in ("idle", "bare"):
+        long, short = got[f"{name} {horizon}"], got[f"{name} {horizon / 10}"]
+        if "error" in long or "error" in short or long["events"] == short["events"]:
+            return None
+        per.append((long["wall"] - short["wall"]) / (long["events"] - short["events"]))
+    return per[0], per[1]
 
 
-def c_loop(horizon: float, rounds: int) -> float | None:
-    """CPU seconds (median) of benchmarks/mm1_loop.c built with gcc -O2, or None without a compiler."""
+def engine_and_c_loop(model: Model, horizon: float, rounds: int) -> tuple[dict, float] | None:
+    """sq's engine alone and benchmarks/mm1_loop.c built with gcc -O2 (CPU seconds), medians of
+    rounds taken in turn; None without a compiler."""
     import shutil
     import tempfile
 
@@ -173,9 +202,10 @@ def c_loop(horizon: float, rounds: int) -> float | None:
                                 "-lm", "-o", str(exe)], capture_output=True)
         if built.returncode != 0:
             return None
-        times = sorted(float(subprocess.run([str(exe), repr(horizon), "1"], capture_output=True,
-                                            text=True).stdout.split()[0]) for _ in range(rounds))
-    return times[len(times) // 2]
+        got = in_turn({"engine": lambda: measure_once("sq-engine", model, horizon),
+                       "c": lambda: {"wall": float(subprocess.run([str(exe), repr(horizon), "1"], capture_output=True,
+                                                                  text=True).stdout.split()[0])}}, rounds)
+    return got["engine"], got["c"]["wall"]
 
 
 def _have_pyserq() -> bool:
@@ -209,28 +239,28 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
         horizon = model.horizon / 20 if quick else model.horizon
         if quick and model.runs > 1:
             model = Model(model.name, model.source, horizon, model.what, max(1, model.runs // 20), model.arrivals)
-        ours = measure("sq", model, horizon, rounds)
+        got = side_by_side(["sq", "pyserq"] if reference else ["sq"], model, horizon, rounds)
+        ours = got["sq"]
         print(_row(model.name, "sq", ours), flush=True)
         if reference:
-            theirs = measure("pyserq", model, horizon, rounds)
+            theirs = got["pyserq"]
             print(_row(model.name, "pyserq", theirs), flush=True)
             if "error" not in ours and "error" not in theirs:
                 print(f"{model.name:8} ratio   sq is {theirs['wall'] / ours['wall']:.2f}x pyserq "
                       f"({model.what})", flush=True)
         if model.bare:
-            flat = per_event(model, horizon, rounds), per_event(Model(model.name, model.bare, horizon, model.what),
-                                                                horizon, rounds)
-            if None in flat:
+            per = flat(model, horizon, rounds)
+            if per is None:
                 print(f"{model.name:8} flat    (not measured: a run failed)")
             else:
-                print(f"{model.name:8} flat    sq's engine {flat[0] * 1e9:.0f} ns/event, {flat[1] * 1e9:.0f} without the "
-                      f"idle declarations: {flat[0] / flat[1]:.2f}x (target: within 1.2x)", flush=True)
+                print(f"{model.name:8} flat    sq's engine {per[0] * 1e9:.0f} ns/event, {per[1] * 1e9:.0f} without the "
+                      f"idle declarations: {per[0] / per[1]:.2f}x (target: within 1.2x)", flush=True)
         if model.c_loop:
-            engine = measure("sq-engine", model, horizon, rounds)
-            c = c_loop(horizon, rounds)
-            if c is None or "error" in engine:
+            both = engine_and_c_loop(model, horizon, rounds)
+            if both is None or "error" in both[0]:
                 print(f"{model.name:8} c-loop  (not measured: no gcc, or the engine run failed)")
             else:
+                engine, c = both
                 print(f"{model.name:8} c-loop  sq's engine {engine['wall']:.3f}s, the C loop {c:.3f}s: "
                       f"{engine['wall'] / c:.2f}x the C loop (benchmarks/mm1_loop.c, gcc -O2)", flush=True)
     return 0
