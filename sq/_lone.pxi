@@ -1,6 +1,6 @@
 # A program that is one open queue (spec 09's loop for one shape of program): sessions arrive
 # (poisson or renewal), stamp `now`, run at one fifo, ps or delay stage, observe the time since
-# the stamp and end:
+# the stamp and end (gauges may watch it):
 #
 #     session { set t0 = now; run server (~exp(1)); observe response = now - t0; }
 #
@@ -26,8 +26,10 @@ cdef void lone_plan(State* st) noexcept nogil:
     cdef uint64_t stamped = 0      # the attributes (< 64) the session stamps with `now` before its run
     st.lone.stage = -1
     # (pools may be declared: only holds and step stages use one, and such a program has neither,
-    # so they stay idle, as settle would leave them)
-    if not lone_enabled or st.n_gauges > 0 or st.n_holds > 0 or st.tl != NULL or st.check \
+    # so they stay idle, as settle would leave them; gauges are read between instants by
+    # instant_over, as in the general loop, and read only what both loops keep alike: the stages'
+    # and pools' state, the job tables, the clock and the streams)
+    if not lone_enabled or st.n_holds > 0 or st.tl != NULL or st.check \
             or st.init_pc >= 0 or st.turn_pc >= 0 or st.trace_sessions > 0 or st.session_pc < 0 \
             or not (st.arrival_kind == A_POISSON or st.arrival_kind == A_RENEWAL):
         return

@@ -4,8 +4,8 @@ programs of that shape.
 
 The shape: poisson or renewal arrivals; a session of zero or more `set X = now;`, one `run` of a
 fifo, ps or delay stage (no index, `growing` or mode) whose work is a constant or a draw with
-constant arguments, zero or more `observe NAME = now - X;` of stamped attributes, and its end; no
-gauges, holds, init or turn blocks, trace replay, timeline or invariant checks; no step or shared
+constant arguments, zero or more `observe NAME = now - X;` of stamped attributes, and its end
+(gauges may watch it); no holds, init or turn blocks, trace replay, timeline or invariant checks; no step or shared
 stage declared beside it (declared pools stay idle: only holds and step stages use one). `sq._engine.lone_queues(False)` sends every program to the general
 loop; its count of lone runs tells which loop a run took.
 """
@@ -124,6 +124,11 @@ IN_SHAPE = {
                              + " run s (~exp(1)); observe r = now - a39; observe q = now - a0;"), {}),
     "idle_stages_beside": (_stamped("stage f : fifo(2); stage p : ps(present); stage d : delay; stage s : fifo(1); "
                                     "stage a[3] : ps(1);"), {}),
+    "gauges": (_stamped("pool kv { cap 2; } stage s : fifo(2); gauge q = queue(s); gauge b = busy(s) + used(kv); "
+                        "gauge l = est_lambda(s); gauge w = est_wait(s); gauge c = 5;",
+                        settings="horizon 300; warmup 40; seed 3;"), {}),
+    "gauge_of_ps": (_stamped("stage s : ps(present); gauge q = queue(s); gauge e = est_rho(s);"),
+                    dict(samples="none")),
     "idle_pools_beside": (_stamped("pool kv { cap 4; } pool mem[3] { cap 2; } stage s : fifo(1);",
                                    settings="horizon 300; warmup 50; seed 3;"), {}),
     "overloaded_fifo": (_stamped("stage s : fifo(1);", arrive="poisson(1.6)", settings="horizon 2000; seed 2;"), {}),
@@ -186,7 +191,6 @@ NEAR_MISSES = {
     "two_runs": (_source("stage s : fifo(1);", "set t0 = now; run s (~exp(2)); run s (~exp(2)); "
                          "observe r = now - t0;"), {}),
     "indexed_run": (_stamped("stage s[2] : fifo(1);").replace("run s (", "run s[1] ("), {}),
-    "gauge": (_stamped("stage s : fifo(1); gauge q = queue(s);"), {}),
     "init_block": ("stage s : fifo(1);\nrun { horizon 300; }\nworkload { arrive poisson(0.9); init { set x = 5; } }\n"
                    "session { set t0 = now; run s (~exp(1)); observe r = now - t0 + 0 * x; }\n", {}),
     "trace_replay": (_stamped("stage s : fifo(1);", arrive=f'poisson(0.9); trace "{TRACE.as_posix()}"'), {}),
@@ -259,7 +263,7 @@ def test_the_step_limit_stops_both_loops_at_the_same_step(name):
     assert steps == {"arrival", "statement", "run"} | jobs | ({"ran"} if name == "ties" else set())
 
 
-PYSERQ_PROGRAMS = ["fifo3", "ps1", "ps_present", "delay", "renewal_h2", "ties_fifo1", "ties_fifo2", "ties_ps",
+PYSERQ_PROGRAMS = ["gauges", "fifo3", "ps1", "ps_present", "delay", "renewal_h2", "ties_fifo1", "ties_fifo2", "ties_ps",
                    "ties_ps_present", "ties_delay", "zero_work", "sets_and_observes", "warmup_at_a_tie"]
 
 
