@@ -910,9 +910,12 @@ cdef object _error_text(State* st, lowered):
         if st.error.a >= 0:     # a session's statements
             return f"{head} (a `loop` with no time-taking `run`?){where}"
         if st.error.b >= 0:     # a stage's events
-            what = "iterations" if lowered.stage_kinds[st.error.b] == K_STEP else "jobs"
+            if lowered.stage_kinds[st.error.b] == K_STEP:     # a cost <= 0 or NaN lasts 0 (spec 04 §4.5.6)
+                what, zero = "iterations", "a cost of 0 or less, or NaN"
+            else:
+                what, zero = "jobs", "a cost of 0"
             return (f"{head}: stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.error.b)}` "
-                    f"repeats {what} that take no time (a cost of 0, or a time lost to rounding: "
+                    f"repeats {what} that take no time ({zero}, or a time lost to rounding: "
                     f"`now + work == now`){where}")
         return f"{head}{where}"
     if st.error.code == E_SPILL_VIA_STEP:

@@ -69,8 +69,9 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
             return INV_POOL_NEG
         # a spill tier takes evicted pieces without making room first (05 §5.4, §5.11), and a
         # release may cache a computed prefix longer than it frees (05 §5.5): both stay over
-        # their cap until something makes room
-        if not over(p.used + p.cached, p.cap):
+        # their cap until something makes room; a negative cap admits nothing (0.1.2 accepts
+        # one), so its pool stays at 0, which is within it
+        if not over(p.used + p.cached, fmax(p.cap, 0.0)):
             p.overfull = 0
         elif not is_spill_tier(st, k) and not p.overfull:
             return INV_POOL_CAP

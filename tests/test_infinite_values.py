@@ -2,7 +2,8 @@
 
 0.1.2 clamps with Rust's `f64::max`, whose NaN argument loses; a C test `x < 0` keeps a NaN. Each
 program below puts an inf or a NaN where a clamp, a division or a comparison meets it: a job's
-work, a ps rate, a hold's amount, an observe, a gauge (a ps stage's infinite φ: test_ps_settle.py).
+work, a ps rate, a hold's amount, an observe, a gauge (a ps stage's infinite φ: test_ps_settle.py;
+a step stage's budget, chunk, cost and tokens: test_step_infinite_values.py).
 """
 from __future__ import annotations
 

@@ -32,22 +32,32 @@ def test_debug_mode_does_not_change_the_report():
     assert sq.run(program, check_invariants=True).to_json() == sq.run(program).to_json()
 
 
-def _lowered_with_cap(cap):
-    lowered = lower(sq.compile(source=POOLED).to_dict(exact=True))
-    lowered.pool_caps = np.array([cap], dtype=np.float64)
+FIFO = """
+stage f : fifo(1);
+workload { arrive batch(2); }
+session { run f (1); }
+run { horizon 20; }
+"""
+
+
+def _lowered_with_servers(servers):
+    lowered = lower(sq.compile(source=FIFO).to_dict(exact=True))
+    lowered.stage_servers = np.array([servers], dtype=np.int32)
     return lowered
 
 
 def test_a_broken_invariant_is_reported_with_where_and_when():
-    # The engine trusts its tables; a cap below zero makes `allocated + cached <= cap`
-    # false from the first instant, which only the debug mode looks at.
+    # The engine trusts its tables; a fifo stage of -1 servers (no program says so: the linker
+    # wants a positive count) has more servers busy than it has from the first instant, which
+    # only the debug mode looks at. (A pool's cap below 0 is a program's: 0.1.2 runs it, and its
+    # pool admits nothing: test_step_infinite_values.py.)
     with pytest.raises(sq.SqError) as err:
-        _engine.run(_lowered_with_cap(-1.0), check_invariants=True)
+        _engine.run(_lowered_with_servers(-1), check_invariants=True)
     text = str(err.value)
-    assert "engine invariant broken" in text and "pool row 0" in text and "exceeds the cap" in text
+    assert "engine invariant broken" in text and "stage row 0" in text and "disagrees with its servers" in text
     assert "time 0" in text
     # Without the debug mode the same tables run (wrongly, but without a check).
-    _engine.run(_lowered_with_cap(-1.0))
+    _engine.run(_lowered_with_servers(-1))
 
 
 def test_a_hold_naming_fewer_pools_than_the_widest_is_checked_on_its_own_pools():
