@@ -320,16 +320,13 @@ cdef object _contig(object a, object dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-_lone_runs = [0]     # runs that took the lone-queue loop (sq/_lone.pxi), for tests
-
-
 def lone_queues(on=None):
     """Whether a program that is one open queue runs in its own loop (sq/_lone.pxi), and how many
     runs have: (enabled, runs). `on` True or False sets it first (tests compare the two loops)."""
     global lone_enabled
     if on is not None:
         lone_enabled = bool(on)
-    return bool(lone_enabled), _lone_runs[0]
+    return bool(lone_enabled), lone_runs
 
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
@@ -354,6 +351,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
+    global lone_runs
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -379,7 +377,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         with nogil:
             run_loop(st)
         if st.lone.stage >= 0:
-            _lone_runs[0] += 1
+            lone_runs += 1
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run")

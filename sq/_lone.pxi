@@ -16,6 +16,7 @@
 
 
 cdef bint lone_enabled = True     # False: every program runs in the general loop (tests compare the two)
+cdef int64_t lone_runs = 0        # runs that took the lone loop (tests tell which loop a run took)
 
 
 cdef void lone_plan(State* st) noexcept nogil:
@@ -150,15 +151,9 @@ cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
 cdef inline int32_t lone_finish(State* st, Stage* s, Event* e, double* arrived) noexcept nogil:
     """A job finishes (`finish`) and the next one in line starts; returns the session that goes
     on (its arrival time in `arrived`), NOBODY for a stale finish, or FAILED."""
-    cdef int32_t j, owner
-    if s.kind == K_PS:
-        if e.c != s.epoch:
-            return NOBODY       # superseded by a reschedule
-        j = ps_done(st, s)
-    else:
-        j = <int32_t> e.b
-        if st.jobs.id[j] != e.c:
-            return NOBODY       # the job is gone
+    cdef int32_t j = finishing_job(st, s, e), owner
+    if j < 0:
+        return NOBODY       # a stale finish
     arrived[0] = st.jobs.enq[j]
     owner = job_done(st, s, j)
     if next_in_line(st, s, e.a) < 0:

@@ -223,16 +223,26 @@ cdef void estimate(Stage* s, double start, double wait, double service) noexcept
 
 cdef int finish(State* st, Event* e) noexcept nogil:
     cdef Stage* s = &st.stages[e.a]
-    cdef int32_t j = <int32_t> e.b
+    cdef int32_t j = finishing_job(st, s, e)
+    if j < 0:
+        return 0
     if s.kind == K_PS:
-        if e.c != s.epoch:
-            return 0            # superseded by a reschedule
-        return complete_job(st, s, ps_done(st, s))
-    if st.jobs.id[j] != e.c:
-        return 0                # the job is gone
+        return complete_job(st, s, j)
     if finish_job(st, s, j) < 0:
         return -1
     return next_in_line(st, s, e.a)
+
+
+cdef inline int32_t finishing_job(State* st, Stage* s, Event* e) noexcept nogil:
+    """The job a finish event of stage s ends (a ps stage's leaves its heap here), or -1: the
+    event is stale (superseded by a ps stage's reschedule, or its job gone)."""
+    if s.kind == K_PS:
+        if e.c != s.epoch:
+            return -1
+        return ps_done(st, s)
+    if st.jobs.id[e.b] != e.c:
+        return -1
+    return <int32_t> e.b
 
 
 cdef inline int32_t ps_done(State* st, Stage* s) noexcept nogil:
