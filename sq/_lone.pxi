@@ -11,7 +11,7 @@
 # shape of program never reads (the session's attributes and program counter, the ready queue's
 # traffic, settle's tests for pools, flows and other stages, which stay idle).
 # tests/test_lone_queue.py holds its reports and errors to the general loop's, byte for byte.
-# It runs M/M/1 in ~27 % fewer instructions than the general loop (benchmarks/README.md).
+# With it M/M/1 takes 27 % fewer instructions than before it (benchmarks/README.md, sixth pass).
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
 
