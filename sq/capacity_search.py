@@ -5,9 +5,10 @@ a small sweep over the same seeds (common random numbers); the SLO's metrics
 are judged on their Student-t intervals over those seeds (`sq.slo`): a point
 meets, violates, or stays open, and an open point gets more seeds, up to a cap,
 before it is called undecided. The search probes geometrically from the
-program's own value until the verdict flips, then bisects the bracket to `tol`
-(relative) or to adjacent whole numbers. The answer is the last value shown to
-meet, with the value shown to violate next to it and every run behind both.
+program's own value until the verdict flips (at most `MAX_STEPS` doublings or
+halvings each way), then bisects the bracket to `tol` (relative) or to adjacent
+whole numbers. The answer is the last value shown to meet, with the value shown
+to violate next to it and every run behind both.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from sq.study import compiled_from, json_cell, seed_list
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
 ENDED_SHARE = 0.5   # a run where fewer of its arrivals ended than this is not in steady state
-MAX_STEPS = 24      # geometric probes in one direction: 2^24 covers any sensible range
+MAX_STEPS = 8       # geometric probes in one direction (x256): further out, give lo and hi
+UNSETTLED_STEPS = 2  # probes toward more room that stay unsettled before the horizon is blamed
 
 
 # -- the knob -----------------------------------------------------------------
@@ -51,14 +53,23 @@ class Knob:
             return int(nxt) if nxt >= 1 else None
         return x * 2 if up else x / 2
 
-    def midpoint(self, a, b):
-        return (a + b) // 2 if self.integer else (a + b) / 2
+    def midpoint(self, a, b, tol: float):
+        return (a + b) // 2 if self.integer else clean((a + b) / 2, tol)
 
     def close(self, a, b, tol: float) -> bool:
         """Whether a bracket [a, b] is as narrow as the search goes."""
         if self.integer:
             return abs(a - b) <= 1
         return abs(a - b) <= tol * max(abs(a), abs(b))
+
+
+def clean(x: float, tol: float) -> float:
+    """x rounded to the decimal place below a fortieth of its tolerance (tol * |x| / 40): the value
+    the runs use and the output shows, without binary noise (0.65, not 0.6499999999999999), and
+    moved by too little to matter to a bracket `tol` wide."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, math.ceil(-math.log10(tol * abs(x) / 40)))
 
 
 def resolve_knob(program, name: str, direction: str | None, lo=None, hi=None) -> Knob:
@@ -80,10 +91,24 @@ def resolve_knob(program, name: str, direction: str | None, lo=None, hi=None) ->
         direction = "min" if deployment else "max"
     given = [v for v in (lo, hi) if v is not None]
     integer = deployment and all(float(v).is_integer() for v in (start, *given))
+    if deployment and float(start).is_integer() and not integer:
+        _check_fractional(program, name, [v for v in given if not float(v).is_integer()])
     if lo is None and start <= 0:
         raise SqError(f"capacity: `{name}` is {start:g} in the program, so a geometric search has nowhere "
                       "to start; give lo and hi", phase="settings")
     return Knob(name, int(start) if integer else float(start), integer, direction)
+
+
+def _check_fractional(program, name: str, ends) -> None:
+    """A fractional lo or hi searches real values: an SqError before any run if the program
+    takes only whole numbers there (a server count, an array size)."""
+    for v in ends:
+        try:
+            _ir_parts(program, name, v)
+        except SqError as err:
+            raise SqError(f"capacity: `{name}` takes whole numbers ({name} = {v:g}: {err.message})",
+                          phase="settings", notes=("help: give lo and hi as whole numbers; the search then "
+                                                   "tries whole numbers only",)) from None
 
 
 def let_value(program, name: str) -> float:
@@ -122,6 +147,12 @@ class Point:
     verdicts: dict[str, str]            # condition text -> MEETS / VIOLATES / OPEN
     stationary: bool
 
+    @property
+    def unsettled(self) -> bool:
+        """Not stationary, although every condition's interval met it: an overload just begun,
+        or a warm-up or horizon too short for the model to settle (then more room changes nothing)."""
+        return not self.stationary and set(self.verdicts.values()) == {MEETS}
+
     def to_dict(self) -> dict:
         return {"value": self.value, "decision": self.decision, "n": len(self.seeds), "seeds": self.seeds,
                 "stationary": self.stationary,
@@ -138,7 +169,9 @@ class Point:
 
 def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
     """A point's verdict from its runs: every condition's interval on the good side meets;
-    one on the bad side, or any run that is not stationary, violates; else it stays open."""
+    one on the bad side, or any run that is not stationary, violates; else it stays open.
+    (Growth is overload, whatever the means say: they describe the horizon, not the system;
+    the search itself notices growth that more room does not remove, see `_Search.walk`.)"""
     from sq.confidence import t_interval
 
     stationary = all(_steady(row) for row in rows)
@@ -282,6 +315,7 @@ class _Search:
     def __init__(self, knob: Knob, evaluate, tol: float, max_points: int):
         self.knob, self.evaluate, self.tol, self.max_points = knob, evaluate, tol, max_points
         self.points: dict = {}
+        self.far: dict = {}         # worse (True/False) -> the last probe of a walk that ran out of steps
 
     def at(self, x) -> Point:
         if x not in self.points:
@@ -305,11 +339,18 @@ class _Search:
                        and (m is None or rank(x) > rank(m)) and (v is None or rank(x) < rank(v))), key=rank)
 
     def walk(self, x, worse: bool, until: str) -> None:
-        """Probe geometrically from x until a point's decision is `until` or the domain ends."""
+        """Probe geometrically from x until a point's decision is `until`, the domain ends, after
+        MAX_STEPS probes, or, toward more room, after UNSETTLED_STEPS unsettled probes in a row
+        (more room that changes nothing blames the horizon, not the load)."""
+        unsettled = 0
         for _ in range(MAX_STEPS):
             x = self.knob.step(x, worse)
             if x is None or self.at(x).decision == until:
                 return
+            unsettled = unsettled + 1 if self.points[x].unsettled else 0
+            if not worse and unsettled >= UNSETTLED_STEPS:
+                return
+        self.far[worse] = x
 
     def probe(self, lo, hi) -> None:
         """Find a value that meets and one that violates: the given ends, or geometric steps."""
@@ -329,7 +370,7 @@ class _Search:
         while True:
             m, v = self.ends()
             if m is None:
-                return False, "no value tried meets the SLO"
+                return False, self.none_meets()
             if v is None:
                 beyond = self.open_between(m, None)
                 if beyond:
@@ -337,16 +378,35 @@ class _Search:
                                    "and no value shown to violate the SLO")
                 edge = knob.integer and knob.direction == "min" and m == 1
                 return edge, ("the smallest possible value meets the SLO" if edge
-                              else "no value tried violates the SLO: the answer may lie further out")
+                              else "no value tried violates the SLO" + self.out_to(True)
+                              + ": the answer may lie further out")
             if knob.close(m, v, tol):
                 return True, "the bracket is within the tolerance"
             undecided = self.open_between(m, v)
-            x = self.flank(m, v, undecided) if undecided else knob.midpoint(m, v)
+            x = self.flank(m, v, undecided) if undecided else knob.midpoint(m, v, tol)
             if x is None:
                 return False, (f"undecided at {', '.join(f'{u:g}' for u in undecided)} with the seeds allowed, "
                                f"between {m:g} (meets) and {v:g} (violates): the SLO is too close to call "
                                "there (more seeds or a longer horizon would tell)")
             self.at(x)
+
+    def none_meets(self) -> str:
+        """Why no value meets: runs that never settled, however much room, or the probes' reach."""
+        unsettled = sorted(x for x, p in self.points.items() if p.unsettled)
+        if unsettled:
+            return (f"no value tried meets the SLO: at {', '.join(f'{u:g}' for u in unsettled)} its metrics "
+                    "meet it but the runs are not stationary (sessions or queues still grow at the end), "
+                    "with more room too: lengthen the warm-up and the horizon until they settle")
+        return "no value tried meets the SLO" + self.out_to(False)
+
+    def out_to(self, worse: bool) -> str:
+        """`, out to X (N doublings of the program's value); give lo and hi to search further` when
+        the probes that way ran out of steps, else nothing."""
+        if worse not in self.far:
+            return ""
+        up = worse == (self.knob.direction == "max")
+        return (f", out to {self.far[worse]:g} ({MAX_STEPS} {'doublings' if up else 'halvings'} of the "
+                "program's value; give lo and hi to search further)")
 
     def flank(self, m, v, undecided):
         """The next value to try around undecided points, or None when none can help.
@@ -360,12 +420,12 @@ class _Search:
         first, last = undecided[0], undecided[-1]
         if knob.integer or len(undecided) > 1:
             if not knob.close(m, first, tol):
-                return knob.midpoint(m, first)
+                return knob.midpoint(m, first, tol)
             if not knob.close(last, v, tol):
-                return knob.midpoint(last, v)
+                return knob.midpoint(last, v, tol)
             return None
         half = 0.45 * tol * abs(first)     # so the two flanks are within tol of each other
-        good, bad = sorted((first - half, first + half), key=knob.rank)
+        good, bad = sorted((clean(first - half, tol), clean(first + half, tol)), key=knob.rank)
         rank = knob.rank
         if rank(m) < rank(good) < rank(first):
             return good
@@ -417,6 +477,9 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
         raise SqError(f"capacity: tol is a relative width between 0 and 1, found {tol!r}", phase="settings")
     if (lo is None) != (hi is None) or (lo is not None and not lo < hi):
         raise SqError("capacity: give both lo and hi, with lo < hi, or neither", phase="settings")
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
+        raise SqError(f"capacity: max_points is the most values tried, a whole number of at least 1, "
+                      f"found {max_points!r}", phase="settings")
     cap = 4 * len(seeds) if max_seeds is None else max_seeds
     if cap < len(seeds):
         raise SqError(f"capacity: max_seeds ({cap}) is below the number of seeds ({len(seeds)})",
@@ -425,7 +488,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)
     records: list[dict] = []
-    run = _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point,
+    run = _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, lo is not None,
                         dict(horizon=horizon, warmup=warmup, arrivals=arrivals, cache=cache, progress=progress,
                              metrics=[c.metric for c in conditions]))
     with _executor(executor, jobs) as ex:
@@ -435,9 +498,12 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
                     value, bracket, confident, reason, points, records)
 
 
-def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, sweep_args):
+def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, ranged, sweep_args):
     """`run(x, executor)`: the runs at one value, seeds added while the verdict is open."""
     from sq.study import sweep
+
+    help_ = ("help: narrow lo and hi to values where the program runs" if ranged
+             else "help: give lo and hi to keep the search where the program runs")
 
     def run(x, executor) -> Point:
         rows: list[dict] = []
@@ -447,8 +513,7 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on
                 rows += sweep(program, [{knob: x}], batch, executor=executor, **sweep_args).records
             except SqError as err:
                 raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
-                              notes=(*err.notes, "help: give lo and hi to keep the search where the "
-                                     "program runs")) from None
+                              notes=(*err.notes, help_)) from None
             point = judge(x, rows, conditions, confidence)
             if point.decision != OPEN:
                 break

@@ -142,6 +142,44 @@ def test_the_smallest_deployment_can_be_one():
     assert search(Knob("R", 4, True, "min"), evaluate)[:3] == (1, (1, None), True)
 
 
+def test_the_probes_stop_after_max_steps_and_say_how_far_they_went():
+    from sq.capacity_search import MAX_STEPS
+
+    tried = []
+
+    def never_meets(x):
+        tried.append(x)
+        return Point(x, VIOLATES, [1, 2], {}, {}, True)
+
+    value, _, confident, reason, _ = search(Knob("R", 4, True, "min"), never_meets)
+    assert tried == [4 * 2 ** k for k in range(MAX_STEPS + 1)] and value is None and not confident
+    assert f"out to {4 * 2 ** MAX_STEPS} ({MAX_STEPS} doublings" in reason and "give lo and hi" in reason
+
+
+def test_runs_that_never_settle_with_more_room_stop_the_search():
+    # growth while the SLO is met by far, at every size: the horizon's fault, not the load's
+    tried = []
+
+    def unsettled(x):
+        tried.append(x)
+        return Point(x, VIOLATES, [1, 2], {"ttft.p99": (0.1, 0.01)}, {"ttft.p99 <= 0.5": MEETS}, False)
+
+    value, _, confident, reason, _ = search(Knob("R", 4, True, "min"), unsettled)
+    assert tried == [4, 8, 16] and value is None and not confident
+    assert "at 4, 8, 16 its metrics meet it but the runs are not stationary" in reason
+    assert "lengthen the warm-up and the horizon" in reason
+
+
+def test_bisection_tries_clean_values():
+    evaluate, tried = _fake(0.66)
+    search(Knob("lam", 0.5, False, "max"), evaluate, lo=0.5, hi=0.9, tol=0.05)
+    assert 0.65 in tried and 0.6499999999999999 not in tried       # (0.6 + 0.7) / 2 in floats
+    assert all(x == round(x, 4) for x in tried)
+    evaluate, tried = _fake(3.7, band=0.015)                        # flanks, too
+    search(Knob("rate", 1.0, False, "max"), evaluate, tol=0.02)
+    assert all(x == round(x, 4) for x in tried)
+
+
 # -- which way to search ------------------------------------------------------
 
 @pytest.mark.parametrize("path, knob, integer, direction", [
@@ -318,6 +356,19 @@ def test_cli_bad_input_exits_2(capsys, closed_port, argv, words):
     assert status == 2 and words in err and not out
 
 
+def test_cli_fractional_ends_of_a_knob_that_takes_whole_numbers(capsys):
+    status, out, err = _cli(capsys, MMC, "--knob", "c", "--slo", "wait.mean<=0.2", "--lo", "4.5", "--hi", "12")
+    assert status == 2 and not out
+    assert "`c` takes whole numbers (c = 4.5: " in err and "fifo servers must be a positive integer" in err
+    assert "give lo and hi as whole numbers" in err and "to keep the search" not in err
+
+
+@pytest.mark.parametrize("max_points", [0, -3, 2.5, True])
+def test_max_points_is_a_whole_number_of_at_least_one(max_points):
+    with pytest.raises(sq.SqError, match=r"max_points is the most values tried, a whole number of at least 1"):
+        capacity(MM1, "lam", "response.mean <= 5", max_points=max_points)
+
+
 # -- verdicts of a point -------------------------------------------------------------
 
 def test_a_run_that_is_not_stationary_makes_its_point_violate():
@@ -349,6 +400,14 @@ def test_a_cached_search_runs_nothing_again(tmp_path, monkeypatch):
     again = capacity(MM1, "lam", "response.mean <= 5", **args)
     assert (again.value, again.bracket) == (first.value, first.bracket)
     assert _without_wall(again.records) == _without_wall(first.records)
+
+
+def test_replicas_with_runs_too_short_to_settle_end_with_advice():
+    # 120 s runs end before the conversations (about a minute each) settle, at any number of replicas
+    program = sq.compile(REPLICA, sets={"rate": 3})
+    cap = capacity(program, "R", "ttft.p99 <= 0.5", seeds=range(1, 4), horizon=120, warmup=24, executor="serial")
+    assert [p.value for p in cap.points] == [4, 8, 16] and cap.value is None, cap.line()
+    assert "not stationary" in cap.reason and "lengthen the warm-up and the horizon" in cap.reason
 
 
 # -- the questions of the guide, at full length --------------------------------------
