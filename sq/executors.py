@@ -81,10 +81,11 @@ def owned(pool, who: str = "sweep"):
     except BaseException as stop:
         processes = not isinstance(pool, ThreadPoolExecutor)
         if processes:
+            manager = _manager_of(pool)         # (`shutdown` forgets it)
             _terminate_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
         if processes:
-            _join_manager(pool)
+            _join_manager(*manager)
         if isinstance(stop, BrokenProcessPool):
             raise worker_ended(who) from None
         raise
@@ -124,13 +125,25 @@ def _terminate_workers(pool) -> None:
         process.terminate()
 
 
-def _join_manager(pool, timeout: float = 5.0) -> None:
-    """Wait (briefly: its workers are gone) for the pool's manager thread to close its wake-up
-    pipe. Python before 3.12 wakes that thread at exit without its lock, and a pipe closed in
-    between printed a traceback ("Bad file descriptor") after a Ctrl-C."""
-    thread = getattr(pool, "_executor_manager_thread", None)
+def _manager_of(pool) -> tuple:
+    """A process pool's manager thread and its wake-up pipe (None, None: a pool without them)."""
+    return getattr(pool, "_executor_manager_thread", None), getattr(pool, "_executor_manager_thread_wakeup", None)
+
+
+def _join_manager(thread, wakeup, timeout: float = 5.0) -> None:
+    """Wait (briefly: its workers are gone) for a stopped pool's manager thread to close its
+    wake-up pipe, then make that pipe's wake-up a no-op. Python before 3.12 wakes the thread at
+    exit without the lock under which the thread closes the pipe; a close in between printed a
+    traceback ("Bad file descriptor") after a Ctrl-C when the thread was slow to end (a loaded
+    machine). The thread needs no more wake-ups: `shutdown` has sent its last one."""
     if thread is not None:
         thread.join(timeout)
+    if wakeup is not None:
+        wakeup.wakeup = _no_wakeup
+
+
+def _no_wakeup() -> None:
+    """A stopped pool's wake-up (`_join_manager`)."""
 
 
 @contextmanager

@@ -146,6 +146,23 @@ def test_processes_give_the_serial_table_from_an_unguarded_script(serial, tmp_pa
     assert _equal_tables(json.loads(done.stdout), serial.records)
 
 
+def test_a_stopped_process_pools_wakeup_cannot_race_the_exit():
+    # Python < 3.12 wakes a pool's manager thread at exit without the lock under which the thread
+    # closes its pipe: a stopped pool's wake-up must not touch the pipe, in the state that race
+    # reads (not yet marked closed, its pipe closed)
+    from sq.executors import owned, process_pool
+    pool = process_pool(1)
+    with pytest.raises(KeyboardInterrupt):
+        with owned(pool):
+            assert pool.submit(abs, -1).result() == 1
+            wakeup, thread = pool._executor_manager_thread_wakeup, pool._executor_manager_thread
+            raise KeyboardInterrupt
+    assert not thread.is_alive()       # joined, not left to end during the exit
+    wakeup.close()
+    wakeup._closed = False
+    wakeup.wakeup()
+
+
 def test_any_concurrent_futures_executor(serial):
     from concurrent.futures import ThreadPoolExecutor
 
