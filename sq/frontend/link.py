@@ -1061,7 +1061,7 @@ class Linker:
         if isinstance(k, A.Fifo):
             n = 1.0 if k.servers is None else self.const(k.servers, f"stage `{fam.name}`: fifo server count")
             if math.isinf(n) or not (n >= 1 and n == int(n)):
-                raise self.error(f"stage `{fam.name}`: fifo servers must be a positive integer")
+                raise self.error(f"stage `{fam.name}`: fifo servers must be a positive integer", k.servers)
             return {"Fifo": _saturate_u64(n)}
         if isinstance(k, A.Ps):
             return {"Ps": self.expr(k.capacity)}
