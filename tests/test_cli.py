@@ -103,3 +103,10 @@ def test_a_bad_horizon_flag_is_named_as_the_problem(args, horizon):
     out = sq_cli("run", str(ROOT / "examples" / "single-turn" / "mg1.sq"), *args)
     assert out.returncode == 2
     assert out.stderr.endswith(f"\nhelp: the horizon must be a positive finite time, found {horizon}\n")
+
+
+def test_sweep_help_lists_every_plot_option():
+    """`logx` works (docs/cli.md): the --plot help names it beside `logy`. (Here, not in
+    test_cli_sweep.py: the help text is the one line of sq/cli_study.py this change touches.)"""
+    out = sq_cli("sweep", "--help")
+    assert out.returncode == 0 and "[,logx][,logy]" in " ".join(out.stdout.split())
