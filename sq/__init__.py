@@ -189,7 +189,7 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
 def _engine_options(lowered, changes, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
                     max_memory, samples, progress, wall_limit, timeline, timeline_window) -> dict:
     """run_lowered's options as the engine takes them, checked (the progress tracker included)."""
-    options = dict(trace_iterations=_trace_sink(trace_iterations), trace_evictions=_trace_sink(trace_evictions),
+    options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions,   # the engine takes files too
                    dump_pools=dump_pools, check_invariants=check_invariants, samples=samples, progress=None,
                    timeline=None if timeline is None else os.fspath(timeline),
                    wall_limit=settings.wall_limit(wall_limit), timeline_window=settings.window(timeline_window))
@@ -230,14 +230,6 @@ def _report(raw, program, started: float):
     report.overrides = dict(origin.get("sets") or {})
     report.wall_s = time.perf_counter() - started
     return report
-
-
-def _trace_sink(trace):
-    """A debug trace's destination for the engine: a file (anything with `write`) gets the
-    lines, one per line, as the run goes; True, False and a callable pass as they are."""
-    if trace is not False and trace is not True and hasattr(trace, "write"):   # (the usual False: no lookup)
-        return lambda lines: trace.write("".join(f"{line}\n" for line in lines))
-    return trace
 
 
 def _with_trace_path(ir: dict, base: str | None) -> dict:

@@ -337,7 +337,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
 
     Settings left as None are the program's own; given ones must already be checked
     (`sq.settings.checked`, as sq.run_lowered does): the engine trusts them. `trace_iterations` is for step
-    stages; `trace_iterations` / `trace_evictions` may be a callable instead of True, which
+    stages; `trace_iterations` / `trace_evictions` may be a file (one line each) or a callable instead of True, which
     gets the lines in chunks (a list of a few thousand at a time) while the run goes, in
     order, and the RawResults' list stays empty; `check_invariants` re-checks the engine's bookkeeping after every
     event (pools within their caps, no negative counter or allocation, queues,
@@ -594,9 +594,27 @@ cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limi
 
 
 def _trace_sink(trace, lines):
-    """Where a debug trace's lines go: a callable takes each chunk (list of lines) as the run
-    goes; True keeps them all in `lines` (the report's list)."""
+    """Where a debug trace's lines go: a file (anything with `write`) gets them one per line and
+    a callable each chunk (list of lines) as the run goes; True keeps them all in `lines` (the
+    report's list)."""
+    if trace is True or trace is False:
+        return lines.extend
+    if hasattr(trace, "write"):
+        return _LinesTo(trace)
     return trace if callable(trace) else lines.extend
+
+
+cdef class _LinesTo:
+    """A file as a trace sink. Compiled, so no Python frame runs between taking a chunk and
+    writing it, where a Ctrl-C could land and lose the chunk (only the file's own write may
+    be interrupted)."""
+    cdef object write
+
+    def __init__(self, file):
+        self.write = file.write
+
+    def __call__(self, lines):
+        self.write("".join([line + "\n" for line in lines]))
 
 
 cdef object _open_timeline(State* st, path, window, lowered, SqError):

@@ -76,12 +76,17 @@ cdef void trace_flush(State* st):
 
 
 cdef int trace_flush_polled(State* st) noexcept with gil:
+    watch = <_Watch> st.poller
     try:
+        PyErr_CheckSignals()    # a Ctrl-C pending since the loop stops the run before the chunk is taken
         trace_flush(st)
     except BaseException as exc:
-        watch = <_Watch> st.poller
         watch.exception = exc
-        watch.iterations = watch.evictions = _discard    # a failed sink is not asked again
+        # A failed sink is not asked again. A Ctrl-C is no failure: it lands in whatever Python
+        # code runs (the lines' formatting, mostly), and the run's last flush hands the sinks
+        # what was kept, so the trace covers the whole of the report's run.
+        if not isinstance(exc, KeyboardInterrupt):
+            watch.iterations = watch.evictions = _discard
         return STOP_INTERRUPT
     return 0
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
+import secrets
 from typing import Iterable
 
 # A program of 200,000 lines is a few megabytes; traces can be far longer.
@@ -70,7 +70,7 @@ def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
     renamed over `path` only once all is written: a failure (a full disk, an
     interrupted run) leaves no partial file behind."""
     folder = os.path.dirname(os.fspath(path)) or "."
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=".sq-", suffix=".part")
+    fd, temp = _new_file(folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             for chunk in chunks:
@@ -82,3 +82,14 @@ def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
         except OSError:
             pass
         raise
+
+
+def _new_file(folder: str) -> tuple[int, str]:
+    """A new, empty temporary file in `folder`, open for writing: (fd, path). Its mode is
+    0666 less the umask, as for any file the user makes (mkstemp's is 0600)."""
+    while True:
+        temp = os.path.join(folder, f".sq-{secrets.token_hex(6)}.part")
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), temp
+        except FileExistsError:
+            continue

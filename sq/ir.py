@@ -19,7 +19,7 @@ from typing import Any
 
 from sq.deep import run_deep
 from sq.errors import SqError
-from sq.settings import ARRIVALS_NEED_OPEN, is_u64, open_arrivals
+from sq.settings import ARRIVALS_NEED_OPEN, is_u64, open_arrivals, window_error
 
 IR_VERSION = 10
 
@@ -949,8 +949,9 @@ class _Validator:
 
     def run_settings(self) -> None:
         p = self.p
-        if not (math.isfinite(p.horizon) and 0 <= p.warmup < p.horizon):
-            raise _fail("run", "need 0 <= warmup < horizon")
+        error = window_error(p.horizon, p.warmup, "validate")
+        if error is not None:
+            raise error
         if p.arrivals is not None:
             if not open_arrivals(p.arrival):
                 raise _fail("run", ARRIVALS_NEED_OPEN)

@@ -29,6 +29,26 @@ def number(name: str, value) -> float:
     return float(value)
 
 
+WINDOW_RULE = "need 0 <= warmup < horizon"     # 0.1.2's words for the run's check
+
+
+def horizon_notes(horizon: float) -> tuple[str, ...]:
+    """The help line a refused horizon adds to 0.1.2's words (which speak of the warmup
+    only) when the horizon itself is what is wrong: it is a positive, finite time."""
+    if math.isfinite(horizon) and horizon > 0:
+        return ()
+    from sq.numbers import display
+
+    return (f"help: the horizon must be a positive finite time, found {display(horizon)}",)
+
+
+def window_error(horizon: float, warmup: float, phase: str) -> SqError | None:
+    """The error of a run's horizon and warmup (None: they are fine): the run's check."""
+    if math.isfinite(horizon) and 0 <= warmup < horizon:
+        return None
+    return SqError(f"run: {WINDOW_RULE}", phase=phase, notes=horizon_notes(horizon))
+
+
 def open_arrivals(arrival) -> bool:
     """Whether a workload's arrivals (the IR's `arrival`) are open — poisson or renewal: the ones
     an arrival limit can end. The one rule: the IR's check, the Lowered (which keeps the answer)
@@ -61,8 +81,9 @@ def checked(horizon0: float, warmup0: float, arrivals0, arrivals_open: bool, *, 
         changes["horizon"] = h = number("horizon", horizon)
     if warmup is not None:
         changes["warmup"] = w = number("warmup", warmup)
-    if not (math.isfinite(h) and 0 <= w < h):
-        raise SqError("run: need 0 <= warmup < horizon", phase="settings")
+    error = window_error(h, w, "settings")
+    if error is not None:
+        raise error
     if arrivals is not None:
         if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")

@@ -95,3 +95,18 @@ session { run d (serial); hold mem (20) { run d (0.5); } cache (20); run d (10);
     # serial 1's admission at t=1 needs 20 of 30 with serial 0's 20 cached: one block goes
     assert out.stderr.splitlines() == ["EVICT 1.0000 0 10",
                                        'POOL mem used 0 cached 30 by status {"InStage": (2, 30.0)}']
+
+
+@pytest.mark.parametrize("args, horizon", [(["--horizon", "-5"], "-5"),
+                                           (["--horizon", "inf", "--warmup", "0", "--arrivals", "100"], "inf")])
+def test_a_bad_horizon_flag_is_named_as_the_problem(args, horizon):
+    out = sq_cli("run", str(ROOT / "examples" / "single-turn" / "mg1.sq"), *args)
+    assert out.returncode == 2
+    assert out.stderr.endswith(f"\nhelp: the horizon must be a positive finite time, found {horizon}\n")
+
+
+def test_sweep_help_lists_every_plot_option():
+    """`logx` works (docs/cli.md): the --plot help names it beside `logy`. (Here, not in
+    test_cli_sweep.py: the help text is the one line of sq/cli_study.py this change touches.)"""
+    out = sq_cli("sweep", "--help")
+    assert out.returncode == 0 and "[,logx][,logy]" in " ".join(out.stdout.split())

@@ -268,6 +268,19 @@ def test_write_atomic_leaves_nothing_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["a.csv"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_write_atomic_makes_files_as_the_umask_says(tmp_path, umask):
+    """--dump's CSV files get the mode of every other output, 0666 less the umask."""
+    from sq.files import write_atomic
+
+    previous = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "a.csv", ["x\n"])
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "a.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("command", [["check"], ["ir"], ["run", "--json"]])
 def test_stdout_on_a_full_disk(command):

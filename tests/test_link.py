@@ -509,3 +509,13 @@ def test_random_kernel_programs_match_pyserq(seed, clean):
 def test_many_random_kernel_programs_match_pyserq(seed, clean):
     for source in _random_programs(seed, 300, clean):
         assert_same(source)
+
+
+@pytest.mark.parametrize("servers", ["0", "1.5", "c"])
+def test_a_bad_fifo_server_count_points_at_it(servers):
+    """0.1.2 gives no location; sq points at the count (README: every error has one)."""
+    with pytest.raises(SqError) as e:
+        compile_program(source=f"let c = -2;\nstage server : fifo({servers});\nrun {{ horizon 10; }}\n")
+    assert e.value.message == "stage `server`: fifo servers must be a positive integer"
+    assert (e.value.line, e.value.col) == (2, 21)
+    assert str(e.value).endswith("\n  |                     " + "^" * len(servers))

@@ -63,3 +63,16 @@ def test_open_arrivals_one_answer_for_the_ir_and_the_lowered(arrive, is_open):
         else:
             with pytest.raises(SqError, match=settings.ARRIVALS_NEED_OPEN):
                 door()
+
+
+@pytest.mark.parametrize("horizon", [-5, 0, float("inf")])
+def test_a_bad_horizon_is_said_to_be_the_horizon_at_every_door(horizon):
+    """Not `warmup must be below the horizon` alone: a help line under 0.1.2's words says
+    the horizon is what is wrong."""
+    program = sq.compile(MM1, horizon=1500)
+    doors = [lambda: sq.run(program, horizon=horizon, warmup=0), lambda: sq.compile(MM1, horizon=horizon, warmup=0),
+             lambda: sq.compile(source=f"run {{ horizon {horizon}; }} workload {{ arrive batch(1); }}")]
+    for door in doors:
+        with pytest.raises(SqError) as info:
+            door()
+        assert f"\nhelp: the horizon must be a positive finite time, found {horizon:g}" in str(info.value)

@@ -5,7 +5,9 @@ SERQ_TRACE_ITER elsewhere), byte for byte and in order."""
 from __future__ import annotations
 
 import io
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +101,64 @@ def test_python_keeps_one_chunk_of_lines_at_a_time():
     size = sum(map(len, report.iteration_trace))
     assert size > 4 << 20, size
     assert streamed - short < 1 << 20 and whole - streamed > size / 2, (short, streamed, whole, size)
+
+
+def test_ctrl_c_while_a_chunk_is_formatted_keeps_the_trace_of_the_whole_run(monkeypatch):
+    """The trace of a run stopped by Ctrl-C is that of a run whose horizon is where it stopped:
+    the chunk being formatted and the entries kept since are handed over, not dropped. The
+    SIGINT is real, sent from the 20000th number the engine formats for a trace line: the
+    Python code formatting a chunk is where Ctrl-C lands in a traced run (the loop is C)."""
+    from sq import numbers
+
+    program = sq.compile(str(PROGRAM), sets={"kv_gib": 1}, horizon=200, warmup=0)
+    real, calls = numbers.display, [0]
+
+    def display(x):
+        calls[0] += 1
+        if calls[0] == 20000:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(x)
+
+    lines = {"ITER": [], "EVICT": []}
+    monkeypatch.setattr(numbers, "display", display)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt) as stop:
+            sq.run(program, trace_iterations=lines["ITER"].extend, trace_evictions=lines["EVICT"].extend)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        monkeypatch.undo()
+    report = stop.value.report
+    assert report.stopped == "interrupted" and 0 < report.end < 200
+    whole = sq.run(program, horizon=report.end, trace_iterations=True, trace_evictions=True)
+    assert len(whole.eviction_trace) > 4096     # more than one chunk
+    assert lines["ITER"] == whole.iteration_trace and lines["EVICT"] == whole.eviction_trace
+
+
+def test_cli_ctrl_c_writes_the_trace_up_to_the_reported_end():
+    script = (
+        "import os, signal, sys\n"
+        "from sq import numbers\n"
+        "from sq.__main__ import entry\n"
+        "real, calls = numbers.display, [0]\n"
+        "def display(x):\n"
+        "    calls[0] += 1\n"
+        "    if calls[0] == 20000:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(x)\n"
+        "numbers.display = display\n"
+        "sys.exit(entry(sys.argv[1:]))\n")
+    args = [str(PROGRAM), "--json", "--warmup", "0", "--set", "kv_gib=1", "--trace-iterations", "--trace-evictions"]
+    out = subprocess.run([sys.executable, "-c", script, "run", *args, "--horizon", "200"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 130, out.stderr[-2000:]
+    end = json.loads(out.stdout)["end"]
+    assert 0 < end < 200
+    whole = subprocess.run([sys.executable, "-m", "sq", "run", *args, "--horizon", repr(end)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert whole.returncode == 0 and whole.stderr.count("EVICT") > 4096
+
+    def trace(stderr):
+        return [line for line in stderr.splitlines() if line.startswith(("ITER ", "EVICT "))]
+
+    assert trace(out.stderr) == trace(whole.stderr)

@@ -19,6 +19,7 @@ from sq.frontend import cycles
 from sq.frontend import queues
 from sq.errors import SqError
 from sq.numbers import display
+from sq.settings import horizon_notes
 from sq.frontend.errors import Span
 from sq.frontend.fold import Folder
 
@@ -1060,7 +1061,7 @@ class Linker:
         if isinstance(k, A.Fifo):
             n = 1.0 if k.servers is None else self.const(k.servers, f"stage `{fam.name}`: fifo server count")
             if math.isinf(n) or not (n >= 1 and n == int(n)):
-                raise self.error(f"stage `{fam.name}`: fifo servers must be a positive integer")
+                raise self.error(f"stage `{fam.name}`: fifo servers must be a positive integer", k.servers)
             return {"Fifo": _saturate_u64(n)}
         if isinstance(k, A.Ps):
             return {"Ps": self.expr(k.capacity)}
@@ -1173,8 +1174,8 @@ class Linker:
         if horizon is None:
             raise self.error("no horizon (run { horizon T; })")
         warmup = 0.0 if warmup is None else warmup
-        if math.isfinite(horizon) and not warmup < horizon:
-            raise self.error("warmup must be below the horizon")
+        if math.isfinite(horizon) and not warmup < horizon:   # (an infinite horizon is refused by the run)
+            raise self.error("warmup must be below the horizon", None, *horizon_notes(horizon))
         prog.horizon, prog.warmup = horizon, warmup
         if st.seed is not None:     # checked by compile (sq.frontend.compile._check_overrides)
             prog.seed = st.seed
