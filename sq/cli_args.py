@@ -47,13 +47,36 @@ def whole_number(text: str) -> int:
 
 def overrides(pairs: list[str] | None, flag: str) -> dict[str, str]:
     """`--set`/`--def` NAME=EXPR pairs as {name: expression text}."""
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise SqError(f"{flag} takes NAME=EXPR, found `{pair}`", phase="settings")
-        out[name.strip()] = value
+    return once_each((_override(pair, flag) for pair in pairs or []), flag)
+
+
+def _override(pair: str, flag: str) -> tuple[str, str]:
+    name, sep, value = pair.partition("=")
+    if not sep or not name.strip():
+        raise SqError(f"{flag} takes NAME=EXPR, found `{pair}`", phase="settings")
+    return name.strip(), value
+
+
+def once_each(pairs, flag: str) -> dict:
+    """(name, value) pairs of a repeatable flag (`--set`, `--def`) as a dict: a name given twice
+    is an error, not a silent choice of one of its values, for `run` and `sweep` alike."""
+    out: dict = {}
+    for name, value in pairs:
+        if name in out:
+            raise SqError(f"{flag} {name} is given twice (one {flag} per name)", phase="settings")
+        out[name] = value
     return out
+
+
+# the most values one flag may ask for (a `--set` range, `--seeds`): more is surely a typo,
+# and is refused before a list of them is built
+MAX_VALUES = 1_000_000
+
+
+def at_most(count: int, what: str, flag: str) -> None:
+    """`count` values asked for by `flag` (as typed), at most MAX_VALUES."""
+    if count > MAX_VALUES:
+        raise SqError(f"{flag}: {count} {what} is more than {MAX_VALUES}", phase="settings")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -66,6 +89,7 @@ def parse_seeds(text: str) -> list[int]:
             first, last = int(m.group(1)), int(m.group(2))
             if last < first:
                 raise SqError(f"--seeds {text}: the range is empty", phase="settings")
+            at_most(last - first + 1, "seeds", f"--seeds {text}")
             seeds = list(range(first, last + 1))
         else:
             seeds = [int(s, 0) for s in text.split(",")]

@@ -12,12 +12,13 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from sq.cli_args import add_run_args, check_writable, headless_plots, parse_seeds, scheduler
+from sq.cli_args import add_run_args, at_most, check_writable, headless_plots, once_each, parse_seeds, scheduler
 from sq.errors import SqError
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _RANGE = re.compile(rf"^\s*({_NUMBER})\s*:\s*({_NUMBER})\s*:\s*({_NUMBER})\s*$")
-MAX_POINTS = 1_000_000
+# numbers and colons, but not START:STOP:STEP (`1:3`, `1:3:`): a range written wrong, not an expression
+_RANGE_LIKE = re.compile(rf"^\s*(?:{_NUMBER})?\s*(?::\s*(?:{_NUMBER})?\s*)+$")
 
 
 def add_parser(sub) -> None:
@@ -47,13 +48,21 @@ def parse_values(text: str) -> tuple[str, list]:
     name = name.strip()
     if not sep or not re.fullmatch(r"[^\W\d]\w*", name):
         raise SqError(f"--set takes NAME=V1,V2,… or NAME=START:STOP:STEP, found `{text}`", phase="settings")
+    from sq.study import distinct_values  # noqa: PLC0415  (sq.study loads numpy: only for a sweep)
+
+    return name, distinct_values(name, _values(name, values), f"--set {text}")
+
+
+def _values(name: str, values: str) -> list:
     m = _RANGE.match(values)
     if m:
-        return name, _range(name, *m.groups())
+        return _range(name, *m.groups())
+    if _RANGE_LIKE.match(values):
+        raise SqError(f"--set {name}={values}: a range is START:STOP:STEP (e.g. 1:3:0.5)", phase="settings")
     items = [v.strip() for v in values.split(",")]
     if not all(items):
         raise SqError(f"--set {name}: an empty value in `{values}`", phase="settings")
-    return name, [_number_or_text(v) for v in items]
+    return [_number_or_text(v) for v in items]
 
 
 def _range(name: str, start: str, stop: str, step: str) -> list:
@@ -63,9 +72,7 @@ def _range(name: str, start: str, stop: str, step: str) -> list:
     count = math.floor((b - a) / s) + 1
     if count < 1:
         raise SqError(f"--set {name}={start}:{stop}:{step}: the range is empty", phase="settings")
-    if count > MAX_POINTS:
-        raise SqError(f"--set {name}={start}:{stop}:{step}: {count} values is more than {MAX_POINTS}",
-                      phase="settings")
+    at_most(count, "values", f"--set {name}={start}:{stop}:{step}")
     # exact steps: 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 as written, not 0.30000000000000004
     whole = all(re.fullmatch(r"[-+]?\d+", t.strip()) for t in (start, stop, step))
     return [int(v) if whole else float(v) for v in (a + k * s for k in range(count))]
@@ -110,7 +117,7 @@ def cmd_sweep(args) -> int:
     from sq import study
     from sq._optional import require
 
-    grid = dict(parse_values(t) for t in args.sets)
+    grid = once_each((parse_values(t) for t in args.sets), "--set")
     seeds = parse_seeds(args.seeds)
     plot = parse_plot(args.plot) if args.plot else None
     if plot and not args.plot_out:

@@ -90,8 +90,12 @@ def _number(x: float) -> str:
 
 
 def check_metrics(names, program) -> list[Metric]:
-    """Parse `names` and check each against a compiled program (its observes, gauges,
-    stages and pools); the error lists what exists."""
+    """Parse `names` (one name, or a list of them) and check each against a compiled program
+    (its observes, gauges, stages and pools); the error lists what exists."""
+    if isinstance(names, str):
+        names = [names]     # one metric, as `capacity` takes one condition and `sweep` one seed
+    elif not hasattr(names, "__iter__"):
+        raise SqError(f"metrics are a metric name or a list of them, found {names!r}", phase="settings")
     d = program.to_dict() if hasattr(program, "to_dict") else program
     known = set(program_metric_names(d))
     observes = set(d["observes"])

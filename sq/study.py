@@ -41,6 +41,8 @@ class Sweep:
     records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
     provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
     total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
+    # the metric columns a run records: the tables' columns while no run has finished
+    metric_columns: list[str] = field(default_factory=list, repr=False)
 
     def __repr__(self) -> str:  # the records can be thousands of rows
         total = self.total if self.total is not None else len(self.records)
@@ -50,7 +52,7 @@ class Sweep:
     def metrics(self) -> list[str]:
         """The metric columns, in record order."""
         keys = set(self.names) | {"seed"}
-        return [k for k in (self.records[0] if self.records else {}) if k not in keys]
+        return [k for k in (self.records[0] if self.records else self.metric_columns) if k not in keys]
 
     @property
     def runs(self):
@@ -65,8 +67,8 @@ class Sweep:
         """One row per point: the swept names, `n` (seeds), and for every metric M the mean
         over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
         pd = require("pandas", "Sweep.summary")
-        rows = self.summary_records(confidence)
-        return pd.DataFrame.from_records(rows, columns=list(rows[0]) if rows else None)
+        columns = [*self.names, "n", *(c for m in self.metrics for c in (m, m + "±"))]
+        return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
 
     def summary_records(self, confidence: float = 0.95) -> list[dict]:
         """`summary` as a list of dicts (no pandas needed)."""
@@ -176,6 +178,17 @@ def run_task(task: Task) -> dict:
         return {"error": err.render()}
 
 
+def record_names(task: Task) -> list[str]:
+    """The keys of a run's record, in order: every metric of the point's program, then the
+    extra ones asked for."""
+    return [*_program_metric_names(task.ir_json), *dict.fromkeys(task.extra)]
+
+
+@functools.lru_cache(maxsize=4)
+def _program_metric_names(ir_json: str) -> tuple[str, ...]:
+    return tuple(sq_metrics.program_metric_names(run_deep(json.loads, ir_json)))
+
+
 @functools.lru_cache(maxsize=4)
 def _lowered(ir_json: str):
     """The lowered program of a point; tasks come point by point, so a small cache hits."""
@@ -198,7 +211,7 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs)  # checked before any run
     results: list[dict | None] = [store.get(t) if store else None for t in plan.tasks]
-    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks))
+    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks), record_names(plan.tasks[0]))
     try:
         _collect(plan, pool, store, results, progress)
     except KeyboardInterrupt as interrupt:
@@ -269,7 +282,7 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
             vs = list(vs) if isinstance(vs, (list, tuple, range)) or hasattr(vs, "tolist") else [vs]
             if not vs:
                 raise SqError(f"sweep: `{name}` has no values", phase="settings")
-            values.append([_value(name, v) for v in vs])
+            values.append(distinct_values(name, [_value(name, v) for v in vs]))
         return [dict(zip(names, combo)) for combo in itertools.product(*values)], names
     points = list(grid)
     if not points or not all(isinstance(p, dict) for p in points):
@@ -277,7 +290,49 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
                       phase="settings")
     names = list(dict.fromkeys(n for p in points for n in p))
     _check_names(names)
-    return [{n: _value(n, v) for n, v in p.items()} for p in points], names
+    points = [{n: _value(n, v) for n, v in p.items()} for p in points]
+    _distinct_points(points, names)
+    return points, names
+
+
+def _distinct_points(points: list[dict], names: list[str]) -> None:
+    seen = set()
+    for p in points:
+        key = tuple(_same_value(p.get(n)) for n in names)
+        if key in seen:
+            raise SqError(f"sweep: the point {_describe(p)} is given twice; {REPEAT_WHY}", phase="settings")
+        seen.add(key)
+
+
+# the summary groups runs by point: a point run twice would count each seed's run twice
+REPEAT_WHY = "its runs would count twice in the interval"
+
+
+def distinct_values(name: str, values: list, who: str = "sweep") -> list:
+    """The values of one swept `let`, checked to be distinct (5 and 5.0 are one value); `who`
+    starts the error: `sweep` or the flag as typed (`--set lam=5,5`)."""
+    seen: dict = {}
+    for v in values:
+        key = _same_value(v)
+        if key not in seen:
+            seen[key] = v
+        else:
+            first = seen[key]
+            spelled = f" (as {first!r} and {v!r})" if repr(first) != repr(v) else ""
+            raise SqError(f"{who}: `{name}` is given the value {first!r} twice{spelled}; {REPEAT_WHY}",
+                          phase="settings")
+    return values
+
+
+def _same_value(v):
+    """What makes two values of a `let` one point: numbers by value, text as a number when it
+    is one, else by its words."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v.strip()
+    return v
 
 
 def _check_names(names) -> None:
@@ -388,10 +443,16 @@ class _Cache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, task: Task) -> dict | None:
+        """The stored record of `task`; None, so the run is done again, for a file that cannot
+        be read or is not the record such a run makes (its metrics, each a number)."""
         try:
-            return json.loads(self._path(task).read_text(encoding="utf-8"))
+            record = json.loads(self._path(task).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        if not isinstance(record, dict) or list(record) != record_names(task) \
+                or not all(type(v) is float for v in record.values()):
+            return None
+        return record
 
     def put(self, task: Task, record: dict) -> None:
         path = self._path(task)

@@ -25,6 +25,7 @@ def test_seeds_and_values():
     assert cli_study.parse_values("R=2:7:2") == ("R", [2, 4, 6])
     assert cli_study.parse_values("x=3:1:-1") == ("x", [3, 2, 1])
     assert cli_study.parse_values("lam=0.5,1e3,2*c") == ("lam", [0.5, 1000.0, "2*c"])
+    assert cli_study.parse_values("lam=c > 8 ? 5 : 6") == ("lam", ["c > 8 ? 5 : 6"])   # a colon, no range
     for bad in ("4..1", "a", "1,1", "-3"):
         with pytest.raises(SqError):
             cli_args.parse_seeds(bad)
@@ -51,6 +52,15 @@ def test_seeds_and_values():
     (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
     (["--horizon", "10", "--warmup", "20"], "warmup < horizon"),
     (["--scheduler", "tcp://127.0.0.1:PORT"], "cannot reach the scheduler"),
+    # a repeated value would be one point counting each seed's run twice
+    (["--set", "lam=5,5"], "error: --set lam=5,5: `lam` is given the value 5 twice; its runs would count"),
+    (["--set", "lam=5,5.0"], "error: --set lam=5,5.0: `lam` is given the value 5 twice (as 5 and 5.0)"),
+    (["--set", "lam=5:6:0.5", "--set", "lam=1"], "error: --set lam is given twice (one --set per name)\n"),
+    (["--seeds", "0..18446744073709551615"],
+     "error: --seeds 0..18446744073709551615: 18446744073709551616 seeds is more than 1000000\n"),
+    (["--seeds", "1..100000000"], "error: --seeds 1..100000000: 100000000 seeds is more than 1000000\n"),
+    (["--set", "lam=1:3"], "error: --set lam=1:3: a range is START:STOP:STEP (e.g. 1:3:0.5)\n"),
+    (["--set", "lam=:3:"], "error: --set lam=:3:: a range is START:STOP:STEP"),
 ])
 def test_bad_input_exits_2_before_any_run(tmp_path, capsys, monkeypatch, closed_port, args, phrase):
     monkeypatch.chdir(tmp_path)
@@ -120,3 +130,12 @@ def test_run_json_is_unchanged_unless_provenance_is_asked(capsys):
     assert extra["provenance"]["program"] == MMC and extra["provenance"]["overrides"] == {"lam": "5"}
     assert extra["provenance"]["sq_version"] == sq.__version__
     assert {k: v for k, v in extra.items() if k != "provenance"} == json.loads(plain)
+
+
+def test_a_name_set_twice_is_one_error_for_run_and_sweep(capsys):
+    # `run --set lam=5 --set lam=6` kept the last silently, as `sweep` did: one rule for both now
+    for command in (["run", MMC, "--horizon", "100"], ["sweep", MMC, "-j", "1", *SHORT]):
+        assert cli.main([*command, "--set", "lam=5", "--set", "lam=6"]) == 2
+        assert capsys.readouterr().err == "error: --set lam is given twice (one --set per name)\n"
+    assert cli.main(["run", MMC, "--def", "x=1", "--def", "x=2"]) == 2
+    assert capsys.readouterr().err == "error: --def x is given twice (one --def per name)\n"

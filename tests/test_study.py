@@ -196,6 +196,46 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
             study.sweep(MMC, grid, seeds, **{"executor": "serial", **kw})
 
 
+@pytest.mark.parametrize("grid, words", [
+    ({"lam": [5, 5]}, "`lam` is given the value 5 twice"),
+    ({"lam": [5, 6], "c": [8, 8.0]}, "`c` is given the value 8 twice (as 8 and 8.0)"),
+    ({"lam": [5, "5"]}, "`lam` is given the value 5 twice (as 5 and '5')"),
+    ({"lam": ["2*c", " 2*c"]}, "`lam` is given the value '2*c' twice (as '2*c' and ' 2*c')"),
+    ([{"lam": 5}, {"lam": 6}, {"lam": 5.0}], "the point lam=5.0 is given twice"),
+])
+def test_a_repeated_value_is_refused_before_any_run(monkeypatch, grid, words):
+    # the summary groups runs by point: a repeated point would count each seed's run twice
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    with pytest.raises(SqError) as caught:
+        study.sweep(MMC, grid, [1, 2], executor="serial")
+    assert caught.value.message == f"sweep: {words}; its runs would count twice in the interval"
+
+
+def test_metrics_may_be_one_name(monkeypatch):
+    one = study.sweep(MMC, {"lam": [5]}, [1], executor="serial", metrics="wait<=1", **SHORT)
+    assert one.metrics[-1] == "wait.le(1)"
+    with pytest.raises(SqError, match="metrics are a metric name or a list of them, found 5"):
+        study.sweep(MMC, {"lam": [5]}, [1], executor="serial", metrics=5, **SHORT)
+
+
+def test_an_interrupt_before_any_run_leaves_tables_with_every_column(monkeypatch):
+    pytest.importorskip("pandas")
+    args = (MMC, {"lam": [5, 6]}, [1, 2])
+    full = study.sweep(*args, executor="serial", metrics=["wait<=1"], **SHORT)
+
+    def stop(task):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(study, "run_task", stop)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        study.sweep(*args, executor="serial", metrics=["wait<=1"], **SHORT)
+    empty = caught.value.sweep
+    assert empty.records == [] and empty.total == 4 and empty.metrics == full.metrics
+    assert len(empty.summary()) == 0 and list(empty.summary().columns) == list(full.summary().columns)
+    assert len(empty.runs) == 0 and list(empty.runs.columns) == list(full.runs.columns)
+    assert list(empty.summary()[["lam", "n"]].columns) == ["lam", "n"]
+
+
 @pytest.mark.parametrize("seeds, words", [
     ([1, -1], ", found -1"), ([1, 2**64], f", found {2**64}"), ([1, 2.0], ", found 2.0"),
     ([1, True], ", found True"), (["1", "2"], ", found '1'"), ("12", ", found '12'"), (None, ", found None"),
@@ -310,18 +350,29 @@ def test_a_cached_rerun_performs_no_run(tmp_path, monkeypatch, serial):
     assert len(calls) == 17
 
 
+@pytest.mark.parametrize("stored", ["{}", "[1,2]", "null", '{"wait.count": 1.0}', "RECORD_WITH_TEXT"])
+def test_a_cached_file_that_is_no_run_record_is_run_again(tmp_path, monkeypatch, stored):
+    first = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path, **SHORT)
+    files = sorted(tmp_path.rglob("*.json"))
+    record = json.loads(files[0].read_text())
+    files[0].write_text(json.dumps({**record, "wait.mean": "x"}) if stored == "RECORD_WITH_TEXT" else stored)
+    calls = []
+    monkeypatch.setattr(study, "run_task", lambda task: calls.append(task) or _original_run_task(task))
+    again = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path, **SHORT)
+    assert len(calls) == 1 and _equal_tables(again.records, first.records)
+    assert json.loads(files[0].read_text()) == record or _equal_tables([json.loads(files[0].read_text())], [record])
+
+
 # -- Ctrl-C ---------------------------------------------------------------------------
 
 INTERRUPTED = """
 import signal, sys, sq
 signal.signal(signal.SIGINT, signal.default_int_handler)   # as from a terminal (see test_long_runs.py)
 try:
-    sq.sweep(sys.argv[1], {"lam": [5, 5.5, 6, 6.4] * 50}, [1, 2], executor="serial", cache=sys.argv[2],
-             horizon=3000.0)
+    sq.sweep(sys.argv[1], {"lam": [5 + k / 100 for k in range(200)]}, [1, 2], executor="serial",
+             cache=sys.argv[2], horizon=3000.0)
 except KeyboardInterrupt as stop:
-    # the grid repeats its points: runs of one point and seed share one cache entry
-    distinct = len({(r["lam"], r["seed"]) for r in stop.sweep.records})
-    print(len(stop.sweep.records), stop.sweep.total, distinct, flush=True)
+    print(len(stop.sweep.records), stop.sweep.total, flush=True)
     sys.exit(130)
 print("finished", flush=True)
 """
@@ -373,11 +424,9 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     cache = tmp_path / "cache"
     done = _interrupt_when_cached([sys.executable, "-c", INTERRUPTED, MMC, str(cache)], cache, _env())
     assert done.returncode in SCRIPT_INTERRUPTED_EXIT, done.stderr
-    kept, total, distinct = map(int, done.stdout.split())
+    kept, total = map(int, done.stdout.split())
     assert total == 400 and 3 <= kept < total
-    # every finished run is in the cache, no more (a repeated point and seed is one entry: more
-    # than 8 runs finish before the interrupt lands on a busy machine)
-    assert len(list(cache.rglob("*.json"))) == distinct
+    assert len(list(cache.rglob("*.json"))) == kept   # every finished run is in the cache, no more
 
 
 def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
