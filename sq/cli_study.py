@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
     p.add_argument("--metric", dest="metrics", action="append", default=[], metavar="OBS<=X",
                    help="also record and show OBS.le(X), the share of OBS's samples <= X; or show "
                         "another metric (e.g. stage.NAME.util) in the table (repeatable)")
-    p.add_argument("--out", metavar="FILE", help="write every run as a row: FILE.csv, .jsonl or .parquet")
+    p.add_argument("--out", metavar="FILE", help="write every run as a row: FILE.csv, .jsonl, .json (one array) or .parquet")
     p.add_argument("--plot", metavar="x=NAME,y=METRIC[,by=NAME][,slo=V][,logx][,logy]",
                    help="plot METRIC's mean (with interval bars) against a swept NAME into --plot-out")
     p.add_argument("--plot-out", metavar="FILE.png", help="where --plot writes its figure")

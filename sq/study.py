@@ -95,12 +95,13 @@ class Sweep:
             for r in self.records:
                 w.writerow([_csv_cell(r.get(c)) for c in self._columns()])
 
-    def to_json(self, path) -> None:
-        """The runs as JSON lines, one object per run (no pandas needed); NaN and
-        infinities are written null, as JSON has no spelling for them."""
+    def to_json(self, path, lines: bool = True) -> None:
+        """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
+        per line (no pandas needed); NaN and infinities are written null, as JSON has no
+        spelling for them."""
+        rows = [json.dumps({c: json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) for r in self.records]
         with open(path, "w", encoding="utf-8") as f:
-            for r in self.records:
-                f.write(json.dumps({c: json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) + "\n")
+            f.write("".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n")
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
@@ -110,11 +111,13 @@ class Sweep:
         pq.write_table(table, str(path))
 
     def write(self, path) -> None:
-        """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl/.json)."""
+        """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
+        .json: one JSON array, what a reader of a .json file expects)."""
         writer = WRITERS.get(Path(path).suffix.lower())
         if writer is None:
             raise SqError(f"cannot tell the format of `{path}`: use {', '.join(WRITERS)}", phase="settings")
-        getattr(self, writer)(path)
+        method, options = writer
+        getattr(self, method)(path, **options)
 
     def plot(self, x: str, y: str, by: str | None = None, slo: float | None = None, ax=None,
              confidence: float = 0.95, logx: bool = False, logy: bool = False):
@@ -125,7 +128,8 @@ class Sweep:
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
 
 
-WRITERS = {".csv": "to_csv", ".parquet": "to_parquet", ".jsonl": "to_json", ".json": "to_json"}
+WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
+           ".json": ("to_json", {"lines": False})}
 
 
 def _key(v):

@@ -500,6 +500,15 @@ def test_runs_tables_round_trip(serial, tmp_path):
     assert [r["wait.mean"] for r in lines] == [r["wait.mean"] for r in serial.records]
 
 
+def test_write_by_extension_json_is_one_value_jsonl_a_line_per_run(serial, tmp_path):
+    serial.write(tmp_path / "runs.json")
+    serial.write(tmp_path / "runs.jsonl")
+    whole = json.loads((tmp_path / "runs.json").read_text())      # one JSON value: json.load reads it
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert whole == lines and len(whole) == len(serial.records)
+    assert [r["wait.mean"] for r in whole] == [r["wait.mean"] for r in serial.records]
+
+
 def test_plot_draws_a_line_per_group_with_the_slo(serial):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
