@@ -126,7 +126,10 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     arrays kept on it (setting one of its fields drops them); settings given here make a
     copy of the `Lowered` that carries them, sharing the arrays."""
     if hasattr(program, "to_dict"):
-        lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
+        try:
+            lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
+        except SqError as e:   # the lowering reads the IR, which has no places: the program knows them
+            raise (program.locate(e) if hasattr(program, "locate") else e) from None
     elif isinstance(program, dict):
         lowered = _lower(dict(program), None)
     else:

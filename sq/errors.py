@@ -16,17 +16,21 @@ class SqError(Exception):
     """Bad input: a program sq rejects, a bad setting, or a run that cannot go on.
 
     `phase` says who found it: "parse", "link", "validate" (the IR's own
-    checks) or "run". `notes` are extra `help:`/`note:` lines.
+    checks) or "run". `notes` are extra `help:`/`note:` lines. `item` names the
+    IR item a check of the IR (which has no source positions) found at fault,
+    e.g. ("arrival",) or ("pool", 2): a program compiled from text knows where
+    that item is written (`sq.ir.Places`) and gives the error that place.
     """
 
     def __init__(self, message: str, span: Span | None = None, *, source: str | None = None,
-                 phase: str = "link", notes: tuple[str, ...] | list[str] = ()):
+                 phase: str = "link", notes: tuple[str, ...] | list[str] = (), item: tuple | None = None):
         super().__init__(message)
         self.message = message
         self.span = span
         self.source = source
         self.phase = phase
         self.notes = tuple(notes)
+        self.item = item
 
     @property
     def file(self) -> str | None:

@@ -12,14 +12,15 @@ family's first table row, its size, and an index expression (or null).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sq.deep import run_deep
 from sq.errors import SqError
-from sq.settings import ARRIVALS_NEED_OPEN, is_u64, open_arrivals, window_error
+from sq.settings import ARRIVALS_NEED_OPEN, horizon_notes, is_u64, open_arrivals, window_error
 
 IR_VERSION = 10
 
@@ -460,6 +461,45 @@ def _arrival_from(v: Any) -> Any:
     raise _bad(f"unknown arrival {v!r}"[:200])
 
 
+@dataclass(frozen=True)
+class Places:
+    """Where a compiled program's items are written, for the checks that run on the IR, which
+    has none: the validation here and the lowering (`SqError.item` names the item at fault).
+
+    `spans` maps an item (("arrival",), ("run", "horizon"), ("pool", row), ("stage", row),
+    ("gauge", k), ("share",)) to its Span and the notes it adds (that an override gave its value).
+    """
+
+    source: str | None
+    spans: dict
+
+    def locate(self, error: SqError) -> SqError:
+        """`error` placed at its item, if it has one written here and no place yet."""
+        place = self.spans.get(error.item)
+        if place is None or error.span is not None:
+            return error
+        span, notes = place
+        return SqError(error.message, span, source=self.source, phase=error.phase,
+                       notes=(*error.notes, *notes), item=error.item)
+
+
+def window_item(horizon: float) -> tuple:
+    """Which run setting a refused horizon/warmup pair is placed at: the horizon when it is
+    itself wrong (then `horizon_notes` says so), else the warmup."""
+    return ("run", "horizon") if horizon_notes(horizon) else ("run", "warmup")
+
+
+@contextlib.contextmanager
+def about(item: tuple):
+    """Errors raised inside are about `item` (unless they name a narrower one)."""
+    try:
+        yield
+    except SqError as e:
+        if e.item is None:
+            e.item = item
+        raise
+
+
 _PROGRAM_KEYS = {"version", "attrs", "observes", "pools", "stages", "arrival", "trace", "trace_ordered",
                  "init", "turn", "session", "blocks", "horizon", "warmup", "seed", *SLOT_KEYS, "hidden"}
 _PROGRAM_OPTIONAL = {"arrivals", "share", "gauges"}
@@ -495,11 +535,22 @@ class Program:
     # defs, settings), so a study can compile the program again with other `let` values
     # and a report can say where it came from.
     compiled_from: dict | None = field(default=None, compare=False, repr=False)
+    # Not part of the JSON: where the program text writes its items (sq.frontend.link fills it),
+    # so that errors found on the IR point there. None once an IR field is set after linking
+    # (the text no longer says what the program holds), and for an IR read from JSON.
+    places: Places | None = field(default=None, init=False, compare=False, repr=False)
 
     # ------------------------------------------------------------ derived, kept
     def __setattr__(self, name: str, value: Any) -> None:
         self.__dict__.pop("_derived", None)   # what was derived from the old value is stale
+        if name in _IR_FIELDS:
+            object.__setattr__(self, "places", None)
         object.__setattr__(self, name, value)
+
+    def locate(self, error: SqError) -> SqError:
+        """`error` with the place in the program text of the item it is about, where that is known."""
+        places = getattr(self, "places", None)   # (a program pickled before places existed has none)
+        return error if places is None else places.locate(error)
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_derived"}   # rebuilt where it is used
@@ -639,8 +690,8 @@ def ctx_phrase(ctx: str) -> str:
     return ", or ".join(CTX_MOMENTS[ctx])
 
 
-def _fail(prefix: str, message: str) -> SqError:
-    return SqError(f"{prefix}: {message}" if prefix else message, phase="validate")
+def _fail(prefix: str, message: str, item: tuple | None = None) -> SqError:
+    return SqError(f"{prefix}: {message}" if prefix else message, phase="validate", item=item)
 
 
 def _walk_expr(e: Any, where: str = "expression"):
@@ -939,47 +990,51 @@ class _Validator:
             raise _fail("", "a run over several stages needs the program's `share` (`share maxmin;` or "
                             "`share bottleneck;`)")
         if p.share is not None and not multi:
-            raise _fail("", "`share` without a run over several stages")
+            raise _fail("", "`share` without a run over several stages", ("share",))
         for row in sorted(shared):
             kind = p.stages[row].kind
             phi = kind.get("Ps") if isinstance(kind, dict) else None
             if not (isinstance(phi, dict) and "Num" in phi and num_from_json(phi["Num"], "ps") > 0):
                 raise _fail("", f"stage `{p.stages[row].name}` is held with another stage by one run, so its "
-                                f"capacity is shared: it must be `ps(φ)` with a constant φ above 0")
+                                f"capacity is shared: it must be `ps(φ)` with a constant φ above 0", ("stage", row))
 
     def run_settings(self) -> None:
         p = self.p
         error = window_error(p.horizon, p.warmup, "validate")
         if error is not None:
+            error.item = window_item(p.horizon)
             raise error
         if p.arrivals is not None:
             if not open_arrivals(p.arrival):
-                raise _fail("run", ARRIVALS_NEED_OPEN)
+                raise _fail("run", ARRIVALS_NEED_OPEN, ("run", "arrivals"))
             if p.arrivals < 1:
-                raise _fail("run", "arrivals must be positive")
+                raise _fail("run", "arrivals must be positive", ("run", "arrivals"))
 
     def all(self) -> None:
         p = self.p
         self.tables()
         self.blocks()
-        for pool in p.pools:
+        for row, pool in enumerate(p.pools):
             prefix = f"pool `{pool.name}`"
-            for k in pool.queue or []:
-                self.moment(k, SELECT, prefix)
-            for k in self.pool_exprs(pool)[len(pool.queue or []):]:
-                self.moment(k, EVICT, prefix)
-        for st in p.stages:
-            for moment, exprs in self.stage_exprs(st).items():
-                for e in exprs:
-                    self.moment(e, moment, f"stage `{st.name}`")
-        for g in p.gauges:
-            self.gauge(g)
+            with about(("pool", row)):
+                for k in pool.queue or []:
+                    self.moment(k, SELECT, prefix)
+                for k in self.pool_exprs(pool)[len(pool.queue or []):]:
+                    self.moment(k, EVICT, prefix)
+        for row, st in enumerate(p.stages):
+            with about(("stage", row)):
+                for moment, exprs in self.stage_exprs(st).items():
+                    for e in exprs:
+                        self.moment(e, moment, f"stage `{st.name}`")
+        for k, g in enumerate(p.gauges):
+            with about(("gauge", k)):
+                self.gauge(g)
         names = [g.name for g in p.gauges]
         for k, name in enumerate(names):
             if name in names[:k]:
-                raise _fail(f"gauge `{name}`", "declared twice")
+                raise _fail(f"gauge `{name}`", "declared twice", ("gauge", k))
             if name in p.observes:
-                raise _fail(f"gauge `{name}`", "is also an `observe`: one name would be two statistics")
+                raise _fail(f"gauge `{name}`", "is also an `observe`: one name would be two statistics", ("gauge", k))
         seen: set[int] = set()
         for h in p.hidden:
             name = p.attrs[h]
@@ -989,7 +1044,8 @@ class _Validator:
                 raise _fail("", f"hidden `{name}` twice")
             seen.add(h)
         if isinstance(p.arrival, dict) and "Renewal" in p.arrival:
-            self.renewal(p.arrival["Renewal"])
+            with about(("arrival",)):
+                self.renewal(p.arrival["Renewal"])
         self.run_settings()
         self.flows()
 
@@ -997,3 +1053,8 @@ class _Validator:
 def validate(prog: "Program") -> None:
     """The IR's own checks; the first defect found is raised as an SqError (phase "validate")."""
     _Validator(prog).all()
+
+
+# the fields the IR is made of (what `Program.to_dict` writes): setting one after linking
+# leaves the program text's places behind
+_IR_FIELDS = frozenset(f.name for f in fields(Program) if f.compare)

@@ -259,7 +259,7 @@ class _Lowering:
                 a_kind, rate = A_POISSON, _num(arg)
                 if not (rate >= 0 and math.isfinite(rate)):
                     raise SqError(f"poisson rate {display(rate)} is not a finite rate >= 0",
-                                  phase="validate")
+                                  phase="validate", item=("arrival",))
             elif name == "Renewal":
                 a_kind, gap = A_RENEWAL, self.expr(arg)
             elif name in ("Batch", "Closed"):

@@ -519,3 +519,96 @@ def test_a_bad_fifo_server_count_points_at_it(servers):
     assert e.value.message == "stage `server`: fifo servers must be a positive integer"
     assert (e.value.line, e.value.col) == (2, 21)
     assert str(e.value).endswith("\n  |                     " + "^" * len(servers))
+
+
+def _placed(source: str, line: int, col: int, width: int, message: str, **kw) -> SqError:
+    """The program's error: `message` (0.1.2's words), placed at line:col with a caret `width` wide."""
+    with pytest.raises(SqError) as e:
+        compile_program(source=source, **kw)
+    assert e.value.message == message
+    assert (e.value.line, e.value.col) == (line, col)
+    rows = str(e.value).split("\n")
+    assert rows[1] == f"{line} | {source.split(chr(10))[line - 1]}"
+    assert rows[2] == "  | " + " " * (col - 1) + "^" * width
+    return e.value
+
+
+RUN = "run {{ {run} }}\nworkload {{ {arrive} }}\nsession {{ observe r = now; }}\n"
+
+
+@pytest.mark.parametrize("run, arrive, col, width, message", [
+    ("horizon 0;", "arrive poisson(1);", 15, 1, "warmup must be below the horizon"),
+    ("horizon -5;", "arrive poisson(1);", 15, 1, "warmup must be below the horizon"),
+    ("horizon 10; warmup 10;", "arrive poisson(1);", 26, 2, "warmup must be below the horizon"),
+    ("horizon inf;", "arrive poisson(1);", 15, 3, "run: need 0 <= warmup < horizon"),
+    ("horizon 10; warmup -1;", "arrive poisson(1);", 26, 1, "run: need 0 <= warmup < horizon"),
+    ("horizon 10; arrivals 0;", "arrive poisson(1);", 28, 1, "run: arrivals must be positive"),
+    ("horizon 10; arrivals 3;", "arrive closed(2);", 28, 1,
+     "run: arrivals applies only to poisson or renewal workloads"),
+])
+def test_a_bad_run_setting_points_at_it(run, arrive, col, width, message):
+    """0.1.2 gives these no place; sq points at the setting at fault (the horizon when a help
+    line says it is the horizon that is wrong)."""
+    _placed(RUN.format(run=run, arrive=arrive), 1, col, width, message)
+
+
+def test_a_run_setting_given_as_a_keyword_has_no_place():
+    with pytest.raises(SqError) as e:
+        compile_program(source=RUN.format(run="horizon 10; warmup 5;", arrive="arrive poisson(1);"), horizon=2)
+    assert e.value.message == "warmup must be below the horizon" and e.value.span is None
+
+
+def test_a_run_setting_from_a_set_points_at_the_text_and_says_so():
+    source = "let h = 10;\n" + RUN.format(run="horizon h;", arrive="arrive poisson(1);")
+    error = _placed(source, 2, 15, 1, "warmup must be below the horizon", sets={"h": -1})
+    assert str(error).endswith("\nnote: the value here comes from --set h, not from the program text")
+
+
+def test_a_bad_renewal_gap_points_at_it():
+    _placed(RUN.format(run="horizon 10;", arrive="arrive renewal(now);"), 2, 27, 3,
+            "renewal arrival may use only constants and sampled distributions")
+
+
+@pytest.mark.parametrize("block, width", [("0", 1), ("1 - 1", 1), ("zero", 4)])
+def test_a_bad_block_points_at_it(block, width):
+    """At the value (an operation at its operator, as everywhere)."""
+    _placed(f"let zero = 0;\npool kv {{ cap 8; block {block}; }}\nrun {{ horizon 10; }}\n", 2,
+            24 + (block.find("-") if "-" in block else 0), width,
+            "pool `kv`: block must be positive")
+
+
+FLOW = "share maxmin;\nstage a : {a};\nstage b : ps(1);\nrun {{ horizon 10; }}\nworkload {{ arrive poisson(1); }}\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo(1)", "ps(0)", "ps(present)"])
+def test_a_stage_a_flow_cannot_share_points_at_the_stage(kind):
+    _placed(FLOW.format(a=kind) + "session { run a, b (1); }\n", 2, 7, 1,
+            "stage `a` is held with another stage by one run, so its capacity is shared: it must be `ps(φ)` "
+            "with a constant φ above 0")
+
+
+def test_share_without_a_flow_points_at_the_share():
+    _placed(FLOW.format(a="ps(1)") + "session { run a (1); }\n", 1, 1, 5, "`share` without a run over several stages")
+
+
+@pytest.mark.parametrize("source, line, col, width, message", [
+    ("gauge g = now;\n", 1, 7, 1, "gauge `g`: a gauge may not read `now`: it changes between events, and a gauge "
+                                  "is held constant between them"),
+    ("gauge g = 1;\ngauge g = 2;\n", 2, 7, 1, "gauge `g`: declared twice"),
+    ("gauge r = 1;\n", 1, 7, 1, "gauge `r`: is also an `observe`: one name would be two statistics"),
+    ("pool p { cap 1; queue by (~exp(1)); }\n", 1, 6, 1,
+     "pool `p`: a queue key may not draw; sample into an attribute first"),
+    ("stage s : ps(waited);\n", 1, 7, 1, "stage `s`: `waited` is read in a ps stage's capacity, but it exists only "
+                                         "in a pool's queue keys, read before selecting a waiting session"),
+])
+def test_an_expression_read_at_the_wrong_moment_points_at_its_owner(source, line, col, width, message):
+    _placed(source + RUN.format(run="horizon 10;", arrive="arrive poisson(1);"), line, col, width, message)
+
+
+@pytest.mark.parametrize("hidden, col, message", [
+    ("x, x", 41, "hidden `x` twice"),
+    ("cached", 38, "hidden `cached`: the scheduler sets it, so it cannot be hidden from the scheduler")])
+def test_a_bad_hidden_name_points_at_it(hidden, col, message):
+    source = (f"run {{ horizon 10; }}\nworkload {{ arrive poisson(1); hidden {hidden}; }}\n"
+              "session { set x = 1; observe r = x; }\n")
+    _placed(source, 2, col, len(hidden.split(",")[0]), message)

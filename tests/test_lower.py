@@ -118,3 +118,64 @@ def test_threads_lowering_at_once_leave_the_recursion_limit_as_they_found_it():
     for t in threads:
         t.join()
     assert sys.getrecursionlimit() == before
+
+
+# -- errors found on the IR point at the program text (README: every error has a place) ----------
+POISSON = "let lam = {lam};\nlet mu = lam * 2;\nrun {{ horizon 10; }}\nworkload {{ arrive poisson({rate}); }}\n"
+
+
+@pytest.mark.parametrize("lam, rate, shown", [("1e999", "lam", "inf"), ("-1", "lam", "-1"), ("1", "mu * -1", "-2"),
+                                              ("1", "inf", "inf")])
+def test_a_bad_poisson_rate_points_at_it(lam, rate, shown):
+    """0.1.2 compiles it and gives no place when it runs; sq points at the rate as written."""
+    import sq
+
+    program = sq.compile(source=POISSON.format(lam=lam, rate=rate))
+    with pytest.raises(SqError) as e:
+        sq.run(program)
+    assert e.value.message == f"poisson rate {shown} is not a finite rate >= 0"
+    at = rate.find(" * ") + 1 if " * " in rate else 0     # a product is placed at its operator
+    width = 1 if at else len(rate)
+    assert (e.value.file, e.value.line, e.value.col) == (None, 4, 27 + at)
+    assert str(e.value).split("\n")[1:] == ["4 | workload { arrive poisson(" + rate + "); }",
+                                            "  | " + " " * (26 + at) + "^" * width]
+
+
+def test_a_rate_an_override_gave_points_at_the_text_and_says_so():
+    import sq
+
+    with pytest.raises(SqError) as e:
+        sq.run(sq.compile(source=POISSON.format(lam=1, rate="mu"), sets={"lam": "-3"}))
+    assert e.value.message == "poisson rate -6 is not a finite rate >= 0"
+    assert (e.value.line, e.value.col) == (4, 27)
+    assert str(e.value).endswith("\nnote: the value here comes from --set lam, not from the program text")
+
+
+def test_a_rate_without_program_text_has_the_plain_message():
+    """An IR read from JSON has no source, and a program whose IR was changed after compile
+    no longer is what its text says: both keep the message alone."""
+    import sq
+
+    compiled = sq.compile(source=POISSON.format(lam="1e999", rate="lam"))
+    loaded = sq.load(compiled.to_json())
+    changed = sq.compile(source=POISSON.format(lam=1, rate="lam"))
+    changed.arrival = {"Poisson": float("inf")}
+    for program in (loaded, changed):
+        with pytest.raises(SqError) as e:
+            sq.run(program)
+        assert e.value.span is None
+        assert str(e.value) == "error: poisson rate inf is not a finite rate >= 0"
+
+
+def test_the_cli_prints_a_bad_rates_place(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "rate.sq"
+    path.write_text(POISSON.format(lam="1e999", rate="lam") + "session { observe r = now; }\n")
+    out = subprocess.run([sys.executable, "-m", "sq", "run", str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines() == [f"{path}:4:27: error: poisson rate inf is not a finite rate >= 0",
+                                       "4 | workload { arrive poisson(lam); }",
+                                       "  |                           ^^^"]

@@ -196,6 +196,9 @@ class Linker:
         self.settings = settings or Settings()
         self.lets: dict[str, float] = {}
         self.let_spans: dict[str, Any] = {}
+        self.let_overrides: dict[str, frozenset] = {}   # a let -> the --set names its value comes from
+        self.arrive_value: Any = None                  # the arrival's rate or gap, as written
+        self.setting_values: dict[str, Any] = {}       # run setting -> its value as written (not overridden)
         self.pools: dict[str, Family] = {}
         self.stages: dict[str, Family] = {}
         self.pool_rows: list[ir.Pool] = []
@@ -232,10 +235,12 @@ class Linker:
             self._check_defined_name(it.name, it, "a `let` constant")
             if it.name in sets:
                 value = self._set_value(it.name, sets[it.name], it)
+                self.let_overrides[it.name] = frozenset((it.name,))
             else:
                 value = self.fold(it.value)
                 if math.isnan(value):
                     raise self.nan(f"`let {it.name}`", it.value)
+                self.let_overrides[it.name] = self._overrides_read(it.value)
             self.lets[it.name] = value
             self.let_spans.setdefault(it.name, self._word_at(it.span, it.name).span)
 
@@ -258,6 +263,17 @@ class Linker:
         if math.isnan(value):
             raise self.error(f"--set {name}: the value is NaN", None, NAN_HELP)
         return value
+
+    def _overrides_read(self, e: Any) -> frozenset:
+        """The --set names whose values a constant expression reads (through other `let`s too)."""
+        return frozenset(name for x in A.subexpressions(e) if isinstance(x, A.Name)
+                         for name in self.let_overrides.get(x.name, ()))
+
+    def override_notes(self, e: Any) -> tuple[str, ...]:
+        """Under an error placed at a constant expression: which of its values an override gave,
+        since the text there is not where the value was written."""
+        return tuple(f"note: the value here comes from --set {name}, not from the program text"
+                     for name in sorted(self._overrides_read(e)))
 
     def _check_defined_name(self, name: str, node: Any, what: str) -> None:
         if name in CTX or name == "inf":
@@ -1007,7 +1023,8 @@ class Linker:
             if block is not None:
                 blockv = self.const(block.value, f"pool `{fam.name}`: block")
                 if not blockv > 0:
-                    raise self.error(f"pool `{fam.name}`: block must be positive")
+                    raise self.error(f"pool `{fam.name}`: block must be positive", block.value,
+                                     *self.override_notes(block.value))
             for i in range(fam.count):
                 row = self.pool_rows[fam.base + i]
                 row.cap, row.block = capv, blockv
@@ -1103,10 +1120,11 @@ class Linker:
             if not isinstance(it, A.Gauge):
                 continue
             if it.name in seen:
-                raise self.error(f"gauge `{it.name}`: declared twice", phase="validate")
+                raise self.error(f"gauge `{it.name}`: declared twice", self._word_at(it.span, it.name),
+                                 phase="validate")
             if it.name in self.observes:
                 raise self.error(f"gauge `{it.name}`: is also an `observe`: one name would be two statistics",
-                                 phase="validate")
+                                 self._word_at(it.span, it.name), phase="validate")
             seen.add(it.name)
             out.append(ir.Gauge(it.name, self._gauge_expr(it)))
         return out
@@ -1126,12 +1144,12 @@ class Linker:
             name = n.name
             if name in ("cached", "computed"):
                 raise self.error(f"hidden `{name}`: the scheduler sets it, so it cannot be hidden from the "
-                                 f"scheduler", phase="validate")
+                                 f"scheduler", n, length=len(name), phase="validate")
             if name not in self.attr_set or name in self.bound_only:
                 raise self.error(f"hidden `{name}`: no `set` or `choose` makes it a session attribute")
             slot = self._slot(name)
             if slot in out:
-                raise self.error(f"hidden `{name}` twice", phase="validate")
+                raise self.error(f"hidden `{name}` twice", n, length=len(name), phase="validate")
             out.append(slot)
         return out
 
@@ -1144,6 +1162,7 @@ class Linker:
     # ------------------------------------------------------------ arrival and run settings
     def _arrival(self, wl: A.Workload | None, prog: ir.Program) -> None:
         arrive = wl.arrive if wl else None
+        self.arrive_value = arrive.value if arrive is not None else None
         if arrive is None or arrive.form == "none":
             prog.arrival = "None"
         elif arrive.form == "poisson":
@@ -1169,13 +1188,17 @@ class Linker:
                     if s.key in given:   # a keyword replaces the value unread, as in 0.1.2
                         continue
                     values[s.key] = self.const(s.value, "arrivals" if s.key == "arrivals" else f"the {s.key}")
+                    self.setting_values[s.key] = s.value
         horizon = _override(st.horizon, values.get("horizon"), "horizon")
         warmup = _override(st.warmup, values.get("warmup"), "warmup")
         if horizon is None:
             raise self.error("no horizon (run { horizon T; })")
         warmup = 0.0 if warmup is None else warmup
         if math.isfinite(horizon) and not warmup < horizon:   # (an infinite horizon is refused by the run)
-            raise self.error("warmup must be below the horizon", None, *horizon_notes(horizon))
+            # placed at the setting at fault, if the text wrote it (a keyword's value has no place)
+            at = None if given & {"horizon", "warmup"} else self.setting_values.get(ir.window_item(horizon)[1])
+            raise self.error("warmup must be below the horizon", at, *horizon_notes(horizon),
+                             *self.override_notes(at))
         prog.horizon, prog.warmup = horizon, warmup
         if st.seed is not None:     # checked by compile (sq.frontend.compile._check_overrides)
             prog.seed = st.seed
@@ -1243,12 +1266,39 @@ class Linker:
         self._run_settings(prog)
         self._raise_lints()
         prog.share = self._share()
-        ir.validate(prog)
+        prog.places = self._places()
+        try:
+            ir.validate(prog)
+        except SqError as e:
+            raise prog.locate(e) from None
         # Last: 0.1.2 accepts such a program (and overflows its stack running it), so
         # every fault it reports comes first.
         cycles.check({name: fam.kind for name, fam in self.stages.items()},
                      lambda message, call: self.error(message, call))
         return prog
+
+    def _places(self) -> ir.Places:
+        """Where the text writes what the IR's checks and the lowering may refuse (sq.ir.Places)."""
+        spans: dict = {}
+
+        def put(item: tuple, node: Any, notes: tuple = ()) -> None:
+            span = _span(node)
+            if span is not None:
+                spans[item] = (span, notes)
+        for table, what in ((self.pools, "pool"), (self.stages, "stage")):
+            for fam in table.values():
+                for row in range(fam.base, fam.base + fam.count):
+                    put((what, row), self._word_at(fam.span, fam.name.rsplit(".", 1)[-1]))
+        gauges = [it for it in self.items if isinstance(it, A.Gauge)]
+        for k, it in enumerate(gauges):
+            put(("gauge", k), self._word_at(it.span, it.name))
+        shares = [it for it in self.items if isinstance(it, A.Share)]
+        if shares:
+            put(("share",), shares[-1])
+        put(("arrival",), self.arrive_value, self.override_notes(self.arrive_value))
+        for key, value in self.setting_values.items():
+            put(("run", key), value, self.override_notes(value))
+        return ir.Places(self.source, spans)
 
     def _check_binding_reach(self, body: list, visible: frozenset) -> None:
         """A binding's name means something only inside the hold that binds it (the parser's check)."""
