@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
+from sq.steady import in_steady_state
 from sq.study import compiled_from, json_cell, seed_list
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
-ENDED_SHARE = 0.5   # a run where fewer of its arrivals ended than this is not in steady state
 MAX_STEPS = 8       # geometric probes in one direction (x256): further out, give lo and hi
 UNSETTLED_STEPS = 2  # probes toward more room that stay unsettled before the horizon is blamed
 
@@ -174,7 +174,7 @@ def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
     the search itself notices growth that more room does not remove, see `_Search.walk`.)"""
     from sq.confidence import t_interval
 
-    stationary = all(_steady(row) for row in rows)
+    stationary = all(in_steady_state(row) for row in rows)
     intervals, verdicts = {}, {}
     for c in conditions:
         values = [float(row[c.metric]) for row in rows]
@@ -188,16 +188,6 @@ def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
     else:
         decision = OPEN
     return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary)
-
-
-def _steady(row: dict) -> bool:
-    """A run in steady state: no steady-state warning in its report (queues or live sessions
-    still growing), and at least half of its arrivals ended (fewer means its sessions are
-    piling up, or the horizon is too short for the statistics to mean anything)."""
-    if row.get("warnings"):
-        return False
-    arrivals, ended = row.get("arrivals"), row.get("ended")
-    return arrivals is None or ended is None or ended >= ENDED_SHARE * arrivals
 
 
 def more_seeds(seeds: list[int], count: int) -> list[int]:

@@ -174,18 +174,25 @@ def _run(args, grid, seeds, extra, plot, client) -> int:
 
 
 def summary_table(result, extra=()) -> str:
-    """One aligned row per point: the swept values, n, and `mean ± half-width` of every
-    observe's mean and p99 and of the metrics asked for."""
+    """One aligned row per point: the swept values, n, how many runs are not in steady state,
+    and `mean ± half-width` of every observe's mean and p99 and of the metrics asked for; under
+    it, when some run is not in steady state, a line saying what that means."""
     from sq.report import _table  # noqa: PLC0415  (the report's own column layout)
+    from sq.steady import NOT_STEADY  # noqa: PLC0415
 
     observes = list(dict.fromkeys(m.rsplit(".", 1)[0] for m in result.metrics if m.endswith(".p99")))
     shown = [f"{o}.{f}" for o in observes for f in ("mean", "p99")] + list(dict.fromkeys(extra))
-    rows = [[*(_cell(r[n]) for n in result.names), str(r["n"]),
-             *(f"{_g(r[m])} ± {_g(r[m + '±'])}" for m in shown)] for r in result.summary_records()]
-    headers = [*result.names, "n", *shown]
+    summary = result.summary_records()
+    rows = [[*(_cell(r[n]) for n in result.names), str(r["n"]), str(r["unsteady"]),
+             *(f"{_g(r[m])} ± {_g(r[m + '±'])}" for m in shown)] for r in summary]
+    headers = [*result.names, "n", "unsteady", *shown]
     if not result.names:  # the table's first column is left-aligned: keep a label there
         headers, rows = ["point", *headers], [["(program)", *row] for row in rows]
-    return "\n".join(_table(headers, rows)[1:])
+    lines = _table(headers, rows)[1:]
+    if any(r["unsteady"] for r in summary):
+        lines.append(f"unsteady: runs not in steady state ({NOT_STEADY}): overload, or a horizon "
+                     "too short; such a point's means depend on the horizon")
+    return "\n".join(lines)
 
 
 def _g(x: float) -> str:

@@ -23,11 +23,15 @@ def plot_summary(sweep, x: str, y: str, *, by=None, slo=None, ax=None, confidenc
     lines: dict = {}
     for row in sweep.summary_records(confidence):
         lines.setdefault(row.get(by) if by else None, []).append(row)
+    unsteady = False
     for label, rows in lines.items():
         rows = sorted(rows, key=lambda r: _number(r[x]))
-        ax.errorbar([_number(r[x]) for r in rows], [r[y] for r in rows],
-                    yerr=[0.0 if math.isnan(r[y + "±"]) else r[y + "±"] for r in rows],
-                    marker="o", capsize=3, label=None if by is None else f"{by}={label}")
+        bars = ax.errorbar([_number(r[x]) for r in rows], [r[y] for r in rows],
+                           yerr=[0.0 if math.isnan(r[y + "±"]) else r[y + "±"] for r in rows],
+                           marker="o", capsize=3, label=None if by is None else f"{by}={label}")
+        # one legend entry for the hollow markers, whatever line had them first
+        unsteady |= _hollow(ax, [r for r in rows if r["unsteady"]], x, y, bars.lines[0].get_color(),
+                            HOLLOW if not unsteady else "_nolegend_")
     if slo is not None:
         ax.axhline(slo, color="grey", linestyle="--", label=f"SLO {slo:g}")
     if logx:
@@ -36,9 +40,22 @@ def plot_summary(sweep, x: str, y: str, *, by=None, slo=None, ax=None, confidenc
         ax.set_yscale("log")
     ax.set_xlabel(x)
     ax.set_ylabel(f"{y} (mean, {confidence:.0%} t interval over seeds)")
-    if by is not None or slo is not None:
+    if by is not None or slo is not None or unsteady:
         ax.legend()
     return ax
+
+
+def _hollow(ax, rows, x, y, color, label: str) -> bool:
+    """Hollow markers over the points with runs not in steady state (their means depend on
+    the horizon, as the sweep's table says); whether there were any."""
+    if not rows:
+        return False
+    ax.plot([_number(r[x]) for r in rows], [r[y] for r in rows], linestyle="none", marker="o",
+            markerfacecolor="white", color=color, zorder=3, label=label)
+    return True
+
+
+HOLLOW = "hollow: runs not in steady state"
 
 
 def _number(v):

@@ -24,6 +24,10 @@ from sq.results import Area, RawResults, row_label
 
 GROWTH = 0.25      # the second half's mean exceeds the first's by this fraction of it (+1)
 PILE_UP = 0.05     # ... and grows at this fraction of the arrival rate, at least
+ENDED_SHARE = 0.5  # a run where fewer of its arrivals ended than this is not in steady state
+# `in_steady_state` in words, for a table's legend
+NOT_STEADY = (f"the report warns that sessions or queues still grow, or fewer than {ENDED_SHARE:.0%} "
+              "of the arrivals ended")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,18 @@ def warnings(raw: RawResults) -> list[str]:
     return ["not in steady state: from the first to the second half of the measured window, " + ", ".join(parts)
             + f"; since warmup {arrivals} sessions arrived and {raw.ended} ended (overload, or a warmup "
             "or horizon too short for the means to settle)"]
+
+
+def in_steady_state(record: dict) -> bool:
+    """A run, by its record of metrics (`sq.metrics`; a sweep's row), in steady state: no
+    steady-state warning in its report (queues or live sessions still growing), and at least
+    ENDED_SHARE of its arrivals ended (fewer means its sessions are piling up, or the horizon
+    is too short for the statistics to mean anything). The one rule of the capacity search's
+    verdicts and of a sweep's `unsteady` count."""
+    if record.get("warnings"):
+        return False
+    arrivals, ended = record.get("arrivals"), record.get("ended")
+    return arrivals is None or ended is None or ended >= ENDED_SHARE * arrivals
 
 
 def _growth(what: str, at_mid: float, area: Area, warmup: float, mid: float, end: float,

@@ -25,11 +25,13 @@ from pathlib import Path
 
 from sq import metrics as sq_metrics
 from sq import settings
+from sq.cli_args import at_most   # the cap on how many values a study is given, the CLI's too
 from sq._optional import available, require
 from sq.confidence import t_interval
 from sq.deep import run_deep
 from sq.executors import Executor
 from sq.errors import SqError
+from sq.steady import in_steady_state
 
 # -- the results -------------------------------------------------------------------------
 
@@ -64,10 +66,11 @@ class Sweep:
         return [*self.names, "seed", *self.metrics]
 
     def summary(self, confidence: float = 0.95):
-        """One row per point: the swept names, `n` (seeds), and for every metric M the mean
-        over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
+        """One row per point: the swept names, `n` (seeds), `unsteady` (how many of those runs
+        are not in steady state: their means depend on the horizon), and for every metric M the
+        mean over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
         pd = require("pandas", "Sweep.summary")
-        columns = [*self.names, "n", *(c for m in self.metrics for c in (m, m + "±"))]
+        columns = [*self.names, *SUMMARY_COLUMNS, *(c for m in self.metrics for c in (m, m + "±"))]
         return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
 
     def summary_records(self, confidence: float = 0.95) -> list[dict]:
@@ -79,6 +82,7 @@ class Sweep:
         for runs in groups.values():
             row = {n: runs[0].get(n) for n in self.names}
             row["n"] = len(runs)
+            row["unsteady"] = sum(not in_steady_state(r) for r in runs)
             for m in self.metrics:
                 row[m], row[m + "±"] = t_interval([r[m] for r in runs], confidence)
             rows.append(row)
@@ -345,6 +349,12 @@ def _check_names(names) -> None:
         if name == "seed" or name in sq_metrics.RUN_FIELDS:
             raise SqError(f"sweep: `{name}` is a column of every run's record; a swept `let` cannot be called so",
                           phase="settings")
+        if name in SUMMARY_COLUMNS:
+            raise SqError(f"sweep: `{name}` is a column of the sweep's summary; a swept `let` cannot be called so",
+                          phase="settings")
+
+
+SUMMARY_COLUMNS = ("n", "unsteady")   # what a summary row holds beside the swept names and the metrics
 
 
 def _value(name: str, v):
@@ -367,6 +377,9 @@ def seed_list(seeds, who: str = "sweep") -> list[int]:
         seeds = [seeds]
     elif isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise SqError(f"{who}: {SEED_RULE}, found {seeds!r}", phase="settings")
+    count = _length(seeds)
+    if count is not None:  # before a list is built: range(2**64) would fill the memory
+        at_most(count, "seeds", who)
     out: list[int] = []
     for s in seeds:
         if not settings.is_u64(s):
@@ -378,6 +391,17 @@ def seed_list(seeds, who: str = "sweep") -> list[int]:
         twice = next(s for s in out if out.count(s) > 1)
         raise SqError(f"{who}: {SEED_RULE}; {twice} is given twice", phase="settings")
     return out
+
+
+def _length(values) -> int | None:
+    """How many values a range or a sized collection holds, without listing them; None for
+    an iterator. (len() of a range longer than sys.maxsize raises OverflowError.)"""
+    if isinstance(values, range):
+        return max(0, -((values.start - values.stop) // values.step))
+    try:
+        return len(values)
+    except TypeError:
+        return None
 
 
 def compile_point(program, point: dict):

@@ -258,6 +258,20 @@ def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeyp
         assert f"error: --seeds {text}: {rule}{words}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seeds, count", [(range(0, 2**64), 2**64), (range(1, 3_000_001, 2), 1_500_000),
+                                          (list(range(1_000_001)), 1_000_001)])
+def test_seeds_are_at_most_the_clis_cap_checked_before_they_are_listed(monkeypatch, seeds, count):
+    from sq import capacity_search, cli_args
+
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    for run, who in ((study.sweep, "sweep"), (capacity_search.capacity, "capacity")):
+        args = (MMC, GRID) if who == "sweep" else (MMC, "c", "wait.mean <= 0.2")
+        with pytest.raises(SqError) as caught:
+            run(*args, seeds=seeds, executor="serial")
+        assert caught.value.message == f"{who}: {count} seeds is more than {cli_args.MAX_VALUES}"
+    assert len(study.seed_list(range(0, cli_args.MAX_VALUES))) == cli_args.MAX_VALUES   # the cap itself is fine
+
+
 def test_seeds_may_be_one_number_a_range_or_numpy_integers():
     np = pytest.importorskip("numpy")
     assert study.seed_list(7) == [7] and study.seed_list(range(3, 6)) == [3, 4, 5]
@@ -509,6 +523,36 @@ def test_write_by_extension_json_is_one_value_jsonl_a_line_per_run(serial, tmp_p
     assert [r["wait.mean"] for r in whole] == [r["wait.mean"] for r in serial.records]
 
 
+def test_the_summary_counts_the_runs_not_in_steady_state():
+    # c = 8 servers: at rate 4 the runs settle; at 12 the queue grows all run long, so the
+    # means there describe the horizon, and the summary must say so beside them
+    pd = pytest.importorskip("pandas")
+    from sq import capacity_search, steady
+
+    overload = study.sweep(MMC, {"lam": [4, 12]}, [1, 2, 3], executor="serial", **SHORT)
+    rows = overload.summary_records()
+    assert [(r["lam"], r["n"], r["unsteady"]) for r in rows] == [(4, 3, 0), (12, 3, 3)]
+    frame = overload.summary()
+    assert list(frame.columns[:3]) == ["lam", "n", "unsteady"] and list(frame["unsteady"]) == [0, 3]
+    # the capacity search's rule, the one definition
+    assert capacity_search.in_steady_state is steady.in_steady_state
+    assert [steady.in_steady_state(r) for r in overload.records] == [True] * 3 + [False] * 3
+    assert not steady.in_steady_state({"warnings": 0.0, "arrivals": 100.0, "ended": 49.0})
+    assert steady.in_steady_state({"warnings": 0.0, "arrivals": 100.0, "ended": 50.0})
+    assert not steady.in_steady_state({"warnings": 1.0, "arrivals": 100.0, "ended": 100.0})
+
+
+def test_plot_marks_points_not_in_steady_state_hollow():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    overload = study.sweep(MMC, {"lam": [4, 12], "c": [8, 16]}, [1, 2], executor="serial", **SHORT)
+    ax = overload.plot("lam", "wait.mean", by="c")
+    hollow = [line for line in ax.lines if line.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [12.0]   # c=8 at rate 12 only
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["hollow: runs not in steady state", "c=8",
+                                                                 "c=16"]
+
+
 def test_plot_draws_a_line_per_group_with_the_slo(serial):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
@@ -563,3 +607,7 @@ def test_a_swept_name_may_not_shadow_a_column():
         study.grid_points({"seed": [1, 2]})
     with pytest.raises(SqError, match="`events` is a column"):
         study.grid_points([{"events": 1}])
+    # a summary row's own columns: a swept `n` would have been overwritten by the seed count
+    for name in ("n", "unsteady"):
+        with pytest.raises(SqError, match=f"`{name}` is a column of the sweep's summary"):
+            study.grid_points({name: [1, 2]})
