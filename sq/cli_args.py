@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from sq.errors import SqError
-from sq.settings import SEED_RANGE, is_u64
+from sq.settings import SEED_RANGE, at_most, is_u64
 
 _SEED_SPAN = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 
@@ -66,17 +66,6 @@ def once_each(pairs, flag: str) -> dict:
             raise SqError(f"{flag} {name} is given twice (one {flag} per name)", phase="settings")
         out[name] = value
     return out
-
-
-# the most values one flag may ask for (a `--set` range, `--seeds`): more is surely a typo,
-# and is refused before a list of them is built
-MAX_VALUES = 1_000_000
-
-
-def at_most(count: int, what: str, flag: str) -> None:
-    """`count` values asked for by `flag` (as typed), at most MAX_VALUES."""
-    if count > MAX_VALUES:
-        raise SqError(f"{flag}: {count} {what} is more than {MAX_VALUES}", phase="settings")
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -12,7 +12,8 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from sq.cli_args import add_run_args, at_most, check_writable, headless_plots, once_each, parse_seeds, scheduler
+from sq.cli_args import add_run_args, check_writable, headless_plots, once_each, parse_seeds, scheduler
+from sq import settings
 from sq.errors import SqError
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -72,7 +73,7 @@ def _range(name: str, start: str, stop: str, step: str) -> list:
     count = math.floor((b - a) / s) + 1
     if count < 1:
         raise SqError(f"--set {name}={start}:{stop}:{step}: the range is empty", phase="settings")
-    at_most(count, "values", f"--set {name}={start}:{stop}:{step}")
+    settings.at_most(count, "values", f"--set {name}={start}:{stop}:{step}")
     # exact steps: 0.1:0.3:0.1 gives 0.1, 0.2, 0.3 as written, not 0.30000000000000004
     whole = all(re.fullmatch(r"[-+]?\d+", t.strip()) for t in (start, stop, step))
     return [int(v) if whole else float(v) for v in (a + k * s for k in range(count))]

@@ -16,6 +16,17 @@ SEED_RANGE = "a whole number from 0 to 2^64-1"     # the words every seed error 
 ARRIVALS_NEED_OPEN = "arrivals applies only to poisson or renewal workloads"
 
 
+# the most values a study may be given (a `--set` range, `--seeds`, the API's seeds): more is
+# surely a typo, and is refused before a list of them is built
+MAX_VALUES = 1_000_000
+
+
+def at_most(count: int, what: str, who: str) -> None:
+    """`count` values asked for by `who` (a flag as typed, or the API's function), at most MAX_VALUES."""
+    if count > MAX_VALUES:
+        raise SqError(f"{who}: {count} {what} is more than {MAX_VALUES}", phase="settings")
+
+
 def is_u64(value) -> bool:
     """A whole number a u64 holds: a Python or numpy integer (not a bool) in [0, 2^64)."""
     if type(value) is int:      # the usual seed, checked without the ABC's isinstance (once per run)

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from sq import metrics as sq_metrics
 from sq import settings
-from sq.cli_args import at_most   # the cap on how many values a study is given, the CLI's too
 from sq._optional import available, require
 from sq.confidence import t_interval
 from sq.deep import run_deep
@@ -379,7 +378,7 @@ def seed_list(seeds, who: str = "sweep") -> list[int]:
         raise SqError(f"{who}: {SEED_RULE}, found {seeds!r}", phase="settings")
     count = _length(seeds)
     if count is not None:  # before a list is built: range(2**64) would fill the memory
-        at_most(count, "seeds", who)
+        settings.at_most(count, "seeds", who)
     out: list[int] = []
     for s in seeds:
         if not settings.is_u64(s):

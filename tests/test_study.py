@@ -261,15 +261,15 @@ def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeyp
 @pytest.mark.parametrize("seeds, count", [(range(0, 2**64), 2**64), (range(1, 3_000_001, 2), 1_500_000),
                                           (list(range(1_000_001)), 1_000_001)])
 def test_seeds_are_at_most_the_clis_cap_checked_before_they_are_listed(monkeypatch, seeds, count):
-    from sq import capacity_search, cli_args
+    from sq import capacity_search, settings
 
     monkeypatch.setattr(study, "run_task", _forbidden)
     for run, who in ((study.sweep, "sweep"), (capacity_search.capacity, "capacity")):
         args = (MMC, GRID) if who == "sweep" else (MMC, "c", "wait.mean <= 0.2")
         with pytest.raises(SqError) as caught:
             run(*args, seeds=seeds, executor="serial")
-        assert caught.value.message == f"{who}: {count} seeds is more than {cli_args.MAX_VALUES}"
-    assert len(study.seed_list(range(0, cli_args.MAX_VALUES))) == cli_args.MAX_VALUES   # the cap itself is fine
+        assert caught.value.message == f"{who}: {count} seeds is more than {settings.MAX_VALUES}"
+    assert len(study.seed_list(range(0, settings.MAX_VALUES))) == settings.MAX_VALUES   # the cap itself is fine
 
 
 def test_seeds_may_be_one_number_a_range_or_numpy_integers():
