@@ -6,6 +6,7 @@ written with the regularized incomplete beta function: no table of constants.
 from __future__ import annotations
 
 import math
+import numbers
 
 from sq._optional import available
 from sq.errors import SqError
@@ -18,7 +19,7 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     installed, else from inverting the t distribution's CDF (`_t_quantile`).
     """
     check_level(confidence, "t_interval")
-    xs = [float(v) for v in values]
+    xs = _numbers(values)
     n = len(xs)
     if n == 0:
         return math.nan, math.nan
@@ -27,6 +28,18 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
         return mean, math.nan
     var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
+
+
+def _numbers(values) -> list[float]:
+    """The values as floats: any iterable of real numbers (numpy's too), not text or bools."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise SqError(f"t_interval: values are a list of numbers, found {values!r}", phase="settings")
+    xs = []
+    for v in values:
+        if isinstance(v, (bool, str, bytes)) or not isinstance(v, numbers.Real):
+            raise SqError(f"t_interval: values are numbers, found {v!r}", phase="settings")
+        xs.append(float(v))
+    return xs
 
 
 def check_level(confidence, who: str) -> None:

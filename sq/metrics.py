@@ -147,7 +147,7 @@ def report_metrics(report, extra=()) -> dict[str, float]:
     for text in extra:
         metric = text if isinstance(text, Metric) else parse_metric(text)
         if metric.observe is not None:
-            out[metric.name] = _share_at_most(report.observes[metric.observe], metric.le)
+            out[metric.name] = _share_at_most(report.observes[metric.observe], metric)
     return out
 
 
@@ -155,10 +155,12 @@ def _observe_metrics(o) -> dict[str, float]:
     return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
 
 
-def _share_at_most(o, bound: float) -> float:
-    samples = getattr(o, "samples", None)
-    if samples is None or len(samples) != o.count:
-        return float(getattr(o, "le", lambda x: NAN)(bound))
+def _share_at_most(o, metric: Metric) -> float:
+    """The share of the samples <= the bound: a report of samples="none" has none to count."""
+    if o.samples is None:
+        raise SqError(f"metric `{metric.name}`: the share of samples needs the samples, and the report kept none "
+                      '(samples="none")', phase="settings",
+                      notes=('help: run with samples="all" (the default) to record it',))
     if o.count == 0:
         return NAN
-    return float(np.count_nonzero(np.asarray(samples) <= bound)) / o.count
+    return float(np.count_nonzero(np.asarray(o.samples) <= metric.le)) / o.count

@@ -18,8 +18,12 @@ def plot_summary(sweep, x: str, y: str, *, by=None, slo=None, ax=None, confidenc
     if y not in sweep.metrics:
         raise SqError(f"plot: y=`{y}` is not a metric of this sweep", phase="settings",
                       notes=("help: see Sweep.metrics for the names",))
+    if slo is not None and (isinstance(slo, bool) or not isinstance(slo, (int, float))):
+        raise SqError(f"plot: slo is a number (where to draw the SLO's line), found {slo!r}", phase="settings")
     if ax is None:
         ax = require("matplotlib.pyplot", "Sweep.plot").subplots()[1]
+    elif not all(hasattr(ax, method) for method in ("errorbar", "axhline", "set_xscale")):
+        raise SqError(f"plot: ax is a matplotlib Axes to draw on, found {ax!r}", phase="settings")
     lines: dict = {}
     for row in sweep.summary_records(confidence):
         lines.setdefault(row.get(by) if by else None, []).append(row)

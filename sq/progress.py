@@ -76,19 +76,27 @@ class Tracker:
             self._close(self.shown)
 
 
+def check_progress(progress, who: str, callables: bool = False) -> None:
+    """progress=True (a bar), False or None (by default); `sq.run` also takes a callable (or a
+    Tracker) that gets the records, a study (whose runs are many) does not."""
+    if progress is None or progress is True or progress is False or (callables and callable(progress)):
+        return
+    allowed = "True, False, None or a callable" if callables else "True, False or None"
+    raise SqError(f"{who}: progress is {allowed}, found {progress!r}", phase="settings")
+
+
 def tracker(progress, horizon: float, limit: int = 0, *, delay: float = 0.0, stream=None,
             note: bool = True) -> Tracker | None:
     """A Tracker for `sq.run(progress=...)`: None/False: none; a Tracker: itself; a callable:
     it gets the records; True: a bar on `stream` (stderr), tqdm's, or a plain line (with a
     one-line note when tqdm is missing and `note`)."""
+    check_progress(progress, "run", callables=True)
     if progress is None or progress is False:
         return None
     if isinstance(progress, Tracker):
         return progress
     if callable(progress):
         return Tracker(progress, horizon, limit, delay=delay)
-    if progress is not True:
-        raise SqError(f"run: progress is True, False, None or a callable, found {progress!r}", phase="settings")
     stream = stream or sys.stderr
     if available("tqdm"):
         from tqdm import tqdm  # noqa: PLC0415

@@ -30,6 +30,7 @@ from sq.confidence import t_interval
 from sq.deep import run_deep
 from sq.executors import Executor
 from sq.errors import SqError
+from sq.progress import check_progress
 from sq.steady import in_steady_state
 
 # -- the results -------------------------------------------------------------------------
@@ -42,7 +43,7 @@ class Sweep:
     records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
     provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
     total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
-    # the metric columns a run records: the tables' columns while no run has finished
+    # the metric columns the plan's runs record: the tables' columns while no run has finished
     metric_columns: list[str] = field(default_factory=list, repr=False)
 
     def __repr__(self) -> str:  # the records can be thousands of rows
@@ -51,9 +52,12 @@ class Sweep:
 
     @property
     def metrics(self) -> list[str]:
-        """The metric columns, in record order."""
+        """The metric columns: every metric of any record, in order of first appearance (points
+        whose arrays differ in size hold different stages and pools: `stage.engine[3].util`
+        only where there are four); `metric_columns` while no run has finished."""
         keys = set(self.names) | {"seed"}
-        return [k for k in (self.records[0] if self.records else self.metric_columns) if k not in keys]
+        columns = dict.fromkeys(k for r in self.records for k in r) if self.records else self.metric_columns
+        return [k for k in columns if k not in keys]
 
     @property
     def runs(self):
@@ -78,12 +82,13 @@ class Sweep:
         for r in self.records:
             groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
         rows = []
+        metrics = self.metrics
         for runs in groups.values():
             row = {n: runs[0].get(n) for n in self.names}
             row["n"] = len(runs)
             row["unsteady"] = sum(not in_steady_state(r) for r in runs)
-            for m in self.metrics:
-                row[m], row[m + "±"] = t_interval([r[m] for r in runs], confidence)
+            for m in metrics:  # NaN where the point has no such stage or pool
+                row[m], row[m + "±"] = t_interval([r[m] for r in runs if m in r], confidence)
             rows.append(row)
         return rows
 
@@ -92,30 +97,35 @@ class Sweep:
         """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
         import csv  # noqa: PLC0415
 
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        columns = self._columns()
+        with _open_for_writing(path, "to_csv", newline="") as f:
             w = csv.writer(f)
-            w.writerow(self._columns())
+            w.writerow(columns)
             for r in self.records:
-                w.writerow([_csv_cell(r.get(c)) for c in self._columns()])
+                w.writerow([_csv_cell(r.get(c)) for c in columns])
 
     def to_json(self, path, lines: bool = True) -> None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
         spelling for them."""
-        rows = [json.dumps({c: json_cell(r.get(c)) for c in self._columns()}, allow_nan=False) for r in self.records]
-        with open(path, "w", encoding="utf-8") as f:
+        columns = self._columns()
+        rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        with _open_for_writing(path, "to_json") as f:
             f.write("".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n")
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
         pa = require("pyarrow", "Sweep.to_parquet")
         pq = require("pyarrow.parquet", "Sweep.to_parquet")
-        table = pa.Table.from_pylist([{c: r.get(c) for c in self._columns()} for r in self.records])
-        pq.write_table(table, str(path))
+        columns = self._columns()
+        table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
+        with _open_for_writing(path, "to_parquet", binary=True) as f:
+            pq.write_table(table, f)
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
         .json: one JSON array, what a reader of a .json file expects)."""
+        _check_path(path, "write")
         writer = WRITERS.get(Path(path).suffix.lower())
         if writer is None:
             raise SqError(f"cannot tell the format of `{path}`: use {', '.join(WRITERS)}", phase="settings")
@@ -133,6 +143,24 @@ class Sweep:
 
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
            ".json": ("to_json", {"lines": False})}
+
+
+def _check_path(path, who: str) -> None:
+    if not isinstance(path, (str, os.PathLike)):
+        raise SqError(f"{who}: path is a file name (text or a path), found {path!r}", phase="settings")
+
+
+def _open_for_writing(path, who: str, binary: bool = False, **options):
+    """The file at `path`, open for writing; a path that cannot be written is an SqError of one line."""
+    _check_path(path, who)
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise SqError(f"{who}: cannot write `{os.fspath(path)}`: the folder `{folder}` does not exist",
+                      phase="settings")
+    try:
+        return open(path, "wb") if binary else open(path, "w", encoding="utf-8", **options)
+    except OSError as e:
+        raise SqError(f"{who}: cannot write `{os.fspath(path)}`: {e.strerror}", phase="settings") from None
 
 
 def _key(v):
@@ -214,11 +242,12 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     warmup=..., arrivals=...)`. A Ctrl-C stops the sweep and raises KeyboardInterrupt with
     the finished runs as its `sweep` attribute (and in the cache).
     """
+    check_progress(progress, "sweep")
     plan = _Plan(program, grid, seeds, horizon, warmup, arrivals, metrics)
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs)  # checked before any run
     results: list[dict | None] = [store.get(t) if store else None for t in plan.tasks]
-    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks), record_names(plan.tasks[0]))
+    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks), plan.metric_columns)
     try:
         _collect(plan, pool, store, results, progress)
     except KeyboardInterrupt as interrupt:
@@ -244,10 +273,17 @@ class _Plan:
                            for x in (horizon, warmup))
         programs = [compile_point(program, point) for point in points]
         extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
-        irs = [_ir_json(p, horizon, warmup, arrivals) for p in programs]
+        irs, runs, columns = [], [], {}
+        for p in programs:
+            d = _ir_dict(p, horizon, warmup, arrivals)
+            irs.append(run_deep(json.dumps, d, separators=(",", ":")))
+            runs.append({"horizon": d["horizon"], "warmup": d.get("warmup", 0.0), "arrivals": d.get("arrivals")})
+            # a point's arrays may be larger than the first point's: every point's metrics
+            columns.update(dict.fromkeys(sq_metrics.program_metric_names(d)))
+        self.metric_columns = [*columns, *dict.fromkeys(extra)]
         self.tasks = [Task(ir_json, seed, extra) for ir_json in irs for seed in seeds]
         self.labels = [(point, seed) for point in points for seed in seeds]
-        self.provenance = _provenance(program, seeds, horizon, warmup, arrivals, extra)
+        self.provenance = _provenance(program, seeds, runs, extra)
 
     def records(self, results) -> list[dict]:
         """The finished runs' rows, in task order: swept values, seed, metrics."""
@@ -410,6 +446,7 @@ def compile_point(program, point: dict):
 
     if isinstance(program, (str, os.PathLike)):
         return sq.compile(program, sets=point)
+    check_program(program, "sweep")
     if not point:
         return program
     origin = compiled_from(program, "sweep")
@@ -420,6 +457,7 @@ def compile_point(program, point: dict):
 def compiled_from(program, who: str) -> dict:
     """The arguments of `sq.compile` that made `program`, to compile it again with other
     `let` values; a program read from an IR (`sq.load`) has none."""
+    check_program(program, who)
     origin = getattr(program, "compiled_from", None)
     if origin is None:
         raise SqError(f"{who}: a program read from an IR has no `let`s to vary; give the .sq file",
@@ -427,7 +465,16 @@ def compiled_from(program, who: str) -> dict:
     return origin
 
 
-def _ir_json(program, horizon, warmup, arrivals) -> str:
+def check_program(program, who: str) -> None:
+    """A program given to a study: a .sq file's path or a Program (sq.compile's, or sq.load's)."""
+    from sq.ir import Program  # noqa: PLC0415
+
+    if not isinstance(program, (str, os.PathLike, Program)):
+        raise SqError(f"{who}: the program is a .sq file's path or a Program from sq.compile, found {program!r}",
+                      phase="settings")
+
+
+def _ir_dict(program, horizon, warmup, arrivals) -> dict:
     """The IR a worker runs: exact (infinities kept), with the run settings checked (here,
     before any run, and only here) and written in, and a relative trace path made absolute
     (a worker may run elsewhere)."""
@@ -438,17 +485,24 @@ def _ir_json(program, horizon, warmup, arrivals) -> str:
     d = sq._with_trace_path(d, program.trace_base)
     if d.get("trace") and not os.path.isabs(d["trace"]):
         d["trace"] = os.path.abspath(d["trace"])
-    return run_deep(json.dumps, d, separators=(",", ":"))
+    return d
 
 
-def _provenance(program, seeds, horizon, warmup, arrivals, extra) -> dict:
+def _provenance(program, seeds, runs: list[dict], extra) -> dict:
+    """What made the study's runs: the program with its own `sets` and `defs`, and the run
+    settings in effect (the study's or the program's own), one value, or one per point when
+    the points differ (a swept `let` the horizon reads)."""
     from sq import __version__  # noqa: PLC0415
 
     origin = getattr(program, "compiled_from", None) or {}
     path = os.fspath(program) if isinstance(program, (str, os.PathLike)) else origin.get("path")
-    return {"program": path, "overrides": dict(origin.get("sets") or {}), "sq_version": __version__,
-            "seeds": list(seeds), "horizon": horizon, "warmup": warmup, "arrivals": arrivals,
-            "metrics": list(extra)}
+    settings_used = {key: _one_or_each([run[key] for run in runs]) for key in ("horizon", "warmup", "arrivals")}
+    return {"program": path, "overrides": dict(origin.get("sets") or {}), "defs": dict(origin.get("defs") or {}),
+            "sq_version": __version__, "seeds": list(seeds), **settings_used, "metrics": list(extra)}
+
+
+def _one_or_each(values: list):
+    return values[0] if all(v == values[0] for v in values) else values
 
 
 # -- the cache ------------------------------------------------------------------------
@@ -457,6 +511,8 @@ class _Cache:
     """One JSON file per finished run, DIR/KEY[:2]/KEY.json, written atomically."""
 
     def __init__(self, directory):
+        if not isinstance(directory, (str, os.PathLike)):
+            raise SqError(f"sweep: cache is a folder (text or a path), found {directory!r}", phase="settings")
         self.root = Path(directory)
         try:
             self.root.mkdir(parents=True, exist_ok=True)

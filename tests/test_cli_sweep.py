@@ -153,3 +153,15 @@ def test_a_name_set_twice_is_one_error_for_run_and_sweep(capsys):
         assert capsys.readouterr().err == "error: --set lam is given twice (one --set per name)\n"
     assert cli.main(["run", MMC, "--def", "x=1", "--def", "x=2"]) == 2
     assert capsys.readouterr().err == "error: --def x is given twice (one --def per name)\n"
+
+
+def test_a_swept_array_size_keeps_every_points_columns(tmp_path, capsys):
+    # R sizes the arrays: the runs with 4 replicas hold engine[2], engine[3]; those with 2 leave them empty
+    out = tmp_path / "runs.csv"
+    replica = str(Path(MMC).parent.parent / "multi-turn" / "replica.sq")
+    status = cli.main(["sweep", replica, "--set", "R=4,2", "--seeds", "1", "--horizon", "30", "--warmup", "5",
+                       "-j", "1", "--out", str(out)])
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 0 and [line.split()[0] for line in printed[1:3]] == ["4", "2"]
+    rows = list(csv.DictReader(out.open()))
+    assert rows[0]["stage.engine[3].util"] != "" and rows[1]["stage.engine[3].util"] == ""

@@ -611,3 +611,113 @@ def test_a_swept_name_may_not_shadow_a_column():
     for name in ("n", "unsteady"):
         with pytest.raises(SqError, match=f"`{name}` is a column of the sweep's summary"):
             study.grid_points({name: [1, 2]})
+
+
+# -- a swept `let` that sizes an array ---------------------------------------------------
+
+REPLICAS = {"horizon": 30.0, "warmup": 5.0}
+
+
+@pytest.fixture(scope="module")
+def replicas():
+    """Four replicas, then two: the first point has stages and pools the second lacks."""
+    return study.sweep(REPLICA, {"R": [4, 2]}, [1, 2], executor="serial", **REPLICAS)
+
+
+def test_the_columns_are_every_points_stages_and_pools(replicas):
+    pd = pytest.importorskip("pandas")
+    four, two = replicas.records[0], replicas.records[-1]
+    assert "stage.engine[3].util" in four and "stage.engine[3].util" not in two
+    assert replicas.metrics == [k for k in four if k not in ("R", "seed")]
+    # the other order: the columns of R=4 that R=2 lacks come after the first point's
+    grown = study.sweep(REPLICA, {"R": [2, 4]}, [1], executor="serial", **REPLICAS)
+    assert set(grown.metrics) == set(replicas.metrics) and grown.metrics == grown.metric_columns
+    assert grown.metrics.index("stage.engine[3].util") > grown.metrics.index("warnings")
+    summary = replicas.summary()
+    assert list(summary["R"]) == [4, 2] and math.isnan(summary["stage.engine[3].util"][1])
+    assert summary["stage.engine[3].util"][0] == pytest.approx(
+        sum(r["stage.engine[3].util"] for r in replicas.records[:2]) / 2)
+    runs = grown.runs
+    assert math.isnan(runs["pool.kv[3].used"][0]) and runs["pool.kv[3].used"][1] == grown.records[1]["pool.kv[3].used"]
+
+
+def test_the_columns_before_any_run_are_every_points(monkeypatch):
+    def stop(task):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(study, "run_task", stop)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        study.sweep(REPLICA, {"R": [2, 4]}, [1], executor="serial", **REPLICAS)
+    assert "stage.engine[3].util" in caught.value.sweep.metrics
+
+
+def test_every_writer_and_the_plot_hold_every_points_columns(replicas, tmp_path):
+    replicas.write(tmp_path / "runs.csv")
+    import csv  # noqa: PLC0415
+    rows = list(csv.DictReader((tmp_path / "runs.csv").open()))
+    assert rows[0]["stage.engine[3].util"] != "" and rows[-1]["stage.engine[3].util"] == ""
+    replicas.write(tmp_path / "runs.jsonl")
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert lines[-1]["stage.engine[3].util"] is None and lines[0]["stage.engine[3].util"] is not None
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    replicas.plot("R", "ttft.p99")
+    replicas.plot("R", "stage.engine[3].util")
+
+
+def test_a_cached_point_is_checked_against_its_own_metrics(tmp_path, monkeypatch):
+    first = study.sweep(REPLICA, {"R": [2, 4]}, [1], executor="serial", cache=tmp_path, **REPLICAS)
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    again = study.sweep(REPLICA, {"R": [2, 4]}, [1], executor="serial", cache=tmp_path, **REPLICAS)
+    assert _equal_tables(again.records, first.records)
+
+
+# -- provenance of a study --------------------------------------------------------------
+
+def test_a_studys_provenance_has_the_defs_and_the_settings_in_effect(monkeypatch, tmp_path):
+    ps = str(ROOT / "examples" / "single-turn" / "ps.sq")     # horizon 20000, warmup 2000 in its text
+    det = sq.compile(ps, defs={"service": "~det(1)"}, horizon=4000)
+    monkeypatch.setattr(study, "run_task", lambda task: {})   # no run needed: provenance only
+    made = study.sweep(det, {"lam": [0.5]}, [1], executor="serial").provenance
+    assert made["defs"] == {"service": "~det(1)"} and (made["horizon"], made["warmup"]) == (4000.0, 2000.0)
+    plain = study.sweep(ps, {"lam": [0.5]}, [1], executor="serial", warmup=100).provenance
+    assert plain["defs"] == {} and (plain["horizon"], plain["warmup"], plain["arrivals"]) == (20000.0, 100.0, None)
+    # a swept `let` the horizon reads: one horizon per point
+    text = Path(MMC).read_text().replace("run { horizon 10000; warmup 1000; }", "let H = 10000;\nrun { horizon H; warmup 10; }")
+    (tmp_path / "h.sq").write_text(text)
+    each = study.sweep(str(tmp_path / "h.sq"), {"H": [300, 400]}, [1], executor="serial").provenance
+    assert (each["horizon"], each["warmup"]) == ([300.0, 400.0], 10.0)
+
+
+# -- arguments that are no such thing ---------------------------------------------------
+
+@pytest.mark.parametrize("call, words", [
+    (lambda s: study.sweep(5, {}, [1]), "sweep: the program is a .sq file's path or a Program from sq.compile, found 5"),
+    (lambda s: study.sweep(5, {"lam": [5]}, [1]), "sweep: the program is a .sq file's path or a Program"),
+    (lambda s: study.sweep(MMC, {}, [1], cache=5), "sweep: cache is a folder (text or a path), found 5"),
+    (lambda s: study.sweep(MMC, {}, [1], progress="yes"), "sweep: progress is True, False or None, found 'yes'"),
+    (lambda s: sq.run(sq.compile(MMC), progress="yes"), "run: progress is True, False, None or a callable, found 'yes'"),
+    (lambda s: s.write(5), "write: path is a file name (text or a path), found 5"),
+    (lambda s: s.to_csv(5), "to_csv: path is a file name (text or a path), found 5"),
+    (lambda s: s.write("/no/such/dir/x.csv"), "to_csv: cannot write `/no/such/dir/x.csv`: the folder `/no/such/dir` does not exist"),
+    (lambda s: s.write("/no/such/dir/x.jsonl"), "to_json: cannot write `/no/such/dir/x.jsonl`: the folder"),
+    (lambda s: s.plot("lam", "wait.p99", slo="x"), "plot: slo is a number (where to draw the SLO's line), found 'x'"),
+    (lambda s: s.plot("lam", "wait.p99", ax=5), "plot: ax is a matplotlib Axes to draw on, found 5"),
+    (lambda s: sq.t_interval(None), "t_interval: values are a list of numbers, found None"),
+    (lambda s: sq.t_interval(["a", "b"]), "t_interval: values are numbers, found 'a'"),
+])
+def test_a_wrong_argument_is_an_error_naming_it(serial, monkeypatch, call, words):
+    monkeypatch.setattr(study, "run_task", _forbidden)
+    if "plot" in words:
+        pytest.importorskip("matplotlib").use("Agg")
+    with pytest.raises(SqError) as caught:
+        call(serial)
+    assert caught.value.message.startswith(words) and "\n" not in caught.value.message
+
+
+def test_a_share_of_samples_needs_the_samples():
+    kept = sq.run(sq.compile(MMC), horizon=100.0, warmup=10.0)
+    assert 0.0 <= sq_metrics.report_metrics(kept, ["wait<=1"])["wait.le(1)"] <= 1.0
+    none = sq.run(sq.compile(MMC), horizon=100.0, warmup=10.0, samples="none")
+    with pytest.raises(SqError, match=r'metric `wait.le\(1\)`: the share of samples needs the samples, and the report kept none \(samples="none"\)'):
+        sq_metrics.report_metrics(none, ["wait<=1"])
+    assert "wait.p99" in sq_metrics.report_metrics(none)
