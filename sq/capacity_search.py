@@ -8,13 +8,16 @@ before it is called undecided. The search probes geometrically from the
 program's own value until the verdict flips (at most `MAX_STEPS` doublings or
 halvings each way), then bisects the bracket to `tol` (relative) or to adjacent
 whole numbers. The answer is the last value shown to meet, with the value shown
-to violate next to it and every run behind both.
+to violate next to it and every run behind both. Verdicts that run against the
+direction (a value meets on the worse side of one that violates) stop the
+search with the direction to give instead.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 
@@ -261,11 +264,13 @@ class Capacity:
         squash the region that matters. Returns the axes (a list for several metrics)."""
         plt = require("matplotlib.pyplot", "Capacity.plot")
         metrics = list(dict.fromkeys(c.metric for c in self.conditions))
+        if path is not None:
+            _check_plot_path(path)
         if ax is None:
             _, grid = plt.subplots(len(metrics), 1, figsize=(6, 3.2 * len(metrics)), squeeze=False)
             axes = list(grid[:, 0])
         else:
-            axes = list(ax) if isinstance(ax, (list, tuple)) else [ax]
+            axes = _given_axes(ax, len(metrics))
         for a, metric in zip(axes, metrics):
             self._plot_metric(a, metric)
         if path is not None:
@@ -295,6 +300,29 @@ class Capacity:
         a.set_xlabel(self.knob)
         a.set_ylabel(metric)
         a.legend(fontsize="small")
+
+
+def _given_axes(ax, count: int) -> list:
+    """`ax` as a list of `count` matplotlib Axes (one per SLO metric), or an SqError."""
+    from matplotlib.axes import Axes
+
+    axes = list(ax) if isinstance(ax, (list, tuple)) else [ax]
+    if len(axes) != count or not all(isinstance(a, Axes) for a in axes):
+        want = "a matplotlib Axes" if count == 1 else f"a list of {count} matplotlib Axes (one per metric)"
+        raise SqError(f"Capacity.plot: ax is {want}, found {ax!r}", phase="settings")
+    return axes
+
+
+def _check_plot_path(path) -> None:
+    """A file matplotlib can write, by its extension (not a folder: savefig would add `.png`)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from sq.cli_args import check_writable
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise SqError(f"Capacity.plot: path is a file name, found {path!r}", phase="settings")
+    formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
+    check_writable(os.fspath(path), "Capacity.plot", formats)
 
 
 # -- the search -----------------------------------------------------------------
@@ -335,12 +363,30 @@ class _Search:
         unsettled = 0
         for _ in range(MAX_STEPS):
             x = self.knob.step(x, worse)
-            if x is None or self.at(x).decision == until:
+            if x is None or self.at(x).decision == until or self.backwards():
                 return
             unsettled = unsettled + 1 if self.points[x].unsettled else 0
             if not worse and unsettled >= UNSETTLED_STEPS:
                 return
         self.far[worse] = x
+
+    def backwards(self):
+        """(meets, violates) when the verdicts run against the direction: a value meets on the
+        worse side of one that violates (an unsettled one does not count: its runs, not its
+        metrics, violate); else None."""
+        rank = self.knob.rank
+        bad = [x for x, p in self.points.items() if p.decision == VIOLATES and not p.unsettled]
+        v = min(bad, key=rank) if bad else None
+        good = [x for x, p in self.points.items() if p.decision == MEETS and v is not None and rank(x) > rank(v)]
+        return (min(good, key=rank), v) if good else None
+
+    def backwards_reason(self, m, v) -> str:
+        knob = self.knob
+        other = "min" if knob.direction == "max" else "max"
+        side = {"max": "largest", "min": "smallest"}
+        return (f"the verdicts run the other way from direction='{knob.direction}' (the {side[knob.direction]} "
+                f"value that meets): {knob.name} = {m:g} meets the SLO and {v:g} violates it; give "
+                f"direction='{other}' (--direction {other}) to search for the {side[other]}")
 
     def probe(self, lo, hi) -> None:
         """Find a value that meets and one that violates: the given ends, or geometric steps."""
@@ -353,6 +399,16 @@ class _Search:
             self.walk(start, worse=True, until=VIOLATES)
         if first != MEETS:
             self.walk(start, worse=False, until=MEETS)
+        self.look_back(start, first)
+
+    def look_back(self, start, first: str) -> None:
+        """After a walk that ran out of steps without its flip, one probe the other way from the
+        start: a flip there means the verdicts run against the direction (`backwards`)."""
+        worse = first == VIOLATES
+        if (not worse) in self.far and not self.backwards():
+            x = self.knob.step(start, worse)
+            if x is not None:
+                self.at(x)
 
     def bisect(self) -> tuple[bool, str]:
         """Narrow the bracket; returns (confident, why the search stopped)."""
@@ -384,9 +440,12 @@ class _Search:
         """Why no value meets: runs that never settled, however much room, or the probes' reach."""
         unsettled = sorted(x for x, p in self.points.items() if p.unsettled)
         if unsettled:
+            # "more room too" only when it was seen: one value cannot tell the horizon from the load
+            room = ", with more room too: lengthen" if len(unsettled) > 1 else ": lengthen"
+            more = "" if len(unsettled) > 1 else ", or try more room,"
             return (f"no value tried meets the SLO: at {', '.join(f'{u:g}' for u in unsettled)} its metrics "
-                    "meet it but the runs are not stationary (sessions or queues still grow at the end), "
-                    "with more room too: lengthen the warm-up and the horizon until they settle")
+                    f"meet it but the runs are not stationary (sessions or queues still grow at the end){room} "
+                    f"the warm-up and the horizon{more} until they settle")
         return "no value tried meets the SLO" + self.out_to(False)
 
     def out_to(self, worse: bool) -> str:
@@ -431,12 +490,14 @@ class _OutOfPoints(Exception):
 def search(knob: Knob, evaluate, *, lo=None, hi=None, tol: float = 0.02, max_points: int = 40):
     """Run the search; returns (value, bracket, confident, reason, points in order tried)."""
     s = _Search(knob, evaluate, tol, max_points)
+    turned = None
     try:
         s.probe(lo, hi)
-        confident, reason = s.bisect()
+        turned = s.backwards()      # checked once the probes are in, not on bisection's noise
+        confident, reason = (False, s.backwards_reason(*turned)) if turned else s.bisect()
     except _OutOfPoints:
         confident, reason = False, f"stopped after {max_points} points"
-    m, v = s.ends()
+    m, v = (None, None) if turned else s.ends()
     return m, (m, v), confident, reason, list(s.points.values())
 
 
@@ -457,6 +518,8 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     from sq.metrics import check_metrics
     from sq.study import compile_point
 
+    if not isinstance(program, (str, os.PathLike)):
+        compiled_from(program, "capacity")      # refused as sq.sweep refuses it: no `let`s to vary
     base = compile_point(program, {})
     conditions = parse_slo(slo, known=lambda metric: check_metrics([metric], base))
     seeds = seed_list(seeds, "capacity")
@@ -465,14 +528,15 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     check_level(confidence, "capacity")
     if not (isinstance(tol, (int, float)) and 0 < tol < 1):
         raise SqError(f"capacity: tol is a relative width between 0 and 1, found {tol!r}", phase="settings")
-    if (lo is None) != (hi is None) or (lo is not None and not lo < hi):
-        raise SqError("capacity: give both lo and hi, with lo < hi, or neither", phase="settings")
-    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
-        raise SqError(f"capacity: max_points is the most values tried, a whole number of at least 1, "
-                      f"found {max_points!r}", phase="settings")
-    cap = 4 * len(seeds) if max_seeds is None else max_seeds
+    _check_ends(lo, hi)
+    max_points = _whole("max_points", max_points, "the most values tried, a whole number of at least 1")
+    cap = 4 * len(seeds) if max_seeds is None else _whole("max_seeds", max_seeds,
+                                                          "the most seeds at one point, a whole number")
     if cap < len(seeds):
         raise SqError(f"capacity: max_seeds ({cap}) is below the number of seeds ({len(seeds)})",
+                      phase="settings")
+    if on_point is not None and not callable(on_point):     # before any run, not after the first point
+        raise SqError(f"capacity: on_point is a function called with each Point, found {on_point!r}",
                       phase="settings")
     k = resolve_knob(base, knob, direction, lo, hi)
     if k.integer and lo is not None:
@@ -486,6 +550,21 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
                                                            max_points=max_points)
     return Capacity(knob, k.direction, k.integer, conditions, confidence, tol,
                     value, bracket, confident, reason, points, records)
+
+
+def _check_ends(lo, hi) -> None:
+    for name, v in (("lo", lo), ("hi", hi)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)):
+            raise SqError(f"capacity: {name} is a finite number, found {v!r}", phase="settings")
+    if (lo is None) != (hi is None) or (lo is not None and not lo < hi):
+        raise SqError("capacity: give both lo and hi, with lo < hi, or neither", phase="settings")
+
+
+def _whole(name: str, value, what: str) -> int:
+    """A count given to capacity: a Python or numpy integer (not a bool) of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise SqError(f"capacity: {name} is {what}, found {value!r}", phase="settings")
+    return int(value)
 
 
 def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, ranged, sweep_args):

@@ -123,12 +123,12 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 
-def check_writable(path: str, flag: str) -> None:
-    """The file of `--out` (a table) or `--plot-out` (a figure): writable, and of a format that
-    flag writes; checked before any run, not after all of them."""
+def check_writable(path: str, flag: str, formats: tuple[str, ...] | None = None) -> None:
+    """The file of `--out` (a table) or `--plot-out` (a figure), or `formats` for another
+    `flag`: writable, and of a format that flag writes; checked before any run, not after all of them."""
     from sq.study import WRITERS  # noqa: PLC0415
 
-    formats = PLOT_FORMATS if flag == "--plot-out" else tuple(WRITERS)
+    formats = formats or (PLOT_FORMATS if flag == "--plot-out" else tuple(WRITERS))
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \

@@ -7,6 +7,7 @@ places results by `i`, so their order never depends on the executor.
 """
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 import types
@@ -22,9 +23,9 @@ class Executor:
     """Runs tasks and yields (index, record) as they finish."""
 
     def __init__(self, executor, jobs, who: str = "sweep"):
-        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1):
             raise SqError(f"{who}: jobs must be a positive whole number, found {jobs!r}", phase="settings")
-        self.jobs = jobs or os.cpu_count() or 1
+        self.jobs = int(jobs) if jobs is not None else os.cpu_count() or 1
         self.kind = "processes" if executor is None else executor
         if isinstance(self.kind, str):
             if self.kind not in KINDS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sq.errors import SqError
@@ -59,9 +60,10 @@ def parse_slo(slo, known=None) -> tuple[Condition, ...]:
     """Read an SLO: one text or a list of texts, each one condition or several joined by
     `,` or `and`. `known(metric)` may reject a metric the program cannot report (it
     raises SqError). Every defect is an SqError naming the clause, before any run."""
-    texts = [slo] if isinstance(slo, str) else list(slo or ())
+    texts = [slo] if isinstance(slo, str) else list(slo) if isinstance(slo, Iterable) else []
     if not texts or not all(isinstance(t, str) for t in texts):
-        raise SqError("slo: give one or more conditions as text, like 'ttft.p99 <= 0.5'", phase="settings")
+        raise SqError(f"slo: give one or more conditions as text, like 'ttft.p99 <= 0.5', found {slo!r}",
+                      phase="settings")
     clauses = [c for text in texts for c in re.split(r",(?![^()]*\))|\band\b", text)]
     return tuple(parse_condition(c, known) for c in clauses)
 

@@ -152,7 +152,8 @@ def test_the_probes_stop_after_max_steps_and_say_how_far_they_went():
         return Point(x, VIOLATES, [1, 2], {}, {}, True)
 
     value, _, confident, reason, _ = search(Knob("R", 4, True, "min"), never_meets)
-    assert tried == [4 * 2 ** k for k in range(MAX_STEPS + 1)] and value is None and not confident
+    # then one look the other way (2), in case the verdicts run against the direction
+    assert tried == [4 * 2 ** k for k in range(MAX_STEPS + 1)] + [2] and value is None and not confident
     assert f"out to {4 * 2 ** MAX_STEPS} ({MAX_STEPS} doublings" in reason and "give lo and hi" in reason
 
 
@@ -487,3 +488,93 @@ def test_a_worker_killed_mid_search_is_said_as_the_sweep_says_it():
     assert caught.value.message == ("capacity: a worker process ended in the middle of a run (killed, or out of "
                                     "memory?); the runs that finished are kept with cache=DIR, and a rerun "
                                     "computes only the rest")
+
+
+# -- verdicts against the direction, and what one unsettled value can say ------------
+
+def test_verdicts_against_the_direction_stop_and_say_which_to_give():
+    # a service rate guessed as a load: it meets on the "worse" side and violates on the better
+    evaluate, tried = _fake(1.0, band=0.05, direction="min")         # undecided at the start
+    value, bracket, confident, reason, _ = search(Knob("mu", 1.0, False, "max"), evaluate)
+    assert (value, bracket, confident) == (None, (None, None), False)
+    # meets all the way up (no flip to see yet); stopped at the first step down, which violates
+    assert tried == [2.0 ** k for k in range(9)] + [0.5]
+    assert "run the other way from direction='max'" in reason and "mu = 2 meets the SLO and 0.5 violates" in reason
+    assert "give direction='min' (--direction min)" in reason
+    evaluate, tried = _fake(1.07, direction="min")
+    value, bracket, *_ = search(Knob("mu", 1.0, False, "min"), evaluate)
+    assert value <= 1.07 * 1.02 and bracket[1] < 1.07
+
+
+@pytest.mark.parametrize("boundary, looked", [(1.07, 2.0), (0.9, 0.5)])
+def test_a_walk_that_finds_no_flip_looks_once_the_other_way(boundary, looked):
+    # the start violates (meets) and every value toward more room (more load) does too
+    evaluate, tried = _fake(boundary, direction="min")
+    *_, reason, _ = search(Knob("mu", 1.0, False, "max"), evaluate)
+    assert tried[-1] == looked and len(tried) == 10
+    assert "give direction='min'" in reason
+
+
+def test_given_ends_against_the_direction_say_so():
+    evaluate, _ = _fake(3.7, direction="min")
+    *_, reason, points = search(Knob("R", 2, True, "max"), evaluate, lo=1, hi=8)
+    assert len(points) == 2 and "give direction='min'" in reason
+
+
+def test_the_service_rate_of_mmc_says_to_search_down():
+    args = dict(seeds=[1, 2, 3], horizon=300, warmup=30, executor="serial")
+    cap = capacity(MMC, "mu", "wait.mean<=0.2", **args)
+    assert cap.bracket == (None, None) and "mu = 2 meets the SLO and 0.5 violates" in cap.reason, cap.line()
+    assert "give direction='min' (--direction min)" in cap.reason
+    assert capacity(MMC, "mu", "wait.mean<=0.2", direction="min", **args).value == pytest.approx(1.07, abs=0.01)
+
+
+def test_one_unsettled_value_does_not_speak_of_more_room():
+    def one_unsettled(x):
+        stationary = x == 1          # 1 overloaded and stationary: its metrics violate
+        verdict = VIOLATES if stationary else MEETS
+        return Point(x, VIOLATES, [1, 2], {"ttft.p99": (0.1, 0.01)}, {"ttft.p99 <= 0.5": verdict}, stationary)
+
+    *_, reason, _ = search(Knob("R", 4, True, "min"), one_unsettled, lo=1, hi=4)
+    assert "at 4 its metrics meet it but the runs are not stationary" in reason
+    assert "with more room too" not in reason and "or try more room" in reason
+
+
+# -- the arguments, checked before any run --------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (dict(program=5), "capacity: a program read from an IR has no `let`s to vary"),
+    (dict(slo=5), "slo: give one or more conditions as text, like 'ttft.p99 <= 0.5', found 5"),
+    (dict(lo="7", hi=9), "capacity: lo is a finite number, found '7'"),
+    (dict(lo=1, hi=math.inf), "capacity: hi is a finite number, found inf"),
+    (dict(max_seeds="8"), "capacity: max_seeds is the most seeds at one point, a whole number, found '8'"),
+    (dict(on_point=5), "capacity: on_point is a function called with each Point, found 5"),
+])
+def test_bad_arguments_are_clear_errors_before_any_run(monkeypatch, args, words):
+    import sq.study
+
+    monkeypatch.setattr(sq.study, "run_task", lambda task: pytest.fail("ran"))
+    given = {"program": MMC, "knob": "c", "slo": "wait.mean<=0.2", **args}
+    with pytest.raises(sq.SqError) as err:
+        capacity(given.pop("program"), given.pop("knob"), given.pop("slo"), executor="serial", **given)
+    assert words in str(err.value)
+
+
+def test_numpy_integers_are_counts():
+    np = pytest.importorskip("numpy")
+    cap = capacity(MMC, "c", "wait.mean<=0.2", seeds=[1, 2, 3], horizon=300, warmup=30, executor="threads",
+                   jobs=np.int64(2), max_points=np.int64(3), max_seeds=np.int64(6))
+    assert len(cap.points) == 3 and "stopped after 3 points" in cap.reason
+
+
+def test_plot_refuses_what_it_cannot_draw_on_or_write(tmp_path):
+    pytest.importorskip("matplotlib").use("Agg")
+    cap = capacity(MMC, "c", "wait.mean<=0.2", seeds=[1, 2, 3], horizon=300, warmup=30, executor="serial",
+                   max_points=2)
+    for kwargs, words in [(dict(ax=5), "Capacity.plot: ax is a matplotlib Axes, found 5"),
+                          (dict(path=str(tmp_path / "x.foo")), "cannot tell the format of"),
+                          (dict(path=str(tmp_path)), "Capacity.plot: cannot write")]:
+        with pytest.raises(sq.SqError) as err:
+            cap.plot(**kwargs)
+        assert words in str(err.value)
+    assert not (tmp_path.parent / (tmp_path.name + ".png")).exists()
