@@ -543,7 +543,7 @@ def test_one_unsettled_value_does_not_speak_of_more_room():
 # -- the arguments, checked before any run --------------------------------------------
 
 @pytest.mark.parametrize("args, words", [
-    (dict(program=5), "capacity: a program read from an IR has no `let`s to vary"),
+    (dict(program=5), "capacity: the program is a .sq file's path or a Program from sq.compile, found 5"),
     (dict(slo=5), "slo: give one or more conditions as text, like 'ttft.p99 <= 0.5', found 5"),
     (dict(lo="7", hi=9), "capacity: lo is a finite number, found '7'"),
     (dict(lo=1, hi=math.inf), "capacity: hi is a finite number, found inf"),
