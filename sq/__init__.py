@@ -192,9 +192,11 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
 def _engine_options(lowered, changes, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
                     max_memory, samples, progress, wall_limit, timeline, timeline_window) -> dict:
     """run_lowered's options as the engine takes them, checked (the progress tracker included)."""
+    from sq.files import path_argument
+
     options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions,   # the engine takes files too
                    dump_pools=dump_pools, check_invariants=check_invariants, samples=samples, progress=None,
-                   timeline=None if timeline is None else os.fspath(timeline),
+                   timeline=None if timeline is None else path_argument(timeline, "run: timeline"),
                    wall_limit=settings.wall_limit(wall_limit), timeline_window=settings.window(timeline_window))
     if max_memory is not None:
         options["max_memory"] = settings.memory_bound(max_memory)

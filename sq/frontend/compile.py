@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from sq import ir
-from sq.files import Unreadable, read_text
+from sq.files import Unreadable, path_argument, read_text
 from sq.frontend import link as linker
 from sq.errors import SqError
 from sq.settings import SEED_RANGE, is_number, is_u64, plain
@@ -32,12 +32,10 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
         raise SqError("compile takes exactly one of a path and a source", phase="link")
     _check_overrides(sets, defs, seed, horizon, warmup, arrivals)
     sets, horizon, warmup = _plain_sets(sets), _plain(horizon), _plain(warmup)
+    trace_path = None if trace is None else path_argument(trace, "compile: trace", "link")
     file = None
     if path is not None:
-        if not isinstance(path, (str, bytes, os.PathLike)):
-            raise SqError(f"compile: a path is text or os.PathLike, found {type(path).__name__} "
-                          "(program text goes in `source=`)", phase="parse")
-        file = os.fsdecode(path)
+        file = path_argument(path, "compile", "parse", " (program text goes in `source=`)")
         source = _read(file)
     elif isinstance(source, (bytes, bytearray)):
         try:
@@ -49,7 +47,7 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     with _gc_paused():
         tree = ir.run_deep(_parse, source, file, defs or {}, dict(sets or {}))
         settings = linker.Settings(sets=dict(sets or {}), seed=_whole(seed), horizon=horizon, warmup=warmup,
-                                   arrivals=_whole(arrivals), trace=None if trace is None else os.fspath(trace))
+                                   arrivals=_whole(arrivals), trace=trace_path)
         prog = ir.run_deep(linker.link, tree, settings)
     # A relative trace written in a file is read next to that file; one given
     # here or in text compiled from a string is read from the current directory.
