@@ -257,6 +257,7 @@ def _report(raw, program, started: float):
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
     report.overrides = dict(origin.get("sets") or {})
+    report.defs = dict(origin.get("defs") or {})
     report.wall_s = time.perf_counter() - started
     return report
 

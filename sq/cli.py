@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     add_program_args(run, settings=True)
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
     run.add_argument("--provenance", action="store_true",
-                     help="with --json: add a last key `provenance` (program, overrides, sq version, wall time)")
+                     help="with --json: add a last key `provenance` (program, overrides, defs, sq version, wall time)")
     run.add_argument("--trace-iterations", action="store_true",
                      help="print one ITER line per step iteration (on stderr)")
     run.add_argument("--trace-evictions", action="store_true",

@@ -289,9 +289,11 @@ class Report:
     # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
     stopped: str | None = None
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
-    # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
+    # overrides and `def` replacements applied (two runs differing only in either are told
+    # apart), the sq that ran it and the run's wall time (lowering, engine, report)
     program: str | None = None
     overrides: dict = field(default_factory=dict)
+    defs: dict = field(default_factory=dict)
     sq_version: str = __version__
     wall_s: float = float("nan")
 
@@ -337,7 +339,7 @@ class Report:
 
     def to_json(self, provenance: bool = False) -> str:
         """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
-        `provenance=True` a last key `"provenance"` adds the program, overrides, sq
+        `provenance=True` a last key `"provenance"` adds the program, overrides, defs, sq
         version and wall time."""
         n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
@@ -361,7 +363,7 @@ class Report:
     def _provenance_json(self) -> str:
         import json  # noqa: PLC0415
 
-        return json.dumps({"program": self.program, "overrides": self.overrides,
+        return json.dumps({"program": self.program, "overrides": self.overrides, "defs": self.defs,
                            "sq_version": self.sq_version, "wall_s": self.wall_s}, separators=(",", ":"))
 
     json = to_json  # pyserq's spelling

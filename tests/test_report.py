@@ -267,6 +267,21 @@ def test_a_path_keyword_given_a_number_is_an_sq_error():
         sq.run(sq.compile(source=source), timeline=5)
 
 
+def test_provenance_tells_a_def_replacement_apart():
+    """compile(defs=...) is recorded as sets= is: the report and its provenance JSON said the
+    same for a program with a `def` replaced and the plain one."""
+    import sq
+
+    path = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "single-turn" / "ps.sq")
+    plain = sq.run(sq.compile(path, horizon=300, warmup=0))
+    replaced = sq.run(sq.compile(path, defs={"service": "~det(1)"}, sets={"lam": 0.5}, horizon=300, warmup=0))
+    assert (plain.overrides, plain.defs) == ({}, {})
+    assert (replaced.overrides, replaced.defs) == ({"lam": 0.5}, {"service": "~det(1)"})
+    provenance = json.loads(replaced.to_json(provenance=True))["provenance"]
+    assert provenance["overrides"] == {"lam": 0.5} and provenance["defs"] == {"service": "~det(1)"}
+    assert json.loads(plain.to_json(provenance=True))["provenance"]["defs"] == {}
+
+
 def test_iteration_trace_is_passed_through():
     raw = step_engine()
     raw.iteration_trace = ["ITER 0.0000 0:0:p4"]

@@ -71,6 +71,7 @@ def test_a_bad_horizon_is_said_to_be_the_horizon_at_every_door(horizon):
     the horizon is what is wrong."""
     program = sq.compile(MM1, horizon=1500)
     doors = [lambda: sq.run(program, horizon=horizon, warmup=0), lambda: sq.compile(MM1, horizon=horizon, warmup=0),
+             lambda: sq.compile(MM1, horizon=horizon),     # against the program's own warmup
              lambda: sq.compile(source=f"run {{ horizon {horizon}; }} workload {{ arrive batch(1); }}")]
     for door in doors:
         with pytest.raises(SqError) as info:
