@@ -11,6 +11,7 @@ GIL released, so runs in threads proceed in parallel.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -96,7 +97,8 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
     lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`;
-    `trace_iterations` / `trace_evictions` may instead be an open text file or a callable
+    `trace_iterations` / `trace_evictions` may instead be a path (the file is written as the
+    run goes, and closed at its end), an open text file or a callable
     (given each chunk of lines as a list) that gets the lines while the run goes, and the
     report's list stays empty: memory stays flat however long the trace.
     `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
@@ -169,32 +171,40 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
                    check_invariants=check_invariants, max_memory=max_memory, samples=samples, progress=progress,
                    wall_limit=wall_limit, timeline=timeline, timeline_window=timeline_window)
     tracker = None
-    if options == _PLAIN_RUN:
-        options = {}    # a plain run (a sweep's): the engine's defaults, nothing to check or track
-    else:
-        options = _engine_options(lowered, changes, **options)
-        tracker = options["progress"]
-    try:
-        raw = _ENGINE.run(lowered, **changes, **options)
-    except BaseException as exc:
-        # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
-        if tracker is not None:
-            tracker.close()
-        # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
-        if getattr(exc, "raw", None) is not None:
-            exc.report = _report(exc.raw, program, started)
-        raise
+    with contextlib.ExitStack() as opened:      # trace files given as paths: closed however the run ends
+        if options == _PLAIN_RUN:
+            options = {}    # a plain run (a sweep's): the engine's defaults, nothing to check or track
+        else:
+            options = _engine_options(lowered, changes, opened, **options)
+            tracker = options["progress"]
+        try:
+            raw = _ENGINE.run(lowered, **changes, **options)
+        except BaseException as exc:
+            # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
+            if tracker is not None:
+                tracker.close()
+            # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
+            if getattr(exc, "raw", None) is not None:
+                exc.report = _report(exc.raw, program, started)
+            raise
     if tracker is not None:
         tracker.finish(raw.end, raw.events, raw.arrivals)
     return _report(raw, program, started)
 
 
-def _engine_options(lowered, changes, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
+def _engine_options(lowered, changes, opened, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
                     max_memory, samples, progress, wall_limit, timeline, timeline_window) -> dict:
-    """run_lowered's options as the engine takes them, checked (the progress tracker included)."""
-    options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions,   # the engine takes files too
+    """run_lowered's options as the engine takes them, checked (the progress tracker included);
+    a trace file given as a path is opened into `opened` (an ExitStack: closed when the run ends)."""
+    from sq.files import path_argument
+
+    if timeline_window is not None and timeline is None:
+        raise SqError("run: timeline_window needs timeline= (the file it is a window of)",
+                      phase="settings")
+    options = dict(trace_iterations=_trace_sink("trace_iterations", trace_iterations, opened),
+                   trace_evictions=_trace_sink("trace_evictions", trace_evictions, opened),
                    dump_pools=dump_pools, check_invariants=check_invariants, samples=samples, progress=None,
-                   timeline=None if timeline is None else os.fspath(timeline),
+                   timeline=None if timeline is None else path_argument(timeline, "run: timeline"),
                    wall_limit=settings.wall_limit(wall_limit), timeline_window=settings.window(timeline_window))
     if max_memory is not None:
         options["max_memory"] = settings.memory_bound(max_memory)
@@ -204,6 +214,22 @@ def _engine_options(lowered, changes, *, trace_iterations, trace_evictions, dump
         options["progress"] = progress_mod.tracker(progress, changes.get("horizon", lowered.horizon),
                                                    changes.get("arrivals", lowered.arrivals) or 0)
     return options
+
+
+def _trace_sink(name: str, sink, opened):
+    """A debug trace's sink as the engine takes it (True, an open file or a callable); a path
+    (`str` or `os.PathLike`) is that file, opened for writing here and written as the run goes."""
+    if isinstance(sink, (str, bytes, os.PathLike)):
+        path = os.fsdecode(sink)
+        try:
+            return opened.enter_context(open(path, "w", encoding="utf-8", newline=""))
+        except (OSError, ValueError) as e:     # (ValueError: a NUL in the name)
+            reason = f"{e.strerror} (os error {e.errno})" if isinstance(e, OSError) else str(e)
+            raise SqError(f"run: {name}: cannot write `{path}`: {reason}", phase="settings") from None
+    if isinstance(sink, bool) or hasattr(sink, "write") or callable(sink):
+        return sink
+    raise SqError(f"run: {name} is True, a path, an open text file or a callable, found {sink!r}",
+                  phase="settings")
 
 
 # run_lowered's options at their defaults: a run with these passes the engine none of them
@@ -231,6 +257,7 @@ def _report(raw, program, started: float):
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
     report.overrides = dict(origin.get("sets") or {})
+    report.defs = dict(origin.get("defs") or {})
     report.wall_s = time.perf_counter() - started
     return report
 

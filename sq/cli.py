@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     add_program_args(run, settings=True)
     run.add_argument("--json", action="store_true", help="print the report as JSON (the fields of pyserq's report)")
     run.add_argument("--provenance", action="store_true",
-                     help="with --json: add a last key `provenance` (program, overrides, sq version, wall time)")
+                     help="with --json: add a last key `provenance` (program, overrides, defs, sq version, wall time)")
     run.add_argument("--trace-iterations", action="store_true",
                      help="print one ITER line per step iteration (on stderr)")
     run.add_argument("--trace-evictions", action="store_true",
@@ -148,13 +148,9 @@ def _dump_folder(folder: str | None) -> None:
         return
     if not folder.strip():
         raise SqError("--dump takes a folder to write the CSV files into, found an empty name", phase="settings")
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except FileExistsError:
-        raise SqError(f"--dump {folder}: exists and is not a folder", phase="settings") from None
-    except OSError as e:
-        raise SqError(f"--dump {folder}: cannot create the folder: {e.strerror} (os error {e.errno})",
-                      phase="settings") from None
+    from sq.files import make_folder
+
+    make_folder(folder, "--dump")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise SqError(f"--dump {folder}: the folder is not writable", phase="settings")
 

@@ -14,9 +14,31 @@ import stat
 import secrets
 from typing import Iterable
 
+from sq.errors import SqError
+
 # A program of 200,000 lines is a few megabytes; traces can be far longer.
 PROGRAM_LIMIT = 256 * 1024 * 1024
 TRACE_LIMIT = 4 * 1024 * 1024 * 1024
+
+
+def path_argument(value, who: str, phase: str = "settings", hint: str = "") -> str:
+    """A path given to the API (`str`, `bytes` or `os.PathLike`) as text; anything else (a
+    number, None in the wrong place) is one SqError naming the keyword `who`, not os's TypeError."""
+    if isinstance(value, (str, bytes, os.PathLike)):
+        return os.fsdecode(value)
+    raise SqError(f"{who}: a path is text or os.PathLike, found {type(value).__name__}{hint}", phase=phase)
+
+
+def make_folder(folder: str, who: str) -> None:
+    """Create `folder` (and its parents) unless it is there: a file there, or a folder that
+    cannot be made, is one SqError starting with `who`."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise SqError(f"{who} {folder}: exists and is not a folder", phase="settings") from None
+    except OSError as e:
+        raise SqError(f"{who} {folder}: cannot create the folder: {e.strerror} (os error {e.errno})",
+                      phase="settings") from None
 
 
 class Unreadable(Exception):

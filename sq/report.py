@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sq import __version__, stats, steady   # (sq itself imports this module lazily, once it is set up)
+from sq import __version__, settings, stats, steady   # (sq itself imports this module lazily, once it is set up)
 from sq._optional import require
 from sq.errors import SqError
-from sq.files import write_atomic
+from sq.files import make_folder, path_argument, write_atomic
 from sq.numbers import display, json_number
 from sq.results import GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
 
@@ -91,8 +91,8 @@ class Observe:
     def quantile(self, q: float) -> float:
         """The q-quantile of the samples: the ceil(q·n)-th smallest in total order (what the p99
         is), exact; from the histogram (within 0.5 %) when the run kept no samples."""
-        if not 0.0 <= q <= 1.0:
-            raise ValueError(f"a quantile is between 0 and 1, found {q!r}")
+        if not (settings.is_number(q) and 0.0 <= q <= 1.0):
+            raise SqError(f"quantile: q is a number from 0 to 1, found {q!r}", phase="settings")
         if self.samples is None:
             return stats.summary_quantiles(self.summary, (q,))[0]
         return stats.quantile(self.samples, q)
@@ -289,9 +289,11 @@ class Report:
     # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
     stopped: str | None = None
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
-    # overrides applied, the sq that ran it and the run's wall time (lowering, engine, report)
+    # overrides and `def` replacements applied (two runs differing only in either are told
+    # apart), the sq that ran it and the run's wall time (lowering, engine, report)
     program: str | None = None
     overrides: dict = field(default_factory=dict)
+    defs: dict = field(default_factory=dict)
     sq_version: str = __version__
     wall_s: float = float("nan")
 
@@ -337,7 +339,7 @@ class Report:
 
     def to_json(self, provenance: bool = False) -> str:
         """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
-        `provenance=True` a last key `"provenance"` adds the program, overrides, sq
+        `provenance=True` a last key `"provenance"` adds the program, overrides, defs, sq
         version and wall time."""
         n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
@@ -361,7 +363,7 @@ class Report:
     def _provenance_json(self) -> str:
         import json  # noqa: PLC0415
 
-        return json.dumps({"program": self.program, "overrides": self.overrides,
+        return json.dumps({"program": self.program, "overrides": self.overrides, "defs": self.defs,
                            "sq_version": self.sq_version, "wall_s": self.wall_s}, separators=(",", ":"))
 
     json = to_json  # pyserq's spelling
@@ -379,8 +381,8 @@ class Report:
                 any(g.times is None for g in self.gauges.values()):
             raise SqError("dump: this run kept no samples (samples='none'); run with samples='all' to dump them",
                           phase="settings")
-        root = Path(directory)
-        root.mkdir(parents=True, exist_ok=True)
+        root = Path(path_argument(directory, "dump"))
+        make_folder(str(root), "dump:")
         d = display
         for o in self.observes.values():
             rows = (f"{d(t)},{s},{k},{d(v)}\n" for t, s, k, v in

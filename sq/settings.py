@@ -34,8 +34,20 @@ def is_u64(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and bool(0 <= value < U64_END)
 
 
+def is_number(value) -> bool:
+    """A real number: a Python or numpy int or float (`np.arange` gives numpy integers); not a
+    bool, which is a yes/no. The one test of "a number" for every setting and override."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def plain(value):
+    """A number as Python's own int or float (a numpy one too), so that it prints, compares and
+    serializes (provenance JSON) as the number it is."""
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
+
+
 def number(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    if not is_number(value) or math.isnan(value):
         raise SqError(f"run: {name} must be a number, found {value!r}", phase="settings")
     return float(value)
 
@@ -96,7 +108,9 @@ def checked(horizon0: float, warmup0: float, arrivals0, arrivals_open: bool, *, 
     if error is not None:
         raise error
     if arrivals is not None:
-        if isinstance(arrivals, bool) or not isinstance(arrivals, (int, float)) or not arrivals >= 1:
+        if not is_number(arrivals) or math.isnan(arrivals):
+            raise SqError(f"run: arrivals must be a whole number, found {arrivals!r}", phase="settings")
+        if not arrivals >= 1:
             raise SqError("run: arrivals must be positive", phase="settings")
         if not arrivals < U64_END:     # the count is a u64, as in 0.1.2 (inf included)
             raise SqError(f"run: arrivals must be a whole number below 2^64, found {arrivals!r}",
@@ -124,7 +138,7 @@ def wall_limit(value):
 
 def is_memory_bound(value) -> bool:
     """A number of bytes the engine's int64 counters hold: from 1 to 2^63 - 1."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value < 2**63
+    return is_number(value) and 1 <= value < 2**63
 
 
 def memory_bound(value) -> int:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from sq import _engine
+from sq.errors import SqError
 from sq.numbers import json_number
 from sq.report import Report
 from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
@@ -235,6 +236,50 @@ def test_dump_writes_observations_and_gauge_points(tmp_path):
         "time,session,turn,value", "1,4,0,0.5", "2,5,1,NaN", "2.25,6,2,3"]
     assert (tmp_path / "out" / "gauge" / "g.csv").read_text().splitlines() == [
         "time,value", "0,7", "2,1"]
+
+
+def test_dump_refuses_a_file_and_a_non_path_in_one_line(tmp_path):
+    """A path that is a file, or a number, is an SqError (was FileExistsError / TypeError)."""
+    report = Report.from_results(gauges())
+    (tmp_path / "first.sq").write_text("x")
+    with pytest.raises(SqError, match=r"^error: dump: .*first\.sq: exists and is not a folder$"):
+        report.dump(tmp_path / "first.sq")
+    with pytest.raises(SqError, match="^error: dump: a path is text or os.PathLike, found int$"):
+        report.dump(5)
+
+
+@pytest.mark.parametrize("q", [1.1, -0.1, math.nan, "0.5", None, True])
+def test_a_quantile_outside_0_to_1_or_not_a_number_is_an_sq_error(q):
+    observe = Report.from_results(RawResults(horizon=3, end=3, warmup=0, seed=1, observes=[
+        ObserveRaw("x", [1.0, 2.0], [0.0, 1.0], [0, 1], [0, 0])])).observes["x"]
+    assert observe.quantile(np.int64(1)) == 2 and observe.quantile(0.5) == 1
+    with pytest.raises(SqError, match="^error: quantile: q is a number from 0 to 1, found "):
+        observe.quantile(q)
+
+
+def test_a_path_keyword_given_a_number_is_an_sq_error():
+    import sq
+
+    source = "stage s : delay; run { horizon 9; } workload { arrive batch(1); } session { run s (1); }"
+    with pytest.raises(SqError, match="^error: compile: trace: a path is text or os.PathLike, found int$"):
+        sq.compile(source=source, trace=5)
+    with pytest.raises(SqError, match="^error: run: timeline: a path is text or os.PathLike, found int$"):
+        sq.run(sq.compile(source=source), timeline=5)
+
+
+def test_provenance_tells_a_def_replacement_apart():
+    """compile(defs=...) is recorded as sets= is: the report and its provenance JSON said the
+    same for a program with a `def` replaced and the plain one."""
+    import sq
+
+    path = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "single-turn" / "ps.sq")
+    plain = sq.run(sq.compile(path, horizon=300, warmup=0))
+    replaced = sq.run(sq.compile(path, defs={"service": "~det(1)"}, sets={"lam": 0.5}, horizon=300, warmup=0))
+    assert (plain.overrides, plain.defs) == ({}, {})
+    assert (replaced.overrides, replaced.defs) == ({"lam": 0.5}, {"service": "~det(1)"})
+    provenance = json.loads(replaced.to_json(provenance=True))["provenance"]
+    assert provenance["overrides"] == {"lam": 0.5} and provenance["defs"] == {"service": "~det(1)"}
+    assert json.loads(plain.to_json(provenance=True))["provenance"]["defs"] == {}
 
 
 def test_iteration_trace_is_passed_through():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import sq
+from sq.errors import SqError
 
 pd = pytest.importorskip("pandas")
 
@@ -78,7 +79,7 @@ def test_quantile_is_the_report_quantile_function(mm1):
     assert o.quantile(0.99) == o.p99
     for q in (0.0, 0.1, 0.25, 0.5, 0.77, 0.999, 1.0):
         assert o.quantile(q) == _sorted_rank(o.samples, q)
-    with pytest.raises(ValueError):
+    with pytest.raises(SqError, match="quantile: q is a number from 0 to 1"):
         o.quantile(1.5)
 
 

@@ -71,8 +71,33 @@ def test_a_bad_horizon_is_said_to_be_the_horizon_at_every_door(horizon):
     the horizon is what is wrong."""
     program = sq.compile(MM1, horizon=1500)
     doors = [lambda: sq.run(program, horizon=horizon, warmup=0), lambda: sq.compile(MM1, horizon=horizon, warmup=0),
+             lambda: sq.compile(MM1, horizon=horizon),     # against the program's own warmup
              lambda: sq.compile(source=f"run {{ horizon {horizon}; }} workload {{ arrive batch(1); }}")]
     for door in doors:
         with pytest.raises(SqError) as info:
             door()
         assert f"\nhelp: the horizon must be a positive finite time, found {horizon:g}" in str(info.value)
+
+
+def test_numpy_numbers_are_numbers_everywhere_a_number_is_taken():
+    """`for c in np.arange(4, 12): sq.compile(..., sets={"c": c})`: numpy integers and floats
+    pass as Python's do (np.int64 was refused as "not a number"), with the same runs."""
+    assert settings.is_number(np.int64(4)) and settings.is_number(np.float32(0.5))
+    assert not settings.is_number(True) and not settings.is_number("4")
+    plain = sq.compile(MM1, sets={"c": 9, "lam": 6.5}, horizon=300, warmup=10)
+    numpy = sq.compile(MM1, sets={"c": np.int64(9), "lam": np.float64(6.5)}, horizon=np.int64(300),
+                       warmup=np.int32(10))
+    assert numpy.to_json() == plain.to_json()
+    for c in np.arange(8, 10):
+        sq.compile(MM1, sets={"c": c})
+    run = sq.run(numpy, seed=2, horizon=np.int64(200), warmup=np.int16(5), arrivals=np.int64(50),
+                 max_memory=np.int64(2**30), wall_limit=np.int64(60))
+    assert run.to_json() == sq.run(plain, seed=2, horizon=200, warmup=5, arrivals=50).to_json()
+    assert run.overrides == {"c": 9, "lam": 6.5} and type(run.overrides["c"]) is int
+
+
+@pytest.mark.parametrize("arrivals", ["10", True, float("nan")])
+def test_arrivals_not_a_number_is_said_to_be_a_whole_number(arrivals):
+    program = sq.compile(MM1, horizon=1500)
+    with pytest.raises(SqError, match="arrivals must be a whole number, found"):
+        sq.run(program, arrivals=arrivals)

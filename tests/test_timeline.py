@@ -168,6 +168,9 @@ def test_cli_writes_the_timeline(tmp_path):
     assert bad.returncode == 2 and "cannot write timeline" in bad.stderr
     with pytest.raises(sq.SqError, match="empty"):
         sq.run(sq.compile(VLLM, horizon=5, warmup=0), timeline=path, timeline_window=(3, 2))
+    # a window without a timeline is refused, as --timeline-window without --timeline (it was ignored)
+    with pytest.raises(sq.SqError, match=r"run: timeline_window needs timeline="):
+        sq.run(sq.compile(VLLM, horizon=5, warmup=0), timeline_window=(0, 1))
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.rglob("*.sq")), ids=lambda p: str(p.relative_to(EXAMPLES)))

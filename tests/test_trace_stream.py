@@ -43,6 +43,40 @@ def test_file_sink_gets_one_line_per_entry(collected):
     assert out.getvalue() == "".join(f"{line}\n" for line in collected.eviction_trace)
 
 
+def test_a_path_sink_is_a_file_written_for_the_run(collected, tmp_path):
+    """A path (str or PathLike) is the file the lines go to, opened for the run and closed at
+    its end (it was taken as True: nothing written, the lines kept in the report's list)."""
+    report = sq.run(sq.compile(str(PROGRAM)), trace_iterations=str(tmp_path / "iter.txt"),
+                    trace_evictions=tmp_path / "evict.txt")
+    assert report.iteration_trace == [] and report.eviction_trace == []
+    assert (tmp_path / "iter.txt").read_text() == "".join(f"{line}\n" for line in collected.iteration_trace)
+    assert (tmp_path / "evict.txt").read_text() == "".join(f"{line}\n" for line in collected.eviction_trace)
+
+
+def test_a_path_sink_is_closed_when_the_run_stops_with_an_error(tmp_path, monkeypatch):
+    import builtins
+
+    files = []
+    real_open = builtins.open
+
+    def recording_open(*args, **kwargs):
+        files.append(real_open(*args, **kwargs))
+        return files[-1]
+
+    monkeypatch.setattr(builtins, "open", recording_open)
+    with pytest.raises(sq.SqError, match="max_memory"):
+        sq.run(sq.compile(str(PROGRAM)), trace_iterations=tmp_path / "iter.txt", max_memory=4096)
+    monkeypatch.undo()
+    assert files and all(f.closed for f in files)
+
+
+@pytest.mark.parametrize("sink, message", [(5, "trace_iterations is True, a path, an open text file or a callable"),
+                                           ("no/such/folder/f.txt", "trace_iterations: cannot write `no/such")])
+def test_a_sink_that_is_no_sink_is_an_sq_error(sink, message):
+    with pytest.raises(sq.SqError, match=message):
+        sq.run(sq.compile(str(PROGRAM)), horizon=5, warmup=0, trace_iterations=sink)
+
+
 def test_cli_streams_the_same_lines_in_the_same_order(collected):
     out = subprocess.run([sys.executable, "-m", "sq", "run", str(PROGRAM), "--json", "--trace-iterations",
                           "--trace-evictions", "--dump-pools"], capture_output=True, text=True, cwd=ROOT,

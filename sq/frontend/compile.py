@@ -12,10 +12,10 @@ import os
 from typing import Any
 
 from sq import ir
-from sq.files import Unreadable, read_text
+from sq.files import Unreadable, path_argument, read_text
 from sq.frontend import link as linker
 from sq.errors import SqError
-from sq.settings import SEED_RANGE, is_u64
+from sq.settings import SEED_RANGE, is_number, is_u64, plain
 
 
 def compile_program(path: str | os.PathLike | None = None, *, source: str | None = None,
@@ -31,12 +31,11 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     if (path is None) == (source is None):
         raise SqError("compile takes exactly one of a path and a source", phase="link")
     _check_overrides(sets, defs, seed, horizon, warmup, arrivals)
+    sets, horizon, warmup = _plain_sets(sets), _plain(horizon), _plain(warmup)
+    trace_path = None if trace is None else path_argument(trace, "compile: trace", "link")
     file = None
     if path is not None:
-        if not isinstance(path, (str, bytes, os.PathLike)):
-            raise SqError(f"compile: a path is text or os.PathLike, found {type(path).__name__} "
-                          "(program text goes in `source=`)", phase="parse")
-        file = os.fsdecode(path)
+        file = path_argument(path, "compile", "parse", " (program text goes in `source=`)")
         source = _read(file)
     elif isinstance(source, (bytes, bytearray)):
         try:
@@ -48,7 +47,7 @@ def compile_program(path: str | os.PathLike | None = None, *, source: str | None
     with _gc_paused():
         tree = ir.run_deep(_parse, source, file, defs or {}, dict(sets or {}))
         settings = linker.Settings(sets=dict(sets or {}), seed=_whole(seed), horizon=horizon, warmup=warmup,
-                                   arrivals=_whole(arrivals), trace=None if trace is None else os.fspath(trace))
+                                   arrivals=_whole(arrivals), trace=trace_path)
         prog = ir.run_deep(linker.link, tree, settings)
     # A relative trace written in a file is read next to that file; one given
     # here or in text compiled from a string is read from the current directory.
@@ -93,6 +92,17 @@ def _parse(source: str, file: str | None, defs: dict, sets: dict) -> Any:
     return parser.parse(source, file=file)
 
 
+def _plain_sets(sets: dict | None) -> dict:
+    """The `let` overrides with numpy numbers as Python's (the parser, the linker and the
+    report's provenance see plain numbers); text stays text."""
+    return {name: value if isinstance(value, str) else plain(value) for name, value in (sets or {}).items()}
+
+
+def _plain(value):
+    """A checked horizon or warmup as a Python number, None as None."""
+    return None if value is None else plain(value)
+
+
 def _whole(value):
     """A checked seed or arrival count as a Python int (numpy integers too), None as None."""
     return None if value is None else int(value)
@@ -103,7 +113,7 @@ def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any,
     if sets is not None and not isinstance(sets, dict):
         raise SqError("sets must be a mapping of `let` names to values", phase="link")
     for name, value in (sets or {}).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        if not (isinstance(value, str) or is_number(value)):
             raise SqError(f"--set {name}: the value must be a number or an expression (text)", phase="link")
     if defs is not None and (not isinstance(defs, dict) or not all(isinstance(v, str) for v in defs.values())):
         raise SqError("defs must be a mapping of def names to expression text", phase="link")
@@ -113,7 +123,7 @@ def _check_overrides(sets: Any, defs: Any, seed: Any, horizon: Any, warmup: Any,
         if not is_u64(value):
             raise SqError(f"{what} must be {SEED_RANGE}, found {value!r}", phase="link")
     for what, value in (("horizon", horizon), ("warmup", warmup)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        if value is not None and not is_number(value):
             raise SqError(f"{what} must be a number, found {value!r}", phase="link")
 
 
@@ -124,6 +134,7 @@ def let_values(path: str | os.PathLike | None = None, *, source: str | None = No
     if (path is None) == (source is None):
         raise SqError("let_values takes exactly one of a path and a source", phase="link")
     _check_overrides(sets, defs, None, None, None, None)
+    sets = _plain_sets(sets)
     file = os.fspath(path) if path is not None else None
     text = _read(file) if file is not None else source
     tree = ir.run_deep(_parse, text, file, defs or {}, dict(sets or {}))
