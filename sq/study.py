@@ -393,9 +393,9 @@ SUMMARY_COLUMNS = ("n", "unsteady")   # what a summary row holds beside the swep
 
 
 def _value(name: str, v):
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()  # a numpy scalar
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+    if settings.is_number(v):
+        return settings.plain(v)    # a numpy scalar as Python's own number
+    if not isinstance(v, str):
         raise SqError(f"sweep: the value of `{name}` must be a number or an expression (text), found {v!r}",
                       phase="settings")
     return v
