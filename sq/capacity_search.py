@@ -319,10 +319,10 @@ def _check_plot_path(path) -> None:
 
     from sq.cli_args import check_writable
 
-    if not isinstance(path, (str, os.PathLike)):
-        raise SqError(f"Capacity.plot: path is a file name, found {path!r}", phase="settings")
+    from sq.files import path_argument
+
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
-    check_writable(os.fspath(path), "Capacity.plot", formats)
+    check_writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
 
 
 # -- the search -----------------------------------------------------------------

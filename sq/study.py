@@ -30,6 +30,7 @@ from sq.confidence import t_interval
 from sq.deep import run_deep
 from sq.executors import Executor
 from sq.errors import SqError
+from sq.files import path_argument
 from sq.progress import check_progress
 from sq.steady import in_steady_state
 
@@ -125,7 +126,7 @@ class Sweep:
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
         .json: one JSON array, what a reader of a .json file expects)."""
-        _check_path(path, "write")
+        path = path_argument(path, "write")
         writer = WRITERS.get(Path(path).suffix.lower())
         if writer is None:
             raise SqError(f"cannot tell the format of `{path}`: use {', '.join(WRITERS)}", phase="settings")
@@ -145,22 +146,17 @@ WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("t
            ".json": ("to_json", {"lines": False})}
 
 
-def _check_path(path, who: str) -> None:
-    if not isinstance(path, (str, os.PathLike)):
-        raise SqError(f"{who}: path is a file name (text or a path), found {path!r}", phase="settings")
-
-
 def _open_for_writing(path, who: str, binary: bool = False, **options):
     """The file at `path`, open for writing; a path that cannot be written is an SqError of one line."""
-    _check_path(path, who)
+    path = path_argument(path, who)
     folder = Path(path).parent
     if not folder.is_dir():
-        raise SqError(f"{who}: cannot write `{os.fspath(path)}`: the folder `{folder}` does not exist",
+        raise SqError(f"{who}: cannot write `{path}`: the folder `{folder}` does not exist",
                       phase="settings")
     try:
         return open(path, "wb") if binary else open(path, "w", encoding="utf-8", **options)
     except OSError as e:
-        raise SqError(f"{who}: cannot write `{os.fspath(path)}`: {e.strerror}", phase="settings") from None
+        raise SqError(f"{who}: cannot write `{path}`: {e.strerror}", phase="settings") from None
 
 
 def _key(v):
