@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
+from sq.settings import is_number
 from sq.steady import in_steady_state
 from sq.study import compiled_from, json_cell, seed_list
 
@@ -554,7 +555,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
 
 def _check_ends(lo, hi) -> None:
     for name, v in (("lo", lo), ("hi", hi)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)):
+        if v is not None and not (is_number(v) and math.isfinite(v)):
             raise SqError(f"capacity: {name} is a finite number, found {v!r}", phase="settings")
     if (lo is None) != (hi is None) or (lo is not None and not lo < hi):
         raise SqError("capacity: give both lo and hi, with lo < hi, or neither", phase="settings")
