@@ -17,14 +17,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import numbers
 import os
 from dataclasses import dataclass, field
 
 from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
-from sq.settings import is_number
+from sq.settings import is_count, is_number
 from sq.steady import in_steady_state
 from sq.study import compiled_from, json_cell, seed_list
 
@@ -563,7 +562,7 @@ def _check_ends(lo, hi) -> None:
 
 def _whole(name: str, value, what: str) -> int:
     """A count given to capacity: a Python or numpy integer (not a bool) of at least 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    if not is_count(value):
         raise SqError(f"capacity: {name} is {what}, found {value!r}", phase="settings")
     return int(value)
 

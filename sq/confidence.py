@@ -6,10 +6,10 @@ written with the regularized incomplete beta function: no table of constants.
 from __future__ import annotations
 
 import math
-import numbers
 
 from sq._optional import available
 from sq.errors import SqError
+from sq.settings import is_number
 
 
 def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
@@ -18,7 +18,7 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     The half-width is NaN for fewer than two values. t comes from scipy when it is
     installed, else from inverting the t distribution's CDF (`_t_quantile`).
     """
-    check_level(confidence, "t_interval")
+    confidence = check_level(confidence, "t_interval")
     xs = _numbers(values)
     n = len(xs)
     if n == 0:
@@ -36,16 +36,18 @@ def _numbers(values) -> list[float]:
         raise SqError(f"t_interval: values are a list of numbers, found {values!r}", phase="settings")
     xs = []
     for v in values:
-        if isinstance(v, (bool, str, bytes)) or not isinstance(v, numbers.Real):
+        if not is_number(v):
             raise SqError(f"t_interval: values are numbers, found {v!r}", phase="settings")
         xs.append(float(v))
     return xs
 
 
-def check_level(confidence, who: str) -> None:
-    """A confidence level: a number strictly between 0 and 1 (`who` starts the error)."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+def check_level(confidence, who: str) -> float:
+    """A confidence level: a number strictly between 0 and 1 (`who` starts the error), as a
+    Python float (a numpy float32's arithmetic would round in single precision)."""
+    if not (is_number(confidence) and 0.0 < confidence < 1.0):
         raise SqError(f"{who}: confidence must be between 0 and 1, found {confidence!r}", phase="settings")
+    return float(confidence)
 
 
 def t_quantile(p: float, df: int) -> float:

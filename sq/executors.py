@@ -7,7 +7,6 @@ places results by `i`, so their order never depends on the executor.
 """
 from __future__ import annotations
 
-import numbers
 import os
 import sys
 import types
@@ -15,6 +14,7 @@ from contextlib import contextmanager
 
 from sq._optional import require
 from sq.errors import SqError
+from sq.settings import is_count
 
 KINDS = ("serial", "threads", "processes")
 
@@ -23,7 +23,7 @@ class Executor:
     """Runs tasks and yields (index, record) as they finish."""
 
     def __init__(self, executor, jobs, who: str = "sweep"):
-        if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1):
+        if jobs is not None and not is_count(jobs):
             raise SqError(f"{who}: jobs must be a positive whole number, found {jobs!r}", phase="settings")
         self.jobs = int(jobs) if jobs is not None else os.cpu_count() or 1
         self.kind = "processes" if executor is None else executor

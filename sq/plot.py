@@ -5,6 +5,7 @@ import math
 
 from sq._optional import require
 from sq.errors import SqError
+from sq.settings import is_number
 
 
 def plot_summary(sweep, x: str, y: str, *, by=None, slo=None, ax=None, confidence=0.95,
@@ -18,7 +19,7 @@ def plot_summary(sweep, x: str, y: str, *, by=None, slo=None, ax=None, confidenc
     if y not in sweep.metrics:
         raise SqError(f"plot: y=`{y}` is not a metric of this sweep", phase="settings",
                       notes=("help: see Sweep.metrics for the names",))
-    if slo is not None and (isinstance(slo, bool) or not isinstance(slo, (int, float))):
+    if slo is not None and not is_number(slo):
         raise SqError(f"plot: slo is a number (where to draw the SLO's line), found {slo!r}", phase="settings")
     if ax is None:
         ax = require("matplotlib.pyplot", "Sweep.plot").subplots()[1]

@@ -40,6 +40,11 @@ def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def is_count(value) -> bool:
+    """A whole number of at least 1 (a Python or numpy integer, not a bool): jobs, max_points."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
 def plain(value):
     """A number as Python's own int or float (a numpy one too), so that it prints, compares and
     serializes (provenance JSON) as the number it is."""

@@ -61,3 +61,14 @@ def test_the_interval_at_the_edges(path):
         with pytest.raises(SqError) as caught:
             confidence.t_interval([1.0, 2.0], bad)
         assert caught.value.message == f"t_interval: confidence must be between 0 and 1, found {bad!r}"
+
+
+def test_numpy_numbers_are_numbers_here_too():
+    # the one test of a number (sq.settings.is_number): numpy values and levels, as np.arange gives them
+    import numpy as np
+    t_interval = confidence.t_interval
+    level = np.float32(0.9)     # (not a Python float, as np.float64 is)
+    assert t_interval(np.array([1.0, 2.0, 4.0]), level) == t_interval([1.0, 2.0, 4.0], float(level))
+    for bad in (True, "0.9", 1.0):
+        with pytest.raises(SqError, match="confidence must be between 0 and 1"):
+            t_interval([1.0, 2.0], bad)
