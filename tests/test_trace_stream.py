@@ -142,7 +142,7 @@ def test_ctrl_c_while_a_chunk_is_formatted_keeps_the_trace_of_the_whole_run(monk
     the chunk being formatted and the entries kept since are handed over, not dropped. The
     SIGINT is real, sent from the 20000th number the engine formats for a trace line: the
     Python code formatting a chunk is where Ctrl-C lands in a traced run (the loop is C)."""
-    from sq import numbers
+    from sq._support import number_format as numbers
 
     program = sq.compile(str(PROGRAM), sets={"kv_gib": 1}, horizon=200, warmup=0)
     real, calls = numbers.display, [0]

@@ -1,0 +1,51 @@
+"""The bytecode contract (sq/lower/_bytecode.pxd) for Python: its enums, and each member by name.
+
+Cython makes each `cpdef enum` of the .pxd a Python enum here; lower.py imports the members
+(`from sq.lower._bytecode import X_NUM`), the disassembler the enums (to name opcodes and operands); the tables' dtypes.
+"""
+import enum as _enum
+
+import numpy as np
+
+# The laws a `~name` draws from (sq/engine/_src/distributions.h): their codes are what X_SAMPLE
+# carries, so they are part of the contract; the engine's streams draw them (sq.engine._random).
+cdef extern from "distributions.h":
+    enum:
+        SQ_DIST_DET
+        SQ_DIST_EXP
+        SQ_DIST_UNIFORM
+        SQ_DIST_ERLANG
+        SQ_DIST_H2
+        SQ_DIST_BERNOULLI
+    int sq_dist_arity(int code)
+
+# Source names of the laws (the `~name` and the IR's `Sample` name) -> C code.
+DIST_CODES = {
+    "det": SQ_DIST_DET, "Det": SQ_DIST_DET,
+    "exp": SQ_DIST_EXP, "Exp": SQ_DIST_EXP,
+    "uniform": SQ_DIST_UNIFORM, "Uniform": SQ_DIST_UNIFORM,
+    "erlang": SQ_DIST_ERLANG, "Erlang": SQ_DIST_ERLANG,
+    "h2": SQ_DIST_H2, "H2": SQ_DIST_H2,
+    "bernoulli": SQ_DIST_BERNOULLI, "Bernoulli": SQ_DIST_BERNOULLI,
+}
+
+
+def dist_arity(int code):
+    """How many arguments the law with this code takes (-1: no such code)."""
+    return sq_dist_arity(code)
+
+
+ENUMS = tuple(v for v in list(globals().values()) if isinstance(v, type) and issubclass(v, _enum.Enum))
+
+# The tables' numpy dtypes, from the C structs the engine reads them as (as scikit-learn's
+# _tree derives its Node dtype): the field names, order and offsets are the structs'.
+cdef StepExprsRow _step_exprs_row
+cdef StepServeRow _step_serve_row
+cdef SpillRow _spill_row
+cdef TraceTurn _trace_turn
+STEP_EXPRS_DTYPE = np.asarray(<StepExprsRow[:1]> &_step_exprs_row).dtype
+STEP_SERVE_DTYPE = np.asarray(<StepServeRow[:1]> &_step_serve_row).dtype
+SPILL_DTYPE = np.asarray(<SpillRow[:1]> &_spill_row).dtype
+TRACE_TURN_DTYPE = np.asarray(<TraceTurn[:1]> &_trace_turn).dtype
+
+globals().update({name: int(member) for e in ENUMS for name, member in e.__members__.items()})
