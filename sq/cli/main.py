@@ -241,7 +241,7 @@ def _cmd_bench(args) -> int:
     import runpy
     from pathlib import Path
 
-    suite = Path(__file__).resolve().parent.parent / "benchmarks" / "suite.py"
+    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "suite.py"
     if not suite.exists():
         raise SqError("`sq bench` runs benchmarks/suite.py from a source checkout of sq; "
                       f"none found at {suite.parent}", phase="settings")
