@@ -14,27 +14,31 @@ from __future__ import annotations
 import os
 
 from sq._support.version import __version__
-from sq.engine.run import lower_program, run, run_lowered
-from sq.errors import SqError
 
-# The face's lazy names: each loads its module on first use, so that `import sq` stays cheap for
-# the CLI (numpy loads with the first run or study). This table, the functions below, SqError and
-# __version__ are the whole public namespace (tests/test_layout.py locks it).
+__all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
+           "Capacity", "SqError", "__version__"]
+
+# The face's other names, each loaded from its module on first use: `import sq` loads nothing
+# else, so that `python -m sq` can catch Ctrl-C before anything heavy loads (numpy comes with the
+# first run or study). With the functions below and __version__ this is the whole namespace
+# (tests/test_layout.py locks it); lower_program and run_lowered are a run's two halves.
 _LAZY = {
+    "SqError": "sq.errors",
+    "run": "sq.engine.run", "lower_program": "sq.engine.run", "run_lowered": "sq.engine.run",
     "Program": "sq.ir",
     "Report": "sq.results.report",
     "t_interval": "sq.results.confidence",
     "sweep": "sq.study.sweep", "Sweep": "sq.study.sweep",
     "capacity": "sq.study.capacity", "Capacity": "sq.study.capacity",
 }
-__all__ = ["compile", "run", "load", *_LAZY, "SqError", "__version__"]
 
 
 def __getattr__(name):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)
+        return value
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 
@@ -63,6 +67,7 @@ def load(path_or_json):
     non-blank character is `{` or `[` is JSON text, as are `bytes` (UTF-8).
     """
     from sq._support.files import Unreadable, read_text
+    from sq.errors import SqError
     from sq.ir import Program
 
     if isinstance(path_or_json, (bytes, bytearray)):
