@@ -172,7 +172,7 @@ def test_ctrl_c_while_a_chunk_is_formatted_keeps_the_trace_of_the_whole_run(monk
 def test_cli_ctrl_c_writes_the_trace_up_to_the_reported_end():
     script = (
         "import os, signal, sys\n"
-        "from sq import numbers\n"
+        "from sq._support import number_format as numbers\n"
         "from sq.__main__ import entry\n"
         "real, calls = numbers.display, [0]\n"
         "def display(x):\n"
