@@ -6,6 +6,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 import sq
 
 SQ = Path(sq.__file__).parent
@@ -83,24 +85,12 @@ def test_the_graph_reader_sees_every_kind_of_import():
     assert g.cycles([("sq.a", "sq.b", None), ("sq.b", "sq.a", None)]) == [["sq.a", "sq.b"]]
 
 
-def test_no_module_imports_a_floor_above_it():
+@pytest.mark.parametrize("rule", ["upward", "face_imports", "cycles", "borrowed_private"])
+def test_the_floors_hold(rule):
+    # no module imports a floor above it; nothing inside sq imports the face; no import cycle;
+    # no _private name imported from another floor
     g = _graph()
-    assert g.upward(g.imports()) == []
-
-
-def test_nothing_inside_sq_imports_the_face():
-    g = _graph()
-    assert g.face_imports(g.imports()) == []
-
-
-def test_no_import_cycle():
-    g = _graph()
-    assert g.cycles(g.imports()) == []
-
-
-def test_no_private_name_is_borrowed_across_floors():
-    g = _graph()
-    assert g.borrowed_private(g.imports()) == []
+    assert getattr(g, rule)(g.imports()) == []
 
 
 def test_the_public_namespace():
