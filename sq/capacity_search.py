@@ -24,13 +24,17 @@ from sq._optional import require
 from sq.errors import SqError
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq.settings import is_count, is_number
-from sq.steady import in_steady_state
+from sq.steady import Steadiness, one_server_stages, steadiness
 from sq.study import compiled_from, json_cell, seed_list
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
 MAX_STEPS = 8       # geometric probes in one direction (x256): further out, give lo and hi
 UNSETTLED_STEPS = 2  # probes toward more room that stay unsettled before the horizon is blamed
+SETTLE_STEP = 4     # a point whose runs may still grow is run again this much longer (and its warm-up)
+SETTLE = 16         # ... up to this multiple of the horizon given
+FIRST_SHARE = 0.75  # of a point's error, spent at the horizon given (the rest on the longer runs)
+PERSISTS = 0.5      # growth at the longer horizon at least this share of the shorter one's: overload
 
 
 # -- the knob -----------------------------------------------------------------
@@ -149,6 +153,10 @@ class Point:
     intervals: dict[str, tuple[float, float]]   # metric -> (mean, half-width)
     verdicts: dict[str, str]            # condition text -> MEETS / VIOLATES / OPEN
     stationary: bool
+    horizon: dict | None = None         # the run settings of the runs judged (horizon, warmup, arrivals)
+    steadiness: Steadiness | None = None
+    # growth that a SETTLE_STEP-times longer run did not slow (to PERSISTS of it): overload, not a slow settle
+    persistent: bool = False
 
     @property
     def unsettled(self) -> bool:
@@ -158,7 +166,7 @@ class Point:
 
     def to_dict(self) -> dict:
         return {"value": self.value, "decision": self.decision, "n": len(self.seeds), "seeds": self.seeds,
-                "stationary": self.stationary,
+                "stationary": self.stationary, "settings": self.horizon, "persistent": self.persistent,
                 "metrics": {m: {"mean": json_cell(a), "half_width": json_cell(h)}
                             for m, (a, h) in self.intervals.items()},
                 "conditions": dict(self.verdicts)}
@@ -167,17 +175,23 @@ class Point:
         """One line: the value, each metric as mean ± half-width over n seeds, the verdict."""
         parts = [f"{m} {a:.6g} ± {h:.2g}" for m, (a, h) in self.intervals.items()]
         note = "" if self.stationary else ", not stationary"
+        if self.horizon:
+            note += ", run longer: " + ", ".join(f"{k} {v:g}" for k, v in self.horizon.items())
         return f"{knob} = {self.value:g}: {', '.join(parts)} (n={len(self.seeds)}{note}) -> {self.decision}"
 
 
-def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
-    """A point's verdict from its runs: every condition's interval on the good side meets;
-    one on the bad side, or any run that is not stationary, violates; else it stays open.
-    (Growth is overload, whatever the means say: they describe the horizon, not the system;
-    the search itself notices growth that more room does not remove, see `_Search.walk`.)"""
+def judge(value, rows: list[dict], conditions, confidence: float, steady: Steadiness | None = None,
+          level: float | None = None) -> Point:
+    """A point's verdict from its runs: every condition's interval (at `confidence`, the level
+    of one look at one condition: see `look_level`) on the good side meets; one on the bad
+    side, or runs not in steady state (`steady.growing(level)`: growth over the seeds at
+    one-sided `level`, default (1 - confidence) / 2, or half the runs warned), violates; else
+    it stays open. (Growth is overload, whatever the means say: they describe the horizon, not
+    the system; `_point_runner` runs a growing point longer before this verdict counts.)"""
     from sq.confidence import t_interval
 
-    stationary = all(in_steady_state(row) for row in rows)
+    steady = steady if steady is not None else steadiness(rows)
+    stationary = not steady.growing((1.0 - confidence) / 2.0 if level is None else level)
     intervals, verdicts = {}, {}
     for c in conditions:
         values = [float(row[c.metric]) for row in rows]
@@ -190,7 +204,43 @@ def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
         decision = MEETS
     else:
         decision = OPEN
-    return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary)
+    return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary,
+                 steadiness=steady)
+
+
+def look_level(confidence: float, looks: int, conditions: int, share: float = 1.0) -> float:
+    """The confidence of one interval so that a point's verdicts keep their promise over every
+    look and condition (Bonferroni): `share` of the error 1 - confidence, spent evenly over
+    `looks` looks at each of `conditions` conditions. A condition that truly fails is then
+    called met with probability at most (1 - confidence)·share / 2, and a point whose
+    conditions all hold is called violating (by its intervals) with at most as much."""
+    return 1.0 - (1.0 - confidence) * share / (looks * conditions)
+
+
+def planned_looks(start: int, cap: int) -> int:
+    """How many times a point's intervals are looked at when its seeds double from `start`
+    up to `cap` (10 -> 20 -> 40: three looks)."""
+    looks, n = 1, start
+    while n < cap:
+        n += min(n, cap - n)
+        looks += 1
+    return looks
+
+
+def horizon_levels(settle: int) -> list[int]:
+    """The factors of the horizon a growing point is run at: 1, SETTLE_STEP, ... up to `settle`."""
+    levels = [1]
+    while levels[-1] * SETTLE_STEP <= settle:
+        levels.append(levels[-1] * SETTLE_STEP)
+    return levels
+
+
+def level_shares(count: int) -> list[float]:
+    """The error spent at each horizon level: FIRST_SHARE at the given horizon (where most
+    points are decided), the rest evenly over the longer ones; all of it when there is one."""
+    if count == 1:
+        return [1.0]
+    return [FIRST_SHARE] + [(1.0 - FIRST_SHARE) / (count - 1)] * (count - 1)
 
 
 def more_seeds(seeds: list[int], count: int) -> list[int]:
@@ -506,13 +556,14 @@ def search(knob: Knob, evaluate, *, lo=None, hi=None, tol: float = 0.02, max_poi
 def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), confidence: float = 0.95,
              tol: float = 0.02, direction: str | None = None, executor=None, jobs=None, cache=None,
              horizon=None, warmup=None, arrivals=None, progress=None, max_seeds: int | None = None,
-             max_points: int = 40, on_point=None) -> Capacity:
+             max_points: int = 40, on_point=None, settle: int = SETTLE) -> Capacity:
     """The largest value of the `let` `knob` (a load) or the smallest (a deployment size)
     at which every condition of `slo` holds, judged on `confidence` intervals over `seeds`.
 
     A point whose interval straddles a bound gets more seeds (doubling, up to `max_seeds`,
     default 4x) and is otherwise undecided; `on_point(point)` is called as each is decided.
-    The other keywords are those of `sq.sweep`.
+    A point whose runs may still grow is run again 4 times longer, up to `settle` times the
+    horizon (1: never), before its verdict counts. The other keywords are those of `sq.sweep`.
     """
     from sq.confidence import check_level
     from sq.metrics import check_metrics
@@ -535,6 +586,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if cap < len(seeds):
         raise SqError(f"capacity: max_seeds ({cap}) is below the number of seeds ({len(seeds)})",
                       phase="settings")
+    settle = _whole("settle", settle, "the longest horizon as a multiple of the given one, a whole number")
     if on_point is not None and not callable(on_point):     # before any run, not after the first point
         raise SqError(f"capacity: on_point is a function called with each Point, found {on_point!r}",
                       phase="settings")
@@ -542,14 +594,30 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)
     records: list[dict] = []
-    run = _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, lo is not None,
+    run = _point_runner(program, knob, conditions, seeds, cap, confidence, settle, records, on_point, lo is not None,
                         dict(horizon=horizon, warmup=warmup, arrivals=arrivals, cache=cache, progress=progress,
                              metrics=[c.metric for c in conditions]))
     with _executor(executor, jobs) as ex:
         value, bracket, confident, reason, points = search(k, lambda x: run(x, ex), lo=lo, hi=hi, tol=tol,
                                                            max_points=max_points)
+    if confident:
+        confident, reason = _growth_only(k, bracket, points) or (confident, reason)
     return Capacity(knob, k.direction, k.integer, conditions, confidence, tol,
                     value, bracket, confident, reason, points, records)
+
+
+def _growth_only(knob: Knob, bracket, points) -> tuple[bool, str] | None:
+    """(False, why) when the bracket's violating end violates only because its runs still grew
+    at the longest horizon, by growth that slowed when they ran longer: a load that settles
+    slowly cannot be told there from an overload, so the answer may lie beyond it."""
+    m, v = bracket
+    point = next((p for p in points if p.value == v), None)
+    if point is None or point.stationary or VIOLATES in point.verdicts.values() or point.persistent:
+        return None
+    longest = ", ".join(f"{k} {x:g}" for k, x in (point.horizon or {}).items()) or "the horizon given"
+    return False, (f"{knob.name} = {v:g} violates only because its runs still grow at {longest}, and the "
+                   "growth slowed as they ran longer: a load that settles slowly cannot be told from an "
+                   f"overload there, so the answer may lie beyond {v:g} (a longer horizon, or settle=, would tell)")
 
 
 def _check_ends(lo, hi) -> None:
@@ -567,35 +635,103 @@ def _whole(name: str, value, what: str) -> int:
     return int(value)
 
 
-def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, ranged, sweep_args):
-    """`run(x, executor)`: the runs at one value, seeds added while the verdict is open."""
-    from sq.study import sweep
+def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, records, on_point, ranged,
+                  sweep_args):
+    """`run(x, executor)`: the runs at one value. Seeds are added while the verdict is open;
+    a point whose runs may still grow (`Steadiness.suspect`) and does not already violate is
+    run again SETTLE_STEP times longer, up to `settle` times the horizon, before its verdict
+    counts; growth still there at the longest is a violation. The error 1 - confidence is
+    spent over the horizon levels (`level_shares`), the looks (`planned_looks`) and the
+    conditions (`look_level`)."""
+    from sq.study import compile_point, sweep
 
     help_ = ("help: narrow lo and hi to values where the program runs" if ranged
              else "help: give lo and hi to keep the search where the program runs")
+    levels = horizon_levels(settle)
+    looks = planned_looks(len(seeds), cap)
+    drifts = _drift_columns(conditions)
+    servers = one_server_stages(compile_point(program, {}).to_dict())
+    given = {k: sweep_args[k] for k in ("horizon", "warmup", "arrivals")}
+    extra = [*sweep_args["metrics"], *(column for column, _ in drifts)]
 
-    def run(x, executor) -> Point:
+    def runs_at(x, batch, executor, settings_) -> list[dict]:
+        try:
+            return sweep(program, [{knob: x}], batch, executor=executor,
+                         **{**sweep_args, **settings_, "metrics": extra}).records
+        except SqError as err:
+            raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
+                          notes=(*err.notes, help_)) from None
+
+    def at_level(x, executor, settings_, share: float, last: bool) -> tuple[Point, list[dict]]:
+        level = look_level(confidence, looks, len(conditions), share)
         rows: list[dict] = []
         batch = seeds
         while True:
-            try:
-                rows += sweep(program, [{knob: x}], batch, executor=executor, **sweep_args).records
-            except SqError as err:
-                raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
-                              notes=(*err.notes, help_)) from None
-            point = judge(x, rows, conditions, confidence)
+            rows += runs_at(x, batch, executor, settings_)
+            steady = steadiness(rows, drifts, servers)
+            # before the longest run only suspect growth sends the point on; there, it is judged
+            point = judge(x, rows, conditions, level, steady if last else _calm(steady),
+                          level=(1.0 - confidence) / 2.0)
+            point.steadiness = steady
             if point.decision != OPEN:
                 break
             if len(rows) >= cap:
                 point.decision = UNDECIDED
                 break
             batch = more_seeds([r["seed"] for r in rows], min(len(rows), cap - len(rows)))
-        records.extend({**r, "decision": point.decision} for r in rows)
+        return point, rows
+
+    def run(x, executor) -> Point:
+        kept: list[dict] = []
+        previous = None
+        for factor, share in zip(levels, level_shares(len(levels))):
+            last = factor == levels[-1]
+            settings_ = given if factor == 1 else _longer(program, knob, x, given, factor)
+            point, rows = at_level(x, executor, settings_, share, last)
+            point.horizon = None if factor == 1 else {k: v for k, v in settings_.items() if v is not None}
+            kept += [{**r, "horizon_factor": factor} for r in rows]
+            growth = point.steadiness.growth
+            point.persistent = previous is not None and growth > 0 and growth >= PERSISTS * previous
+            previous = growth
+            if last or point.decision == VIOLATES or not point.steadiness.suspect():
+                break
+        records.extend({**r, "decision": point.decision} for r in kept)
         if on_point is not None:
             on_point(point)
         return point
 
     return run
+
+
+def _calm(steady: Steadiness) -> Steadiness:
+    """A point's steadiness with nothing that makes it violate: before the longest run,
+    growth only sends a point that does not violate by its metrics to a longer run."""
+    return Steadiness(steady.runs, 0, steady.edge, steady.growth, math.nan, math.nan)
+
+
+def _drift_columns(conditions) -> list[tuple[str, float]]:
+    """(`OBS.drift`, sign) for each observe an SLO condition reads: +1 where a rising mean is
+    worse (`<=`, and the share `OBS.le(X)`, which falls as the samples rise), else -1."""
+    out: dict[str, float] = {}
+    for c in conditions:
+        observe, _, field_ = c.metric.partition(".")
+        if c.metric.startswith(("stage.", "pool.")) or not field_ or "." in observe:
+            continue
+        sign = 1.0 if c.wants_small or field_.startswith("le(") else -1.0
+        out.setdefault(f"{observe}.drift", sign)
+    return list(out.items())
+
+
+def _longer(program, knob, x, given: dict, factor: int) -> dict:
+    """The run settings `factor` times longer than those in effect at `knob = x` (the given
+    ones, or the program's own): the horizon, the warm-up and a limit of arrivals alike."""
+    from sq import settings
+    from sq.study import compile_point
+
+    ir = settings.with_settings(compile_point(program, {knob: x}).to_dict(exact=True), seed=None, **given)
+    horizon, warmup, arrivals = float(ir["horizon"]), float(ir.get("warmup", 0.0)), ir.get("arrivals")
+    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon, "warmup": warmup * factor,
+            "arrivals": None if arrivals is None else int(arrivals) * factor}
 
 
 @contextlib.contextmanager

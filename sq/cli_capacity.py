@@ -30,6 +30,9 @@ def add_parser(sub) -> None:
                         "(default: max for a load, min for a deployment size)")
     p.add_argument("--max-seeds", type=whole_number,
                    help="seeds at most at one point before it is called undecided (default: 4x --seeds)")
+    p.add_argument("--settle", type=whole_number, default=16,
+                   help="a value whose runs may still grow is run 4x longer, up to this many times the "
+                        "horizon, before its verdict counts (default 16; 1: never)")
     add_run_args(p)
     p.add_argument("--plot-out", metavar="FILE.png", help="save the plot of the SLO metrics against the knob")
     p.add_argument("--json", action="store_true", help="print the Capacity record as JSON (points go to stderr)")
@@ -53,7 +56,8 @@ def cmd_capacity(args) -> int:
         cap = capacity(program, args.knob, args.slo, lo=args.lo, hi=args.hi, seeds=seeds,
                        confidence=args.confidence, tol=args.tol, direction=args.direction, executor=client,
                        jobs=args.jobs, cache=args.cache, horizon=args.horizon, warmup=args.warmup,
-                       arrivals=args.arrivals, max_seeds=args.max_seeds, on_point=show)
+                       arrivals=args.arrivals, max_seeds=args.max_seeds, on_point=show,
+                       settle=args.settle)
     if args.plot_out:
         cap.plot(path=args.plot_out)
     print(cap.to_json() if args.json else cap.line())

@@ -9,7 +9,12 @@ A metric is a flat name and a float. The names are stable and documented
 * every stage `stage.NAME.util|thru|number|wait|service|iters` (an array member
   is `NAME[i]`);
 * every pool `pool.NAME.used|cached|queue|wait|admits|preemptions|evicted|rejected|stuck`;
-* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings`.
+* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings|growth` (`growth`: the
+  live sessions' growth per unit of time between the halves of the measured window,
+  `sq.steady.live_growth`);
+* `OBS.drift` when asked for: the growth per unit of time of the observe's mean between
+  the halves of the measured window (samples by the time they were recorded), the SLO
+  metric's own steady-state test.
 
 Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
 by `sq.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
@@ -34,10 +39,11 @@ STAGE_FIELDS = {"util": "utilization", "thru": "throughput", "number": "mean_num
 POOL_FIELDS = {"used": "mean_used", "cached": "mean_cached", "queue": "mean_queue", "wait": "mean_wait",
                "admits": "admissions", "preemptions": "preemptions", "evicted": "evicted_units",
                "rejected": "rejected", "stuck": "stuck"}
-RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings")
+RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth")
 
 NAN = float("nan")
 _IDENT = r"[^\W\d]\w*"
+_DRIFT = re.compile(rf"^\s*({_IDENT})\.drift\s*$")
 _LE = re.compile(rf"^\s*({_IDENT})\s*(?:\.le\(\s*([^()]+?)\s*\)|<=\s*(\S+))\s*$")
 _PLAIN = re.compile(rf"^({_IDENT})\.(\w+)$|^(stage|pool)\.({_IDENT}(?:\[\d+\])?)\.(\w+)$|^(\w+)$")
 
@@ -47,8 +53,9 @@ class Metric:
     """A parsed metric name: `name` is its canonical spelling (the column of a table)."""
 
     name: str
-    observe: str | None = None   # for OBS.le(X)
+    observe: str | None = None   # for OBS.le(X) and OBS.drift: computed from the samples
     le: float | None = None
+    drift: bool = False
 
 
 def parse_metric(text: str) -> Metric:
@@ -59,6 +66,9 @@ def parse_metric(text: str) -> Metric:
     """
     if not isinstance(text, str):
         raise SqError(f"a metric name is text, found {text!r}", phase="settings")
+    m = _DRIFT.match(text)
+    if m:
+        return Metric(f"{m.group(1)}.drift", m.group(1), drift=True)
     m = _LE.match(text)
     if m:
         bound = m.group(2) if m.group(2) is not None else m.group(3)
@@ -78,7 +88,7 @@ def parse_metric(text: str) -> Metric:
         or (m.group(6) is not None and m.group(6) in RUN_FIELDS))
     if not ok:
         raise SqError(f"unknown metric `{text}`", phase="settings", notes=(
-            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), "
+            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), OBS.drift, "
             "G.mean|min|max, stage.NAME.util|thru|number|wait|service|iters, pool.NAME."
             f"{'|'.join(POOL_FIELDS)} and {'|'.join(RUN_FIELDS)}",))
     return Metric(text.strip())
@@ -144,10 +154,12 @@ def report_metrics(report, extra=()) -> dict[str, float]:
         out[f] = float(getattr(report, f))
     out["wall_s"] = float(getattr(report, "wall_s", NAN))
     out["warnings"] = float(len(getattr(report, "warnings", None) or []))
+    out["growth"] = float(getattr(report, "growth", NAN))
     for text in extra:
         metric = text if isinstance(text, Metric) else parse_metric(text)
         if metric.observe is not None:
-            out[metric.name] = _share_at_most(report.observes[metric.observe], metric)
+            o = report.observes[metric.observe]
+            out[metric.name] = _drift(o, metric, report) if metric.drift else _share_at_most(o, metric)
     return out
 
 
@@ -155,12 +167,34 @@ def _observe_metrics(o) -> dict[str, float]:
     return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
 
 
-def _share_at_most(o, metric: Metric) -> float:
-    """The share of the samples <= the bound: a report of samples="none" has none to count."""
+def _drift(o, metric: Metric, report) -> float:
+    """The observe's mean over the second half of the measured window minus that over the
+    first, over the distance of their midpoints: growth per unit of time (NaN without samples
+    in either half)."""
+    samples = _samples(o, metric, "the drift")
+    start, end = float(report.warmup), float(report.end)
+    if not end > start:
+        return NAN
+    middle = start + (end - start) / 2.0
+    cut = int(np.searchsorted(o.times, middle, side="left"))
+    if cut == 0 or cut == len(samples):
+        return NAN
+    first, second = float(np.mean(samples[:cut])), float(np.mean(samples[cut:]))
+    return (second - first) / ((end - start) / 2.0)
+
+
+def _samples(o, metric: Metric, what: str) -> np.ndarray:
+    """The samples behind an asked-for metric: a report of samples="none" has none to count."""
     if o.samples is None:
-        raise SqError(f"metric `{metric.name}`: the share of samples needs the samples, and the report kept none "
+        raise SqError(f"metric `{metric.name}`: {what} needs the samples, and the report kept none "
                       '(samples="none")', phase="settings",
                       notes=('help: run with samples="all" (the default) to record it',))
+    return np.asarray(o.samples)
+
+
+def _share_at_most(o, metric: Metric) -> float:
+    """The share of the samples <= the bound."""
+    samples = _samples(o, metric, "the share of samples")
     if o.count == 0:
         return NAN
-    return float(np.count_nonzero(np.asarray(o.samples) <= metric.le)) / o.count
+    return float(np.count_nonzero(samples <= metric.le)) / o.count

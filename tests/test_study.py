@@ -535,7 +535,7 @@ def test_the_summary_counts_the_runs_not_in_steady_state():
     frame = overload.summary()
     assert list(frame.columns[:3]) == ["lam", "n", "unsteady"] and list(frame["unsteady"]) == [0, 3]
     # the capacity search's rule, the one definition
-    assert capacity_search.in_steady_state is steady.in_steady_state
+    assert capacity_search.steadiness is steady.steadiness
     assert [steady.in_steady_state(r) for r in overload.records] == [True] * 3 + [False] * 3
     assert not steady.in_steady_state({"warnings": 0.0, "arrivals": 100.0, "ended": 49.0})
     assert steady.in_steady_state({"warnings": 0.0, "arrivals": 100.0, "ended": 50.0})
