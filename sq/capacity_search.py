@@ -571,7 +571,8 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
 
     if not isinstance(program, (str, os.PathLike)):
         compiled_from(program, "capacity")      # refused as sq.sweep refuses it: no `let`s to vary
-    base = compile_point(program, {})
+    run_settings = dict(horizon=horizon, warmup=warmup, arrivals=arrivals)
+    base = compile_point(program, {}, run_settings)
     conditions = parse_slo(slo, known=lambda metric: check_metrics([metric], base))
     seeds = seed_list(seeds, "capacity")
     if len(seeds) < 2:
@@ -650,8 +651,8 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     levels = horizon_levels(settle)
     looks = planned_looks(len(seeds), cap)
     drifts = _drift_columns(conditions)
-    servers = one_server_stages(compile_point(program, {}).to_dict())
     given = {k: sweep_args[k] for k in ("horizon", "warmup", "arrivals")}
+    servers = one_server_stages(compile_point(program, {}, given).to_dict())
     extra = [*sweep_args["metrics"], *(column for column, _ in drifts)]
 
     def runs_at(x, batch, executor, settings_) -> list[dict]:
@@ -728,7 +729,7 @@ def _longer(program, knob, x, given: dict, factor: int) -> dict:
     from sq import settings
     from sq.study import compile_point
 
-    ir = settings.with_settings(compile_point(program, {knob: x}).to_dict(exact=True), seed=None, **given)
+    ir = settings.with_settings(compile_point(program, {knob: x}, given).to_dict(exact=True), seed=None, **given)
     horizon, warmup, arrivals = float(ir["horizon"]), float(ir.get("warmup", 0.0)), ir.get("arrivals")
     return {"horizon": horizon * factor if math.isfinite(horizon) else horizon, "warmup": warmup * factor,
             "arrivals": None if arrivals is None else int(arrivals) * factor}

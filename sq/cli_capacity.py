@@ -42,7 +42,9 @@ def cmd_capacity(args) -> int:
     from sq import compile as sq_compile
     from sq.capacity_search import capacity
 
-    program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"))
+    # the run settings apply before linking, as `sq run --horizon` does
+    program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
+                         horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals)
     seeds = parse_seeds(args.seeds)
     if args.plot_out:
         check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs

@@ -267,7 +267,8 @@ class _Plan:
         # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
-        programs = [compile_point(program, point) for point in points]
+        programs = [compile_point(program, point, dict(horizon=horizon, warmup=warmup, arrivals=arrivals))
+                    for point in points]
         extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
         irs, runs, columns = [], [], {}
         for p in programs:
@@ -435,19 +436,23 @@ def _length(values) -> int | None:
         return None
 
 
-def compile_point(program, point: dict):
-    """The program with the point's `let` values: `sq.compile(path, sets=point)`, or a compiled
-    Program compiled again from what it was compiled from with the point's values added."""
+def compile_point(program, point: dict, run: dict | None = None):
+    """The program with the point's `let` values: `sq.compile(path, sets=point, **run)`, or a
+    compiled Program compiled again from what it was compiled from with the point's values
+    added. `run` holds the study's horizon, warmup and arrivals (None: the program's own):
+    they apply before linking, as `sq run --horizon` does, so a program without
+    `run { horizon T; }` can be studied."""
     import sq  # noqa: PLC0415
 
+    given = {k: v for k, v in (run or {}).items() if v is not None}
     if isinstance(program, (str, os.PathLike)):
-        return sq.compile(program, sets=point)
+        return sq.compile(program, sets=point, **given)
     check_program(program, "sweep")
-    if not point:
+    if not point and not given:
         return program
     origin = compiled_from(program, "sweep")
     return sq.compile(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
-                      | {"sets": {**origin["sets"], **point}})
+                      | {"sets": {**origin["sets"], **point}} | given)
 
 
 def compiled_from(program, who: str) -> dict:

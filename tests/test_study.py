@@ -721,3 +721,28 @@ def test_a_share_of_samples_needs_the_samples():
     with pytest.raises(SqError, match=r'metric `wait.le\(1\)`: the share of samples needs the samples, and the report kept none \(samples="none"\)'):
         sq_metrics.report_metrics(none, ["wait<=1"])
     assert "wait.p99" in sq_metrics.report_metrics(none)
+
+
+# -- run settings apply before linking (issue 23) -----------------------------------------
+
+NO_RUN = str(Path(__file__).resolve().parent / "capacity" / "mm1_no_run.sq")
+
+
+def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
+    from sq.cli import main
+
+    swept = study.sweep(NO_RUN, {"lam": [0.5]}, [1, 2], horizon=1000, warmup=100, executor="serial")
+    assert len(swept.records) == 2 and swept.provenance["horizon"] == 1000.0
+    program = sq.compile(NO_RUN, horizon=1000)     # a Program compiled with one is swept too
+    assert len(study.sweep(program, {"lam": [0.4, 0.5]}, [1], executor="serial").records) == 2
+    cap = sq.capacity(NO_RUN, "lam", "response.mean <= 4", lo=0.5, hi=0.9, tol=0.2, seeds=[1, 2, 3],
+                      horizon=2000, warmup=200, executor="serial")
+    assert cap.points and cap.value is not None
+    for command in (["sweep", NO_RUN, "--set", "lam=0.5", "--seeds", "1..2", "-j", "1"],
+                    ["capacity", NO_RUN, "--knob", "lam", "--slo", "response.mean<=4", "--seeds", "1..2",
+                     "--lo", "0.5", "--hi", "0.9", "--tol", "0.5", "-j", "1"],
+                    ["check", NO_RUN], ["ir", NO_RUN]):
+        assert main([*command, "--horizon", "1000"]) == 0, command
+    capsys.readouterr()
+    with pytest.raises(sq.SqError, match="no horizon"):
+        study.sweep(NO_RUN, {"lam": [0.5]}, [1], executor="serial")
