@@ -188,14 +188,13 @@ def judge(value, rows: list[dict], conditions, confidence: float, steady: Steadi
     one-sided `level`, default (1 - confidence) / 2, or half the runs warned), violates; else
     it stays open. (Growth is overload, whatever the means say: they describe the horizon, not
     the system; `_point_runner` runs a growing point longer before this verdict counts.)"""
-    from sq.confidence import t_interval
+    from sq.study import point_interval
 
     steady = steady if steady is not None else steadiness(rows)
     stationary = not steady.growing((1.0 - confidence) / 2.0 if level is None else level)
     intervals, verdicts = {}, {}
     for c in conditions:
-        values = [float(row[c.metric]) for row in rows]
-        intervals[c.metric] = t_interval(values, confidence)
+        intervals[c.metric] = point_interval(rows, c.metric, confidence)
         verdicts[str(c)] = c.judge(*intervals[c.metric])
     states = set(verdicts.values())
     if not stationary or VIOLATES in states:

@@ -94,6 +94,13 @@ def parse_metric(text: str) -> Metric:
     return Metric(text.strip())
 
 
+def weight_column(name: str) -> str | None:
+    """The count a metric is a share of (`OBS.count` for `OBS.le(X)`): over seeds it is pooled
+    weighted by that count, not averaged run by run (a short run's share counts for less)."""
+    m = _LE.match(name)
+    return f"{m.group(1)}.count" if m else None
+
+
 def _number(x: float) -> str:
     """`0.5`, `2`, `inf`: a bound as it appears in a column name."""
     return str(int(x)) if x.is_integer() else repr(x)

@@ -26,7 +26,7 @@ from pathlib import Path
 from sq import metrics as sq_metrics
 from sq import settings
 from sq._optional import available, require
-from sq.confidence import t_interval
+from sq.confidence import ratio_interval, t_interval
 from sq.deep import run_deep
 from sq.executors import Executor
 from sq.errors import SqError
@@ -89,7 +89,7 @@ class Sweep:
             row["n"] = len(runs)
             row["unsteady"] = sum(not in_steady_state(r) for r in runs)
             for m in metrics:  # NaN where the point has no such stage or pool
-                row[m], row[m + "±"] = t_interval([r[m] for r in runs if m in r], confidence)
+                row[m], row[m + "±"] = point_interval(runs, m, confidence)
             rows.append(row)
         return rows
 
@@ -140,6 +140,16 @@ class Sweep:
         from sq.plot import plot_summary  # noqa: PLC0415
 
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
+
+
+def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
+    """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
+    values, or for a share (`OBS.le(X)`) the ratio interval weighted by each run's count."""
+    count = sq_metrics.weight_column(metric)
+    if count is not None and all(count in r for r in runs):
+        have = [r for r in runs if metric in r]
+        return ratio_interval([r[metric] for r in have], [r[count] for r in have], confidence)
+    return t_interval([r[metric] for r in runs if metric in r], confidence)
 
 
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
@@ -448,7 +458,7 @@ def compile_point(program, point: dict, run: dict | None = None):
     if isinstance(program, (str, os.PathLike)):
         return sq.compile(program, sets=point, **given)
     check_program(program, "sweep")
-    if not point and not given:
+    if not point:       # compiled with a horizon: the settings are written into its IR (`_ir_dict`)
         return program
     origin = compiled_from(program, "sweep")
     return sq.compile(origin["path"], **{k: v for k, v in origin.items() if k != "path"}

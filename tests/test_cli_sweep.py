@@ -50,7 +50,7 @@ def test_seeds_and_values():
     (["--plot", "x=lam,y=wait.p99"], "--plot needs --plot-out"),
     (["--set", "lam=5,6", "--plot", "x=c,y=wait.p99", "--plot-out", "p.png"], "x=c: not a swept name"),
     (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
-    (["--horizon", "10", "--warmup", "20"], "warmup < horizon"),
+    (["--horizon", "10", "--warmup", "20"], "warmup must be below the horizon"),
     (["--scheduler", "tcp://127.0.0.1:PORT"], "cannot reach the scheduler"),
     # a repeated value would be one point counting each seed's run twice
     (["--set", "lam=5,5"], "error: --set lam=5,5: `lam` is given the value 5 twice; its runs would count"),

@@ -190,7 +190,7 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
              (GRID, [1], {"executor": "gpu"}, "unknown executor"),
              (GRID, [1], {"jobs": 0}, "jobs must be"),
              (GRID, [1], {"metrics": ["ttft<=1"]}, "no observe `ttft`"),
-             (GRID, [1], {"horizon": 10, "warmup": 20}, "warmup < horizon")]
+             (GRID, [1], {"horizon": 10, "warmup": 20}, "warmup must be below the horizon")]   # sq run's words
     for grid, seeds, kw, message in cases:
         with pytest.raises(SqError, match=message.replace("(", r"\(")):
             study.sweep(MMC, grid, seeds, **{"executor": "serial", **kw})
@@ -746,3 +746,20 @@ def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
     capsys.readouterr()
     with pytest.raises(sq.SqError, match="no horizon"):
         study.sweep(NO_RUN, {"lam": [0.5]}, [1], executor="serial")
+
+
+def test_a_share_is_pooled_over_seeds_weighted_by_each_runs_count():
+    # OBS.le(X) of a long run (1000 samples, 90 % within X) and a short one (10 samples, 50 %):
+    # the share over the point is 905 / 1010, not the runs' plain average 0.7
+    from sq.confidence import ratio_interval, t_quantile
+
+    runs = [{"lam": 1, "seed": 1, "x.count": 1000.0, "x.le(1)": 0.9},
+            {"lam": 1, "seed": 2, "x.count": 10.0, "x.le(1)": 0.5},
+            {"lam": 1, "seed": 3, "x.count": 0.0, "x.le(1)": math.nan}]    # a run with no samples adds nothing
+    row = study.Sweep(["lam"], runs).summary_records()[0]
+    assert row["x.le(1)"] == pytest.approx(905 / 1010)
+    ratio = 905 / 1010
+    spread = ((900 - ratio * 1000) ** 2 + (5 - ratio * 10) ** 2) / 1
+    assert row["x.le(1)±"] == pytest.approx(t_quantile(0.975, 1) * math.sqrt(spread / 2) / 505)
+    assert row["x.count"] == pytest.approx(1010 / 3)      # other metrics: the plain mean over runs
+    assert math.isnan(ratio_interval([0.5], [0])[0])
