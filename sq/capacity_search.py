@@ -157,6 +157,7 @@ class Point:
     steadiness: Steadiness | None = None
     # growth that a SETTLE_STEP-times longer run did not slow (to PERSISTS of it): overload, not a slow settle
     persistent: bool = False
+    warnings: list[str] = field(default_factory=list)   # too few samples in a tail, a warm-up too short
 
     @property
     def unsettled(self) -> bool:
@@ -167,6 +168,7 @@ class Point:
     def to_dict(self) -> dict:
         return {"value": self.value, "decision": self.decision, "n": len(self.seeds), "seeds": self.seeds,
                 "stationary": self.stationary, "settings": self.horizon, "persistent": self.persistent,
+                "warnings": list(self.warnings),
                 "metrics": {m: {"mean": json_cell(a), "half_width": json_cell(h)}
                             for m, (a, h) in self.intervals.items()},
                 "conditions": dict(self.verdicts)}
@@ -268,6 +270,11 @@ class Capacity:
     records: list[dict] = field(repr=False)   # every run: the knob, seed, metrics and the point's decision
 
     @property
+    def warnings(self) -> list[str]:
+        """Every point's warnings, once each: quantiles on thin tails, warm-ups too short."""
+        return list(dict.fromkeys(w for p in self.points for w in p.warnings))
+
+    @property
     def slo(self) -> tuple[str, ...]:
         return tuple(str(c) for c in self.conditions)
 
@@ -300,7 +307,7 @@ class Capacity:
         return {"knob": self.knob, "direction": self.direction, "integer": self.integer, "slo": list(self.slo),
                 "confidence": self.confidence, "tol": self.tol, "value": self.value,
                 "bracket": list(self.bracket), "confident": self.confident, "reason": self.reason,
-                "points": [p.to_dict() for p in self.points],
+                "points": [p.to_dict() for p in self.points], "warnings": self.warnings,
                 "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -652,7 +659,8 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     drifts = _drift_columns(conditions)
     given = {k: sweep_args[k] for k in ("horizon", "warmup", "arrivals")}
     servers = one_server_stages(compile_point(program, {}, given).to_dict())
-    extra = [*sweep_args["metrics"], *(column for column, _ in drifts)]
+    observes = [column.rpartition(".")[0] for column, _ in drifts]
+    extra = [*sweep_args["metrics"], *(column for column, _ in drifts), *(f"{o}.mser" for o in observes)]
 
     def runs_at(x, batch, executor, settings_) -> list[dict]:
         try:
@@ -695,6 +703,7 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
             previous = growth
             if last or point.decision == VIOLATES or not point.steadiness.suspect():
                 break
+        point.warnings = _advice(rows, conditions, observes, _run_settings(program, knob, x, settings_))
         records.extend({**r, "decision": point.decision} for r in kept)
         if on_point is not None:
             on_point(point)
@@ -725,13 +734,31 @@ def _drift_columns(conditions) -> list[tuple[str, float]]:
 def _longer(program, knob, x, given: dict, factor: int) -> dict:
     """The run settings `factor` times longer than those in effect at `knob = x` (the given
     ones, or the program's own): the horizon, the warm-up and a limit of arrivals alike."""
+    now = _run_settings(program, knob, x, given)
+    horizon, arrivals = now["horizon"], now["arrivals"]
+    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon, "warmup": now["warmup"] * factor,
+            "arrivals": None if arrivals is None else int(arrivals) * factor}
+
+
+def _run_settings(program, knob, x, given: dict) -> dict:
+    """The horizon, warm-up and arrivals the runs at `knob = x` use: those given, else the program's."""
     from sq import settings
     from sq.study import compile_point
 
     ir = settings.with_settings(compile_point(program, {knob: x}, given).to_dict(exact=True), seed=None, **given)
-    horizon, warmup, arrivals = float(ir["horizon"]), float(ir.get("warmup", 0.0)), ir.get("arrivals")
-    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon, "warmup": warmup * factor,
-            "arrivals": None if arrivals is None else int(arrivals) * factor}
+    return {"horizon": float(ir["horizon"]), "warmup": float(ir.get("warmup", 0.0)), "arrivals": ir.get("arrivals")}
+
+
+def _advice(rows, conditions, observes, run: dict) -> list[str]:
+    """A point's warnings: quantile SLO metrics on too few tail samples, warm-ups too short."""
+    from sq.study import tail_advice, warmup_advice
+
+    horizon, warmup = run["horizon"], run["warmup"]
+    if not math.isfinite(horizon):
+        return []
+    found = [tail_advice(rows, c.metric, horizon, warmup) for c in dict.fromkeys(conditions)]
+    found += [warmup_advice(rows, o, horizon, warmup) for o in observes]
+    return [w for w in dict.fromkeys(found) if w]
 
 
 @contextlib.contextmanager

@@ -53,6 +53,8 @@ def cmd_capacity(args) -> int:
 
     def show(point) -> None:
         print(point.describe(args.knob), file=out, flush=True)
+        for line in point.warnings:
+            print(f"  warning: {line}", file=out, flush=True)
 
     with scheduler(args.scheduler) as client:
         cap = capacity(program, args.knob, args.slo, lo=args.lo, hi=args.hi, seeds=seeds,

@@ -14,7 +14,9 @@ A metric is a flat name and a float. The names are stable and documented
   `sq.steady.live_growth`);
 * `OBS.drift` when asked for: the growth per unit of time of the observe's mean between
   the halves of the measured window (samples by the time they were recorded), the SLO
-  metric's own steady-state test.
+  metric's own steady-state test;
+* `OBS.mser` when asked for: the warm-up MSER-5 suggests for the run (the time of the
+  first sample it would keep; the run's own warm-up when it would cut nothing).
 
 Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
 by `sq.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
@@ -43,7 +45,7 @@ RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "wa
 
 NAN = float("nan")
 _IDENT = r"[^\W\d]\w*"
-_DRIFT = re.compile(rf"^\s*({_IDENT})\.drift\s*$")
+_FROM_SAMPLES = re.compile(rf"^\s*({_IDENT})\.(drift|mser)\s*$")
 _LE = re.compile(rf"^\s*({_IDENT})\s*(?:\.le\(\s*([^()]+?)\s*\)|<=\s*(\S+))\s*$")
 _PLAIN = re.compile(rf"^({_IDENT})\.(\w+)$|^(stage|pool)\.({_IDENT}(?:\[\d+\])?)\.(\w+)$|^(\w+)$")
 
@@ -53,9 +55,9 @@ class Metric:
     """A parsed metric name: `name` is its canonical spelling (the column of a table)."""
 
     name: str
-    observe: str | None = None   # for OBS.le(X) and OBS.drift: computed from the samples
+    observe: str | None = None   # for OBS.le(X), OBS.drift, OBS.mser: computed from the samples
     le: float | None = None
-    drift: bool = False
+    kind: str = "le"             # "le", "drift" or "mser"
 
 
 def parse_metric(text: str) -> Metric:
@@ -66,9 +68,9 @@ def parse_metric(text: str) -> Metric:
     """
     if not isinstance(text, str):
         raise SqError(f"a metric name is text, found {text!r}", phase="settings")
-    m = _DRIFT.match(text)
+    m = _FROM_SAMPLES.match(text)
     if m:
-        return Metric(f"{m.group(1)}.drift", m.group(1), drift=True)
+        return Metric(f"{m.group(1)}.{m.group(2)}", m.group(1), kind=m.group(2))
     m = _LE.match(text)
     if m:
         bound = m.group(2) if m.group(2) is not None else m.group(3)
@@ -88,7 +90,7 @@ def parse_metric(text: str) -> Metric:
         or (m.group(6) is not None and m.group(6) in RUN_FIELDS))
     if not ok:
         raise SqError(f"unknown metric `{text}`", phase="settings", notes=(
-            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), OBS.drift, "
+            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), OBS.drift, OBS.mser, "
             "G.mean|min|max, stage.NAME.util|thru|number|wait|service|iters, pool.NAME."
             f"{'|'.join(POOL_FIELDS)} and {'|'.join(RUN_FIELDS)}",))
     return Metric(text.strip())
@@ -166,12 +168,15 @@ def report_metrics(report, extra=()) -> dict[str, float]:
         metric = text if isinstance(text, Metric) else parse_metric(text)
         if metric.observe is not None:
             o = report.observes[metric.observe]
-            out[metric.name] = _drift(o, metric, report) if metric.drift else _share_at_most(o, metric)
+            out[metric.name] = _FROM_OBSERVE[metric.kind](o, metric, report)
     return out
 
 
 def _observe_metrics(o) -> dict[str, float]:
     return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
+
+
+MSER_BATCH = 5
 
 
 def _drift(o, metric: Metric, report) -> float:
@@ -190,6 +195,10 @@ def _drift(o, metric: Metric, report) -> float:
     return (second - first) / ((end - start) / 2.0)
 
 
+_FROM_OBSERVE = {"le": lambda o, m, report: _share_at_most(o, m), "drift": lambda o, m, r: _drift(o, m, r),
+                 "mser": lambda o, m, r: _mser_warmup(o, m, r)}
+
+
 def _samples(o, metric: Metric, what: str) -> np.ndarray:
     """The samples behind an asked-for metric: a report of samples="none" has none to count."""
     if o.samples is None:
@@ -199,7 +208,27 @@ def _samples(o, metric: Metric, what: str) -> np.ndarray:
     return np.asarray(o.samples)
 
 
-def _share_at_most(o, metric: Metric) -> float:
+def _mser_warmup(o, metric: Metric, report) -> float:
+    """The warm-up MSER-5 suggests (White 1997): the samples after the run's warm-up in
+    batches of 5, the truncation d (over the first half of the batches) that minimises the
+    variance of the mean of what remains, s²(d) / (k - d); the time of the first sample kept,
+    so the run's own warm-up when nothing needs to be cut (NaN below 20 batches)."""
+    samples = _samples(o, metric, "MSER-5")
+    k = len(samples) // MSER_BATCH
+    if k < 20:
+        return NAN
+    means = samples[:k * MSER_BATCH].reshape(k, MSER_BATCH).mean(axis=1)
+    # the mean and variance of means[d:] for every d, from the back
+    tail_n = np.arange(k, 0, -1, dtype=np.float64)
+    tail_sum = np.cumsum(means[::-1])[::-1]
+    tail_sq = np.cumsum((means * means)[::-1])[::-1]
+    var = np.maximum(tail_sq / tail_n - (tail_sum / tail_n) ** 2, 0.0)
+    half = k // 2
+    d = int(np.argmin(var[:half] / tail_n[:half]))
+    return float(report.warmup) if d == 0 else float(o.times[d * MSER_BATCH])
+
+
+def _share_at_most(o, metric: Metric, report=None) -> float:
     """The share of the samples <= the bound."""
     samples = _samples(o, metric, "the share of samples")
     if o.count == 0:

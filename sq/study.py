@@ -32,6 +32,7 @@ from sq.executors import Executor
 from sq.errors import SqError
 from sq.files import path_argument
 from sq.progress import check_progress
+from sq.stats import SUMMARY_QUANTILES
 from sq.steady import in_steady_state
 
 # -- the results -------------------------------------------------------------------------
@@ -150,6 +151,42 @@ def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[fl
         have = [r for r in runs if metric in r]
         return ratio_interval([r[metric] for r in have], [r[count] for r in have], confidence)
     return t_interval([r[metric] for r in runs if metric in r], confidence)
+
+
+TAIL_SAMPLES = 100      # samples beyond a quantile a run needs for its own quantile to be trusted
+MSER_SHARE = 0.05       # a warm-up MSER-5 would lengthen by more than this share of the window is short
+
+
+def tail_advice(runs: list[dict], metric: str, horizon: float, warmup: float) -> str | None:
+    """A warning when a quantile metric (`OBS.p99`) rests on fewer than TAIL_SAMPLES samples
+    beyond it in the average run (n·(1 - q)): a run's own p99 of few samples is biased low;
+    names the horizon that would give enough (the samples grow with the measured window)."""
+    observe, _, name = metric.rpartition(".")
+    q = dict(SUMMARY_QUANTILES).get(name)
+    counts = [r[f"{observe}.count"] for r in runs if f"{observe}.count" in r]
+    if q is None or not 0.0 < q < 1.0 or not counts:
+        return None
+    beyond = math.fsum(counts) / len(counts) * (1.0 - q)
+    if beyond >= TAIL_SAMPLES:
+        return None
+    enough = warmup + (horizon - warmup) * TAIL_SAMPLES / max(beyond, 1e-9)
+    return (f"{metric}: a run holds about {beyond:.3g} samples beyond its {name} (n·(1-q)), fewer than "
+            f"{TAIL_SAMPLES}: each run's {name} is biased toward the middle; a horizon of about {enough:.3g} "
+            f"(warm-up {warmup:g}) would give {TAIL_SAMPLES}")
+
+
+def warmup_advice(runs: list[dict], observe: str, horizon: float, warmup: float) -> str | None:
+    """A warning when MSER-5 (`OBS.mser`) would, in the median run, start the statistics more
+    than MSER_SHARE of the measured window later than the warm-up given; names that warm-up."""
+    column = f"{observe}.mser"
+    cuts = sorted(r[column] for r in runs if column in r and not math.isnan(r[column]))
+    if not cuts:
+        return None
+    median = cuts[len(cuts) // 2] if len(cuts) % 2 else (cuts[len(cuts) // 2 - 1] + cuts[len(cuts) // 2]) / 2
+    if not median > warmup + MSER_SHARE * (horizon - warmup):
+        return None
+    return (f"{observe}: the warm-up {warmup:g} looks too short: MSER-5 would start the statistics at about "
+            f"{median:.3g} in the median run (give a warm-up of about {median:.3g}, and a horizon to match)")
 
 
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),

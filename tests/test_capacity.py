@@ -620,3 +620,35 @@ def test_the_mm1_knee_answers_below_one():
     assert cap.value is not None and cap.value < 1.0, cap.line()
     assert not cap.confident or abs(cap.value - 0.9975) <= 0.01 * 0.9975, cap.line()
     assert all(p.decision != MEETS for p in cap.points if p.value >= 1.0), cap.line()
+
+
+# -- tails and warm-ups that are too short say so (issue 23) -------------------------------
+
+def test_a_quantile_on_a_thin_tail_warns_with_the_horizon_that_would_do():
+    from sq.study import tail_advice, warmup_advice
+
+    rows = [{"ttft.count": 500.0}, {"ttft.count": 300.0}]           # 400 samples: 4 beyond the p99
+    line = tail_advice(rows, "ttft.p99", horizon=60.0, warmup=10.0)
+    assert "about 4 samples beyond its p99" in line and "horizon of about 1.26e+03 (warm-up 10)" in line
+    assert tail_advice([{"ttft.count": 20000.0}], "ttft.p99", 60.0, 10.0) is None
+    assert tail_advice(rows, "ttft.mean", 60.0, 10.0) is None
+    cuts = [{"x.mser": t} for t in (100.0, 900.0, 1500.0)]          # median: statistics from 900
+    assert "MSER-5 would start the statistics at about 900" in warmup_advice(cuts, "x", 10000.0, 100.0)
+    assert warmup_advice(cuts, "x", 10000.0, 1000.0) is None
+
+
+def test_the_vllm_p99_question_at_60_s_warns():
+    cap = capacity(VLLM, "rate", "ttft.p99 <= 0.5", lo=5, hi=10, tol=0.5, seeds=[1, 2], executor="serial", settle=1)
+    assert any("samples beyond its p99" in w and "horizon of about" in w for w in cap.warnings), cap.warnings
+    assert json.loads(cap.to_json())["warnings"] == cap.warnings
+
+
+def test_mser_finds_the_transient_of_a_run_started_empty():
+    # M/M/1 at rho = 0.95 from empty: the response grows for ~1,600 time units; MSER-5 cuts some of
+    # the first half, never beyond it, and cuts nothing it need not (the run's own warm-up)
+    from sq.study import sweep
+
+    runs = sweep(MM1, {"lam": [0.95]}, range(1, 6), horizon=20000.0, warmup=0.0, metrics=["response.mser"],
+                 executor="serial").records
+    cuts = sorted(r["response.mser"] for r in runs)
+    assert cuts[2] > 0 and all(0 <= c <= 10000 for c in cuts)
