@@ -94,6 +94,41 @@ class Sweep:
             rows.append(row)
         return rows
 
+    def compare(self, a, b, metric: str, confidence: float = 0.95) -> "Comparison":
+        """The paired difference of `metric` between two points, b minus a, over the seeds both
+        ran: each seed's difference, then their Student-t interval. Common random numbers make
+        the pairs move together, so the interval is far narrower than the two points' own.
+        A point is a {name: value} dict, or its value when one name is swept."""
+        a_runs, b_runs = self._point_runs(a, "a"), self._point_runs(b, "b")
+        if metric not in self.metrics:
+            raise SqError(f"compare: `{metric}` is not a metric of the sweep", phase="settings",
+                          notes=(f"help: e.g. {', '.join(self.metrics[:8])}, …",))
+        by_seed = {r["seed"]: r for r in a_runs if metric in r}
+        pairs = [(by_seed[r["seed"]][metric], r[metric]) for r in b_runs if r["seed"] in by_seed and metric in r]
+        if not pairs:
+            raise SqError("compare: the two points have no seed in common", phase="settings")
+        mean, half = t_interval([y - x for x, y in pairs], confidence)
+        return Comparison(metric, self._point_of(a), self._point_of(b), len(pairs), mean, half, confidence)
+
+    def _point_of(self, value) -> dict:
+        if isinstance(value, dict):
+            return value
+        if len(self.names) != 1:
+            raise SqError(f"compare: with several swept names ({', '.join(self.names)}) give a point as "
+                          "{name: value}", phase="settings")
+        return {self.names[0]: value}
+
+    def _point_runs(self, value, which: str) -> list[dict]:
+        point = self._point_of(value)
+        if set(point) != set(self.names):
+            raise SqError(f"compare: point {which} names {', '.join(point) or 'nothing'}; the sweep's points "
+                          f"name {', '.join(self.names)}", phase="settings")
+        key = {n: _same_value(v) for n, v in point.items()}
+        runs = [r for r in self.records if all(_same_value(r.get(n)) == v for n, v in key.items())]
+        if not runs:
+            raise SqError(f"compare: the sweep has no runs at {_describe(point)}", phase="settings")
+        return runs
+
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
         """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
@@ -187,6 +222,23 @@ def warmup_advice(runs: list[dict], observe: str, horizon: float, warmup: float)
         return None
     return (f"{observe}: the warm-up {warmup:g} looks too short: MSER-5 would start the statistics at about "
             f"{median:.3g} in the median run (give a warm-up of about {median:.3g}, and a horizon to match)")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`Sweep.compare`: metric at b minus metric at a, paired over n common seeds."""
+
+    metric: str
+    a: dict
+    b: dict
+    n: int
+    difference: float
+    half_width: float
+    confidence: float
+
+    def __str__(self) -> str:
+        return (f"{self.metric}: ({_describe(self.b)}) - ({_describe(self.a)}) = {self.difference:.6g} "
+                f"± {self.half_width:.2g} ({self.confidence:.0%}, paired over {self.n} seeds)")
 
 
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),

@@ -763,3 +763,23 @@ def test_a_share_is_pooled_over_seeds_weighted_by_each_runs_count():
     assert row["x.le(1)±"] == pytest.approx(t_quantile(0.975, 1) * math.sqrt(spread / 2) / 505)
     assert row["x.count"] == pytest.approx(1010 / 3)      # other metrics: the plain mean over runs
     assert math.isnan(ratio_interval([0.5], [0])[0])
+
+
+def test_compare_is_the_paired_interval_over_common_seeds():
+    from sq.confidence import t_interval
+
+    swept = study.sweep(MMC, {"c": [8, 9]}, range(1, 7), executor="serial", **SHORT)
+    got = swept.compare(8, {"c": 9}, "wait.mean")
+    by = {(r["c"], r["seed"]): r["wait.mean"] for r in swept.records}
+    diffs = [by[9, s] - by[8, s] for s in range(1, 7)]
+    assert (got.difference, got.half_width) == t_interval(diffs) and got.n == 6
+    # common random numbers: the paired interval is narrower than the difference of independent points
+    rows = swept.summary_records()
+    assert got.half_width < math.hypot(rows[0]["wait.mean±"], rows[1]["wait.mean±"])
+    assert "paired over 6 seeds" in str(got)
+    only_some = study.Sweep(swept.names, [r for r in swept.records if not (r["c"] == 9 and r["seed"] > 3)])
+    assert only_some.compare(8, 9, "wait.mean").n == 3
+    for args, words in (((8, 10, "wait.mean"), "no runs at c=10"), ((8, 9, "nope.mean"), "not a metric"),
+                        (({"lam": 1}, 9, "wait.mean"), "point a names lam")):
+        with pytest.raises(SqError, match=words):
+            swept.compare(*args)
