@@ -9,6 +9,8 @@ is one clear error instead of exhausting memory.
 from __future__ import annotations
 
 import errno
+import functools
+import hashlib
 import os
 import stat
 import secrets
@@ -85,6 +87,23 @@ def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
         raise Unreadable("stream did not contain valid UTF-8") from None
     except MemoryError:
         raise Unreadable("out of memory") from None
+
+
+@functools.lru_cache(maxsize=1)
+def build_fingerprint() -> str:
+    """A digest of the sq that is running: every Python module and compiled extension of the
+    package, by content. Two builds that could compute a run differently differ here, where
+    the version string (0.1.0 since the first commit) does not: the study cache's key."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for folder, dirs, names in sorted(os.walk(root)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(n for n in names if n.endswith((".py", ".so", ".pyd"))):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as f:
+                digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()[:16]
 
 
 def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:

@@ -30,7 +30,7 @@ from sq.confidence import ratio_interval, t_interval
 from sq.deep import run_deep
 from sq.executors import Executor
 from sq.errors import SqError
-from sq.files import path_argument
+from sq.files import Unreadable, build_fingerprint, path_argument, read_text, write_atomic
 from sq.progress import check_progress
 from sq.stats import SUMMARY_QUANTILES
 from sq.steady import in_steady_state
@@ -282,10 +282,9 @@ class Task:
     extra: tuple[str, ...]
 
     def key(self) -> str:
-        """The cache key: everything that determines the record, and the sq that made it."""
-        from sq import __version__  # noqa: PLC0415
-
-        text = json.dumps([__version__, self.ir_json, self.seed, sorted(self.extra)])
+        """The cache key: everything that determines the record, and the build of sq that made it
+        (`files.build_fingerprint`: a fix to the engine is a new key, where the version was not)."""
+        text = json.dumps([build_fingerprint(), self.ir_json, self.seed, sorted(self.extra)])
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -626,23 +625,38 @@ class _Cache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, task: Task) -> dict | None:
-        """The stored record of `task`; None, so the run is done again, for a file that cannot
-        be read or is not the record such a run makes (its metrics, each a number)."""
+        """The stored record of `task`; None, so the run is done again, for a file that cannot be
+        read (not a regular file -- a pipe or a link to a device is never read --, larger than
+        RECORD_LIMIT), or that is not the record this run makes: its own key inside, the checksum
+        of its numbers, its metrics, each a number."""
+        key = task.key()
         try:
-            record = json.loads(self._path(task).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stored = run_deep(json.loads, read_text(self._path(task), RECORD_LIMIT))
+        except (Unreadable, ValueError):
             return None
+        if not isinstance(stored, dict) or stored.get("key") != key:
+            return None
+        record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
-                or not all(type(v) is float for v in record.values()):
+                or not all(type(v) is float for v in record.values()) or stored.get("sum") != _checksum(key, record):
             return None
         return record
 
     def put(self, task: Task, record: dict) -> None:
+        """Store a record beside its key and checksum, written atomically (a temporary file
+        renamed over: two processes or threads sharing the cache never see half a record)."""
+        key = task.key()
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record), "record": record})])
+
+
+RECORD_LIMIT = 1 << 20      # a run's record is a few KB: anything far larger is not one
+
+
+def _checksum(key: str, record: dict) -> str:
+    """The digest of a record with its key: a record moved under another key fails it too."""
+    return hashlib.sha256(json.dumps([key, record]).encode()).hexdigest()
 
 
 # -- progress -------------------------------------------------------------------------

@@ -364,17 +364,67 @@ def test_a_cached_rerun_performs_no_run(tmp_path, monkeypatch, serial):
     assert len(calls) == 17
 
 
-@pytest.mark.parametrize("stored", ["{}", "[1,2]", "null", '{"wait.count": 1.0}', "RECORD_WITH_TEXT"])
-def test_a_cached_file_that_is_no_run_record_is_run_again(tmp_path, monkeypatch, stored):
+def _stored(files, i):
+    return json.loads(files[i].read_text())
+
+
+@pytest.mark.parametrize("stored", ["{}", "[1,2]", "null", '{"wait.count": 1.0}', "RECORD_WITH_TEXT",
+                                    "CHANGED_NUMBER", "NAN", "OTHER_SEED", "OTHER_KEY", "DEEP", "HUGE"])
+def test_a_cached_file_that_is_not_its_runs_record_is_run_again(tmp_path, monkeypatch, stored):
+    # issue 23: records were trusted blindly -- changed numbers, NaNs, a record copied from
+    # another seed were used. Each file holds its own key and the checksum of its numbers.
     first = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path, **SHORT)
     files = sorted(tmp_path.rglob("*.json"))
-    record = json.loads(files[0].read_text())
-    files[0].write_text(json.dumps({**record, "wait.mean": "x"}) if stored == "RECORD_WITH_TEXT" else stored)
+    own = _stored(files, 0)
+    other = _stored(files, 1)
+    record = own["record"]
+    text = {"RECORD_WITH_TEXT": json.dumps({**own, "record": {**record, "wait.mean": "x"}}),
+            "CHANGED_NUMBER": json.dumps({**own, "record": {**record, "wait.mean": record["wait.mean"] * 2}}),
+            "NAN": json.dumps({**own, "record": {**record, "wait.mean": math.nan}}),
+            "OTHER_SEED": json.dumps(other),                              # a valid record of another run
+            "OTHER_KEY": json.dumps({**other, "key": own["key"]}),        # ... claiming this run's key
+            "DEEP": "[" * 100_000 + "]" * 100_000,
+            "HUGE": json.dumps({**own, "pad": "x" * (study.RECORD_LIMIT + 1)})}.get(stored, stored)
+    files[0].write_text(text)
     calls = []
     monkeypatch.setattr(study, "run_task", lambda task: calls.append(task) or _original_run_task(task))
     again = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path, **SHORT)
     assert len(calls) == 1 and _equal_tables(again.records, first.records)
-    assert json.loads(files[0].read_text()) == record or _equal_tables([json.loads(files[0].read_text())], [record])
+    assert _equal_tables([_stored(files, 0)["record"]], [record])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("special", ["fifo", "devzero"])
+def test_a_special_file_at_a_records_path_is_never_read(tmp_path, monkeypatch, special):
+    first = study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
+    path = next(tmp_path.rglob("*.json"))
+    path.unlink()
+    os.mkfifo(path) if special == "fifo" else os.symlink("/dev/zero", path)
+    again = study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)   # no hang
+    assert _equal_tables(again.records, first.records)
+
+
+def test_the_cache_key_is_the_build_not_the_version(tmp_path, monkeypatch):
+    from sq import files
+
+    study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
+    calls = []
+    monkeypatch.setattr(study, "run_task", lambda task: calls.append(task) or _original_run_task(task))
+    monkeypatch.setattr(study, "build_fingerprint", lambda: "another build")   # a fixed engine, same version
+    study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
+    assert len(calls) == 1 and len(files.build_fingerprint()) == 16
+
+
+def test_threads_sharing_one_cache_agree(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(_):
+        return study.sweep(MMC, {"lam": [5, 6]}, [1, 2], executor="serial", cache=tmp_path, **SHORT).records
+
+    with ThreadPoolExecutor(4) as pool:
+        tables = list(pool.map(one, range(4)))
+    assert all(_equal_tables(t, tables[0]) for t in tables)
+    assert len(list(tmp_path.rglob("*.json"))) == 4 and not list(tmp_path.rglob("*.part"))
 
 
 # -- Ctrl-C ---------------------------------------------------------------------------
