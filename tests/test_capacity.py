@@ -632,9 +632,10 @@ def test_a_quantile_on_a_thin_tail_warns_with_the_horizon_that_would_do():
     assert "about 4 samples beyond its p99" in line and "horizon of about 1.26e+03 (warm-up 10)" in line
     assert tail_advice([{"ttft.count": 20000.0}], "ttft.p99", 60.0, 10.0) is None
     assert tail_advice(rows, "ttft.mean", 60.0, 10.0) is None
-    cuts = [{"x.mser": t} for t in (100.0, 900.0, 1500.0)]          # median: statistics from 900
-    assert "MSER-5 would start the statistics at about 900" in warmup_advice(cuts, "x", 10000.0, 100.0)
+    cuts = [{"x.mser": t} for t in (100.0, 1200.0, 1500.0, 2000.0)]  # three of four: from 1200 on
+    assert "MSER-5 would start the statistics at about 1.2e+03 or later" in warmup_advice(cuts, "x", 10000.0, 100.0)
     assert warmup_advice(cuts, "x", 10000.0, 1000.0) is None
+    assert warmup_advice([{"x.mser": t} for t in (100.0, 100.0, 1500.0, 2000.0)], "x", 10000.0, 100.0) is None
 
 
 def test_the_vllm_p99_question_at_60_s_warns():
