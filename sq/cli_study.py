@@ -137,6 +137,7 @@ def cmd_sweep(args) -> int:
             extra.append(y.name)
     # the names and values, the metrics and the run settings are checked by compiling every point
     points, _ = study.grid_points(grid)
+    # the first point here, before a scheduler is reached; the sweep checks every point
     first = study.compile_point(args.file, points[0], dict(horizon=args.horizon, warmup=args.warmup,
                                                            arrivals=args.arrivals))
     sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)

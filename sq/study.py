@@ -369,7 +369,8 @@ class _Plan:
                            for x in (horizon, warmup))
         programs = [compile_point(program, point, dict(horizon=horizon, warmup=warmup, arrivals=arrivals))
                     for point in points]
-        extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
+        extra = tuple(m.name for m in _metrics_at_every_point(metrics or (), programs, points)
+                      if m.observe is not None)
         irs, runs, columns = [], [], {}
         for p in programs:
             d = _ir_dict(p, horizon, warmup, arrivals)
@@ -386,6 +387,18 @@ class _Plan:
         """The finished runs' rows, in task order: swept values, seed, metrics."""
         return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
                 for (point, seed), record in zip(self.labels, results) if record is not None]
+
+
+def _metrics_at_every_point(metrics, programs, points) -> list:
+    """The metrics asked for, checked against every point's program (a pool `kv[2]` exists only
+    where the array has three members): an SqError naming the first point that lacks one."""
+    checked = sq_metrics.check_metrics(metrics, programs[0])
+    for program, point in zip(programs[1:], points[1:]):
+        try:
+            sq_metrics.check_metrics(metrics, program)
+        except SqError as err:
+            raise SqError(f"{err.message} at {_describe(point)}", phase="settings", notes=err.notes) from None
+    return checked
 
 
 def _collect(plan: _Plan, pool, store, results: list, progress) -> None:

@@ -165,3 +165,22 @@ def test_a_swept_array_size_keeps_every_points_columns(tmp_path, capsys):
     assert status == 0 and [line.split()[0] for line in printed[1:3]] == ["4", "2"]
     rows = list(csv.DictReader(out.open()))
     assert rows[0]["stage.engine[3].util"] != "" and rows[1]["stage.engine[3].util"] == ""
+
+
+# -- issue 23: one seed says so; a metric is checked at every point -------------------------
+
+def test_one_seed_warns_that_it_is_one(capsys):
+    assert cli.main(["sweep", MMC, "--seeds", "10", *SHORT, "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: --seeds 10 is one seed, 10: a study's intervals need two or more (--seeds 1..10" in err
+    cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1"])
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_metric_is_checked_at_every_point_of_the_grid(capsys):
+    replica = str(ROOT / "examples" / "multi-turn" / "replica.sq")
+    status = cli.main(["sweep", replica, "--set", "R=3,2", "--set", "rate=3", "--seeds", "1..2", "--horizon", "100",
+                       "--warmup", "10", "--metric", "pool.kv[2].used", "-j", "1"])
+    out, err = capsys.readouterr()
+    assert status == 2 and not out
+    assert "metric `pool.kv[2].used`: the program has no such metric at R=2, rate=3" in err
