@@ -8,6 +8,7 @@ is one clear error instead of exhausting memory.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -110,12 +111,22 @@ def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
     """Write the text `chunks` to `path` through a temporary file beside it,
     renamed over `path` only once all is written: a failure (a full disk, an
     interrupted run) leaves no partial file behind."""
+    with atomic_file(path) as f:
+        for chunk in chunks:
+            f.write(chunk)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, binary: bool = False, **options):
+    """A new file, open for writing, that becomes `path` when the block ends without an error
+    (renamed over it, atomically) and is removed when it does not: `path` holds the old file or
+    the whole new one, never part of it."""
     folder = os.path.dirname(os.fspath(path)) or "."
     fd, temp = _new_file(folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            for chunk in chunks:
-                f.write(chunk)
+        with (os.fdopen(fd, "wb") if binary else
+              os.fdopen(fd, "w", encoding="utf-8", **({"newline": ""} | options))) as f:
+            yield f
         os.replace(temp, path)
     except BaseException:
         try:

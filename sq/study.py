@@ -11,6 +11,7 @@ Ctrl-C) computes only what is missing.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -30,7 +31,7 @@ from sq.confidence import ratio_interval, t_interval
 from sq.deep import run_deep
 from sq.executors import Executor
 from sq.errors import SqError
-from sq.files import Unreadable, build_fingerprint, path_argument, read_text, write_atomic
+from sq.files import Unreadable, atomic_file, build_fingerprint, path_argument, read_text, write_atomic
 from sq.progress import check_progress
 from sq.stats import SUMMARY_QUANTILES
 from sq.steady import in_steady_state
@@ -247,17 +248,25 @@ WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("t
            ".json": ("to_json", {"lines": False})}
 
 
+@contextlib.contextmanager
 def _open_for_writing(path, who: str, binary: bool = False, **options):
-    """The file at `path`, open for writing; a path that cannot be written is an SqError of one line."""
+    """A file to write `path` through, atomically (`files.atomic_file`): a write that fails --
+    a full disk, a folder that vanished -- leaves the old file or none, never a table cut
+    mid-row, and is one SqError naming the file (the runs are still in the Sweep, and in the
+    cache if one was given)."""
     path = path_argument(path, who)
     folder = Path(path).parent
     if not folder.is_dir():
         raise SqError(f"{who}: cannot write `{path}`: the folder `{folder}` does not exist",
                       phase="settings")
     try:
-        return open(path, "wb") if binary else open(path, "w", encoding="utf-8", **options)
+        with atomic_file(path, binary, **options) as f:
+            yield f
     except OSError as e:
-        raise SqError(f"{who}: cannot write `{path}`: {e.strerror}", phase="settings") from None
+        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
+                      phase="settings",
+                      notes=("help: the runs are kept in the Sweep (and in the cache, if one was given): "
+                             "write them again once there is room",)) from None
 
 
 def _key(v):

@@ -833,3 +833,26 @@ def test_compare_is_the_paired_interval_over_common_seeds():
                         (({"lam": 1}, 9, "wait.mean"), "point a names lam")):
         with pytest.raises(SqError, match=words):
             swept.compare(*args)
+
+
+def test_a_write_that_fails_leaves_the_old_file_and_names_it(tmp_path, monkeypatch):
+    import errno
+
+    swept = study.sweep(MMC, {"lam": [5, 6]}, [1, 2], executor="serial", **SHORT)
+    out = tmp_path / "runs.csv"
+    out.write_text("the old table\n")
+    cells = []
+
+    def full_disk(v):      # the disk fills after a few cells: the table would be cut mid-row
+        cells.append(v)
+        if len(cells) > 30:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return v
+
+    monkeypatch.setattr(study, "_csv_cell", full_disk)
+    with pytest.raises(SqError, match=r"to_csv: cannot write `.*runs.csv`: No space left on device; nothing was"):
+        swept.to_csv(out)
+    assert out.read_text() == "the old table\n" and [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
+    monkeypatch.undo()
+    swept.write(out)
+    assert out.read_text().count("\n") == 5
