@@ -338,9 +338,10 @@ class Capacity:
         bounds = [c.bound for c in self.conditions if c.metric == metric]
         points = sorted((p for p in self.points if metric in p.intervals), key=lambda p: p.value)
         top = 3 * max(bounds) if bounds and max(bounds) > 0 else math.inf
+        verdict = {p.value: _metric_verdict(p, self.conditions, metric) for p in points}
         for decision, colour in colours.items():
-            shown = [p for p in points if p.decision == decision and p.intervals[metric][0] <= top]
-            beyond = [p for p in points if p.decision == decision and not p.intervals[metric][0] <= top]
+            shown = [p for p in points if verdict[p.value] == decision and p.intervals[metric][0] <= top]
+            beyond = [p for p in points if verdict[p.value] == decision and not p.intervals[metric][0] <= top]
             if shown:
                 a.errorbar([p.value for p in shown], [p.intervals[metric][0] for p in shown],
                            yerr=[p.intervals[metric][1] for p in shown], fmt="o", color=colour, capsize=3,
@@ -354,8 +355,24 @@ class Capacity:
         if self.value is not None:
             a.axvline(self.value, color="black", linestyle=":", label=f"{self.knob} = {self.value:g}")
         a.set_xlabel(self.knob)
+        if self.integer:     # 4.5 replicas is no tick
+            from matplotlib.ticker import MaxNLocator
+
+            a.xaxis.set_major_locator(MaxNLocator(integer=True))
         a.set_ylabel(metric)
         a.legend(fontsize="small")
+
+
+def _metric_verdict(point: Point, conditions, metric: str) -> str:
+    """A point's verdict on one metric's panel: its conditions on that metric (a value that meets
+    the p99 but violates the mean is green in the p99's panel), violating where its runs are not
+    in steady state (overload shows in every panel)."""
+    mine = [point.verdicts.get(str(c)) for c in conditions if c.metric == metric]
+    if not point.stationary or VIOLATES in mine:
+        return VIOLATES
+    if mine and all(v == MEETS for v in mine):
+        return MEETS
+    return UNDECIDED
 
 
 def _given_axes(ax, count: int) -> list:
@@ -604,13 +621,40 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     run = _point_runner(program, knob, conditions, seeds, cap, confidence, settle, records, on_point, lo is not None,
                         dict(horizon=horizon, warmup=warmup, arrivals=arrivals, cache=cache, progress=progress,
                              metrics=[c.metric for c in conditions]))
-    with _executor(executor, jobs) as ex:
-        value, bracket, confident, reason, points = search(k, lambda x: run(x, ex), lo=lo, hi=hi, tol=tol,
-                                                           max_points=max_points)
+    decided: list[Point] = []
+
+    def evaluate(x, ex) -> Point:
+        point = run(x, ex)
+        decided.append(point)
+        return point
+
+    try:
+        with _executor(executor, jobs) as ex:
+            value, bracket, confident, reason, points = search(k, lambda x: evaluate(x, ex), lo=lo, hi=hi,
+                                                               tol=tol, max_points=max_points)
+    except KeyboardInterrupt as stop:
+        _interrupted(stop, k, conditions, confidence, tol, decided, records)
+        raise
     if confident:
         confident, reason = _growth_only(k, bracket, points) or (confident, reason)
     return Capacity(knob, k.direction, k.integer, conditions, confidence, tol,
                     value, bracket, confident, reason, points, records)
+
+
+def _interrupted(stop: KeyboardInterrupt, knob: Knob, conditions, confidence, tol, decided, records) -> None:
+    """Ctrl-C during a search: the interrupt carries, as `.capacity`, what was found so far --
+    every decided value and its runs, and the finished runs of the value being judged (from the
+    sweep's own interrupt; their decision "interrupted") -- never confident."""
+    partial = getattr(stop, "sweep", None)
+    if partial is not None:
+        records.extend({**r, "decision": "interrupted"} for r in partial.records)
+    s = _Search(knob, None, tol, len(decided))
+    s.points = {p.value: p for p in decided}
+    m, v = s.ends()
+    reason = (f"interrupted after {len(decided)} values decided; {len(records)} runs kept "
+              "(in .records; with a cache, a rerun computes only what is missing)")
+    stop.capacity = Capacity(knob.name, knob.direction, knob.integer, conditions, confidence, tol, m, (m, v),
+                             False, reason, list(decided), records)
 
 
 def _growth_only(knob: Knob, bracket, points) -> tuple[bool, str] | None:

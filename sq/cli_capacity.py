@@ -6,6 +6,7 @@ bracket; `--json` prints the whole `Capacity` record instead.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from sq.cli_args import (add_program_args, add_run_args, check_writable, headless_plots, number, overrides,
@@ -56,7 +57,7 @@ def cmd_capacity(args) -> int:
         for line in point.warnings:
             print(f"  warning: {line}", file=out, flush=True)
 
-    with scheduler(args.scheduler) as client:
+    with scheduler(args.scheduler) as client, _interrupt_line(args):
         cap = capacity(program, args.knob, args.slo, lo=args.lo, hi=args.hi, seeds=seeds,
                        confidence=args.confidence, tol=args.tol, direction=args.direction, executor=client,
                        jobs=args.jobs, cache=args.cache, horizon=args.horizon, warmup=args.warmup,
@@ -66,3 +67,17 @@ def cmd_capacity(args) -> int:
         cap.plot(path=args.plot_out)
     print(cap.to_json() if args.json else cap.line())
     return 0
+
+
+@contextlib.contextmanager
+def _interrupt_line(args):
+    """Ctrl-C: the line `sq.__main__` prints says what was kept, not only "interrupted"."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        partial = getattr(stop, "capacity", None)
+        if partial is None:
+            raise
+        kept = f"; kept in {args.cache}" if args.cache else ""
+        raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.records)} runs "
+                         f"finished{kept}") from None

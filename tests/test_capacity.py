@@ -653,3 +653,45 @@ def test_mser_finds_the_transient_of_a_run_started_empty():
                  executor="serial").records
     cuts = sorted(r["response.mser"] for r in runs)
     assert cuts[2] > 0 and all(0 <= c <= 10000 for c in cuts)
+
+
+def test_ctrl_c_attaches_what_was_found(monkeypatch):
+    import sq.study
+
+    real = sq.study.sweep
+    calls = []
+
+    def interrupted_on_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            stop = KeyboardInterrupt()
+            stop.sweep = real(*args, **{**kwargs, "executor": "serial"})   # its finished runs
+            raise stop
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sq.study, "sweep", interrupted_on_the_third)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        capacity(MM1, "lam", "response.mean <= 5", lo=0.5, hi=0.95, tol=0.05, seeds=[1, 2, 3], horizon=3000,
+                 warmup=300, executor="serial", settle=1)
+    partial = caught.value.capacity
+    assert partial.points[0].value == 0.5 and partial.value == 0.5 and not partial.confident
+    assert f"interrupted after {len(partial.points)} values decided" in partial.reason
+    assert sum(r["decision"] == "interrupted" for r in partial.records) == 3
+
+
+def test_a_plot_colours_each_panel_by_its_own_conditions_and_ticks_whole_numbers():
+    from sq.capacity_search import Capacity, _metric_verdict
+
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    conds = parse_slo(["a.mean <= 1", "b.p99 <= 1"])
+    p = Point(3, VIOLATES, [1, 2], {"a.mean": (0.5, 0.1), "b.p99": (2.0, 0.1)},
+              {"a.mean <= 1": MEETS, "b.p99 <= 1": VIOLATES}, True)
+    assert _metric_verdict(p, conds, "a.mean") == MEETS and _metric_verdict(p, conds, "b.p99") == VIOLATES
+    q = Point(4, MEETS, [1, 2], {"a.mean": (0.2, 0.1), "b.p99": (0.2, 0.1)},
+              {"a.mean <= 1": MEETS, "b.p99 <= 1": MEETS}, True)
+    cap = Capacity("R", "min", True, conds, 0.95, 0.02, 4, (4, 3), True, "", [p, q], [])
+    axes = cap.plot()
+    green = [c for c in axes[0].containers if c.lines[0].get_color() == "tab:green"]
+    assert green and len(green[0].lines[0].get_xdata()) == 2        # both values meet the mean's bound
+    assert all(float(t).is_integer() for t in axes[0].get_xticks())
