@@ -41,6 +41,9 @@ STAGE_FIELDS = {"util": "utilization", "thru": "throughput", "number": "mean_num
 POOL_FIELDS = {"used": "mean_used", "cached": "mean_cached", "queue": "mean_queue", "wait": "mean_wait",
                "admits": "admissions", "preemptions": "preemptions", "evicted": "evicted_units",
                "rejected": "rejected", "stuck": "stuck"}
+# the metrics that count things: whole numbers in a record, so a table writes 2239, not 2239.0
+COUNT_FIELDS = frozenset({"count", "iters", "admits", "preemptions", "rejected", "stuck", "arrivals", "ended",
+                          "turns", "events", "warnings"})
 RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth")
 
 NAN = float("nan")
@@ -155,14 +158,14 @@ def report_metrics(report, extra=()) -> dict[str, float]:
             out[f"{g.name}.{f}"] = float(getattr(g, f))
     for s in report.stages:
         for f, attr in STAGE_FIELDS.items():
-            out[f"stage.{_label(s.name, s.index)}.{f}"] = float(getattr(s, attr))
+            out[f"stage.{_label(s.name, s.index)}.{f}"] = _cell(f, getattr(s, attr))
     for p in report.pools:
         for f, attr in POOL_FIELDS.items():
-            out[f"pool.{_label(p.name, p.index)}.{f}"] = float(getattr(p, attr))
+            out[f"pool.{_label(p.name, p.index)}.{f}"] = _cell(f, getattr(p, attr))
     for f in RUN_FIELDS[:5]:
-        out[f] = float(getattr(report, f))
+        out[f] = _cell(f, getattr(report, f))
     out["wall_s"] = float(getattr(report, "wall_s", NAN))
-    out["warnings"] = float(len(getattr(report, "warnings", None) or []))
+    out["warnings"] = len(getattr(report, "warnings", None) or [])
     out["growth"] = float(getattr(report, "growth", NAN))
     for text in extra:
         metric = text if isinstance(text, Metric) else parse_metric(text)
@@ -173,7 +176,12 @@ def report_metrics(report, extra=()) -> dict[str, float]:
 
 
 def _observe_metrics(o) -> dict[str, float]:
-    return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
+    return {f"{o.name}.{f}": _cell(f, getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
+
+
+def _cell(field_: str, value) -> float | int:
+    """A metric's value as a record holds it: an int for a count (COUNT_FIELDS), else a float."""
+    return int(value) if field_ in COUNT_FIELDS else float(value)
 
 
 MSER_BATCH = 5

@@ -662,7 +662,8 @@ class _Cache:
             return None
         record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
-                or not all(type(v) is float for v in record.values()) or stored.get("sum") != _checksum(key, record):
+                or not all(type(v) in (float, int) for v in record.values()) \
+                or stored.get("sum") != _checksum(key, record):
             return None
         return record
 

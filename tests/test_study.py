@@ -856,3 +856,25 @@ def test_a_write_that_fails_leaves_the_old_file_and_names_it(tmp_path, monkeypat
     monkeypatch.undo()
     swept.write(out)
     assert out.read_text().count("\n") == 5
+
+
+def test_counts_stay_whole_numbers_in_every_table(tmp_path):
+    swept = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path / "c", **SHORT)
+    for name in ("wait.count", "arrivals", "ended", "events", "warnings", "stage.pool8.iters"):
+        assert all(type(r[name]) is int for r in swept.records), name
+    assert type(swept.records[0]["wait.mean"]) is float
+    swept.to_csv(tmp_path / "runs.csv")
+    with open(tmp_path / "runs.csv") as f:
+        row = dict(zip(*[line.rstrip("\n").split(",") for line in list(f)[:2]]))
+    assert row["arrivals"].isdigit() and row["wait.count"].isdigit()      # 2239, not 2239.0
+    swept.to_json(tmp_path / "runs.jsonl")
+    assert type(json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0])["arrivals"]) is int
+    pd = pytest.importorskip("pandas")
+    assert pd.api.types.is_integer_dtype(swept.runs["arrivals"])
+    again = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path / "c", **SHORT)
+    assert all(type(r["arrivals"]) is int for r in again.records)       # from the cache too
+    if pytest.importorskip("pyarrow"):
+        import pyarrow.parquet as pq
+
+        swept.to_parquet(tmp_path / "runs.parquet")
+        assert str(pq.read_table(tmp_path / "runs.parquet").schema.field("arrivals").type) == "int64"
