@@ -52,7 +52,7 @@ def test_seeds_and_values():
     (["--plot", "x=lam,y=wait.p99"], "--plot needs --plot-out"),
     (["--set", "lam=5,6", "--plot", "x=c,y=wait.p99", "--plot-out", "p.png"], "x=c: not a swept name"),
     (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
-    (["--horizon", "10", "--warmup", "20"], "warmup < horizon"),
+    (["--horizon", "10", "--warmup", "20"], "warmup must be below the horizon"),
     (["--scheduler", "tcp://127.0.0.1:PORT"], "cannot reach the scheduler"),
     # a repeated value would be one point counting each seed's run twice
     (["--set", "lam=5,5"], "error: --set lam=5,5: `lam` is given the value 5 twice; its runs would count"),
@@ -167,3 +167,22 @@ def test_a_swept_array_size_keeps_every_points_columns(tmp_path, capsys):
     assert status == 0 and [line.split()[0] for line in printed[1:3]] == ["4", "2"]
     rows = list(csv.DictReader(out.open()))
     assert rows[0]["stage.engine[3].util"] != "" and rows[1]["stage.engine[3].util"] == ""
+
+
+# -- issue 23: one seed says so; a metric is checked at every point -------------------------
+
+def test_one_seed_warns_that_it_is_one(capsys):
+    assert cli.main(["sweep", MMC, "--seeds", "10", *SHORT, "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: --seeds 10 is one seed, 10: a study's intervals need two or more (--seeds 1..10" in err
+    cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1"])
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_metric_is_checked_at_every_point_of_the_grid(capsys):
+    replica = str(ROOT / "examples" / "multi-turn" / "replica.sq")
+    status = cli.main(["sweep", replica, "--set", "R=3,2", "--set", "rate=3", "--seeds", "1..2", "--horizon", "100",
+                       "--warmup", "10", "--metric", "pool.kv[2].used", "-j", "1"])
+    out, err = capsys.readouterr()
+    assert status == 2 and not out
+    assert "metric `pool.kv[2].used`: the program has no such metric at R=2, rate=3" in err

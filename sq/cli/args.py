@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import sys
+from pathlib import Path
 
 from sq.errors import SqError
 from sq._support.files import writable
@@ -83,7 +85,13 @@ def parse_seeds(text: str) -> list[int]:
             seeds = [int(s, 0) for s in text.split(",")]
     except ValueError:
         raise SqError(f"--seeds takes 1..10 or 1,4,9, found `{text}`", phase="settings") from None
-    return seed_list(seeds, f"--seeds {text}")
+    seeds = seed_list(seeds, f"--seeds {text}")
+    if len(seeds) == 1:     # `--seeds 10` is the seed 10, not ten seeds: say so before any run
+        print(f"warning: --seeds {text.strip()} is one seed, {seeds[0]}: a study's intervals need two or more "
+              f"(--seeds 1..{seeds[0]} for {seeds[0]} seeds)" if seeds[0] > 1 else
+              f"warning: --seeds {text.strip()} is one seed: a study's intervals need two or more (--seeds 1..10)",
+              file=sys.stderr)
+    return seeds
 
 
 # -- flags -----------------------------------------------------------------------------------

@@ -137,7 +137,9 @@ def cmd_sweep(args) -> int:
             extra.append(y.name)
     # the names and values, the metrics and the run settings are checked by compiling every point
     points, _ = study.grid_points(grid)
-    first = study.compile_point(args.file, points[0])
+    # the first point here, before a scheduler is reached; the sweep checks every point
+    first = study.compile_point(args.file, points[0], dict(horizon=args.horizon, warmup=args.warmup,
+                                                           arrivals=args.arrivals))
     sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
     for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
         if path:

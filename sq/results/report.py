@@ -291,6 +291,9 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
     stopped: str | None = None
+    # the live sessions' growth per unit of time from the first to the second half of the
+    # measured window (`sq.results.steady.live_growth`): a study's slope test; not in the JSON
+    growth: float = float("nan")
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
     # overrides and `def` replacements applied (two runs differing only in either are told
     # apart), the sq that ran it and the run's wall time (lowering, engine, report)
@@ -317,6 +320,7 @@ class Report:
             list(getattr(raw, "pool_dump", None) or []),
             steady.warnings(raw),
             getattr(raw, "stopped", None),
+            steady.live_growth(raw),
         )
 
     # lookups, as pyserq's Report has them

@@ -11,6 +11,7 @@ Ctrl-C) computes only what is missing.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -26,12 +27,13 @@ from pathlib import Path
 from sq.results import metrics as sq_metrics
 from sq._support import settings
 from sq._support._optional import available, require
-from sq.results.confidence import t_interval
+from sq.results.confidence import ratio_interval, t_interval
 from sq._support.deep import run_deep
 from sq.study.executors import Executor
 from sq.errors import SqError
-from sq._support.files import path_argument
+from sq._support.files import Unreadable, atomic_file, build_fingerprint, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress
+from sq.results.stats import SUMMARY_QUANTILES
 from sq.results.steady import in_steady_state
 
 # -- the results -------------------------------------------------------------------------
@@ -89,9 +91,44 @@ class Sweep:
             row["n"] = len(runs)
             row["unsteady"] = sum(not in_steady_state(r) for r in runs)
             for m in metrics:  # NaN where the point has no such stage or pool
-                row[m], row[m + "±"] = t_interval([r[m] for r in runs if m in r], confidence)
+                row[m], row[m + "±"] = point_interval(runs, m, confidence)
             rows.append(row)
         return rows
+
+    def compare(self, a, b, metric: str, confidence: float = 0.95) -> "Comparison":
+        """The paired difference of `metric` between two points, b minus a, over the seeds both
+        ran: each seed's difference, then their Student-t interval. Common random numbers make
+        the pairs move together, so the interval is far narrower than the two points' own.
+        A point is a {name: value} dict, or its value when one name is swept."""
+        a_runs, b_runs = self._point_runs(a, "a"), self._point_runs(b, "b")
+        if metric not in self.metrics:
+            raise SqError(f"compare: `{metric}` is not a metric of the sweep", phase="settings",
+                          notes=(f"help: e.g. {', '.join(self.metrics[:8])}, …",))
+        by_seed = {r["seed"]: r for r in a_runs if metric in r}
+        pairs = [(by_seed[r["seed"]][metric], r[metric]) for r in b_runs if r["seed"] in by_seed and metric in r]
+        if not pairs:
+            raise SqError("compare: the two points have no seed in common", phase="settings")
+        mean, half = t_interval([y - x for x, y in pairs], confidence)
+        return Comparison(metric, self._point_of(a), self._point_of(b), len(pairs), mean, half, confidence)
+
+    def _point_of(self, value) -> dict:
+        if isinstance(value, dict):
+            return value
+        if len(self.names) != 1:
+            raise SqError(f"compare: with several swept names ({', '.join(self.names)}) give a point as "
+                          "{name: value}", phase="settings")
+        return {self.names[0]: value}
+
+    def _point_runs(self, value, which: str) -> list[dict]:
+        point = self._point_of(value)
+        if set(point) != set(self.names):
+            raise SqError(f"compare: point {which} names {', '.join(point) or 'nothing'}; the sweep's points "
+                          f"name {', '.join(self.names)}", phase="settings")
+        key = {n: _same_value(v) for n, v in point.items()}
+        runs = [r for r in self.records if all(_same_value(r.get(n)) == v for n, v in key.items())]
+        if not runs:
+            raise SqError(f"compare: the sweep has no runs at {_describe(point)}", phase="settings")
+        return runs
 
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
@@ -142,21 +179,94 @@ class Sweep:
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
 
 
+def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
+    """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
+    values, or for a share (`OBS.le(X)`) the ratio interval weighted by each run's count."""
+    count = sq_metrics.weight_column(metric)
+    if count is not None and all(count in r for r in runs):
+        have = [r for r in runs if metric in r]
+        return ratio_interval([r[metric] for r in have], [r[count] for r in have], confidence)
+    return t_interval([r[metric] for r in runs if metric in r], confidence)
+
+
+TAIL_SAMPLES = 100      # samples beyond a quantile a run needs for its own quantile to be trusted
+MSER_SHARE = 0.10       # a warm-up MSER-5 would lengthen by more than this share of the window is short
+
+
+def tail_advice(runs: list[dict], metric: str, horizon: float, warmup: float) -> str | None:
+    """A warning when a quantile metric (`OBS.p99`) rests on fewer than TAIL_SAMPLES samples
+    beyond it in the average run (n·(1 - q)): a run's own p99 of few samples is biased low;
+    names the horizon that would give enough (the samples grow with the measured window)."""
+    observe, _, name = metric.rpartition(".")
+    q = dict(SUMMARY_QUANTILES).get(name)
+    counts = [r[f"{observe}.count"] for r in runs if f"{observe}.count" in r]
+    if q is None or not 0.0 < q < 1.0 or not counts:
+        return None
+    beyond = math.fsum(counts) / len(counts) * (1.0 - q)
+    if beyond >= TAIL_SAMPLES:
+        return None
+    enough = warmup + (horizon - warmup) * TAIL_SAMPLES / max(beyond, 1e-9)
+    return (f"{metric}: a run holds about {beyond:.3g} samples beyond its {name} (n·(1-q)), fewer than "
+            f"{TAIL_SAMPLES}: each run's {name} is biased toward the middle; a horizon of about {enough:.3g} "
+            f"(warm-up {warmup:g}) would give {TAIL_SAMPLES}")
+
+
+def warmup_advice(runs: list[dict], observe: str, horizon: float, warmup: float) -> str | None:
+    """A warning when MSER-5 (`OBS.mser`) would start the statistics more than MSER_SHARE of the
+    measured window later than the warm-up given in three runs of four (its lower quartile over
+    the runs: on a stable run MSER-5 sometimes cuts a burst by chance); names that warm-up."""
+    column = f"{observe}.mser"
+    cuts = sorted(r[column] for r in runs if column in r and not math.isnan(r[column]))
+    if not cuts:
+        return None
+    quartile = cuts[len(cuts) // 4]
+    if not quartile > warmup + MSER_SHARE * (horizon - warmup):
+        return None
+    return (f"{observe}: the warm-up {warmup:g} looks too short: MSER-5 would start the statistics at about "
+            f"{quartile:.3g} or later in three runs of four (give a warm-up of about {quartile:.3g}, and a "
+            "horizon to match)")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`Sweep.compare`: metric at b minus metric at a, paired over n common seeds."""
+
+    metric: str
+    a: dict
+    b: dict
+    n: int
+    difference: float
+    half_width: float
+    confidence: float
+
+    def __str__(self) -> str:
+        return (f"{self.metric}: ({_describe(self.b)}) - ({_describe(self.a)}) = {self.difference:.6g} "
+                f"± {self.half_width:.2g} ({self.confidence:.0%}, paired over {self.n} seeds)")
+
+
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
            ".json": ("to_json", {"lines": False})}
 
 
+@contextlib.contextmanager
 def _open_for_writing(path, who: str, binary: bool = False, **options):
-    """The file at `path`, open for writing; a path that cannot be written is an SqError of one line."""
+    """A file to write `path` through, atomically (`files.atomic_file`): a write that fails --
+    a full disk, a folder that vanished -- leaves the old file or none, never a table cut
+    mid-row, and is one SqError naming the file (the runs are still in the Sweep, and in the
+    cache if one was given)."""
     path = path_argument(path, who)
     folder = Path(path).parent
     if not folder.is_dir():
         raise SqError(f"{who}: cannot write `{path}`: the folder `{folder}` does not exist",
                       phase="settings")
     try:
-        return open(path, "wb") if binary else open(path, "w", encoding="utf-8", **options)
+        with atomic_file(path, binary, **options) as f:
+            yield f
     except OSError as e:
-        raise SqError(f"{who}: cannot write `{path}`: {e.strerror}", phase="settings") from None
+        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
+                      phase="settings",
+                      notes=("help: the runs are kept in the Sweep (and in the cache, if one was given): "
+                             "write them again once there is room",)) from None
 
 
 def _key(v):
@@ -183,10 +293,9 @@ class Task:
     extra: tuple[str, ...]
 
     def key(self) -> str:
-        """The cache key: everything that determines the record, and the sq that made it."""
-        from sq._support.version import __version__  # noqa: PLC0415
-
-        text = json.dumps([__version__, self.ir_json, self.seed, sorted(self.extra)])
+        """The cache key: everything that determines the record, and the build of sq that made it
+        (`files.build_fingerprint`: a fix to the engine is a new key, where the version was not)."""
+        text = json.dumps([build_fingerprint(), self.ir_json, self.seed, sorted(self.extra)])
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -267,8 +376,10 @@ class _Plan:
         # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
-        programs = [compile_point(program, point) for point in points]
-        extra = tuple(m.name for m in sq_metrics.check_metrics(metrics or (), programs[0]) if m.observe is not None)
+        programs = [compile_point(program, point, dict(horizon=horizon, warmup=warmup, arrivals=arrivals))
+                    for point in points]
+        extra = tuple(m.name for m in _metrics_at_every_point(metrics or (), programs, points)
+                      if m.observe is not None)
         irs, runs, columns = [], [], {}
         for p in programs:
             d = _ir_dict(p, horizon, warmup, arrivals)
@@ -285,6 +396,18 @@ class _Plan:
         """The finished runs' rows, in task order: swept values, seed, metrics."""
         return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
                 for (point, seed), record in zip(self.labels, results) if record is not None]
+
+
+def _metrics_at_every_point(metrics, programs, points) -> list:
+    """The metrics asked for, checked against every point's program (a pool `kv[2]` exists only
+    where the array has three members): an SqError naming the first point that lacks one."""
+    checked = sq_metrics.check_metrics(metrics, programs[0])
+    for program, point in zip(programs[1:], points[1:]):
+        try:
+            sq_metrics.check_metrics(metrics, program)
+        except SqError as err:
+            raise SqError(f"{err.message} at {_describe(point)}", phase="settings", notes=err.notes) from None
+    return checked
 
 
 def _collect(plan: _Plan, pool, store, results: list, progress) -> None:
@@ -435,19 +558,23 @@ def _length(values) -> int | None:
         return None
 
 
-def compile_point(program, point: dict):
-    """The program with the point's `let` values: `sq.compile(path, sets=point)`, or a compiled
-    Program compiled again from what it was compiled from with the point's values added."""
+def compile_point(program, point: dict, run: dict | None = None):
+    """The program with the point's `let` values: `sq.compile(path, sets=point, **run)`, or a
+    compiled Program compiled again from what it was compiled from with the point's values
+    added. `run` holds the study's horizon, warmup and arrivals (None: the program's own):
+    they apply before linking, as `sq run --horizon` does, so a program without
+    `run { horizon T; }` can be studied."""
     from sq.frontend.compile import compile_program  # noqa: PLC0415
 
+    given = {k: v for k, v in (run or {}).items() if v is not None}
     if isinstance(program, (str, os.PathLike)):
-        return compile_program(program, sets=point)
+        return compile_program(program, sets=point, **given)
     check_program(program, "sweep")
-    if not point:
+    if not point:       # compiled with a horizon: the settings are written into its IR (`_ir_dict`)
         return program
     origin = compiled_from(program, "sweep")
     return compile_program(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
-                           | {"sets": {**origin["sets"], **point}})
+                           | {"sets": {**origin["sets"], **point}} | given)
 
 
 def compiled_from(program, who: str) -> dict:
@@ -522,23 +649,39 @@ class _Cache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, task: Task) -> dict | None:
-        """The stored record of `task`; None, so the run is done again, for a file that cannot
-        be read or is not the record such a run makes (its metrics, each a number)."""
+        """The stored record of `task`; None, so the run is done again, for a file that cannot be
+        read (not a regular file -- a pipe or a link to a device is never read --, larger than
+        RECORD_LIMIT), or that is not the record this run makes: its own key inside, the checksum
+        of its numbers, its metrics, each a number."""
+        key = task.key()
         try:
-            record = json.loads(self._path(task).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            stored = run_deep(json.loads, read_text(self._path(task), RECORD_LIMIT))
+        except (Unreadable, ValueError):
             return None
+        if not isinstance(stored, dict) or stored.get("key") != key:
+            return None
+        record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
-                or not all(type(v) is float for v in record.values()):
+                or not all(type(v) in (float, int) for v in record.values()) \
+                or stored.get("sum") != _checksum(key, record):
             return None
         return record
 
     def put(self, task: Task, record: dict) -> None:
+        """Store a record beside its key and checksum, written atomically (a temporary file
+        renamed over: two processes or threads sharing the cache never see half a record)."""
+        key = task.key()
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record), "record": record})])
+
+
+RECORD_LIMIT = 1 << 20      # a run's record is a few KB: anything far larger is not one
+
+
+def _checksum(key: str, record: dict) -> str:
+    """The digest of a record with its key: a record moved under another key fails it too."""
+    return hashlib.sha256(json.dumps([key, record]).encode()).hexdigest()
 
 
 # -- progress -------------------------------------------------------------------------
