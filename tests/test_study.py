@@ -616,7 +616,7 @@ def test_plot_draws_a_line_per_group_with_the_slo(serial):
         serial.plot("lam", "nope.p99")
 
 
-def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
+def test_a_missing_extra_names_the_pip_install(serial, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(SqError) as err:
         serial.runs
@@ -626,9 +626,15 @@ def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(SqError, match=r"pip install 'sq\[plot\]'"):
         serial.plot("lam", "wait.p99")
+    # a sweep without tqdm falls back to a plain line, as a run does, after a note naming the extra
     monkeypatch.setitem(sys.modules, "tqdm", None)
-    with pytest.raises(SqError, match=r"pip install 'sq\[progress\]'"):
-        study.sweep(MMC, {"lam": [5]}, [1], executor="serial", progress=True, **SHORT)
+    capsys.readouterr()
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=True, **SHORT)
+    err = capsys.readouterr().err
+    assert "pip install 'sq[progress]'" in err and "(showing a plain line)" in err
+    assert "] 2/2 runs" in err and err.endswith("\n")
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=False, **SHORT)
+    assert capsys.readouterr().err == ""
 
 
 def test_progress_bar_on_request(capsys):

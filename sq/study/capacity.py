@@ -692,7 +692,8 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     counts; growth still there at the longest is a violation. The error 1 - confidence is
     spent over the horizon levels (`level_shares`), the looks (`planned_looks`) and the
     conditions (`look_level`)."""
-    from sq.study.sweep import compile_point, sweep
+    from sq.study.plan import Plan, compile_point
+    from sq.study.sweep import run_plan
 
     help_ = ("help: narrow lo and hi to values where the program runs" if ranged
              else "help: give lo and hi to keep the search where the program runs")
@@ -704,20 +705,30 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     observes = [column.rpartition(".")[0] for column, _ in drifts]
     extra = [*sweep_args["metrics"], *(column for column, _ in drifts), *(f"{o}.mser" for o in observes)]
 
-    def runs_at(x, batch, executor, settings_) -> list[dict]:
+    @contextlib.contextmanager
+    def cannot_run(x):
         try:
-            return sweep(program, [{knob: x}], batch, executor=executor,
-                         **{**sweep_args, **settings_, "metrics": extra}).records
+            yield
         except SqError as err:
             raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
                           notes=(*err.notes, help_)) from None
 
-    def at_level(x, executor, settings_, share: float, last: bool) -> tuple[Point, list[dict]]:
+    def plan_at(x, settings_) -> Plan:
+        """The value's one plan at these run settings: compiled once, whatever seeds it gets."""
+        with cannot_run(x):
+            return Plan(program, [{knob: x}], **settings_, metrics=extra)
+
+    def runs_at(plan, x, batch, executor) -> list[dict]:
+        with cannot_run(x):
+            return run_plan(plan, batch, executor=executor, cache=sweep_args["cache"],
+                            progress=sweep_args["progress"]).records
+
+    def at_level(x, executor, plan, share: float, last: bool) -> tuple[Point, list[dict]]:
         level = look_level(confidence, looks, len(conditions), share)
         rows: list[dict] = []
         batch = seeds
         while True:
-            rows += runs_at(x, batch, executor, settings_)
+            rows += runs_at(plan, x, batch, executor)
             steady = steadiness(rows, drifts, servers)
             # before the longest run only suspect growth sends the point on; there, it is judged
             point = judge(x, rows, conditions, level, steady if last else _calm(steady),
@@ -734,10 +745,12 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     def run(x, executor) -> Point:
         kept: list[dict] = []
         previous = None
+        base = plan_at(x, given)
         for factor, share in zip(levels, level_shares(len(levels))):
             last = factor == levels[-1]
-            settings_ = given if factor == 1 else _longer(program, knob, x, given, factor)
-            point, rows = at_level(x, executor, settings_, share, last)
+            settings_ = given if factor == 1 else _longer(base.settings[0], factor)
+            plan = base if factor == 1 else plan_at(x, settings_)
+            point, rows = at_level(x, executor, plan, share, last)
             point.horizon = None if factor == 1 else {k: v for k, v in settings_.items() if v is not None}
             kept += [{**r, "horizon_factor": factor} for r in rows]
             growth = point.steadiness.growth
@@ -745,7 +758,7 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
             previous = growth
             if last or point.decision == VIOLATES or not point.steadiness.suspect():
                 break
-        point.warnings = _advice(rows, conditions, observes, _run_settings(program, knob, x, settings_))
+        point.warnings = _advice(rows, conditions, observes, plan.settings[0])
         records.extend({**r, "decision": point.decision} for r in kept)
         if on_point is not None:
             on_point(point)
@@ -773,22 +786,12 @@ def _drift_columns(conditions) -> list[tuple[str, float]]:
     return list(out.items())
 
 
-def _longer(program, knob, x, given: dict, factor: int) -> dict:
-    """The run settings `factor` times longer than those in effect at `knob = x` (the given
-    ones, or the program's own): the horizon, the warm-up and a limit of arrivals alike."""
-    now = _run_settings(program, knob, x, given)
-    horizon, arrivals = now["horizon"], now["arrivals"]
-    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon, "warmup": now["warmup"] * factor,
-            "arrivals": None if arrivals is None else int(arrivals) * factor}
-
-
-def _run_settings(program, knob, x, given: dict) -> dict:
-    """The horizon, warm-up and arrivals the runs at `knob = x` use: those given, else the program's."""
-    from sq._support import settings
-    from sq.study.sweep import compile_point
-
-    ir = settings.with_settings(compile_point(program, {knob: x}, given).to_dict(exact=True), seed=None, **given)
-    return {"horizon": float(ir["horizon"]), "warmup": float(ir.get("warmup", 0.0)), "arrivals": ir.get("arrivals")}
+def _longer(now: dict, factor: int) -> dict:
+    """The run settings `factor` times longer than those in effect at a value (`now`: its plan's
+    horizon, warm-up and arrivals, given or the program's own): all three alike."""
+    horizon, arrivals = float(now["horizon"]), now["arrivals"]
+    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon,
+            "warmup": float(now["warmup"]) * factor, "arrivals": None if arrivals is None else int(arrivals) * factor}
 
 
 def _advice(rows, conditions, observes, run: dict) -> list[str]:
