@@ -157,6 +157,9 @@ class Sweep:
         pq = require("pyarrow.parquet", "Sweep.to_parquet")
         columns = self._columns()
         table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
+        # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
+            self.provenance, default=str).encode()})
         with _open_for_writing(path, "to_parquet", binary=True) as f:
             pq.write_table(table, f)
 
@@ -390,7 +393,7 @@ class _Plan:
         self.metric_columns = [*columns, *dict.fromkeys(extra)]
         self.tasks = [Task(ir_json, seed, extra) for ir_json in irs for seed in seeds]
         self.labels = [(point, seed) for point in points for seed in seeds]
-        self.provenance = _provenance(program, seeds, runs, extra)
+        self.provenance = study_provenance(program, seeds, runs, extra)
 
     def records(self, results) -> list[dict]:
         """The finished runs' rows, in task order: swept values, seed, metrics."""
@@ -611,7 +614,7 @@ def _ir_dict(program, horizon, warmup, arrivals) -> dict:
     return d
 
 
-def _provenance(program, seeds, runs: list[dict], extra) -> dict:
+def study_provenance(program, seeds, runs: list[dict], extra) -> dict:
     """What made the study's runs: the program with its own `sets` and `defs`, and the run
     settings in effect (the study's or the program's own), one value, or one per point when
     the points differ (a swept `let` the horizon reads)."""
@@ -621,7 +624,8 @@ def _provenance(program, seeds, runs: list[dict], extra) -> dict:
     path = os.fspath(program) if isinstance(program, (str, os.PathLike)) else origin.get("path")
     settings_used = {key: _one_or_each([run[key] for run in runs]) for key in ("horizon", "warmup", "arrivals")}
     return {"program": path, "overrides": dict(origin.get("sets") or {}), "defs": dict(origin.get("defs") or {}),
-            "sq_version": __version__, "seeds": list(seeds), **settings_used, "metrics": list(extra)}
+            "sq_version": __version__, "sq_build": build_fingerprint(), "seeds": list(seeds), **settings_used,
+            "metrics": list(extra)}
 
 
 def _one_or_each(values: list):

@@ -878,3 +878,18 @@ def test_counts_stay_whole_numbers_in_every_table(tmp_path):
 
         swept.to_parquet(tmp_path / "runs.parquet")
         assert str(pq.read_table(tmp_path / "runs.parquet").schema.field("arrivals").type) == "int64"
+
+
+def test_provenance_names_the_build_in_parquet_and_in_a_capacity_record(tmp_path):
+    from sq import files
+
+    swept = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", **SHORT)
+    assert swept.provenance["sq_build"] == files.build_fingerprint()
+    pq = pytest.importorskip("pyarrow.parquet")
+    swept.to_parquet(tmp_path / "runs.parquet")
+    stored = json.loads(pq.read_schema(tmp_path / "runs.parquet").metadata[b"sq.provenance"])
+    assert stored == json.loads(json.dumps(swept.provenance))
+    cap = sq.capacity(MMC, "c", "wait.mean <= 0.2", lo=8, hi=9, seeds=[1, 2], executor="serial", settle=1, **SHORT)
+    made = json.loads(cap.to_json())["provenance"]
+    assert made["program"] == MMC and made["sq_build"] == files.build_fingerprint() and made["seeds"] == [1, 2]
+    assert made["horizon"] == SHORT["horizon"]
