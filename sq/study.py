@@ -376,6 +376,7 @@ class _Plan:
     def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
         points, self.names = grid_points(grid)
         seeds = seed_list(seeds)
+        check_runs(len(points), len(seeds), "sweep")
         # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
@@ -448,8 +449,10 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
             if not vs:
                 raise SqError(f"sweep: `{name}` has no values", phase="settings")
             values.append(distinct_values(name, [_value(name, v) for v in vs]))
+        check_points(math.prod(len(v) for v in values), " × ".join(str(len(v)) for v in values))
         return [dict(zip(names, combo)) for combo in itertools.product(*values)], names
-    points = list(grid)
+    points = list(itertools.islice(grid, MAX_POINTS + 1))
+    check_points(len(points), "given")
     if not points or not all(isinstance(p, dict) for p in points):
         raise SqError("sweep: the grid is {name: [values]} or a non-empty list of {name: value} points",
                       phase="settings")
@@ -458,6 +461,23 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
     points = [{n: _value(n, v) for n, v in p.items()} for p in points]
     _distinct_points(points, names)
     return points, names
+
+
+MAX_POINTS = 20_000     # every point is compiled (its IR kept) before the first run
+
+
+def check_points(count: int, how: str) -> None:
+    """A study of more than MAX_POINTS points is refused before any is compiled: its programs
+    alone would fill the memory (two ranges of 1,000 values grew past 1.4 GB)."""
+    if count > MAX_POINTS:
+        raise SqError(f"sweep: the grid has {count} points ({how}), more than {MAX_POINTS}: every point is "
+                      "compiled before the first run", phase="settings",
+                      notes=("help: split the study into smaller grids, or sweep fewer values",))
+
+
+def check_runs(points: int, seeds: int, who: str) -> None:
+    """The runs of a study (points × seeds), at most settings.MAX_VALUES: refused before any run."""
+    settings.at_most(points * seeds, f"runs ({points} points × {seeds} seeds)", who)
 
 
 def _distinct_points(points: list[dict], names: list[str]) -> None:
@@ -538,6 +558,9 @@ def seed_list(seeds, who: str = "sweep") -> list[int]:
     if count is not None:  # before a list is built: range(2**64) would fill the memory
         settings.at_most(count, "seeds", who)
     out: list[int] = []
+    if count is None:   # an iterator (a generator may never end): read at most one past the cap
+        seeds = list(itertools.islice(seeds, settings.MAX_VALUES + 1))
+        settings.at_most(len(seeds), "seeds", who)
     for s in seeds:
         if not settings.is_u64(s):
             raise SqError(f"{who}: {SEED_RULE}, found {s!r}", phase="settings")

@@ -893,3 +893,18 @@ def test_provenance_names_the_build_in_parquet_and_in_a_capacity_record(tmp_path
     made = json.loads(cap.to_json())["provenance"]
     assert made["program"] == MMC and made["sq_build"] == files.build_fingerprint() and made["seeds"] == [1, 2]
     assert made["horizon"] == SHORT["horizon"]
+
+
+def test_a_studys_size_is_bounded_before_anything_is_compiled(monkeypatch):
+    import itertools
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("a point was compiled")
+
+    monkeypatch.setattr(study, "compile_point", no_compiling)
+    with pytest.raises(SqError, match=r"the grid has 1000000 points \(1000 × 1000\), more than 20000"):
+        study.sweep(MMC, {"lam": range(1, 1001), "mu": range(1, 1001)}, [1])
+    with pytest.raises(SqError, match=r"2000000 runs \(1000 points × 2000 seeds\) is more than 1000000"):
+        study.sweep(MMC, {"lam": range(1, 1001)}, range(2000))
+    with pytest.raises(SqError, match="seeds is more than 1000000"):
+        study.sweep(MMC, {"lam": [5]}, itertools.count(1))          # a generator that never ends
