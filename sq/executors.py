@@ -105,7 +105,8 @@ def process_pool(workers: int):
             with _main_hidden():  # the pool starts its workers as tasks arrive
                 return super().submit(fn, *args, **kwargs)
 
-    return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_ignore_interrupt)
+    return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                initargs=(os.getpid(),))
 
 
 def worker_ended(who: str) -> SqError:
@@ -164,10 +165,24 @@ def _main_hidden():
         sys.modules["__main__"] = main
 
 
-def _ignore_interrupt() -> None:
+def _worker_start(parent: int) -> None:
+    """A worker leaves Ctrl-C to its parent, and dies with it: on Linux the kernel sends it
+    SIGKILL when the parent ends (PR_SET_PDEATHSIG), so a SIGTERM or SIGKILL of `sweep -j 2`
+    leaves no worker running and holding the caller's stdout; a parent already gone by then
+    ends the worker at once."""
     import signal  # noqa: PLC0415
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _is_futures(x) -> bool:

@@ -184,3 +184,67 @@ def test_a_metric_is_checked_at_every_point_of_the_grid(capsys):
     out, err = capsys.readouterr()
     assert status == 2 and not out
     assert "metric `pool.kv[2].used`: the program has no such metric at R=2, rate=3" in err
+
+
+def _children(pid: int) -> set[int]:
+    """The live descendants of a process (Linux /proc)."""
+    import os
+
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids = {int(k) for k in f.read().split()}
+                todo += list(kids - found)
+                found |= kids
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_workers_die_with_their_parent(tmp_path, signal_name):
+    # a SIGTERM or SIGKILL of `sweep -j 2` left its workers running, holding the caller's stdout
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    workers: set[int] = set()
+    proc = subprocess.Popen([sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..40",
+                             "--horizon", "200000", "-j", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(workers) < 2:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the workers never started"
+        time.sleep(1.0)
+        workers = _children(proc.pid)
+        proc.send_signal(getattr(signal, signal_name))
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), f"workers outlived their parent: {workers}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for w in workers | _children(proc.pid):    # (only a failing test leaves any)
+            try:
+                os.kill(w, signal.SIGKILL)
+            except OSError:
+                pass
