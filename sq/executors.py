@@ -207,12 +207,38 @@ def _futures(fn, pool, tasks, todo):
             fut.cancel()
 
 
+WORKER_WAIT = 30.0      # seconds a Dask scheduler with no workers has to get one
+
+
 def _dask(fn, client, tasks, todo):
+    """The runs on a Dask cluster. A scheduler with no worker is given WORKER_WAIT seconds to
+    get one; a scheduler lost, or a run that keeps killing its workers, is an SqError (exit 2)
+    naming it, not an internal error -- the runs that finished are kept (cache=DIR)."""
     distributed = require("distributed", "a Dask executor")
+    _wait_for_a_worker(client)
     futures = client.map(fn, [tasks[i] for i in todo], pure=False)
     index = {f.key: i for f, i in zip(futures, todo)}
     try:
         for fut in distributed.as_completed(futures):
             yield index[fut.key], fut.result()
+    except (OSError, TimeoutError, distributed.KilledWorker, distributed.comm.CommClosedError) as e:
+        raise SqError(f"the Dask cluster failed the study ({type(e).__name__}: {e}): the scheduler was lost, "
+                      "or a run kept killing its workers (out of memory?)", phase="run",
+                      notes=("help: the runs that finished are kept with cache=DIR, and a rerun computes "
+                             "only the rest",)) from None
     finally:
-        client.cancel(futures)
+        try:
+            client.cancel(futures)
+        except Exception:  # noqa: BLE001 -- a lost scheduler cannot cancel; nothing is left to stop
+            pass
+
+
+def _wait_for_a_worker(client) -> None:
+    try:
+        if client.scheduler_info().get("workers"):
+            return
+        client.wait_for_workers(1, timeout=WORKER_WAIT)
+    except (TimeoutError, OSError) as e:
+        raise SqError(f"the Dask scheduler {getattr(client.scheduler, 'address', '')} has no workers "
+                      f"(waited {WORKER_WAIT:g} s; {type(e).__name__})", phase="run",
+                      notes=("help: start some (`dask worker ADDRESS`), or run without --scheduler",)) from None

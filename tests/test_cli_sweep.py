@@ -248,3 +248,74 @@ def test_workers_die_with_their_parent(tmp_path, signal_name):
                 os.kill(w, signal.SIGKILL)
             except OSError:
                 pass
+
+
+# -- a scheduler that is none, or has no workers: bounded waits, exit 2 (issue 23) ----------
+
+class _FakePort:
+    """A TCP server on 127.0.0.1 that accepts and stays silent, or answers HTTP; stopped by the test."""
+
+    def __init__(self, http: bool):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.http, self.conns, self.running = http, [], True
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while self.running:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.conns.append(c)
+            if self.http:
+                try:
+                    c.settimeout(2)
+                    c.recv(65536)
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                except OSError:
+                    pass
+
+    def stop(self):
+        self.running = False
+        self.thread.join(5)
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["silent", "http"])
+def test_a_port_that_is_no_scheduler_ends_in_bounded_time(capsys, monkeypatch, http):
+    import time
+
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(cli_args, "CONNECT_WAIT", 2.0)
+    port = _FakePort(http)
+    try:
+        started = time.monotonic()
+        status = cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "--scheduler", port.address])
+        took = time.monotonic() - started
+    finally:
+        port.stop()
+    err = capsys.readouterr().err
+    assert status == 2 and took < 20, (status, took)
+    assert f"--scheduler {port.address}: cannot reach the scheduler" in err and "out of memory" not in err
+
+
+def test_a_scheduler_with_no_workers_ends_in_bounded_time(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from sq import executors
+
+    monkeypatch.setattr(executors, "WORKER_WAIT", 1.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp://",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster) as client:
+        with pytest.raises(SqError, match=r"the Dask scheduler .* has no workers \(waited 1 s"):
+            sq.sweep(MMC, {"lam": [5]}, [1, 2], executor=client, horizon=400, warmup=50)
