@@ -52,8 +52,8 @@ def verdicts(model: str, x: float, bound: float, reps: int, *, seeds: int = 10, 
              first: int = 0, extra_slo=()) -> Counter:
     """How often a point at knob value x is judged meets / violates / undecided against
     `METRIC <= bound` (and `extra_slo`), over `reps` repetitions on fresh seeds."""
-    from sq.capacity_search import _point_runner
-    from sq.slo import parse_slo
+    from sq.study.capacity import _point_runner
+    from sq.study.slo import parse_slo
 
     program, knob, _, metric, _ = MODELS[model]
     conditions = parse_slo([f"{metric} <= {bound!r}", *extra_slo])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from capacity_calibration import MODELS, TWO, binomial_upper, positions, verdicts
-from sq.capacity_search import look_level, level_shares, planned_looks, horizon_levels
+from sq.study.capacity import look_level, level_shares, planned_looks, horizon_levels
 
 NOMINAL = (1 - 0.95) / 2      # the promise at the default confidence, for either wrong side
 

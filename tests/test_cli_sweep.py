@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import cli, cli_args, cli_study
-from sq.frontend.errors import SqError
+from sq.cli import main as cli
+from sq.cli import args as cli_args
+from sq.cli import study as cli_study
+from sq.errors import SqError
 
 ROOT = Path(__file__).resolve().parent.parent
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
@@ -311,7 +313,7 @@ def test_a_port_that_is_no_scheduler_ends_in_bounded_time(capsys, monkeypatch, h
 
 def test_a_scheduler_with_no_workers_ends_in_bounded_time(monkeypatch):
     distributed = pytest.importorskip("distributed")
-    from sq import executors
+    from sq.study import executors
 
     monkeypatch.setattr(executors, "WORKER_WAIT", 1.0)
     with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp://",

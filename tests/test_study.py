@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import metrics as sq_metrics
-from sq import study
-from sq.frontend.errors import SqError
+from sq.results import metrics as sq_metrics
+from sq.study import sweep as study
+from sq.errors import SqError
 
 ROOT = Path(__file__).resolve().parent.parent
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
@@ -150,7 +150,7 @@ def test_a_stopped_process_pools_wakeup_cannot_race_the_exit():
     # Python < 3.12 wakes a pool's manager thread at exit without the lock under which the thread
     # closes its pipe: a stopped pool's wake-up must not touch the pipe, in the state that race
     # reads (not yet marked closed, its pipe closed)
-    from sq.executors import owned, process_pool
+    from sq.study.executors import owned, process_pool
     pool = process_pool(1)
     with pytest.raises(KeyboardInterrupt):
         with owned(pool):
@@ -242,7 +242,8 @@ def test_an_interrupt_before_any_run_leaves_tables_with_every_column(monkeypatch
     ([3, 1, 3], "; 3 is given twice"),
 ])
 def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeypatch, capsys, seeds, words):
-    from sq import capacity_search, cli
+    from sq.study import capacity as capacity_search
+    from sq.cli import main as cli
 
     monkeypatch.setattr(study, "run_task", _forbidden)
     rule = "seeds are distinct, each a whole number from 0 to 2^64-1"
@@ -261,7 +262,8 @@ def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeyp
 @pytest.mark.parametrize("seeds, count", [(range(0, 2**64), 2**64), (range(1, 3_000_001, 2), 1_500_000),
                                           (list(range(1_000_001)), 1_000_001)])
 def test_seeds_are_at_most_the_clis_cap_checked_before_they_are_listed(monkeypatch, seeds, count):
-    from sq import capacity_search, settings
+    from sq.study import capacity as capacity_search
+    from sq._support import settings
 
     monkeypatch.setattr(study, "run_task", _forbidden)
     for run, who in ((study.sweep, "sweep"), (capacity_search.capacity, "capacity")):
@@ -294,7 +296,7 @@ def test_run_lowered_checks_its_settings_on_its_own(settings, words):
 
 def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
     checked = []
-    check = sq.settings.checked
+    check = sq._support.settings.checked
 
     def counted(*args, **settings):
         given = {k: v for k, v in settings.items() if v is not None}
@@ -302,7 +304,7 @@ def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
             checked.append(given)
         return check(*args, **settings)
 
-    monkeypatch.setattr(sq.settings, "checked", counted)
+    monkeypatch.setattr(sq._support.settings, "checked", counted)
     sq.run(sq.compile(MMC), seed=2, horizon=400, warmup=50)
     assert checked == [{"seed": 2, "horizon": 400, "warmup": 50}]
     checked.clear()
@@ -319,7 +321,7 @@ def _die(task):
 
 
 def test_a_worker_killed_mid_run_is_an_error_not_a_hang():
-    from sq.executors import Executor
+    from sq.study.executors import Executor
 
     runs = Executor("processes", 2).run(_die, list(range(6)), list(range(6)))
     with pytest.raises(SqError) as caught:
@@ -405,7 +407,7 @@ def test_a_special_file_at_a_records_path_is_never_read(tmp_path, monkeypatch, s
 
 
 def test_the_cache_key_is_the_build_not_the_version(tmp_path, monkeypatch):
-    from sq import files
+    from sq._support import files
 
     study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
     calls = []
@@ -577,7 +579,8 @@ def test_the_summary_counts_the_runs_not_in_steady_state():
     # c = 8 servers: at rate 4 the runs settle; at 12 the queue grows all run long, so the
     # means there describe the horizon, and the summary must say so beside them
     pd = pytest.importorskip("pandas")
-    from sq import capacity_search, steady
+    from sq.study import capacity as capacity_search
+    from sq.results import steady
 
     overload = study.sweep(MMC, {"lam": [4, 12]}, [1, 2, 3], executor="serial", **SHORT)
     rows = overload.summary_records()
@@ -779,7 +782,7 @@ NO_RUN = str(Path(__file__).resolve().parent / "capacity" / "mm1_no_run.sq")
 
 
 def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
-    from sq.cli import main
+    from sq.cli import main as cli
 
     swept = study.sweep(NO_RUN, {"lam": [0.5]}, [1, 2], horizon=1000, warmup=100, executor="serial")
     assert len(swept.records) == 2 and swept.provenance["horizon"] == 1000.0
@@ -792,7 +795,7 @@ def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
                     ["capacity", NO_RUN, "--knob", "lam", "--slo", "response.mean<=4", "--seeds", "1..2",
                      "--lo", "0.5", "--hi", "0.9", "--tol", "0.5", "-j", "1"],
                     ["check", NO_RUN], ["ir", NO_RUN]):
-        assert main([*command, "--horizon", "1000"]) == 0, command
+        assert cli.main([*command, "--horizon", "1000"]) == 0, command
     capsys.readouterr()
     with pytest.raises(sq.SqError, match="no horizon"):
         study.sweep(NO_RUN, {"lam": [0.5]}, [1], executor="serial")
@@ -801,7 +804,7 @@ def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
 def test_a_share_is_pooled_over_seeds_weighted_by_each_runs_count():
     # OBS.le(X) of a long run (1000 samples, 90 % within X) and a short one (10 samples, 50 %):
     # the share over the point is 905 / 1010, not the runs' plain average 0.7
-    from sq.confidence import ratio_interval, t_quantile
+    from sq.results.confidence import ratio_interval, t_quantile
 
     runs = [{"lam": 1, "seed": 1, "x.count": 1000.0, "x.le(1)": 0.9},
             {"lam": 1, "seed": 2, "x.count": 10.0, "x.le(1)": 0.5},
@@ -816,7 +819,7 @@ def test_a_share_is_pooled_over_seeds_weighted_by_each_runs_count():
 
 
 def test_compare_is_the_paired_interval_over_common_seeds():
-    from sq.confidence import t_interval
+    from sq.results.confidence import t_interval
 
     swept = study.sweep(MMC, {"c": [8, 9]}, range(1, 7), executor="serial", **SHORT)
     got = swept.compare(8, {"c": 9}, "wait.mean")
@@ -881,7 +884,7 @@ def test_counts_stay_whole_numbers_in_every_table(tmp_path):
 
 
 def test_provenance_names_the_build_in_parquet_and_in_a_capacity_record(tmp_path):
-    from sq import files
+    from sq._support import files
 
     swept = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", **SHORT)
     assert swept.provenance["sq_build"] == files.build_fingerprint()
