@@ -788,7 +788,7 @@ NO_RUN = str(Path(__file__).resolve().parent / "capacity" / "mm1_no_run.sq")
 
 
 def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
-    from sq.cli.main import main
+    from sq.cli import main as cli
 
     swept = study.sweep(NO_RUN, {"lam": [0.5]}, [1, 2], horizon=1000, warmup=100, executor="serial")
     assert len(swept.records) == 2 and swept.provenance["horizon"] == 1000.0
@@ -801,7 +801,7 @@ def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
                     ["capacity", NO_RUN, "--knob", "lam", "--slo", "response.mean<=4", "--seeds", "1..2",
                      "--lo", "0.5", "--hi", "0.9", "--tol", "0.5", "-j", "1"],
                     ["check", NO_RUN], ["ir", NO_RUN]):
-        assert main([*command, "--horizon", "1000"]) == 0, command
+        assert cli.main([*command, "--horizon", "1000"]) == 0, command
     capsys.readouterr()
     with pytest.raises(sq.SqError, match="no horizon"):
         study.sweep(NO_RUN, {"lam": [0.5]}, [1], executor="serial")
@@ -887,3 +887,33 @@ def test_counts_stay_whole_numbers_in_every_table(tmp_path):
 
         swept.to_parquet(tmp_path / "runs.parquet")
         assert str(pq.read_table(tmp_path / "runs.parquet").schema.field("arrivals").type) == "int64"
+
+
+def test_provenance_names_the_build_in_parquet_and_in_a_capacity_record(tmp_path):
+    from sq._support import files
+
+    swept = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", **SHORT)
+    assert swept.provenance["sq_build"] == files.build_fingerprint()
+    pq = pytest.importorskip("pyarrow.parquet")
+    swept.to_parquet(tmp_path / "runs.parquet")
+    stored = json.loads(pq.read_schema(tmp_path / "runs.parquet").metadata[b"sq.provenance"])
+    assert stored == json.loads(json.dumps(swept.provenance))
+    cap = sq.capacity(MMC, "c", "wait.mean <= 0.2", lo=8, hi=9, seeds=[1, 2], executor="serial", settle=1, **SHORT)
+    made = json.loads(cap.to_json())["provenance"]
+    assert made["program"] == MMC and made["sq_build"] == files.build_fingerprint() and made["seeds"] == [1, 2]
+    assert made["horizon"] == SHORT["horizon"]
+
+
+def test_a_studys_size_is_bounded_before_anything_is_compiled(monkeypatch):
+    import itertools
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("a point was compiled")
+
+    monkeypatch.setattr(study, "compile_point", no_compiling)
+    with pytest.raises(SqError, match=r"the grid has 1000000 points \(1000 × 1000\), more than 20000"):
+        study.sweep(MMC, {"lam": range(1, 1001), "mu": range(1, 1001)}, [1])
+    with pytest.raises(SqError, match=r"2000000 runs \(1000 points × 2000 seeds\) is more than 1000000"):
+        study.sweep(MMC, {"lam": range(1, 1001)}, range(2000))
+    with pytest.raises(SqError, match="seeds is more than 1000000"):
+        study.sweep(MMC, {"lam": [5]}, itertools.count(1))          # a generator that never ends

@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import re
 import sys
-from pathlib import Path
 
 from sq.errors import SqError
 from sq._support.files import writable
@@ -152,11 +151,35 @@ def scheduler(address: str | None):
     return contextlib.nullcontext() if address is None else contextlib.closing(_dask_client(address))
 
 
+CONNECT_WAIT = 10.0     # seconds a scheduler has to answer before --scheduler gives up
+
+
 def _dask_client(address: str):
+    """A Dask client of the scheduler at `address`, connected within CONNECT_WAIT seconds: a
+    port that accepts connections but never speaks Dask (or answers HTTP) made the client wait
+    for good, so it is made in a thread given that long; anything else that port does is one
+    SqError (exit 2)."""
+    import threading  # noqa: PLC0415
+
     from sq._support._optional import require  # noqa: PLC0415
 
     distributed = require("distributed", "--scheduler")
-    try:
-        return distributed.Client(address, timeout="5s")
-    except (OSError, TimeoutError, ValueError) as e:
-        raise SqError(f"--scheduler {address}: cannot reach the scheduler ({e})", phase="settings") from None
+    made: dict = {}
+
+    def connect() -> None:
+        try:
+            made["client"] = distributed.Client(address, timeout=f"{CONNECT_WAIT}s")
+        except Exception as e:  # noqa: BLE001 -- whatever the port did, it is not a scheduler we can use
+            made["error"] = e
+
+    thread = threading.Thread(target=connect, name="sq-dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_WAIT + 2.0)
+    if "client" in made:
+        return made["client"]
+    error = made.get("error")
+    why = (f"no Dask scheduler answered within {CONNECT_WAIT:g} s" if error is None
+           else f"{type(error).__name__}: {error}" if isinstance(error, (OSError, TimeoutError))
+           else "what answered there does not speak Dask's protocol")
+    raise SqError(f"--scheduler {address}: cannot reach the scheduler ({why})", phase="settings",
+                  notes=("help: is a Dask scheduler listening there? (`dask scheduler` prints its address)",))

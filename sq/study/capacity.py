@@ -268,6 +268,7 @@ class Capacity:
     reason: str
     points: list[Point]                 # in the order they were tried
     records: list[dict] = field(repr=False)   # every run: the knob, seed, metrics and the point's decision
+    provenance: dict = field(default_factory=dict, repr=False)   # program, overrides, settings, sq and its build
 
     @property
     def warnings(self) -> list[str]:
@@ -308,6 +309,7 @@ class Capacity:
                 "confidence": self.confidence, "tol": self.tol, "value": self.value,
                 "bracket": list(self.bracket), "confident": self.confident, "reason": self.reason,
                 "points": [p.to_dict() for p in self.points], "warnings": self.warnings,
+                "provenance": self.provenance,
                 "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -636,7 +638,15 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if confident:
         confident, reason = _growth_only(k, bracket, points) or (confident, reason)
     return Capacity(knob, k.direction, k.integer, conditions, confidence, tol,
-                    value, bracket, confident, reason, points, records)
+                    value, bracket, confident, reason, points, records, _provenance(program, seeds, run_settings))
+
+
+def _provenance(program, seeds, run_settings: dict) -> dict:
+    """What made the search's runs: the study's provenance (program, overrides, defs, sq's version
+    and build), its seeds and the run settings given (None: each value's program's own)."""
+    from sq.study.sweep import study_provenance
+
+    return study_provenance(program, seeds, [run_settings], ())
 
 
 def _interrupted(stop: KeyboardInterrupt, knob: Knob, conditions, confidence, tol, decided, records) -> None:

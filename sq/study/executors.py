@@ -111,8 +111,8 @@ def process_pool(workers: int, shared: dict | None = None):
             with _main_hidden():  # the pool starts its workers as tasks arrive
                 return super().submit(fn, *args, **kwargs)
 
-    return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
-                initargs=(shared,))
+    return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                initargs=(os.getpid(), shared))
 
 
 def worker_ended(who: str) -> SqError:
@@ -171,10 +171,24 @@ def _main_hidden():
         sys.modules["__main__"] = main
 
 
-def _start_worker(shared: dict | None) -> None:
+def _worker_start(parent: int, shared: dict | None = None) -> None:
+    """A worker leaves Ctrl-C to its parent, and dies with it: on Linux the kernel sends it
+    SIGKILL when the parent ends (PR_SET_PDEATHSIG), so a SIGTERM or SIGKILL of `sweep -j 2`
+    leaves no worker running and holding the caller's stdout; a parent already gone by then
+    ends the worker at once. It keeps the study's IRs (`shared`) for its tasks."""
     import signal  # noqa: PLC0415
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes  # noqa: PLC0415
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)      # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
     if shared:
         ship(shared)
 
@@ -204,8 +218,15 @@ def _futures(fn, pool, tasks, todo, shared=None):
             fut.cancel()
 
 
+WORKER_WAIT = 30.0      # seconds a Dask scheduler with no workers has to get one
+
+
 def _dask(fn, client, tasks, todo, shared=None):
+    """The runs on a Dask cluster. A scheduler with no worker is given WORKER_WAIT seconds to
+    get one; a scheduler lost, or a run that keeps killing its workers, is an SqError (exit 2)
+    naming it, not an internal error -- the runs that finished are kept (cache=DIR)."""
     distributed = require("distributed", "a Dask executor")
+    _wait_for_a_worker(client)
     if shared:      # each point's IR once to the cluster, under a fresh key (a digest as the key
         # raced the release of the last batch's copy: "lost dependencies"), not hashed again
         digests = list(shared)
@@ -217,5 +238,24 @@ def _dask(fn, client, tasks, todo, shared=None):
     try:
         for fut in distributed.as_completed(futures):
             yield index[fut.key], fut.result()
+    except (OSError, TimeoutError, distributed.KilledWorker, distributed.comm.CommClosedError) as e:
+        raise SqError(f"the Dask cluster failed the study ({type(e).__name__}: {e}): the scheduler was lost, "
+                      "or a run kept killing its workers (out of memory?)", phase="run",
+                      notes=("help: the runs that finished are kept with cache=DIR, and a rerun computes "
+                             "only the rest",)) from None
     finally:
-        client.cancel(futures)
+        try:
+            client.cancel(futures)
+        except Exception:  # noqa: BLE001 -- a lost scheduler cannot cancel; nothing is left to stop
+            pass
+
+
+def _wait_for_a_worker(client) -> None:
+    try:
+        if client.scheduler_info().get("workers"):
+            return
+        client.wait_for_workers(1, timeout=WORKER_WAIT)
+    except (TimeoutError, OSError) as e:
+        raise SqError(f"the Dask scheduler {getattr(client.scheduler, 'address', '')} has no workers "
+                      f"(waited {WORKER_WAIT:g} s; {type(e).__name__})", phase="run",
+                      notes=("help: start some (`dask worker ADDRESS`), or run without --scheduler",)) from None

@@ -15,12 +15,14 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import numbers
 import os
 from dataclasses import dataclass
 
 from sq._support import settings
 from sq._support.deep import run_deep
+from sq._support.files import build_fingerprint
 from sq.errors import SqError
 from sq.results import metrics as sq_metrics
 
@@ -37,9 +39,12 @@ class Plan:
     without compiling it again.
     """
 
-    def __init__(self, program, grid=None, *, horizon=None, warmup=None, arrivals=None, metrics=None):
+    def __init__(self, program, grid=None, *, horizon=None, warmup=None, arrivals=None, metrics=None,
+                 seeds: list[int] | None = None):
         self.program = program
         self.points, self.names = grid_points(grid)
+        if seeds is not None:   # the study's size, before any point is compiled
+            check_runs(len(self.points), len(seeds), "sweep")
         # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
@@ -69,7 +74,7 @@ class Plan:
         return {ir.digest: ir.text for ir in self.irs}
 
     def provenance(self, seeds: list[int]) -> dict:
-        return _provenance(self.program, seeds, self.settings, self.extra)
+        return study_provenance(self.program, seeds, self.settings, self.extra)
 
     def records(self, seeds: list[int], results) -> list[dict]:
         """The finished runs' rows, in task order: swept values, seed, metrics."""
@@ -219,8 +224,10 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
             if not vs:
                 raise SqError(f"sweep: `{name}` has no values", phase="settings")
             values.append(distinct_values(name, [_value(name, v) for v in vs]))
+        check_points(math.prod(len(v) for v in values), " × ".join(str(len(v)) for v in values))
         return [dict(zip(names, combo)) for combo in itertools.product(*values)], names
-    points = list(grid)
+    points = list(itertools.islice(grid, MAX_POINTS + 1))
+    check_points(len(points), "given")
     if not points or not all(isinstance(p, dict) for p in points):
         raise SqError("sweep: the grid is {name: [values]} or a non-empty list of {name: value} points",
                       phase="settings")
@@ -229,6 +236,23 @@ def grid_points(grid) -> tuple[list[dict], list[str]]:
     points = [{n: _value(n, v) for n, v in p.items()} for p in points]
     _distinct_points(points, names)
     return points, names
+
+
+MAX_POINTS = 20_000     # every point is compiled (its IR kept) before the first run
+
+
+def check_points(count: int, how: str) -> None:
+    """A study of more than MAX_POINTS points is refused before any is compiled: its programs
+    alone would fill the memory (two ranges of 1,000 values grew past 1.4 GB)."""
+    if count > MAX_POINTS:
+        raise SqError(f"sweep: the grid has {count} points ({how}), more than {MAX_POINTS}: every point is "
+                      "compiled before the first run", phase="settings",
+                      notes=("help: split the study into smaller grids, or sweep fewer values",))
+
+
+def check_runs(points: int, seeds: int, who: str) -> None:
+    """The runs of a study (points × seeds), at most settings.MAX_VALUES: refused before any run."""
+    settings.at_most(points * seeds, f"runs ({points} points × {seeds} seeds)", who)
 
 
 def _distinct_points(points: list[dict], names: list[str]) -> None:
@@ -309,6 +333,9 @@ def seed_list(seeds, who: str = "sweep") -> list[int]:
     if count is not None:  # before a list is built: range(2**64) would fill the memory
         settings.at_most(count, "seeds", who)
     out: list[int] = []
+    if count is None:   # an iterator (a generator may never end): read at most one past the cap
+        seeds = list(itertools.islice(seeds, settings.MAX_VALUES + 1))
+        settings.at_most(len(seeds), "seeds", who)
     for s in seeds:
         if not settings.is_u64(s):
             raise SqError(f"{who}: {SEED_RULE}, found {s!r}", phase="settings")
@@ -385,7 +412,7 @@ def _ir_dict(program, horizon, warmup, arrivals) -> dict:
     return d
 
 
-def _provenance(program, seeds, runs: list[dict], extra) -> dict:
+def study_provenance(program, seeds, runs: list[dict], extra) -> dict:
     """What made the study's runs: the program with its own `sets` and `defs`, and the run
     settings in effect (the study's or the program's own), one value, or one per point when
     the points differ (a swept `let` the horizon reads)."""
@@ -395,7 +422,8 @@ def _provenance(program, seeds, runs: list[dict], extra) -> dict:
     path = os.fspath(program) if isinstance(program, (str, os.PathLike)) else origin.get("path")
     settings_used = {key: _one_or_each([run[key] for run in runs]) for key in ("horizon", "warmup", "arrivals")}
     return {"program": path, "overrides": dict(origin.get("sets") or {}), "defs": dict(origin.get("defs") or {}),
-            "sq_version": __version__, "seeds": list(seeds), **settings_used, "metrics": list(extra)}
+            "sq_version": __version__, "sq_build": build_fingerprint(), "seeds": list(seeds), **settings_used,
+            "metrics": list(extra)}
 
 
 def _one_or_each(values: list):

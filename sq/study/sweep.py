@@ -25,9 +25,10 @@ from sq._support._optional import require
 from sq.results.confidence import ratio_interval, t_interval
 from sq._support.deep import run_deep
 from sq.study.executors import Executor
-from sq.study.plan import SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, record_names, run_task, seed_list
+from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
+                           seed_list)
 # where capacity and the CLI have long found them
-from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points  # noqa: F401
+from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
 from sq.errors import SqError
 from sq._support.files import Unreadable, atomic_file, build_fingerprint, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress, count_bar
@@ -155,6 +156,9 @@ class Sweep:
         pq = require("pyarrow.parquet", "Sweep.to_parquet")
         columns = self._columns()
         table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
+        # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
+            self.provenance, default=str).encode()})
         with _open_for_writing(path, "to_parquet", binary=True) as f:
             pq.write_table(table, f)
 
@@ -307,7 +311,7 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     """
     check_progress(progress, "sweep")
     seeds = seed_list(seeds)
-    plan = Plan(program, grid, horizon=horizon, warmup=warmup, arrivals=arrivals, metrics=metrics)
+    plan = Plan(program, grid, horizon=horizon, warmup=warmup, arrivals=arrivals, metrics=metrics, seeds=seeds)
     return run_plan(plan, seeds, executor=executor, jobs=jobs, cache=cache, progress=progress)
 
 
@@ -316,6 +320,7 @@ def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=No
     """Run a `Plan` (its points compiled and checked) with checked seeds (`seed_list`): what
     `sweep` does after its checks. `sq sweep` and `sq.capacity` call it with a plan they made
     once (capacity: batch after batch of seeds at one value)."""
+    check_runs(len(plan.points), len(seeds), who)
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs, who)  # checked before any run
     tasks = plan.tasks(seeds)
