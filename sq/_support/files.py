@@ -159,3 +159,18 @@ def _new_file(folder: str) -> tuple[int, str]:
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), temp
         except FileExistsError:
             continue
+
+
+def text_or_file(text: str, path, who: str) -> str | None:
+    """The one rule of every `to_json(path=None)`: no path, the text is returned; a path, it is
+    written there atomically (`write_atomic`) and None returned; a write that fails is one
+    SqError naming the file."""
+    if path is None:
+        return text
+    path = path_argument(path, who)
+    try:
+        write_atomic(path, [text])
+    except OSError as e:
+        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
+                      phase="settings") from None
+    return None

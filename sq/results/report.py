@@ -15,6 +15,7 @@ import numpy as np
 
 from sq._support.version import __version__
 from sq._support import settings
+from sq._support.files import text_or_file
 from sq.results import stats
 from sq.results import steady
 from sq._support._optional import require
@@ -344,10 +345,16 @@ class Report:
 
     # -- output --------------------------------------------------------------------
 
-    def to_json(self, provenance: bool = False) -> str:
+    def to_json(self, path=None, provenance: bool = False) -> str | None:
         """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
         `provenance=True` a last key `"provenance"` adds the program, overrides, defs, sq
-        version and wall time."""
+        version and wall time. With a `path` the text is written there (atomically) and None
+        returned, as every `to_json` of sq does (`to_json(True)`, the old form, still means
+        provenance)."""
+        if isinstance(path, bool):
+            path, provenance = None, path
+        if path is not None:
+            return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
         n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
                 f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'

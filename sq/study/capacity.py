@@ -312,8 +312,20 @@ class Capacity:
                 "provenance": self.provenance,
                 "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+    def to_json(self, path=None, indent: int | None = 2) -> str | None:
+        """The search as JSON (`to_dict`): returned without a path, written there (atomically)
+        with one, as every `to_json` of sq does. (`to_json(4)`, the old form, is an indent.)"""
+        from sq._support.files import text_or_file
+
+        if isinstance(path, int) and not isinstance(path, bool):
+            path, indent = None, path
+        return text_or_file(json.dumps(self.to_dict(), indent=indent), path, "Capacity.to_json")
+
+    def to_pandas(self):
+        """Every run of the search as a pandas DataFrame: the knob's value, seed, decision,
+        horizon factor and metrics, one row per run (`records`)."""
+        pd = require("pandas", "Capacity.to_pandas()")
+        return pd.DataFrame.from_records(self.records)
 
     def plot(self, ax=None, path=None):
         """Each SLO metric against the knob (interval bars coloured by verdict), its bound

@@ -70,22 +70,56 @@ class Sweep:
     def _columns(self) -> list[str]:
         return [*self.names, "seed", *self.metrics]
 
-    def summary(self, confidence: float = 0.95):
-        """One row per point: the swept names, `n` (seeds), `unsteady` (how many of those runs
-        are not in steady state: their means depend on the horizon), and for every metric M the
-        mean over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
-        pd = require("pandas", "Sweep.summary")
-        columns = [*self.names, *SUMMARY_COLUMNS, *(c for m in self.metrics for c in (m, m + "±"))]
-        return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
+    def summary(self, confidence: float = 0.95, *, long: bool = False, flat: bool = True):
+        """The runs summed up per point (a pandas DataFrame), in one of three shapes:
 
-    def summary_records(self, confidence: float = 0.95) -> list[dict]:
-        """`summary` as a list of dicts (no pandas needed)."""
+        flat (the default): one row per point: the swept names, `n` (seeds), `unsteady` (how
+        many of those runs are not in steady state: their means depend on the horizon), and for
+        every metric M the mean over seeds `M` and the Student-t half-width `M±`.
+        flat=False: the swept names as the index, columns (metric, mean | half_width | n), n
+        the runs that hold the metric; `unsteady` as its own column ("unsteady", "n").
+        long=True: tidy, one row per (point, metric): the swept names, metric, mean,
+        half_width, n."""
+        pd = require("pandas", "Sweep.summary")
+        if not long and flat:
+            columns = [*self.names, *SUMMARY_COLUMNS, *(c for m in self.metrics for c in (m, m + "±"))]
+            return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
+        stats = ("mean", "half_width", "n")
+        points, cells = [], []
+        for runs in self._by_point().values():
+            points.append(tuple(runs[0].get(n) for n in self.names))
+            row = []
+            for m in self.metrics:
+                mean, half = point_interval(runs, m, confidence)
+                row.append((mean, half, sum(m in r for r in runs)))
+            cells.append(row)
+        if long:
+            return pd.DataFrame.from_records(
+                [{**dict(zip(self.names, p)), "metric": m, **dict(zip(stats, cell))}
+                 for p, row in zip(points, cells) for m, cell in zip(self.metrics, row)],
+                columns=[*self.names, "metric", *stats])
+        if len(self.names) > 1:
+            index = pd.MultiIndex.from_tuples(points, names=self.names)
+        else:
+            index = pd.Index([p[0] for p in points], name=self.names[0]) if self.names else None
+        columns = pd.MultiIndex.from_tuples([(m, stat) for m in self.metrics for stat in stats],
+                                            names=["metric", "stat"])
+        frame = pd.DataFrame([[x for cell in row for x in cell] for row in cells], index=index, columns=columns)
+        for m in self.metrics:
+            frame[(m, "n")] = frame[(m, "n")].astype("int64")
+        return frame
+
+    def _by_point(self) -> dict[tuple, list[dict]]:
         groups: dict[tuple, list[dict]] = {}
         for r in self.records:
             groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
+        return groups
+
+    def summary_records(self, confidence: float = 0.95) -> list[dict]:
+        """`summary` as a list of dicts (no pandas needed)."""
         rows = []
         metrics = self.metrics
-        for runs in groups.values():
+        for runs in self._by_point().values():
             row = {n: runs[0].get(n) for n in self.names}
             row["n"] = len(runs)
             row["unsteady"] = sum(not in_steady_state(r) for r in runs)
@@ -141,14 +175,23 @@ class Sweep:
             for r in self.records:
                 w.writerow([_csv_cell(r.get(c)) for c in columns])
 
-    def to_json(self, path, lines: bool = True) -> None:
+    def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
-        spelling for them."""
+        spelling for them. Without a path the text is returned; with one it is written there
+        (atomically) and None returned."""
         columns = self._columns()
         rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
+        if path is None:
+            return text
         with _open_for_writing(path, "to_json") as f:
-            f.write("".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n")
+            f.write(text)
+        return None
+
+    def to_pandas(self):
+        """The runs as a pandas DataFrame, one row per run: swept names, seed, metrics (`runs`)."""
+        return self.runs
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
