@@ -271,6 +271,22 @@ def _rows(*columns, chunk: int = 1 << 16):
 
 @dataclass
 class Report:
+    """The result of one run (`sq.run`): what pyserq 0.1.2's report holds, field for field.
+
+    Run: `horizon`, `end` (the last instant reached), `warmup`, `seed`, `events`,
+    `arrivals`, `ended` (sessions that ended), `turns`; `observes` {name: Observe}
+    (count, mean, ci, p50/p90/p99, min, max over samples at t >= warmup, and the samples
+    unless samples="none"), `gauges` {name: Gauge}, `stages` and `pools` (utilisation and
+    their own statistics), `warnings` (pyserq's, e.g. live sessions still growing).
+    Provenance beside it (not in the JSON unless asked): `program`, `overrides`, `defs`,
+    `sq_version`, `wall_s`.
+
+    Conversions: `to_json(path=None, provenance=False)` -- pyserq's exact JSON text,
+    returned, or written to `path` --, `to_text()`, `to_pandas()` (a dict of DataFrames),
+    `samples_frame()`, `dump(folder)` (CSV per observe and gauge). Invariant: for the same
+    program, seed and settings `to_json()` equals pyserq 0.1.2's `Report.json()` text.
+    """
+
     horizon: float
     end: float
     warmup: float

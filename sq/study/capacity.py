@@ -254,7 +254,16 @@ def more_seeds(seeds: list[int], count: int) -> list[int]:
 
 @dataclass
 class Capacity:
-    """The answer of a capacity search and the evidence behind it."""
+    """The answer of a capacity search (`sq.capacity`) and the evidence behind it.
+
+    `knob`, `direction` ("max": a load, the largest value that meets; "min": a size, the
+    smallest), `value` (the answer, None when no value tried meets), `bracket` (the last
+    value that meets, the first that violates), `confident` (both ends decided and within
+    `tol`) and `reason`, `points` (every value tried: its verdict, seeds, intervals),
+    `records` (every run, with its value's decision), `warnings`, `provenance`.
+    Conversions: `line()`, `summary()`, `to_dict()`, `to_json(path=None)` (text without a
+    path), `to_pandas()` (the runs), `plot()`.
+    """
 
     knob: str
     direction: str
@@ -599,6 +608,14 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     default 4x) and is otherwise undecided; `on_point(point)` is called as each is decided.
     A point whose runs may still grow is run again 4 times longer, up to `settle` times the
     horizon (1: never), before its verdict counts. The other keywords are those of `sq.sweep`.
+
+    program: a .sq path or a Program from `sq.compile`. knob: a `let` of it. slo: one
+    condition or a list (`"ttft.p99 <= 0.5"`, `"wait.le(1) >= 0.9"`). lo, hi: both or
+    neither (probes from the program's own value). seeds: at least two, checked once.
+    direction: "max" or "min" (None: told from the program). tol: the bracket's relative
+    width. Each value is compiled once (`sq.study.plan.Plan`) and grows its seeds on that
+    plan. Returns a `Capacity`; bad input is an SqError before any run; a Ctrl-C raises
+    KeyboardInterrupt with what was found as its `capacity` attribute.
     """
     from sq.results.confidence import check_level
     from sq.results.metrics import check_metrics

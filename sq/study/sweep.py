@@ -39,7 +39,20 @@ from sq.results.steady import in_steady_state
 
 @dataclass
 class Sweep:
-    """The runs of a study: one record per (point, seed), in grid order then seed order."""
+    """The runs of a study (`sq.sweep`): one record per (point, seed), in grid order then
+    seed order, placed by task whatever executor ran them.
+
+    `names` (the swept `let`s), `records` (dicts: the swept values, `seed`, every metric of
+    `sq.results.metrics` and the extra ones asked for), `metrics` (the metric columns),
+    `provenance` (program, overrides, defs, sq version and build, seeds, run settings),
+    `total` (runs asked for: more than len(records) after a Ctrl-C).
+
+    Tables: `runs` / `to_pandas()` (one row per run), `summary(confidence, flat=True |
+    flat=False | long=True)` (per point: mean, Student-t half-width, n), `summary_records`,
+    `compare(a, b, metric)` (paired over common seeds). Files: `to_csv`, `to_json(path=None)`
+    (text without a path), `to_parquet`, `write(path)` by extension; `plot`. NaN marks a
+    metric a point lacks (CSV: empty, JSON: null).
+    """
 
     names: list[str]                  # the swept `let` names, in grid order
     records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
