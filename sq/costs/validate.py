@@ -1,0 +1,341 @@
+"""Replay a measured vLLM run through a vLLM-like serQ program and compare latencies.
+
+The program (`vllm_program`) is continuous batching on a step stage: a token
+budget of `max_num_batched_tokens` per step shared by decodes and chunked
+prefills, at most `max_num_seqs` running requests (a pool admitted via the
+engine), KV blocks of 16 tokens in a pool sized from GPU memory, and
+preemption of the newest request when a step needs a block the pool does not
+have; a preempted request recomputes its prompt and what it had generated
+(its prefix, if still cached, is reused). Its costs come from a `CostModel`.
+
+Replay within the 0.1.2 dialect: every request is one session arriving at 0
+(`arrive batch(N)`), bound to line i of a trace (`ordered`) that carries its
+prompt and output tokens and, as `think`, its recorded arrival time; the
+session waits that long on a `delay` and then makes its request. The arrival
+times are exact.
+
+Nothing measured about latency is read before the prediction: `read_requests`
+takes only token counts and the arrival clock (`queued_ts`), and
+`read_measured` reads the latencies afterwards to compare.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sq.costs.costmodel import CostModel, from_profile
+from sq.costs.memory import datasheet_bytes, kv_pool, recorded_pool
+from sq.errors import SqError
+
+BANDS = (("light", 0.0, 1.0), ("loaded", 1.0, 10.0), ("overload", 10.0, math.inf))   # by measured queue wait, s
+METRICS = ("ttft", "tpot", "e2e")
+QUANTILES = (("p50", 50), ("p90", 90), ("p99", 99))
+SLOTS = 16           # 1-second bins of the throughput comparison are summed over windows of this many seconds
+
+
+@dataclass
+class Engine:
+    max_num_seqs: int
+    max_batched_tokens: int
+    tp: int
+    replicas: int                  # data-parallel engines (requests alternate between them)
+    recorded_blocks: int | None    # vLLM's num_gpu_blocks, when the run recorded it
+    memory_bytes: float
+    mem_util: float
+    hardware: str
+
+
+@dataclass
+class Requests:
+    prompt: np.ndarray
+    output: np.ndarray
+    arrival: np.ndarray            # seconds from the first arrival
+
+
+def _json(path: Path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise SqError(f"run: no {path.name} in {path.parent}", phase="settings") from None
+    except json.JSONDecodeError as err:
+        raise SqError(f"run: {path}: not JSON ({err})", phase="settings") from None
+
+
+def read_engine(run: Path) -> Engine:
+    meta, config = _json(run / "meta.json"), _json(run / "config.json")
+    kw = meta.get("engine_kwargs", {})
+    inst = config["nodes"][0]["instances"][0]
+    blocks = (meta.get("kv_cache") or {}).get("num_gpu_blocks")
+    hw = meta.get("hardware", {})
+    memory = hw.get("device_total_memory_bytes") or datasheet_bytes(inst["npu_mem"]["mem_size"])
+    return Engine(int(kw.get("max_num_seqs", 256)), int(kw.get("max_num_batched_tokens", 2048)),
+                  int(kw.get("tensor_parallel_size", 1)), int(kw.get("data_parallel_size", 1)),
+                  blocks, float(memory), float((meta.get("kv_cache") or {}).get("gpu_memory_utilization")
+                                               or inst["npu_mem"].get("mem_util", 0.9)), inst.get("hardware", "?"))
+
+
+def _lines(run: Path) -> list[dict]:
+    path = run / "requests.jsonl"
+    if not path.exists():
+        raise SqError(f"run: no requests.jsonl in {run}", phase="settings")
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_requests(run: Path) -> Requests:
+    """The requests as a replay needs them: token counts and arrival times, nothing else."""
+    rows = _lines(run)
+    arrival = np.array([float(r["queued_ts"]) for r in rows])
+    return Requests(np.array([int(r["input_toks"]) for r in rows]), np.array([int(r["output_toks"]) for r in rows]),
+                    arrival - arrival.min())
+
+
+def read_measured(run: Path) -> dict[str, np.ndarray]:
+    """Per-request TTFT, TPOT and end-to-end latency as the server measured them, and queue wait."""
+    rows = _lines(run)
+    col = {k: np.array([float(r[k]) for r in rows]) for k in ("queued_ts", "scheduled_ts", "first_token_ts",
+                                                               "last_token_ts", "output_toks")}
+    out = col["output_toks"]
+    tpot = np.where(out > 1, (col["last_token_ts"] - col["first_token_ts"]) / np.maximum(out - 1, 1), np.nan)
+    return {"ttft": col["first_token_ts"] - col["queued_ts"], "tpot": tpot,
+            "e2e": col["last_token_ts"] - col["queued_ts"], "wait": col["scheduled_ts"] - col["queued_ts"]}
+
+
+def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float) -> str:
+    """The serQ text of a vLLM-like deployment (`engine.replicas` engines) using `costs.sq`."""
+    lines = ['use "costs.sq";', f"let blocks = {blocks};", f"let bs = {block};",
+             f"let max_seqs = {engine.max_num_seqs};", f"let max_batched = {engine.max_batched_tokens};"]
+    for i in range(engine.replicas):
+        lines += [f"pool seqs{i} {{ cap max_seqs; admit via engine{i}; }}",
+                  f"pool kv{i} {{ cap blocks * bs; block bs; evict lru; preempt lifo; }}",
+                  f"stage engine{i} : step {{ budget max_batched; cost step_cost(); memory kv{i}; }}"]
+    lines += [
+        "stage arrival : delay;",
+        f"run {{ horizon {horizon:g}; warmup 0; seed 1; }}",
+        "// one request: admitted when a slot is free and its whole prompt fits (vLLM reserves the full",
+        "// input); the first step takes what the budget leaves; decodes grow the KV a block at a time;",
+        "// `computed` > 0 after a preemption: the request recomputes what it had",
+        "def serve_on(E, S, K) {",
+        "  hold S (1), K (min(max(p, computed), room)) reserve (max(p, computed)) at admission (room = budget_left(E)) {",
+        "    set ctx = max(p, computed);",
+        "    run E prefill (ctx - cached) growing K;",
+        "    branch (!started) { set started = 1; set t1 = now; observe ttft = t1 - t0; }",
+        "    branch (p + o - 1 - ctx > 0) { run E decode (p + o - 1 - ctx) growing K; }",
+        "  } cache (inf);",
+        "}",
+        f"workload {{ arrive batch({n}); trace \"requests.csv\" ordered; hidden out;",
+        "  session { turn; run arrival (think); request; } }",
+        "server {",
+        "  set t0 = now; set started = 0; set p = new; set o = out;",
+    ]
+    if engine.replicas == 1:
+        lines.append("  serve_on(engine0, seqs0, kv0);")
+    else:   # requests alternate between the data-parallel engines
+        for i in range(engine.replicas):
+            cond = f"serial - {engine.replicas} * floor(serial / {engine.replicas}) == {i}"
+            lines.append(f"  branch ({cond}) {{ serve_on(engine{i}, seqs{i}, kv{i}); }}")
+    lines += ["  observe e2e = now - t0;", "  branch (o > 1) { observe tpot = (now - t1) / (o - 1); }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_trace(path: Path, req: Requests, scale: float = 1.0) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("session,turn,new,out,think\n")
+        for i, (p, o, a) in enumerate(zip(req.prompt, req.output, req.arrival)):
+            f.write(f"{i},0,{int(p)},{int(o)},{float(a) / scale!r}\n")
+
+
+@dataclass
+class Prediction:
+    ttft: np.ndarray
+    tpot: np.ndarray
+    e2e: np.ndarray
+    throughput: np.ndarray         # tokens (prompt + generated) per second, 1-s bins from the first arrival
+    program: str
+    ended: int
+
+
+def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, blocks: int | None = None) -> Prediction:
+    """Run the replay (arrivals compressed by `scale`: rate x scale) and collect per-request latencies."""
+    import sq
+    blocks = blocks if blocks is not None else cm.kv.blocks
+    n = len(req.prompt)
+    horizon = float(req.arrival.max() / scale + 100 + 10 * n)
+    bins: dict[int, float] = {}
+
+    def on_lines(chunk):
+        for line in chunk:
+            parts = line.split()
+            if not parts or parts[0] != "ITER":
+                continue
+            t = int(float(parts[1]))
+            bins[t] = bins.get(t, 0.0) + sum(float(p.split(":")[2][1:]) for p in parts[2:])
+
+    with tempfile.TemporaryDirectory(prefix="sq-validate-") as tmp:
+        folder = Path(tmp)
+        (folder / "costs.sq").write_text(cm.library(), encoding="utf-8")
+        write_trace(folder / "requests.csv", req, scale)
+        text = vllm_program(engine, blocks, cm.kv.block, n, horizon)
+        (folder / "replay.sq").write_text(text, encoding="utf-8")
+        program = sq.compile(folder / "replay.sq")
+        report = sq.run(program, trace_iterations=on_lines)
+
+    def per_request(name):
+        values = np.full(n, np.nan)
+        obs = report.observes.get(name)
+        if obs is not None and obs.count:
+            values[np.asarray(obs.sessions, dtype=np.int64)] = obs.samples
+        return values
+
+    span = max(bins) + 1 if bins else 0
+    throughput = np.array([bins.get(t, 0.0) for t in range(span)])
+    return Prediction(per_request("ttft"), per_request("tpot"), per_request("e2e"), throughput, text,
+                      int(report.ended))
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    x = x[np.isfinite(x)]
+    if not len(x):
+        return {"mean": math.nan, **{q: math.nan for q, _ in QUANTILES}}
+    return {"mean": float(x.mean()), **{q: float(np.percentile(x, p)) for q, p in QUANTILES}}
+
+
+def _err(sq_value: float, measured: float) -> float:
+    return sq_value / measured - 1.0 if measured else math.nan
+
+
+@dataclass
+class Validation:
+    run: str
+    table: dict = field(default_factory=dict)       # metric -> stat -> (measured, sq, error)
+    bands: dict = field(default_factory=dict)       # band -> {"requests": n, metric: (measured, sq, error)}
+    throughput: dict = field(default_factory=dict)
+    capacity: dict = field(default_factory=dict)
+    ended: int = 0
+    requests: int = 0
+    blocks: int = 0
+    blocks_from: str = ""
+
+    def to_json(self) -> dict:
+        out = {"run": self.run, "requests": self.requests, "ended": self.ended, "kv_blocks": self.blocks,
+               "kv_blocks_from": self.blocks_from}
+        for m in METRICS:
+            for stat in ("mean", "p90"):
+                out[f"{m}_{stat}_error"] = self.table[m][stat][2]
+        out["table"] = {m: {s: dict(zip(("measured", "sq", "error"), v)) for s, v in d.items()}
+                        for m, d in self.table.items()}
+        out["bands"] = self.bands
+        out["throughput"] = self.throughput
+        out["capacity"] = self.capacity
+        return out
+
+    def text(self) -> str:
+        rows = [f"validate {self.run}: {self.requests} requests ({self.ended} ended in sq); "
+                f"KV {self.blocks} blocks ({self.blocks_from})",
+                f"{'metric':<6} {'stat':<5} {'measured':>10} {'sq':>10} {'error':>8}"]
+        for m in METRICS:
+            for stat, (meas, pred, err) in self.table[m].items():
+                rows.append(f"{m:<6} {stat:<5} {meas:>10.4f} {pred:>10.4f} {err:>+8.1%}")
+        rows.append("by load band (measured queue wait): requests, mean TTFT / e2e measured -> sq (error)")
+        for band, d in self.bands.items():
+            if d["requests"]:
+                t, e = d["ttft"], d["e2e"]
+                rows.append(f"  {band:<9} {d['requests']:>4}  ttft {t[0]:.3f} -> {t[1]:.3f} ({t[2]:+.1%})"
+                            f"  e2e {e[0]:.3f} -> {e[1]:.3f} ({e[2]:+.1%})")
+        tp = self.throughput
+        if tp:
+            rows.append(f"throughput (prompt + generated tokens/s, {SLOTS}-s windows): measured mean "
+                        f"{tp['measured_mean']:.0f}, sq {tp['sq_mean']:.0f}; window error {tp['window_error']:.1%}; "
+                        f"busy span measured {tp['measured_span']:.0f} s, sq {tp['sq_span']:.0f} s")
+        c = self.capacity
+        if c:
+            rows.append(f"capacity for SLO ttft.p90 <= {c['slo_ttft_p90']:.3f} s, tpot.p90 <= {c['slo_tpot_p90']:.4f} s "
+                        f"(the measured run's own p90s at its rate): sq {c['sq_rate_factor']:.3f} x the measured "
+                        f"rate; capacity error {c['capacity_error']:+.1%}")
+        return "\n".join(rows)
+
+
+def _throughput(run: Path, pred: Prediction) -> dict:
+    import csv
+    path = run / "timeseries.csv"
+    if not path.exists():
+        return {}
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f)]
+    measured = np.array([float(r["prompt_throughput"]) + float(r["gen_throughput"]) for r in rows])
+    sim = pred.throughput
+    span = max(len(measured), len(sim))
+    a, b = np.zeros(span), np.zeros(span)
+    a[:len(measured)], b[:len(sim)] = measured, sim
+    windows = -(-span // SLOTS)
+    wa = np.add.reduceat(a, np.arange(0, span, SLOTS))[:windows]
+    wb = np.add.reduceat(b, np.arange(0, span, SLOTS))[:windows]
+    busy_m, busy_s = np.nonzero(a)[0], np.nonzero(b)[0]
+    return {"measured_mean": float(measured.mean()), "sq_mean": float(sim[:len(sim)].mean()) if len(sim) else 0.0,
+            "window_error": float(np.abs(wb - wa).sum() / max(wa.sum(), 1e-12)),
+            "measured_span": float(busy_m[-1] + 1) if len(busy_m) else 0.0,
+            "sq_span": float(busy_s[-1] + 1) if len(busy_s) else 0.0}
+
+
+def _meets(pred: Prediction, slo_ttft: float, slo_tpot: float) -> bool:
+    if np.isnan(pred.ttft).any():
+        return False
+    return (np.percentile(pred.ttft, 90) <= slo_ttft and
+            np.percentile(pred.tpot[np.isfinite(pred.tpot)], 90) <= slo_tpot)
+
+
+def capacity(cm, engine, req, blocks, slo_ttft, slo_tpot, lo=0.25, hi=4.0, steps=8) -> float:
+    """The largest factor on the measured rate at which sq's p90 TTFT and TPOT meet the SLO (bisection)."""
+    if not _meets(predict(cm, engine, req, lo, blocks), slo_ttft, slo_tpot):
+        return lo
+    if _meets(predict(cm, engine, req, hi, blocks), slo_ttft, slo_tpot):
+        return hi
+    for _ in range(steps):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if _meets(predict(cm, engine, req, mid, blocks), slo_ttft, slo_tpot) else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
+def validate(run_dir, profile_dir, model_config=None, with_capacity: bool = True) -> Validation:
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise SqError(f"run: {run} is not a directory", phase="settings")
+    engine = read_engine(run)
+    req = read_requests(run)
+    cm = from_profile(profile_dir, tp=engine.tp, model_config=model_config,
+                      max_num_seqs=engine.max_num_seqs, max_batched_tokens=engine.max_batched_tokens,
+                      memory_bytes=engine.memory_bytes, mem_util=engine.mem_util)
+    if engine.recorded_blocks:
+        pool = recorded_pool(cm.model, engine.recorded_blocks, tp=engine.tp)
+    else:
+        pool = kv_pool(cm.model, engine.memory_bytes, engine.mem_util, engine.max_batched_tokens,
+                       engine.max_num_seqs, tp=engine.tp)
+    pred = predict(cm, engine, req, 1.0, pool.blocks)
+    # the prediction is made: only now the measured latencies are read
+    measured = read_measured(run)
+    v = Validation(run=str(run), ended=pred.ended, requests=len(req.prompt), blocks=pool.blocks, blocks_from=pool.how)
+    for m in METRICS:
+        ms, ps = _stats(measured[m]), _stats(getattr(pred, m))
+        v.table[m] = {s: (ms[s], ps[s], _err(ps[s], ms[s])) for s in ms}
+    for band, lo, hi in BANDS:
+        mask = (measured["wait"] >= lo) & (measured["wait"] < hi)
+        d = {"requests": int(mask.sum())}
+        for m in METRICS:
+            ms, ps = _stats(measured[m][mask]), _stats(getattr(pred, m)[mask])
+            d[m] = (ms["mean"], ps["mean"], _err(ps["mean"], ms["mean"]))
+        v.bands[band] = d
+    v.throughput = _throughput(run, pred)
+    if with_capacity:
+        slo_ttft = float(np.percentile(measured["ttft"], 90))
+        slo_tpot = float(np.nanpercentile(measured["tpot"], 90))
+        factor = capacity(cm, engine, req, pool.blocks, slo_ttft, slo_tpot)
+        v.capacity = {"slo_ttft_p90": slo_ttft, "slo_tpot_p90": slo_tpot, "sq_rate_factor": factor,
+                      "capacity_error": factor - 1.0}
+    return v
