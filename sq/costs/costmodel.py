@@ -33,9 +33,11 @@ class CostModel:
     source: str                          # one line: where the costs come from
     roofline_error: dict = field(default_factory=dict)   # MAPE per op class, roofline vs the profile
 
-    def cost(self, **context) -> np.ndarray:
+    def cost(self, **context):
         """The step cost (seconds) for the stage's cost variables: tokens, prefilled, attention,
-        kv_prefill, decoders, kv_decode (scalars or arrays)."""
+        kv_prefill, decoders, kv_decode (numbers: a float; arrays: an array)."""
+        if all(np.ndim(v) == 0 for v in context.values()):
+            return float(self.step.seconds(**{k: np.atleast_1d(v) for k, v in context.items()})[0])
         return self.step.seconds(**context)
 
     def coefficients(self) -> dict[str, tuple[float, float]]:
@@ -52,7 +54,7 @@ class CostModel:
 
 
 def _num(x: float) -> str:
-    return f"{x:.6g}"
+    return repr(float(x))     # every digit: the library computes what CostModel.cost does
 
 
 def _hinge(prefix: str, fit: Fit, knots: tuple, var: str) -> str:

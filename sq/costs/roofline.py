@@ -73,6 +73,9 @@ def roofline_tables(model: Model, gpu: Gpu, dtype: str = "bf16", tp: int = 1,
         dense["gate_up_proj"] = _linear(T, H, 2 * inter, gpu, dtype, eff)
         dense["act_fn"] = _stream(3 * T * inter * b, gpu, dtype, eff)
         dense["down_proj"] = _linear(T, inter, H, gpu, dtype, eff)
+    if tp > 1:   # two all-reduces a layer (after o_proj and down_proj), ring: 2 (tp-1)/tp of the data each way
+        dense["all_reduce"] = 2 * (_kernel(0, 0, gpu, dtype, eff)
+                                   + 2 * (tp - 1) / tp * T * H * b / (gpu.link_gbs * 1e9 * eff.memory))
     once = _stream(2 * T * H * b, gpu, dtype, eff) * 2        # embedding gather, final norm
     moe = moe_table = None
     if model.moe:
@@ -105,7 +108,8 @@ def errors(measured: OpTables, predicted: OpTables) -> dict[str, float]:
     def mape(p, m):
         p, m = np.asarray(p, float), np.asarray(m, float)
         return float(np.mean(np.abs(p / m - 1.0)))
-    out = {"dense": mape(sum(predicted.dense.values()), sum(measured.dense.values())),
+    shared = set(predicted.dense) & set(measured.dense)
+    out = {"dense": mape(sum(predicted.dense[k] for k in shared), sum(measured.dense[k] for k in shared)),
            "attention": mape(predicted.attention[:, 4], measured.attention[:, 4]),
            "per_sequence": mape(predicted.per_sequence, measured.per_sequence)}
     if measured.moe_table is not None and predicted.moe_table is not None:
