@@ -139,3 +139,20 @@ def test_cli_costs_and_validate(capsys):
     for key in ("ttft_mean_error", "tpot_mean_error", "e2e_mean_error", "ttft_p90_error", "tpot_p90_error",
                 "e2e_p90_error"):
         assert isinstance(out[key], float)
+
+
+@pytest.mark.slow
+def test_validate_capacity_rtx4090():
+    """The rate at which sq just meets the run's own TTFT p90 is within 10 % of the measured rate."""
+    v = validate(R4090, P4090).to_json()
+    assert abs(v["capacity"]["ttft"]["capacity_error"]) <= 0.10
+
+
+def test_expert_parallel_reads_fewer_experts():
+    model = load_model(DATA / "model-configs" / "Qwen" / "Qwen3-30B-A3B-Instruct-2507.json")
+    one = read_profile(QWEN_MOE, 1, model.experts, model.top_k)
+    two = read_profile(QWEN_MOE, 1, model.experts, model.top_k, ep=2)
+    # a GPU holding half the experts reads fewer of them once a batch hits most of all 128
+    at = list(one.tokens).index(256)
+    assert two.moe[at] < 0.8 * one.moe[at]
+    assert two.moe[0] == pytest.approx(one.moe[0], rel=0.05)     # one token: its 8 experts either way

@@ -11,7 +11,7 @@ from sq.costs.gpus import Gpu, gpu as gpu_row
 from sq.costs.memory import KvPool, datasheet_bytes, kv_pool
 from sq.costs.model import Model, load_model
 from sq.costs.profile import OpTables, find_model_config, read_profile
-from sq.costs.roofline import Efficiency, errors, roofline_tables
+from sq.costs.roofline import Efficiency, errors, expert_exchange, roofline_tables
 from sq.costs.step import ATTENTION_TERMS, StepCost, fit_step
 from sq.errors import SqError
 
@@ -114,15 +114,21 @@ def _model_for(profile_meta: dict, directory, model_config) -> Model:
 def from_profile(directory: str | os.PathLike, *, tp: int = 1, model_config=None, gpu: str | None = None,
                  memory_bytes: float | None = None, mem_util: float = MEM_UTIL,
                  max_num_seqs: int = MAX_NUM_SEQS, max_batched_tokens: int = MAX_BATCHED_TOKENS,
-                 kv: KvPool | None = None) -> CostModel:
-    """Costs fitted to a measured profile (sq.costs.profile's layout)."""
+                 kv: KvPool | None = None, ep: int = 1) -> CostModel:
+    """Costs fitted to a measured profile (sq.costs.profile's layout). `ep`: the engines a MoE
+    model's experts are spread over (vLLM's data parallelism with expert parallelism)."""
     from sq.costs.profile import read_meta, tp_folder
     base, _ = tp_folder(directory, tp)
     meta = read_meta(base)
     model = _model_for(meta, directory, model_config)
-    tables = read_profile(directory, tp, model.experts, model.top_k)
+    tables = read_profile(directory, tp, model.experts, model.top_k, ep)
     hw = gpu or meta.get("hardware") or "?"
     row = _maybe_gpu(hw)
+    if ep > 1 and model.moe:
+        if row is None:
+            raise SqError(f"profile {directory}: expert parallelism needs the link of GPU `{hw}`, not in sq's table",
+                          phase="settings")
+        tables.dense["expert_exchange"] = expert_exchange(tables.tokens, model, row, ep)
     if kv is None:
         if memory_bytes is None:
             if row is None:
@@ -132,6 +138,9 @@ def from_profile(directory: str | os.PathLike, *, tp: int = 1, model_config=None
     roof = errors(tables, roofline_tables(model, row, "bf16", tp, like=tables)) if row else {}
     source = (f"measured profile {tables.meta['folder']} (vLLM {meta.get('vllm_version', '?')}, "
               f"{meta.get('gpu', hw)}, profiled {meta.get('profiled_at', '?')})")
+    if ep > 1 and model.moe:
+        source += (f"; experts spread over {ep} GPUs: each reads its share of the experts hit, plus a "
+                   f"token exchange at the table's link speed ({row.link_gbs:g} GB/s)")
     return CostModel(model, hw, tp, meta.get("variant", "bf16"), fit_step(tables, model.layers), kv,
                      max_num_seqs, max_batched_tokens, source, roof)
 

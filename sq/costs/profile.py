@@ -93,24 +93,29 @@ def tp_folder(directory: str | os.PathLike, tp: int) -> tuple[Path, Path]:
     return d, sub
 
 
-def expected_experts(tokens: np.ndarray, experts: int, top_k: int) -> np.ndarray:
-    """Experts hit by `tokens` tokens each routed to `top_k` of `experts`, routing spread evenly."""
-    return experts * (1.0 - (1.0 - top_k / experts) ** np.asarray(tokens, dtype=float))
+def expected_experts(tokens: np.ndarray, experts: int, top_k: int, ep: int = 1) -> np.ndarray:
+    """Experts one GPU holds that `tokens` tokens (per engine) hit, each token routed to `top_k`
+    of `experts`, routing spread evenly. With expert parallelism over `ep` data-parallel engines a
+    GPU holds experts/ep of them and serves the tokens of all `ep` engines."""
+    tokens = np.asarray(tokens, dtype=float) * ep
+    return experts / ep * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
-def _moe_curve(table: np.ndarray, tokens: np.ndarray, experts: int, top_k: int) -> np.ndarray:
+def _moe_curve(table: np.ndarray, tokens: np.ndarray, experts: int, top_k: int, ep: int = 1) -> np.ndarray:
     """One MoE layer's time at `tokens`: at each measured token count, the time interpolated at
-    the expected number of experts hit; between token counts, linear in log(tokens)."""
+    the expected number of experts hit; between token counts, linear in log(tokens). (Under
+    expert parallelism a GPU computes about as many token-expert pairs as without: `tokens`.)"""
     ts = np.unique(table[:, 0])
     at = []
     for t in ts:
         rows = table[table[:, 0] == t]
         rows = rows[np.argsort(rows[:, 1])]
-        at.append(np.interp(expected_experts(t, experts, top_k), rows[:, 1], rows[:, 2]))
+        at.append(np.interp(expected_experts(t, experts, top_k, ep), rows[:, 1], rows[:, 2]))
     return np.interp(np.log(tokens), np.log(ts), np.array(at))
 
 
-def read_profile(directory: str | os.PathLike, tp: int = 1, experts: int = 0, top_k: int = 0) -> OpTables:
+def read_profile(directory: str | os.PathLike, tp: int = 1, experts: int = 0, top_k: int = 0,
+                 ep: int = 1) -> OpTables:
     base, folder = tp_folder(directory, tp)
     header, rows = _read_csv(folder / "dense.csv")
     by_op: dict[str, list[tuple[float, float]]] = {}
@@ -145,7 +150,7 @@ def read_profile(directory: str | os.PathLike, tp: int = 1, experts: int = 0, to
         moe_table[:, 2] *= US
         if not experts:
             raise SqError(f"profile: {folder} has moe.csv but the model config names no experts", phase="settings")
-        moe = _moe_curve(moe_table, tokens, experts, top_k)
+        moe = _moe_curve(moe_table, tokens, experts, top_k, ep)
     meta = read_meta(base)
     meta["folder"] = str(folder)
     return OpTables(tokens, curve, once, moe, attention, sequences, per_sequence, moe_table, meta)

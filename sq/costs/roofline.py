@@ -103,6 +103,18 @@ def _moe(tokens, activated, model: Model, gpu, dtype, tp, eff):
     return _kernel(flops, traffic, gpu, dtype, eff) + 2 * eff.launch     # router and the combine
 
 
+COLLECTIVE_LATENCY = 20e-6     # seconds a NCCL collective over PCIe/NVLink costs however small (estimate)
+
+
+def expert_exchange(tokens, model: Model, gpu: Gpu, ep: int, dtype: str = "bf16",
+                    eff: Efficiency = Efficiency()) -> np.ndarray:
+    """One MoE layer's token exchange under expert parallelism over `ep` GPUs, as vLLM's
+    all-gather/reduce-scatter backend does it: each GPU receives the other engines' hidden
+    states before the experts and sends their partial sums back after."""
+    nbytes = (ep - 1) * np.asarray(tokens, float) * model.hidden * DTYPE_BYTES[dtype]
+    return 2 * (COLLECTIVE_LATENCY + nbytes / (gpu.link_gbs * 1e9 * eff.memory))
+
+
 def errors(measured: OpTables, predicted: OpTables) -> dict[str, float]:
     """MAPE of `predicted` against `measured` per op class (both on the measured grids)."""
     def mape(p, m):
