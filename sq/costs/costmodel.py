@@ -87,10 +87,15 @@ def library_text(cm: CostModel) -> str:
     lines += [
         "",
         f"def cm_tokens_cost(t) = {_hinge('cm_tok_', s.tokens, s.token_knots, 't')};",
-        f"def cm_attention_cost() = cm_layers() * ({att});",
+        f"def cm_attention_cost(pf, att, kvp, nd, kvd) = cm_layers() * ({att});",
         f"def cm_sequence_cost(n) = {_hinge('cm_seq_', s.sequences, s.sequence_knots, 'n')};",
+        "def cm_step(t, pf, att, kvp, nd, kvd) = cm_tokens_cost(t) + cm_attention_cost(pf, att, kvp, nd, kvd)"
+        " + cm_sequence_cost(nd + (pf > 0 ? 1 : 0));",
         "// the step stage's cost: `cost step_cost();`",
-        "def step_cost() = cm_tokens_cost(tokens) + cm_attention_cost() + cm_sequence_cost(decoders + (prefilled > 0 ? 1 : 0));",
+        "def step_cost() = cm_step(tokens, prefilled, attention, kv_prefill, decoders, kv_decode);",
+        "// r engines that step in lockstep (vLLM's data parallelism of a MoE model), sharing the work evenly",
+        "def step_cost_shared(r) = cm_step(tokens / r, prefilled / r, attention / r, kv_prefill / r, decoders / r,"
+        " kv_decode / r);",
         "",
         f"// KV pool: {cm.kv.how}",
         f"def kv_block() = {cm.kv.block};",

@@ -23,19 +23,20 @@ from sq.costs.profile import OpTables
 
 TOKEN_KNOTS = (16, 32, 64, 128, 256, 512, 1024)
 SEQUENCE_KNOTS = (8, 16, 32, 64, 128, 192)
-# the attention terms, each as the step stage's cost context writes it
+# the attention terms, as the library's cm_attention_cost(pf, att, kvp, nd, kvd) writes them from the
+# stage's prefilled, attention, kv_prefill, decoders and kv_decode
 ATTENTION_TERMS = (
     ("launch", "1"),
-    ("prefill", "(prefilled > 0 ? 1 : 0)"),
-    ("prefill_token", "prefilled"),
-    ("prefill_pair", "attention"),          # chunk x (context before it + chunk/2)
-    ("prefill_kv", "kv_prefill"),
-    ("decode", "(decoders > 0 ? 1 : 0)"),
-    ("decode_seq", "decoders"),
-    ("decode_kv", "kv_decode"),
+    ("prefill", "(pf > 0 ? 1 : 0)"),
+    ("prefill_token", "pf"),
+    ("prefill_pair", "att"),                # chunk x (context before it + chunk/2)
+    ("prefill_kv", "kvp"),
+    ("decode", "(nd > 0 ? 1 : 0)"),
+    ("decode_seq", "nd"),
+    ("decode_kv", "kvd"),
     # decodes batched with a prefill chunk run in the varlen prefill kernel, slower per token
-    ("mixed_decode_seq", "(prefilled > 0 ? decoders : 0)"),
-    ("mixed_decode_kv", "(prefilled > 0 ? kv_decode : 0)"),
+    ("mixed_decode_seq", "(pf > 0 ? nd : 0)"),
+    ("mixed_decode_kv", "(pf > 0 ? kvd : 0)"),
 )
 
 

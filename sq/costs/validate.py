@@ -110,13 +110,25 @@ def read_measured(run: Path) -> dict[str, np.ndarray]:
 
 
 def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float) -> str:
-    """The serQ text of a vLLM-like deployment (`engine.replicas` engines) using `costs.sq`."""
+    """The serQ text of a vLLM-like deployment using `costs.sq`.
+
+    Data-parallel engines of a dense model are independent (requests alternate between
+    them). Those of a MoE model with expert parallelism step in lockstep (vLLM aligns their
+    forward passes): one step stage runs all `replicas` ranks, with their slots, budgets and
+    KV pooled, each prefill capped at one rank's budget, and the cost of one rank doing an
+    even share of the step (`step_cost_shared`)."""
+    lockstep = engine.replicas > 1 and engine.expert_parallel
+    ranks = engine.replicas if lockstep else 1
+    engines = 1 if lockstep else engine.replicas
     lines = ['use "costs.sq";', f"let blocks = {blocks};", f"let bs = {block};",
-             f"let max_seqs = {engine.max_num_seqs};", f"let max_batched = {engine.max_batched_tokens};"]
-    for i in range(engine.replicas):
-        lines += [f"pool seqs{i} {{ cap max_seqs; admit via engine{i}; }}",
-                  f"pool kv{i} {{ cap blocks * bs; block bs; evict lru; preempt lifo; }}",
-                  f"stage engine{i} : step {{ budget max_batched; cost step_cost(); memory kv{i}; }}"]
+             f"let max_seqs = {engine.max_num_seqs};", f"let max_batched = {engine.max_batched_tokens};",
+             f"let ranks = {ranks};"]
+    cost = "step_cost_shared(ranks)" if lockstep else "step_cost()"
+    chunk = " chunk max_batched;" if lockstep else ""
+    for i in range(engines):
+        lines += [f"pool seqs{i} {{ cap ranks * max_seqs; admit via engine{i}; }}",
+                  f"pool kv{i} {{ cap ranks * blocks * bs; block bs; evict lru; preempt lifo; }}",
+                  f"stage engine{i} : step {{ budget ranks * max_batched;{chunk} cost {cost}; memory kv{i}; }}"]
     lines += [
         "stage arrival : delay;",
         f"run {{ horizon {horizon:g}; warmup 0; seed 1; }}",
@@ -136,12 +148,12 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
         "server {",
         "  set t0 = now; set started = 0; set p = new; set o = out;",
     ]
-    if engine.replicas == 1:
+    if engines == 1:
         lines.append("  serve_on(engine0, seqs0, kv0);")
-    else:   # requests alternate between the data-parallel engines
-        for i in range(engine.replicas):
-            cond = f"serial - {engine.replicas} * floor(serial / {engine.replicas}) == {i}"
-            lines.append(f"  branch ({cond}) {{ serve_on(engine{i}, seqs{i}, kv{i}); }}")
+    else:   # requests alternate between the independent engines
+        for i in range(engines):
+            lines.append(f"  branch (serial - {engines} * floor(serial / {engines}) == {i}) "
+                         f"{{ serve_on(engine{i}, seqs{i}, kv{i}); }}")
     lines += ["  observe e2e = now - t0;", "  branch (o > 1) { observe tpot = (now - t1) / (o - 1); }", "}"]
     return "\n".join(lines) + "\n"
 
