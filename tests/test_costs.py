@@ -156,3 +156,22 @@ def test_expert_parallel_reads_fewer_experts():
     at = list(one.tokens).index(256)
     assert two.moe[at] < 0.8 * one.moe[at]
     assert two.moe[0] == pytest.approx(one.moe[0], rel=0.05)     # one token: its 8 experts either way
+
+
+def test_cost_draws_follow_the_fit(cm4090):
+    from sq.costs.uncertainty import coefficient_draw, draw_defs
+    n = 400
+    draws = [coefficient_draw(cm4090, seed) for seed in range(n)]
+    for name, (coef, se) in cm4090.coefficients().items():
+        values = np.array([d[name] for d in draws])
+        # the mean of n draws lies within 4.5 standard errors of the mean (fixed seeds)
+        assert abs(values.mean() - coef) <= 4.5 * se / np.sqrt(n)
+        assert 0.8 * se <= values.std() <= 1.2 * se
+    defs = draw_defs(cm4090, 7)
+    assert set(defs) == set(cm4090.coefficients())
+    assert all(f"def {name}() = " in cm4090.library() for name in defs)
+    # a draw replaces the library's coefficients in a program that uses it
+    prog = Path(__file__).resolve().parent.parent / "examples" / "costs" / "vllm_rtx4090.sq"
+    plain = sq.run(sq.compile(prog, horizon=120, warmup=20)).observes["tpot"].mean
+    drawn = sq.run(sq.compile(prog, horizon=120, warmup=20, defs=defs)).observes["tpot"].mean
+    assert drawn != plain and abs(drawn / plain - 1) < 0.2
