@@ -134,6 +134,10 @@ def test_cli_costs_and_validate(capsys):
     assert main(["costs", "--gpu", "Z80", "--model", str(LLAMA)]) == 2
     assert "unknown GPU `Z80`" in capsys.readouterr().err
     assert main(["costs"]) == 2
+    assert main(["validate", "--run", str(R4090), "--roofline", "--no-capacity"]) == 2
+    assert "needs the model's config" in capsys.readouterr().err
+    assert main(["validate", "--run", str(R4090), "--no-capacity"]) == 2
+    assert "give --profile DIR or --roofline" in capsys.readouterr().err
     assert main(["validate", "--run", str(R4090), "--profile", str(P4090), "--json", "--no-capacity"]) == 0
     out = json.loads(capsys.readouterr().out)
     for key in ("ttft_mean_error", "tpot_mean_error", "e2e_mean_error", "ttft_p90_error", "tpot_p90_error",

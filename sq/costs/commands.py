@@ -33,7 +33,9 @@ def add_parsers(sub) -> None:
 
     v = sub.add_parser("validate", help="replay a measured vLLM run with costs from a profile; compare latencies")
     v.add_argument("--run", required=True, metavar="RUN_DIR", help="requests.jsonl, meta.json, config.json, timeseries.csv")
-    v.add_argument("--profile", required=True, metavar="PROFILE_DIR", help="the measured profile of the run's GPU and model")
+    v.add_argument("--profile", metavar="PROFILE_DIR", help="the measured profile of the run's GPU and model")
+    v.add_argument("--roofline", action="store_true",
+                   help="costs from a roofline of the run's GPU (sq's table) and --model-config instead of a profile")
     v.add_argument("--model-config", metavar="FILE", help="the model's config (default: found beside the profile)")
     v.add_argument("--no-capacity", action="store_true", help="skip the capacity search (about 10 more replays)")
     v.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -57,6 +59,9 @@ def cmd_costs(args) -> int:
 
 def cmd_validate(args) -> int:
     from sq.costs.validate import validate
-    v = validate(args.run, args.profile, args.model_config, with_capacity=not args.no_capacity)
+    if bool(args.profile) == bool(args.roofline):
+        raise SqError("validate: give --profile DIR or --roofline (with --model-config)", phase="settings")
+    v = validate(args.run, args.profile, args.model_config, with_capacity=not args.no_capacity,
+                 roofline=args.roofline)
     print(json.dumps(v.to_json(), indent=2) if args.json else v.text())
     return 0

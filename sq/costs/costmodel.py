@@ -152,11 +152,11 @@ def from_profile(directory: str | os.PathLike, *, tp: int = 1, model_config=None
 
 def from_roofline(gpu: str, model_config, *, tp: int = 1, dtype: str = "bf16", mem_util: float = MEM_UTIL,
                   max_num_seqs: int = MAX_NUM_SEQS, max_batched_tokens: int = MAX_BATCHED_TOKENS,
-                  efficiency: Efficiency = Efficiency()) -> CostModel:
+                  efficiency: Efficiency = Efficiency(), ep: int = 1) -> CostModel:
     """Costs from a roofline of the model on a GPU of sq's table (no measurement)."""
     row = gpu_row(gpu)
     model = load_model(model_config)
-    tables = roofline_tables(model, row, dtype, tp, efficiency)
+    tables = roofline_tables(model, row, dtype, tp, efficiency, ep=ep if model.moe else 1)
     kv = kv_pool(model, datasheet_bytes(row.mem_gb), mem_util, max_batched_tokens, max_num_seqs, dtype, tp)
     source = (f"roofline of {row.name} ({row.source}); efficiencies: compute {efficiency.compute:g}, "
               f"memory {efficiency.memory:g}, launch {efficiency.launch * 1e6:g} us")

@@ -52,7 +52,7 @@ def default_grids() -> dict:
 
 
 def roofline_tables(model: Model, gpu: Gpu, dtype: str = "bf16", tp: int = 1,
-                    eff: Efficiency = Efficiency(), like: OpTables | None = None) -> OpTables:
+                    eff: Efficiency = Efficiency(), like: OpTables | None = None, ep: int = 1) -> OpTables:
     """The op classes of `model` on `gpu` as the roofline predicts them, on `like`'s grids
     (a measured profile's, to compare) or on the profiler's default grids."""
     grids = default_grids() if like is None else {
@@ -79,7 +79,9 @@ def roofline_tables(model: Model, gpu: Gpu, dtype: str = "bf16", tp: int = 1,
     once = _stream(2 * T * H * b, gpu, dtype, eff) * 2        # embedding gather, final norm
     moe = moe_table = None
     if model.moe:
-        moe = _moe(T, expected_experts(T, model.experts, model.top_k), model, gpu, dtype, tp, eff)
+        moe = _moe(T, expected_experts(T, model.experts, model.top_k, ep), model, gpu, dtype, tp, eff)
+        if ep > 1:
+            dense["expert_exchange"] = expert_exchange(T, model, gpu, ep, dtype, eff)
         if grids["moe"] is not None:
             moe_table = grids["moe"].copy()
             moe_table[:, 2] = _moe(moe_table[:, 0], moe_table[:, 1], model, gpu, dtype, tp, eff)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sq.costs.costmodel import CostModel, from_profile
+from sq.costs.costmodel import CostModel, from_profile, from_roofline
 from sq.costs.memory import datasheet_bytes, kv_pool, recorded_pool
 from sq.errors import SqError
 
@@ -317,16 +317,25 @@ def capacity(cm, engine, req, blocks, metric: str, slo: float, lo=0.25, hi=4.0, 
     return math.sqrt(lo * hi)
 
 
-def validate(run_dir, profile_dir, model_config=None, with_capacity: bool = True) -> Validation:
+def validate(run_dir, profile_dir=None, model_config=None, with_capacity: bool = True,
+             roofline: bool = False) -> Validation:
+    """Replay the run with costs from `profile_dir`, or (`roofline`) from a roofline of the run's
+    GPU (sq's table) and `model_config`, and compare with what the run measured."""
     run = Path(run_dir)
     if not run.is_dir():
         raise SqError(f"run: {run} is not a directory", phase="settings")
     engine = read_engine(run)
     req = read_requests(run)
-    cm = from_profile(profile_dir, tp=engine.tp, model_config=model_config,
-                      max_num_seqs=engine.max_num_seqs, max_batched_tokens=engine.max_batched_tokens,
-                      memory_bytes=engine.memory_bytes, mem_util=engine.mem_util,
-                      ep=engine.replicas if engine.expert_parallel else 1)
+    limits = {"max_num_seqs": engine.max_num_seqs, "max_batched_tokens": engine.max_batched_tokens,
+              "mem_util": engine.mem_util}
+    if roofline:
+        if model_config is None:
+            raise SqError("validate: a roofline needs the model's config (--model-config)", phase="settings")
+        cm = from_roofline(engine.hardware, model_config, tp=engine.tp,
+                           ep=engine.replicas if engine.expert_parallel else 1, **limits)
+    else:
+        cm = from_profile(profile_dir, tp=engine.tp, model_config=model_config, memory_bytes=engine.memory_bytes,
+                          ep=engine.replicas if engine.expert_parallel else 1, **limits)
     if engine.recorded_blocks:
         pool = recorded_pool(cm.model, engine.recorded_blocks, tp=engine.tp)
     else:
