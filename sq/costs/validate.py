@@ -170,7 +170,7 @@ class Prediction:
     ttft: np.ndarray
     tpot: np.ndarray
     e2e: np.ndarray
-    throughput: np.ndarray         # tokens (prompt + generated) per second, 1-s bins from the first arrival
+    throughput: dict               # "prompt", "generated": tokens per second, 1-s bins from the first arrival
     program: str
     ended: int
 
@@ -181,7 +181,7 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
     blocks = blocks if blocks is not None else cm.kv.blocks
     n = len(req.prompt)
     horizon = float(req.arrival.max() / scale + 100 + 10 * n)
-    bins: dict[int, float] = {}
+    bins: dict[str, dict[int, float]] = {"prompt": {}, "generated": {}}
 
     def on_lines(chunk):
         for line in chunk:
@@ -189,7 +189,9 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
             if not parts or parts[0] != "ITER":
                 continue
             t = int(float(parts[1]))
-            bins[t] = bins.get(t, 0.0) + sum(float(p.split(":")[2][1:]) for p in parts[2:])
+            for job in parts[2:]:       # serial:turn:p|d TOKENS
+                kind = "prompt" if job.split(":")[2][0] == "p" else "generated"
+                bins[kind][t] = bins[kind].get(t, 0.0) + float(job.split(":")[2][1:])
 
     with tempfile.TemporaryDirectory(prefix="sq-validate-") as tmp:
         folder = Path(tmp)
@@ -207,8 +209,8 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
             values[np.asarray(obs.sessions, dtype=np.int64)] = obs.samples
         return values
 
-    span = max(bins) + 1 if bins else 0
-    throughput = np.array([bins.get(t, 0.0) for t in range(span)])
+    span = max(max(b, default=-1) for b in bins.values()) + 1
+    throughput = {kind: np.array([b.get(t, 0.0) for t in range(span)]) for kind, b in bins.items()}
     return Prediction(per_request("ttft"), per_request("tpot"), per_request("e2e"), throughput, text,
                       int(report.ended))
 
@@ -262,38 +264,49 @@ class Validation:
                 t, e = d["ttft"], d["e2e"]
                 rows.append(f"  {band:<9} {d['requests']:>4}  ttft {t[0]:.3f} -> {t[1]:.3f} ({t[2]:+.1%})"
                             f"  e2e {e[0]:.3f} -> {e[1]:.3f} ({e[2]:+.1%})")
-        tp = self.throughput
-        if tp:
-            rows.append(f"throughput (prompt + generated tokens/s, {SLOTS}-s windows): measured mean "
-                        f"{tp['measured_mean']:.0f}, sq {tp['sq_mean']:.0f}; window error {tp['window_error']:.1%}; "
-                        f"busy span measured {tp['measured_span']:.0f} s, sq {tp['sq_span']:.0f} s")
+        for kind, tp in self.throughput.items():
+            rows.append(f"{kind} tokens/s: measured mean {tp['measured_mean']:.0f}, sq {tp['sq_mean']:.0f}; "
+                        f"error over {SLOTS}-s windows {tp['window_error']:.1%}; busy for {tp['measured_span']:.0f} s "
+                        f"measured, {tp['sq_span']:.0f} s in sq")
+        lo, hi = CAPACITY_RANGE
         for m, c in self.capacity.items():
-            rows.append(f"capacity for {m}.p90 <= {c['slo_p90']:.4g} s (the measured run's own p90 at its rate): "
-                        f"sq meets it up to {c['sq_rate_factor']:.3f} x the measured rate; capacity error "
-                        f"{c['capacity_error']:+.1%}")
+            factor = c["sq_rate_factor"]
+            head = f"capacity for {m}.p90 <= {c['slo_p90']:.4g} s (the measured run's own p90 at its rate): "
+            if factor >= hi:
+                rows.append(head + f"sq meets it at every rate up to {hi:g} x the measured rate")
+            elif factor <= lo:
+                rows.append(head + f"sq misses it even at {lo:g} x the measured rate")
+            else:
+                rows.append(head + f"sq meets it up to {factor:.3f} x the measured rate; capacity error "
+                            f"{c['capacity_error']:+.1%}")
         return "\n".join(rows)
 
 
 def _throughput(run: Path, pred: Prediction) -> dict:
+    """Prompt and generated tokens per second, sq against the server's log (`timeseries.csv`),
+    both from the first arrival; `window_error` is sum |sq - measured| / sum measured over
+    SLOTS-second windows. sq counts a preempted request's recomputed prompt again."""
     import csv
     path = run / "timeseries.csv"
     if not path.exists():
         return {}
     with open(path, newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f)]
-    measured = np.array([float(r["prompt_throughput"]) + float(r["gen_throughput"]) for r in rows])
-    sim = pred.throughput
-    span = max(len(measured), len(sim))
-    a, b = np.zeros(span), np.zeros(span)
-    a[:len(measured)], b[:len(sim)] = measured, sim
-    windows = -(-span // SLOTS)
-    wa = np.add.reduceat(a, np.arange(0, span, SLOTS))[:windows]
-    wb = np.add.reduceat(b, np.arange(0, span, SLOTS))[:windows]
-    busy_m, busy_s = np.nonzero(a)[0], np.nonzero(b)[0]
-    return {"measured_mean": float(measured.mean()), "sq_mean": float(sim[:len(sim)].mean()) if len(sim) else 0.0,
-            "window_error": float(np.abs(wb - wa).sum() / max(wa.sum(), 1e-12)),
-            "measured_span": float(busy_m[-1] + 1) if len(busy_m) else 0.0,
-            "sq_span": float(busy_s[-1] + 1) if len(busy_s) else 0.0}
+        rows = list(csv.DictReader(f))
+    out = {}
+    for kind, column in (("prompt", "prompt_throughput"), ("generated", "gen_throughput")):
+        measured, sim = np.array([float(r[column]) for r in rows]), pred.throughput[kind]
+        span = max(len(measured), len(sim))
+        a, b = np.zeros(span), np.zeros(span)
+        a[:len(measured)], b[:len(sim)] = measured, sim
+        starts = np.arange(0, span, SLOTS)
+        wa, wb = np.add.reduceat(a, starts), np.add.reduceat(b, starts)
+        busy_m, busy_s = np.nonzero(a)[0], np.nonzero(b)[0]
+        out[kind] = {"measured_mean": float(measured.mean()) if len(measured) else 0.0,
+                     "sq_mean": float(sim.mean()) if len(sim) else 0.0,
+                     "window_error": float(np.abs(wb - wa).sum() / max(wa.sum(), 1e-12)),
+                     "measured_span": float(busy_m[-1] + 1) if len(busy_m) else 0.0,
+                     "sq_span": float(busy_s[-1] + 1) if len(busy_s) else 0.0}
+    return out
 
 
 def _p90(values: np.ndarray) -> float:
@@ -301,7 +314,11 @@ def _p90(values: np.ndarray) -> float:
     return float(np.percentile(values, 90)) if len(values) else math.inf
 
 
-def capacity(cm, engine, req, blocks, metric: str, slo: float, lo=0.25, hi=4.0, steps=8) -> float:
+CAPACITY_RANGE = (0.25, 4.0)     # factors on the measured rate searched
+
+
+def capacity(cm, engine, req, blocks, metric: str, slo: float, lo=CAPACITY_RANGE[0], hi=CAPACITY_RANGE[1],
+             steps=10) -> float:
     """The largest factor on the measured rate at which sq's p90 of `metric` stays within `slo`
     (bisection on a geometric scale; a request that never finishes fails the SLO)."""
     def meets(scale):
