@@ -127,6 +127,17 @@ def test_prediction_reads_no_measured_latency(tmp_path, cm4090):
         validate(stripped, P4090, with_capacity=False)
 
 
+def test_replay_and_dialect_arrivals_agree(cm4090):
+    """`arrive replay` and the 0.1.2 form (arrive at 0, wait the recorded time) are the same run."""
+    engine, req = read_engine(R4090), read_requests(R4090)
+    for scale in (1.0, 1.7):
+        a = predict(cm4090, engine, req, scale, engine.recorded_blocks, "replay")
+        b = predict(cm4090, engine, req, scale, engine.recorded_blocks, "delay")
+        for m in ("ttft", "tpot", "e2e"):
+            np.testing.assert_array_equal(getattr(a, m), getattr(b, m))
+        assert "arrive replay" in a.program and "arrive batch(300)" in b.program
+
+
 def test_cli_costs_and_validate(capsys):
     assert main(["costs", "--profile", str(P4090)]) == 0
     text = capsys.readouterr().out

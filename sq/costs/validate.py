@@ -8,11 +8,13 @@ preemption of the newest request when a step needs a block the pool does not
 have; a preempted request recomputes its prompt and what it had generated
 (its prefix, if still cached, is reused). Its costs come from a `CostModel`.
 
-Replay within the 0.1.2 dialect: every request is one session arriving at 0
-(`arrive batch(N)`), bound to line i of a trace (`ordered`) that carries its
-prompt and output tokens and, as `think`, its recorded arrival time; the
-session waits that long on a `delay` and then makes its request. The arrival
-times are exact.
+The requests arrive at their recorded times by `arrive replay` over a trace
+in vLLM's per-request format (an extension of sq, docs/differences.md). The
+same replay within the 0.1.2 dialect (`arrival="delay"`): every request is one
+session arriving at 0 (`arrive batch(N)`), bound to line i of a trace
+(`ordered`) carrying its tokens and, as `think`, its arrival time, which it
+waits on a `delay` before its request. Both give the same prediction to the
+last digit (tests/test_costs.py).
 
 Nothing measured about latency is read before the prediction: `read_requests`
 takes only token counts and the arrival clock (`queued_ts`), and
@@ -109,14 +111,19 @@ def read_measured(run: Path) -> dict[str, np.ndarray]:
             "e2e": col["last_token_ts"] - col["queued_ts"], "wait": col["scheduled_ts"] - col["queued_ts"]}
 
 
-def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float) -> str:
+def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float, arrival: str = "replay",
+                 speed: float = 1.0) -> str:
     """The serQ text of a vLLM-like deployment using `costs.sq`.
 
     Data-parallel engines of a dense model are independent (requests alternate between
     them). Those of a MoE model with expert parallelism step in lockstep (vLLM aligns their
     forward passes): one step stage runs all `replicas` ranks, with their slots, budgets and
     KV pooled, each prefill capped at one rank's budget, and the cost of one rank doing an
-    even share of the step (`step_cost_shared`)."""
+    even share of the step (`step_cost_shared`).
+
+    `arrival`: "replay" (`arrive replay(speed)` over `requests.jsonl`, vLLM's per-request
+    format, times divided by `speed`) or "delay" (the 0.1.2 dialect: every session arrives at
+    0 and waits its recorded time, already divided, on a `delay`; see write_trace)."""
     lockstep = engine.replicas > 1 and engine.expert_parallel
     ranks = engine.replicas if lockstep else 1
     engines = 1 if lockstep else engine.replicas
@@ -130,7 +137,7 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
                   f"pool kv{i} {{ cap ranks * blocks * bs; block bs; evict lru; preempt lifo; }}",
                   f"stage engine{i} : step {{ budget ranks * max_batched;{chunk} cost {cost}; memory kv{i}; }}"]
     lines += [
-        "stage arrival : delay;",
+        *(["stage arrival : delay;"] if arrival == "delay" else []),
         f"run {{ horizon {horizon:g}; warmup 0; seed 1; }}",
         "// one request: admitted when a slot is free and its whole prompt fits (vLLM reserves the full",
         "// input); the first step takes what the budget leaves; decodes grow the KV a block at a time;",
@@ -143,8 +150,9 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
         "    branch (p + o - 1 - ctx > 0) { run E decode (p + o - 1 - ctx) growing K; }",
         "  } cache (inf);",
         "}",
-        f"workload {{ arrive batch({n}); trace \"requests.csv\" ordered; hidden out;",
-        "  session { turn; run arrival (think); request; } }",
+        *([f"workload {{ arrive batch({n}); trace \"requests.csv\" ordered; hidden out;",
+           "  session { turn; run arrival (think); request; } }"] if arrival == "delay" else
+          [f"workload {{ arrive replay({speed!r}); trace \"requests.jsonl\"; hidden out; session {{ turn; request; }} }}"]),
         "server {",
         "  set t0 = now; set started = 0; set p = new; set o = out;",
     ]
@@ -158,11 +166,22 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
     return "\n".join(lines) + "\n"
 
 
-def write_trace(path: Path, req: Requests, scale: float = 1.0) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("session,turn,new,out,think\n")
-        for i, (p, o, a) in enumerate(zip(req.prompt, req.output, req.arrival)):
-            f.write(f"{i},0,{int(p)},{int(o)},{float(a) / scale!r}\n")
+def write_trace(folder: Path, req: Requests, arrival: str, scale: float = 1.0) -> np.ndarray:
+    """The requests as the program's trace, in arrival order; returns that order (session serial
+    i is request order[i]). "replay": vLLM's per-request JSON lines with the server's arrival
+    clock as `arrival_time`; "delay": serQ's CSV with the arrival (divided by `scale`) as `think`."""
+    order = np.argsort(req.arrival, kind="stable")
+    if arrival == "replay":
+        with open(folder / "requests.jsonl", "w", encoding="utf-8") as f:
+            for i in order:
+                f.write(json.dumps({"arrival_time": float(req.arrival[i]), "input_toks": int(req.prompt[i]),
+                                    "output_toks": int(req.output[i])}) + "\n")
+    else:
+        with open(folder / "requests.csv", "w", encoding="utf-8") as f:
+            f.write("session,turn,new,out,think\n")
+            for k, i in enumerate(order):
+                f.write(f"{k},0,{int(req.prompt[i])},{int(req.output[i])},{float(req.arrival[i]) / scale!r}\n")
+    return order
 
 
 @dataclass
@@ -175,7 +194,8 @@ class Prediction:
     ended: int
 
 
-def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, blocks: int | None = None) -> Prediction:
+def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, blocks: int | None = None,
+            arrival: str = "replay") -> Prediction:
     """Run the replay (arrivals compressed by `scale`: rate x scale) and collect per-request latencies."""
     import sq
     blocks = blocks if blocks is not None else cm.kv.blocks
@@ -196,8 +216,8 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
     with tempfile.TemporaryDirectory(prefix="sq-validate-") as tmp:
         folder = Path(tmp)
         (folder / "costs.sq").write_text(cm.library(), encoding="utf-8")
-        write_trace(folder / "requests.csv", req, scale)
-        text = vllm_program(engine, blocks, cm.kv.block, n, horizon)
+        order = write_trace(folder, req, arrival, scale)
+        text = vllm_program(engine, blocks, cm.kv.block, n, horizon, arrival, scale)
         (folder / "replay.sq").write_text(text, encoding="utf-8")
         program = sq.compile(folder / "replay.sq")
         report = sq.run(program, trace_iterations=on_lines)
@@ -206,7 +226,7 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
         values = np.full(n, np.nan)
         obs = report.observes.get(name)
         if obs is not None and obs.count:
-            values[np.asarray(obs.sessions, dtype=np.int64)] = obs.samples
+            values[order[np.asarray(obs.sessions, dtype=np.int64)]] = obs.samples
         return values
 
     span = max(max(b, default=-1) for b in bins.values()) + 1
