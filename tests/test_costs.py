@@ -123,8 +123,21 @@ def test_prediction_reads_no_measured_latency(tmp_path, cm4090):
     bare = predict(cm4090, read_engine(stripped), read_requests(stripped), 1.0, engine.recorded_blocks)
     for m in ("ttft", "tpot", "e2e"):
         np.testing.assert_array_equal(getattr(full, m), getattr(bare, m))
-    with pytest.raises(KeyError):       # the latencies are not there: only a comparison needs them
+    # the latencies are not there: only the comparison, after the prediction, needs them
+    with pytest.raises(SqError, match=r"requests.jsonl:1: no `scheduled_ts`"):
         validate(stripped, P4090, with_capacity=False)
+
+
+def test_bad_run_files_are_sqerrors(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(R4090, run)
+    (run / "requests.jsonl").write_text('{"input_toks": 5, "output_toks": 3, "queued_ts": 1.0}\n{oops\n')
+    assert main(["validate", "--run", str(run), "--profile", str(P4090), "--no-capacity"]) == 2
+    (run / "config.json").write_text("{}")
+    with pytest.raises(SqError, match="npu_mem"):
+        read_engine(run)
+    with pytest.raises(SqError, match="is not a directory"):
+        validate(tmp_path / "nowhere", P4090)
 
 
 def test_replay_and_dialect_arrivals_agree(cm4090):
@@ -190,3 +203,15 @@ def test_cost_draws_follow_the_fit(cm4090):
     plain = sq.run(sq.compile(prog, horizon=120, warmup=20)).observes["tpot"].mean
     drawn = sq.run(sq.compile(prog, horizon=120, warmup=20, defs=defs)).observes["tpot"].mean
     assert drawn != plain and abs(drawn / plain - 1) < 0.2
+
+
+def test_bad_profile_files_are_sqerrors(tmp_path):
+    prof = tmp_path / "bf16"
+    shutil.copytree(P4090, prof)
+    with open(prof / "tp1" / "dense.csv", "a") as f:
+        f.write("qkv_proj,lots,3\n")
+    with pytest.raises(SqError, match=r"dense.csv:\d+: expected NAME,NUMBER,TIME_US"):
+        read_profile(prof)
+    with pytest.raises(SqError, match="has no tp2/ folder"):
+        read_profile(P4090, tp=2)
+    assert main(["costs", "--profile", str(prof), "--model", str(LLAMA)]) == 2

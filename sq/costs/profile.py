@@ -66,6 +66,22 @@ def _numbers(path: Path, rows: list[list[str]], columns: slice) -> np.ndarray:
         raise SqError(f"profile: {path}: {err}", phase="settings") from None
 
 
+def _by_name(path: Path, rows: list[list[str]]) -> dict[str, list[tuple[float, float]]]:
+    """`name,x,time_us` rows -> {name: [(x, seconds)]}."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for number, r in enumerate(rows, 2):
+        if not r:
+            continue
+        try:
+            out.setdefault(r[0], []).append((float(r[1]), float(r[2]) * US))
+        except (IndexError, ValueError):
+            raise SqError(f"profile: {path}:{number}: expected NAME,NUMBER,TIME_US, found `{','.join(r)}`",
+                          phase="settings") from None
+    if not out:
+        raise SqError(f"profile: {path} has no rows", phase="settings")
+    return out
+
+
 def read_meta(directory: Path) -> dict:
     """The top-level `key: value` lines of meta.yaml (enough for model, hardware, vLLM version)."""
     meta = {}
@@ -117,13 +133,7 @@ def _moe_curve(table: np.ndarray, tokens: np.ndarray, experts: int, top_k: int, 
 def read_profile(directory: str | os.PathLike, tp: int = 1, experts: int = 0, top_k: int = 0,
                  ep: int = 1) -> OpTables:
     base, folder = tp_folder(directory, tp)
-    header, rows = _read_csv(folder / "dense.csv")
-    by_op: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        if len(r) >= 3:
-            by_op.setdefault(r[0], []).append((float(r[1]), float(r[2]) * US))
-    if not by_op:
-        raise SqError(f"profile: {folder / 'dense.csv'} has no rows", phase="settings")
+    by_op = _by_name(folder / "dense.csv", _read_csv(folder / "dense.csv")[1])
     tokens = np.array(sorted({t for op in by_op.values() for t, _ in op}))
     curve = {name: np.interp(tokens, *np.array(sorted(v)).T) for name, v in by_op.items()}
     once = sum((curve.pop(name) for name in ONCE_PER_STEP if name in curve), np.zeros_like(tokens))
@@ -135,11 +145,7 @@ def read_profile(directory: str | os.PathLike, tp: int = 1, experts: int = 0, to
     attention = _numbers(folder / "attention.csv", att, slice(0, 5))
     attention[:, 4] *= US
 
-    _, seq = _read_csv(folder / "per_sequence.csv")
-    per: dict[str, list[tuple[float, float]]] = {}
-    for r in seq:
-        if len(r) >= 3:
-            per.setdefault(r[0], []).append((float(r[1]), float(r[2]) * US))
+    per = _by_name(folder / "per_sequence.csv", _read_csv(folder / "per_sequence.csv")[1])
     sequences = np.array(sorted({s for op in per.values() for s, _ in op}))
     per_sequence = sum(np.interp(sequences, *np.array(sorted(v)).T) for v in per.values())
 

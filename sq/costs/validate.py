@@ -74,37 +74,63 @@ def _json(path: Path):
 def read_engine(run: Path) -> Engine:
     meta, config = _json(run / "meta.json"), _json(run / "config.json")
     kw = meta.get("engine_kwargs", {})
-    inst = config["nodes"][0]["instances"][0]
-    blocks = (meta.get("kv_cache") or {}).get("num_gpu_blocks")
-    hw = meta.get("hardware", {})
-    memory = hw.get("device_total_memory_bytes") or datasheet_bytes(inst["npu_mem"]["mem_size"])
+    try:
+        inst = config["nodes"][0]["instances"][0]
+        npu = inst["npu_mem"]
+    except (KeyError, IndexError, TypeError):
+        raise SqError(f"run: {run / 'config.json'} has no nodes[0].instances[0].npu_mem "
+                      "(LLMServingSim's cluster config is expected)", phase="settings") from None
+    cache = meta.get("kv_cache") or {}
+    memory = (meta.get("hardware") or {}).get("device_total_memory_bytes") or datasheet_bytes(npu["mem_size"])
     return Engine(int(kw.get("max_num_seqs", 256)), int(kw.get("max_num_batched_tokens", 2048)),
                   int(kw.get("tensor_parallel_size", 1)), int(kw.get("data_parallel_size", 1)),
-                  bool(kw.get("enable_expert_parallel", False)), blocks, float(memory), float((meta.get("kv_cache") or {}).get("gpu_memory_utilization")
-                                               or inst["npu_mem"].get("mem_util", 0.9)), inst.get("hardware", "?"))
+                  bool(kw.get("enable_expert_parallel", False)), cache.get("num_gpu_blocks"), float(memory),
+                  float(cache.get("gpu_memory_utilization") or npu.get("mem_util", 0.9)), inst.get("hardware", "?"))
 
 
 def _lines(run: Path) -> list[dict]:
     path = run / "requests.jsonl"
     if not path.exists():
         raise SqError(f"run: no requests.jsonl in {run}", phase="settings")
+    rows = []
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        for number, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise SqError(f"{path}:{number}: not a JSON object ({err.msg})", phase="settings") from None
+    if not rows:
+        raise SqError(f"{path}: no requests", phase="settings")
+    return rows
+
+
+def _columns(run: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The named fields of every request, as floats; a missing or non-numeric one is an SqError."""
+    path = run / "requests.jsonl"
+    rows = _lines(run)
+    out = {}
+    for name in names:
+        try:
+            out[name] = np.array([float(r[name]) for r in rows])
+        except KeyError:
+            line = next(i for i, r in enumerate(rows, 1) if name not in r)
+            raise SqError(f"{path}:{line}: no `{name}`", phase="settings") from None
+        except (TypeError, ValueError):
+            raise SqError(f"{path}: `{name}` must be a number on every line", phase="settings") from None
+    return out
 
 
 def read_requests(run: Path) -> Requests:
     """The requests as a replay needs them: token counts and arrival times, nothing else."""
-    rows = _lines(run)
-    arrival = np.array([float(r["queued_ts"]) for r in rows])
-    return Requests(np.array([int(r["input_toks"]) for r in rows]), np.array([int(r["output_toks"]) for r in rows]),
-                    arrival - arrival.min())
+    col = _columns(run, ("input_toks", "output_toks", "queued_ts"))
+    return Requests(col["input_toks"].astype(np.int64), col["output_toks"].astype(np.int64),
+                    col["queued_ts"] - col["queued_ts"].min())
 
 
 def read_measured(run: Path) -> dict[str, np.ndarray]:
     """Per-request TTFT, TPOT and end-to-end latency as the server measured them, and queue wait."""
-    rows = _lines(run)
-    col = {k: np.array([float(r[k]) for r in rows]) for k in ("queued_ts", "scheduled_ts", "first_token_ts",
-                                                               "last_token_ts", "output_toks")}
+    col = _columns(run, ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts", "output_toks"))
     out = col["output_toks"]
     tpot = np.where(out > 1, (col["last_token_ts"] - col["first_token_ts"]) / np.maximum(out - 1, 1), np.nan)
     return {"ttft": col["first_token_ts"] - col["queued_ts"], "tpot": tpot,
