@@ -10,7 +10,7 @@ from sq.costs.fit import Fit
 from sq.costs.gpus import Gpu, gpu as gpu_row
 from sq.costs.memory import KvPool, datasheet_bytes, kv_pool
 from sq.costs.model import Model, load_model
-from sq.costs.profile import OpTables, find_model_config, read_profile
+from sq.costs.profile import find_model_config, read_meta, read_profile, tp_folder
 from sq.costs.roofline import Efficiency, errors, expert_exchange, roofline_tables
 from sq.costs.step import ATTENTION_TERMS, StepCost, fit_step
 from sq.errors import SqError
@@ -122,7 +122,6 @@ def from_profile(directory: str | os.PathLike, *, tp: int = 1, model_config=None
                  kv: KvPool | None = None, ep: int = 1) -> CostModel:
     """Costs fitted to a measured profile (sq.costs.profile's layout). `ep`: the engines a MoE
     model's experts are spread over (vLLM's data parallelism with expert parallelism)."""
-    from sq.costs.profile import read_meta, tp_folder
     base, _ = tp_folder(directory, tp)
     meta = read_meta(base)
     model = _model_for(meta, directory, model_config)

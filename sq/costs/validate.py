@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
