@@ -8,13 +8,14 @@ preemption of the newest request when a step needs a block the pool does not
 have; a preempted request recomputes its prompt and what it had generated
 (its prefix, if still cached, is reused). Its costs come from a `CostModel`.
 
-The requests arrive at their recorded times by `arrive replay` over a trace
-in vLLM's per-request format (an extension of sq, docs/differences.md). The
-same replay within the 0.1.2 dialect (`arrival="delay"`): every request is one
-session arriving at 0 (`arrive batch(N)`), bound to line i of a trace
-(`ordered`) carrying its tokens and, as `think`, its arrival time, which it
-waits on a `delay` before its request. Both give the same prediction to the
-last digit (tests/test_costs.py).
+The requests arrive at their recorded times within the 0.1.2 dialect
+(`arrival="delay"`, the default): every request is one session arriving at 0
+(`arrive batch(N)`), bound to line i of a trace (`ordered`) carrying its tokens
+and, as `think`, its arrival time, which it waits on a `delay` before its
+request. `arrival="replay"` writes the trace in vLLM's per-request format and
+arrives by `arrive replay` (sq's extension for production traces, where the
+build has it); both give the same prediction to the last digit
+(tests/test_costs.py).
 
 Nothing measured about latency is read before the prediction: `read_requests`
 takes only token counts and the arrival clock (`queued_ts`), and
@@ -136,7 +137,7 @@ def read_measured(run: Path) -> dict[str, np.ndarray]:
             "e2e": col["last_token_ts"] - col["queued_ts"], "wait": col["scheduled_ts"] - col["queued_ts"]}
 
 
-def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float, arrival: str = "replay",
+def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float, arrival: str = "delay",
                  speed: float = 1.0) -> str:
     """The serQ text of a vLLM-like deployment using `costs.sq`.
 
@@ -220,7 +221,7 @@ class Prediction:
 
 
 def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, blocks: int | None = None,
-            arrival: str = "replay") -> Prediction:
+            arrival: str = "delay") -> Prediction:
     """Run the replay (arrivals compressed by `scale`: rate x scale) and collect per-request latencies."""
     import sq
     blocks = blocks if blocks is not None else cm.kv.blocks
