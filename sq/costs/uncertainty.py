@@ -50,9 +50,10 @@ class CapacitySpread:
 
 def capacity_over_draws(program_path, cm: CostModel, knob: str, slo, *, draws=range(1, 9), sets=None, **kwargs):
     """sq.capacity of the program at `program_path` (which `use`s `cm`'s library) once per draw."""
-    import sq   # the face: compile and capacity (imported here, as sq.study does)
+    from sq.frontend.compile import compile_program
+    from sq.study.capacity import capacity
     answers = []
     for d in draws:
-        program = sq.compile(program_path, sets=sets, defs=draw_defs(cm, d))
-        answers.append(sq.capacity(program, knob, slo, **kwargs))
+        program = compile_program(program_path, sets=sets, defs=draw_defs(cm, d))
+        answers.append(capacity(program, knob, slo, **kwargs))
     return CapacitySpread(list(draws), answers)

@@ -223,7 +223,8 @@ class Prediction:
 def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, blocks: int | None = None,
             arrival: str = "delay") -> Prediction:
     """Run the replay (arrivals compressed by `scale`: rate x scale) and collect per-request latencies."""
-    import sq
+    from sq.engine.run import run
+    from sq.frontend.compile import compile_program
     blocks = blocks if blocks is not None else cm.kv.blocks
     n = len(req.prompt)
     horizon = float(req.arrival.max() / scale + 100 + 10 * n)
@@ -245,8 +246,7 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
         order = write_trace(folder, req, arrival, scale)
         text = vllm_program(engine, blocks, cm.kv.block, n, horizon, arrival, scale)
         (folder / "replay.sq").write_text(text, encoding="utf-8")
-        program = sq.compile(folder / "replay.sq")
-        report = sq.run(program, trace_iterations=on_lines)
+        report = run(compile_program(folder / "replay.sq"), trace_iterations=on_lines)
 
     def per_request(name):
         values = np.full(n, np.nan)
