@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import sq
-from sq.cli import main
+from sq.cli.main import main
 from sq.costs import GPUS, from_profile, from_roofline, load_model
 from sq.costs.memory import kv_pool
 from sq.costs.profile import read_profile
