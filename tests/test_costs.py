@@ -145,7 +145,7 @@ def test_replay_and_dialect_arrivals_agree(cm4090):
     try:
         sq.compile(source="run { horizon 1; } workload { arrive replay; trace \"x.jsonl\"; } session { }")
     except SqError as err:
-        if "replay" in str(err) and "x.jsonl" not in str(err):
+        if "found `replay`" in str(err):
             pytest.skip(f"this build has no `arrive replay` ({err})")
     engine, req = read_engine(R4090), read_requests(R4090)
     for scale in (1.0, 1.7):
