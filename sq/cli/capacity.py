@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from sq.cli.args import (add_program_args, add_run_args, check_writable, headless_plots, number, overrides,
+from sq.cli.args import (add_program_args, add_run_args, check_output, headless_plots, number, overrides,
                          parse_seeds, scheduler, whole_number)
 
 
@@ -48,7 +48,7 @@ def cmd_capacity(args) -> int:
                          horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals)
     seeds = parse_seeds(args.seeds)
     if args.plot_out:
-        check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs
+        check_output(args.plot_out, "--plot-out")     # before the search, not after all its runs
         headless_plots("--plot-out")
     out = sys.stderr if args.json else sys.stdout
 

@@ -413,10 +413,10 @@ def _check_plot_path(path) -> None:
     """A file matplotlib can write, by its extension (not a folder: savefig would add `.png`)."""
     from matplotlib.backend_bases import FigureCanvasBase
 
-    from sq._support.files import path_argument, writable
+    from sq._support.files import check_writable
 
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
-    writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
+    check_writable(path, "Capacity.plot", formats)
 
 
 # -- the search -----------------------------------------------------------------

@@ -11,7 +11,6 @@ Ctrl-C) computes only what is missing.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -30,7 +29,7 @@ from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, 
 # where capacity and the CLI have long found them
 from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
 from sq.errors import SqError
-from sq._support.files import Unreadable, atomic_file, build_fingerprint, path_argument, read_text, write_atomic
+from sq._support.files import Unreadable, build_fingerprint, open_for_writing, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress, count_bar
 from sq.results.stats import SUMMARY_QUANTILES
 from sq.results.steady import in_steady_state
@@ -306,25 +305,10 @@ WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("t
            ".json": ("to_json", {"lines": False})}
 
 
-@contextlib.contextmanager
-def _open_for_writing(path, who: str, binary: bool = False, **options):
-    """A file to write `path` through, atomically (`files.atomic_file`): a write that fails --
-    a full disk, a folder that vanished -- leaves the old file or none, never a table cut
-    mid-row, and is one SqError naming the file (the runs are still in the Sweep, and in the
-    cache if one was given)."""
-    path = path_argument(path, who)
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise SqError(f"{who}: cannot write `{path}`: the folder `{folder}` does not exist",
-                      phase="settings")
-    try:
-        with atomic_file(path, binary, **options) as f:
-            yield f
-    except OSError as e:
-        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
-                      phase="settings",
-                      notes=("help: the runs are kept in the Sweep (and in the cache, if one was given): "
-                             "write them again once there is room",)) from None
+def _open_for_writing(path, who: str, **options):
+    """`files.open_for_writing`, saying that the runs are not lost with the file."""
+    return open_for_writing(path, who, notes=("help: the runs are kept in the Sweep (and in the cache, if one "
+                                              "was given): write them again once there is room",), **options)
 
 
 def _key(v):
