@@ -48,7 +48,7 @@ class Sweep:
 
     Tables: `runs` / `to_pandas()` (one row per run), `summary(confidence, flat=True |
     flat=False | long=True)` (per point: mean, Student-t half-width, n), `summary_records`,
-    `compare(a, b, metric)` (paired over common seeds). Files: `to_csv`, `to_json(path=None)`
+    `compare(a, b, metric)` (paired over common seeds), `to_xarray()` (a full grid). Files: `to_csv`, `to_json(path=None)`
     (text without a path), `to_parquet`, `write(path)` by extension; `plot`. NaN marks a
     metric a point lacks (CSV: empty, JSON: null).
     """
@@ -204,6 +204,46 @@ class Sweep:
     def to_pandas(self):
         """The runs as a pandas DataFrame, one row per run: swept names, seed, metrics (`runs`)."""
         return self.runs
+
+    def to_xarray(self):
+        """The runs of a full grid as an xarray Dataset (needs xarray): dimensions the swept
+        names and `seed`, their coordinates the distinct values in order of first appearance,
+        and one variable per metric (NaN where a point lacks the metric). A grid that is not
+        full -- some (point, seed) has no run: an interrupted study, points that are not a
+        product -- is an SqError naming a missing run (`runs` holds any set of runs)."""
+        xr = require("xarray", "Sweep.to_xarray")
+        import numpy as np  # noqa: PLC0415
+
+        dims = [*self.names, "seed"]
+        places: list[dict] = [{} for _ in dims]          # per dimension: value key -> its index
+        coords: list[list] = [[] for _ in dims]
+        cells: dict[tuple, dict] = {}
+        for r in self.records:
+            at = []
+            for place, values, d in zip(places, coords, dims):
+                key = _same_value(_key(r.get(d)))
+                if key not in place:
+                    place[key] = len(values)
+                    values.append(_key(r.get(d)))
+                at.append(place[key])
+            cells[tuple(at)] = r
+        shape = tuple(len(values) for values in coords)
+        if len(cells) != math.prod(shape) or not cells:
+            missing = next((i for i in np.ndindex(*shape) if i not in cells), None)
+            where = (_describe({d: coords[k][i] for k, (d, i) in enumerate(zip(dims, missing))})
+                     if missing is not None else "any point")
+            raise SqError(f"Sweep.to_xarray: the grid is not full: no run at {where} "
+                          f"({len(cells)} of {math.prod(shape)} runs)", phase="settings",
+                          notes=("help: `runs` (to_pandas) holds the runs of a partial grid",))
+        variables = {}
+        for m in self.metrics:
+            column = np.full(shape, np.nan)
+            for at, r in cells.items():
+                v = r.get(m)
+                column[at] = np.nan if v is None else v
+            variables[m] = (dims, column)
+        return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
+                          attrs={"provenance": json.dumps(self.provenance, default=str)})
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
