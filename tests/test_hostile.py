@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import children
 from hostile import ROOT, assert_clean, assert_ok, assert_refused, run_process, run_sq
 from oracle import needs_reference
 
@@ -157,9 +158,8 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path, moment):
     code that exec() runs (dataclasses), even if caught."""
     body = "".join(f"observe x{k} = " + "(now+" * 3000 + "1" + ")" * 3000 + ";\n" for k in range(40))
     path = _write(tmp_path, "slow.sq", HEAD + "session { run svc (1);\n" + body + "}\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "sq", "check", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen([children.PYTHON, "-X", "importtime", "-m", "sq", "check", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=children.env(), cwd=ROOT)
     err_lines: list[str] = []
 
     def read_stderr() -> None:
@@ -301,9 +301,9 @@ def test_stdout_whose_reader_has_gone(command):
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        r = subprocess.run([sys.executable, "-m", "sq", command[0], str(MMC), *command[1:], "--horizon", "100",
+        r = subprocess.run([children.PYTHON, "-m", "sq", command[0], str(MMC), *command[1:], "--horizon", "100",
                             "--warmup", "10"], stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+                           env=children.env(), timeout=120)
     finally:
         os.close(write_end)
     assert (r.returncode, r.stderr) == (141, ""), r.stderr
@@ -317,8 +317,8 @@ def test_ir_piped_into_head(tmp_path):
     path = _write(tmp_path, "wide.sq", HEAD + "session { run svc (1);\n" + observes + "}\n")
     script = f'"{sys.executable}" -m sq ir "{path}" | head -c 100; echo "status ${{PIPESTATUS[0]}}" >&2'
     r = run_process(["bash", "-c", script], timeout=120)
-    first = subprocess.run([sys.executable, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
-                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120).stdout
+    first = subprocess.run([children.PYTHON, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
+                           cwd=ROOT, env=children.env(), timeout=120).stdout
     assert len(first) > 4 * 65536   # a Linux pipe holds 64 KiB
     assert r.stdout == first[:100] and r.stderr in ("status 141\n", "status 0\n"), r
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import children
 from hostile import assert_ok, assert_refused, run_script, run_sq
 from oracle import needs_reference, reference
 
@@ -249,11 +250,9 @@ def _memcheck(tmp_path: Path, *args: str) -> str:
     """Run `python -m sq ARGS` under memcheck; its reports whose stack passes through sq's own
     code (CPython's own uninitialised-value reports are not ours)."""
     log = tmp_path / "memcheck.log"
-    env = dict(os.environ, PYTHONMALLOC="malloc",
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(["valgrind", "--tool=memcheck", "--leak-check=no", f"--log-file={log}",
-                           os.path.realpath(sys.executable), "-m", "sq", *args],
-                          capture_output=True, text=True, timeout=1800, env=env)
+                           children.PYTHON, "-m", "sq", *args],
+                          capture_output=True, text=True, timeout=1800, env=children.env(PYTHONMALLOC="malloc"))
     assert proc.returncode in (0, 2), proc.stderr[-2000:]
     reports = log.read_text(errors="replace").split("\n==")
     return "\n".join(r for r in reports if "Invalid" in r or "uninitialised" in r if "sq_7_engine" in r or "_engine.c" in r)

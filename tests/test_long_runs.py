@@ -23,10 +23,12 @@ import sq
 from sq import _engine, stats
 from sq.progress import Progress, Tracker
 
+import children
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.sq"))
 VLLM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = children.env()
 
 # M/M/1 that runs far longer than any test waits: fast events
 MM1 = """
