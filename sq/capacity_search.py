@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sq._optional import require
 from sq.errors import SqError
+from sq.files import path_argument
 from sq.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq.settings import is_count, is_number
 from sq.steady import in_steady_state
@@ -319,8 +320,6 @@ def _check_plot_path(path) -> None:
 
     from sq.cli_args import check_writable
 
-    from sq.files import path_argument
-
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
     check_writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
 
@@ -538,6 +537,8 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if on_point is not None and not callable(on_point):     # before any run, not after the first point
         raise SqError(f"capacity: on_point is a function called with each Point, found {on_point!r}",
                       phase="settings")
+    if cache is not None:       # (an empty one, refused by every run, would read as a run that failed)
+        path_argument(cache, "capacity: cache")
     k = resolve_knob(base, knob, direction, lo, hi)
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)

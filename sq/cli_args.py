@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from sq.errors import SqError
+from sq.files import path_argument
 from sq.settings import SEED_RANGE, at_most, is_u64
 
 _SEED_SPAN = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
@@ -129,7 +130,7 @@ def check_writable(path: str, flag: str, formats: tuple[str, ...] | None = None)
     from sq.study import WRITERS  # noqa: PLC0415
 
     formats = formats or (PLOT_FORMATS if flag == "--plot-out" else tuple(WRITERS))
-    target = Path(path)
+    target = Path(path_argument(path, flag))
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
             or (target.exists() and not os.access(target, os.W_OK)):

@@ -290,6 +290,17 @@ def test_stdout_on_a_full_disk(command):
     assert_refused(r, "cannot write to standard output", "No space left on device")
 
 
+def test_stdout_closed_from_the_start():
+    """`sq run x.sq >&-`: Python starts with sys.stdout None; sq says so (it was an internal error, exit 1)."""
+    for command in (["run"], ["check"]):
+        line = f'"{children.PYTHON}" -m sq {command[0]} "{EXAMPLE}" >&-'
+        assert_refused(run_process(["sh", "-c", line]), "error: standard output is closed")
+
+
+def test_an_empty_memory_bound_is_refused():
+    assert_refused(run_sq("run", EXAMPLE, "--max-memory", ""), "--max-memory: expected a size like 512M")
+
+
 MMC = ROOT / "examples" / "single-turn" / "mmc.sq"
 
 

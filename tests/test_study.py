@@ -697,6 +697,9 @@ def test_a_studys_provenance_has_the_defs_and_the_settings_in_effect(monkeypatch
     (lambda s: study.sweep(MMC, {}, [1], progress="yes"), "sweep: progress is True, False or None, found 'yes'"),
     (lambda s: sq.run(sq.compile(MMC), progress="yes"), "run: progress is True, False, None or a callable, found 'yes'"),
     (lambda s: s.write(5), "write: a path is text or os.PathLike, found int"),
+    (lambda s: study.sweep(MMC, {}, [1], cache=""), "sweep: cache: the path is empty"),   # (it was the current folder)
+    (lambda s: sq.capacity(MMC, "c", "wait.mean <= 1", cache=""), "capacity: cache: the path is empty"),
+    (lambda s: s.write(""), "write: the path is empty"),
     (lambda s: s.to_csv(5), "to_csv: a path is text or os.PathLike, found int"),
     (lambda s: s.write("/no/such/dir/x.csv"), "to_csv: cannot write `/no/such/dir/x.csv`: the folder `/no/such/dir` does not exist"),
     (lambda s: s.write("/no/such/dir/x.jsonl"), "to_json: cannot write `/no/such/dir/x.jsonl`: the folder"),
