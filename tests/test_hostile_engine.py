@@ -15,6 +15,7 @@ catches an invalid read or write even where it does not crash.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -181,6 +182,26 @@ def test_a_run_whose_time_rounds_away_stops(tmp_path):
     path = _write(tmp_path, "rounding.sq", ROUNDED_AWAY)
     r = run_sq("run", path, timeout=120)       # the default limit: 10^8 statements and events
     assert_refused(r, "does not advance", "`run d`", "time 1")
+
+
+STALLED = "stage d : delay;\nrun { horizon %s; }\nworkload { arrive batch(1); }\nsession { loop { run d (%s); } }\n"
+
+
+def test_a_run_whose_time_gains_nothing_stops(tmp_path):
+    """Time advances by 1e-310 an event: the horizon is 5e311 events away, and 0.1.2 runs on
+    forever; sq stops after two windows of 2^24 events, at the `run`, with the step and the
+    events the horizon would need."""
+    path = _write(tmp_path, "stalled.sq", STALLED % (50, "1e-310"))
+    r = run_sq("run", path, timeout=300)
+    assert_refused(r, f"{path}:4:18", "does not advance", "`run d`", "gains 1e-310 an event", "5e311 more events")
+
+
+def test_a_long_run_that_advances_is_not_stopped(tmp_path):
+    """3.5e7 events at 1e-6 each: past two windows of the stall guard, and the report is whole."""
+    path = _write(tmp_path, "slow.sq", STALLED % (35, "1e-6"))
+    r = run_sq("run", path, "--json", timeout=300)
+    assert_ok(r)
+    assert json.loads(r.stdout)["events"] > 2 * 2**24
 
 
 @pytest.mark.slow
