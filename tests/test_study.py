@@ -142,7 +142,7 @@ print(json.dumps(result.records))
 def test_processes_give_the_serial_table_from_an_unguarded_script(serial, tmp_path):
     script = tmp_path / "study.py"   # a file: spawned workers would import it as their __main__
     script.write_text(UNGUARDED)
-    done = subprocess.run([sys.executable, str(script), MMC, json.dumps(GRID)], capture_output=True,
+    done = subprocess.run([children.PYTHON, str(script), MMC, json.dumps(GRID)], capture_output=True,
                           text=True, env=children.env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert _equal_tables(json.loads(done.stdout), serial.records)
@@ -438,7 +438,7 @@ def _workers_in_a_run(pid: int) -> int:
 
 def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     cache = tmp_path / "cache"
-    done = _interrupt_when_cached([sys.executable, "-c", INTERRUPTED, MMC, str(cache)], cache, children.env())
+    done = _interrupt_when_cached([children.PYTHON, "-c", INTERRUPTED, MMC, str(cache)], cache, children.env())
     assert done.returncode in SCRIPT_INTERRUPTED_EXIT, done.stderr
     kept, total = map(int, done.stdout.split())
     assert total == 400 and 3 <= kept < total
@@ -447,7 +447,7 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
 
 def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     cache = tmp_path / "cache"
-    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
+    cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
            "--horizon", "3000", "-j", "2", "--cache", str(cache), "--out", str(tmp_path / "runs.csv")]
     done = _interrupt_when_cached(cmd, cache, children.env())
     assert done.returncode == 130, done.stderr
@@ -460,7 +460,7 @@ def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
 
 def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
     # each run takes tens of seconds; the sweep must stop without finishing them
-    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
+    cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
            "--horizon", "2000000", "--warmup", "0", "-j", "2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=children.env())
     _wait_for("both workers in a run", lambda: _workers_in_a_run(proc.pid) == 2, proc)
