@@ -20,9 +20,8 @@ cdef enum:
     ITER_BYTES = 16         # an iteration: time, count
     ITER_ENTRY_BYTES = 40   # one of its entries: serial, turn, mode, tokens
     EVICT_BYTES = 24        # an eviction: time, key, units
-    # the stall guard: a run is judged every STALL_WINDOW events, and stopped after STALL_WINDOWS
-    # windows in a row at a pace that cannot reach the horizon (more than two windows: longer than
-    # any one instant may last, STEPS_PER_INSTANT)
+    # the stall guard: a run is judged every STALL_WINDOW events (at the end of an instant), and
+    # stopped after STALL_WINDOWS windows in a row at a pace that cannot reach the horizon
     STALL_WINDOW = 1 << 24
     STALL_WINDOWS = 2
 
