@@ -17,7 +17,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno
 from libc.string cimport memcmp, memset, memcpy, memmove
-from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit, log10
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
@@ -940,9 +940,8 @@ cdef object _error_text(State* st, lowered):
         ins = _run_before(lowered, st.error.a)
         what = f"`run {_row_name(lowered.stage_names, lowered.stage_indices, ins.operands['stage']['base'])}`" \
             if ins is not None else "the run"
-        # left / step may pass the largest double (50 / 1e-310): its power of ten, then its digits
-        tens = log10(left) - log10(step)
-        needed = f"{10 ** (tens - floor(tens)):.2g}e{int(floor(tens))}"
+        from decimal import Decimal      # left / step may pass the largest double (50 / 1e-310)
+        needed = format(Decimal(left) / Decimal(step), ".2g")
         return (f"the run does not advance: time gains {step:.3g} an event (the last {STALL_WINDOWS * STALL_WINDOW} "
                 f"events, at {what}); the horizon {fmt(st.horizon)} would need {needed} more events "
                 f"(over 2^63: the run would never end){where}")
