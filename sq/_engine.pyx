@@ -944,8 +944,8 @@ cdef object _error_text(State* st, lowered):
         ins = _run_before(lowered, st.error.a)
         what = f"`run {_row_name(lowered.stage_names, lowered.stage_indices, ins.operands['stage']['base'])}`" \
             if ins is not None else "the run"
-        from decimal import Decimal      # left / step may pass the largest double (50 / 1e-310)
-        needed = format(Decimal(left) / Decimal(step), ".2g")
+        from sq._support.number_format import quotient     # (past the largest double: 50 / 1e-310)
+        needed = quotient(left, step)
         return (f"the run does not advance: time gains {step:.3g} an event (the last {STALL_WINDOWS * STALL_WINDOW} "
                 f"events, at {what}); the horizon {fmt(st.horizon)} would need {needed} more events "
                 f"(over 2^63: the run would never end){where}")
