@@ -42,8 +42,9 @@ def test_bench_from_an_installed_sq(tmp_path, pyserq):
             rows.setdefault(line.split()[0], line)
     for name in ("mm1", "sweep"):
         cells = rows[name].split()
-        assert cells[4] == "equal", rows[name]            # the reports' JSON texts
+        assert cells[5] == "equal", rows[name]            # the reports' JSON texts
         assert float(cells[3].rstrip("x")) > 1.0          # sq is faster than pyserq
+        assert float(cells[4].rstrip("x")) > 1.0          # and its run alone too
     assert "too short to be a speed figure" in rows["mm1"]   # --quick's M/M/1 takes ~10 ms
     assert "per-run costs are what this row times" in rows["sweep"]
 

@@ -61,7 +61,12 @@ def row(model: Model, got: dict[str, dict]) -> tuple[str, bool]:
     same = equality(ours, theirs)
     fixed = f"{ours['fixed'] * 1e6:7.0f}" + (f" {theirs['fixed'] * 1e6:7.0f}" if theirs else " " * 8)
     peak = f"{ours['peak_kib'] / 1024:6.1f}" + (f" {theirs['peak_kib'] / 1024:6.1f}" if theirs else " " * 7)
-    against = f"{theirs['cpu']:9.3f} {theirs['cpu'] / ours['cpu']:7.2f}x" if theirs else f"{'':9} {'':8}"
+    if theirs:
+        # the run alone: what sq's engine and report set-up cost against pyserq's run, its statistics included
+        alone = (theirs["cpu"] - theirs["report"]) / (ours["cpu"] - ours["report"])
+        against = f"{theirs['cpu']:9.3f} {theirs['cpu'] / ours['cpu']:7.2f}x {alone:7.2f}x"
+    else:
+        against = f"{'':9} {'':8} {'':8}"
     line = (f"{model.name:8} {ours['cpu']:8.3f} {against} {same:8} {ours['report'] / ours['cpu']:8.0%} "
             f"{ours['events'] / ours['cpu'] / 1e6:8.2f} {fixed}  {peak}  {note(model, got)}")
     return line.rstrip(), same not in ("equal", "-")
@@ -76,7 +81,7 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
     elif reference:
         print("pyserq is not installed: sq's figures only (pip install 'sq[bench]' adds pyserq 0.1.2's)")
     print(f"least CPU time of {rounds} round(s), each in a fresh process; a run's time includes its report's JSON text")
-    print(f"{'model':8} {'sq s':>8} {'pyserq s':>9} {'ratio':>8} {'reports':8} {'sq json':>8} {'sq Mev/s':>8} "
+    print(f"{'model':8} {'sq s':>8} {'pyserq s':>9} {'ratio':>8} {'run only':>8} {'reports':8} {'sq json':>8} {'sq Mev/s':>8} "
           f"{'fixed µs/run':>15}  {'peak MiB':>13}")
     differ = False
     for model in models:
