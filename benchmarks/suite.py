@@ -1,7 +1,7 @@
 """`python benchmarks/suite.py [NAMES] [--quick] [--rounds N] [--no-reference]`: `python -m sq bench`
 (sq.bench: the standard models, sq beside pyserq 0.1.2), then, for `mm1`, sq's engine against
 mm1_loop.c, the same model hand-written in C, bare and computing sq's whole report (-DFULL_REPORT).
-The C loop needs gcc and this checkout's sq/_src headers, which is why its rows are here and not in
+The C loop needs gcc and this checkout's sq/engine/_src headers, which is why its rows are here and not in
 the package."""
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def build_c_loops(into: Path) -> dict[str, Path] | None:
     exes = {}
     for name, flags in (("c", []), ("c-report", ["-DFULL_REPORT"])):
         exes[name] = into / name
-        subprocess.run(["gcc", "-O2", *flags, "-I", str(HERE.parent / "sq" / "_src"), str(HERE / "mm1_loop.c"),
+        subprocess.run(["gcc", "-O2", *flags, "-I", str(HERE.parent / "sq" / "engine" / "_src"), str(HERE / "mm1_loop.c"),
                         "-lm", "-o", str(exes[name])], check=True)
     return exes
 

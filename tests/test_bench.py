@@ -6,24 +6,29 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
 from sq.bench import table
-from sq.cli import main as cli
+from sq.cli.main import main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def installed_copy(site: Path) -> None:
-    """What a non-editable install of this checkout puts in site-packages (sq's part of it)."""
+    """What a non-editable install of this checkout puts in site-packages (sq's part of it):
+    the packages pyproject's `find` includes, their modules, built extensions and package data."""
     tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    for package in tool["packages"]:
-        folder = package.replace(".", "/")
-        (site / folder).mkdir(parents=True)
-        for pattern in ["*.py", "*.so", *tool.get("package-data", {}).get(package, [])]:
-            for file in (ROOT / folder).glob(pattern):
+    include = tool["packages"]["find"]["include"]
+    data = tool.get("package-data", {})
+    packages = [p.parent for p in (ROOT / "sq").rglob("__init__.py")
+                if any(fnmatch(".".join(p.parent.relative_to(ROOT).parts), pattern) for pattern in include)]
+    for folder in packages:
+        name = ".".join(folder.relative_to(ROOT).parts)
+        for pattern in ["*.py", "*.so", *data.get("*", []), *data.get(name, [])]:
+            for file in folder.glob(pattern):
                 (site / file.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(file, site / file.relative_to(ROOT))
 
