@@ -49,7 +49,7 @@ def parse_values(text: str) -> tuple[str, list]:
     name = name.strip()
     if not sep or not re.fullmatch(r"[^\W\d]\w*", name):
         raise SqError(f"--set takes NAME=V1,V2,… or NAME=START:STOP:STEP, found `{text}`", phase="settings")
-    from sq.study.sweep import distinct_values  # noqa: PLC0415  (sq.study.sweep loads numpy: only for a sweep)
+    from sq.study.plan import distinct_values  # noqa: PLC0415  (only for a sweep)
 
     return name, distinct_values(name, _values(name, values), f"--set {text}")
 
@@ -115,8 +115,8 @@ def parse_plot(text: str) -> dict:
 
 def cmd_sweep(args) -> int:
     from sq.results import metrics as sq_metrics
-    from sq.study import sweep as study
     from sq._support._optional import require
+    from sq.study.plan import Plan
 
     grid = once_each((parse_values(t) for t in args.sets), "--set")
     seeds = parse_seeds(args.seeds)
@@ -135,26 +135,25 @@ def cmd_sweep(args) -> int:
         plot["y"] = y.name
         if y.observe is not None:
             extra.append(y.name)
-    # the names and values, the metrics and the run settings are checked by compiling every point
-    points, _ = study.grid_points(grid)
-    first = study.compile_point(args.file, points[0])
-    sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
+    # the names and values, the metrics and the run settings are checked by compiling every
+    # point, once, here: before a scheduler is reached (the sweep runs this plan)
+    plan = Plan(args.file, grid, horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals, metrics=extra)
+    if plot:
+        sq_metrics.check_metrics([plot["y"]], plan.programs[0])
     for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
         if path:
             check_writable(path, flag)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
     with scheduler(args.scheduler) as client:
-        return _run(args, grid, seeds, extra, plot, client)
+        return _run(args, plan, seeds, extra, plot, client)
 
 
-def _run(args, grid, seeds, extra, plot, client) -> int:
-    from sq.study import sweep as study
+def _run(args, plan, seeds, extra, plot, client) -> int:
+    from sq.study.sweep import run_plan
 
     try:
-        result = study.sweep(args.file, grid, seeds, horizon=args.horizon, warmup=args.warmup,
-                             arrivals=args.arrivals, executor=client, jobs=args.jobs, cache=args.cache,
-                             progress=args.progress, metrics=extra)
+        result = run_plan(plan, seeds, executor=client, jobs=args.jobs, cache=args.cache, progress=args.progress)
     except KeyboardInterrupt as stop:
         partial = getattr(stop, "sweep", None)
         if partial is not None and partial.records and args.out:

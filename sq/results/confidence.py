@@ -30,6 +30,24 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
 
 
+def ratio_interval(shares, counts, confidence: float = 0.95) -> tuple[float, float]:
+    """(share, half-width) of a share pooled over runs weighted by their counts: the ratio
+    estimator sum(share·count) / sum(count) with its delta-method Student-t interval over the
+    runs (each run one replication; its residual share·count - R·count). A run with no
+    samples (count 0, share NaN) adds nothing; NaN without any sample."""
+    pairs = [(float(s) * float(n), float(n)) for s, n in zip(shares, counts) if float(n) > 0]
+    k = len(pairs)
+    total = math.fsum(n for _, n in pairs)
+    if k == 0 or total == 0:
+        return math.nan, math.nan
+    ratio = math.fsum(y for y, _ in pairs) / total
+    if k < 2:
+        return ratio, math.nan
+    spread = math.fsum((y - ratio * n) ** 2 for y, n in pairs) / (k - 1)
+    return ratio, t_quantile((1.0 + check_level(confidence, "ratio_interval")) / 2.0, k - 1) \
+        * math.sqrt(spread / k) / (total / k)
+
+
 def _numbers(values) -> list[float]:
     """The values as floats: any iterable of real numbers (numpy's too), not text or bools."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
