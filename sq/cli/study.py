@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -66,8 +67,15 @@ def _values(name: str, values: str) -> list:
     return [_number_or_text(v) for v in items]
 
 
+_LARGEST = Fraction(sys.float_info.max)
+
+
 def _range(name: str, start: str, stop: str, step: str) -> list:
     a, b, s = Fraction(start), Fraction(stop), Fraction(step)
+    for text, v in ((start, a), (stop, b), (step, s)):
+        if abs(v) > _LARGEST:     # its values would not be numbers (float() overflows)
+            raise SqError(f"--set {name}={start}:{stop}:{step}: {text.strip()} is beyond the largest number "
+                          f"({sys.float_info.max:.4g})", phase="settings")
     if s == 0:
         raise SqError(f"--set {name}={start}:{stop}:{step}: the step is 0", phase="settings")
     count = math.floor((b - a) / s) + 1
@@ -121,9 +129,9 @@ def cmd_sweep(args) -> int:
     grid = once_each((parse_values(t) for t in args.sets), "--set")
     seeds = parse_seeds(args.seeds)
     plot = parse_plot(args.plot) if args.plot else None
-    if plot and not args.plot_out:
+    if plot and args.plot_out is None:
         raise SqError("--plot needs --plot-out FILE.png", phase="settings")
-    if args.plot_out and not plot:
+    if args.plot_out is not None and not plot:
         raise SqError("--plot-out needs --plot x=NAME,y=METRIC", phase="settings")
     extra = [sq_metrics.parse_metric(m).name for m in args.metrics]
     if plot:
@@ -141,7 +149,7 @@ def cmd_sweep(args) -> int:
     if plot:
         sq_metrics.check_metrics([plot["y"]], plan.programs[0])
     for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
-        if path:
+        if path is not None:
             check_writable(path, flag)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
@@ -163,9 +171,9 @@ def _run(args, plan, seeds, extra, plot, client) -> int:
         kept = f"; kept in {args.cache}" if args.cache else ""
         # the same kind of interrupt, carrying the line that `sq.__main__` prints
         raise type(stop)(f"interrupted: {done} of {total} runs finished{kept}") from None
-    print(summary_table(result, extra))
-    if args.out:
+    if args.out is not None:    # first: the runs are kept whatever the summary meets
         result.write(args.out)
+    print(summary_table(result, extra))
     if plot:
         ax = result.plot(plot["x"], plot["y"], by=plot.get("by"), slo=plot.get("slo"),
                          logx=plot.get("logx", False), logy=plot.get("logy", False))

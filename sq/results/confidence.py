@@ -23,11 +23,23 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     n = len(xs)
     if n == 0:
         return math.nan, math.nan
-    mean = math.fsum(xs) / n
+    mean = _average(xs, n)
     if n < 2:
         return mean, math.nan
-    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    var = _average([(x - mean) * (x - mean) for x in xs], n - 1)
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
+
+
+_SCALE = 2.0 ** 600     # a power of two: scaling by it is exact
+
+
+def _average(xs: list[float], n: int) -> float:
+    """fsum(xs) / n. A sum past the largest double (values of 1e154 and more, squared) is taken
+    scaled down: the result is then finite if it is, else inf — never an OverflowError."""
+    try:
+        return math.fsum(xs) / n
+    except OverflowError:
+        return math.fsum(x / _SCALE for x in xs) / n * _SCALE
 
 
 def ratio_interval(shares, counts, confidence: float = 0.95) -> tuple[float, float]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sq._support._optional import require
 from sq.errors import SqError
+from sq._support.files import path_argument, writable
 from sq.study.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq._support.settings import is_count, is_number
 from sq.results.steady import Steadiness, one_server_stages, steadiness
@@ -413,8 +414,6 @@ def _check_plot_path(path) -> None:
     """A file matplotlib can write, by its extension (not a folder: savefig would add `.png`)."""
     from matplotlib.backend_bases import FigureCanvasBase
 
-    from sq._support.files import path_argument, writable
-
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
     writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
 
@@ -643,6 +642,8 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if on_point is not None and not callable(on_point):     # before any run, not after the first point
         raise SqError(f"capacity: on_point is a function called with each Point, found {on_point!r}",
                       phase="settings")
+    if cache is not None:       # (an empty one, refused by every run, would read as a run that failed)
+        path_argument(cache, "capacity: cache")
     k = resolve_knob(base, knob, direction, lo, hi)
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)

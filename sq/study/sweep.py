@@ -427,7 +427,7 @@ class _Cache:
     def __init__(self, directory):
         if not isinstance(directory, (str, os.PathLike)):
             raise SqError(f"sweep: cache is a folder (text or a path), found {directory!r}", phase="settings")
-        self.root = Path(directory)
+        self.root = Path(path_argument(directory, "sweep: cache"))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
