@@ -527,9 +527,9 @@ cdef object _set_stages(State* st, lowered):
         st.stages[k].phi = (<int32_t*> data_of(phis))[k]
         m = st.stages[k].memory
         # a step stage's cost shape, decided once here rather than at every iteration
-        st.stages[k].cost_shaped = (st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0
-                                    and is_cost_shape(st.code + st.stages[k].cost_e))
-        st.stages[k].cost_direct = st.stages[k].cost_shaped and step_cost_leaves(st, &st.stages[k])
+        st.stages[k].cost_shape = cost_shape(st.code + st.stages[k].cost_e) \
+            if st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0 else COST_VM
+        st.stages[k].cost_direct = st.stages[k].cost_shape != COST_VM and step_cost_leaves(st, &st.stages[k])
         st.stages[k].budget_fixed = constant_at(st, st.stages[k].budget_e, &st.stages[k].budget_k)
         st.stages[k].chunk_fixed = constant_at(st, st.stages[k].chunk_e, &st.stages[k].chunk_k)
         st.stages[k].phi_fixed = constant_at(st, st.stages[k].phi, &st.stages[k].phi_k)

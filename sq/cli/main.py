@@ -106,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
-    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement; the median is shown")
+    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement (each a fresh process); the least CPU time is shown")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
     return ap
 
@@ -238,17 +238,9 @@ def _print_report(args, report) -> None:
 
 
 def _cmd_bench(args) -> int:
-    # The benchmark suite compares sq with pyserq, so it lives beside the package in the
-    # source checkout (benchmarks/), never inside it.
-    import runpy
-    from pathlib import Path
+    from sq.bench import main as bench
 
-    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "suite.py"
-    if not suite.exists():
-        raise SqError("`sq bench` runs benchmarks/suite.py from a source checkout of sq; "
-                      f"none found at {suite.parent}", phase="settings")
-    bench = runpy.run_path(str(suite))
-    return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
+    return bench(names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
 
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,

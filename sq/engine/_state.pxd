@@ -90,8 +90,8 @@ cdef struct Stage:
     int32_t budget_e
     int32_t chunk_e
     int32_t cost_e
-    bint cost_shaped            # the cost is L0 + max(L1 * (L2 + L3), L4 * L5) over leaves (evaluate_cost)
-    bint cost_direct            # ... and each leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
+    int cost_shape              # the cost's form (CostShape: the stack machine, or a shape over leaves; evaluate_cost)
+    bint cost_direct            # ... a shape whose every leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
     const double* cost_leaf[6]
     bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
     bint chunk_fixed
