@@ -36,7 +36,7 @@ def main() -> int:
     status = 0
     for model in chosen(a.names):
         model = model.shortened(QUICK) if a.quick else model
-        got = measure.in_turn({"pyserq": lambda: once("pyserq", model, here),
+        got = measure.in_turn({"pyserq": lambda: once(str(HERE / "reference_pyserq.py"), model, here),
                                "base": lambda: once("sq", model, base),
                                "this": lambda: once("sq", model, here)}, a.rounds)
         if any("error" in m for m in got.values()):

@@ -37,7 +37,8 @@ def test_bench_from_an_installed_sq(tmp_path, pyserq):
     site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
     installed_copy(site)
     elsewhere.mkdir()
-    out = subprocess.run([sys.executable, "-m", "sq", "bench", "--quick", "--rounds", "1", "mm1", "sweep"],
+    out = subprocess.run([sys.executable, "-m", "sq", "bench", "--quick", "--rounds", "1", "mm1", "sweep",
+                          "--reference", str(ROOT / "benchmarks" / "reference_pyserq.py")],
                          cwd=elsewhere, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -55,12 +56,23 @@ def test_bench_from_an_installed_sq(tmp_path, pyserq):
 
 
 def test_bench_without_pyserq_says_so(monkeypatch, capsys):
-    monkeypatch.setattr(table, "have_pyserq", lambda: False)
+    monkeypatch.setattr(table.measure, "SQ_PATH", "/nonexistent")    # an install: no checkout's driver
     assert table.main(["mm1"], quick=True, rounds=1) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("pyserq is not installed: sq's figures only")
+    assert out[0].startswith("no pyserq comparison: sq's figures only")
     row = next(line for line in out if line.startswith("mm1 "))
     assert float(row.split()[1]) > 0 and "-" in row.split()
+
+
+def test_sq_never_imports_pyserq_itself():
+    # the reference runs from a driver file outside the package, loaded by the child process
+    for path in (ROOT / "sq").rglob("*.py"):
+        assert "import pyserq" not in path.read_text(encoding="utf-8"), path
+
+
+def test_a_missing_reference_file_is_an_error(capsys):
+    assert cli(["bench", "--quick", "--reference", "/nonexistent/ref.py", "mm1"]) == 2
+    assert "bench: --reference /nonexistent/ref.py: no such file" in capsys.readouterr().err
 
 
 def test_reports_that_differ_are_named_by_seed():

@@ -1,7 +1,7 @@
 """One measurement, in a fresh process: `python _child.py SPEC` (SPEC: JSON) prints one JSON line.
 
 Run by its path so that nothing but the implementation measured is loaded: the
-pyserq child imports pyserq and not sq. The times are CPU times of this process
+reference child loads only its driver file, not sq. The times are CPU times of this process
 (the machine may be shared): a run's time includes its report's JSON text, what
 either implementation has computed once it has given that text (sq builds its
 report's statistics on first read).
@@ -17,7 +17,8 @@ PROBE_HORIZON = 1e-9
 
 
 def implementation(impl: str):
-    """(compile, run) of the implementation: run(program, seed) gives the report."""
+    """(compile, run) of the implementation (\"sq\", \"sq-engine\", or the path of a reference driver such
+    as benchmarks/reference_pyserq.py): run(program, seed) gives the report."""
     # (sq's face is sq.compile = compile_program and sq.run = sq.engine.run's: nothing inside sq imports the face)
     if impl == "sq":
         from sq.engine.run import run
@@ -30,17 +31,10 @@ def implementation(impl: str):
         from sq.frontend.compile import compile_program
 
         return compile_program, lambda program, seed: _engine.run(lower_program(program), seed=seed)
-    import pyserq
+    # the reference: a file outside the package (sq never imports pyserq), loaded by its path
+    import runpy
 
-    def run(program, seed):
-        # pyserq changes a compiled program's seed only through its JSON (every sweep of it pays that)
-        if seed == 1:
-            return pyserq.run(program)
-        ir = json.loads(program.to_json())
-        ir["seed"] = seed
-        return pyserq.run(pyserq.Program.from_json(json.dumps(ir)))
-
-    return pyserq.compile, run
+    return runpy.run_path(impl)["implementation"]()
 
 
 def report_text(report) -> str:

@@ -15,7 +15,7 @@ SQ_PATH = str(Path(__file__).resolve().parent.parent.parent)
 
 
 def once(impl: str, model: Model) -> dict:
-    """One measurement of `impl` ("sq", "pyserq" or "sq-engine") on `model` in a fresh process, so
+    """One measurement of `impl` ("sq", "sq-engine" or a reference driver's path) on `model` in a fresh process, so
     that its peak memory is its own and one implementation's allocations cannot flatter the
     other's; {"error": the last line of its stderr} if it failed."""
     spec = {"impl": impl, "source": model.source, "horizon": model.horizon, "warmup": model.warmup,
@@ -50,5 +50,6 @@ def _least(ms: list[dict]) -> dict:
     return best
 
 
-def side_by_side(impls: list[str], model: Model, rounds: int) -> dict[str, dict]:
-    return in_turn({impl: lambda impl=impl: once(impl, model) for impl in impls}, rounds)
+def side_by_side(impls: dict[str, str], model: Model, rounds: int) -> dict[str, dict]:
+    """{label: measurement} for {label: implementation} ("sq", "sq-engine" or a reference driver's path)."""
+    return in_turn({label: lambda impl=impl: once(impl, model) for label, impl in impls.items()}, rounds)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from sq.bench import measure
 from sq.bench.models import MODELS, Model
@@ -16,9 +17,16 @@ SHORT = 0.10
 BRIEF = 0.05
 
 
-def have_pyserq() -> bool:
-    """Whether the children can measure pyserq (found, not imported: sq never imports it)."""
-    return importlib.util.find_spec("pyserq") is not None
+def reference_driver(given: str | None = None) -> str | None:
+    """The file that runs pyserq for the comparison: `given` (--reference FILE), else the source
+    checkout's benchmarks/reference_pyserq.py when sq runs from one and pyserq is installed; None
+    when there is none. sq never imports pyserq: the driver is loaded by a child process."""
+    if given is not None:
+        if not Path(given).is_file():
+            raise SqError(f"bench: --reference {given}: no such file", phase="settings")
+        return str(Path(given).resolve())
+    found = Path(measure.SQ_PATH) / "benchmarks" / "reference_pyserq.py"
+    return str(found) if found.is_file() and importlib.util.find_spec("pyserq") is not None else None
 
 
 def chosen(names: list[str] | None) -> list[Model]:
@@ -72,14 +80,17 @@ def row(model: Model, got: dict[str, dict]) -> tuple[str, bool]:
     return line.rstrip(), same not in ("equal", "-")
 
 
-def main(names: list[str] | None = None, quick: bool = False, reference: bool = True, rounds: int = 5) -> int:
+def main(names: list[str] | None = None, quick: bool = False, reference: bool = True, rounds: int = 5,
+         driver: str | None = None) -> int:
     """Print the table; 1 if some pair of reports differs (or varies between rounds), else 0."""
     models = [m.shortened(QUICK) if quick else m for m in chosen(names)]
-    impls = ["sq"]
-    if reference and have_pyserq():
-        impls.append("pyserq")
+    impls = {"sq": "sq"}
+    found = reference_driver(driver) if reference else None
+    if found:
+        impls["pyserq"] = found
     elif reference:
-        print("pyserq is not installed: sq's figures only (pip install 'sq[bench]' adds pyserq 0.1.2's)")
+        print("no pyserq comparison: sq's figures only (from a source checkout with pyserq installed, "
+              "pip install 'sq[bench]', or --reference benchmarks/reference_pyserq.py, it runs beside sq)")
     print(f"least CPU time of {rounds} round(s), each in a fresh process; a run's time includes its report's JSON text")
     print(f"{'model':8} {'sq s':>8} {'pyserq s':>9} {'ratio':>8} {'run only':>8} {'reports':8} {'sq json':>8} {'sq Mev/s':>8} "
           f"{'fixed µs/run':>15}  {'peak MiB':>13}")

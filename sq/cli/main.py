@@ -106,6 +106,8 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
+    bench.add_argument("--reference", metavar="FILE", help="the file that runs pyserq (default: a source checkout's "
+                       "benchmarks/reference_pyserq.py; sq itself never imports pyserq)")
     bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement (each a fresh process); the least CPU time is shown")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
     return ap
@@ -240,7 +242,8 @@ def _print_report(args, report) -> None:
 def _cmd_bench(args) -> int:
     from sq.bench import main as bench
 
-    return bench(names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
+    return bench(names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds,
+                 driver=args.reference)
 
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
