@@ -20,7 +20,7 @@ from sq.errors import SqError
 
 __version__ = "0.1.0"
 __all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
-           "Capacity", "SqError", "__version__"]
+           "Capacity", "SqError", "read_trace", "__version__"]
 
 
 def __getattr__(name):
@@ -45,6 +45,10 @@ def __getattr__(name):
         from sq import capacity_search
 
         return getattr(capacity_search, name)
+    if name == "read_trace":
+        from sq.traces import read_trace
+
+        return read_trace
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
 
 

@@ -236,3 +236,4 @@ cpdef enum ArrivalKind:
     A_RENEWAL = 2
     A_BATCH = 3
     A_CLOSED = 4
+    A_REPLAY = 5        # an extension: arrive replay (sq/traces/replay.py makes its schedule)

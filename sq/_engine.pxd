@@ -506,6 +506,12 @@ cdef struct State:
     const int64_t* trace_start    # per corpus session: its first turn
     const int64_t* trace_len
     int64_t trace_sessions        # 0: no trace
+    # arrive replay (an extension): each arrival's time and corpus session (sq/traces/replay.py)
+    const double* replay_at
+    const int64_t* replay_of
+    int64_t replay_n
+    int64_t replay_next           # the next arrival to schedule
+    int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]
     int trace_ordered
     int32_t slot_new
     int32_t slot_out

@@ -361,7 +361,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         raise MemoryError()
     try:
         # the arrays the State points into, alive until the run is collected
-        tables = (_set_program(st, lowered), _set_trace(st, lowered),
+        tables = (_set_program(st, lowered), _set_trace(st, lowered, seed_v),
                   _set_pools(st, lowered), _set_stages(st, lowered), _set_observations(st, lowered))
         _set_run(st, lowered, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
         st.traces.iters = bool(trace_iterations)
@@ -442,16 +442,19 @@ cdef object _set_program(State* st, lowered):
     return code, consts, stmts, holds, hoffs, hpcs
 
 
-cdef object _set_trace(State* st, lowered):
-    """Trace replay: the corpus and the attribute slots a turn loads."""
-    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
+cdef object _set_trace(State* st, lowered, seed):
+    """Trace replay: the corpus and the attribute slots a turn loads; `arrive replay`'s schedule."""
+    trace_turns, trace_start, trace_len, replay_at, replay_of = _trace_arrays(lowered, seed)
+    st.replay_at = <const double*> data_of(replay_at)
+    st.replay_of = <const int64_t*> data_of(replay_of)
+    st.replay_n = len(replay_at)
     st.trace_turns = <const double*> data_of(trace_turns)
     st.trace_start = <const int64_t*> data_of(trace_start)
     st.trace_len = <const int64_t*> data_of(trace_len)
     st.trace_sessions = len(trace_len)
     st.trace_ordered = lowered.trace_ordered
     st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
-    return trace_turns, trace_start, trace_len
+    return trace_turns, trace_start, trace_len, replay_at, replay_of
 
 
 cdef object _set_pools(State* st, lowered):
@@ -695,13 +698,18 @@ def _row_name(names, indices, k):
     return names[k] if indices[k] is None or indices[k] < 0 else f"{names[k]}[{indices[k]}]"
 
 
-def _trace_arrays(lowered):
-    """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
+def _trace_arrays(lowered, seed):
+    """The trace corpus as flat arrays (read now: a trace file is read when the run starts), and
+    `arrive replay`'s schedule (its times and corpus sessions; empty without one)."""
     if not lowered.trace:
-        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64
-    from sq.trace import read_trace       # only a replay loads the reader
-    corpus = read_trace(lowered.trace)
-    return corpus.turns.reshape(-1), corpus.offset, corpus.count
+        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_I64
+    from sq.traces import corpus as read_corpus       # only a replay loads the readers
+    corpus = read_corpus(lowered.trace)
+    at, of = R.EMPTY_F64, R.EMPTY_I64
+    if lowered.replay is not None:
+        from sq.traces.replay import schedule
+        at, of = schedule(corpus.arrival, lowered.replay, seed, lowered.trace)
+    return corpus.turns.reshape(-1), corpus.offset, corpus.count, at, of
 
 
 def _settings(lowered, seed, horizon, warmup, arrivals):

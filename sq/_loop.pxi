@@ -241,6 +241,11 @@ cdef inline int next_arrival(State* st) noexcept nogil:
     if st.arrival_kind == A_POISSON:
         schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
         return 0
+    if st.arrival_kind == A_REPLAY:
+        if st.replay_next < st.replay_n:          # else the schedule is spent: no more arrivals
+            schedule_arrival(st, st.replay_at[st.replay_next])
+            st.replay_next += 1
+        return 0
     return next_renewal(st)
 
 
@@ -355,7 +360,7 @@ cdef void run_loop(State* st) noexcept nogil:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
         schedule_arrival(st, 0.0)
-    elif st.arrival_kind == A_RENEWAL:
+    elif st.arrival_kind == A_RENEWAL or st.arrival_kind == A_REPLAY:
         next_arrival(st)
     elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
         for i in range(st.arrival_count):

@@ -133,8 +133,11 @@ cdef int spawn(State* st) noexcept nogil:
     clear_attrs(&st.sess.attrs[base], st.n_attrs)
     st.sess.attrs[base + st.slot_serial] = <double> st.sess.serial[slot]
     if st.trace_sessions > 0:
-        # ordered: serial mod L; otherwise one draw on the trace stream
-        if st.trace_ordered:
+        # replay: the schedule's session; ordered: serial mod L; otherwise one draw on the trace stream
+        if st.arrival_kind == A_REPLAY:
+            st.sess.trace_of[slot] = st.replay_of[st.replay_spawned]
+            st.replay_spawned += 1
+        elif st.trace_ordered:
             st.sess.trace_of[slot] = st.sess.serial[slot] % st.trace_sessions
         else:
             st.sess.trace_of[slot] = sq_rng_range_u32(&st.rng_trace, 0, <uint32_t> (st.trace_sessions - 1))

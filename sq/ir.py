@@ -20,6 +20,7 @@ from typing import Any
 
 from sq.deep import run_deep
 from sq.errors import SqError
+from sq.numbers import display
 from sq.settings import ARRIVALS_NEED_OPEN, horizon_notes, is_u64, open_arrivals, window_error
 
 IR_VERSION = 10
@@ -441,6 +442,10 @@ def _arrival_to(v: Any, exact: bool = False) -> Any:
         if math.isfinite(rate):
             return {"Poisson": rate}
         return {"Poisson": num_to_json(rate) if exact else None}
+    if isinstance(v, dict) and "Replay" in v:
+        body = v["Replay"]
+        return {"Replay": {k: (None if body[k] is None else [num_to_json(x) for x in body[k]]) if k == "window"
+                           else num_to_json(body[k]) for k in REPLAY_KEYS}}
     return v
 
 
@@ -458,7 +463,18 @@ def _arrival_from(v: Any) -> Any:
         return {tag: _int(body, "arrival")}
     if tag == "Renewal":
         return {"Renewal": check_expr(body, "arrival")}
+    if tag == "Replay" and isinstance(body, dict) and set(body) == set(REPLAY_KEYS):
+        window = body["window"]
+        return {"Replay": {k: (None if window is None else
+                               [num_from_json(x, "replay window") for x in _list(window, "replay window", 2)])
+                           if k == "window" else num_from_json(body[k], f"replay {k}") for k in REPLAY_KEYS}}
     raise _bad(f"unknown arrival {v!r}"[:200])
+
+
+# `arrive replay` (an extension): its IR body's keys. speed k divides the trace's times;
+# window [from, to) of trace seconds (None: all of it); keep: each session's chance to arrive;
+# copies of the (windowed) trace superposed, copy j shifted by j * shift trace seconds.
+REPLAY_KEYS = ("speed", "window", "keep", "copies", "shift")
 
 
 @dataclass(frozen=True)
@@ -998,6 +1014,26 @@ class _Validator:
                 raise _fail("", f"stage `{p.stages[row].name}` is held with another stage by one run, so its "
                                 f"capacity is shared: it must be `ps(φ)` with a constant φ above 0", ("stage", row))
 
+    def replay(self, r: dict) -> None:
+        """`arrive replay`'s constants, and that the workload has a trace to replay."""
+        def fail(message, value=None):
+            shown = "" if value is None else f", found {display(value)}"
+            raise _fail("", f"{message}{shown}", ("arrival",))
+        if not self.p.trace:
+            fail("arrive replay needs a trace: add `trace \"FILE\";` to the workload")
+        if not (r["speed"] > 0 and math.isfinite(r["speed"])):
+            fail("the replay speed must be a finite number above 0", r["speed"])
+        if r["window"] is not None:
+            lo, hi = r["window"]
+            if not (0 <= lo < hi) or not math.isfinite(lo):
+                fail(f"a replay window(from, to) needs 0 <= from < to, found window({display(lo)}, {display(hi)})")
+        if not (0 < r["keep"] <= 1):
+            fail("a replay's keep(p) needs 0 < p <= 1", r["keep"])
+        if not (r["copies"] >= 1 and r["copies"] == int(r["copies"]) and r["copies"] <= 1e6):
+            fail("a replay's copies(n, shift) needs a whole n from 1 to 1e6", r["copies"])
+        if not (r["shift"] >= 0 and math.isfinite(r["shift"])):
+            fail("a replay's copies(n, shift) needs a finite shift >= 0", r["shift"])
+
     def run_settings(self) -> None:
         p = self.p
         error = window_error(p.horizon, p.warmup, "validate")
@@ -1046,6 +1082,8 @@ class _Validator:
         if isinstance(p.arrival, dict) and "Renewal" in p.arrival:
             with about(("arrival",)):
                 self.renewal(p.arrival["Renewal"])
+        if isinstance(p.arrival, dict) and "Replay" in p.arrival:
+            self.replay(p.arrival["Replay"])
         self.run_settings()
         self.flows()
 

@@ -36,7 +36,7 @@ from sq._bytecode import (
     HP_RESERVE, HP_LEN, STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE, REF_BASE,
     REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
-    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED,
+    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED, A_REPLAY,
 )
 from sq._random import DIST_CODES, dist_arity
 
@@ -120,6 +120,7 @@ class Lowered:
     sites: list[str] = field(default_factory=list)  # text of run-time error sites (branch guards, pools)
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
+    replay: dict | None = None  # arrive replay's settings (sq.ir.REPLAY_KEYS), read when the run starts
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
     # Which sums of `kvb`/`kvp` a step stage makes: those of its Budget moment only if an expression
     # other than a cost reads them, those of its iteration if any expression does.
@@ -265,6 +266,12 @@ class _Lowering:
             elif name in ("Batch", "Closed"):
                 a_kind = A_BATCH if name == "Batch" else A_CLOSED
                 count = _saturating_count(_num(arg))
+            elif name == "Replay":
+                a_kind = A_REPLAY
+                replay = {k: (None if v is None else [_num(x) for x in v]) if k == "window" else _num(v)
+                          for k, v in arg.items()}
+                return {"arrival_kind": a_kind, "arrival_rate": 0.0, "arrival_count": 0, "arrival_gap": -1,
+                        "open_arrivals": True, "replay": replay}
         return {"arrival_kind": a_kind, "arrival_rate": rate, "arrival_count": count, "arrival_gap": gap,
                 "open_arrivals": open_arrivals(arrival)}
 

@@ -503,10 +503,15 @@ class Gauge(Item):
 
 @dataclass(frozen=True)
 class Arrive(Node):
-    """form: "poisson", "renewal", "closed", "batch" or "none" (value None)."""
+    """form: "poisson", "renewal", "closed", "batch", "replay" or "none" (value None).
+
+    `replay` (an extension): value is the speed-up k (None: 1), `options` its clauses as
+    (word, arguments): ("window", (from, to)), ("keep", (p,)), ("copies", (n, shift)).
+    """
 
     form: str = "none"
     value: Optional[Expr] = None
+    options: tuple = ()
 
 
 @dataclass(frozen=True)

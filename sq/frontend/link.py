@@ -1172,11 +1172,27 @@ class Linker:
             prog.arrival = {arrive.form.capitalize(): _saturate_u64(n)}
         elif arrive.form == "renewal":
             prog.arrival = {"Renewal": self.expr(arrive.value)}
+        elif arrive.form == "replay":
+            prog.arrival = {"Replay": self._replay(arrive)}
+            self.arrive_value = arrive.value if arrive.value is not None else arrive
         trace = wl.trace if wl else None
         if trace is not None:
             prog.trace, prog.trace_ordered = trace.path, trace.ordered
         if self.settings.trace is not None:
             prog.trace = str(self.settings.trace)
+
+    def _replay(self, arrive: A.Arrive) -> dict:
+        """`arrive replay(k) window(a, b) keep(p) copies(n, s)`'s constants (sq.ir.REPLAY_KEYS);
+        the IR's check judges them."""
+        opts = dict(arrive.options)
+        def const(word, k, what, default):
+            return self.const(opts[word][k], what) if word in opts else default
+        speed = self.const(arrive.value, "the replay speed") if arrive.value is not None else 1.0
+        window = ([const("window", 0, "the replay window's start", 0.0), const("window", 1, "the replay window's end", 0.0)]
+                  if "window" in opts else None)
+        return {"speed": speed, "window": window, "keep": const("keep", 0, "the replay's keep", 1.0),
+                "copies": const("copies", 0, "the replay's copies", 1.0),
+                "shift": const("copies", 1, "the replay's shift", 0.0)}
 
     def _run_settings(self, prog: ir.Program) -> None:
         st = self.settings
