@@ -237,3 +237,4 @@ cpdef enum ArrivalKind:
     A_BATCH = 3
     A_CLOSED = 4
     A_REPLAY = 5        # an extension: arrive replay (sq/traces/replay.py makes its schedule)
+    A_POISSON_NOW = 6   # an extension: a poisson rate that reads `now` (thinning: sq/traces/rate.py)

@@ -73,6 +73,7 @@ cdef enum RunError:
     E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
     E_NESTING = 17         # budget_left calls nested deeper than the expression stack (a guard)
     E_MEMORY_LIMIT = 18    # the run's tables would pass max_memory bytes
+    E_RATE = 19            # a poisson rate that reads `now` left [0, its bound] (an extension)
 
 cdef enum:
     # live sessions at once: beyond this the run would only exhaust memory
@@ -581,6 +582,9 @@ cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limi
     st.arrival_rate = lowered.arrival_rate
     st.arrival_count = min(lowered.arrival_count, 2**62)
     st.arrival_gap = lowered.arrival_gap
+    if st.arrival_kind == A_POISSON_NOW:      # thinning's bound over this run (sq/traces/rate.py)
+        from sq.traces.rate import bound
+        st.arrival_rate = bound(lowered.rate, horizon)
     st.horizon = horizon
     st.warmup = warmup
     st.limit = min(limit, ARRIVALS_NEVER)   # a larger limit is never reached either
@@ -920,6 +924,9 @@ cdef object _error_text(State* st, lowered):
     if st.error.code == E_NESTING:
         return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.error.a)})` nests "
                 f"deeper than the expression stack{where}")
+    if st.error.code == E_RATE:
+        return (f"the poisson rate at time {fmt(st.error.value2)} is {fmt(st.error.value)}, outside [0, "
+                f"{fmt(st.arrival_rate)}] (a rate must be >= 0; the bound is interval arithmetic's){where}")
     if st.error.code == E_RENEWAL:
         return f"renewal interarrival must be positive and finite (got {fmt(st.error.value)}){where}"
     if st.error.code == E_STUCK:

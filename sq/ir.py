@@ -461,8 +461,8 @@ def _arrival_from(v: Any) -> Any:
         return {"Poisson": _float(body, "arrival")}
     if tag in ("Closed", "Batch"):
         return {tag: _int(body, "arrival")}
-    if tag == "Renewal":
-        return {"Renewal": check_expr(body, "arrival")}
+    if tag in ("Renewal", "PoissonNow"):
+        return {tag: check_expr(body, "arrival")}
     if tag == "Replay" and isinstance(body, dict) and set(body) == set(REPLAY_KEYS):
         window = body["window"]
         return {"Replay": {k: (None if window is None else
@@ -793,8 +793,9 @@ class _Validator:
                     self.expr_tables(x, where)
         for g in p.gauges:
             self.expr_tables(g.expr, f"gauge {g.name!r}")
-        if isinstance(p.arrival, dict) and "Renewal" in p.arrival:
-            self.expr_tables(p.arrival["Renewal"], "arrival")
+        for kind in ("Renewal", "PoissonNow"):
+            if isinstance(p.arrival, dict) and kind in p.arrival:
+                self.expr_tables(p.arrival[kind], "arrival")
 
     def row(self, i: int, n: int, where: str) -> None:
         if not 0 <= i < n:
@@ -963,6 +964,13 @@ class _Validator:
                     "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
                 raise _fail("", "renewal arrival may use only constants and sampled distributions")
 
+    def rate(self, e: Any) -> None:
+        """A poisson rate that reads `now` (an extension): `now`, constants and pure functions only."""
+        for tag, body in self.nodes(e, "arrival"):
+            if tag == "Attr" or tag == "Sample" or tag == "Ctx" and body != "Now" or tag == "Call" and body[0] not in (
+                    "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
+                raise _fail("", "a poisson rate may read only `now`, constants and pure functions")
+
     def blocks(self) -> None:
         p = self.p
         named = {p.init: "init", p.turn: "turn"}
@@ -1084,6 +1092,9 @@ class _Validator:
                 self.renewal(p.arrival["Renewal"])
         if isinstance(p.arrival, dict) and "Replay" in p.arrival:
             self.replay(p.arrival["Replay"])
+        if isinstance(p.arrival, dict) and "PoissonNow" in p.arrival:
+            with about(("arrival",)):
+                self.rate(p.arrival["PoissonNow"])
         self.run_settings()
         self.flows()
 

@@ -36,7 +36,7 @@ from sq._bytecode import (
     HP_RESERVE, HP_LEN, STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE, REF_BASE,
     REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
-    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED, A_REPLAY,
+    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED, A_REPLAY, A_POISSON_NOW,
 )
 from sq._random import DIST_CODES, dist_arity
 
@@ -121,6 +121,7 @@ class Lowered:
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
     replay: dict | None = None  # arrive replay's settings (sq.ir.REPLAY_KEYS), read when the run starts
+    rate: dict | None = None    # a poisson rate that reads `now`: its IR, bounded when the run starts
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
     # Which sums of `kvb`/`kvp` a step stage makes: those of its Budget moment only if an expression
     # other than a cost reads them, those of its iteration if any expression does.
@@ -263,6 +264,9 @@ class _Lowering:
                                   phase="validate", item=("arrival",))
             elif name == "Renewal":
                 a_kind, gap = A_RENEWAL, self.expr(arg)
+            elif name == "PoissonNow":
+                return {"arrival_kind": A_POISSON_NOW, "arrival_rate": 0.0, "arrival_count": 0,
+                        "arrival_gap": self.expr(arg), "open_arrivals": True, "rate": arg}
             elif name in ("Batch", "Closed"):
                 a_kind = A_BATCH if name == "Batch" else A_CLOSED
                 count = _saturating_count(_num(arg))

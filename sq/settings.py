@@ -81,7 +81,7 @@ def open_arrivals(arrival) -> bool:
     """Whether a workload's arrivals (the IR's `arrival`) are open — poisson, renewal or replay: the ones
     an arrival limit can end. The one rule: the IR's check, the Lowered (which keeps the answer)
     and the run settings ask it."""
-    return isinstance(arrival, dict) and ("Poisson" in arrival or "Renewal" in arrival or "Replay" in arrival)
+    return isinstance(arrival, dict) and any(k in arrival for k in ("Poisson", "Renewal", "Replay", "PoissonNow"))
 
 
 def of_program(lowered) -> tuple:

@@ -9,6 +9,7 @@ run last, in `sq.ir.validate`.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -162,6 +163,20 @@ class _Constants(Folder):
         if isinstance(e, A.Sample):
             raise self.linker.error("a constant cannot sample", _after_tilde(e), length=len(e.dist))
         raise self.linker.error(f"unexpected expression {type(e).__name__}", e)
+
+
+def _reads_now(e: Any) -> bool:
+    """Whether an expression names `now` (a poisson rate that does is a time-varying one)."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Name) and node.name == "now":
+            return True
+        if isinstance(node, (tuple, list)):
+            stack.extend(node)
+        elif dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+    return False
 
 
 # ---------------------------------------------------------------- the linker
@@ -1165,6 +1180,8 @@ class Linker:
         self.arrive_value = arrive.value if arrive is not None else None
         if arrive is None or arrive.form == "none":
             prog.arrival = "None"
+        elif arrive.form == "poisson" and _reads_now(arrive.value):
+            prog.arrival = {"PoissonNow": self.expr(arrive.value)}     # an extension (sq/traces/rate.py)
         elif arrive.form == "poisson":
             prog.arrival = {"Poisson": self.const(arrive.value, "the poisson rate")}
         elif arrive.form in ("closed", "batch"):
