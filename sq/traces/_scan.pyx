@@ -25,7 +25,7 @@ sq/traces/reader.py turns into an SqError pointing at the file.
 """
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport strtod
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
 
 import numpy as np
 
@@ -198,9 +198,8 @@ cdef inline uint64_t fnv1a(const char* p, const char* end) noexcept nogil:
 
 
 cdef inline const char* line_end(const char* p, const char* end) noexcept nogil:
-    while p < end and p[0] != b'\n':
-        p += 1
-    return p
+    cdef const char* q = <const char*> memchr(p, c'\n', end - p)    # libc's: a word at a time
+    return q if q != NULL else end
 
 
 cdef inline const char* trimmed(const char* p, const char* e) noexcept nogil:
