@@ -512,6 +512,18 @@ cdef struct State:
     int64_t replay_n
     int64_t replay_next           # the next arrival to schedule
     int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]
+    # a trace's prefix cache shared by content id (an extension: `trace "F" prefix(C)`): per corpus
+    # turn its blocks as dense ids, and an LRU list over the ids (prev -2: not resident, -1: head)
+    const int64_t* pfx_ids
+    const int64_t* pfx_off
+    int64_t* pfx_prev
+    int64_t* pfx_next
+    int64_t pfx_head
+    int64_t pfx_tail
+    int64_t pfx_count
+    double pfx_cap                # < 0: no prefix cache
+    int32_t slot_hit_blocks
+    int32_t slot_prompt_blocks
     int trace_ordered
     int32_t slot_new
     int32_t slot_out

@@ -445,7 +445,18 @@ cdef object _set_program(State* st, lowered):
 
 cdef object _set_trace(State* st, lowered, seed):
     """Trace replay: the corpus and the attribute slots a turn loads; `arrive replay`'s schedule."""
-    trace_turns, trace_start, trace_len, replay_at, replay_of = _trace_arrays(lowered, seed)
+    trace_turns, trace_start, trace_len, replay_at, replay_of, prefix = _trace_arrays(lowered, seed)
+    st.pfx_cap = -1.0
+    if prefix is not None:
+        ids, off, prev, nxt = prefix
+        st.pfx_ids = <const int64_t*> data_of(ids)
+        st.pfx_off = <const int64_t*> data_of(off)
+        st.pfx_prev = <int64_t*> data_of(prev)
+        st.pfx_next = <int64_t*> data_of(nxt)
+        st.pfx_head = st.pfx_tail = -1
+        st.pfx_count = 0
+        st.pfx_cap = lowered.prefix_cap
+        st.slot_hit_blocks, st.slot_prompt_blocks = lowered.slot_prefix
     st.replay_at = <const double*> data_of(replay_at)
     st.replay_of = <const int64_t*> data_of(replay_of)
     st.replay_n = len(replay_at)
@@ -455,7 +466,7 @@ cdef object _set_trace(State* st, lowered, seed):
     st.trace_sessions = len(trace_len)
     st.trace_ordered = lowered.trace_ordered
     st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
-    return trace_turns, trace_start, trace_len, replay_at, replay_of
+    return trace_turns, trace_start, trace_len, replay_at, replay_of, prefix
 
 
 cdef object _set_pools(State* st, lowered):
@@ -706,14 +717,18 @@ def _trace_arrays(lowered, seed):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts), and
     `arrive replay`'s schedule (its times and corpus sessions; empty without one)."""
     if not lowered.trace:
-        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_I64
+        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_I64, None
     from sq.traces import corpus as read_corpus       # only a replay loads the readers
     corpus = read_corpus(lowered.trace)
     at, of = R.EMPTY_F64, R.EMPTY_I64
     if lowered.replay is not None:
         from sq.traces.replay import schedule
         at, of = schedule(corpus.arrival, lowered.replay, seed, lowered.trace)
-    return corpus.turns.reshape(-1), corpus.offset, corpus.count, at, of
+    prefix = None
+    if lowered.prefix_cap >= 0:
+        from sq.traces.prefix import engine_tables
+        prefix = engine_tables(corpus)
+    return corpus.turns.reshape(-1), corpus.offset, corpus.count, at, of, prefix
 
 
 def _settings(lowered, seed, horizon, warmup, arrivals):

@@ -518,7 +518,9 @@ def about(item: tuple):
 
 _PROGRAM_KEYS = {"version", "attrs", "observes", "pools", "stages", "arrival", "trace", "trace_ordered",
                  "init", "turn", "session", "blocks", "horizon", "warmup", "seed", *SLOT_KEYS, "hidden"}
-_PROGRAM_OPTIONAL = {"arrivals", "share", "gauges"}
+_PROGRAM_OPTIONAL = {"arrivals", "share", "gauges", "trace_prefix"}
+# `trace "F" prefix(C);` (an extension): the attributes a turn sets from the shared prefix cache
+PREFIX_ATTRS = ("hit_blocks", "prompt_blocks")
 
 
 @dataclass
@@ -544,6 +546,7 @@ class Program:
     hidden: list[int] = field(default_factory=list)
     share: str | None = None                   # "MaxMin" / "Bottleneck"
     gauges: list[Gauge] = field(default_factory=list)
+    trace_prefix: float | None = None          # an extension: a prefix cache of this many blocks
     # Not part of the JSON: the folder a relative `trace` path is read from
     # (the program file's, for a program compiled from a file; else the cwd).
     trace_base: str | None = field(default=None, compare=False)
@@ -595,6 +598,8 @@ class Program:
                    "warmup": num_to_json(self.warmup), "seed": self.seed}
         if self.arrivals is not None:
             d["arrivals"] = self.arrivals
+        if self.trace_prefix is not None:
+            d["trace_prefix"] = num_to_json(self.trace_prefix)
         d.update(zip(SLOT_KEYS, self.slots))
         d["hidden"] = list(self.hidden)
         if self.share is not None:
@@ -662,7 +667,8 @@ class Program:
             slots=tuple(_int(d[k], k) for k in SLOT_KEYS),
             hidden=[_int(h, "hidden") for h in _list(d["hidden"], "hidden")],
             share=share,
-            gauges=[Gauge.from_dict(g) for g in _list(d.get("gauges", []), "gauges")])
+            gauges=[Gauge.from_dict(g) for g in _list(d.get("gauges", []), "gauges")],
+            trace_prefix=None if d.get("trace_prefix") is None else num_from_json(d["trace_prefix"], "trace_prefix"))
         if not is_u64(prog.seed):
             raise _bad("seed: more than a u64 holds")
         return prog
@@ -1092,6 +1098,11 @@ class _Validator:
                 self.renewal(p.arrival["Renewal"])
         if isinstance(p.arrival, dict) and "Replay" in p.arrival:
             self.replay(p.arrival["Replay"])
+        if p.trace_prefix is not None:
+            if not p.trace:
+                raise _fail("", "a prefix cache needs a trace", ("arrival",))
+            if not p.trace_prefix >= 0 or any(a not in p.attrs for a in PREFIX_ATTRS):
+                raise _fail("", f"a trace's prefix(C) needs a capacity C >= 0 blocks, found {display(p.trace_prefix)}")
         if isinstance(p.arrival, dict) and "PoissonNow" in p.arrival:
             with about(("arrival",)):
                 self.rate(p.arrival["PoissonNow"])

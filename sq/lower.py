@@ -20,6 +20,7 @@ import numpy as np
 from sq.deep import run_deep
 from sq.errors import SqError
 from sq.numbers import display
+from sq.ir import PREFIX_ATTRS
 from sq.settings import open_arrivals
 
 # The bytecode and its tables are defined once, in sq/_bytecode.pxd, which the engine cimports.
@@ -122,6 +123,8 @@ class Lowered:
     trace_ordered: bool = False
     replay: dict | None = None  # arrive replay's settings (sq.ir.REPLAY_KEYS), read when the run starts
     rate: dict | None = None    # a poisson rate that reads `now`: its IR, bounded when the run starts
+    prefix_cap: float = -1.0    # `trace "F" prefix(C)`: C blocks shared by content id (-1: none)
+    slot_prefix: tuple = (-1, -1)   # the attributes it sets: hit_blocks, prompt_blocks
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
     # Which sums of `kvb`/`kvp` a step stage makes: those of its Budget moment only if an expression
     # other than a cost reads them, those of its iteration if any expression does.
@@ -365,7 +368,15 @@ class _Lowering:
                 "seed": int(ir.get("seed", 1)), "arrivals": int(ir.get("arrivals") or 0),
                 "trace": ir.get("trace"), "trace_ordered": bool(ir.get("trace_ordered", False)),
                 "slot_trace": tuple(self.slot(ir.get(k, d)) for k, d in (
-                    ("slot_new", 3), ("slot_out", 4), ("slot_think", 5), ("slot_forced", 7), ("slot_more", 6)))}
+                    ("slot_new", 3), ("slot_out", 4), ("slot_think", 5), ("slot_forced", 7), ("slot_more", 6))),
+                **self.prefix()}
+
+    def prefix(self) -> dict:
+        """A trace's shared prefix cache (an extension): its capacity and the slots it sets."""
+        cap = self.ir.get("trace_prefix")
+        if cap is None:
+            return {}
+        return {"prefix_cap": _num(cap), "slot_prefix": tuple(self.slot(self.attrs.index(n)) for n in PREFIX_ATTRS)}
 
     def slots(self) -> dict:
         """The attribute slots the engine writes itself (checked against the program's attributes)."""

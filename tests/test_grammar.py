@@ -438,3 +438,14 @@ def test_grammar_and_parser_agree_on_replay(arrive, accepted):
     stream = sq_stream(f"run {{ horizon 10; }}\nlet k = 1; workload {{ arrive {arrive}; trace \"t.csv\"; }} session {{ }}")
     assert grammar_accepts(stream.tokens) is accepted
     assert (stream.error is None or not is_syntax(stream.error)) is accepted
+
+
+@pytest.mark.parametrize("trace, accepted", [
+    ('"t.csv" prefix(10)', True), ('"t.csv" ordered prefix(inf)', True), ('"t.csv" prefix(k * 2)', True),
+    ('"t.csv" prefix()', False), ('"t.csv" prefix 3', False), ('"t.csv" prefix(1) ordered', False),
+])
+def test_grammar_and_parser_agree_on_a_trace_prefix_cache(trace, accepted):
+    """`trace "F" [ordered] prefix(C)` (an extension): the grammar and the parser agree."""
+    stream = sq_stream(f"run {{ horizon 10; }}\nlet k = 1; workload {{ arrive replay; trace {trace}; }} session {{ }}")
+    assert grammar_accepts(stream.tokens) is accepted
+    assert (stream.error is None or not is_syntax(stream.error)) is accepted

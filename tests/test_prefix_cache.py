@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sq
@@ -58,3 +59,49 @@ def test_formats_without_blocks_say_so(tmp_path):
     path.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n")
     with pytest.raises(SqError, match="has no hash_ids"):
         hit_share(sq.read_trace(path))
+
+
+def _run_prefix(capacity: str, trace=SLICE, extra: str = ""):
+    from sq import _engine
+    from sq.lower import lower
+    source = f"""
+    run {{ horizon 1e6; }}
+    workload {{ arrive replay; trace "{trace}" prefix({capacity}); {extra} }}
+    session {{ turn; observe hit = hit_blocks; observe blocks = prompt_blocks; }}
+    """
+    raw = _engine.run(lower(sq.compile(source=source).to_dict(exact=True)))
+    return [o.samples for o in raw.observes]
+
+
+@pytest.mark.parametrize("capacity", ["inf", "5000", "0", "20000"])
+def test_a_run_shares_the_cache_as_the_trace_analysis_does(capacity):
+    """`trace "F" prefix(C)`: replayed in arrival order, each request's `hit_blocks` is what the
+    trace analysis (sq.traces.prefix.leading_hits) finds, request by request."""
+    records = sq.read_trace(SLICE)
+    hits, sizes = _run_prefix(capacity)
+    want_hits, want_sizes = leading_hits(records, float(capacity))
+    assert (np.diff(records.arrival) >= 0).all()     # file order is arrival order: samples line up
+    assert len(hits) == len(records)
+    assert hits.tolist() == want_hits.tolist() and sizes.tolist() == want_sizes.tolist()
+    if capacity == "inf":
+        assert (hits.sum(), sizes.sum()) == (15771, 54559)
+
+
+def test_prefix_cache_errors(tmp_path):
+    csv_trace = tmp_path / "v.csv"
+    csv_trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,1\n")
+    with pytest.raises(SqError, match="has none"):
+        _run_prefix("inf", csv_trace)
+    with pytest.raises(SqError, match="needs a capacity C >= 0"):
+        _run_prefix("-1")
+
+
+def test_programs_without_prefix_keep_their_ir():
+    d = sq.compile(source=f'run {{ horizon 1; }} workload {{ arrive replay; trace "{SLICE}"; }} '
+                          'session { }').to_dict()
+    assert "trace_prefix" not in d and "hit_blocks" not in d["attrs"]
+    d = sq.compile(source=f'run {{ horizon 1; }} workload {{ arrive replay; trace "{SLICE}" prefix(10); }} '
+                          'session { }').to_dict()
+    assert d["trace_prefix"] == 10 and d["attrs"][-2:] == ["hit_blocks", "prompt_blocks"]
+    from sq.ir import Program
+    assert Program.from_json(json.dumps(d)).to_dict() == d

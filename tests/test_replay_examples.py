@@ -15,7 +15,7 @@ REPLAY = golden.EXAMPLES / "replay"
 
 def test_the_replay_examples_are_there():
     names = {p.name for p in PROGRAMS}
-    assert {"azure_replay.sq", "burstgpt_replay.sq", "mooncake_replay.sq", "vllm_measured.sq"} <= names
+    assert {"azure_replay.sq", "burstgpt_replay.sq", "mooncake_prefix.sq", "vllm_measured.sq"} <= names
     for folder in ("azure-2023", "mooncake", "vllm-run"):
         files = {p.name for p in (REPLAY / folder).iterdir()}
         assert "README.md" in files and any(f.startswith("LICENSE") for f in files), folder

@@ -518,6 +518,7 @@ class Arrive(Node):
 class Trace(Node):
     path: str = ""
     ordered: bool = False
+    prefix: Optional[Expr] = None     # an extension: `prefix(C)`, a cache of C blocks shared by content id
 
 
 @dataclass(frozen=True)

@@ -1195,6 +1195,8 @@ class Linker:
         trace = wl.trace if wl else None
         if trace is not None:
             prog.trace, prog.trace_ordered = trace.path, trace.ordered
+            if trace.prefix is not None:
+                prog.trace_prefix = self.const(trace.prefix, "the prefix cache's capacity")
         if self.settings.trace is not None:
             prog.trace = str(self.settings.trace)
 
@@ -1272,6 +1274,9 @@ class Linker:
         body = self._expand_block(body)
 
         self.body_for_leases = body
+        if wl and wl.trace and wl.trace.prefix is not None:
+            # a shared prefix cache sets these at `turn;` (an extension): attributes the engine writes
+            self.attrs.extend(n for n in ir.PREFIX_ATTRS if n not in self.attrs)
         self._collect_names(init, turn, body)
         # names bound by `at admission` that a body reads (and nothing else assigns)
         self.binding_names = {b.name: b for s in A.walk(body) if isinstance(s, A.Hold)

@@ -928,8 +928,12 @@ class _Parser:
                     raise self.error(path, f"expected string, found {path.show()}")
                 self.advance()
                 ordered = bool(self.at_word("ordered") and self.advance())
+                prefix = None
+                if self.at_word("prefix"):           # an extension (docs/differences.md)
+                    self.advance()
+                    prefix = self.paren_expr()
                 self.expect("Semi")
-                items.append(ast.Trace(tok.span, path.text, ordered))
+                items.append(ast.Trace(tok.span, path.text, ordered, prefix))
             elif word in ("init", "turn"):
                 self.advance()
                 body = self.block(WORKLOAD_BLOCK)

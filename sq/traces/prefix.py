@@ -8,9 +8,10 @@ the first one that is not: a prefix cache reuses a prefix), then every block of
 its prompt is made resident and most recently used, and the least recently
 used blocks are evicted while more than `capacity` are held.
 
-This is the cache as the trace's own order sees it, before any engine: the
-lookup happens when a request arrives. It is not a pool of a run (a run's
-`cache` on a hold keeps a session's own history; docs/differences.md).
+A run with `trace "F" prefix(C);` applies the same rule at each `turn;` (the
+engine's `prefix_lookup`, sq/_session.pxi, over the tables `engine_tables`
+makes), so a replay in arrival order finds exactly what `leading_hits` finds
+(tests/test_prefix_cache.py).
 """
 from __future__ import annotations
 
@@ -49,6 +50,20 @@ def leading_hits(records: Records, capacity: float = math.inf) -> tuple[np.ndarr
         while len(lru) > capacity:
             lru.popitem(last=False)
     return hits, sizes
+
+
+def engine_tables(corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What a run's shared prefix cache (`trace "F" prefix(C)`) starts from: each corpus turn's
+    blocks as dense ids (0 .. distinct - 1) with their offsets, and the LRU list's links per id,
+    none resident (prev -2)."""
+    if corpus.blocks is None:
+        raise SqError(f"trace {corpus.path}: a prefix cache needs the blocks' content ids (hash_ids), "
+                      f"and this trace has none", phase="run",
+                      notes=("help: Mooncake and Qwen Bailian traces record them",))
+    distinct, dense = np.unique(corpus.blocks, return_inverse=True)
+    prev = np.full(len(distinct), -2, np.int64)
+    return (np.ascontiguousarray(dense.astype(np.int64)), np.ascontiguousarray(corpus.block_offset),
+            prev, np.full(len(distinct), -1, np.int64))
 
 
 def hit_share(records: Records, capacity: float = math.inf) -> tuple[int, int]:

@@ -93,8 +93,19 @@ class Records:
             if len(starts) else np.empty(0, np.int64)
         count = count[by_time].astype(np.int64)
         offset = np.concatenate(([0], np.cumsum(count)[:-1])).astype(np.int64)
+        blocks, block_offset = self._blocks_of(order[rows])
         return TraceCorpus(path=self.path, turns=np.ascontiguousarray(turns[rows]), offset=offset, count=count,
-                           arrival=np.ascontiguousarray(first[by_time]) if self.arrival is not None else None)
+                           arrival=np.ascontiguousarray(first[by_time]) if self.arrival is not None else None,
+                           blocks=blocks, block_offset=block_offset)
+
+    def _blocks_of(self, records: np.ndarray):
+        """The block ids of `records` in that order, flat, and their offsets (None, None without)."""
+        if self.hash_ids is None:
+            return None, None
+        starts, sizes = self.hash_offsets[records], np.diff(self.hash_offsets)[records]
+        offset = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        index = np.repeat(starts - offset[:-1], sizes) + np.arange(offset[-1])
+        return np.ascontiguousarray(self.hash_ids[index]), offset
 
 
 def sniff(path: str) -> str:
