@@ -20,7 +20,8 @@ from sq.errors import SqError
 
 __version__ = "0.1.0"
 __all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
-           "Capacity", "SqError", "read_trace", "__version__"]
+           "Capacity", "SqError", "read_trace", "capacity_over_time",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -45,6 +46,10 @@ def __getattr__(name):
         from sq import capacity_search
 
         return getattr(capacity_search, name)
+    if name == "capacity_over_time":
+        from sq.capacity_over_time import capacity_over_time
+
+        return capacity_over_time
     if name == "read_trace":
         from sq.traces import read_trace
 
