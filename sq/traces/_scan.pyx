@@ -533,18 +533,15 @@ def _join(arrays, dtype):
 
 def _message(Fault f, kinds, keys):
     what = (f"`{keys[f.field]}`" if keys is not None else f"column {f.field + 1}") if f.field >= 0 else ""
-    if f.code == BAD_NUMBER:
-        return f"{what}: expected a number"
-    if f.code == BAD_TIME:
-        return f"{what}: expected a date and time YYYY-MM-DD HH:MM:SS[.fraction][+HH:MM]"
-    if f.code == FEW_FIELDS:
-        return f"expected {len(kinds)} fields, found {f.field}"
-    if f.code == MANY_FIELDS:
-        return f"expected {len(kinds)} fields, found more"
-    if f.code == MISSING_KEY:
-        return f"missing key `{keys[f.field]}`"
-    if f.code == BAD_ARRAY:
-        return f"{what}: expected an array of whole numbers"
-    if f.code == TOO_MANY:
-        return f"{what}: more array items than the line can hold"
+    wording = {
+        BAD_NUMBER: f"{what}: expected a number",
+        BAD_TIME: f"{what}: expected a date and time YYYY-MM-DD HH:MM:SS[.fraction][+HH:MM]",
+        FEW_FIELDS: f"expected {len(kinds)} fields, found {f.field}",
+        MANY_FIELDS: f"expected {len(kinds)} fields, found more",
+        MISSING_KEY: f"missing key `{keys[f.field]}`" if keys is not None else "",
+        BAD_ARRAY: f"{what}: expected an array of whole numbers",
+        TOO_MANY: f"{what}: more array items than the line can hold",
+    }
+    if f.code in wording:
+        return wording[f.code]
     return "expected a JSON object on each line" if f.field < 0 else f"{what}: malformed JSON value"
