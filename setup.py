@@ -5,22 +5,22 @@ from setuptools import Extension, setup
 
 def extension(name):
     return Extension(
-        f"sq.{name}",
-        [f"sq/{name.replace('.', '/')}.pyx"],
-        include_dirs=[numpy.get_include(), "sq/_src"],
+        f"sq.{name.replace('/', '.')}",
+        [f"sq/{name}.pyx"],
+        include_dirs=[numpy.get_include(), "sq/engine/_src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         # -ffp-contract=off: a fused multiply-add would round differently from pyserq.
         extra_compile_args=["-O3", "-ffp-contract=off"],
     )
 
 
-# _bytecode: the bytecode contract's enums for Python (sq/lower.py); the engine cimports its .pxd;
-# _random: the ChaCha12 streams and distributions (C header + a small Python class);
-# _engine: the event loop, which cimports _random's C functions;
-# _stats: the report's order-sensitive sums (Welford, batch means) at C speed;
-# traces._scan: the trace files' scanners (CSV and JSON lines → columns).
-extensions = [extension("_bytecode"), extension("_random"), extension("_engine"), extension("_stats"),
-              extension("traces._scan")]
+# lower/_bytecode: the bytecode contract's enums for Python (sq/lower/lowering.py); the engine cimports its .pxd;
+# engine/_random: the ChaCha12 streams and distributions (C header + a small Python class);
+# _engine: the event loop (its concerns are sq/engine/*.pxi), which cimports _random's C functions;
+# results/_stats: the report's order-sensitive sums (Welford, batch means) at C speed;
+# traces/_scan: the trace files' scanners (CSV and JSON lines → columns).
+extensions = [extension("lower/_bytecode"), extension("engine/_random"), extension("_engine"),
+              extension("results/_stats"), extension("traces/_scan")]
 
 setup(
     ext_modules=cythonize(

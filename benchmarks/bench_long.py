@@ -84,7 +84,7 @@ def progress_cost(program: Path, arrivals: int, repeat: int) -> None:
 ENGINE_TIMING = """
 import sys, time, sq
 from sq import _engine
-from sq.lower import lower
+from sq.lower.lowering import lower
 lowered = lower(sq.compile(sys.argv[1], arrivals=int(sys.argv[2])).to_dict(exact=True))
 for _ in range(int(sys.argv[3])):
     t0 = time.perf_counter()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from sq._random import Rng, stream_seed
+from sq.engine._random import Rng, stream_seed
 
 try:
     import pyserq

@@ -4,11 +4,11 @@
 One raw result of n samples per per-sample list: an observation (a tenth
 of it before the warm-up), a gauge of n change points, a step stage
 (waits, services, decode batches and steps, inter-token gaps) and a
-pool's waits -- every loop of `sq.stats` sees n samples.
+pool's waits -- every loop of `sq.results.stats` sees n samples.
 
 --before FILE times the same call with another `stats.py` in place of
-sq.stats (benchmarks/baselines/stats_pure_python.py is the pure-Python
-one that preceded the `sq._stats` kernels) and checks the two reports'
+sq.results.stats (benchmarks/baselines/stats_pure_python.py is the pure-Python
+one that preceded the `sq.results._stats` kernels) and checks the two reports'
 JSON are the same text. --run also times a real run of about a million
 arrivals (M/M/1 fifo, rho 0.9), its simulation and its report apart.
 """
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-import sq.report
-from sq.report import Report
-from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
+import sq.results.report
+from sq.results.report import Report
+from sq.results.raw import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
 
 MM1 = """stage server : fifo(1);
 workload { arrive poisson(0.9); }
@@ -64,8 +64,8 @@ def load_stats(path: Path):
 
 def timed_report(raw: RawResults, stats_module, repeat: int) -> tuple[float, str]:
     """Best time of `repeat` calls with `stats_module` as the report's statistics."""
-    kept = sq.report.stats
-    sq.report.stats = stats_module
+    kept = sq.results.report.stats
+    sq.results.report.stats = stats_module
     try:
         best = float("inf")
         for _ in range(repeat):
@@ -74,7 +74,7 @@ def timed_report(raw: RawResults, stats_module, repeat: int) -> tuple[float, str
             best = min(best, time.perf_counter() - t)
         return best, report.to_json()
     finally:
-        sq.report.stats = kept
+        sq.results.report.stats = kept
 
 
 def real_run(before, horizon: float = 1_100_000.0) -> None:
@@ -85,7 +85,7 @@ def real_run(before, horizon: float = 1_100_000.0) -> None:
     import pyserq  # noqa: PLC0415
 
     from sq import _engine  # noqa: PLC0415
-    from sq.lower import lower  # noqa: PLC0415
+    from sq.lower.lowering import lower  # noqa: PLC0415
 
     ir = json.loads(pyserq.compile(source=MM1, horizon=horizon, seed=1).to_json())
     lowered = lower(ir)
@@ -93,7 +93,7 @@ def real_run(before, horizon: float = 1_100_000.0) -> None:
     raw = _engine.run(lowered)
     simulated = time.perf_counter() - t
     print(f"M/M/1 run, {raw.arrivals:,} arrivals: simulation {simulated:.3f} s")
-    for label, module in [("kernels", sq.report.stats), ("before", before)]:
+    for label, module in [("kernels", sq.results.report.stats), ("before", before)]:
         if module is not None:
             reported, _ = timed_report(raw, module, 1)
             print(f"  report ({label}) {reported:.3f} s = {reported / simulated:.1%} of the simulation")
@@ -103,14 +103,14 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e6,1e7", help="samples per list, comma-separated")
     ap.add_argument("--before", type=Path, default=None,
-                    help="another stats.py to compare with (e.g. `git show REV:sq/stats.py > old.py`)")
+                    help="another stats.py to compare with (e.g. `git show REV:sq/results/stats.py > old.py`)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--run", action="store_true", help="also time a real million-arrival run")
     args = ap.parse_args(argv)
     before = load_stats(args.before) if args.before else None
     for n in (int(float(s)) for s in args.sizes.split(",")):
         raw = synthetic(n)
-        after, text = timed_report(raw, sq.report.stats, args.repeat)
+        after, text = timed_report(raw, sq.results.report.stats, args.repeat)
         line = f"n = {n:>10,}: kernels {after:8.3f} s"
         if before is not None:
             # the pure-Python loops are slow and steady: one timing is enough

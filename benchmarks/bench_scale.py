@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sq  # noqa: E402
 import sq._engine  # noqa: E402
-import sq.lower  # noqa: E402
+import sq.lower.lowering  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _source(sc: Scenario, n: int) -> str:
 
 
 def _program(sc: Scenario, n: int, horizon: float):
-    return sq.lower.lower(sq.compile(source=_source(sc, n), horizon=horizon, seed=1).to_dict(exact=True))
+    return sq.lower.lowering.lower(sq.compile(source=_source(sc, n), horizon=horizon, seed=1).to_dict(exact=True))
 
 
 def measure_instant(sc: Scenario, n: int, impl: str = "sq", repeat: int = 3) -> float:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import sq  # noqa: E402
 import sq._engine  # noqa: E402
-from sq import study  # noqa: E402
+from sq.study import sweep as study  # noqa: E402
 
 PROGRAM = str(ROOT / "examples" / "single-turn" / "vllm_single_turn.sq")
 RATES = [4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
             with distributed.LocalCluster(n_workers=cores, threads_per_worker=1, host="127.0.0.1",
                                           dashboard_address=None, processes=True) as cluster, \
                     distributed.Client(cluster) as client:
-                client.run(lambda: __import__("sq.study"))  # workers start and import sq before the clock
+                client.run(lambda: __import__("sq.study.sweep"))  # workers start and import sq before the clock
                 start = time.perf_counter()
                 result = study.sweep(PROGRAM, grid, seeds, executor=client, **kw)
                 return time.perf_counter() - start, busy(result)

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 import sq  # noqa: E402
 import sq._engine  # noqa: E402
-import sq.lower  # noqa: E402
+import sq.lower.lowering  # noqa: E402
 
 MM1 = """
 stage s : fifo(1);
@@ -44,7 +44,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "t.json")
         for name, program in MODELS:
-            low = sq.lower.lower(program.to_dict(exact=True))
+            low = sq.lower.lowering.lower(program.to_dict(exact=True))
             off = best(low)
             whole = best(low, timeline=path)
             size = os.path.getsize(path) / 1e6

@@ -1,7 +1,7 @@
 /* A hand-written M/M/1 fifo simulation in C: the floor that sq's engine is compared with.
  *
  * Same model and the same numbers as suite.py's `mm1` program (rho 0.9): the same random
- * streams (sq/_src/chacha.h, seeded as a run seeds them), the same arrival gaps and service
+ * streams (sq/engine/_src/chacha.h, seeded as a run seeds them), the same arrival gaps and service
  * draws in the same order, so its response mean equals sq's report to the last digit. Events are
  * arrivals and departures (two per session), counted as sq counts them. Two builds of this file:
  *
@@ -28,7 +28,7 @@
 #include "distributions.h"
 
 #ifdef FULL_REPORT
-/* sq's Area and Running, step for step (sq/_arrays.pxi: area_set, running_add) */
+/* sq's Area and Running, step for step (sq/engine/_arrays.pxi: area_set, running_add) */
 typedef struct { double integral, last, value; } time_area;
 static inline void area_set(time_area* a, double now, double v) {
     a->integral += a->value * (now - a->last);

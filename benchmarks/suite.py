@@ -95,15 +95,15 @@ import json, resource, sys, time
 impl, source, horizon = sys.argv[1], sys.argv[2], float(sys.argv[3])
 runs, arrivals = int(sys.argv[4]), int(sys.argv[5]) or None
 if impl == "sq-engine":   # sq's engine alone, on the lowered program (no report): what the C loop does
-    import sq, sq._engine, sq.lower
-    lowered = sq.lower.lower(sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals).to_dict(exact=True))
+    import sq, sq._engine, sq.lower.lowering
+    lowered = sq.lower.lowering.lower(sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals).to_dict(exact=True))
     class _Raw:   # the engine's raw results, read as the report fields used below
         def __init__(self, raw):
             self.events, self.arrivals, self.observes, self.stages = raw.events, raw.arrivals, {}, []
     run = lambda seed: _Raw(sq._engine.run(lowered, seed=seed))
 elif impl == "sq":
     import sq
-    import sq.lower, sq.report, sq._engine  # loaded here so that import time stays out of the timing
+    import sq.lower.lowering, sq.results.report, sq._engine  # loaded here so that import time stays out of the timing
     program = sq.compile(source=source, horizon=horizon, seed=1, arrivals=arrivals)
     run = lambda seed: sq.run(program, seed=seed)
 else:
@@ -200,7 +200,7 @@ def engine_and_c_loop(model: Model, horizon: float, rounds: int) -> tuple[dict, 
         exes = {}
         for name, flags in (("c", []), ("c-report", ["-DFULL_REPORT"])):
             exes[name] = Path(tmp) / name
-            built = subprocess.run(["gcc", "-O2", *flags, "-I", str(here.parent / "sq" / "_src"), str(here / "mm1_loop.c"),
+            built = subprocess.run(["gcc", "-O2", *flags, "-I", str(here.parent / "sq" / "engine" / "_src"), str(here / "mm1_loop.c"),
                                     "-lm", "-o", str(exes[name])], capture_output=True)
             if built.returncode != 0:
                 return None

@@ -11,50 +11,41 @@ GIL released, so runs in threads proceed in parallel.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 
-from sq import settings
-from sq.errors import SqError
+from sq._support.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
-           "Capacity", "SqError", "read_trace", "capacity_over_time",
-           "__version__"]
+           "Capacity", "SqError", "read_trace", "capacity_over_time", "__version__"]
+
+# The face's other names, each loaded from its module on first use: `import sq` loads nothing
+# else, so that `python -m sq` can catch Ctrl-C before anything heavy loads (numpy comes with the
+# first run or study). With the functions below and __version__ this is the whole namespace
+# (tests/test_layout.py locks it); lower_program and run_lowered are a run's two halves.
+_LAZY = {
+    "SqError": "sq.errors",
+    "run": "sq.engine.run", "lower_program": "sq.engine.run", "run_lowered": "sq.engine.run",
+    "Program": "sq.ir",
+    "Report": "sq.results.report",
+    "t_interval": "sq.results.confidence",
+    "sweep": "sq.study.sweep", "Sweep": "sq.study.sweep",
+    "capacity": "sq.study.capacity", "Capacity": "sq.study.capacity",
+    "capacity_over_time": "sq.study.over_time",
+    "read_trace": "sq.traces",
+}
 
 
 def __getattr__(name):
-    # Program and Report load lazily so that `import sq` stays cheap for the CLI.
-    if name == "Program":
-        from sq.ir import Program
+    if name in _LAZY:
+        import importlib
 
-        return Program
-    if name == "Report":
-        from sq.report import Report
-
-        return Report
-    if name in ("sweep", "Sweep"):
-        from sq import study
-
-        return getattr(study, name)
-    if name == "t_interval":
-        from sq.confidence import t_interval
-
-        return t_interval
-    if name in ("capacity", "Capacity"):
-        from sq import capacity_search
-
-        return getattr(capacity_search, name)
-    if name == "capacity_over_time":
-        from sq.capacity_over_time import capacity_over_time
-
-        return capacity_over_time
-    if name == "read_trace":
-        from sq.traces import read_trace
-
-        return read_trace
+        value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)
+        return value
     raise AttributeError(f"module 'sq' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
 
 
 def compile(path=None, *, source=None, sets=None, defs=None, seed=None, horizon=None,
@@ -77,7 +68,8 @@ def load(path_or_json):
     A path is a `str` or `os.PathLike` (`pathlib.Path`); a `str` whose first
     non-blank character is `{` or `[` is JSON text, as are `bytes` (UTF-8).
     """
-    from sq.files import Unreadable, read_text
+    from sq._support.files import Unreadable, read_text
+    from sq.errors import SqError
     from sq.ir import Program
 
     if isinstance(path_or_json, (bytes, bytearray)):
@@ -96,184 +88,3 @@ def load(path_or_json):
     else:
         raise SqError(f"load takes a path or JSON text, found {type(path_or_json).__name__}", phase="validate")
     return Program.from_json(text)
-
-
-def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None, timeline_window=None):
-    """Run a compiled program and return its Report.
-
-    Settings given here replace the program's own for this run only. The debug
-    traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
-    lines) land in the report's `iteration_trace`, `eviction_trace` and `pool_dump`;
-    `trace_iterations` / `trace_evictions` may instead be a path (the file is written as the
-    run goes, and closed at its end), an open text file or a callable
-    (given each chunk of lines as a list) that gets the lines while the run goes, and the
-    report's list stays empty: memory stays flat however long the trace.
-    `max_memory` bounds, in bytes, what the run's growing tables may take (default 4 GiB);
-    a run that would pass it stops with an SqError saying how far it got.
-    `timeline` (a path) makes the run write a Chrome/Perfetto trace-event file of what
-    overlaps `timeline_window` (a pair (t0, t1) of times; None: the whole run).
-
-    Long runs (docs/api.md): `samples="none"` keeps no sample (memory stays flat; the CI
-    and quantiles become approximate); `progress=True` shows a bar on stderr, a callable
-    gets a `sq.progress.Progress` every ~0.2 s; `wall_limit` seconds stop the run early
-    (`report.stopped == "wall limit"`). SIGINT stops it too: KeyboardInterrupt is raised
-    with the partial report as its `.report`.
-    """
-    started = time.perf_counter()
-    lowered = lower_program(program)
-    # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
-    return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                       started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                       dump_pools=dump_pools, check_invariants=check_invariants,
-                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit,
-                       timeline=timeline, timeline_window=timeline_window)
-
-
-def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
-    """The first half of `run`: the program (a Program or an IR dict) with the settings
-    applied, lowered to the engine's arrays. A Program is lowered once, on first use, and the
-    arrays kept on it (setting one of its fields drops them); settings given here make a
-    copy of the `Lowered` that carries them, sharing the arrays."""
-    if hasattr(program, "to_dict"):
-        try:
-            lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
-        except SqError as e:   # the lowering reads the IR, which has no places: the program knows them
-            raise (program.locate(e) if hasattr(program, "locate") else e) from None
-    elif isinstance(program, dict):
-        lowered = _lower(dict(program), None)
-    else:
-        raise SqError(f"run takes a Program (from sq.compile or sq.load), found {type(program).__name__}",
-                      phase="settings")
-    if seed is None and horizon is None and warmup is None and arrivals is None:
-        return lowered
-    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
-                               arrivals=arrivals)
-    import dataclasses
-
-    return dataclasses.replace(lowered, **changes)
-
-
-def _lower(ir: dict, trace_base: str | None):
-    """The engine's arrays for an IR (`exact` form: what JSON cannot say, an infinite block or rate, kept)."""
-    from sq.lower import lower
-
-    return lower(_with_trace_path(ir, trace_base))
-
-
-def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, arrivals=None, started=None,
-                trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-                max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None,
-                timeline_window=None):
-    """The second half of `run`: run a lowered program (with other settings if given, checked
-    here as `run` checks them: the engine reads them only when the run starts) and build its
-    Report with provenance.
-    A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
-    ran as `.report`."""
-    started = time.perf_counter() if started is None else started
-    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
-                               arrivals=arrivals)
-    if _ENGINE is None:
-        _load_run_modules()
-    options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions, dump_pools=dump_pools,
-                   check_invariants=check_invariants, max_memory=max_memory, samples=samples, progress=progress,
-                   wall_limit=wall_limit, timeline=timeline, timeline_window=timeline_window)
-    tracker = None
-    with contextlib.ExitStack() as opened:      # trace files given as paths: closed however the run ends
-        if options == _PLAIN_RUN:
-            options = {}    # a plain run (a sweep's): the engine's defaults, nothing to check or track
-        else:
-            options = _engine_options(lowered, changes, opened, **options)
-            tracker = options["progress"]
-        try:
-            raw = _ENGINE.run(lowered, **changes, **options)
-        except BaseException as exc:
-            # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
-            if tracker is not None:
-                tracker.close()
-            # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
-            if getattr(exc, "raw", None) is not None:
-                exc.report = _report(exc.raw, program, started)
-            raise
-    if tracker is not None:
-        tracker.finish(raw.end, raw.events, raw.arrivals)
-    return _report(raw, program, started)
-
-
-def _engine_options(lowered, changes, opened, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
-                    max_memory, samples, progress, wall_limit, timeline, timeline_window) -> dict:
-    """run_lowered's options as the engine takes them, checked (the progress tracker included);
-    a trace file given as a path is opened into `opened` (an ExitStack: closed when the run ends)."""
-    from sq.files import path_argument
-
-    if timeline_window is not None and timeline is None:
-        raise SqError("run: timeline_window needs timeline= (the file it is a window of)",
-                      phase="settings")
-    options = dict(trace_iterations=_trace_sink("trace_iterations", trace_iterations, opened),
-                   trace_evictions=_trace_sink("trace_evictions", trace_evictions, opened),
-                   dump_pools=dump_pools, check_invariants=check_invariants, samples=samples, progress=None,
-                   timeline=None if timeline is None else path_argument(timeline, "run: timeline"),
-                   wall_limit=settings.wall_limit(wall_limit), timeline_window=settings.window(timeline_window))
-    if max_memory is not None:
-        options["max_memory"] = settings.memory_bound(max_memory)
-    if progress is not None and progress is not False:
-        from sq import progress as progress_mod
-
-        options["progress"] = progress_mod.tracker(progress, changes.get("horizon", lowered.horizon),
-                                                   changes.get("arrivals", lowered.arrivals) or 0)
-    return options
-
-
-def _trace_sink(name: str, sink, opened):
-    """A debug trace's sink as the engine takes it (True, an open file or a callable); a path
-    (`str` or `os.PathLike`) is that file, opened for writing here and written as the run goes."""
-    if isinstance(sink, (str, bytes, os.PathLike)):
-        path = os.fsdecode(sink)
-        try:
-            return opened.enter_context(open(path, "w", encoding="utf-8", newline=""))
-        except (OSError, ValueError) as e:     # (ValueError: a NUL in the name)
-            reason = f"{e.strerror} (os error {e.errno})" if isinstance(e, OSError) else str(e)
-            raise SqError(f"run: {name}: cannot write `{path}`: {reason}", phase="settings") from None
-    if isinstance(sink, bool) or hasattr(sink, "write") or callable(sink):
-        return sink
-    raise SqError(f"run: {name} is True, a path, an open text file or a callable, found {sink!r}",
-                  phase="settings")
-
-
-# run_lowered's options at their defaults: a run with these passes the engine none of them
-_PLAIN_RUN = {name: value for name, value in run_lowered.__kwdefaults__.items()
-              if name not in ("seed", "horizon", "warmup", "arrivals", "started")}
-
-
-# The engine and the Report, imported by the first run (they load numpy, which `import sq` does not).
-_ENGINE = _REPORT = None
-
-
-def _load_run_modules() -> None:
-    global _ENGINE, _REPORT
-    from sq import _engine
-    from sq.report import Report
-
-    _ENGINE, _REPORT = _engine, Report
-
-
-def _report(raw, program, started: float):
-    """The Report of raw results, with provenance: the program's origin and the wall time."""
-    if _REPORT is None:
-        _load_run_modules()
-    report = _REPORT.from_results(raw)
-    origin = getattr(program, "compiled_from", None) or {}
-    report.program = origin.get("path")
-    report.overrides = dict(origin.get("sets") or {})
-    report.defs = dict(origin.get("defs") or {})
-    report.wall_s = time.perf_counter() - started
-    return report
-
-
-def _with_trace_path(ir: dict, base: str | None) -> dict:
-    """A relative `trace` is read from the program file's folder (kept by compile), else the cwd."""
-    trace = ir.get("trace")
-    if not trace or not base or os.path.isabs(trace):
-        return ir
-    return {**ir, "trace": os.path.join(base, trace)}

@@ -1,6 +1,6 @@
-"""The `sq` command's process (`python -m sq` and the `sq` script): Ctrl-C around `sq.cli.main`.
+"""The `sq` command's process (`python -m sq` and the `sq` script): Ctrl-C around `sq.cli.main.main`.
 
-Ctrl-C at any moment from here on — while sq.cli and numpy still load (the
+Ctrl-C at any moment from here on — while sq.cli.main and numpy still load (the
 interrupt waits for the end of the loading, a fraction of a second), while the
 arguments are parsed, during a command — ends the command with one line on
 stderr and exit status 130, never a traceback. A second Ctrl-C ends the process
@@ -40,7 +40,7 @@ def entry(argv: list[str] | None = None) -> int:
     """Run the command; its exit status."""
     try:
         signal.signal(signal.SIGINT, _note_ctrl_c)
-        from sq.cli import main
+        from sq.cli.main import main
 
         signal.signal(signal.SIGINT, _on_ctrl_c)
         if _ctrl_c_while_loading:
@@ -52,7 +52,7 @@ def entry(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
         print(str(stop) or "interrupted", file=sys.stderr)
-        from sq.cli import EXIT_INTERRUPTED  # loaded: an interrupt while it loads waits for the end
+        from sq.cli.main import EXIT_INTERRUPTED  # loaded: an interrupt while it loads waits for the end
 
         return EXIT_INTERRUPTED
 

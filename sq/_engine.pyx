@@ -3,10 +3,10 @@
 
 `run(lowered, ...)` copies the lowered tables' pointers into one C `State`,
 runs the whole simulation without the GIL, then turns the C arrays into a
-`sq.results.RawResults`. Semantics follow spec chapter 09 (event loop),
+`sq.results.raw.RawResults`. Semantics follow spec chapter 09 (event loop),
 04 §4.0–4.4 (fifo, ps, delay) and 02/03/07 (sessions, statements,
-expressions); it reads the bytecode and tables of `sq/_bytecode.pxd`, which
-`sq/lower.py` writes.
+expressions); it reads the bytecode and tables of `sq/lower/_bytecode.pxd`, which
+`sq/lower/lowering.py` writes.
 
 This file is the engine's Python boundary (set-up, collection, error text); the
 engine itself is in the `.pxi` files it includes, one concern each, compiled as
@@ -25,20 +25,20 @@ import os
 
 import numpy as np
 
-from sq._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
-                         SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
-                         SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
-from sq._itl cimport Histogram, histogram_add
-from sq._engine cimport Area, Event, DArr, LArr, Running, Serials, Turns, PsEntry, Stage, Observe, Gauge, State, Timeline
+from sq.engine._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
+                                SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
+                                SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
+from sq.results._itl cimport Histogram, histogram_add
+from sq.engine._state cimport *     # the engine's structs (State and what it holds), every .pxi uses them
 
 cnp.import_array()
 
-# the bytecode and tables lowering writes: opcodes, operand offsets, kinds (sq/_bytecode.pxd)
-from sq._bytecode cimport *
-from sq._bytecode import STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE
+# the bytecode and tables lowering writes: opcodes, operand offsets, kinds (sq/lower/_bytecode.pxd)
+from sq.lower._bytecode cimport *
+from sq.lower._bytecode import STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE
 from sq.errors import SqError
-from sq.numbers import display as fmt
-from sq import results as R
+from sq._support.number_format import display as fmt
+from sq.results import raw as R
 
 # the dtypes of the lowered arrays, as the descriptors _contig compares with
 _I32, _F64 = np.dtype(np.int32), np.dtype(np.float64)
@@ -108,19 +108,19 @@ cdef extern from *:
 
 
 # ---- the engine, by concern (one translation unit) ------------------------------------------
-include "_arrays.pxi"
-include "_expr.pxi"
-include "_stages.pxi"
-include "_cache.pxi"
-include "_pools.pxi"
-include "_step.pxi"
-include "_flows.pxi"
-include "_invariants.pxi"
-include "_long.pxi"
-include "_timeline.pxi"
-include "_session.pxi"
-include "_loop.pxi"
-include "_lone.pxi"
+include "engine/_arrays.pxi"
+include "engine/_expr.pxi"
+include "engine/_stages.pxi"
+include "engine/_cache.pxi"
+include "engine/_pools.pxi"
+include "engine/_step.pxi"
+include "engine/_flows.pxi"
+include "engine/_invariants.pxi"
+include "engine/_long.pxi"
+include "engine/_timeline.pxi"
+include "engine/_session.pxi"
+include "engine/_loop.pxi"
+include "engine/_one_queue.pxi"
 
 
 # ---- Python side: set up, run, collect ----------------------------------------------------------
@@ -271,7 +271,7 @@ cdef object _running(R, Running* r):
 
 def itl_histogram_of(gaps):
     """The histogram the engine builds from these gaps, one token at a time (for tests: it
-    must equal the one sq.stats makes from the list)."""
+    must equal the one sq.results.stats makes from the list)."""
     cdef Histogram h
     memset(&h, 0, sizeof(Histogram))
     try:
@@ -322,7 +322,7 @@ cdef object _contig(object a, object dtype):
 
 
 def lone_queues(on=None):
-    """Whether a program that is one open queue runs in its own loop (sq/_lone.pxi), and how many
+    """Whether a program that is one open queue runs in its own loop (sq/engine/_one_queue.pxi), and how many
     runs have: (enabled, runs). `on` True or False sets it first (tests compare the two loops)."""
     global lone_enabled
     if on is not None:
@@ -334,10 +334,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
         timeline=None, timeline_window=None):
-    """Run a `sq.lower.Lowered` program; returns `sq.results.RawResults` or raises SqError.
+    """Run a `sq.lower.lowering.Lowered` program; returns `sq.results.raw.RawResults` or raises SqError.
 
     Settings left as None are the program's own; given ones must already be checked
-    (`sq.settings.checked`, as sq.run_lowered does): the engine trusts them. `trace_iterations` is for step
+    (`sq._support.settings.checked`, as sq.run_lowered does): the engine trusts them. `trace_iterations` is for step
     stages; `trace_iterations` / `trace_evictions` may be a file (one line each) or a callable instead of True, which
     gets the lines in chunks (a list of a few thousand at a time) while the run goes, in
     order, and the RawResults' list stays empty; `check_invariants` re-checks the engine's bookkeeping after every
@@ -722,8 +722,10 @@ def _trace_arrays(lowered, seed):
     corpus = read_corpus(lowered.trace)
     at, of = R.EMPTY_F64, R.EMPTY_I64
     if lowered.replay is not None:
+        from sq.engine._random import Rng, stream_seed
         from sq.traces.replay import schedule
-        at, of = schedule(corpus.arrival, lowered.replay, seed, lowered.trace)
+        # keep(p)'s draws: the trace stream, which a replay does not otherwise read
+        at, of = schedule(corpus.arrival, lowered.replay, Rng(stream_seed(seed, "trace")), lowered.trace)
     prefix = None
     if lowered.prefix_cap >= 0:
         from sq.traces.prefix import engine_tables
@@ -733,7 +735,7 @@ def _trace_arrays(lowered, seed):
 
 def _settings(lowered, seed, horizon, warmup, arrivals):
     """The run's seed, horizon, warmup and arrival limit: those given, else the program's own.
-    Given ones were checked by `sq.settings` (sq.run_lowered) before they reach the engine."""
+    Given ones were checked by `sq._support.settings` (sq.run_lowered) before they reach the engine."""
     return (lowered.seed if seed is None else int(seed),
             lowered.horizon if horizon is None else float(horizon),
             lowered.warmup if warmup is None else float(warmup),
@@ -782,7 +784,7 @@ cdef object _finish(State* st, double horizon, double warmup, object limit, SqEr
 
 cdef object _iteration_lines(State* st):
     """`ITER <now> serial:turn:(p|d)tokens …` per iteration start, like the reference's SERQ_TRACE_ITER."""
-    from sq.numbers import display as fmt
+    from sq._support.number_format import display as fmt
     lines = []
     cdef int64_t i, e = 0, n
     for i in range(st.traces.it_time.n):
@@ -799,7 +801,7 @@ cdef object _iteration_lines(State* st):
 cdef object _eviction_lines(State* st):
     """`EVICT <now> <key> <units>` per evicted piece, like the reference's SERQ_TRACE_EVICT
     (the key is the owner's serial, or 2^62 + n for a dead entry)."""
-    from sq.numbers import display as fmt
+    from sq._support.number_format import display as fmt
     cdef int64_t i
     return [f"EVICT {st.traces.ev_time.p[i]:.4f} {st.traces.ev_key.p[i]} {fmt(st.traces.ev_units.p[i])}" for i in range(st.traces.ev_time.n)]
 
@@ -823,7 +825,7 @@ cdef object _pool_dump_lines(State* st, lowered):
     the cache entries counted and summed by what their owners are doing. The sums run in
     (last) cache order; 0.1.2 sums in its hash map's order, which changes from run to run,
     so the last digits of a fractional sum may differ from one of its runs."""
-    from sq.numbers import debug as dbg, display as fmt
+    from sq._support.number_format import debug as dbg, display as fmt
     cdef int32_t k
     cdef int64_t e
     cdef Pool* p
@@ -914,8 +916,8 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 
 
 cdef object _error_text(State* st, lowered):
-    from sq.lower import instruction_at
-    from sq.numbers import brief, display as fmt
+    from sq.lower.lowering import instruction_at
+    from sq._support.number_format import brief, display as fmt
     index = (<uint64_t> st.error.a)      # an index is unsigned (saturated at 2^64 - 1)
     where = f" (session {st.error.serial}, time {brief(st.error.time)})" if st.error.serial >= 0 \
         else f" (time {brief(st.error.time)})"

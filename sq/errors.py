@@ -2,14 +2,11 @@
 
 Every layer (front end, IR, lowering, engine, CLI) raises it. A rejection with a
 source position carries a `Span`; `render()` adds the source line and a caret,
-the way the CLI prints it.
+the way the CLI prints it (`excerpt`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # `python -m sq` imports this module before it can catch Ctrl-C: it stays this light
-    from sq.frontend.errors import Span
+from dataclasses import dataclass
 
 
 class SqError(Exception):
@@ -57,8 +54,41 @@ class SqError(Exception):
             s = self.span
             where = f"{s.file or '<source>'}:{s.line}:{s.col}"
             lines.append(f"{where}: error: {self.message}")
-            from sq.frontend.errors import excerpt  # noqa: PLC0415  (see the imports)
-
             lines.extend(excerpt(s, self.source))
         lines.extend(self.notes)
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A place in a source file: 1-based line and column, and a length in characters."""
+
+    line: int
+    col: int
+    length: int = 1
+    file: str | None = None
+
+
+def excerpt(span: Span, source: str | None) -> list[str]:
+    """The source line of `span` and a caret under it, as `SqError.render` shows them (none without the source)."""
+    text = _source_line(source, span.line)
+    if text is None:
+        return []
+    gutter = str(span.line)
+    pad = " " * len(gutter)
+    caret_at = _display_width(text[: max(span.col - 1, 0)])
+    return [f"{gutter} | {text}", f"{pad} | {' ' * caret_at}{'^' * max(1, span.length)}"]
+
+
+def _source_line(source: str | None, line: int) -> str | None:
+    if source is None or line < 1:
+        return None
+    # Lines end at "\n" only, as the lexer counts them (not at "\r", "\f" or U+2028).
+    rows = source.split("\n")
+    if line > len(rows):
+        return None
+    return rows[line - 1].replace("\t", " ")
+
+
+def _display_width(prefix: str) -> int:
+    return len(prefix)

@@ -18,10 +18,10 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sq.deep import run_deep
+from sq._support.deep import run_deep
 from sq.errors import SqError
-from sq.numbers import display
-from sq.settings import ARRIVALS_NEED_OPEN, horizon_notes, is_u64, open_arrivals, window_error
+from sq._support.number_format import display
+from sq._support.settings import ARRIVALS_NEED_OPEN, horizon_notes, is_u64, open_arrivals, window_error
 
 IR_VERSION = 10
 

@@ -24,7 +24,7 @@ def loops(tmp_path_factory):
     built = {}
     for name, flags in (("bare", []), ("report", ["-DFULL_REPORT"])):
         built[name] = out / name
-        subprocess.run(["gcc", "-O2", *flags, "-I", str(ROOT / "sq" / "_src"), str(ROOT / "benchmarks" / "mm1_loop.c"),
+        subprocess.run(["gcc", "-O2", *flags, "-I", str(ROOT / "sq" / "engine" / "_src"), str(ROOT / "benchmarks" / "mm1_loop.c"),
                         "-lm", "-o", str(built[name])], check=True)
     return built
 

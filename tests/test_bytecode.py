@@ -1,4 +1,4 @@
-"""The bytecode contract (sq/_bytecode.pxd): lowering's code decodes exactly, the engine runs every opcode.
+"""The bytecode contract (sq/lower/_bytecode.pxd): lowering's code decodes exactly, the engine runs every opcode.
 
 The corpus programs are lowered and disassembled: every instruction decodes with the operand layout
 of its opcode, the last one ends exactly at the end of the code, and every address an operand names
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import sq
-from sq import _bytecode
+from sq.lower import _bytecode
 from sq.errors import SqError
-from sq.lower import decode, disassemble, encode
+from sq.lower.lowering import decode, disassemble, encode
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "tests" / "programs" / "valid").glob("*.sq"))
@@ -106,7 +106,7 @@ def _ref(base):
 
 
 def test_encode_places_operands_at_the_named_offsets():
-    """The offsets of sq/_bytecode.pxd, spelled out: a Ref's three words at Ref's offsets from its operand's."""
+    """The offsets of sq/lower/_bytecode.pxd, spelled out: a Ref's three words at Ref's offsets from its operand's."""
     b = _bytecode
     run = encode("stmts", b.S_RUN, stage=_ref(10), work=20, mode=b.M_DECODE, growing=_ref(30),
                  growing_site=40, also=[_ref(50), _ref(60)])
@@ -136,7 +136,7 @@ def _branches(source: str, function: str, prefix: str) -> set[str]:
 
 def test_the_engine_dispatches_every_opcode():
     # the engine is one translation unit over several files (sq/_engine.pyx includes the .pxi)
-    source = "\n".join(p.read_text() for p in sorted((ROOT / "sq").glob("_*.pxi")))
+    source = "\n".join(p.read_text() for p in sorted((ROOT / "sq" / "engine").glob("_*.pxi")))
     expressions = _branches(source, "evaluate_vm", "X")
     assert expressions | {"X_RET"} == set(_bytecode.ExprOp.__members__)   # X_RET: the final `else`
     statements = _branches(source, "exec_session", "S") | _branches(source, "exec_block", "S")
@@ -150,7 +150,7 @@ def test_python_sees_the_engine_values():
             assert getattr(_bytecode, name) == int(member)
     assert _bytecode.X_RET == max(_bytecode.ExprOp)
     # lowering names every context id the engine's moments hold, each once
-    from sq.lower import CTX
+    from sq.lower.lowering import CTX
     assert sorted(CTX.values()) == list(range(_bytecode.N_CONTEXTS))
 
 
@@ -161,8 +161,8 @@ def test_table_dtypes_are_the_engine_structs():
                          (_bytecode.SPILL_DTYPE, ("to", "via", "work", "when"))):
         assert dtype.names == names and dtype.itemsize == 4 * len(names)
         assert all(dtype.fields[n][0] == np.int32 for n in names)
-    # a trace's turns: the engine reads sq.trace's (rows, 4) float64 table as these rows
-    from sq.trace import FIELDS
+    # a trace's turns: the engine reads sq.traces.serq's (rows, 4) float64 table as these rows
+    from sq.traces.serq import FIELDS
     assert _bytecode.TRACE_TURN_DTYPE.names == FIELDS == ("new", "out", "think", "forced")
     assert _bytecode.TRACE_TURN_DTYPE.itemsize == 8 * len(FIELDS)
 

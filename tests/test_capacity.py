@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq.capacity_search import MEETS, UNDECIDED, VIOLATES, Knob, Point, capacity, resolve_knob, search
-from sq.slo import OPEN, Condition, parse_slo
+from sq.study.capacity import MEETS, UNDECIDED, VIOLATES, Knob, Point, capacity, resolve_knob, search
+from sq.study.slo import OPEN, Condition, parse_slo
 
 ROOT = Path(__file__).resolve().parents[1]
 MM1 = str(ROOT / "tests" / "capacity" / "mm1.sq")
@@ -44,12 +44,12 @@ def test_bad_slo_text_is_a_clear_error(text, words):
 
 
 def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
-    import sq.study
+    import sq.study.sweep
 
     def no_runs(*args, **kwargs):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(sq.study, "sweep", no_runs)
+    monkeypatch.setattr(sq.study.sweep, "sweep", no_runs)
     with pytest.raises(sq.SqError, match="no observe `ttft`"):
         capacity(MM1, "lam", "ttft.le(0.5) >= 0.9")
     with pytest.raises(sq.SqError, match="lo < hi"):
@@ -143,7 +143,7 @@ def test_the_smallest_deployment_can_be_one():
 
 
 def test_the_probes_stop_after_max_steps_and_say_how_far_they_went():
-    from sq.capacity_search import MAX_STEPS
+    from sq.study.capacity import MAX_STEPS
 
     tried = []
 
@@ -311,7 +311,7 @@ def test_the_record_reads_back_and_plots(tmp_path):
 # -- the command line ---------------------------------------------------------------
 
 def _cli(capsys, *argv):
-    from sq.cli import main
+    from sq.cli.main import main
 
     try:
         status = main(["capacity", *argv])
@@ -345,7 +345,7 @@ def test_cli_json_and_plot(capsys, tmp_path):
     (["--knob", "lam", "--slo", "response.mean <= 5", "--lo", "1"], "both lo and hi"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "/nonexistent/c.png"], "cannot write"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--seeds", "3..1"], "the range is empty"),
-    # the flags, checks and resources the capacity command shares with sweep (sq.cli_args)
+    # the flags, checks and resources the capacity command shares with sweep (sq.cli.args)
     (["--knob", "lam", "--slo", "response.mean <= 5", "--plot-out", "c.csv"],
      "--plot-out: cannot tell the format of `c.csv`"),
     (["--knob", "lam", "--slo", "response.mean <= 5", "--horizon", "soon"], "expected a number, found `soon`"),
@@ -373,7 +373,7 @@ def test_max_points_is_a_whole_number_of_at_least_one(max_points):
 # -- verdicts of a point -------------------------------------------------------------
 
 def test_a_run_that_is_not_stationary_makes_its_point_violate():
-    from sq.capacity_search import judge
+    from sq.study.capacity import judge
 
     cond = parse_slo("response.mean <= 5")
     calm = [{"seed": s, "response.mean": 1.0, "warnings": 0.0} for s in (1, 2, 3)]
@@ -388,7 +388,7 @@ def test_a_run_that_is_not_stationary_makes_its_point_violate():
 
 
 def test_a_cached_search_runs_nothing_again(tmp_path, monkeypatch):
-    import sq.study
+    import sq.study.sweep
 
     args = dict(lo=0.5, hi=1.0, tol=0.1, horizon=3000, warmup=300, seeds=range(1, 4), executor="serial",
                 cache=tmp_path)
@@ -397,7 +397,7 @@ def test_a_cached_search_runs_nothing_again(tmp_path, monkeypatch):
     def no_runs(task):
         raise AssertionError("a run that is in the cache ran again")
 
-    monkeypatch.setattr(sq.study, "run_task", no_runs)
+    monkeypatch.setattr(sq.study.sweep, "run_task", no_runs)
     again = capacity(MM1, "lam", "response.mean <= 5", **args)
     assert (again.value, again.bracket) == (first.value, first.bracket)
     assert _without_wall(again.records) == _without_wall(first.records)
@@ -479,7 +479,7 @@ def test_a_worker_killed_mid_search_is_said_as_the_sweep_says_it():
     # in the sweep's words, not a BrokenProcessPool traceback nor a hang
     import os
 
-    from sq.capacity_search import _executor
+    from sq.study.capacity import _executor
 
     with pytest.raises(sq.SqError) as caught:
         with _executor("processes", 2) as pool:
@@ -551,9 +551,9 @@ def test_one_unsettled_value_does_not_speak_of_more_room():
     (dict(on_point=5), "capacity: on_point is a function called with each Point, found 5"),
 ])
 def test_bad_arguments_are_clear_errors_before_any_run(monkeypatch, args, words):
-    import sq.study
+    import sq.study.sweep
 
-    monkeypatch.setattr(sq.study, "run_task", lambda task: pytest.fail("ran"))
+    monkeypatch.setattr(sq.study.sweep, "run_task", lambda task: pytest.fail("ran"))
     given = {"program": MMC, "knob": "c", "slo": "wait.mean<=0.2", **args}
     with pytest.raises(sq.SqError) as err:
         capacity(given.pop("program"), given.pop("knob"), given.pop("slo"), executor="serial", **given)

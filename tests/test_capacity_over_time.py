@@ -8,8 +8,8 @@ import math
 import pytest
 
 import sq
-from sq.capacity_over_time import capacity_over_time
-from sq.cli import main
+from sq.study.over_time import capacity_over_time
+from sq.cli.main import main
 from sq.errors import SqError
 
 PROGRAM = """let c = 1;

@@ -107,6 +107,6 @@ def test_a_bad_horizon_flag_is_named_as_the_problem(args, horizon):
 
 def test_sweep_help_lists_every_plot_option():
     """`logx` works (docs/cli.md): the --plot help names it beside `logy`. (Here, not in
-    test_cli_sweep.py: the help text is the one line of sq/cli_study.py this change touches.)"""
+    test_cli_sweep.py: the help text is the one line of sq/cli/study.py this change touches.)"""
     out = sq_cli("sweep", "--help")
     assert out.returncode == 0 and "[,logx][,logy]" in " ".join(out.stdout.split())

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import cli, cli_args, cli_study
-from sq.frontend.errors import SqError
+from sq.cli import main as cli
+from sq.cli import args as cli_args
+from sq.cli import study as cli_study
+from sq.errors import SqError
 
 ROOT = Path(__file__).resolve().parent.parent
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")

@@ -1,7 +1,7 @@
-"""The Student-t interval over seeds (sq.confidence): scipy's, to 1e-10, whichever way t is found.
+"""The Student-t interval over seeds (sq.results.confidence): scipy's, to 1e-10, whichever way t is found.
 
 t comes from scipy.special when it is installed, else from inverting the t distribution
-(sq.confidence._t_quantile). Both paths are run here, the second with scipy made
+(sq.results.confidence._t_quantile). Both paths are run here, the second with scipy made
 unimportable, and compared with scipy.stats.t.ppf over many sample sizes and levels.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from sq import confidence
+from sq.results import confidence
 from sq.errors import SqError
 
 np = pytest.importorskip("numpy")
@@ -64,7 +64,7 @@ def test_the_interval_at_the_edges(path):
 
 
 def test_numpy_numbers_are_numbers_here_too():
-    # the one test of a number (sq.settings.is_number): numpy values and levels, as np.arange gives them
+    # the one test of a number (sq._support.settings.is_number): numpy values and levels, as np.arange gives them
     import numpy as np
     t_interval = confidence.t_interval
     level = np.float32(0.9)     # (not a Python float, as np.float64 is)

@@ -13,8 +13,8 @@ import math
 import pytest
 
 from oracle import same_json
-from sq.lower import lower
-from sq.report import Report
+from sq.lower.lowering import lower
+from sq.results.report import Report
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")

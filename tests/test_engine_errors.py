@@ -14,8 +14,8 @@ import pytest
 
 import sq
 from sq.errors import SqError
-from sq.lower import lower
-from sq.numbers import display
+from sq.lower.lowering import lower
+from sq._support.number_format import display
 
 from oracle import sq_ir as _ir
 _engine = pytest.importorskip("sq._engine")
@@ -96,7 +96,7 @@ def test_closed_population_without_time_is_stopped():
 
 
 def test_run_settings_are_checked():
-    # checked by sq.settings before a run reaches the engine (which trusts them)
+    # checked by sq._support.settings before a run reaches the engine (which trusts them)
     ir = _ir("stage s : fifo; workload { arrive batch(1); } session { run s (1); }")
     low = lower(ir)
     with pytest.raises(SqError, match="arrivals applies only to poisson or renewal"):

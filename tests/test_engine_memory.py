@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import sq
-from sq import _engine, stats
-from sq.lower import lower
-from sq.report import Report
+from sq import _engine
+from sq.results import stats
+from sq.lower.lowering import lower
+from sq.results.report import Report
 
 pyserq = pytest.importorskip("pyserq")
 

@@ -12,8 +12,8 @@ import os
 import pytest
 
 import sq
-from sq.lower import lower
-from sq.report import Report
+from sq.lower.lowering import lower
+from sq.results.report import Report
 from spec_data import PROBES_FILE as PROBES
 
 _engine = pytest.importorskip("sq._engine")

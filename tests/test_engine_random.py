@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from sq.lower import lower
+from sq.lower.lowering import lower
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")

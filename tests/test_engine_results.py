@@ -1,6 +1,6 @@
 """The engine's raw results and the report's rows, field by field.
 
-The engine builds `sq.results` rows, and `sq.report` its rows, with their fields in order,
+The engine builds `sq.results.raw` rows, and `sq.results.report` its rows, with their fields in order,
 positionally (a class called with keywords costs ~7x more, paid per row of every run); these
 tests read each field by its name and check it holds what that name means, so a field passed
 in the wrong place fails here.
@@ -12,8 +12,8 @@ import pytest
 
 import sq
 import sq._engine as engine
-import sq.results as R
-from sq.lower import lower
+import sq.results.raw as R
+from sq.lower.lowering import lower
 
 # A queue (waits far above services at rho 0.9), a pool that admits and queues, a delay stage,
 # an array of stages, an observe, a gauge and a warmup: every row kind with distinct values.
@@ -115,7 +115,7 @@ def test_each_run_builds_its_own_rows(raw):
 def test_report_rows_take_each_field_from_its_raw_field():
     """The report builds its rows positionally too: raw fields with distinct values land in the
     report fields of the same meaning."""
-    from sq.report import Report
+    from sq.results.report import Report
 
     span = 10.0    # warmup 2, end 12
 

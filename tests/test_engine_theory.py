@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import sq
-from sq.report import Report
+from sq.results.report import Report
 
 WIDEN = 3.883 / 2.093
 

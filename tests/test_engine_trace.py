@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sq.errors import SqError
-from sq.lower import lower
+from sq.lower.lowering import lower
 from spec_data import SPEC_CORPUS
 
 pyserq = pytest.importorskip("pyserq")

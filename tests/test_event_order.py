@@ -1,6 +1,6 @@
 """The event order where the next open arrival meets other events at the same time.
 
-The engine keeps the next open arrival in its own slot, beside the event heap (sq/_arrays.pxi,
+The engine keeps the next open arrival in its own slot, beside the event heap (sq/engine/_arrays.pxi,
 `next_event`); the two are merged by (time, sequence) exactly as one heap would order them. These
 programs make arrivals tie with finishes, iteration ends, lease ends, the warm-up's end and the
 horizon, on exact (integer) times, so a wrong tie-break changes an observation's order, a gauge's

@@ -127,7 +127,7 @@ def test_step_shares_are_pyserqs_json_text():
 
 
 # The engine computes a step stage's usual cost, `L0 + max(L1 * (L2 + L3), L4 * L5)` over leaves,
-# without its stack machine (sq/_expr.pxi, is_cost_shape); the near misses run on the stack machine.
+# without its stack machine (sq/engine/_expr.pxi, is_cost_shape); the near misses run on the stack machine.
 STEP_COST = """
 let step0 = 0.008;
 let kvread = 4e-8;

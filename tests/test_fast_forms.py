@@ -1,10 +1,10 @@
 """The engine's set-up-time decisions (issue 12) change no result: each is checked on programs that
 take it and on near misses that must not, against pyserq 0.1.2's JSON text.
 
-* Expression shapes (sq/_expr.pxi, ExprShape): a constant, an attribute, `now`, another context
+* Expression shapes (sq/engine/_expr.pxi, ExprShape): a constant, an attribute, `now`, another context
   variable, two leaves and one of + - * /, a draw whose arguments are constants; anything else runs
   on the stack machine.
-* Statement forms (sq/_session.pxi, StmtForm): a `run` of one fifo, ps or delay stage with no index,
+* Statement forms (sq/engine/_session.pxi, StmtForm): a `run` of one fifo, ps or delay stage with no index,
   `growing`, other stages or mode (its work drawn without an evaluation when the draw's one
   argument is a constant); a `set` of `now`; an `observe` of `now - attribute`; any other `run`,
   `set` or `observe` takes the general statement.

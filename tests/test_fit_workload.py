@@ -13,8 +13,8 @@ import pytest
 
 import sq
 from sq import _engine
-from sq.cli import main
-from sq.lower import lower
+from sq.cli.main import main
+from sq.lower.lowering import lower
 from sq.traces.fit import burstiness, fit, window_counts
 
 AZURE = Path(__file__).resolve().parent.parent / "examples" / "replay" / "azure-2023"

@@ -171,7 +171,7 @@ def _cli_args(path) -> list[str]:
 
 
 def _ir_cli_in_process(path, capsys) -> str:
-    cli = oracle.require_module("sq.cli", "the CLI is not written yet")
+    cli = oracle.require_module("sq.cli.main", "the CLI is not written yet")
     code = cli.main(_cli_args(path))
     out = capsys.readouterr().out
     assert code in (0, None), f"`sq ir` exited {code}"
@@ -207,7 +207,7 @@ def test_cli_ir_round_trips(path, capsys):
 @pytest.mark.parametrize("name", ["valid/real_vllm.sq", "valid/items_set_override.sq", "spec/ch10_02.sq"])
 def test_python_m_sq_ir_subprocess(name):
     """The same round trip through a real `python -m sq ir` process, for a few programs."""
-    oracle.require_module("sq.cli", "the CLI is not written yet")
+    oracle.require_module("sq.cli.main", "the CLI is not written yet")
     path = oracle.PROGRAMS / name
     done = subprocess.run([sys.executable, "-m", "sq", *_cli_args(path)], capture_output=True, text=True,
                           timeout=120, cwd=oracle.PROGRAMS.parent.parent)
@@ -218,7 +218,7 @@ def test_python_m_sq_ir_subprocess(name):
 @pytest.mark.parametrize("name", ["invalid/link_unknown_name.sq", "invalid/parse_unknown_statement.sq"])
 def test_python_m_sq_ir_rejects_with_the_message(name):
     """A rejected program: a non-zero exit and the key phrase on stderr, no traceback."""
-    oracle.require_module("sq.cli", "the CLI is not written yet")
+    oracle.require_module("sq.cli.main", "the CLI is not written yet")
     path = oracle.PROGRAMS / name
     done = subprocess.run([sys.executable, "-m", "sq", *_cli_args(path)], capture_output=True, text=True,
                           timeout=120, cwd=oracle.PROGRAMS.parent.parent)

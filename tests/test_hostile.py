@@ -122,8 +122,8 @@ def test_deep_program_runs_under_a_tight_address_space_limit(tmp_path):
 
 
 def _deep_stack_mapped(pid: int) -> bool:
-    """Whether sq.deep's largest thread stack is mapped in the process: a deep walk has started."""
-    from sq.deep import _STACKS
+    """Whether sq._support.deep's largest thread stack is mapped in the process: a deep walk has started."""
+    from sq._support.deep import _STACKS
 
     for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
         low, high = (int(x, 16) for x in line.split()[0].split("-"))
@@ -142,8 +142,8 @@ def _loaded(module: str):
 # each module finishes loading; the fourth is the deep walk's thread stack in /proc/PID/maps.
 CTRL_C_MOMENTS = {
     # the syntax tree's classes load for a while after it, through exec() (`sq check` loads no numpy)
-    "while the syntax tree loads": _loaded("sq.frontend.errors"),
-    "parsing the arguments": _loaded("sq.cli"),
+    "while the syntax tree loads": _loaded("sq.errors"),
+    "parsing the arguments": _loaded("sq.cli.main"),
     "the compile starts": _loaded("sq.frontend.parser"),
     "on the deep walk's thread": lambda proc, err_lines: _deep_stack_mapped(proc.pid),
 }
@@ -253,7 +253,7 @@ def test_dump_leaves_only_whole_files(tmp_path):
 
 
 def test_write_atomic_leaves_nothing_on_failure(tmp_path):
-    from sq.files import write_atomic
+    from sq._support.files import write_atomic
 
     target = tmp_path / "a.csv"
     target.write_text("old\n")
@@ -271,7 +271,7 @@ def test_write_atomic_leaves_nothing_on_failure(tmp_path):
 @pytest.mark.parametrize("umask", [0o022, 0o077])
 def test_write_atomic_makes_files_as_the_umask_says(tmp_path, umask):
     """--dump's CSV files get the mode of every other output, 0666 less the umask."""
-    from sq.files import write_atomic
+    from sq._support.files import write_atomic
 
     previous = os.umask(umask)
     try:

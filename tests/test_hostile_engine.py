@@ -81,7 +81,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-LOWERED = ("import dataclasses, sys, sq\nfrom sq import _engine\nfrom sq.lower import lower\n"
+LOWERED = ("import dataclasses, sys, sq\nfrom sq import _engine\nfrom sq.lower.lowering import lower\n"
            "low = lower(sq.compile(sys.argv[1]).to_dict(exact=True))\n")
 
 
@@ -114,7 +114,7 @@ def test_a_stack_smaller_than_the_chain_stops_cleanly(tmp_path):
 
 
 def test_the_stack_is_sized_from_the_deepest_chain():
-    from sq.lower import lower
+    from sq.lower.lowering import lower
     import sq
     short = lower(sq.compile(source=budget_left_chain(stages=2)).to_dict(exact=True))
     long = lower(sq.compile(source=budget_left_chain(stages=18)).to_dict(exact=True))
@@ -206,7 +206,7 @@ def test_the_default_bound_stops_before_the_address_space_does(tmp_path):
 # 64 sessions alive at once (a batch at time 0, all queued at one server): 64 session slots and
 # 64 job slots, nothing else charged (no sample, no gauge). A session slot takes 8 bytes per
 # attribute slot (9 here: the reserved ones), 12 per hold depth, 22 per depth x pools in a hold,
-# 16 per pool, 124 more; a job slot 86 (sq/_session.pxi, sq/_stages.pxi: session_tables, job_tables).
+# 16 per pool, 124 more; a job slot 86 (sq/engine/_session.pxi, sq/engine/_stages.pxi: session_tables, job_tables).
 SLOTS_PROGRAM = """
 {pools}
 stage server : fifo(1);

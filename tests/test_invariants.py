@@ -8,7 +8,7 @@ import pytest
 
 import sq
 from sq import _engine
-from sq.lower import lower
+from sq.lower.lowering import lower
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*/*.sq"))
 

@@ -1,4 +1,4 @@
-"""A program that is one open queue runs in its own loop (sq/_lone.pxi, `lone_plan`): its reports
+"""A program that is one open queue runs in its own loop (sq/engine/_one_queue.pxi, `lone_plan`): its reports
 and run-time errors are the general loop's, byte for byte, and the loop is taken exactly for
 programs of that shape.
 
@@ -18,7 +18,7 @@ import pytest
 
 import sq
 from sq.errors import SqError
-from sq.report import Report
+from sq.results.report import Report
 
 from oracle import first_difference, needs_reference, same_json
 

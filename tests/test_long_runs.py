@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 import sq
-from sq import _engine, stats
-from sq.progress import Progress, Tracker
+from sq import _engine
+from sq.results import stats
+from sq.engine.progress import Progress, Tracker
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.sq"))
@@ -366,7 +367,7 @@ class _Stderr:
     (["--progress"], False, 0.0),      # asked for: from the start, terminal or not
 ])
 def test_cli_progress_default_follows_the_terminal(flags, tty, delay, mm1, monkeypatch):
-    from sq import cli
+    from sq.cli import main as cli
 
     monkeypatch.setattr(sys, "stderr", _Stderr(tty))
     args = cli._parser().parse_args(["run", str(mm1), *flags])
@@ -392,7 +393,7 @@ def test_gauge_fold_of_a_run_ending_before_its_horizon_keeps_20_to_40_windows(ho
     """An arrivals limit ends the run long before the horizon: the windows still number 20 to
     40, and the CI they give is finite (pyserq's 20 windows are of [warmup, end], unknown
     until the end)."""
-    from sq.lower import lower
+    from sq.lower.lowering import lower
 
     program = sq.compile(str(mm1), horizon=horizon, arrivals=5000)
     raw = _engine.run(lower(program.to_dict(exact=True)), samples="none")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sq import lower as L
+from sq.lower import lowering as L
 from sq.errors import SqError
 
 from oracle import sq_ir as _ir

@@ -1,4 +1,4 @@
-"""sq.numbers, the one home of number printing, against pyserq 0.1.2's printing (Rust's `Display`).
+"""sq._support.number_format, the one home of number printing, against pyserq 0.1.2's printing (Rust's `Display`).
 
 The rules are checked on their own first (no reference needed); then, with
 pyserq installed, messages that print a number (an array size at compile time,
@@ -18,7 +18,7 @@ import pytest
 
 import sq
 from sq.errors import SqError
-from sq.numbers import brief, debug, display, json_number
+from sq._support.number_format import brief, debug, display, json_number
 
 
 def _values() -> list[float]:

@@ -13,7 +13,7 @@ import pytest
 from sq.frontend import ast
 from sq.errors import SqError
 from sq.frontend.lexer import tokenize
-from sq.numbers import display
+from sq._support.number_format import display
 from sq.frontend.parser import parse
 from spec_data import PROBES_FILE as PROBES, chapter10_programs
 

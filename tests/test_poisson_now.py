@@ -11,7 +11,7 @@ import pytest
 import sq
 from sq import _engine
 from sq.errors import SqError
-from sq.lower import lower
+from sq.lower.lowering import lower
 from sq.traces.rate import bound
 
 

@@ -63,7 +63,7 @@ def test_formats_without_blocks_say_so(tmp_path):
 
 def _run_prefix(capacity: str, trace=SLICE, extra: str = ""):
     from sq import _engine
-    from sq.lower import lower
+    from sq.lower.lowering import lower
     source = f"""
     run {{ horizon 1e6; }}
     workload {{ arrive replay; trace "{trace}" prefix({capacity}); {extra} }}

@@ -1,4 +1,4 @@
-"""serQ's random streams (sq._random) against the reference and the spec.
+"""serQ's random streams (sq.engine._random) against the reference and the spec.
 
 Three kinds of evidence:
 * bit-for-bit agreement with pyserq 0.1.2's own generator (`pyserq.Rng`) and
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sq._random import DIST_CODES, STREAM_MASKS, Rng, stream_seed
+from sq.engine._random import DIST_CODES, STREAM_MASKS, Rng, stream_seed
 from sq.errors import SqError
 import golden
 

@@ -47,7 +47,7 @@ def _arrivals(trace, arrive="replay", *, horizon=1e6, seed=1, sets=None):
 
 
 def _times(trace, arrive="replay", **kw):
-    from sq.lower import lower
+    from sq.lower.lowering import lower
     from sq import _engine
     source = f"""
     workload {{ arrive {arrive}; trace "{trace}"; init {{ observe t = now; }} }}
@@ -80,7 +80,7 @@ def test_speed_divides_time_and_is_settable():
     workload {{ arrive replay(k); trace "{CONV}"; init {{ observe t = now; }} }}
     session {{ }}
     """
-    from sq.lower import lower
+    from sq.lower.lowering import lower
     from sq import _engine
     raw = _engine.run(lower(sq.compile(source=source, sets={"k": 4}).to_dict(exact=True)))
     assert np.array_equal(raw.observes[0].samples, t1 / 4)
@@ -117,7 +117,7 @@ def test_sessions_replay_their_turns(tmp_path):
     workload {{ arrive replay; trace "{trace}"; }}
     session {{ loop {{ turn; observe n = new; observe at = now; branch (!more) {{ end; }} run user (think); }} }}
     """
-    from sq.lower import lower
+    from sq.lower.lowering import lower
     from sq import _engine
     raw = _engine.run(lower(sq.compile(source=source).to_dict(exact=True)))
     n, at = raw.observes

@@ -1,4 +1,4 @@
-"""sq.report: number printing and whole reports, against pyserq 0.1.2's JSON text.
+"""sq.results.report: number printing and whole reports, against pyserq 0.1.2's JSON text.
 
 The raw results fed to `Report.from_results` here are worked out by hand
 from the programs' semantics (chapters 04, 05, 08), never read back from
@@ -15,9 +15,9 @@ from hypothesis import given, strategies as st
 
 from sq import _engine
 from sq.errors import SqError
-from sq.numbers import json_number
-from sq.report import Report
-from sq.results import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
+from sq._support.number_format import json_number
+from sq.results.report import Report
+from sq.results.raw import Area, GaugeRaw, ObserveRaw, PoolRaw, RawResults, StageRaw
 
 def pyserq_json(pyserq, source: str, **settings) -> str:
     return pyserq.run(pyserq.compile(source=source, **settings)).json()

@@ -58,8 +58,8 @@ def test_every_order_statistic_is_the_sorted_samples_rank(mm1):
 
 
 def test_statistics_are_computed_when_first_read_and_are_the_eager_ones():
-    from sq import stats
-    from sq.report import Observe
+    from sq.results import stats
+    from sq.results.report import Observe
 
     program = sq.compile(source=MM1)
     for order in (Observe.SUMMARY_FIELDS, Observe.SUMMARY_FIELDS[::-1]):

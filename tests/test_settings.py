@@ -1,4 +1,4 @@
-"""One rule per run setting (sq.settings): the API, the studies and the CLI refuse the same
+"""One rule per run setting (sq._support.settings): the API, the studies and the CLI refuse the same
 values, in the same words; the engine trusts what reaches it."""
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import sq
-from sq import cli_args, settings, study
+from sq.cli import args as cli_args
+from sq._support import settings
+from sq.study import sweep as study
 from sq.errors import SqError
 
 MM1 = str(pathlib.Path(__file__).resolve().parent.parent / "examples" / "single-turn" / "mmc.sq")
@@ -50,7 +52,7 @@ def test_a_closed_workload_refuses_an_arrival_limit_from_either_place():
 def test_open_arrivals_one_answer_for_the_ir_and_the_lowered(arrive, is_open):
     """An arrival limit is refused the same way whether the settings go onto the IR (studies)
     or onto the lowered program (sq.run)."""
-    from sq.lower import lower
+    from sq.lower.lowering import lower
 
     program = sq.compile(source=f"stage s : delay; run {{ horizon 9; }} workload {{ arrive {arrive}; }} "
                                 "session { run s (1); }")

@@ -1,4 +1,4 @@
-"""sq.stats against pyserq 0.1.2 (bit for bit) and against hand-worked values.
+"""sq.results.stats against pyserq 0.1.2 (bit for bit) and against hand-worked values.
 
 pyserq exposes every observation's raw samples and every gauge's change
 points, so our statistics are fed pyserq's own raw data and must give
@@ -14,7 +14,7 @@ import statistics
 import numpy as np
 import pytest
 
-from sq import stats
+from sq.results import stats
 
 
 NEG_NAN = float(np.copysign(np.nan, -1.0))

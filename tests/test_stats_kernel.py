@@ -1,4 +1,4 @@
-"""sq._stats kernels against their literal Python definitions, bit for bit.
+"""sq.results._stats kernels against their literal Python definitions, bit for bit.
 
 Every kernel replaces a plain loop; the loop is written out here, in
 Python floats, and must give the very same bits on arbitrary data: NaN of
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sq import _stats, stats
-from sq.numbers import json_number
+from sq.results import _stats
+from sq.results import stats
+from sq._support.number_format import json_number
 
 NEG_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF8000000000000))[0]
 POS_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000000))[0]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import steady
-from sq.results import Area, Middle, PoolRaw, RawResults
+from sq.results import steady
+from sq.results.raw import Area, Middle, PoolRaw, RawResults
 
 ROOT = Path(__file__).resolve().parent.parent
 VLLM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"
@@ -80,7 +80,7 @@ run { horizon 20; warmup 4; }
 
 def test_the_engine_snapshots_the_middle_of_the_measured_window():
     from sq import _engine
-    from sq.lower import lower
+    from sq.lower.lowering import lower
 
     raw = _engine.run(lower(sq.compile(source=ONE_JOB).to_dict(exact=True)))
     # one session, live over [0, 10]; the window is [4, 20], its middle 12

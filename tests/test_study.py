@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq import metrics as sq_metrics
-from sq import study
-from sq.frontend.errors import SqError
+from sq.results import metrics as sq_metrics
+from sq.study import sweep as study
+from sq.errors import SqError
 
 ROOT = Path(__file__).resolve().parent.parent
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
@@ -150,7 +150,7 @@ def test_a_stopped_process_pools_wakeup_cannot_race_the_exit():
     # Python < 3.12 wakes a pool's manager thread at exit without the lock under which the thread
     # closes its pipe: a stopped pool's wake-up must not touch the pipe, in the state that race
     # reads (not yet marked closed, its pipe closed)
-    from sq.executors import owned, process_pool
+    from sq.study.executors import owned, process_pool
     pool = process_pool(1)
     with pytest.raises(KeyboardInterrupt):
         with owned(pool):
@@ -242,7 +242,8 @@ def test_an_interrupt_before_any_run_leaves_tables_with_every_column(monkeypatch
     ([3, 1, 3], "; 3 is given twice"),
 ])
 def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeypatch, capsys, seeds, words):
-    from sq import capacity_search, cli
+    from sq.study import capacity as capacity_search
+    from sq.cli import main as cli
 
     monkeypatch.setattr(study, "run_task", _forbidden)
     rule = "seeds are distinct, each a whole number from 0 to 2^64-1"
@@ -261,7 +262,8 @@ def test_seeds_are_checked_once_with_one_message_for_the_api_and_the_cli(monkeyp
 @pytest.mark.parametrize("seeds, count", [(range(0, 2**64), 2**64), (range(1, 3_000_001, 2), 1_500_000),
                                           (list(range(1_000_001)), 1_000_001)])
 def test_seeds_are_at_most_the_clis_cap_checked_before_they_are_listed(monkeypatch, seeds, count):
-    from sq import capacity_search, settings
+    from sq.study import capacity as capacity_search
+    from sq._support import settings
 
     monkeypatch.setattr(study, "run_task", _forbidden)
     for run, who in ((study.sweep, "sweep"), (capacity_search.capacity, "capacity")):
@@ -294,7 +296,7 @@ def test_run_lowered_checks_its_settings_on_its_own(settings, words):
 
 def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
     checked = []
-    check = sq.settings.checked
+    check = sq._support.settings.checked
 
     def counted(*args, **settings):
         given = {k: v for k, v in settings.items() if v is not None}
@@ -302,7 +304,7 @@ def test_a_setting_is_checked_once_on_each_run_path(monkeypatch):
             checked.append(given)
         return check(*args, **settings)
 
-    monkeypatch.setattr(sq.settings, "checked", counted)
+    monkeypatch.setattr(sq._support.settings, "checked", counted)
     sq.run(sq.compile(MMC), seed=2, horizon=400, warmup=50)
     assert checked == [{"seed": 2, "horizon": 400, "warmup": 50}]
     checked.clear()
@@ -319,7 +321,7 @@ def _die(task):
 
 
 def test_a_worker_killed_mid_run_is_an_error_not_a_hang():
-    from sq.executors import Executor
+    from sq.study.executors import Executor
 
     runs = Executor("processes", 2).run(_die, list(range(6)), list(range(6)))
     with pytest.raises(SqError) as caught:
@@ -527,7 +529,8 @@ def test_the_summary_counts_the_runs_not_in_steady_state():
     # c = 8 servers: at rate 4 the runs settle; at 12 the queue grows all run long, so the
     # means there describe the horizon, and the summary must say so beside them
     pd = pytest.importorskip("pandas")
-    from sq import capacity_search, steady
+    from sq.study import capacity as capacity_search
+    from sq.results import steady
 
     overload = study.sweep(MMC, {"lam": [4, 12]}, [1, 2, 3], executor="serial", **SHORT)
     rows = overload.summary_records()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import sq
-from sq import lower as L
+from sq.lower import lowering as L
 
 from oracle import sq_ir as _ir
 

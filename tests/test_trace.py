@@ -1,4 +1,4 @@
-"""sq.trace against pyserq 0.1.2: the trace file format, its errors, and the replay rule (spec 02 §3)."""
+"""sq.traces.serq against pyserq 0.1.2: the trace file format, its errors, and the replay rule (spec 02 §3)."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sq.errors import SqError
-from sq.trace import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
+from sq.traces.serq import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
 from oracle import needs_reference, reference
 from spec_data import PROBES_DIR, SPEC_CORPUS
 
@@ -357,7 +357,7 @@ def test_ev_trace_picks():
 
 @needs_reference
 def test_picks_on_sq_stream_equal_pyserq_stream():
-    _random = pytest.importorskip("sq._random")
+    _random = pytest.importorskip("sq.engine._random")
     ours, ref = _random.Rng(2 ^ TRACE_STREAM), pyserq.Rng(2 ^ TRACE_STREAM)
     a = [pick_session(3, s, ordered=False, rng=ours) for s in range(200)]
     assert a == [pick_session(3, s, ordered=False, rng=ref) for s in range(200)]

@@ -142,7 +142,7 @@ def test_ctrl_c_while_a_chunk_is_formatted_keeps_the_trace_of_the_whole_run(monk
     the chunk being formatted and the entries kept since are handed over, not dropped. The
     SIGINT is real, sent from the 20000th number the engine formats for a trace line: the
     Python code formatting a chunk is where Ctrl-C lands in a traced run (the loop is C)."""
-    from sq import numbers
+    from sq._support import number_format as numbers
 
     program = sq.compile(str(PROGRAM), sets={"kv_gib": 1}, horizon=200, warmup=0)
     real, calls = numbers.display, [0]
@@ -172,7 +172,7 @@ def test_ctrl_c_while_a_chunk_is_formatted_keeps_the_trace_of_the_whole_run(monk
 def test_cli_ctrl_c_writes_the_trace_up_to_the_reported_end():
     script = (
         "import os, signal, sys\n"
-        "from sq import numbers\n"
+        "from sq._support import number_format as numbers\n"
         "from sq.__main__ import entry\n"
         "real, calls = numbers.display, [0]\n"
         "def display(x):\n"

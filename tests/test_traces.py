@@ -180,7 +180,7 @@ def test_bad_traces_name_line_and_column(tmp_path, text, line, col, what):
 
 
 def test_bad_trace_from_the_cli_exits_2(tmp_path, capsys):
-    from sq.cli import main
+    from sq.cli.main import main
     trace = _write(tmp_path / "bad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16,1,2\n")
     prog = tmp_path / "p.sq"
     prog.write_text(f'stage d : delay;\nrun {{ horizon 10; }}\nworkload {{ arrive replay; trace "{trace}"; }}\nsession {{ run d (1); }}\n')

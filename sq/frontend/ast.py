@@ -1,6 +1,6 @@
 """The syntax tree the parser hands to the linker: plain data, nothing resolved.
 
-Every node carries a `span` (sq.frontend.errors.Span) pointing at the token
+Every node carries a `span` (sq.errors.Span) pointing at the token
 that starts it, so the linker can place its errors. Lists are tuples, nodes
 are frozen dataclasses; the tree is never mutated after parsing.
 
@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Tuple, Union
 
-from sq.frontend.errors import Span
+from sq.errors import Span
 
 
 @dataclass(frozen=True)

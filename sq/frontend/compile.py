@@ -12,10 +12,10 @@ import os
 from typing import Any
 
 from sq import ir
-from sq.files import Unreadable, path_argument, read_text
+from sq._support.files import Unreadable, path_argument, read_text
 from sq.frontend import link as linker
 from sq.errors import SqError
-from sq.settings import SEED_RANGE, is_number, is_u64, plain
+from sq._support.settings import SEED_RANGE, is_number, is_u64, plain
 
 
 def compile_program(path: str | os.PathLike | None = None, *, source: str | None = None,

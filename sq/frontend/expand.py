@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from sq.frontend import ast
 from sq.errors import SqError
-from sq.files import read_text
-from sq.frontend.errors import Span
+from sq._support.files import read_text
+from sq.errors import Span
 from sq.frontend.lexer import EOF, IDENT, Token, tokenize
 from sq.frontend.words import (CONTEXT_VARIABLES, DISTRIBUTIONS, FUNCTIONS, KEYWORDS,
                                STATE_FUNCTIONS, retired_name)

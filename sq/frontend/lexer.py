@@ -11,9 +11,9 @@ import functools
 import re
 
 from sq.frontend import unicode_tables
-from sq.numbers import display
+from sq._support.number_format import display
 from sq.errors import SqError
-from sq.frontend.errors import Span
+from sq.errors import Span
 
 IDENT, NUM, STR, EOF = "Ident", "Num", "Str", "Eof"
 _SAME = object()

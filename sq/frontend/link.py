@@ -19,9 +19,9 @@ from sq.frontend import ast as A
 from sq.frontend import cycles
 from sq.frontend import queues
 from sq.errors import SqError
-from sq.numbers import display
-from sq.settings import horizon_notes
-from sq.frontend.errors import Span
+from sq._support.number_format import display
+from sq._support.settings import horizon_notes
+from sq.errors import Span
 from sq.frontend.fold import Folder
 
 # ---------------------------------------------------------------- the language's names

@@ -22,16 +22,16 @@ import dataclasses
 import math
 import os
 
-from sq.deep import run_deep
-from sq.files import Unreadable
+from sq._support.deep import run_deep
+from sq._support.files import Unreadable
 from sq.frontend import ast
 from sq.frontend import expand as ex
 from sq.frontend import queues, sides
 from sq.errors import SqError
-from sq.frontend.errors import Span
+from sq.errors import Span
 from sq.frontend.fold import Folder
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, tokenize
-from sq.numbers import display
+from sq._support.number_format import display
 from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
@@ -39,7 +39,7 @@ from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RET
 # with a message.  0.1.2 crashes (a stack overflow) from about 3000
 # parentheses or blocks and 8000-10000 prefix operators or `^`s, so every
 # program it reads is read; deeper than the main thread's stack allows, the
-# parse runs again on a deep stack (sq.deep).
+# parse runs again on a deep stack (sq._support.deep).
 MAX_NESTING = 10000
 MAX_ARRAY = 10000
 

@@ -22,8 +22,8 @@ def read_trace(path: str | os.PathLike, format: str | None = None, *, pandas: bo
 
 
 def corpus(path: str):
-    """The corpus a run replays from `path` (sq.trace.TraceCorpus), in any supported format."""
-    from sq.trace import read_trace as read_serq
+    """The corpus a run replays from `path` (sq.traces.serq.TraceCorpus), in any supported format."""
+    from sq.traces.serq import read_trace as read_serq
     if sniff(path) == "serq":
         return read_serq(path)
     return read_records(path).corpus()

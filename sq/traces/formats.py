@@ -12,7 +12,7 @@ do not matter. Each names the columns of the roles a record has:
   hash_ids the content ids of its prompt's blocks (`block` tokens each)
 
 serQ's own `session,turn,new,out,think[,forced]` has no entry here: it is read
-by sq.trace, exactly as pyserq 0.1.2 reads it.
+by sq.traces.serq, exactly as pyserq 0.1.2 reads it.
 """
 from __future__ import annotations
 

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sq.errors import SqError
-from sq.frontend.errors import Span
+from sq.errors import SqError, Span
 from sq.traces import formats
 from sq.traces._scan import ScanError, scan
 
@@ -68,13 +67,13 @@ class Records:
 
     def to_pandas(self):
         """The records as a pandas DataFrame (needs pandas)."""
-        from sq._optional import require
+        from sq._support._optional import require
         pd = require("pandas", "Records.to_pandas")
         return pd.DataFrame(self.columns())
 
     def corpus(self):
         """The replay corpus: sessions in order of arrival, each session's turns in turn order."""
-        from sq.trace import TraceCorpus
+        from sq.traces.serq import TraceCorpus
         arrival = self.arrival if self.arrival is not None else np.zeros(len(self))
         # a stable sort by (session, turn, arrival) keeps file order among equals
         order = np.lexsort((arrival, self.turn, self.session))
@@ -209,7 +208,7 @@ def _roots(chat, parent):
 
 
 def _serq_records(path: str) -> Records:
-    from sq.trace import read_trace
+    from sq.traces.serq import read_trace
     corpus = read_trace(path)
     count = corpus.count
     session = np.repeat(np.arange(len(count), dtype=np.int64), count)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sq._random import Rng, stream_seed
 from sq.errors import SqError
 
 
-def schedule(arrival: np.ndarray | None, replay: dict, seed: int, path: str) -> tuple[np.ndarray, np.ndarray]:
-    """(at, of): the run's arrival times and the corpus session of each (module docstring)."""
+def schedule(arrival: np.ndarray | None, replay: dict, rng, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """(at, of): the run's arrival times and the corpus session of each (module docstring); `rng`
+    is the run's trace stream (anything with `random_f64()`), drawn only for keep(p) < 1."""
     if arrival is None:
         raise SqError(f"trace {path}: arrive replay needs arrival times, and this trace has none",
                       phase="run", notes=("help: serQ's session,turn,new,out,think format records no times; "
@@ -45,7 +45,6 @@ def schedule(arrival: np.ndarray | None, replay: dict, seed: int, path: str) -> 
         order = np.argsort(at, kind="stable")
         at, of = at[order], of[order]
     if replay["keep"] < 1:
-        rng = Rng(stream_seed(seed, "trace"))
         p = replay["keep"]
         kept = np.fromiter((rng.random_f64() < p for _ in range(len(at))), dtype=bool, count=len(at))
         at, of = at[kept], of[kept]

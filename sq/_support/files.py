@@ -1,0 +1,131 @@
+"""Reading the files a user names (programs, `use` libraries, traces), and writing outputs.
+
+One reader for all of them, as pyserq reads them: the bytes decoded as UTF-8
+with no newline translation (a lone `\\r` is an ordinary character, not a
+line end).  Only regular files are read — a named pipe would block forever and
+a device like /dev/zero never ends — and at most `limit` bytes, so a huge file
+is one clear error instead of exhausting memory.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import secrets
+from pathlib import Path
+from typing import Iterable
+
+from sq.errors import SqError
+
+# A program of 200,000 lines is a few megabytes; traces can be far longer.
+PROGRAM_LIMIT = 256 * 1024 * 1024
+TRACE_LIMIT = 4 * 1024 * 1024 * 1024
+
+
+def path_argument(value, who: str, phase: str = "settings", hint: str = "") -> str:
+    """A path given to the API (`str`, `bytes` or `os.PathLike`) as text; anything else (a
+    number, None in the wrong place) is one SqError naming the keyword `who`, not os's TypeError."""
+    if isinstance(value, (str, bytes, os.PathLike)):
+        return os.fsdecode(value)
+    raise SqError(f"{who}: a path is text or os.PathLike, found {type(value).__name__}{hint}", phase=phase)
+
+
+def writable(path: str, flag: str, formats: tuple[str, ...]) -> None:
+    """The file `path` given by `flag` (a CLI flag or an API keyword): writable, and of one of
+    `formats` (its extension); checked before any run, not after all of them."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
+            or (target.exists() and not os.access(target, os.W_OK)):
+        raise SqError(f"{flag}: cannot write `{path}`", phase="settings")
+    if target.suffix.lower() not in formats:
+        raise SqError(f"{flag}: cannot tell the format of `{path}` from its extension", phase="settings",
+                      notes=(f"help: {flag} takes {', '.join(formats)}",))
+
+
+def make_folder(folder: str, who: str) -> None:
+    """Create `folder` (and its parents) unless it is there: a file there, or a folder that
+    cannot be made, is one SqError starting with `who`."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise SqError(f"{who} {folder}: exists and is not a folder", phase="settings") from None
+    except OSError as e:
+        raise SqError(f"{who} {folder}: cannot create the folder: {e.strerror} (os error {e.errno})",
+                      phase="settings") from None
+
+
+class Unreadable(Exception):
+    """Why a file cannot be read: `reason` completes "cannot read F: …"."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
+    """The file's text; raises `Unreadable` with the reason otherwise."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
+    except ValueError:  # an embedded NUL: the name cannot reach the OS
+        raise Unreadable("file name contained an unexpected NUL byte") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):  # pyserq's words for it
+            raise Unreadable(f"{os.strerror(errno.EISDIR)} (os error {errno.EISDIR})")
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("not a regular file (a pipe or device is never read)")
+        if info.st_size > limit:
+            raise Unreadable(f"larger than {limit} bytes")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            fd = -1
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
+    except MemoryError:
+        raise Unreadable("out of memory") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(raw) > limit:  # it grew while being read
+        raise Unreadable(f"larger than {limit} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unreadable("stream did not contain valid UTF-8") from None
+    except MemoryError:
+        raise Unreadable("out of memory") from None
+
+
+def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
+    """Write the text `chunks` to `path` through a temporary file beside it,
+    renamed over `path` only once all is written: a failure (a full disk, an
+    interrupted run) leaves no partial file behind."""
+    folder = os.path.dirname(os.fspath(path)) or "."
+    fd, temp = _new_file(folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def _new_file(folder: str) -> tuple[int, str]:
+    """A new, empty temporary file in `folder`, open for writing: (fd, path). Its mode is
+    0666 less the umask, as for any file the user makes (mkstemp's is 0600)."""
+    while True:
+        temp = os.path.join(folder, f".sq-{secrets.token_hex(6)}.part")
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), temp
+        except FileExistsError:
+            continue

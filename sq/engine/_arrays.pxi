@@ -1,0 +1,532 @@
+# Growable arrays, row bit sets, the event and ps heaps, rings, the memory bound, `fail`.
+# Included by sq/_engine.pyx (one translation unit, so the C compiler inlines across files);
+# every function here runs without the GIL.
+
+
+# ---- growable arrays ------------------------------------------------------------
+cdef inline int darr_push(DArr* a, double v) noexcept nogil:
+    # the common case inline (a sample per record); growth out of line
+    if a.n == a.cap and darr_grow(a) < 0:
+        return -1
+    a.p[a.n] = v
+    a.n += 1
+    return 0
+
+
+cdef inline int64_t grown_cap(int64_t cap) noexcept nogil:
+    """The next capacity of a growing sample array: 4x while small (a short run's arrays reach
+    their size in 3 steps, not 7), then 2x. What the memory bound charges is per item, not this."""
+    if cap == 0:
+        return 64
+    return cap * 4 if cap < 4096 else cap * 2
+
+
+cdef int darr_grow(DArr* a) noexcept nogil:
+    cdef int64_t cap = grown_cap(a.cap)
+    cdef double* p = <double*> realloc(a.p, cap * sizeof(double))
+    if p == NULL:
+        return -1
+    a.p = p
+    a.cap = cap
+    return 0
+
+
+cdef int larr_push(LArr* a, int64_t v) noexcept nogil:
+    cdef int64_t cap
+    cdef int64_t* p
+    if a.n == a.cap:
+        cap = grown_cap(a.cap)
+        p = <int64_t*> realloc(a.p, cap * sizeof(int64_t))
+        if p == NULL:
+            return -1
+        a.p = p
+        a.cap = cap
+    a.p[a.n] = v
+    a.n += 1
+    return 0
+
+
+cdef inline void running_add(Running* r, double x) noexcept nogil:
+    # sq.results.stats.welford's mean, step for step, so the report's mean is the same to the bit
+    r.n += 1
+    r.mean += (x - r.mean) / <double> r.n
+
+
+cdef enum:
+    NARROW_SERIAL_MAX = 2147483647     # the largest serial the 4-byte table holds (2^31 - 1)
+
+
+cdef inline int serials_push(Serials* a, int64_t v) noexcept nogil:
+    # the common case inline (a narrow serial with room); widening and growth out of line
+    if a.p64 == NULL and v <= NARROW_SERIAL_MAX and a.n < a.cap:
+        a.p32[a.n] = <int32_t> v
+        a.n += 1
+        return 0
+    return serials_push_slow(a, v)
+
+
+cdef int serials_push_slow(Serials* a, int64_t v) noexcept nogil:
+    cdef int64_t cap, k
+    cdef int64_t* wide
+    if a.p64 == NULL and v > NARROW_SERIAL_MAX:
+        # the first serial past 2^31 - 1 (some two billion arrivals in): widen what is there
+        cap = a.cap if a.cap else 16
+        wide = <int64_t*> malloc(cap * sizeof(int64_t))
+        if wide == NULL:
+            return -1
+        for k in range(a.n):
+            wide[k] = a.p32[k]
+        free(a.p32)
+        a.p32 = NULL
+        a.p64 = wide
+        a.cap = cap
+    if a.n == a.cap:
+        cap = grown_cap(a.cap)
+        if a.p64 != NULL:
+            if not grow(<void**> &a.p64, cap * sizeof(int64_t)):
+                return -1
+        elif not grow(<void**> &a.p32, cap * sizeof(int32_t)):
+            return -1
+        a.cap = cap
+    if a.p64 != NULL:
+        a.p64[a.n] = v
+    else:
+        a.p32[a.n] = <int32_t> v
+    a.n += 1
+    return 0
+
+
+cdef inline int turns_push(Turns* a, uint32_t v) noexcept nogil:
+    # the common case inline (all zeros so far: nothing stored); the rest out of line
+    if a.p == NULL and v == 0:
+        a.n += 1
+        return 0
+    return turns_push_slow(a, v)
+
+
+cdef int turns_push_slow(Turns* a, uint32_t v) noexcept nogil:
+    cdef int64_t cap
+    if a.p == NULL:                # the first nonzero turn (turns_push took the zeros)
+        cap = 2 * a.n + 16
+        a.p = <uint32_t*> calloc(cap, sizeof(uint32_t))
+        if a.p == NULL:
+            return -1
+        a.cap = cap
+    elif a.n == a.cap:
+        cap = a.cap * 2
+        if not grow(<void**> &a.p, cap * sizeof(uint32_t)):
+            return -1
+        a.cap = cap
+    a.p[a.n] = v
+    a.n += 1
+    return 0
+
+
+cdef inline void area_set(Area* a, double now, double v) noexcept nogil:
+    a.integral += a.value * (now - a.last)
+    a.last = now
+    a.value = v
+
+
+cdef extern from *:
+    int __builtin_ctzll(unsigned long long) nogil
+
+
+# A row set is two levels of bits: bits[0] holds ns, the count of summary words; bits[1 .. ns]
+# say which words of rows may be nonzero; the row words follow. A pass over the set costs what it
+# visits, not the rows declared (up to 4096 rows in one summary word).
+cdef uint64_t* rows_new(int64_t n) noexcept nogil:
+    cdef int64_t nw = (n + 63) // 64 + 1, ns = (nw + 63) // 64
+    cdef uint64_t* bits = <uint64_t*> calloc(1 + ns + nw, sizeof(uint64_t))
+    if bits != NULL:
+        bits[0] = <uint64_t> ns
+    return bits
+
+
+cdef inline void mark_row(uint64_t* bits, int64_t k) noexcept nogil:
+    cdef int64_t w = k >> 6
+    bits[1 + <int64_t> bits[0] + w] |= (<uint64_t> 1) << (k & 63)
+    bits[1 + (w >> 6)] |= (<uint64_t> 1) << (w & 63)
+
+
+cdef inline bint row_marked(const uint64_t* bits, int64_t k) noexcept nogil:
+    return (bits[1 + <int64_t> bits[0] + (k >> 6)] >> (k & 63)) & 1
+
+
+cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
+    cdef int64_t w = k >> 6
+    cdef uint64_t* words = bits + 1 + <int64_t> bits[0]
+    words[w] &= ~((<uint64_t> 1) << (k & 63))
+    if words[w] == 0:
+        bits[1 + (w >> 6)] &= ~((<uint64_t> 1) << (w & 63))
+
+
+cdef inline bint rows_any(const uint64_t* bits) noexcept nogil:
+    """Whether some row's bit is set (one summary word up to 4096 rows)."""
+    cdef int64_t i
+    for i in range(<int64_t> bits[0]):
+        if bits[1 + i] != 0:
+            return True
+    return False
+
+
+cdef inline int64_t next_row(const uint64_t* bits, int64_t k, int64_t n) noexcept nogil:
+    """The first row from k on whose bit is set (n: none), reading the bits as they are now
+    (a row marked during a pass, after the one being visited, is visited by the same pass)."""
+    cdef int64_t ns = <int64_t> bits[0], w = k >> 6, sw
+    cdef const uint64_t* words = bits + 1 + ns
+    cdef uint64_t b
+    if k >= n:
+        return n
+    b = words[w] & (~(<uint64_t> 0) << (k & 63))
+    if b != 0:
+        return (w << 6) + __builtin_ctzll(b)
+    w += 1                                   # the next word with a row, found in the summary
+    sw = w >> 6
+    if sw >= ns:
+        return n
+    b = bits[1 + sw] & (~(<uint64_t> 0) << (w & 63))
+    while b == 0:
+        sw += 1
+        if sw >= ns:
+            return n
+        b = bits[1 + sw]
+    w = (sw << 6) + __builtin_ctzll(b)
+    return min(n, (w << 6) + __builtin_ctzll(words[w]))
+
+
+cdef inline void area_restart(Area* a, double now) noexcept nogil:
+    a.integral = 0.0
+    a.last = now
+
+
+cdef inline int64_t saturate_i64(double x) noexcept nogil:
+    # Rust's `as i64`: NaN -> 0, out of range -> the bound
+    if x != x:
+        return 0
+    if x >= 9.2233720368547758e18:
+        return 9223372036854775807
+    if x <= -9.2233720368547758e18:
+        return -9223372036854775807 - 1
+    return <int64_t> x
+
+
+cdef inline double min_of(double x, double y) noexcept nogil:
+    """fmin(x, y) as glibc's x86-64 `minsd` gives it (y on a tie, the number beside a NaN), inlined
+    (the hot paths of pools and step stages; elsewhere libm's fmin, the same value, is cheap enough)."""
+    return x if x < y else (x if y != y else y)
+
+
+cdef inline int64_t turn_of(double x) noexcept nogil:
+    # a record carries `turn_no` as an unsigned 32-bit count: NaN and negatives 0, saturating
+    if not (x > 0):
+        return 0
+    if x >= 4294967295.0:
+        return 4294967295
+    return <int64_t> x
+
+
+cdef inline void fail(State* st, int code, int slot, double value, int64_t a, int64_t b) noexcept nogil:
+    if st.error.code != E_NONE:
+        return
+    st.error.code = code
+    st.error.serial = st.sess.serial[slot] if slot >= 0 else -1
+    st.error.time = st.now
+    st.error.value = value
+    st.error.a = a
+    st.error.b = b
+
+
+# ---- the event heap: (time, seq) order -----------------------------------------
+# ---- binary min-heaps: the event list (by time, then seq) and each ps stage (by tag, then id) ----
+ctypedef fused HeapItem:
+    Event
+    PsEntry
+
+
+cdef inline bint before(HeapItem* x, HeapItem* y) noexcept nogil:
+    if HeapItem is Event:
+        return x.t < y.t or (x.t == y.t and x.seq < y.seq)
+    else:
+        return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)
+
+
+cdef inline int heap_push(State* st, HeapItem** heap, int64_t* cap, int64_t* n, int64_t first,
+                          HeapItem e) noexcept nogil:
+    """Add e (the allocation doubles when full, starting at `first` items)."""
+    if n[0] == cap[0] and heap_grow(st, heap, cap, first) < 0:
+        return -1
+    n[0] += 1
+    heap_up(heap[0], n[0] - 1, e)      # a new leaf only moves up
+    return 0
+
+
+cdef int heap_grow(State* st, HeapItem** heap, int64_t* cap, int64_t first) noexcept nogil:
+    cdef int64_t c = cap[0] * 2 if cap[0] else first
+    cdef HeapItem* h = <HeapItem*> realloc(heap[0], c * sizeof(HeapItem))
+    if h == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    heap[0] = h
+    cap[0] = c
+    return 0
+
+
+cdef inline void heap_up(HeapItem* h, int64_t i, HeapItem e) noexcept nogil:
+    """Put e at place i (i's old item is gone) or above it, moving larger parents down."""
+    cdef int64_t parent
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not before(&e, &h[parent]):
+            break
+        h[i] = h[parent]
+        i = parent
+    h[i] = e
+
+
+cdef inline void heap_down(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexcept nogil:
+    """Put e at place i of a heap of n (i's old item is gone) or below it, moving smaller children up."""
+    cdef int64_t child
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and before(&h[child + 1], &h[child]):
+            child += 1
+        if not before(&h[child], &e):
+            break
+        h[i] = h[child]
+        i = child
+    h[i] = e
+
+
+cdef inline void heap_place(HeapItem* h, int64_t i, int64_t n, HeapItem e) noexcept nogil:
+    """Put e at place i of a heap of n (i's old item is gone), moving it up or down to its place."""
+    if i > 0 and before(&e, &h[(i - 1) >> 1]):
+        heap_up(h, i, e)
+    else:
+        heap_down(h, i, n, e)
+
+
+cdef inline HeapItem heap_pop(HeapItem* h, int64_t* n) noexcept nogil:
+    cdef HeapItem top = h[0]
+    n[0] -= 1
+    if n[0] > 0:
+        heap_down(h, 0, n[0], h[n[0]])     # the last leaf, put at the root, only moves down
+    return top
+
+
+cdef int schedule(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    """`push_event` out of line."""
+    return push_event(st, t, kind, a, b, c)
+
+
+cdef inline int push_event(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    """Add an event: to the soon slot when it is free and the event comes before every event in
+    the heap (or displaces a later one from it), else to the heap. The heap always has room for
+    one more (events_start made it, and a push that fills it grows it after), so the common case
+    calls nothing. Inline where a fifo or delay job's service begins (in run_loop and the
+    statement VM) and where a lone ps stage is rescheduled (in settle)."""
+    cdef Event e
+    e.t = t
+    e.seq = st.seq
+    st.seq += 1
+    e.kind = kind
+    e.a = a
+    e.b = b
+    e.c = c
+    if st.soon.seq == NO_EVENT:
+        if st.hlen == 0 or before(&e, &st.heap[0]):
+            st.soon = e
+            return 0
+    elif before(&e, &st.soon):
+        e, st.soon = st.soon, e         # the one it displaces is before every event in the heap
+    st.hlen += 1
+    heap_up(st.heap, st.hlen - 1, e)      # a new leaf only moves up
+    if st.hlen == st.hcap:
+        return heap_grow(st, &st.heap, &st.hcap, 64)
+    return 0
+
+
+cdef int events_start(State* st) noexcept nogil:
+    """The event heap's first room and an empty arrival slot, before anything is scheduled."""
+    st.arrival.t = INFINITY
+    st.arrival.seq = NO_EVENT
+    st.arrival.kind = EV_ARRIVE
+    st.soon.seq = NO_EVENT
+    return heap_grow(st, &st.heap, &st.hcap, 64)
+
+
+cdef inline void schedule_arrival(State* st, double t) noexcept nogil:
+    """The next open arrival, in its slot (st.arrival): only one is ever pending. Its seq is taken
+    as `schedule` takes it, so the (time, seq) order of all events is the heap's order."""
+    st.arrival.t = t
+    st.arrival.seq = st.seq
+    st.seq += 1
+
+
+cdef inline Event* next_event(State* st) noexcept nogil:
+    """The earliest pending event, the arrival slot's or else the soon slot's or the heap's top,
+    by (t, seq); NULL: none. The one reader of "what comes next": nothing else looks at
+    st.heap[0], st.soon or st.arrival."""
+    cdef Event* top = &st.soon
+    if st.soon.seq == NO_EVENT:
+        if st.hlen == 0:
+            return NULL if st.arrival.seq == NO_EVENT else &st.arrival
+        top = &st.heap[0]
+    if not before(&st.arrival, top):
+        return top              # (an empty slot, t = inf and seq NO_EVENT, is never before an event)
+    return &st.arrival
+
+
+cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
+    """Take the event next_event returned."""
+    cdef Event e
+    if next == &st.arrival:
+        e = st.arrival
+        st.arrival.t = INFINITY
+        st.arrival.seq = NO_EVENT
+        return e
+    if next == &st.soon:
+        e = st.soon
+        st.soon.seq = NO_EVENT          # (its time is read only while it holds an event)
+        return e
+    return heap_pop(st.heap, &st.hlen)
+
+
+cdef int ps_push(State* st, Stage* s, double tag, int64_t id, int32_t job) noexcept nogil:
+    cdef PsEntry e
+    e.tag = tag
+    e.id = id
+    e.job = job
+    return heap_push(st, &s.heap, &s.hcap, &s.hlen, 16, e)
+
+
+cdef inline PsEntry ps_pop(Stage* s) noexcept nogil:
+    return heap_pop(s.heap, &s.hlen)
+
+
+# ---- rings: the ready queue and fifo waiting lines ------------------------------
+cdef inline int ring_push(State* st, int32_t** buf, int64_t* cap, int64_t* head, int64_t* length,
+                          int32_t v) noexcept nogil:
+    if length[0] == cap[0] and ring_grow(st, buf, cap, head, length) < 0:
+        return -1
+    buf[0][(head[0] + length[0]) & (cap[0] - 1)] = v
+    length[0] += 1
+    return 0
+
+
+cdef int ring_grow(State* st, int32_t** buf, int64_t* cap, int64_t* head, int64_t* length) noexcept nogil:
+    cdef int64_t newcap, k
+    cdef int32_t* p
+    newcap = cap[0] * 2 if cap[0] else 64
+    p = <int32_t*> malloc(newcap * sizeof(int32_t))
+    if p == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    for k in range(length[0]):
+        p[k] = buf[0][(head[0] + k) & (cap[0] - 1)]
+    free(buf[0])
+    buf[0] = p
+    cap[0] = newcap
+    head[0] = 0
+    return 0
+
+
+cdef inline int32_t ring_pop(int32_t* buf, int64_t cap, int64_t* head, int64_t* length) noexcept nogil:
+    cdef int32_t v = buf[head[0]]
+    head[0] = (head[0] + 1) & (cap - 1)   # capacities are powers of two
+    length[0] -= 1
+    return v
+
+
+cdef inline int ready_push(State* st, int32_t slot) noexcept nogil:
+    if st.ready_first == 0 and st.rlen == 0:
+        st.ready_first = slot + 1
+        return 0
+    return ring_push(st, &st.ready, &st.rcap, &st.rhead, &st.rlen, slot)
+
+
+cdef inline bint ready_any(State* st) noexcept nogil:
+    return st.ready_first != 0 or st.rlen > 0
+
+
+cdef inline int32_t ready_next(State* st) noexcept nogil:
+    """The ready queue's head, taken off it (`ready_first`, else the ring's), or -1: it is empty."""
+    cdef int32_t slot = st.ready_first - 1
+    if slot >= 0:
+        st.ready_first = 0
+        return slot
+    if st.rlen > 0:
+        return ring_pop(st.ready, st.rcap, &st.rhead, &st.rlen)
+    return -1
+
+
+# ---- the memory bound ----------------------------------------------------------------
+cdef inline int charge(State* st, int64_t nbytes) noexcept nogil:
+    """Count bytes a table is about to take; past max_memory the run stops (clean error, not the
+    kernel's OOM killer: memory is overcommitted, so malloc alone rarely fails)."""
+    st.mem_bytes += nbytes
+    if st.mem_bytes > st.max_memory:
+        fail(st, E_MEMORY_LIMIT, -1, 0, 0, 0)
+        return -1
+    return 0
+
+
+cdef bint grow(void** p, size_t size) noexcept nogil:
+    cdef void* q = realloc(p[0], size if size else 1)
+    if q == NULL:
+        return False
+    p[0] = q
+    return True
+
+
+# ---- families of tables (per session, job, lease, flow slot): each listed once -------------
+cdef struct Tables:
+    # what a family's list of tables (session_tables, job_tables, lease_tables, flow_tables) does
+    # to each table in it: grow it to `cap` slots, free it (cap 0), or, `measuring`, nothing;
+    # either way `slot_bytes` adds up what one slot takes (what the memory bound charges a slot)
+    int64_t cap
+    bint measuring
+    int64_t slot_bytes
+
+ctypedef bint (*Family)(State* st, Tables* t) noexcept nogil
+
+
+cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
+    """One table of a family, `per_slot` bytes a slot. False: out of memory."""
+    t.slot_bytes += per_slot
+    if t.measuring:
+        return True
+    if t.cap > 0:
+        return grow(p, t.cap * per_slot)
+    free(p[0])
+    p[0] = NULL
+    return True
+
+
+cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
+    """A family's tables at `cap` slots, or all freed (cap 0). False: out of memory (the
+    tables grown so far keep their new size)."""
+    cdef Tables t
+    t.cap, t.measuring, t.slot_bytes = cap, False, 0
+    return family(st, &t)
+
+
+cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noexcept nogil:
+    """A family's tables grown from `old` to `cap` slots, the new slots charged to the memory
+    bound first at what the same list measures a slot to take. False: the run stops (failed)."""
+    cdef Tables t
+    t.cap, t.measuring, t.slot_bytes = cap, True, 0
+    family(st, &t)
+    if charge(st, (cap - old) * t.slot_bytes) < 0:
+        return False
+    if not resize(st, family, cap):
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return False
+    return True
+
+
+cdef void traces_free(Traces* t) noexcept nogil:
+    free(t.it_time.p); free(t.it_count.p); free(t.it_serial.p); free(t.it_turn.p); free(t.it_mode.p)
+    free(t.it_tokens.p); free(t.ev_time.p); free(t.ev_key.p); free(t.ev_units.p)

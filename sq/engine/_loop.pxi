@@ -1,0 +1,432 @@
+# The loop (spec chapter 09): areas, settling an instant, gauges, event handling, `run_loop`.
+# Included by sq/_engine.pyx (one translation unit, so the C compiler inlines across files);
+# every function here runs without the GIL.
+
+
+# ---- the loop ----------------------------------------------------------------------------------
+cdef inline void sample_areas(State* st) noexcept nogil:
+    """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
+    cdef int32_t k
+    if st.n_stages == 1:
+        sample_lone_stage(st)
+        return
+    area_set(&st.live_area, st.now, <double> st.live)
+    k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
+    while k < st.n_stages:
+        sample_stage(st, k)
+        k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
+cdef inline void sample_lone_stage(State* st) noexcept nogil:
+    """sample_areas for a program of one stage (a plain queue): its row tested without the row
+    set's search."""
+    area_set(&st.live_area, st.now, <double> st.live)
+    if row_marked(st.stages_sampled, 0):
+        sample_stage(st, 0)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
+cdef inline void sample_stage(State* st, int32_t k) noexcept nogil:
+    """Stage k's areas (it is in the sampled rows)."""
+    cdef Stage* s = &st.stages[k]
+    area_set(&s.number, st.now, <double> s.n)
+    area_set(&s.busy_area, st.now, busy_value(s))
+    # a step stage's time shares are integrated at its iterations' ends (not here); it stays
+    # sampled once used, as its busy area may be mid-iteration
+    if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
+        unmark_row(st.stages_sampled, k)
+
+
+cdef inline double busy_value(Stage* s) noexcept nogil:
+    """What a stage's busy area holds: the capacity carried by a shared stage's flows, else
+    whether the stage holds a job."""
+    if s.share_cap > 0:
+        return s.rate_sum / s.share_cap
+    return 1.0 if s.n > 0 else 0.0
+
+
+cdef inline void sample_pools(State* st) noexcept nogil:
+    """The pools' part of step 5 of settle."""
+    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
+    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
+    cdef int32_t k
+    cdef Pool* p
+    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
+    while k < st.n_pools:
+        p = &st.pools[k]
+        area_set(&p.used_area, st.now, p.used)
+        area_set(&p.cached_area, st.now, p.cached)
+        area_count(&p.queue_area, st.now, p.qlen)
+        area_count(&p.holders_area, st.now, p.nholders)
+        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+            unmark_row(st.pools_sampled, k)
+        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+
+
+cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
+    """area_set of a count, skipped while it holds 0 and still does: 0 x (now - last) adds +0 to
+    the integral, and `last` matters only under a nonzero value (a count is never -0, so the
+    value the report reads is the same +0)."""
+    if n != 0 or a.value != 0:
+        area_set(a, now, <double> n)
+
+
+cdef inline double area_until(Area* a, double t) noexcept nogil:
+    """The integral over [warmup, t], the value held since `last` carried on to t."""
+    return a.integral + a.value * (t - a.last)
+
+
+cdef void take_mid(State* st) noexcept nogil:
+    """The integrals at the middle of the measured window (no event falls strictly between
+    now and mid_time, so the values held now are held until then)."""
+    cdef int32_t k
+    st.mid_taken = 1
+    st.mid_live = area_until(&st.live_area, st.mid_time)
+    for k in range(st.n_pools):
+        st.pools[k].mid_queue = area_until(&st.pools[k].queue_area, st.mid_time)
+
+
+cdef void restart_areas(State* st) noexcept nogil:
+    cdef int32_t k
+    area_restart(&st.live_area, st.now)
+    for k in range(st.n_pools):
+        area_restart(&st.pools[k].used_area, st.now)
+        area_restart(&st.pools[k].cached_area, st.now)
+        area_restart(&st.pools[k].queue_area, st.now)
+        area_restart(&st.pools[k].holders_area, st.now)
+    for k in range(st.n_stages):
+        area_restart(&st.stages[k].number, st.now)
+        area_restart(&st.stages[k].busy_area, st.now)
+        area_restart(&st.stages[k].prefill_only, st.now)
+        area_restart(&st.stages[k].decode_only, st.now)
+        area_restart(&st.stages[k].mixed, st.now)
+        area_restart(&st.stages[k].decodes, st.now)
+
+
+cdef inline void settle(State* st) noexcept nogil:
+    """Settle the instant after an event (and once at time 0), spec 09 §9.5, in this order:
+
+    1. the ready queue: each ready session executes (§9.6) until it blocks, ends or waits;
+    2. the pools pass, in declaration order: `retry_growers` (05 §5.8), then `try_admit`
+       (§5.5; a no-op for `admit via` pools); sessions it admits join the ready queue, so
+       1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
+       only pools with holds or growers waiting are visited (the others' passes do nothing);
+    3. the stages pass, in declaration order (from the first ps or step stage): an idle step
+       stage with work starts an iteration (04 §4.5.3) unless another event is still pending
+       at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
+       this re-runs 1 and 2: what an iteration's admissions put on an earlier stage waits
+       for the next settle;
+    4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
+    5. the time averages are sampled (live sessions, stage numbers and busy time, step
+       batch state, pool used/cached/queue/holders; 08, §9.9); a pool or stage that holds 0
+       in every area and still does is skipped (it would add 0 to each integral).
+    Gauges are read by `run_loop` when time moves on, not here.
+    """
+    # (inline in run_loop: a program without pools in use, ps or step stages and flows calls
+    # nothing here but its sessions)
+    run_ready(st)
+    if st.error.code:
+        return
+    # pools with nothing waiting and nothing to sample (idle ones) leave settle_passes nothing to do
+    if (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))) \
+            or st.n_ps_first < st.n_stages or st.flows.dirty:
+        if st.ps_lone >= 0 and not st.flows.dirty:
+            # the stages pass of one ps stage, without settle_passes' call (most events of a
+            # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
+            if st.stages[st.ps_lone].dirty:
+                reschedule(st, st.ps_lone)
+                if st.error.code:
+                    return
+            if st.n_stages == 1:
+                sample_lone_stage(st)
+                return
+        else:
+            settle_passes(st)
+            if st.error.code:
+                return
+    sample_areas(st)
+
+
+cdef void settle_passes(State* st) noexcept nogil:
+    """Steps 2 to 4 of settle, and the pools' areas of step 5 (a program with pools comes here)."""
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
+        if st.error.code:
+            return
+    if st.n_ps_first < st.n_stages:
+        settle_stages(st)
+        if st.error.code:
+            return
+    if st.flows.dirty:
+        flows_recompute(st)
+    if st.n_pools > 0:
+        sample_pools(st)
+
+
+cdef inline void run_ready(State* st) noexcept nogil:
+    """Step 1 of settle: each ready session executes until it blocks, ends or waits."""
+    # (its callers call it with no error set)
+    cdef int32_t slot = ready_next(st)
+    while slot >= 0:
+        if st.sess.alive[slot] and not st.sess.waiting[slot]:   # a preempted session waits in a queue
+            exec_session(st, slot)
+            if st.error.code:
+                return
+        slot = ready_next(st)
+
+
+cdef void settle_pools(State* st) noexcept nogil:
+    """Step 2 of settle, some pool having waiting holds or growers: the pools pass (admission at
+    settle happens only here), then the sessions it readied, until none is ready."""
+    while True:
+        try_every_pool(st)
+        if st.error.code or not ready_any(st):
+            return
+        run_ready(st)
+        if st.error.code or not rows_any(st.pools_waiting):
+            return
+
+
+cdef inline void settle_stages(State* st) noexcept nogil:
+    """Step 3 of settle: the stages pass over the ps and step stages (from the first to the last)."""
+    cdef int32_t k
+    for k in range(st.n_ps_first, st.n_ps_end):
+        if st.stages[k].kind == K_STEP:
+            # an iteration waits for the whole instant (every event at `now` handled)
+            if not st.stages[k].inflight and not pending_now(st) and step_has_work(st, k):
+                start_iteration(st, k)
+                if st.error.code:
+                    return
+        elif st.stages[k].kind == K_PS and st.stages[k].dirty:
+            reschedule_stage(st, k)     # φ may fail as well as the schedule: the flag says either
+            if st.error.code:
+                return
+
+
+cdef inline bint pending_now(State* st) noexcept nogil:
+    """Whether another event is pending at `now`."""
+    cdef Event* nxt = next_event(st)
+    return nxt != NULL and nxt.t <= st.now
+
+
+cdef bint step_has_work(State* st, int32_t k) noexcept nogil:
+    return st.stages[k].nres > 0 or admitting_pool(st, k) >= 0
+
+
+cdef void read_gauges(State* st) noexcept nogil:
+    cdef int32_t g
+    cdef double v
+    cdef Gauge* gg
+    for g in range(st.n_gauges):
+        gg = &st.gauges[g]
+        v = evaluate(st, gg.expr, -1, &st.rng_session, NAN)
+        if st.error.code:
+            return
+        if not st.keep_samples:
+            gauge_fold_read(gg, st.now, v)
+        elif gg.values.n == 0 or v != gg.values.p[gg.values.n - 1]:
+            if charge(st, 16) < 0:
+                return
+            if darr_push(&gg.times, st.now) < 0 or darr_push(&gg.values, v) < 0:
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return
+
+
+cdef inline int next_arrival(State* st) noexcept nogil:
+    """Schedule the next open arrival (the first one too), unless the limit is reached. A poisson
+    gap is drawn inline (in the arrival's handling); a renewal's gap by `next_renewal`."""
+    if st.arrival_kind == A_POISSON:
+        schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
+        return 0
+    if st.arrival_kind == A_POISSON_NOW:
+        return next_thinned(st)
+    if st.arrival_kind == A_REPLAY:
+        if st.replay_next < st.replay_n:          # else the schedule is spent: no more arrivals
+            schedule_arrival(st, st.replay_at[st.replay_next])
+            st.replay_next += 1
+        return 0
+    return next_renewal(st)
+
+
+cdef int next_thinned(State* st) noexcept nogil:
+    """The next arrival of a poisson process whose rate reads `now` (an extension), by thinning
+    (sq/traces/rate.py): candidates after exponential gaps of the bound's rate, each kept with
+    probability rate(t) / bound, one uniform draw each, on the arrivals stream; the rate is
+    evaluated with `now` at the candidate. Past the horizon the candidate is scheduled as it is
+    (it never happens), so a rate of 0 to the end does not loop for ever."""
+    cdef double t = st.now, saved = st.now, r, bound = st.arrival_rate
+    if bound <= 0:
+        return 0                                   # a rate that is 0 all run: no arrival
+    while True:
+        t = t + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / bound
+        if t > st.horizon:
+            break
+        st.now = t
+        r = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
+        st.now = saved
+        if st.error.code:
+            return -1
+        if not (r >= 0 and r <= bound):
+            fail(st, E_RATE, -1, r, 0, 0)
+            st.error.value2 = t
+            return -1
+        if sq_rng_random_f64(&st.rng_arrival) * bound < r:
+            break
+    schedule_arrival(st, t)
+    return 0
+
+
+cdef int next_renewal(State* st) noexcept nogil:
+    cdef double gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
+    if st.error.code:
+        return -1
+    if not (gap > 0) or not isfinite(gap):
+        fail(st, E_RENEWAL, -1, gap, 0, 0)
+        return -1
+    schedule_arrival(st, st.now + gap)
+    return 0
+
+
+cdef void handle(State* st, Event* e) noexcept nogil:
+    """Handle one popped event (spec 09 §9.2), before `settle` runs the instant:
+
+    a job's finish (fifo, ps or delay stage; a stale ps finish is ignored), an arrival
+    (the next one is scheduled first, then the session spawns: §9.7), a flow's end (06),
+    a step iteration's end (04 §4.5.3; stale after a preemption restarted it), a lease's
+    end (05: its pool is freed, then every pool is tried in declaration order), or the
+    end of the warm-up (§9.9: the time averages restart from now).
+    """
+    # the common kinds are tested in turn and the rarer ones in handle_rare, apart: a jump table
+    # over all six kinds (what one chain of tests compiles to) cost more than the test of a finish
+    if e.kind == EV_FINISH:
+        finish(st, e)
+    elif e.kind == EV_ARRIVE:
+        # the next arrival is scheduled first, then the session spawns
+        if st.limit == 0 or st.arrivals + 1 < st.limit:
+            if next_arrival(st) < 0:
+                return
+        spawn(st)
+    elif e.kind == EV_ITER_END:
+        if e.c == st.stages[e.a].iter_epoch and st.stages[e.a].inflight:
+            end_iteration(st, e.a)
+    else:
+        handle_rare(st, e)
+
+
+cdef void handle_rare(State* st, Event* e) noexcept nogil:
+    """`handle` for a flow's end, a lease's end or the end of the warm-up."""
+    if e.kind == EV_FLOW_END:
+        flow_finish(st, e)
+    elif e.kind == EV_LEASE_END:
+        # a lease already ended (released, or its session gone) makes this event stale
+        if st.leases.active[e.b] and st.leases.gen[e.b] == e.c:
+            end_lease(st, e.b)
+            if not st.error.code:
+                try_every_pool(st)
+    else:
+        st.warm = 1
+        st.warm_arrivals = st.arrivals
+        restart_areas(st)
+
+
+cdef inline bint instant_over(State* st, Event* nxt) noexcept nogil:
+    """The instant at `now` is over, nxt being later: read the gauges (§9.10), take the middle
+    of the window once it is passed, poll between instants. True: the run stops here (the
+    report covers [0, now])."""
+    if st.n_gauges > 0:
+        read_gauges(st)
+    st.steps = 0
+    if nxt.t > st.mid_time and not st.mid_taken:
+        take_mid(st)
+    return st.events >= st.poll_at and poll(st)
+
+
+cdef inline bint event_begins(State* st, Event* e) noexcept nogil:
+    """The popped event e sets the clock and counts as an event, and as a step of its instant
+    (False: the instant has taken too many, the run failed)."""
+    st.now = e.t
+    st.events += 1
+    # events count toward the instant's work too: a step iteration of cost 0, or a job
+    # whose time is lost to rounding (`now + 1e-300 == now`), repeats without time passing
+    st.steps += 1
+    if st.steps > st.step_limit:
+        fail(st, E_STUCK, -1, 0, -1, e.a if e.kind == EV_FINISH or e.kind == EV_ITER_END else -1)
+        return False
+    return True
+
+
+cdef inline bint stuck(State* st, int32_t slot, int32_t pc) noexcept nogil:
+    """A session's statement at pc counts as a step of its instant: True when that is too many
+    (the run failed)."""
+    st.steps += 1
+    if st.steps > st.step_limit:
+        fail(st, E_STUCK, slot, 0, pc, 0)
+        return True
+    return False
+
+
+cdef void run_loop(State* st) noexcept nogil:
+    """The main loop, spec 09 §9.4: the warm-up event and the first arrivals (§9.7), one
+    `settle` at time 0, then per event: stop at the arrival limit or past the horizon; read
+    the gauges when time moves on (§9.10: the previous instant is over); pop the earliest
+    event (time, then sequence: §9.3), `handle` it and `settle`. A run-time error (§9.11)
+    stops the loop with `st.error.code` set; the gauges are read once more at the end.
+
+    Errors, one convention: `fail()` records the first run-time error in `st.error` (sticky:
+    later ones are dropped) and the loop and everything it calls stop by testing
+    `st.error.code`. Return codes (-1, False) are how containers and allocators (growable
+    arrays, rings, heaps, `*_tables`, `*_alloc`, `charge`, `schedule`) report to their caller;
+    an engine function returns -1 only with the flag set, so `< 0` after such a call is a
+    shortcut for the flag, never tested together with it.
+    """
+    cdef int64_t i
+    lone_plan(st)
+    if events_start(st) < 0:
+        return
+    if st.warmup > 0:
+        schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
+    if st.arrival_kind == A_POISSON:
+        schedule_arrival(st, 0.0)
+    elif st.arrival_kind == A_RENEWAL or st.arrival_kind == A_REPLAY or st.arrival_kind == A_POISSON_NOW:
+        next_arrival(st)
+    elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
+        for i in range(st.arrival_count):
+            if spawn(st) < 0:
+                return
+    if st.error.code:
+        return
+    settle(st)
+    if st.check:
+        check_invariants_now(st)
+    if st.lone.stage >= 0:
+        lone_loop(st)     # a program that is one open queue (sq/engine/_one_queue.pxi)
+    else:
+        general_loop(st)
+    if not st.error.code and st.n_gauges > 0:
+        read_gauges(st)
+
+
+cdef void general_loop(State* st) noexcept nogil:
+    """run_loop's events, one by one: each is handled, then its instant settled."""
+    cdef Event e
+    cdef Event* nxt
+    while not st.error.code:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
+            break
+        if nxt.t > st.now and instant_over(st, nxt):
+            break
+        e = pop_event(st, nxt)
+        if not event_begins(st, &e):
+            return
+        handle(st, &e)
+        if st.error.code:
+            return
+        settle(st)
+        if st.check:
+            check_invariants_now(st)

@@ -1,0 +1,347 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Typed kernels for sq.results.stats: every per-sample loop of the report.
+
+Each kernel performs exactly the floating-point operations, in exactly
+the order, of the plain loop its docstring gives, so results agree with
+pyserq 0.1.2 to the last bit. Two things guard that order:
+
+* no `-ffast-math`-style reassociation is ever enabled, and
+* floating-point contraction is switched off below: a fused multiply-add
+  (`m2 + d*(x - m)` as one rounding) would change the last bit on a
+  machine built with `-march=native`.
+"""
+import numpy as np
+
+from libc.math cimport exp, floor, isfinite, log, INFINITY, NAN
+from libc.stdint cimport int32_t, int64_t
+
+from sq.results._itl cimport Bucket, bucket_add, itl_bucket
+from sq.results._sketch cimport total_order_key, from_total_order_key
+
+cdef extern from *:
+    """
+    #if defined(__clang__)
+    #pragma STDC FP_CONTRACT OFF
+    #elif defined(__GNUC__)
+    #pragma GCC optimize ("fp-contract=off")
+    #endif
+    """
+
+
+# -- sums and moments ----------------------------------------------------------
+
+def seq_sum(const double[::1] xs):
+    """`s = 0.0; for x in xs: s += x` (left to right, from +0.0)."""
+    cdef double s = 0.0
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(xs.shape[0]):
+            s += xs[i]
+    return s
+
+
+def welford(const double[::1] xs):
+    """(n, mean, M2) of `d = x - m; m += d/k; M2 += d*(x - m)`, from m = M2 = 0."""
+    cdef double mean = 0.0, m2 = 0.0, d, x
+    cdef Py_ssize_t i, n = xs.shape[0]
+    with nogil:
+        for i in range(n):
+            x = xs[i]
+            d = x - mean
+            mean += d / <double>(i + 1)
+            m2 += d * (x - mean)
+    return n, mean, m2
+
+
+def time_means(areas, double start, double end):
+    """`[float(integral) / (end - start) for integral, _ in areas]`, or when that span is not
+    positive `[float(value) for _, value in areas]` (an `Area` is (integral, value)): a report
+    row's time averages, built once per row of every run."""
+    cdef double span = end - start
+    cdef list out = []
+    cdef Py_ssize_t k = 0 if span > 0.0 else 1
+    for area in areas:
+        # an Area is a tuple subclass: its item read in C (indexing it goes through a Python-level
+        # __getitem__ slot); any other pair by indexing
+        x = (<tuple> area)[k] if isinstance(area, tuple) and len(<tuple> area) == 2 else area[k]
+        out.append(<double> x / span if k == 0 else <double> x)
+    return out
+
+
+def batch_means(const double[::1] xs, Py_ssize_t batches):
+    """The means of `batches` consecutive batches of `len(xs) // batches`
+    samples (the tail dropped): each batch summed left to right, then
+    divided by its size.
+
+    A batch's sum starts from -0.0, the neutral element of addition, so
+    it equals a sum started from the batch's first sample (a cumulative
+    sum); the batch size must be at least 1.
+    """
+    cdef Py_ssize_t size = xs.shape[0] // batches, b, i
+    if batches < 1 or size < 1:
+        raise ValueError("batch_means needs at least one sample per batch")
+    means = np.empty(batches, dtype=np.float64)
+    cdef double[::1] out = means
+    cdef double s
+    with nogil:
+        for b in range(batches):
+            s = -0.0
+            for i in range(b * size, (b + 1) * size):
+                s += xs[i]
+            out[b] = s / <double>size
+    return means
+
+
+# -- the p99 order statistic -----------------------------------------------------
+
+def total_order_keys(const double[::1] xs):
+    """The totalOrder keys of `xs`, as an int64 array."""
+    keys = np.empty(xs.shape[0], dtype=np.int64)
+    cdef int64_t[::1] out = keys
+    cdef Py_ssize_t i
+    with nogil:
+        for i in range(xs.shape[0]):
+            out[i] = total_order_key(xs[i])
+    return keys
+
+
+def order_statistic(const double[::1] xs, Py_ssize_t rank):
+    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all."""
+    return order_statistics(xs, np.array([rank], dtype=np.int64))[0]
+
+
+def order_statistics(const double[::1] xs, const int64_t[::1] ranks):
+    """The ranks-th smallest elements (1-based) in IEEE totalOrder, bits and all.
+
+    One selection on the keys (introselect, linear time per rank) picks the
+    very elements a total-order sort would put at those ranks: equal keys are
+    equal bit patterns.
+    """
+    cdef Py_ssize_t j, n = xs.shape[0]
+    for j in range(ranks.shape[0]):
+        if not 1 <= ranks[j] <= n:
+            raise ValueError("rank out of range")
+    keys = total_order_keys(xs)
+    # the distinct positions, ascending (np.unique would import numpy.ma on its first call: ~10 ms)
+    kth = np.array(sorted({r - 1 for r in ranks}), dtype=np.int64)
+    keys.partition(kth)
+    cdef int64_t[::1] k = keys
+    res = np.empty(ranks.shape[0], dtype=np.float64)
+    cdef double[::1] out = res
+    for j in range(ranks.shape[0]):
+        out[j] = from_total_order_key(k[ranks[j] - 1])
+    return res
+
+
+# -- gauges: a step function over [start, end] -----------------------------------
+
+cdef inline double nan_max(double a, double b) noexcept nogil:
+    """numpy's `maximum`: NaN if either operand is NaN."""
+    if a != a or b != b:
+        return NAN
+    return a if a > b else b
+
+
+cdef inline double nan_min(double a, double b) noexcept nogil:
+    if a != a or b != b:
+        return NAN
+    return a if a < b else b
+
+
+cdef struct Windows:
+    # `batches` equal windows of [start, end] accumulating v*overlap
+    double start, end, width
+    Py_ssize_t batches
+    bint ordered        # finite bounds: monotone in the window index
+    Py_ssize_t first    # no window before it overlaps the segments to come
+    double prev_a
+    double* acc
+
+
+cdef inline double window_lo(Windows* ws, Py_ssize_t w) noexcept nogil:
+    # bounds come from the index, never stepped to, so rounding cannot drift
+    return ws.start if w == 0 else ws.start + <double>w * ws.width
+
+
+cdef inline double window_hi(Windows* ws, Py_ssize_t w) noexcept nogil:
+    return ws.end if w == ws.batches - 1 else ws.start + <double>(w + 1) * ws.width
+
+
+cdef Windows windows_new(double start, double end, double width, double[::1] acc):
+    cdef Windows ws
+    ws.start, ws.end, ws.width = start, end, width
+    ws.batches = acc.shape[0]
+    ws.ordered = isfinite(start) and isfinite(end) and isfinite(width) and width >= 0.0
+    ws.first = 0
+    ws.prev_a = -INFINITY
+    ws.acc = &acc[0]
+    return ws
+
+
+cdef inline void windows_add(Windows* ws, double a, double b, double v) noexcept nogil:
+    """Add v*overlap to every window the segment [a, b] overlaps by a
+    positive time, overlap = min(b, w_hi) - max(a, w_lo).
+
+    With ordered windows and segments in time order, the windows a
+    segment can overlap start at a pointer that only moves forward; it
+    starts over if a segment starts earlier than the last, and every
+    window is tried when the bounds are not finite.
+    """
+    cdef Py_ssize_t w
+    cdef double lo, overlap
+    if not ws.ordered or a < ws.prev_a:
+        ws.first = 0
+    ws.prev_a = a
+    if ws.ordered:
+        while ws.first < ws.batches - 1 and window_hi(ws, ws.first) <= a:
+            ws.first += 1
+    for w in range(ws.first, ws.batches):
+        lo = window_lo(ws, w)
+        if ws.ordered and lo >= b:
+            break
+        overlap = nan_min(b, window_hi(ws, w)) - nan_max(a, lo)
+        if overlap > 0.0:
+            ws.acc[w] += v * overlap
+
+
+def window_areas(const double[::1] a, const double[::1] b, const double[::1] v,
+                 double start, double end, double width, Py_ssize_t batches):
+    """Each window's integral: the sum from +0.0, in segment order, of
+    v[k]*overlap over the segments [a[k], b[k]] overlapping it by a
+    positive time. Window w is [start + w*width, start + (w+1)*width],
+    the first starting at `start` and the last ending at `end`."""
+    if not (a.shape[0] == b.shape[0] == v.shape[0]):
+        raise ValueError("segment arrays differ in length")
+    if batches < 1:
+        raise ValueError("batches must be at least 1")
+    areas = np.zeros(batches, dtype=np.float64)
+    cdef Windows ws = windows_new(start, end, width, areas)
+    cdef Py_ssize_t k
+    with nogil:
+        for k in range(a.shape[0]):
+            windows_add(&ws, a[k], b[k], v[k])
+    return areas
+
+
+def gauge_pass(const double[::1] times, const double[::1] values,
+               double start, double end, Py_ssize_t batches):
+    """One pass over the change points of a step function.
+
+    Segment k holds values[k] on [a, b] = [max(times[k], start),
+    min(times[k+1] or end, end)] (max and min NaN-propagating, as numpy's)
+    and counts only if b > a. Returns (held, total, least, greatest, areas):
+
+    * held: the number of segments that count;
+    * total: the sum of v*(b - a) over them, left to right from +0.0;
+    * least, greatest: a fold from +inf / -inf over their values, NaN
+      skipped, a tie (-0 against +0) won by the later segment, as in pyserq;
+    * areas: `window_areas` of those segments, width (end - start)/batches.
+    """
+    cdef Py_ssize_t n = times.shape[0], k, held = 0
+    if values.shape[0] != n:
+        raise ValueError("times and values differ in length")
+    if batches < 1:
+        raise ValueError("batches must be at least 1")
+    areas = np.zeros(batches, dtype=np.float64)
+    cdef Windows ws = windows_new(start, end, (end - start) / <double>batches, areas)
+    cdef double a, b, v, total = 0.0, least = INFINITY, greatest = -INFINITY
+    with nogil:
+        for k in range(n):
+            a = nan_max(times[k], start)
+            b = nan_min(times[k + 1] if k + 1 < n else end, end)
+            if not b > a:
+                continue
+            v = values[k]
+            held += 1
+            total += v * (b - a)
+            if v <= least:
+                least = v
+            if v >= greatest:
+                greatest = v
+            windows_add(&ws, a, b, v)
+    return held, total, least, greatest, areas
+
+
+# -- inter-token gaps: the 1 % log histogram -----------------------------------------
+
+cdef inline double clamp(double middle, double least, double greatest) noexcept nogil:
+    """Python's `min(max(middle, least), greatest)`."""
+    cdef double r = least if least > middle else middle
+    return greatest if greatest < r else r
+
+
+cdef double histogram_quantile(const int64_t[::1] counts, const double[::1] least,
+                               const double[::1] greatest, int64_t kmin, Bucket* low, Bucket* top,
+                               int64_t rank, double bucket) noexcept nogil:
+    """The first bucket upward whose running count reaches `rank`: its
+    geometric middle clamped to the least and greatest gap it holds."""
+    cdef int64_t seen = low.count
+    cdef Py_ssize_t i
+    if seen >= rank:
+        return clamp(0.0, low.least, low.greatest)
+    for i in range(counts.shape[0]):
+        seen += counts[i]
+        if counts[i] and seen >= rank:
+            return clamp(exp((<double>(kmin + i) + 0.5) * bucket), least[i], greatest[i])
+    return clamp(INFINITY, top.least, top.greatest)
+
+
+def histogram_quantiles(int64_t kmin, const int64_t[::1] counts, const double[::1] least,
+                        const double[::1] greatest, tuple low, tuple top, const int64_t[::1] ranks,
+                        double bucket):
+    """For each rank (1..n), the histogram quantile of chapter 08 §3.4: walking
+    the buckets upward (`low` = (count, least, greatest) of x <= 0 and NaN, then
+    bucket kmin + i, then `top`, the +inf gaps), the first whose running count
+    reaches the rank gives its geometric middle exp((k + 0.5)*bucket) (0 for the
+    low bucket, +inf for the top one), clamped to the least and greatest gap it holds.
+    """
+    cdef Bucket lo, hi
+    lo.count, lo.least, lo.greatest = low
+    hi.count, hi.least, hi.greatest = top
+    out = np.empty(ranks.shape[0], dtype=np.float64)
+    cdef double[::1] res = out
+    cdef Py_ssize_t j
+    for j in range(ranks.shape[0]):
+        res[j] = histogram_quantile(counts, least, greatest, kmin, &lo, &hi, ranks[j], bucket)
+    return out
+
+
+def itl_histogram(const double[::1] gaps, double bucket):
+    """The histogram of a list of gaps: (kmin, counts, least, greatest, low, top) with
+    the bucket of x > 0 finite at k = floor(log(x) / bucket) (libm's log, as Python's
+    math.log), cells for every k from the least to the greatest one present."""
+    cdef Py_ssize_t n = gaps.shape[0], i
+    cdef int32_t kmin = 2147483647, kmax = -2147483647 - 1, k
+    cdef double x
+    cdef Bucket lo, hi
+    lo.count = hi.count = 0
+    lo.least = lo.greatest = hi.least = hi.greatest = NAN
+    with nogil:
+        for i in range(n):
+            x = gaps[i]
+            if x > 0.0 and isfinite(x):
+                k = itl_bucket(x, bucket)
+                kmin = min(kmin, k)
+                kmax = max(kmax, k)
+    cdef Py_ssize_t nk = kmax - kmin + 1 if kmax >= kmin else 0
+    counts = np.zeros(nk, dtype=np.int64)
+    least = np.full(nk, NAN)
+    greatest = np.full(nk, NAN)
+    cdef int64_t[::1] c = counts
+    cdef double[::1] lst = least
+    cdef double[::1] grt = greatest
+    cdef Bucket cell
+    with nogil:
+        for i in range(n):
+            x = gaps[i]
+            if not x > 0.0:
+                bucket_add(&lo, x)
+            elif not isfinite(x):
+                bucket_add(&hi, x)
+            else:
+                k = itl_bucket(x, bucket) - kmin
+                cell.count, cell.least, cell.greatest = c[k], lst[k], grt[k]
+                bucket_add(&cell, x)
+                c[k], lst[k], grt[k] = cell.count, cell.least, cell.greatest
+    return (int(kmin) if nk else 0, counts, least, greatest,
+            (lo.count, lo.least, lo.greatest), (hi.count, hi.least, hi.greatest))

@@ -1,0 +1,166 @@
+"""Metric names: the one definition of what a study records of a run.
+
+A metric is a flat name and a float. The names are stable and documented
+(docs/api.md):
+
+* every observe `OBS`: `OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max`, and
+  `OBS.le(X)` (the share of samples <= X: SLO attainment) when asked for;
+* every gauge `G`: `G.mean|min|max`;
+* every stage `stage.NAME.util|thru|number|wait|service|iters` (an array member
+  is `NAME[i]`);
+* every pool `pool.NAME.used|cached|queue|wait|admits|preemptions|evicted|rejected|stuck`;
+* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings`.
+
+Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
+by `sq.results.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from sq.errors import SqError
+from sq.results.report import Observe
+
+# observe statistics: the report's Observe fields (its order statistics by the p99's quantile)
+OBSERVE_FIELDS = Observe.SUMMARY_FIELDS
+GAUGE_FIELDS = ("mean", "min", "max")
+# metric field -> the report's Stage / Pool attribute
+STAGE_FIELDS = {"util": "utilization", "thru": "throughput", "number": "mean_number",
+                "wait": "mean_wait", "service": "mean_service", "iters": "iterations"}
+POOL_FIELDS = {"used": "mean_used", "cached": "mean_cached", "queue": "mean_queue", "wait": "mean_wait",
+               "admits": "admissions", "preemptions": "preemptions", "evicted": "evicted_units",
+               "rejected": "rejected", "stuck": "stuck"}
+RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings")
+
+NAN = float("nan")
+_IDENT = r"[^\W\d]\w*"
+_LE = re.compile(rf"^\s*({_IDENT})\s*(?:\.le\(\s*([^()]+?)\s*\)|<=\s*(\S+))\s*$")
+_PLAIN = re.compile(rf"^({_IDENT})\.(\w+)$|^(stage|pool)\.({_IDENT}(?:\[\d+\])?)\.(\w+)$|^(\w+)$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A parsed metric name: `name` is its canonical spelling (the column of a table)."""
+
+    name: str
+    observe: str | None = None   # for OBS.le(X)
+    le: float | None = None
+
+
+def parse_metric(text: str) -> Metric:
+    """Check the form of a metric name; `OBS<=X` is accepted for `OBS.le(X)`.
+
+    Whether the observe, stage or pool exists is checked against a program
+    by `check_metrics`.
+    """
+    if not isinstance(text, str):
+        raise SqError(f"a metric name is text, found {text!r}", phase="settings")
+    m = _LE.match(text)
+    if m:
+        bound = m.group(2) if m.group(2) is not None else m.group(3)
+        try:
+            x = float(bound)
+        except ValueError:
+            raise SqError(f"metric `{text}`: the bound of `le` must be a number, found `{bound}`",
+                          phase="settings") from None
+        if math.isnan(x):
+            raise SqError(f"metric `{text}`: the bound of `le` must be a number, found `{bound}`", phase="settings")
+        return Metric(f"{m.group(1)}.le({_number(x)})", m.group(1), x)
+    m = _PLAIN.match(text.strip())
+    ok = m is not None and (
+        (m.group(1) is not None and (m.group(2) in OBSERVE_FIELDS or m.group(2) in GAUGE_FIELDS))
+        or (m.group(3) == "stage" and m.group(5) in STAGE_FIELDS)
+        or (m.group(3) == "pool" and m.group(5) in POOL_FIELDS)
+        or (m.group(6) is not None and m.group(6) in RUN_FIELDS))
+    if not ok:
+        raise SqError(f"unknown metric `{text}`", phase="settings", notes=(
+            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), "
+            "G.mean|min|max, stage.NAME.util|thru|number|wait|service|iters, pool.NAME."
+            f"{'|'.join(POOL_FIELDS)} and {'|'.join(RUN_FIELDS)}",))
+    return Metric(text.strip())
+
+
+def _number(x: float) -> str:
+    """`0.5`, `2`, `inf`: a bound as it appears in a column name."""
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def check_metrics(names, program) -> list[Metric]:
+    """Parse `names` (one name, or a list of them) and check each against a compiled program
+    (its observes, gauges, stages and pools); the error lists what exists."""
+    if isinstance(names, str):
+        names = [names]     # one metric, as `capacity` takes one condition and `sweep` one seed
+    elif not hasattr(names, "__iter__"):
+        raise SqError(f"metrics are a metric name or a list of them, found {names!r}", phase="settings")
+    d = program.to_dict() if hasattr(program, "to_dict") else program
+    known = set(program_metric_names(d))
+    observes = set(d["observes"])
+    out = []
+    for text in names:
+        metric = parse_metric(text)
+        if metric.observe is not None:
+            if metric.observe not in observes:
+                raise SqError(f"metric `{text}`: the program has no observe `{metric.observe}`", phase="settings",
+                              notes=(f"help: observes: {', '.join(d['observes']) or '(none)'}",))
+        elif metric.name not in known:
+            raise SqError(f"metric `{text}`: the program has no such metric", phase="settings",
+                          notes=(f"help: e.g. {', '.join(sorted(known)[:12])}, …",))
+        out.append(metric)
+    return out
+
+
+def program_metric_names(ir: dict) -> list[str]:
+    """Every metric a run of this IR reports without asking (in `report_metrics` order)."""
+    names = [f"{o}.{f}" for o in ir["observes"] for f in OBSERVE_FIELDS]
+    names += [f"{g['name']}.{f}" for g in ir.get("gauges") or [] for f in GAUGE_FIELDS]
+    names += [f"stage.{_label(s['name'], s.get('index'))}.{f}" for s in ir["stages"] for f in STAGE_FIELDS]
+    names += [f"pool.{_label(p['name'], p.get('index'))}.{f}" for p in ir["pools"] for f in POOL_FIELDS]
+    return names + list(RUN_FIELDS)
+
+
+def _label(name: str, index: int | None) -> str:
+    return name if index is None else f"{name}[{index}]"
+
+
+def report_metrics(report, extra=()) -> dict[str, float]:
+    """Every metric of one report, flat, plus the `extra` ones asked for (`OBS.le(X)`)."""
+    out: dict[str, float] = {}
+    for o in report.observes.values():
+        out.update(_observe_metrics(o))
+    for g in report.gauges.values():
+        for f in GAUGE_FIELDS:
+            out[f"{g.name}.{f}"] = float(getattr(g, f))
+    for s in report.stages:
+        for f, attr in STAGE_FIELDS.items():
+            out[f"stage.{_label(s.name, s.index)}.{f}"] = float(getattr(s, attr))
+    for p in report.pools:
+        for f, attr in POOL_FIELDS.items():
+            out[f"pool.{_label(p.name, p.index)}.{f}"] = float(getattr(p, attr))
+    for f in RUN_FIELDS[:5]:
+        out[f] = float(getattr(report, f))
+    out["wall_s"] = float(getattr(report, "wall_s", NAN))
+    out["warnings"] = float(len(getattr(report, "warnings", None) or []))
+    for text in extra:
+        metric = text if isinstance(text, Metric) else parse_metric(text)
+        if metric.observe is not None:
+            out[metric.name] = _share_at_most(report.observes[metric.observe], metric)
+    return out
+
+
+def _observe_metrics(o) -> dict[str, float]:
+    return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
+
+
+def _share_at_most(o, metric: Metric) -> float:
+    """The share of the samples <= the bound: a report of samples="none" has none to count."""
+    if o.samples is None:
+        raise SqError(f"metric `{metric.name}`: the share of samples needs the samples, and the report kept none "
+                      '(samples="none")', phase="settings",
+                      notes=('help: run with samples="all" (the default) to record it',))
+    if o.count == 0:
+        return NAN
+    return float(np.count_nonzero(np.asarray(o.samples) <= metric.le)) / o.count

@@ -1,0 +1,519 @@
+"""The report of a run: statistics from raw results, and pyserq's JSON.
+
+`Report.from_results(raw)` computes every field of chapter 08 from the
+engine's `RawResults`; `Report.to_json()` writes the exact text pyserq
+0.1.2's `Report.json()` writes (key order, number printing).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+from sq._support.version import __version__
+from sq._support import settings
+from sq.results import stats
+from sq.results import steady
+from sq._support._optional import require
+from sq.errors import SqError
+from sq._support.files import make_folder, path_argument, write_atomic
+from sq._support.number_format import display, json_number
+from sq.results.raw import GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
+
+SERQ_VERSION = "0.1.2"
+REPORT_VERSION = 1
+
+
+def _name(s: str) -> str:
+    # serQ writes names unescaped; identifiers never need escaping
+    return '"' + s + '"'
+
+
+# -- rows ----------------------------------------------------------------------
+
+# Field metadata of report rows: a field sq adds beyond pyserq's report, left out of the JSON.
+NOT_SERQ = {"serq": False}
+
+
+class Observe:
+    """One observation's statistics over its samples at t >= warmup.
+
+    Beyond pyserq's fields (JSON_FIELDS), the order statistics min, p50, p90,
+    p95, p99.9 (`p999`) and max: all exact, from the samples, by the quantile
+    function of the p99 (`sq.results.stats.quantile`).
+
+    A run with samples="none" keeps no samples (`samples`, `times`, `sessions`, `turns` are
+    None) but their `summary`: count, mean and cv2 are then the same, the CI and the
+    quantiles approximate (docs/guide.md, "Long runs").
+
+    The statistics other than `count` are computed the first time one of them is read
+    (`_LAZY`), then kept: a sweep of many short runs that reads a few fields of each does
+    not pay for the others.
+    """
+
+    JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
+    # what the text report, to_pandas and sweeps show: the JSON's and the order statistics
+    SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
+
+    def __init__(self, name: str, samples: np.ndarray | None, times: np.ndarray | None,
+                 sessions: np.ndarray | None, turns: np.ndarray | None, summary: ObserveSummary | None = None):
+        self.name = name
+        self.samples, self.times, self.sessions, self.turns = samples, times, sessions, turns
+        self.summary = summary
+        self.count = summary.n if samples is None else len(samples)
+
+    @classmethod
+    def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
+        if raw.summary is not None:
+            return cls(raw.name, None, None, None, None, raw.summary)
+        times, samples = _floats(raw.times), _floats(raw.samples)
+        # ids keep the engine's narrow integer types (widening would copy them all)
+        sessions, turns = _integers(raw.sessions), _integers(raw.turns)
+        if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
+            # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
+            # slicing keeps views of the engine's arrays instead of copying them.
+            first = int(times.searchsorted(warmup, side="left"))
+            samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
+        return cls(raw.name, samples, times, sessions, turns)
+
+    def __getattr__(self, attr: str):
+        # called only for an attribute not set yet: a statistic read for the first time
+        compute = _LAZY.get(attr)
+        if compute is None:
+            raise AttributeError(f"'Observe' object has no attribute {attr!r}")
+        vars(self).update(_summary_fields(self) if self.samples is None else compute(self.samples))
+        return vars(self)[attr]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.SUMMARY_FIELDS)
+        return f"Observe(name={self.name!r}, {shown})"
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile of the samples: the ceil(q·n)-th smallest in total order (what the p99
+        is), exact; from the histogram (within 0.5 %) when the run kept no samples."""
+        if not (settings.is_number(q) and 0.0 <= q <= 1.0):
+            raise SqError(f"quantile: q is a number from 0 to 1, found {q!r}", phase="settings")
+        if self.samples is None:
+            return stats.summary_quantiles(self.summary, (q,))[0]
+        return stats.quantile(self.samples, q)
+
+
+def _moments(samples) -> dict[str, float]:
+    mean, cv2 = stats.observe_moments(samples)
+    return {"mean": mean, "cv2": cv2}
+
+
+def _summary_fields(o: Observe) -> dict[str, float]:
+    """Every statistic of a run that kept only the summary (they come together)."""
+    return vars(stats.summary_stats(o.summary))
+
+
+# An Observe's statistics computed on first read: field name -> what computes it from the
+# samples (with the other fields computed alongside).
+_LAZY = {"mean": _moments, "cv2": _moments, "ci": lambda xs: {"ci": stats.observe_ci(xs)},
+         **dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics)}
+
+
+# The engine's arrays are taken as they are, checked by type (a call into numpy per array of
+# every run costs more); other sequences (raw results built by hand) are converted.
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _floats(xs) -> np.ndarray:
+    return xs if type(xs) is np.ndarray and xs.dtype is _FLOAT64 else np.asarray(xs, dtype=np.float64)
+
+
+def _integers(xs) -> np.ndarray:
+    if not (type(xs) is np.ndarray):
+        xs = np.asarray(xs)
+    return xs if xs.dtype.kind in "iu" else xs.astype(np.int64)
+
+
+def _mean(running: Running | None, xs) -> float:
+    """The engine's running mean when it kept one, else the Welford mean of the samples."""
+    return running.mean if running is not None else stats.mean_or_nan(xs)
+
+
+@dataclass
+class Gauge:
+    """A gauge's time statistics over [warmup, end] and its whole-run change points."""
+
+    name: str
+    mean: float
+    ci: float
+    min: float
+    max: float
+    times: np.ndarray | None     # None when the run kept no samples
+    values: np.ndarray | None
+
+    JSON_FIELDS = ("mean", "ci", "min", "max")
+
+    @classmethod
+    def from_raw(cls, raw: GaugeRaw, warmup: float, end: float) -> "Gauge":
+        if raw.fold is not None:
+            g = stats.fold_stats(raw.fold, warmup, end)
+            return cls(raw.name, g.mean, g.ci, g.min, g.max, None, None)
+        times = np.asarray(raw.times, dtype=np.float64)
+        values = np.asarray(raw.values, dtype=np.float64)
+        g = stats.gauge_stats(times, values, warmup, end)
+        return cls(raw.name, g.mean, g.ci, g.min, g.max, times, values)
+
+
+@dataclass
+class Stage:
+    """One stage row (chapter 08 §3.4); fields in JSON order."""
+
+    name: str
+    index: int | None
+    mean_number: float
+    utilization: float
+    completed: int
+    throughput: float
+    mean_wait: float
+    mean_service: float
+    iterations: int
+    prefill_only: float
+    decode_only: float
+    mixed: float
+    mean_decodes: float
+    mean_decode_batch: float
+    mean_decode_step: float
+    mean_itl: float
+    itl_p50: float
+    itl_p99: float
+    # beyond pyserq's row (not in the JSON): per iteration started warm, the mean of scheduled
+    # tokens / budget and of the jobs it served -- headroom that `utilization` does not show
+    mean_budget_use: float = field(default=math.nan, metadata=NOT_SERQ)
+    mean_batch: float = field(default=math.nan, metadata=NOT_SERQ)
+
+    @classmethod
+    def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
+        completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
+        itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
+        p50, p99 = stats.itl_quantiles(itl)
+        number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
+            (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
+        # the fields in order, positionally (_ROW_CALL)
+        return cls(raw.name, raw.index, number, busy, completed, _ratio(completed, end - warmup),
+                   _mean(raw.wait_mean, raw.waits), _mean(raw.service_mean, raw.services), int(raw.iterations),
+                   prefill_only, decode_only, mixed, decodes, _mean(raw.decode_batch_mean, raw.decode_batches),
+                   _mean(raw.decode_step_mean, raw.decode_steps), stats.itl_mean(itl), p50, p99,
+                   _mean(raw.budget_use, ()), _mean(raw.batch, ()))
+
+
+@dataclass
+class Pool:
+    """One pool row (chapter 08 §3.5); fields in JSON order."""
+
+    name: str
+    index: int | None
+    mean_used: float
+    mean_cached: float
+    mean_queue: float
+    mean_holders: float
+    mean_wait: float
+    admissions: int
+    evicted_entries: int
+    evicted_units: float
+    preemptions: int
+    spills: int
+    rejected: int
+    stuck: int
+
+    @classmethod
+    def from_raw(cls, raw: PoolRaw, warmup: float, end: float) -> "Pool":
+        used, cached, queue, holders = stats.time_means((raw.used, raw.cached, raw.queue, raw.holders), warmup, end)
+        # the fields in order, positionally (_ROW_CALL)
+        return cls(raw.name, raw.index, used, cached, queue, holders, _mean(raw.wait_mean, raw.waits),
+                   int(raw.admissions), int(raw.evicted_entries), float(raw.evicted_units), int(raw.preemptions),
+                   int(raw.spills), int(raw.rejected), int(raw.stuck))
+
+
+# _ROW_CALL: a report is built per run, and a class called with keywords first packs them into a
+# dict: a row's construction costs ~7x what the same call with its fields in order does. The
+# rows (and Report.from_results) are therefore made positionally, in their classes' field order;
+# tests/test_engine_results.py checks each field by name against a raw result with distinct values.
+
+
+def _ratio(count: int, span: float) -> float:
+    """count / span with IEEE results (inf, NaN) instead of ZeroDivisionError."""
+    return stats.ieee_div(float(count), float(span))
+
+
+def _row_json(row) -> str:
+    parts = []
+    for f in fields(row):
+        if f.metadata.get("serq") is False:
+            continue
+        value = getattr(row, f.name)
+        if f.name == "name":
+            text = _name(value)
+        elif value is None:
+            text = "null"
+        else:
+            text = json_number(value)
+        parts.append(f'"{f.name}":{text}')
+    return "{" + ",".join(parts) + "}"
+
+
+# -- the report ------------------------------------------------------------------
+
+def _rows(*columns, chunk: int = 1 << 16):
+    """The rows of equal-length arrays as tuples of Python numbers, a chunk at a time: a dump
+    streams to its file without a Python object per number of a whole column (issue 14)."""
+    for start in range(0, len(columns[0]), chunk):
+        yield from zip(*(np.asarray(c)[start:start + chunk].tolist() for c in columns))
+
+
+@dataclass
+class Report:
+    horizon: float
+    end: float
+    warmup: float
+    seed: int
+    events: int
+    arrivals: int
+    ended: int
+    turns: int
+    mean_live: float
+    observes: dict[str, Observe] = field(default_factory=dict)
+    gauges: dict[str, Gauge] = field(default_factory=dict)
+    stages: list[Stage] = field(default_factory=list)
+    pools: list[Pool] = field(default_factory=list)
+    serq_version: str = SERQ_VERSION
+    iteration_trace: list[str] = field(default_factory=list)  # only when the run traced
+    eviction_trace: list[str] = field(default_factory=list)   # only with trace_evictions=True
+    pool_dump: list[str] = field(default_factory=list)        # only with dump_pools=True
+    # what makes the report's means doubtful (a run not in steady state); not in the JSON
+    warnings: list[str] = field(default_factory=list)
+    # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
+    stopped: str | None = None
+    # provenance (never in the serQ JSON unless asked): the program file, the `let`
+    # overrides and `def` replacements applied (two runs differing only in either are told
+    # apart), the sq that ran it and the run's wall time (lowering, engine, report)
+    program: str | None = None
+    overrides: dict = field(default_factory=dict)
+    defs: dict = field(default_factory=dict)
+    sq_version: str = __version__
+    wall_s: float = float("nan")
+
+    @classmethod
+    def from_results(cls, raw: RawResults) -> "Report":
+        warmup, end = float(raw.warmup), float(raw.end)
+        # the fields in order, positionally (_ROW_CALL); provenance is set by sq.run
+        return cls(
+            float(raw.horizon), end, warmup, int(raw.seed), int(raw.events), int(raw.arrivals), int(raw.ended),
+            int(raw.turns), stats.time_mean(raw.live.integral, raw.live.value, warmup, end),
+            {o.name: Observe.from_raw(o, warmup) for o in raw.observes},
+            {g.name: Gauge.from_raw(g, warmup, end) for g in raw.gauges},
+            [Stage.from_raw(s, warmup, end) for s in raw.stages],
+            [Pool.from_raw(p, warmup, end) for p in raw.pools],
+            SERQ_VERSION,
+            list(getattr(raw, "iteration_trace", None) or []),
+            list(getattr(raw, "eviction_trace", None) or []),
+            list(getattr(raw, "pool_dump", None) or []),
+            steady.warnings(raw),
+            getattr(raw, "stopped", None),
+        )
+
+    # lookups, as pyserq's Report has them
+    def observe(self, name: str) -> Observe | None:
+        return self.observes.get(name)
+
+    def gauge(self, name: str) -> Gauge | None:
+        return self.gauges.get(name)
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def pool(self, name: str) -> Pool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def stages_named(self, name: str) -> list[Stage]:
+        return [s for s in self.stages if s.name == name]
+
+    def pools_named(self, name: str) -> list[Pool]:
+        return [p for p in self.pools if p.name == name]
+
+    # -- output --------------------------------------------------------------------
+
+    def to_json(self, provenance: bool = False) -> str:
+        """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
+        `provenance=True` a last key `"provenance"` adds the program, overrides, defs, sq
+        version and wall time."""
+        n = json_number
+        head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
+                f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
+                f'"events":{n(self.events)},"arrivals":{n(self.arrivals)},'
+                f'"ended":{n(self.ended)},"turns":{n(self.turns)},"mean_live":{n(self.mean_live)}')
+        observes = ",".join(
+            _name(o.name) + ":{" + ",".join(f'"{k}":{n(getattr(o, k))}' for k in Observe.JSON_FIELDS) + "}"
+            for o in self.observes.values())
+        gauges = ",".join(
+            _name(g.name) + ":{" + ",".join(f'"{k}":{n(getattr(g, k))}' for k in Gauge.JSON_FIELDS) + "}"
+            for g in self.gauges.values())
+        stages = ",".join(_row_json(s) for s in self.stages)
+        pools = ",".join(_row_json(p) for p in self.pools)
+        # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
+        stopped = f',"stopped":"{self.stopped}"' if self.stopped else ""
+        extra = ',"provenance":' + self._provenance_json() if provenance else ""
+        return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
+                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + stopped + extra + "}")
+
+    def _provenance_json(self) -> str:
+        import json  # noqa: PLC0415
+
+        return json.dumps({"program": self.program, "overrides": self.overrides, "defs": self.defs,
+                           "sq_version": self.sq_version, "wall_s": self.wall_s}, separators=(",", ":"))
+
+    json = to_json  # pyserq's spelling
+
+    def to_dict(self) -> dict:
+        """The JSON report as Python objects (null for NaN and infinities)."""
+        import json  # noqa: PLC0415
+
+        return json.loads(self.to_json())
+
+    def dump(self, directory) -> None:
+        """Write every observation as `NAME.csv` (time,session,turn,value) and every
+        gauge's change points as `gauge/NAME.csv` (time,value) under `directory`."""
+        if any(o.samples is None for o in self.observes.values()) or \
+                any(g.times is None for g in self.gauges.values()):
+            raise SqError("dump: this run kept no samples (samples='none'); run with samples='all' to dump them",
+                          phase="settings")
+        root = Path(path_argument(directory, "dump"))
+        make_folder(str(root), "dump:")
+        d = display
+        for o in self.observes.values():
+            rows = (f"{d(t)},{s},{k},{d(v)}\n" for t, s, k, v in
+                    _rows(o.times, o.sessions, o.turns, o.samples))
+            write_atomic(root / f"{o.name}.csv", itertools.chain(["time,session,turn,value\n"], rows))
+        if self.gauges:
+            (root / "gauge").mkdir(exist_ok=True)
+            for g in self.gauges.values():
+                rows = (f"{d(t)},{d(v)}\n" for t, v in _rows(g.times, g.values))
+                write_atomic(root / "gauge" / f"{g.name}.csv", itertools.chain(["time,value\n"], rows))
+
+    def to_text(self) -> str:
+        """A readable report for the terminal (layout only; the numbers are the JSON's)."""
+        return _render_text(self)
+
+    def to_pandas(self) -> dict:
+        """Per-section DataFrames (observes, gauges, stages, pools), each with the run's `seed`."""
+        pd = require("pandas", "Report.to_pandas()")
+        obs = [{"name": o.name, **{k: getattr(o, k) for k in Observe.SUMMARY_FIELDS}}
+               for o in self.observes.values()]
+        gau = [{"name": g.name, **{k: getattr(g, k) for k in Gauge.JSON_FIELDS}}
+               for g in self.gauges.values()]
+        frames = {
+            "observes": pd.DataFrame(obs, columns=["name", *Observe.SUMMARY_FIELDS]),
+            "gauges": pd.DataFrame(gau, columns=["name", *Gauge.JSON_FIELDS]),
+            "stages": _rows_frame(pd, self.stages, Stage),
+            "pools": _rows_frame(pd, self.pools, Pool),
+        }
+        for frame in frames.values():
+            frame.insert(0, "seed", pd.Series([self.seed] * len(frame), dtype="uint64"))
+        return frames
+
+    def samples_frame(self):
+        """Every observation sample at t >= warmup as one long DataFrame: observe (categorical),
+        time, value, session (the arrival serial) and turn (`turn_no` then), in record order
+        per observe."""
+        pd = require("pandas", "Report.samples_frame()")
+        if any(o.samples is None for o in self.observes.values()):
+            raise SqError("Report.samples_frame() needs the samples, which a run with samples='none' "
+                          "does not keep", phase="settings")
+        names = list(self.observes)
+        obs = list(self.observes.values())
+        codes = np.repeat(np.arange(len(obs), dtype=np.int32), [len(o.samples) for o in obs])
+        cat = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
+
+        def column(attr, dtype):
+            parts = [np.asarray(getattr(o, attr), dtype=dtype) for o in obs]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+        return pd.DataFrame({"observe": cat, "time": column("times", np.float64),
+                             "value": column("samples", np.float64),
+                             "session": column("sessions", np.int64), "turn": column("turns", np.int64)})
+
+
+def _rows_frame(pd, rows, kind):
+    """Stage or pool rows as a DataFrame, its columns those of the row type; `index` (None
+    outside arrays) as nullable integers, not floats."""
+    frame = pd.DataFrame([vars(r) for r in rows], columns=[f.name for f in fields(kind)])
+    frame["index"] = pd.array([r.index for r in rows], dtype="Int64")
+    return frame
+
+
+# -- the text report -------------------------------------------------------------
+
+def _fixed(x, digits: int) -> str:
+    x = float(x)
+    return f"{x:.{digits}f}" if math.isfinite(x) else display(x)
+
+
+def text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns as wide as their widest cell; the first left-aligned, the rest right."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return ["", line(headers), *(line(r) for r in rows)]
+
+
+def _render_text(r: Report) -> str:
+    out = [f"run: horizon {json_number(r.horizon)} end {json_number(r.end)} "
+           f"warmup {json_number(r.warmup)} seed {r.seed} events {r.events} "
+           f"arrivals {r.arrivals} ended {r.ended} turns {r.turns} "
+           f"mean live {_fixed(r.mean_live, 3)}"]
+    if any(o.samples is None for o in r.observes.values()):
+        out.append("samples: none kept; the observes' CI is by one-pass batches and p99 within 0.5 %")
+    if r.stopped:
+        out.append(f"{r.stopped}: stopped at simulated time {json_number(r.end)} of horizon "
+                   f"{json_number(r.horizon)}; the statistics cover [warmup, {json_number(r.end)}]")
+    if r.observes:
+        out += text_table(["observe", "count", "mean", "95% CI", "cv2", "min", "p50", "p90", "p95", "p99",
+                       "p99.9", "max"],
+                      [[o.name, str(o.count), _fixed(o.mean, 4), "±" + _fixed(o.ci, 4), _fixed(o.cv2, 3),
+                        *(_fixed(getattr(o, k), 4) for k in ("min", "p50", "p90", "p95", "p99", "p999", "max"))]
+                       for o in r.observes.values()])
+    if r.gauges:
+        out += text_table(["gauge", "mean", "95% CI", "min", "max"],
+                      [[g.name, _fixed(g.mean, 4), "±" + _fixed(g.ci, 4), _fixed(g.min, 4),
+                        _fixed(g.max, 4)] for g in r.gauges.values()])
+    if r.stages:
+        out += text_table(["stage", "number", "util", "done", "thru", "wait", "service", "iters"],
+                      [[row_label(s.name, s.index), _fixed(s.mean_number, 3), _fixed(s.utilization, 3),
+                        str(s.completed), _fixed(s.throughput, 4), _fixed(s.mean_wait, 4),
+                        _fixed(s.mean_service, 4), str(s.iterations)] for s in r.stages])
+    steps = [s for s in r.stages if s.iterations > 0]
+    if steps:
+        out += text_table(["step", "prefill only", "decode only", "mixed", "idle", "decodes",
+                       "decode batch", "decode step", "itl mean", "itl p50", "itl p99", "budget use",
+                       "batch"],
+                      [[row_label(s.name, s.index), _fixed(s.prefill_only, 3), _fixed(s.decode_only, 3),
+                        _fixed(s.mixed, 3), _fixed(1.0 - s.prefill_only - s.decode_only - s.mixed, 3),
+                        _fixed(s.mean_decodes, 3), _fixed(s.mean_decode_batch, 3),
+                        _fixed(s.mean_decode_step, 6), _fixed(s.mean_itl, 6), _fixed(s.itl_p50, 6),
+                        _fixed(s.itl_p99, 6), _fixed(s.mean_budget_use, 3), _fixed(s.mean_batch, 2)]
+                       for s in steps])
+    if r.pools:
+        out += text_table(["pool", "used", "cached", "queue", "holders", "wait", "admits", "evict(n)",
+                       "evict(u)", "preempt", "spill", "rej", "stuck"],
+                      [[row_label(p.name, p.index), _fixed(p.mean_used, 1), _fixed(p.mean_cached, 1),
+                        _fixed(p.mean_queue, 3), _fixed(p.mean_holders, 3), _fixed(p.mean_wait, 4),
+                        str(p.admissions), str(p.evicted_entries), _fixed(p.evicted_units, 0),
+                        str(p.preemptions), str(p.spills), str(p.rejected), str(p.stuck)]
+                       for p in r.pools])
+        for p in r.pools:
+            if p.stuck > 0:
+                out.append(f"stuck: {p.stuck} session(s) preempted again at pool "
+                           f"`{row_label(p.name, p.index)}` without passing the position of "
+                           "their previous preemption")
+    out += [f"warning: {w}" for w in r.warnings]
+    return "\n".join(out)

@@ -1,0 +1,312 @@
+"""The statistics of a report, computed exactly as pyserq 0.1.2 does.
+
+Bit equality with pyserq matters (reports are compared as JSON text), so
+every sum here runs left to right in record order, as a plain loop
+would (never numpy's pairwise `sum`). The per-sample loops are the typed
+kernels of `sq.results._stats`; this module holds the formulas around them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sq.results import _stats
+from sq.results.confidence import t_quantile
+from sq.results.raw import GaugeFold, ItlHistogram, ObserveSummary
+
+BATCHES = 20
+T_19 = 2.093          # Student t, 97.5 %, 19 degrees of freedom (pyserq's, to 3 digits)
+CI_MIN_SAMPLES = 40   # below this an observation's half-width is +inf
+ITL_BUCKET = math.log1p(0.01)  # log-width of a 1 % histogram bucket
+
+NAN = float("nan")
+INF = float("inf")
+
+
+# -- sums in record order ----------------------------------------------------
+
+def seq_sum(xs) -> float:
+    """Left-to-right float sum from +0.0 (what a loop gives, unlike numpy's pairwise sum)."""
+    return _stats.seq_sum(_as_f64(xs))
+
+
+def _as_f64(xs) -> np.ndarray:
+    return np.ascontiguousarray(xs, dtype=np.float64)
+
+
+# -- observations ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Moments:
+    """Welford's running mean and sample variance."""
+
+    n: int
+    mean: float
+    variance: float
+
+    @property
+    def cv2(self) -> float:
+        return ieee_div(self.variance, self.mean * self.mean)
+
+
+def ieee_div(x: float, y: float) -> float:
+    """x / y with IEEE results for y == 0 (±inf, or NaN for 0/0 and NaN/0) instead of
+    ZeroDivisionError: numpy's float64 division without its warning context, which costs
+    more than the division in a report built per run."""
+    if y == 0.0:
+        if x == 0.0 or x != x:
+            return NAN
+        return math.copysign(INF, x) * math.copysign(1.0, y)
+    return x / y
+
+
+def welford(xs) -> Moments:
+    """`d = x - m; m += d/k; M2 += d*(x - m)`, in record order; NaN where undefined."""
+    n, mean, m2 = _stats.welford(_as_f64(xs))
+    return Moments(n, mean if n else NAN, m2 / (n - 1) if n >= 2 else NAN)
+
+
+def mean_or_nan(xs) -> float:
+    """Welford mean (the one pyserq reports for wait/service samples); NaN if empty."""
+    return welford(xs).mean
+
+
+def batch_half_width(xs, batches: int = BATCHES) -> float:
+    """Half-width of the batch-means 95 % CI: consecutive equal batches of
+    `floor(n/batches)` samples (the tail dropped), t · sqrt(s²/batches)."""
+    xs = _as_f64(xs)
+    if batches < 2 or len(xs) // batches < 1:
+        return INF
+    means = _stats.batch_means(xs, batches).tolist()
+    return means_half_width(means, T_19 if batches == BATCHES else 2.0)
+
+
+def means_half_width(means: list[float], t: float) -> float:
+    """t · sqrt(s²/k) over k batch means (s² their sample variance, sums left to right)."""
+    k = float(len(means))
+    m = 0.0
+    for x in means:
+        m += x
+    m /= k
+    var = 0.0
+    for x in means:
+        var += (x - m) * (x - m)
+    var /= k - 1.0
+    return t * math.sqrt(var / k) if var == var else NAN
+
+
+def one_pass_half_width(sums, size: float) -> float:
+    """The batch-means half-width of a run that kept no samples: its k complete batches (or
+    time windows) `size` wide, 40 of them first summed in pairs to pyserq's 20, then
+    t(k-1) · sqrt(s²/k) over the k means sum/size."""
+    sums = list(sums)
+    if len(sums) == 2 * BATCHES:
+        sums = [sums[2 * i] + sums[2 * i + 1] for i in range(BATCHES)]
+        size *= 2
+    if len(sums) < 2:
+        return INF
+    # t to pyserq's 3 digits (2.093 at its 20 batches)
+    return means_half_width([x / size for x in sums], round(t_quantile(0.975, len(sums) - 1), 3))
+
+
+def total_order_keys(xs) -> np.ndarray:
+    """int64 keys whose order is IEEE 754 totalOrder (-NaN < -inf < … < -0 < +0 < … < +NaN)."""
+    return _stats.total_order_keys(_as_f64(xs))
+
+
+def quantile(xs, q: float) -> float:
+    """The ceil(q·n)-th smallest sample in IEEE total order (rank clamped to [1, n])."""
+    return quantiles(xs, (q,))[0]
+
+
+def quantiles(xs, qs) -> tuple[float, ...]:
+    """`quantile(xs, q)` for every q in `qs`, from one selection over the samples."""
+    xs = _as_f64(xs)
+    n = len(xs)
+    if n == 0:
+        return tuple(NAN for _ in qs)
+    ranks = np.array([_rank(q, n) for q in qs], dtype=np.int64)
+    return tuple(_stats.order_statistics(xs, ranks).tolist())
+
+
+# The order statistics every observation reports beyond pyserq's p99, by field name: min and
+# max are the quantiles 0 and 1 of the same function (ranks 1 and n).
+SUMMARY_QUANTILES = (("min", 0.0), ("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99),
+                     ("p999", 0.999), ("max", 1.0))
+
+
+def _rank(q: float, n: int) -> int:
+    """ceil(q·n), clamped to [1, n]."""
+    return min(max(math.ceil(q * n), 1), n)
+
+
+@dataclass(frozen=True)
+class ObserveStats:
+    count: int
+    mean: float
+    ci: float
+    cv2: float
+    min: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    p999: float
+    max: float
+
+
+def summary_stats(s: ObserveSummary) -> ObserveStats:
+    """`observe_stats` of the samples a Summary stands for: count, mean and cv2 the same to
+    the bit; the CI from its one-pass batches; p99 from its histograms (within 0.5 %)."""
+    m = Moments(s.n, s.mean if s.n else NAN, s.m2 / (s.n - 1) if s.n >= 2 else NAN)
+    ci = one_pass_half_width(s.batch_sums, float(s.batch_size)) if m.n >= CI_MIN_SAMPLES else INF
+    return ObserveStats(m.n, m.mean, ci, m.cv2 if m.n >= 2 else NAN, **_order_statistics(summary_quantiles, s))
+
+
+def _order_statistics(quantiles_of, xs) -> dict[str, float]:
+    """The SUMMARY_QUANTILES of samples (or of their summary) by field name, in one call."""
+    return dict(zip((name for name, _ in SUMMARY_QUANTILES), quantiles_of(xs, [q for _, q in SUMMARY_QUANTILES])))
+
+
+def summary_quantiles(s: ObserveSummary, qs) -> tuple[float, ...]:
+    """`quantile` of the samples a Summary stands for: the rank-th in total order, read from
+    the histograms (-NaN, the negatives' mirrored histogram, zeros and positives, +NaN), the
+    least and greatest exactly."""
+    return tuple(_summary_rank(s, _rank(q, s.n)) if s.n else NAN for q in qs)
+
+
+def _summary_rank(s: ObserveSummary, rank: int) -> float:
+    if rank == 1:
+        return s.least
+    if rank == s.n:
+        return s.greatest
+    r = rank - s.nan_low
+    if r <= 0:
+        return s.least                    # a -NaN, as the least
+    if r <= s.negative.n:
+        return -histogram_ranks(s.negative, [s.negative.n - r + 1])[0]
+    r -= s.negative.n
+    if r <= s.positive.n:
+        return histogram_ranks(s.positive, [r])[0]
+    return s.greatest                     # a +NaN, as the greatest
+
+
+def observe_stats(samples) -> ObserveStats:
+    xs = _as_f64(samples)
+    mean, cv2 = observe_moments(xs)
+    return ObserveStats(len(xs), mean, observe_ci(xs), cv2, **order_statistics(xs))
+
+
+# The three parts of `observe_stats`, each computed alone by a report that reads only some fields.
+
+def observe_moments(xs) -> tuple[float, float]:
+    """(mean, cv2) of the samples: Welford's, NaN where undefined (cv2 needs two samples)."""
+    m = welford(xs)
+    return m.mean, (m.cv2 if m.n >= 2 else NAN)
+
+
+def observe_ci(xs) -> float:
+    """The batch-means half-width; +inf below CI_MIN_SAMPLES samples."""
+    return batch_half_width(xs) if len(xs) >= CI_MIN_SAMPLES else INF
+
+
+def order_statistics(xs) -> dict[str, float]:
+    """The SUMMARY_QUANTILES of the samples by field name."""
+    return _order_statistics(quantiles, xs)
+
+
+# -- time averages -----------------------------------------------------------
+
+def time_mean(integral: float, value: float, start: float, end: float) -> float:
+    """Mean of a step function from its integral over [start, end]; the held
+    value when the span is empty."""
+    return time_means(((integral, value),), start, end)[0]
+
+
+# `time_mean` of each (integral, value) pair (an `Area`) over one span: a report row's time
+# averages in one call (typed: it runs for every row of every run).
+time_means = _stats.time_means
+
+
+@dataclass(frozen=True)
+class GaugeStats:
+    mean: float
+    ci: float
+    min: float
+    max: float
+
+
+def gauge_stats(times, values, start: float, end: float,
+                batches: int = BATCHES) -> GaugeStats:
+    """Time average over [start, end] of the step function holding values[k]
+    from times[k], a batch-means CI over `batches` equal windows, and the
+    extremes held for a positive time."""
+    start, end = float(start), float(end)
+    span = end - start
+    ts, vs = _as_f64(times), _as_f64(values)
+    if not span > 0.0 or len(ts) == 0 or batches == 0:
+        return GaugeStats(NAN, INF, NAN, NAN)
+    held, total, lo, hi, windows = _stats.gauge_pass(ts, vs, start, end, batches)
+    if held == 0:
+        return GaugeStats(NAN, INF, NAN, NAN)
+    width = span / batches
+    ci = batch_half_width([w / width for w in windows.tolist()], batches) if batches >= 2 else INF
+    return GaugeStats(total / span, ci, lo, hi)
+
+
+def fold_stats(f: GaugeFold, start: float, end: float) -> GaugeStats:
+    """`gauge_stats` of a gauge folded as it ran: mean, min and max the same to the bit; the
+    CI from its one-pass windows (the very 20 windows of gauge_stats when the run reached
+    its horizon, up to rounding)."""
+    if not float(end) - float(start) > 0.0 or f.held == 0:
+        return GaugeStats(NAN, INF, NAN, NAN)
+    return GaugeStats(f.total / (float(end) - float(start)), one_pass_half_width(f.window_sums, f.window),
+                      f.least, f.greatest)
+
+
+def _window_areas(a, b, v, start, end, width, batches) -> list[float]:
+    """Each window's integral: the sum, in segment order, of v·overlap over
+    the segments [a, b] overlapping it by a positive time. Window bounds are
+    computed from their index (start + w·width; the first starts at
+    `start`, the last ends at `end`), never stepped to."""
+    return _stats.window_areas(_as_f64(a), _as_f64(b), _as_f64(v), float(start), float(end),
+                               float(width), batches).tolist()
+
+
+# -- inter-token gaps ---------------------------------------------------------
+
+def itl_histogram(gaps) -> ItlHistogram:
+    """The histogram a list of gaps makes (what the engine builds as tokens arrive)."""
+    xs = _as_f64(gaps)
+    kmin, counts, least, greatest, low, top = _stats.itl_histogram(xs, ITL_BUCKET)
+    return ItlHistogram(len(xs), seq_sum(xs), kmin, counts, least, greatest, low, top)
+
+
+def itl_quantiles(gaps, qs=(0.5, 0.99)) -> tuple[float, ...]:
+    """Quantiles of the 1 %-bucket log histogram of chapter 08 §3.4 (of an
+    ItlHistogram, or of the one a list of gaps makes).
+
+    Bucket k = floor(ln x / ln 1.01) for x > 0, one bucket below all for
+    x <= 0 (and NaN); the quantile is the bucket's geometric middle
+    clamped to the least and greatest gap it holds (0 for the low bucket).
+    """
+    hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
+    if hist.n == 0:
+        return (NAN,) * len(qs)
+    return histogram_ranks(hist, [_rank(q, hist.n) for q in qs])
+
+
+def histogram_ranks(hist: ItlHistogram, ranks) -> tuple[float, ...]:
+    """The histogram's values at these ranks (1..n): see `itl_quantiles`."""
+    ranks = np.array(ranks, dtype=np.int64)
+    return tuple(_stats.histogram_quantiles(
+        hist.kmin, np.ascontiguousarray(hist.counts, dtype=np.int64), _as_f64(hist.least),
+        _as_f64(hist.greatest), tuple(hist.low), tuple(hist.top), ranks, ITL_BUCKET).tolist())
+
+
+def itl_mean(gaps) -> float:
+    """The exact mean: a running sum over n; NaN without gaps (an ItlHistogram, or a list of gaps)."""
+    hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
+    return hist.total / hist.n if hist.n else NAN
