@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sq._support.files import Unreadable, open_regular
 from sq.errors import SqError, Span
 from sq.traces import formats
 from sq.traces._scan import ScanError, scan
@@ -219,19 +220,23 @@ def _serq_records(path: str) -> Records:
 
 # ---- the file -----------------------------------------------------------------------------------
 def _open(path: str):
+    """The file, as a binary stream (gzip's undone); a pipe or device is refused, as serQ's reader does."""
     try:
-        raw = open(path, "rb")
-    except OSError as e:
-        raise SqError(f"cannot read trace {path}: {e.strerror} (os error {e.errno})", phase="run") from None
-    if raw.peek(2)[:2] == _GZIP_MAGIC if hasattr(raw, "peek") else False:
+        raw = open_regular(path)
+    except Unreadable as e:
+        raise SqError(f"cannot read trace {path}: {e.reason}", phase="run") from None
+    if raw.peek(2)[:2] == _GZIP_MAGIC:
         return io.BufferedReader(gzip.GzipFile(fileobj=raw), buffer_size=1 << 20)
     return raw
 
 
+_SNIFF_LIMIT = 1 << 20     # bytes of a line read to recognise a format: no header is longer
+
+
 def _first_line(stream) -> tuple[str, int]:
-    """The first line that is not blank, and its number (from 1)."""
+    """The first line that is not blank (its first MiB), and its number (from 1)."""
     number = 0
-    for raw in stream:
+    while raw := stream.readline(_SNIFF_LIMIT):
         number += 1
         line = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
         if line:
