@@ -41,7 +41,7 @@ from sq._support.number_format import display as fmt
 from sq.results import raw as R
 
 # the dtypes of the lowered arrays, as the descriptors _contig compares with
-_I32, _F64 = np.dtype(np.int32), np.dtype(np.float64)
+_I32, _I64, _F64 = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float64)
 _STEP_EXPRS, _STEP_SERVE, _SPILL = np.dtype(STEP_EXPRS_DTYPE), np.dtype(STEP_SERVE_DTYPE), np.dtype(SPILL_DTYPE)
 
 cdef enum EventKind:
@@ -433,14 +433,15 @@ cdef object _set_program(State* st, lowered):
     st.n_observes = len(lowered.observe_names)
     st.n_gauges = len(lowered.gauge_names)
     st.stack_cap = lowered.stack_depth + 64
-    st.frame_depth = lowered.frame_depth
+    needs = _contig(lowered.stage_needs, _I64)
+    st.stage_needs = <const int64_t*> data_of(needs)
     st.stack = <double*> malloc(st.stack_cap * sizeof(double))
     for k in range(N_CONTEXTS):
         st.ctxv[k] = NAN
     st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
     if st.stack == NULL or st.keys == NULL or st.shapes == NULL:
         raise MemoryError()
-    return code, consts, stmts, holds, hoffs, hpcs
+    return code, consts, stmts, holds, hoffs, hpcs, needs
 
 
 cdef object _set_trace(State* st, lowered, seed):
@@ -559,8 +560,11 @@ cdef object _set_stages(State* st, lowered):
         raise MemoryError()
     st.n_ps_first = st.n_stages
     st.n_ps_end = st.n_stages
+    st.n_step_end = 0
     passes = 0
     for k in range(st.n_stages - 1, -1, -1):
+        if st.stages[k].kind == K_STEP and st.n_step_end == 0:
+            st.n_step_end = k + 1
         if st.stages[k].kind == K_PS or st.stages[k].kind == K_STEP:
             if passes == 0:
                 st.n_ps_end = k + 1

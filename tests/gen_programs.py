@@ -34,7 +34,10 @@ the language:
             outside holds (leases of finite, infinite and zero time), `cache`,
             `reuse`, `drop`, rejection, `stuck`, a pool array indexed by an
             attribute or a `choose`, and sessions that `end` inside holds
-            (HOLDS_DIVERGENT_FORMS adds the forms sq is known to get wrong).
+            (HOLDS_DIVERGENT_FORMS adds the forms sq is known to get wrong);
+* `coinc` — programs whose events fall at one instant on purpose (constant works,
+            whole token counts, batch/closed arrivals, equal priorities): see
+            tests/gen_coincidences.py.
 
 Every program keeps a short horizon so the reference runs it in well under a
 second, and avoids the forms the spec says hang (a zero-time closed body, an
@@ -47,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers", "engines", "holds")
+FAMILIES = ("net", "step", "flow", "trace", "edge", "tiers", "engines", "holds", "coinc")
 
 # The `holds` form on which sq is known to differ from 0.1.2 (off; see docs/differences.md):
 # a pool named twice in one hold (`hold A (u), A (v)`: 0.1.2 adds a `grow` to every entry of
@@ -78,7 +81,12 @@ def generate(seed: int, family: str | None = None) -> Case:
     rng = random.Random(seed)
     family = family or rng.choice(FAMILIES)
     return {"net": _net, "step": _step, "flow": _flow, "trace": _trace, "edge": _edge,
-            "tiers": _tiers, "engines": _engines, "holds": _holds}[family](rng)
+            "tiers": _tiers, "engines": _engines, "holds": _holds, "coinc": _coinc}[family](rng)
+
+
+def _coinc(rng) -> Case:
+    from gen_coincidences import coincidences   # noqa: PLC0415 (tests/ is on the path, as for this module)
+    return coincidences(rng, Case)
 
 
 # ------------------------------------------------------------------ shared pieces

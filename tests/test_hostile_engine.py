@@ -118,8 +118,11 @@ def test_the_stack_is_sized_from_the_deepest_chain():
     import sq
     short = lower(sq.compile(source=budget_left_chain(stages=2)).to_dict(exact=True))
     long = lower(sq.compile(source=budget_left_chain(stages=18)).to_dict(exact=True))
-    assert long.frame_depth == short.frame_depth         # each expression alone is as deep
-    assert long.stack_depth >= 17 * long.frame_depth     # the chain stacks 17 of them
+    # a call of budget_left(e_i) needs what e_i's chunk needs and, above its own call, e_{i+1}'s
+    frame = short.stage_needs[0] - short.stage_needs[1]   # one chunk's own depth to its call
+    assert frame > 0 and short.stage_needs[1] > 0
+    assert list(long.stage_needs) == [long.stage_needs[17] + (17 - i) * frame for i in range(18)]
+    assert long.stack_depth >= long.stage_needs[0]       # the chain stacks 17 of them
 
 
 # ---- item 3: arrival limits past 2^63 -----------------------------------------------------

@@ -42,6 +42,11 @@ KNOWN_SYMPTOMS: dict[str, str] = {}
 
 DEFAULT_PROGRAMS = 60
 SLOW_PROGRAMS = 3000
+# programs of the `coinc` family (tests/gen_coincidences.py: events at one instant on purpose),
+# drawn from their own range of seeds, on top of the cycle through every family
+DEFAULT_COINCIDENCES = 150
+EXACT_COINCIDENCES = 1500
+COINC_SEEDS = 100_000
 SEEDS = (1, 2)
 # A program the reference cannot finish in this much CPU time is one of its known hangs, not a finding.
 REFERENCE_TIMEOUT = 5.0
@@ -84,10 +89,26 @@ def test_generated_program_runs_as_in_the_reference(reference, trace_dir, index)
     _check(reference, trace_dir, index, family)
 
 
+@pytest.mark.parametrize("index", range(COINC_SEEDS, COINC_SEEDS + DEFAULT_COINCIDENCES))
+def test_coincidences_run_as_in_the_reference(reference, trace_dir, index):
+    _check(reference, trace_dir, index, "coinc")
+
+
+# The larger sample: run before any commit that touches the engine (docs/architecture.md),
+# by `-m exact` alone or with the other long checks under `-m slow`.
 @pytest.mark.slow
+@pytest.mark.exact
 @pytest.mark.parametrize("index", range(DEFAULT_PROGRAMS, DEFAULT_PROGRAMS + SLOW_PROGRAMS))
 def test_many_generated_programs_run_as_in_the_reference(reference, trace_dir, index):
     _check(reference, trace_dir, index)
+
+
+@pytest.mark.slow
+@pytest.mark.exact
+@pytest.mark.parametrize("index", range(COINC_SEEDS + DEFAULT_COINCIDENCES,
+                                        COINC_SEEDS + DEFAULT_COINCIDENCES + EXACT_COINCIDENCES))
+def test_many_coincidences_run_as_in_the_reference(reference, trace_dir, index):
+    _check(reference, trace_dir, index, "coinc")
 
 
 def test_generator_is_deterministic_and_covers_every_family():

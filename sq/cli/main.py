@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, sweep, capacity, fit-workload and bench.
+"""`python -m sq`: check, ir, run, sweep, capacity, fit-workload, bench, costs and validate.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -17,6 +17,7 @@ import traceback
 
 from sq.cli import capacity as cli_capacity
 from sq.cli import study as cli_study
+from sq.costs import commands as cost_commands
 from sq._support import settings
 from sq.cli.args import add_program_args, number, overrides
 from sq.errors import SqError
@@ -100,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cli_study.add_parser(sub)
     cli_capacity.add_parser(sub)
+    cost_commands.add_parsers(sub)
 
     fit = sub.add_parser("fit-workload", help="fit a workload (a rate per window) to a trace; print it as a library",
                          description="Read a trace (any format sq.read_trace reads) and print a library of "
@@ -272,7 +274,8 @@ def _cmd_bench(args) -> int:
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
             "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench,
-            "fit-workload": _cmd_fit_workload}
+            "fit-workload": _cmd_fit_workload,
+            "costs": cost_commands.cmd_costs, "validate": cost_commands.cmd_validate}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -435,8 +435,10 @@ cdef double evaluate_vm(State* st, int32_t off, int slot, sq_rng* rng, double pr
                     return NAN
             if op == X_STAGE:
                 st.stack_top = base + sp + 1
-                if st.stack_top + st.frame_depth > st.stack_cap:
-                    # lowering sizes the stack for the deepest budget_left chain: never reached
+                if c[pc + XREF_FN] == SF_BUDGET_LEFT \
+                        and st.stack_top + st.stage_needs[c[pc + XREF_BASE] + k] > st.stack_cap:
+                    # budget_left evaluates the stage's budget and chunk above this slot, with what
+                    # they call in turn; lowering sizes the stack for the deepest chain: never reached
                     fail(st, E_NESTING, slot, 0, c[pc + XREF_BASE] + k, 0)
                     st.stack_top = base
                     return NAN

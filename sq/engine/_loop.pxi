@@ -115,8 +115,9 @@ cdef inline void settle(State* st) noexcept nogil:
        1 and 2 repeat until the ready queue stays empty. Admission at settle happens only here;
        only pools with holds or growers waiting are visited (the others' passes do nothing);
     3. the stages pass, in declaration order (from the first ps or step stage): an idle step
-       stage with work starts an iteration (04 §4.5.3) unless another event is still pending
-       at `now`; a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
+       stage with work starts an iteration (04 §4.5.3) unless another event was pending at
+       `now` as the pass began (read once: what the pass schedules at `now` does not count);
+       a dirty plain ps stage is rescheduled (§4.3), once per settle. Nothing after
        this re-runs 1 and 2: what an iteration's admissions put on an earlier stage waits
        for the next settle;
     4. the flows, if dirty, are recomputed (06 §6.4), once per settle;
@@ -191,16 +192,29 @@ cdef void settle_pools(State* st) noexcept nogil:
 
 
 cdef inline void settle_stages(State* st) noexcept nogil:
-    """Step 3 of settle: the stages pass over the ps and step stages (from the first to the last)."""
+    """Step 3 of settle: the stages pass over the ps and step stages (from the first to the last).
+
+    Whether another event is pending at `now` is read once, as the pass begins (spec 09 §9.5):
+    what the pass itself schedules at `now` (a ps stage's finish rescheduled to this instant, an
+    iteration of cost 0) holds back no step stage after it; 0.1.2 starts the iteration with the
+    jobs already there. It is read lazily, at the first step stage that could start or before
+    the first ps stage rescheduled ahead of a step stage, whichever comes first: nothing before
+    either has changed the events yet."""
     cdef int32_t k
+    cdef int pending = -1           # not read yet
     for k in range(st.n_ps_first, st.n_ps_end):
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
-            if not st.stages[k].inflight and not pending_now(st) and step_has_work(st, k):
-                start_iteration(st, k)
-                if st.error.code:
-                    return
+            if not st.stages[k].inflight and step_has_work(st, k):
+                if pending < 0:
+                    pending = pending_now(st)
+                if not pending:
+                    start_iteration(st, k)
+                    if st.error.code:
+                        return
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:
+            if pending < 0 and k < st.n_step_end:
+                pending = pending_now(st)
             reschedule_stage(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return

@@ -427,6 +427,8 @@ cdef struct State:
     int32_t n_stages
     int32_t n_ps_first         # the first ps or step stage (n_stages: none), where settle's pass starts
     int32_t n_ps_end           # one past the last ps or step stage, where it ends
+    int32_t n_step_end         # one past the last step stage (0: none): a ps stage before it
+                               # is rescheduled only once the pass has read pending_now
     int32_t ps_lone            # the one ps stage when settle's passes are its alone (no pools, no
                                # other ps or step stage), else -1: settle checks it inline
     int32_t n_pools
@@ -547,7 +549,7 @@ cdef struct State:
     double* stack
     int64_t stack_top
     int64_t stack_cap          # slots in `stack`
-    int64_t frame_depth        # the most slots one expression uses by itself
+    const int64_t* stage_needs # per stage: the slots a call of budget_left(it) needs above the call
     double* keys
     # streams
     sq_rng rng_arrival

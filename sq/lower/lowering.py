@@ -75,7 +75,7 @@ class Lowered:
     slot_cached: int
     slot_computed: int
     stack_depth: int            # the deepest chain of nested evaluations (budget_left) fits
-    frame_depth: int            # the most stack one expression needs by itself
+    stage_needs: np.ndarray     # int64 per stage: the stack a call of budget_left(it) needs above the call
     max_keys: int
     observe_names: list[str]
     gauge_names: list[str]
@@ -348,7 +348,7 @@ class _Lowering:
     def code_and_depths(self, step_exprs: np.ndarray) -> dict:
         """The expression code, once every expression is in, and the stack it needs."""
         return {"code": np.array(self.code, dtype=np.int32), "consts": np.array(self.consts, dtype=np.float64),
-                "stack_depth": self.chain_depth(step_exprs) + 4, "frame_depth": self.max_depth,
+                **self.chain_depth(step_exprs),
                 "max_keys": self.max_keys, "max_flow_stages": self.max_flow_stages,
                 "kv_budget": bool(self.contexts_read & {"Kvb", "Kvp"}),
                 "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
@@ -622,10 +622,12 @@ class _Lowering:
         self.max_depth = max(self.max_depth, self.depth)
         self.expr_depth = max(self.expr_depth, self.depth)
 
-    def chain_depth(self, step_exprs: np.ndarray) -> int:
-        """The expression stack the program needs: `budget_left(S)` evaluates S's budget and chunk
-        on top of the expression that calls it, so an expression needs its own depth or, at each
-        such call, the depth there plus what S's budget and chunk need, deepest first.
+    def chain_depth(self, step_exprs: np.ndarray) -> dict:
+        """The expression stack the program needs (stack_depth): `budget_left(S)` evaluates S's
+        budget and chunk on top of the expression that calls it, so an expression needs its own
+        depth or, at each such call, the depth there plus what S's budget and chunk need, deepest
+        first. What a call of `budget_left(S)` needs above itself is stage_needs[S] (the engine's
+        guard at each call: the callee's need, not the program's deepest expression).
         A cycle of such calls (a stage's budget or chunk reaching its own budget_left) would
         evaluate without end, and is refused."""
         stage_need: dict[int, int] = {}
@@ -654,7 +656,9 @@ class _Lowering:
             open_stages.pop()
             return stage_need[k]
 
-        return max([self.max_depth] + [need_of_expr(off) for off in self.frames])
+        stack = max([self.max_depth] + [need_of_expr(off) for off in self.frames])
+        needs = [need_of_stage(k) for k in range(len(step_exprs))]
+        return {"stack_depth": stack + 4, "stage_needs": np.array(needs, dtype=np.int64)}
 
     def const(self, v: float) -> int:
         key = (repr(v), math.copysign(1.0, v) if v == 0 else 0)

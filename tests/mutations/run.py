@@ -1,0 +1,205 @@
+"""Mutation check of the differential samples: does each deliberate change of order in the engine
+make them fail?
+
+Each mutation below edits the engine's source the way a plausible speed-up could (an order of
+same-instant work changed, a tie broken the other way). For each one the script copies the tree
+(tracked files and the built extensions) into a temporary folder, applies the edit there, rebuilds,
+and runs the default differential sample (tests/test_random_programs.py as the default run selects
+it) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
+fails on is killed by it. Your worktree and its build are never touched.
+
+    python tests/mutations/run.py                       # every mutation, both samples
+    python tests/mutations/run.py --only events-lifo-at-a-tie --default-only
+    python tests/mutations/run.py --baseline            # the unmutated copy first (must pass)
+
+Files are found by name under sq/ (wherever the layout puts them); a mutation whose text is not
+found exactly once fails loudly, so the list is kept in step with the engine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    why: str
+    edits: tuple      # (file name under sq/, text, replacement), each text found exactly once
+
+
+MUTATIONS = (
+    Mutation("6531a92", "the stages pass asks afresh at each step stage whether an event is pending "
+             "now, after the ps stages before it rescheduled (commit 6531a92's change)", (
+                 ("_loop.pxi", "                if pending < 0:\n                    pending = pending_now(st)\n"
+                               "                if not pending:",
+                  "                pending = pending_now(st)\n                if not pending:"),
+                 ("_loop.pxi", "            if pending < 0 and k < st.n_step_end:\n                pending = pending_now(st)\n",
+                  ""),
+             )),
+    Mutation("iteration-without-waiting", "an idle step stage plans its iteration before the other "
+             "events of the instant are handled", (
+                 ("_loop.pxi", "                if not pending:\n", "                if pending >= -1:\n"),
+             )),
+    Mutation("stages-before-pools", "settle's stages pass runs before the pools pass", (
+                 ("_loop.pxi", """    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
+        if st.error.code:
+            return
+    if st.n_ps_first < st.n_stages:
+        settle_stages(st)
+        if st.error.code:
+            return
+""", """    if st.n_ps_first < st.n_stages:
+        settle_stages(st)
+        if st.error.code:
+            return
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
+        if st.error.code:
+            return
+"""),
+             )),
+    Mutation("pools-pass-once", "the pools pass and the sessions it readies do not repeat until "
+             "nothing is ready (one round of admission per settle)", (
+                 ("_loop.pxi", "        if st.error.code or not rows_any(st.pools_waiting):\n            return\n",
+                  "        return\n"),
+             )),
+    Mutation("events-lifo-at-a-tie", "events at one time are handled last scheduled first", (
+                 ("_arrays.pxi", "return x.t < y.t or (x.t == y.t and x.seq < y.seq)",
+                  "return x.t < y.t or (x.t == y.t and x.seq > y.seq)"),
+             )),
+    Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
+                 ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
+                  "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
+             )),
+    Mutation("admit-before-growers", "a pool admits waiting holds before it retries its waiting growers", (
+                 ("_pools.pxi", "        retry_growers(st, k)\n        try_admit(st, k)\n",
+                  "        try_admit(st, k)\n        retry_growers(st, k)\n"),
+             )),
+    Mutation("queue-tie-last", "holds waiting with equal `queue by` keys: the one queued last goes first", (
+                 ("_pools.pxi", "        if q == 0 or keys_smaller(&keys[n], keys, n):",
+                  "        if q == 0 or not keys_smaller(keys, &keys[n], n):"),
+             )),
+    Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
+                 ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
+                  "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
+                 ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.owner[s.res[r]]",
+                  "    for r in range(s.nres):\n        slot = st.jobs.owner[s.res[r]]"),
+             )),
+)
+
+SAMPLES = {
+    "default": ["tests/test_random_programs.py"],
+    "exact": ["tests/test_random_programs.py", "-m", "exact"],
+}
+
+
+def copy_tree(dest: Path) -> None:
+    """The tracked files, the built extensions and their build folder, times kept (so the rebuild
+    compiles only what the mutation touched)."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
+    names = [n for n in files.decode().split("\0") if n]
+    names += [str(p.relative_to(ROOT)) for p in (ROOT / "sq").rglob("*") if p.suffix in (".so", ".c")]
+    for name in names:
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    if (ROOT / "build").is_dir():
+        shutil.copytree(ROOT / "build", dest / "build", copy_function=shutil.copy2)
+
+
+def apply(tree: Path, mutation: Mutation) -> None:
+    for file_name, text, replacement in mutation.edits:
+        found = [p for p in (tree / "sq").rglob(file_name)]
+        if len(found) != 1:
+            raise SystemExit(f"{mutation.name}: {len(found)} files named {file_name} under sq/")
+        source = found[0].read_text()
+        if source.count(text) != 1:
+            raise SystemExit(f"{mutation.name}: the text to change is in {found[0].name} "
+                             f"{source.count(text)} times, not once:\n{text}")
+        found[0].write_text(source.replace(text, replacement))
+
+
+def environment(tree: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(tree)      # the copy's sq, not an installed or the worktree's one
+    return env
+
+
+def build(tree: Path) -> bool:
+    r = subprocess.run(["nice", "-n", "10", sys.executable, "setup.py", "build_ext", "--inplace"],
+                       cwd=tree, env=environment(tree), capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout[-2000:], r.stderr[-2000:], file=sys.stderr)
+    return r.returncode == 0
+
+
+def sample_fails(tree: Path, sample: str) -> tuple[bool, str]:
+    """(failed, the first failing test or the summary line)."""
+    r = subprocess.run(["nice", "-n", "10", sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        *SAMPLES[sample]], cwd=tree, env=environment(tree), capture_output=True, text=True)
+    lines = r.stdout.strip().splitlines()
+    failed = [ln for ln in lines if ln.startswith(("FAILED", "ERROR"))]
+    return r.returncode != 0, (failed[0] if failed else (lines[-1] if lines else r.stderr[-300:]))
+
+
+def check(mutation: Mutation | None, samples: list[str]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="sq-mutant-") as folder:
+        tree = Path(folder)
+        copy_tree(tree)
+        if mutation is not None:
+            apply(tree, mutation)
+        started = time.monotonic()
+        if not build(tree):
+            return {"build": "failed"}
+        result = {"build": f"{time.monotonic() - started:.0f} s"}
+        for sample in samples:
+            started = time.monotonic()
+            failed, line = sample_fails(tree, sample)
+            result[sample] = ("killed" if failed else "survived", f"{time.monotonic() - started:.0f} s", line)
+        return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", action="append", help="a mutation's name (repeatable)")
+    ap.add_argument("--default-only", action="store_true", help="run only the default sample")
+    ap.add_argument("--baseline", action="store_true", help="check the unmutated copy first")
+    ap.add_argument("--list", action="store_true", help="list the mutations and stop")
+    args = ap.parse_args()
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name}: {m.why}")
+        return 0
+    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    samples = ["default"] if args.default_only else ["default", "exact"]
+    todo = ([None] if args.baseline else []) + chosen
+    table = []
+    for m in todo:
+        name = "(unmutated)" if m is None else m.name
+        result = check(m, samples)
+        table.append((name, result))
+        print(name, result, flush=True)
+    print("\nmutation | " + " | ".join(samples))
+    survivors = 0
+    for name, result in table:
+        cells = [result.get(s, (result["build"],))[0] for s in samples]
+        print(f"{name} | " + " | ".join(cells))
+        if name != "(unmutated)" and "survived" in cells[:1]:
+            survivors += 1
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
