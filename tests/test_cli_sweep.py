@@ -52,7 +52,7 @@ def test_seeds_and_values():
     (["--plot", "x=lam,y=wait.p99"], "--plot needs --plot-out"),
     (["--set", "lam=5,6", "--plot", "x=c,y=wait.p99", "--plot-out", "p.png"], "x=c: not a swept name"),
     (["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99,color=red", "--plot-out", "p.png"], "--plot takes"),
-    (["--horizon", "10", "--warmup", "20"], "warmup < horizon"),
+    (["--horizon", "10", "--warmup", "20"], "warmup must be below the horizon"),
     (["--scheduler", "tcp://127.0.0.1:PORT"], "cannot reach the scheduler"),
     # a repeated value would be one point counting each seed's run twice
     (["--set", "lam=5,5"], "error: --set lam=5,5: `lam` is given the value 5 twice; its runs would count"),
@@ -167,3 +167,211 @@ def test_a_swept_array_size_keeps_every_points_columns(tmp_path, capsys):
     assert status == 0 and [line.split()[0] for line in printed[1:3]] == ["4", "2"]
     rows = list(csv.DictReader(out.open()))
     assert rows[0]["stage.engine[3].util"] != "" and rows[1]["stage.engine[3].util"] == ""
+
+
+# -- issue 23: one seed says so; a metric is checked at every point -------------------------
+
+def test_one_seed_warns_that_it_is_one(capsys):
+    assert cli.main(["sweep", MMC, "--seeds", "10", *SHORT, "-j", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: --seeds 10 is one seed, 10: a study's intervals need two or more (--seeds 1..10" in err
+    cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1"])
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_metric_is_checked_at_every_point_of_the_grid(capsys):
+    replica = str(ROOT / "examples" / "multi-turn" / "replica.sq")
+    status = cli.main(["sweep", replica, "--set", "R=3,2", "--set", "rate=3", "--seeds", "1..2", "--horizon", "100",
+                       "--warmup", "10", "--metric", "pool.kv[2].used", "-j", "1"])
+    out, err = capsys.readouterr()
+    assert status == 2 and not out
+    assert "metric `pool.kv[2].used`: the program has no such metric at R=2, rate=3" in err
+
+
+def _children(pid: int) -> set[int]:
+    """The live descendants of a process (Linux /proc)."""
+    import os
+
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    kids = {int(k) for k in f.read().split()}
+                todo += list(kids - found)
+                found |= kids
+        except OSError:
+            continue
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGKILL"])
+def test_workers_die_with_their_parent(tmp_path, signal_name):
+    # a SIGTERM or SIGKILL of `sweep -j 2` left its workers running, holding the caller's stdout
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    workers: set[int] = set()
+    proc = subprocess.Popen([sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..40",
+                             "--horizon", "200000", "-j", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(workers) < 2:
+            time.sleep(0.2)
+            workers = _children(proc.pid)
+        assert len(workers) >= 2, "the workers never started"
+        time.sleep(1.0)
+        workers = _children(proc.pid)
+        proc.send_signal(getattr(signal, signal_name))
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.2)
+        assert not any(_alive(w) for w in workers), f"workers outlived their parent: {workers}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for w in workers | _children(proc.pid):    # (only a failing test leaves any)
+            try:
+                os.kill(w, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+# -- a scheduler that is none, or has no workers: bounded waits, exit 2 (issue 23) ----------
+
+class _FakePort:
+    """A TCP server on 127.0.0.1 that accepts and stays silent, or answers HTTP; stopped by the test."""
+
+    def __init__(self, http: bool):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.http, self.conns, self.running = http, [], True
+        self.address = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while self.running:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.conns.append(c)
+            if self.http:
+                try:
+                    c.settimeout(2)
+                    c.recv(65536)
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                except OSError:
+                    pass
+
+    def stop(self):
+        self.running = False
+        self.thread.join(5)
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["silent", "http"])
+def test_a_port_that_is_no_scheduler_ends_in_bounded_time(capsys, monkeypatch, http):
+    import time
+
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(cli_args, "CONNECT_WAIT", 2.0)
+    port = _FakePort(http)
+    try:
+        started = time.monotonic()
+        status = cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "--scheduler", port.address])
+        took = time.monotonic() - started
+    finally:
+        port.stop()
+    err = capsys.readouterr().err
+    assert status == 2 and took < 20, (status, took)
+    assert f"--scheduler {port.address}: cannot reach the scheduler" in err and "out of memory" not in err
+
+
+def test_a_scheduler_with_no_workers_ends_in_bounded_time(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from sq.study import executors
+
+    monkeypatch.setattr(executors, "WORKER_WAIT", 1.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp://",
+                                  dashboard_address="127.0.0.1:0") as cluster, \
+            distributed.Client(cluster) as client:
+        with pytest.raises(SqError, match=r"the Dask scheduler .* has no workers \(waited 1 s"):
+            sq.sweep(MMC, {"lam": [5]}, [1, 2], executor=client, horizon=400, warmup=50)
+
+
+BIG = """stage s : fifo(c);
+let c = 1;
+let lam = 0.5;
+run { horizon 200; warmup 20; }
+workload { arrive poisson(lam); }
+session { set u = ~uniform(0, 1); set t0 = now; run s (~exp(1)); observe big = u * 1e307; observe wait = now - t0; }
+"""
+
+
+def test_observations_past_1e154_summarize_as_inf(tmp_path, capsys):
+    """Squares of such observations pass the largest double: the summary's half-widths are inf,
+    and the sweep and the capacity search end normally (they crashed after every run)."""
+    program, out = tmp_path / "big.sq", tmp_path / "runs.csv"
+    program.write_text(BIG)
+    status = cli.main(["sweep", str(program), "--set", "lam=0.5,0.6", "--seeds", "1..3", "-j", "1", "--out", str(out)])
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 0 and len(list(csv.DictReader(out.open()))) == 6
+    assert all("± inf" in line for line in printed[1:]), printed
+    status = cli.main(["capacity", str(program), "--knob", "c", "--slo", "big.mean<=1e308", "--lo", "1", "--hi", "3",
+                       "--seeds", "1..2", "-j", "1"])
+    assert status == 0, capsys.readouterr().err
+
+
+def test_the_runs_are_written_before_the_summary(tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the summary failed")
+    monkeypatch.setattr(cli_study, "summary_table", broken)
+    out = tmp_path / "runs.csv"
+    try:
+        cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1", "--out", str(out)])
+    except RuntimeError:
+        pass
+    assert len(list(csv.DictReader(out.open()))) == 2
+
+
+@pytest.mark.parametrize("command, args, phrase", [
+    ("sweep", ["--set", "lam=0:1e400:1e399"], "error: --set lam=0:1e400:1e399: 1e400 is beyond the largest number"),
+    ("sweep", ["--set", "lam=1:2:-1e309"], "-1e309 is beyond the largest number"),
+    ("sweep", ["--out", ""], "error: --out: the path is empty\n"),
+    ("sweep", ["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99", "--plot-out", ""], "error: --plot-out: the path is empty"),
+    ("capacity", ["--knob", "c", "--slo", "wait.mean<=1", "--plot-out", ""], "error: --plot-out: the path is empty"),
+    ("sweep", ["--cache", ""], "error: sweep: cache: the path is empty\n"),
+    ("capacity", ["--knob", "c", "--slo", "wait.mean<=1", "--cache", ""], "error: capacity: cache: the path is empty\n"),
+])
+def test_values_that_name_nothing_exit_2(tmp_path, capsys, monkeypatch, command, args, phrase):
+    monkeypatch.chdir(tmp_path)
+    if "--plot" in args:
+        pytest.importorskip("matplotlib")
+    status = cli.main([command, MMC, *args, *SHORT, "-j", "1"])
+    err = capsys.readouterr().err
+    assert status == 2 and phrase in err, err
+    assert not list(tmp_path.iterdir())     # nothing written where the empty path would lead: here

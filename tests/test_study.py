@@ -21,6 +21,8 @@ from sq.results import metrics as sq_metrics
 from sq.study import sweep as study
 from sq.errors import SqError
 
+import children
+
 ROOT = Path(__file__).resolve().parent.parent
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 REPLICA = str(ROOT / "examples" / "multi-turn" / "replica.sq")
@@ -140,8 +142,8 @@ print(json.dumps(result.records))
 def test_processes_give_the_serial_table_from_an_unguarded_script(serial, tmp_path):
     script = tmp_path / "study.py"   # a file: spawned workers would import it as their __main__
     script.write_text(UNGUARDED)
-    done = subprocess.run([sys.executable, str(script), MMC, json.dumps(GRID)], capture_output=True,
-                          text=True, env=_env(), timeout=120)
+    done = subprocess.run([children.PYTHON, str(script), MMC, json.dumps(GRID)], capture_output=True,
+                          text=True, env=children.env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert _equal_tables(json.loads(done.stdout), serial.records)
 
@@ -190,7 +192,7 @@ def test_bad_settings_are_refused_before_any_run(monkeypatch):
              (GRID, [1], {"executor": "gpu"}, "unknown executor"),
              (GRID, [1], {"jobs": 0}, "jobs must be"),
              (GRID, [1], {"metrics": ["ttft<=1"]}, "no observe `ttft`"),
-             (GRID, [1], {"horizon": 10, "warmup": 20}, "warmup < horizon")]
+             (GRID, [1], {"horizon": 10, "warmup": 20}, "warmup must be below the horizon")]   # sq run's words
     for grid, seeds, kw, message in cases:
         with pytest.raises(SqError, match=message.replace("(", r"\(")):
             study.sweep(MMC, grid, seeds, **{"executor": "serial", **kw})
@@ -366,17 +368,67 @@ def test_a_cached_rerun_performs_no_run(tmp_path, monkeypatch, serial):
     assert len(calls) == 17
 
 
-@pytest.mark.parametrize("stored", ["{}", "[1,2]", "null", '{"wait.count": 1.0}', "RECORD_WITH_TEXT"])
-def test_a_cached_file_that_is_no_run_record_is_run_again(tmp_path, monkeypatch, stored):
+def _stored(files, i):
+    return json.loads(files[i].read_text())
+
+
+@pytest.mark.parametrize("stored", ["{}", "[1,2]", "null", '{"wait.count": 1.0}', "RECORD_WITH_TEXT",
+                                    "CHANGED_NUMBER", "NAN", "OTHER_SEED", "OTHER_KEY", "DEEP", "HUGE"])
+def test_a_cached_file_that_is_not_its_runs_record_is_run_again(tmp_path, monkeypatch, stored):
+    # issue 23: records were trusted blindly -- changed numbers, NaNs, a record copied from
+    # another seed were used. Each file holds its own key and the checksum of its numbers.
     first = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path, **SHORT)
     files = sorted(tmp_path.rglob("*.json"))
-    record = json.loads(files[0].read_text())
-    files[0].write_text(json.dumps({**record, "wait.mean": "x"}) if stored == "RECORD_WITH_TEXT" else stored)
+    own = _stored(files, 0)
+    other = _stored(files, 1)
+    record = own["record"]
+    text = {"RECORD_WITH_TEXT": json.dumps({**own, "record": {**record, "wait.mean": "x"}}),
+            "CHANGED_NUMBER": json.dumps({**own, "record": {**record, "wait.mean": record["wait.mean"] * 2}}),
+            "NAN": json.dumps({**own, "record": {**record, "wait.mean": math.nan}}),
+            "OTHER_SEED": json.dumps(other),                              # a valid record of another run
+            "OTHER_KEY": json.dumps({**other, "key": own["key"]}),        # ... claiming this run's key
+            "DEEP": "[" * 100_000 + "]" * 100_000,
+            "HUGE": json.dumps({**own, "pad": "x" * (study.RECORD_LIMIT + 1)})}.get(stored, stored)
+    files[0].write_text(text)
     calls = []
     monkeypatch.setattr(study, "run_task", lambda task: calls.append(task) or _original_run_task(task))
     again = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path, **SHORT)
     assert len(calls) == 1 and _equal_tables(again.records, first.records)
-    assert json.loads(files[0].read_text()) == record or _equal_tables([json.loads(files[0].read_text())], [record])
+    assert _equal_tables([_stored(files, 0)["record"]], [record])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("special", ["fifo", "devzero"])
+def test_a_special_file_at_a_records_path_is_never_read(tmp_path, monkeypatch, special):
+    first = study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
+    path = next(tmp_path.rglob("*.json"))
+    path.unlink()
+    os.mkfifo(path) if special == "fifo" else os.symlink("/dev/zero", path)
+    again = study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)   # no hang
+    assert _equal_tables(again.records, first.records)
+
+
+def test_the_cache_key_is_the_build_not_the_version(tmp_path, monkeypatch):
+    from sq._support import files
+
+    study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
+    calls = []
+    monkeypatch.setattr(study, "run_task", lambda task: calls.append(task) or _original_run_task(task))
+    monkeypatch.setattr(study, "build_fingerprint", lambda: "another build")   # a fixed engine, same version
+    study.sweep(MMC, {"lam": [5]}, [1], executor="serial", cache=tmp_path, **SHORT)
+    assert len(calls) == 1 and len(files.build_fingerprint()) == 16
+
+
+def test_threads_sharing_one_cache_agree(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(_):
+        return study.sweep(MMC, {"lam": [5, 6]}, [1, 2], executor="serial", cache=tmp_path, **SHORT).records
+
+    with ThreadPoolExecutor(4) as pool:
+        tables = list(pool.map(one, range(4)))
+    assert all(_equal_tables(t, tables[0]) for t in tables)
+    assert len(list(tmp_path.rglob("*.json"))) == 4 and not list(tmp_path.rglob("*.part"))
 
 
 # -- Ctrl-C ---------------------------------------------------------------------------
@@ -438,7 +490,7 @@ def _workers_in_a_run(pid: int) -> int:
 
 def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     cache = tmp_path / "cache"
-    done = _interrupt_when_cached([sys.executable, "-c", INTERRUPTED, MMC, str(cache)], cache, _env())
+    done = _interrupt_when_cached([children.PYTHON, "-c", INTERRUPTED, MMC, str(cache)], cache, children.env())
     assert done.returncode in SCRIPT_INTERRUPTED_EXIT, done.stderr
     kept, total = map(int, done.stdout.split())
     assert total == 400 and 3 <= kept < total
@@ -447,9 +499,9 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
 
 def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     cache = tmp_path / "cache"
-    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
+    cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
            "--horizon", "3000", "-j", "2", "--cache", str(cache), "--out", str(tmp_path / "runs.csv")]
-    done = _interrupt_when_cached(cmd, cache, _env())
+    done = _interrupt_when_cached(cmd, cache, children.env())
     assert done.returncode == 130, done.stderr
     assert "interrupted:" in done.stderr and "Traceback" not in done.stderr, done.stderr
     kept = len(list(cache.rglob("*.json")))
@@ -460,9 +512,9 @@ def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
 
 def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
     # each run takes tens of seconds; the sweep must stop without finishing them
-    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
+    cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
            "--horizon", "2000000", "--warmup", "0", "-j", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=children.env())
     _wait_for("both workers in a run", lambda: _workers_in_a_run(proc.pid) == 2, proc)
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
@@ -482,8 +534,6 @@ def _communicate(proc, timeout):
         raise
 
 
-def _env():
-    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 # -- the summary and the t interval ---------------------------------------------------
@@ -538,7 +588,7 @@ def test_the_summary_counts_the_runs_not_in_steady_state():
     frame = overload.summary()
     assert list(frame.columns[:3]) == ["lam", "n", "unsteady"] and list(frame["unsteady"]) == [0, 3]
     # the capacity search's rule, the one definition
-    assert capacity_search.in_steady_state is steady.in_steady_state
+    assert capacity_search.steadiness is steady.steadiness
     assert [steady.in_steady_state(r) for r in overload.records] == [True] * 3 + [False] * 3
     assert not steady.in_steady_state({"warnings": 0.0, "arrivals": 100.0, "ended": 49.0})
     assert steady.in_steady_state({"warnings": 0.0, "arrivals": 100.0, "ended": 50.0})
@@ -566,7 +616,7 @@ def test_plot_draws_a_line_per_group_with_the_slo(serial):
         serial.plot("lam", "nope.p99")
 
 
-def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
+def test_a_missing_extra_names_the_pip_install(serial, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(SqError) as err:
         serial.runs
@@ -576,9 +626,15 @@ def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(SqError, match=r"pip install 'sq\[plot\]'"):
         serial.plot("lam", "wait.p99")
+    # a sweep without tqdm falls back to a plain line, as a run does, after a note naming the extra
     monkeypatch.setitem(sys.modules, "tqdm", None)
-    with pytest.raises(SqError, match=r"pip install 'sq\[progress\]'"):
-        study.sweep(MMC, {"lam": [5]}, [1], executor="serial", progress=True, **SHORT)
+    capsys.readouterr()
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=True, **SHORT)
+    err = capsys.readouterr().err
+    assert "pip install 'sq[progress]'" in err and "(showing a plain line)" in err
+    assert "] 2/2 runs" in err and err.endswith("\n")
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=False, **SHORT)
+    assert capsys.readouterr().err == ""
 
 
 def test_progress_bar_on_request(capsys):
@@ -700,6 +756,9 @@ def test_a_studys_provenance_has_the_defs_and_the_settings_in_effect(monkeypatch
     (lambda s: study.sweep(MMC, {}, [1], progress="yes"), "sweep: progress is True, False or None, found 'yes'"),
     (lambda s: sq.run(sq.compile(MMC), progress="yes"), "run: progress is True, False, None or a callable, found 'yes'"),
     (lambda s: s.write(5), "write: a path is text or os.PathLike, found int"),
+    (lambda s: study.sweep(MMC, {}, [1], cache=""), "sweep: cache: the path is empty"),   # (it was the current folder)
+    (lambda s: sq.capacity(MMC, "c", "wait.mean <= 1", cache=""), "capacity: cache: the path is empty"),
+    (lambda s: s.write(""), "write: the path is empty"),
     (lambda s: s.to_csv(5), "to_csv: a path is text or os.PathLike, found int"),
     (lambda s: s.write("/no/such/dir/x.csv"), "to_csv: cannot write `/no/such/dir/x.csv`: the folder `/no/such/dir` does not exist"),
     (lambda s: s.write("/no/such/dir/x.jsonl"), "to_json: cannot write `/no/such/dir/x.jsonl`: the folder"),
@@ -724,3 +783,140 @@ def test_a_share_of_samples_needs_the_samples():
     with pytest.raises(SqError, match=r'metric `wait.le\(1\)`: the share of samples needs the samples, and the report kept none \(samples="none"\)'):
         sq_metrics.report_metrics(none, ["wait<=1"])
     assert "wait.p99" in sq_metrics.report_metrics(none)
+
+
+# -- run settings apply before linking (issue 23) -----------------------------------------
+
+NO_RUN = str(Path(__file__).resolve().parent / "capacity" / "mm1_no_run.sq")
+
+
+def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):
+    from sq.cli import main as cli
+
+    swept = study.sweep(NO_RUN, {"lam": [0.5]}, [1, 2], horizon=1000, warmup=100, executor="serial")
+    assert len(swept.records) == 2 and swept.provenance["horizon"] == 1000.0
+    program = sq.compile(NO_RUN, horizon=1000)     # a Program compiled with one is swept too
+    assert len(study.sweep(program, {"lam": [0.4, 0.5]}, [1], executor="serial").records) == 2
+    cap = sq.capacity(NO_RUN, "lam", "response.mean <= 4", lo=0.5, hi=0.9, tol=0.2, seeds=[1, 2, 3],
+                      horizon=2000, warmup=200, executor="serial")
+    assert cap.points and cap.value is not None
+    for command in (["sweep", NO_RUN, "--set", "lam=0.5", "--seeds", "1..2", "-j", "1"],
+                    ["capacity", NO_RUN, "--knob", "lam", "--slo", "response.mean<=4", "--seeds", "1..2",
+                     "--lo", "0.5", "--hi", "0.9", "--tol", "0.5", "-j", "1"],
+                    ["check", NO_RUN], ["ir", NO_RUN]):
+        assert cli.main([*command, "--horizon", "1000"]) == 0, command
+    capsys.readouterr()
+    with pytest.raises(sq.SqError, match="no horizon"):
+        study.sweep(NO_RUN, {"lam": [0.5]}, [1], executor="serial")
+
+
+def test_a_share_is_pooled_over_seeds_weighted_by_each_runs_count():
+    # OBS.le(X) of a long run (1000 samples, 90 % within X) and a short one (10 samples, 50 %):
+    # the share over the point is 905 / 1010, not the runs' plain average 0.7
+    from sq.results.confidence import ratio_interval, t_quantile
+
+    runs = [{"lam": 1, "seed": 1, "x.count": 1000.0, "x.le(1)": 0.9},
+            {"lam": 1, "seed": 2, "x.count": 10.0, "x.le(1)": 0.5},
+            {"lam": 1, "seed": 3, "x.count": 0.0, "x.le(1)": math.nan}]    # a run with no samples adds nothing
+    row = study.Sweep(["lam"], runs).summary_records()[0]
+    assert row["x.le(1)"] == pytest.approx(905 / 1010)
+    ratio = 905 / 1010
+    spread = ((900 - ratio * 1000) ** 2 + (5 - ratio * 10) ** 2) / 1
+    assert row["x.le(1)±"] == pytest.approx(t_quantile(0.975, 1) * math.sqrt(spread / 2) / 505)
+    assert row["x.count"] == pytest.approx(1010 / 3)      # other metrics: the plain mean over runs
+    assert math.isnan(ratio_interval([0.5], [0])[0])
+
+
+def test_compare_is_the_paired_interval_over_common_seeds():
+    from sq.results.confidence import t_interval
+
+    swept = study.sweep(MMC, {"c": [8, 9]}, range(1, 7), executor="serial", **SHORT)
+    got = swept.compare(8, {"c": 9}, "wait.mean")
+    by = {(r["c"], r["seed"]): r["wait.mean"] for r in swept.records}
+    diffs = [by[9, s] - by[8, s] for s in range(1, 7)]
+    assert (got.difference, got.half_width) == t_interval(diffs) and got.n == 6
+    # common random numbers: the paired interval is narrower than the difference of independent points
+    rows = swept.summary_records()
+    assert got.half_width < math.hypot(rows[0]["wait.mean±"], rows[1]["wait.mean±"])
+    assert "paired over 6 seeds" in str(got)
+    only_some = study.Sweep(swept.names, [r for r in swept.records if not (r["c"] == 9 and r["seed"] > 3)])
+    assert only_some.compare(8, 9, "wait.mean").n == 3
+    for args, words in (((8, 10, "wait.mean"), "no runs at c=10"), ((8, 9, "nope.mean"), "not a metric"),
+                        (({"lam": 1}, 9, "wait.mean"), "point a names lam")):
+        with pytest.raises(SqError, match=words):
+            swept.compare(*args)
+
+
+def test_a_write_that_fails_leaves_the_old_file_and_names_it(tmp_path, monkeypatch):
+    import errno
+
+    swept = study.sweep(MMC, {"lam": [5, 6]}, [1, 2], executor="serial", **SHORT)
+    out = tmp_path / "runs.csv"
+    out.write_text("the old table\n")
+    cells = []
+
+    def full_disk(v):      # the disk fills after a few cells: the table would be cut mid-row
+        cells.append(v)
+        if len(cells) > 30:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return v
+
+    monkeypatch.setattr(study, "_csv_cell", full_disk)
+    with pytest.raises(SqError, match=r"to_csv: cannot write `.*runs.csv`: No space left on device; nothing was"):
+        swept.to_csv(out)
+    assert out.read_text() == "the old table\n" and [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
+    monkeypatch.undo()
+    swept.write(out)
+    assert out.read_text().count("\n") == 5
+
+
+def test_counts_stay_whole_numbers_in_every_table(tmp_path):
+    swept = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path / "c", **SHORT)
+    for name in ("wait.count", "arrivals", "ended", "events", "warnings", "stage.pool8.iters"):
+        assert all(type(r[name]) is int for r in swept.records), name
+    assert type(swept.records[0]["wait.mean"]) is float
+    swept.to_csv(tmp_path / "runs.csv")
+    with open(tmp_path / "runs.csv") as f:
+        row = dict(zip(*[line.rstrip("\n").split(",") for line in list(f)[:2]]))
+    assert row["arrivals"].isdigit() and row["wait.count"].isdigit()      # 2239, not 2239.0
+    swept.to_json(tmp_path / "runs.jsonl")
+    assert type(json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0])["arrivals"]) is int
+    pd = pytest.importorskip("pandas")
+    assert pd.api.types.is_integer_dtype(swept.runs["arrivals"])
+    again = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path / "c", **SHORT)
+    assert all(type(r["arrivals"]) is int for r in again.records)       # from the cache too
+    if pytest.importorskip("pyarrow"):
+        import pyarrow.parquet as pq
+
+        swept.to_parquet(tmp_path / "runs.parquet")
+        assert str(pq.read_table(tmp_path / "runs.parquet").schema.field("arrivals").type) == "int64"
+
+
+def test_provenance_names_the_build_in_parquet_and_in_a_capacity_record(tmp_path):
+    from sq._support import files
+
+    swept = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", **SHORT)
+    assert swept.provenance["sq_build"] == files.build_fingerprint()
+    pq = pytest.importorskip("pyarrow.parquet")
+    swept.to_parquet(tmp_path / "runs.parquet")
+    stored = json.loads(pq.read_schema(tmp_path / "runs.parquet").metadata[b"sq.provenance"])
+    assert stored == json.loads(json.dumps(swept.provenance))
+    cap = sq.capacity(MMC, "c", "wait.mean <= 0.2", lo=8, hi=9, seeds=[1, 2], executor="serial", settle=1, **SHORT)
+    made = json.loads(cap.to_json())["provenance"]
+    assert made["program"] == MMC and made["sq_build"] == files.build_fingerprint() and made["seeds"] == [1, 2]
+    assert made["horizon"] == SHORT["horizon"]
+
+
+def test_a_studys_size_is_bounded_before_anything_is_compiled(monkeypatch):
+    import itertools
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("a point was compiled")
+
+    monkeypatch.setattr(study, "compile_point", no_compiling)
+    with pytest.raises(SqError, match=r"the grid has 1000000 points \(1000 × 1000\), more than 20000"):
+        study.sweep(MMC, {"lam": range(1, 1001), "mu": range(1, 1001)}, [1])
+    with pytest.raises(SqError, match=r"2000000 runs \(1000 points × 2000 seeds\) is more than 1000000"):
+        study.sweep(MMC, {"lam": range(1, 1001)}, range(2000))
+    with pytest.raises(SqError, match="seeds is more than 1000000"):
+        study.sweep(MMC, {"lam": [5]}, itertools.count(1))          # a generator that never ends

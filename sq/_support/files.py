@@ -8,7 +8,10 @@ is one clear error instead of exhausting memory.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
+import hashlib
 import os
 import stat
 import secrets
@@ -24,16 +27,20 @@ TRACE_LIMIT = 4 * 1024 * 1024 * 1024
 
 def path_argument(value, who: str, phase: str = "settings", hint: str = "") -> str:
     """A path given to the API (`str`, `bytes` or `os.PathLike`) as text; anything else (a
-    number, None in the wrong place) is one SqError naming the keyword `who`, not os's TypeError."""
+    number, None in the wrong place) is one SqError naming the keyword `who`, not os's TypeError.
+    An empty path names no file: it is refused too (as a folder it would be the current one)."""
     if isinstance(value, (str, bytes, os.PathLike)):
-        return os.fsdecode(value)
+        path = os.fsdecode(value)
+        if not path:
+            raise SqError(f"{who}: the path is empty", phase=phase)
+        return path
     raise SqError(f"{who}: a path is text or os.PathLike, found {type(value).__name__}{hint}", phase=phase)
 
 
 def writable(path: str, flag: str, formats: tuple[str, ...]) -> None:
     """The file `path` given by `flag` (a CLI flag or an API keyword): writable, and of one of
     `formats` (its extension); checked before any run, not after all of them."""
-    target = Path(path)
+    target = Path(path_argument(path, flag))
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
             or (target.exists() and not os.access(target, os.W_OK)):
@@ -110,16 +117,43 @@ def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
         raise Unreadable("out of memory") from None
 
 
+@functools.lru_cache(maxsize=1)
+def build_fingerprint() -> str:
+    """A digest of the sq that is running: every Python module and compiled extension of the
+    package, by content. Two builds that could compute a run differently differ here, where
+    the version string (0.1.0 since the first commit) does not: the study cache's key."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for folder, dirs, names in sorted(os.walk(root)):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(n for n in names if n.endswith((".py", ".so", ".pyd"))):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode() + b"\0")
+            with open(path, "rb") as f:
+                digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()[:16]
+
+
 def write_atomic(path: str | os.PathLike, chunks: Iterable[str]) -> None:
     """Write the text `chunks` to `path` through a temporary file beside it,
     renamed over `path` only once all is written: a failure (a full disk, an
     interrupted run) leaves no partial file behind."""
+    with atomic_file(path) as f:
+        for chunk in chunks:
+            f.write(chunk)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, binary: bool = False, **options):
+    """A new file, open for writing, that becomes `path` when the block ends without an error
+    (renamed over it, atomically) and is removed when it does not: `path` holds the old file or
+    the whole new one, never part of it."""
     folder = os.path.dirname(os.fspath(path)) or "."
     fd, temp = _new_file(folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            for chunk in chunks:
-                f.write(chunk)
+        with (os.fdopen(fd, "wb") if binary else
+              os.fdopen(fd, "w", encoding="utf-8", **({"newline": ""} | options))) as f:
+            yield f
         os.replace(temp, path)
     except BaseException:
         try:
@@ -138,3 +172,18 @@ def _new_file(folder: str) -> tuple[int, str]:
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), temp
         except FileExistsError:
             continue
+
+
+def text_or_file(text: str, path, who: str) -> str | None:
+    """The one rule of every `to_json(path=None)`: no path, the text is returned; a path, it is
+    written there atomically (`write_atomic`) and None returned; a write that fails is one
+    SqError naming the file."""
+    if path is None:
+        return text
+    path = path_argument(path, who)
+    try:
+        write_atomic(path, [text])
+    except OSError as e:
+        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
+                      phase="settings") from None
+    return None

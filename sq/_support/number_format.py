@@ -82,6 +82,13 @@ def brief(x: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def quotient(a: float, b: float) -> str:
+    """a / b to two significant digits, also past the largest double (50 / 1e-310: `5.0e+311`)."""
+    from decimal import Decimal
+
+    return format(Decimal(a) / Decimal(b), ".2g")
+
+
 def json_number(x) -> str:
     """A number in a report's JSON as 0.1.2 writes it: an integer (a counter) as an integer;
     a float as `display` writes it; `null` for NaN and ±inf."""

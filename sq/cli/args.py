@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import sys
 
 from sq.errors import SqError
 from sq._support.files import writable
@@ -69,7 +70,7 @@ def once_each(pairs, flag: str) -> dict:
 
 def parse_seeds(text: str) -> list[int]:
     """`--seeds`: 1..10 (both ends included) or 1,4,9; checked as the API's `seeds` are."""
-    from sq.study.sweep import seed_list  # noqa: PLC0415
+    from sq.study.plan import seed_list  # noqa: PLC0415
 
     m = _SEED_SPAN.match(text)
     try:
@@ -83,7 +84,13 @@ def parse_seeds(text: str) -> list[int]:
             seeds = [int(s, 0) for s in text.split(",")]
     except ValueError:
         raise SqError(f"--seeds takes 1..10 or 1,4,9, found `{text}`", phase="settings") from None
-    return seed_list(seeds, f"--seeds {text}")
+    seeds = seed_list(seeds, f"--seeds {text}")
+    if len(seeds) == 1:     # `--seeds 10` is the seed 10, not ten seeds: say so before any run
+        print(f"warning: --seeds {text.strip()} is one seed, {seeds[0]}: a study's intervals need two or more "
+              f"(--seeds 1..{seeds[0]} for {seeds[0]} seeds)" if seeds[0] > 1 else
+              f"warning: --seeds {text.strip()} is one seed: a study's intervals need two or more (--seeds 1..10)",
+              file=sys.stderr)
+    return seeds
 
 
 # -- flags -----------------------------------------------------------------------------------
@@ -144,11 +151,35 @@ def scheduler(address: str | None):
     return contextlib.nullcontext() if address is None else contextlib.closing(_dask_client(address))
 
 
+CONNECT_WAIT = 10.0     # seconds a scheduler has to answer before --scheduler gives up
+
+
 def _dask_client(address: str):
+    """A Dask client of the scheduler at `address`, connected within CONNECT_WAIT seconds: a
+    port that accepts connections but never speaks Dask (or answers HTTP) made the client wait
+    for good, so it is made in a thread given that long; anything else that port does is one
+    SqError (exit 2)."""
+    import threading  # noqa: PLC0415
+
     from sq._support._optional import require  # noqa: PLC0415
 
     distributed = require("distributed", "--scheduler")
-    try:
-        return distributed.Client(address, timeout="5s")
-    except (OSError, TimeoutError, ValueError) as e:
-        raise SqError(f"--scheduler {address}: cannot reach the scheduler ({e})", phase="settings") from None
+    made: dict = {}
+
+    def connect() -> None:
+        try:
+            made["client"] = distributed.Client(address, timeout=f"{CONNECT_WAIT}s")
+        except Exception as e:  # noqa: BLE001 -- whatever the port did, it is not a scheduler we can use
+            made["error"] = e
+
+    thread = threading.Thread(target=connect, name="sq-dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_WAIT + 2.0)
+    if "client" in made:
+        return made["client"]
+    error = made.get("error")
+    why = (f"no Dask scheduler answered within {CONNECT_WAIT:g} s" if error is None
+           else f"{type(error).__name__}: {error}" if isinstance(error, (OSError, TimeoutError))
+           else "what answered there does not speak Dask's protocol")
+    raise SqError(f"--scheduler {address}: cannot reach the scheduler ({why})", phase="settings",
+                  notes=("help: is a Dask scheduler listening there? (`dask scheduler` prints its address)",))

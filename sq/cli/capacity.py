@@ -6,6 +6,7 @@ bracket; `--json` prints the whole `Capacity` record instead.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from sq.cli.args import (add_program_args, add_run_args, check_writable, headless_plots, number, overrides,
@@ -30,6 +31,9 @@ def add_parser(sub) -> None:
                         "(default: max for a load, min for a deployment size)")
     p.add_argument("--max-seeds", type=whole_number,
                    help="seeds at most at one point before it is called undecided (default: 4x --seeds)")
+    p.add_argument("--settle", type=whole_number, default=16,
+                   help="a value whose runs may still grow is run 4x longer, up to this many times the "
+                        "horizon, before its verdict counts (default 16; 1: never)")
     add_run_args(p)
     p.add_argument("--plot-out", metavar="FILE.png", help="save the plot of the SLO metrics against the knob")
     p.add_argument("--json", action="store_true", help="print the Capacity record as JSON (points go to stderr)")
@@ -44,25 +48,44 @@ def cmd_capacity(args) -> int:
 
     if args.over_time is not None:
         return _over_time(args)
-    program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"))
+    # the run settings apply before linking, as `sq run --horizon` does
+    program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
+                         horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals)
     seeds = parse_seeds(args.seeds)
-    if args.plot_out:
+    if args.plot_out is not None:
         check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs
         headless_plots("--plot-out")
     out = sys.stderr if args.json else sys.stdout
 
     def show(point) -> None:
         print(point.describe(args.knob), file=out, flush=True)
+        for line in point.warnings:
+            print(f"  warning: {line}", file=out, flush=True)
 
-    with scheduler(args.scheduler) as client:
+    with scheduler(args.scheduler) as client, _interrupt_line(args):
         cap = capacity(program, args.knob, args.slo, lo=args.lo, hi=args.hi, seeds=seeds,
                        confidence=args.confidence, tol=args.tol, direction=args.direction, executor=client,
                        jobs=args.jobs, cache=args.cache, horizon=args.horizon, warmup=args.warmup,
-                       arrivals=args.arrivals, max_seeds=args.max_seeds, on_point=show)
-    if args.plot_out:
+                       arrivals=args.arrivals, max_seeds=args.max_seeds, on_point=show,
+                       settle=args.settle)
+    if args.plot_out is not None:
         cap.plot(path=args.plot_out)
     print(cap.to_json() if args.json else cap.line())
     return 0
+
+
+@contextlib.contextmanager
+def _interrupt_line(args):
+    """Ctrl-C: the line `sq.__main__` prints says what was kept, not only "interrupted"."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        partial = getattr(stop, "capacity", None)
+        if partial is None:
+            raise
+        kept = f"; kept in {args.cache}" if args.cache else ""
+        raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.records)} runs "
+                         f"finished{kept}") from None
 
 
 def _over_time(args) -> int:

@@ -48,7 +48,7 @@ _SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 def _size(text: str) -> int:
     """A byte count: a whole number with an optional K, M, G or T (powers of 2^10)."""
     number, unit = text.strip(), ""
-    if number[-1:].upper() in _SIZE_UNITS:
+    if number and number[-1].upper() in _SIZE_UNITS:
         number, unit = number[:-1], number[-1].upper()
     try:
         value = int(number) * _SIZE_UNITS[unit]
@@ -281,7 +281,12 @@ COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_st
 def main(argv: list[str] | None = None) -> int:
     """The command's exit status. When stdout's reader has gone, the rest of the
     output is dropped without a word, as Unix tools do (Python's recipe for
-    SIGPIPE); Ctrl-C is left to the caller (`sq.__main__`)."""
+    SIGPIPE); Ctrl-C is left to the caller (`sq.__main__`). A standard output closed from
+    the start (`sq run x.sq >&-`: Python makes it None) is bad input: every command writes there."""
+    if sys.stdout is None:
+        print("error: standard output is closed: sq writes its results there "
+              "(redirect it to a file, or to /dev/null to drop them)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         try:
             return _command(argv)

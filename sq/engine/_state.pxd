@@ -573,4 +573,9 @@ cdef struct State:
     double poll_python         # when Python is next asked (signals, progress)
     double wall_deadline       # the monotonic time the run must stop by (0: none)
     int stop                   # why the run stopped early (0: it did not)
+    # the stall guard (_long.pxi): where the current window of STALL_WINDOW events began
+    int64_t stall_at           # check when `events` reaches this
+    int64_t stall_events
+    double stall_time
+    int stall_windows          # consecutive windows at a pace the horizon cannot be reached at
     void* poller               # the Python object asked every ~50 ms (borrowed)

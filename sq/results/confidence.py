@@ -23,11 +23,41 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     n = len(xs)
     if n == 0:
         return math.nan, math.nan
-    mean = math.fsum(xs) / n
+    mean = _average(xs, n)
     if n < 2:
         return mean, math.nan
-    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    var = _average([(x - mean) * (x - mean) for x in xs], n - 1)
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
+
+
+_SCALE = 2.0 ** 600     # a power of two: scaling by it is exact
+
+
+def _average(xs: list[float], n: int) -> float:
+    """fsum(xs) / n. A sum past the largest double (values of 1e154 and more, squared) is taken
+    scaled down: the result is then finite if it is, else inf — never an OverflowError."""
+    try:
+        return math.fsum(xs) / n
+    except OverflowError:
+        return math.fsum(x / _SCALE for x in xs) / n * _SCALE
+
+
+def ratio_interval(shares, counts, confidence: float = 0.95) -> tuple[float, float]:
+    """(share, half-width) of a share pooled over runs weighted by their counts: the ratio
+    estimator sum(share·count) / sum(count) with its delta-method Student-t interval over the
+    runs (each run one replication; its residual share·count - R·count). A run with no
+    samples (count 0, share NaN) adds nothing; NaN without any sample."""
+    pairs = [(float(s) * float(n), float(n)) for s, n in zip(shares, counts) if float(n) > 0]
+    k = len(pairs)
+    total = math.fsum(n for _, n in pairs)
+    if k == 0 or total == 0:
+        return math.nan, math.nan
+    ratio = math.fsum(y for y, _ in pairs) / total
+    if k < 2:
+        return ratio, math.nan
+    spread = math.fsum((y - ratio * n) ** 2 for y, n in pairs) / (k - 1)
+    return ratio, t_quantile((1.0 + check_level(confidence, "ratio_interval")) / 2.0, k - 1) \
+        * math.sqrt(spread / k) / (total / k)
 
 
 def _numbers(values) -> list[float]:

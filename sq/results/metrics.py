@@ -9,7 +9,14 @@ A metric is a flat name and a float. The names are stable and documented
 * every stage `stage.NAME.util|thru|number|wait|service|iters` (an array member
   is `NAME[i]`);
 * every pool `pool.NAME.used|cached|queue|wait|admits|preemptions|evicted|rejected|stuck`;
-* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings`.
+* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings|growth` (`growth`: the
+  live sessions' growth per unit of time between the halves of the measured window,
+  `sq.results.steady.live_growth`);
+* `OBS.drift` when asked for: the growth per unit of time of the observe's mean between
+  the halves of the measured window (samples by the time they were recorded), the SLO
+  metric's own steady-state test;
+* `OBS.mser` when asked for: the warm-up MSER-5 suggests for the run (the time of the
+  first sample it would keep; the run's own warm-up when it would cut nothing).
 
 Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
 by `sq.results.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
@@ -34,10 +41,14 @@ STAGE_FIELDS = {"util": "utilization", "thru": "throughput", "number": "mean_num
 POOL_FIELDS = {"used": "mean_used", "cached": "mean_cached", "queue": "mean_queue", "wait": "mean_wait",
                "admits": "admissions", "preemptions": "preemptions", "evicted": "evicted_units",
                "rejected": "rejected", "stuck": "stuck"}
-RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings")
+# the metrics that count things: whole numbers in a record, so a table writes 2239, not 2239.0
+COUNT_FIELDS = frozenset({"count", "iters", "admits", "preemptions", "rejected", "stuck", "arrivals", "ended",
+                          "turns", "events", "warnings"})
+RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth")
 
 NAN = float("nan")
 _IDENT = r"[^\W\d]\w*"
+_FROM_SAMPLES = re.compile(rf"^\s*({_IDENT})\.(drift|mser)\s*$")
 _LE = re.compile(rf"^\s*({_IDENT})\s*(?:\.le\(\s*([^()]+?)\s*\)|<=\s*(\S+))\s*$")
 _PLAIN = re.compile(rf"^({_IDENT})\.(\w+)$|^(stage|pool)\.({_IDENT}(?:\[\d+\])?)\.(\w+)$|^(\w+)$")
 
@@ -47,8 +58,9 @@ class Metric:
     """A parsed metric name: `name` is its canonical spelling (the column of a table)."""
 
     name: str
-    observe: str | None = None   # for OBS.le(X)
+    observe: str | None = None   # for OBS.le(X), OBS.drift, OBS.mser: computed from the samples
     le: float | None = None
+    kind: str = "le"             # "le", "drift" or "mser"
 
 
 def parse_metric(text: str) -> Metric:
@@ -59,6 +71,9 @@ def parse_metric(text: str) -> Metric:
     """
     if not isinstance(text, str):
         raise SqError(f"a metric name is text, found {text!r}", phase="settings")
+    m = _FROM_SAMPLES.match(text)
+    if m:
+        return Metric(f"{m.group(1)}.{m.group(2)}", m.group(1), kind=m.group(2))
     m = _LE.match(text)
     if m:
         bound = m.group(2) if m.group(2) is not None else m.group(3)
@@ -78,10 +93,17 @@ def parse_metric(text: str) -> Metric:
         or (m.group(6) is not None and m.group(6) in RUN_FIELDS))
     if not ok:
         raise SqError(f"unknown metric `{text}`", phase="settings", notes=(
-            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), "
+            "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), OBS.drift, OBS.mser, "
             "G.mean|min|max, stage.NAME.util|thru|number|wait|service|iters, pool.NAME."
             f"{'|'.join(POOL_FIELDS)} and {'|'.join(RUN_FIELDS)}",))
     return Metric(text.strip())
+
+
+def weight_column(name: str) -> str | None:
+    """The count a metric is a share of (`OBS.count` for `OBS.le(X)`): over seeds it is pooled
+    weighted by that count, not averaged run by run (a short run's share counts for less)."""
+    m = _LE.match(name)
+    return f"{m.group(1)}.count" if m else None
 
 
 def _number(x: float) -> str:
@@ -136,31 +158,87 @@ def report_metrics(report, extra=()) -> dict[str, float]:
             out[f"{g.name}.{f}"] = float(getattr(g, f))
     for s in report.stages:
         for f, attr in STAGE_FIELDS.items():
-            out[f"stage.{_label(s.name, s.index)}.{f}"] = float(getattr(s, attr))
+            out[f"stage.{_label(s.name, s.index)}.{f}"] = _cell(f, getattr(s, attr))
     for p in report.pools:
         for f, attr in POOL_FIELDS.items():
-            out[f"pool.{_label(p.name, p.index)}.{f}"] = float(getattr(p, attr))
+            out[f"pool.{_label(p.name, p.index)}.{f}"] = _cell(f, getattr(p, attr))
     for f in RUN_FIELDS[:5]:
-        out[f] = float(getattr(report, f))
+        out[f] = _cell(f, getattr(report, f))
     out["wall_s"] = float(getattr(report, "wall_s", NAN))
-    out["warnings"] = float(len(getattr(report, "warnings", None) or []))
+    out["warnings"] = len(getattr(report, "warnings", None) or [])
+    out["growth"] = float(getattr(report, "growth", NAN))
     for text in extra:
         metric = text if isinstance(text, Metric) else parse_metric(text)
         if metric.observe is not None:
-            out[metric.name] = _share_at_most(report.observes[metric.observe], metric)
+            o = report.observes[metric.observe]
+            out[metric.name] = _FROM_OBSERVE[metric.kind](o, metric, report)
     return out
 
 
 def _observe_metrics(o) -> dict[str, float]:
-    return {f"{o.name}.{f}": float(getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
+    return {f"{o.name}.{f}": _cell(f, getattr(o, f, NAN)) for f in OBSERVE_FIELDS}
 
 
-def _share_at_most(o, metric: Metric) -> float:
-    """The share of the samples <= the bound: a report of samples="none" has none to count."""
+def _cell(field_: str, value) -> float | int:
+    """A metric's value as a record holds it: an int for a count (COUNT_FIELDS), else a float."""
+    return int(value) if field_ in COUNT_FIELDS else float(value)
+
+
+MSER_BATCH = 5
+
+
+def _drift(o, metric: Metric, report) -> float:
+    """The observe's mean over the second half of the measured window minus that over the
+    first, over the distance of their midpoints: growth per unit of time (NaN without samples
+    in either half)."""
+    samples = _samples(o, metric, "the drift")
+    start, end = float(report.warmup), float(report.end)
+    if not end > start:
+        return NAN
+    middle = start + (end - start) / 2.0
+    cut = int(np.searchsorted(o.times, middle, side="left"))
+    if cut == 0 or cut == len(samples):
+        return NAN
+    first, second = float(np.mean(samples[:cut])), float(np.mean(samples[cut:]))
+    return (second - first) / ((end - start) / 2.0)
+
+
+_FROM_OBSERVE = {"le": lambda o, m, report: _share_at_most(o, m), "drift": lambda o, m, r: _drift(o, m, r),
+                 "mser": lambda o, m, r: _mser_warmup(o, m, r)}
+
+
+def _samples(o, metric: Metric, what: str) -> np.ndarray:
+    """The samples behind an asked-for metric: a report of samples="none" has none to count."""
     if o.samples is None:
-        raise SqError(f"metric `{metric.name}`: the share of samples needs the samples, and the report kept none "
+        raise SqError(f"metric `{metric.name}`: {what} needs the samples, and the report kept none "
                       '(samples="none")', phase="settings",
                       notes=('help: run with samples="all" (the default) to record it',))
+    return np.asarray(o.samples)
+
+
+def _mser_warmup(o, metric: Metric, report) -> float:
+    """The warm-up MSER-5 suggests (White 1997): the samples after the run's warm-up in
+    batches of 5, the truncation d (over the first half of the batches) that minimises the
+    variance of the mean of what remains, s²(d) / (k - d); the time of the first sample kept,
+    so the run's own warm-up when nothing needs to be cut (NaN below 20 batches)."""
+    samples = _samples(o, metric, "MSER-5")
+    k = len(samples) // MSER_BATCH
+    if k < 20:
+        return NAN
+    means = samples[:k * MSER_BATCH].reshape(k, MSER_BATCH).mean(axis=1)
+    # the mean and variance of means[d:] for every d, from the back
+    tail_n = np.arange(k, 0, -1, dtype=np.float64)
+    tail_sum = np.cumsum(means[::-1])[::-1]
+    tail_sq = np.cumsum((means * means)[::-1])[::-1]
+    var = np.maximum(tail_sq / tail_n - (tail_sum / tail_n) ** 2, 0.0)
+    half = k // 2
+    d = int(np.argmin(var[:half] / tail_n[:half]))
+    return float(report.warmup) if d == 0 else float(o.times[d * MSER_BATCH])
+
+
+def _share_at_most(o, metric: Metric, report=None) -> float:
+    """The share of the samples <= the bound."""
+    samples = _samples(o, metric, "the share of samples")
     if o.count == 0:
         return NAN
-    return float(np.count_nonzero(np.asarray(o.samples) <= metric.le)) / o.count
+    return float(np.count_nonzero(samples <= metric.le)) / o.count

@@ -15,6 +15,7 @@ import numpy as np
 
 from sq._support.version import __version__
 from sq._support import settings
+from sq._support.files import text_or_file
 from sq.results import stats
 from sq.results import steady
 from sq._support._optional import require
@@ -270,6 +271,22 @@ def _rows(*columns, chunk: int = 1 << 16):
 
 @dataclass
 class Report:
+    """The result of one run (`sq.run`): what pyserq 0.1.2's report holds, field for field.
+
+    Run: `horizon`, `end` (the last instant reached), `warmup`, `seed`, `events`,
+    `arrivals`, `ended` (sessions that ended), `turns`; `observes` {name: Observe}
+    (count, mean, ci, p50/p90/p99, min, max over samples at t >= warmup, and the samples
+    unless samples="none"), `gauges` {name: Gauge}, `stages` and `pools` (utilisation and
+    their own statistics), `warnings` (pyserq's, e.g. live sessions still growing).
+    Provenance beside it (not in the JSON unless asked): `program`, `overrides`, `defs`,
+    `sq_version`, `wall_s`.
+
+    Conversions: `to_json(path=None, provenance=False)` -- pyserq's exact JSON text,
+    returned, or written to `path` --, `to_text()`, `to_pandas()` (a dict of DataFrames),
+    `samples_frame()`, `dump(folder)` (CSV per observe and gauge). Invariant: for the same
+    program, seed and settings `to_json()` equals pyserq 0.1.2's `Report.json()` text.
+    """
+
     horizon: float
     end: float
     warmup: float
@@ -291,6 +308,9 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     # None, or why the run ended early ("interrupted", "wall limit"): `end` is the time reached
     stopped: str | None = None
+    # the live sessions' growth per unit of time from the first to the second half of the
+    # measured window (`sq.results.steady.live_growth`): a study's slope test; not in the JSON
+    growth: float = float("nan")
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
     # overrides and `def` replacements applied (two runs differing only in either are told
     # apart), the sq that ran it and the run's wall time (lowering, engine, report)
@@ -317,6 +337,7 @@ class Report:
             list(getattr(raw, "pool_dump", None) or []),
             steady.warnings(raw),
             getattr(raw, "stopped", None),
+            steady.live_growth(raw),
         )
 
     # lookups, as pyserq's Report has them
@@ -340,10 +361,16 @@ class Report:
 
     # -- output --------------------------------------------------------------------
 
-    def to_json(self, provenance: bool = False) -> str:
+    def to_json(self, path=None, provenance: bool = False) -> str | None:
         """The JSON text of chapter 08 §3, identical to pyserq's `Report.json()`; with
         `provenance=True` a last key `"provenance"` adds the program, overrides, defs, sq
-        version and wall time."""
+        version and wall time. With a `path` the text is written there (atomically) and None
+        returned, as every `to_json` of sq does (`to_json(True)`, the old form, still means
+        provenance)."""
+        if isinstance(path, bool):
+            path, provenance = None, path
+        if path is not None:
+            return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
         n = json_number
         head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
                 f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'

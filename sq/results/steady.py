@@ -18,10 +18,14 @@ first. A quantity grows when all three hold:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sq.results.raw import Area, RawResults, row_label
 
+UNSTEADY_SHARE = 0.5  # a study's point is not in steady state when this share of its runs is not
+SUSPECT = 0.10       # one-sided level of the seeds' growth test that sends a point to a longer run
+EDGE = 1e-3          # a stage busy 1 - EDGE of the time or more is at the edge of stability
 GROWTH = 0.25      # the second half's mean exceeds the first's by this fraction of it (+1)
 PILE_UP = 0.05     # ... and grows at this fraction of the arrival rate, at least
 ENDED_SHARE = 0.5  # a run where fewer of its arrivals ended than this is not in steady state
@@ -61,6 +65,21 @@ def warnings(raw: RawResults) -> list[str]:
             "or horizon too short for the means to settle)"]
 
 
+def live_growth(raw: RawResults) -> float:
+    """How fast the live sessions grow over the measured window: the difference of their mean
+    over its second and first halves over the distance of the halves' midpoints (T/2), per unit
+    of time; NaN when the run ended before the middle. A stable run in steady state shows 0 on
+    average, so over a study's seeds this is the slope test of `sq.study.capacity` (their
+    t-interval excludes 0 only for growth; one run alone cannot tell growth from a swing)."""
+    mid = raw.middle
+    warmup, end = float(raw.warmup), float(raw.end)
+    if mid is None or not (mid.time > warmup and end > mid.time):
+        return float("nan")
+    first = mid.live / (mid.time - warmup)
+    second = (raw.live.integral - mid.live) / (end - mid.time)
+    return (second - first) / ((end - warmup) / 2.0)
+
+
 def in_steady_state(record: dict) -> bool:
     """A run, by its record of metrics (`sq.results.metrics`; a sweep's row), in steady state: no
     steady-state warning in its report (queues or live sessions still growing), and at least
@@ -82,3 +101,88 @@ def _growth(what: str, at_mid: float, area: Area, warmup: float, mid: float, end
         return Growth(what, first, second, rate)
     return None
 
+
+
+# -- a point of a study: its runs over seeds -----------------------------------------------
+
+@dataclass(frozen=True)
+class Steadiness:
+    """What a point's runs (one per seed) say of its steady state.
+
+    `growth_t` is the t statistic over the seeds of the live sessions' growth
+    (`live_growth`), `drift_t` the largest of the SLO observes' drift (`OBS.drift`, signed so
+    that positive is worse): a stable system in steady state shows growth 0 on average, and
+    the seeds are independent replications, so their t-test is a slope test that needs no
+    assumption about one run's correlations. `unsteady` counts the runs `in_steady_state`
+    refuses; `edge` the runs where some one-server stage is busy at least 1 - EDGE of the
+    time (a stage of several servers, or a step stage, reports the time any job is present,
+    which a stable stage can spend nearly all of)."""
+
+    runs: int
+    unsteady: int
+    edge: int
+    growth: float       # mean over the seeds of the live sessions' growth per unit of time
+    growth_t: float
+    drift_t: float
+
+    @property
+    def worst_t(self) -> float:
+        ts = [t for t in (self.growth_t, self.drift_t) if not math.isnan(t)]
+        return max(ts) if ts else math.nan
+
+    def growing(self, level: float) -> bool:
+        """Whether the seeds show growth at one-sided `level`, or UNSTEADY_SHARE of the runs
+        are not in steady state (the rule of a point's share of runs, never "any" run)."""
+        from sq.results.confidence import t_quantile
+
+        if self.unsteady >= UNSTEADY_SHARE * self.runs:
+            return True
+        return self.runs >= 2 and self.worst_t > t_quantile(1.0 - level, self.runs - 1)
+
+    def suspect(self) -> bool:
+        """Growth at the lenient level SUSPECT, or a stage at the edge of stability in half the
+        runs while the sessions grow at all: a point that meets must then be run longer
+        before it counts."""
+        at_edge = self.edge >= UNSTEADY_SHARE * self.runs and self.growth > 0
+        return at_edge or self.growing(SUSPECT)
+
+
+def steadiness(rows: list[dict], drifts=(), servers=()) -> Steadiness:
+    """The Steadiness of a point's runs (records of `sq.results.metrics`); `drifts` are the
+    (`OBS.drift` column, sign) pairs of the SLO's observes, sign +1 where a rising mean is worse;
+    `servers` the utilisation columns of the one-server stages (`one_server_stages`)."""
+    unsteady = sum(not in_steady_state(r) for r in rows)
+    edge = sum(any(r.get(column, 0.0) >= 1.0 - EDGE for column in servers) for r in rows)
+    growth = [r["growth"] for r in rows if "growth" in r]
+    drift_t = [_t_statistic([sign * r[column] for r in rows if column in r]) for column, sign in drifts]
+    drift_t = [t for t in drift_t if not math.isnan(t)]
+    finite = [g for g in growth if not math.isnan(g)]
+    return Steadiness(len(rows), unsteady, edge, math.fsum(finite) / len(finite) if finite else math.nan,
+                      _t_statistic(growth), max(drift_t) if drift_t else math.nan)
+
+
+def _t_statistic(values) -> float:
+    """mean / (sd / sqrt(n)) of the finite values; +inf for a constant positive growth, NaN
+    for fewer than two values."""
+    xs = [v for v in values if not math.isnan(v)]
+    n = len(xs)
+    if n < 2:
+        return math.nan
+    mean = math.fsum(xs) / n
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    if sd == 0.0:
+        return math.copysign(math.inf, mean) if mean else 0.0
+    return mean / (sd / math.sqrt(n))
+
+
+def one_server_stages(ir: dict) -> list[str]:
+    """The `stage.NAME.util` columns whose utilisation is one server's busy time: fifo and ps
+    stages of one server (in the IR, `{"Fifo": 1}`)."""
+    out = []
+    for stage in ir["stages"]:
+        kind = stage.get("kind")
+        if isinstance(kind, dict) and len(kind) == 1:
+            (name, servers), = kind.items()
+            if name in ("Fifo", "Ps") and servers == 1:
+                out.append(f"stage.{row_label(stage['name'], stage.get('index'))}.util")
+    return out

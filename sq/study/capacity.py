@@ -22,15 +22,20 @@ from dataclasses import dataclass, field
 
 from sq._support._optional import require
 from sq.errors import SqError
+from sq._support.files import path_argument, writable
 from sq.study.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq._support.settings import is_count, is_number
-from sq.results.steady import in_steady_state
+from sq.results.steady import Steadiness, one_server_stages, steadiness
 from sq.study.sweep import compiled_from, json_cell, seed_list
 
 UNDECIDED = "undecided"
 DIRECTIONS = ("max", "min")
 MAX_STEPS = 8       # geometric probes in one direction (x256): further out, give lo and hi
 UNSETTLED_STEPS = 2  # probes toward more room that stay unsettled before the horizon is blamed
+SETTLE_STEP = 4     # a point whose runs may still grow is run again this much longer (and its warm-up)
+SETTLE = 16         # ... up to this multiple of the horizon given
+FIRST_SHARE = 0.75  # of a point's error, spent at the horizon given (the rest on the longer runs)
+PERSISTS = 0.5      # growth at the longer horizon at least this share of the shorter one's: overload
 
 
 # -- the knob -----------------------------------------------------------------
@@ -149,6 +154,11 @@ class Point:
     intervals: dict[str, tuple[float, float]]   # metric -> (mean, half-width)
     verdicts: dict[str, str]            # condition text -> MEETS / VIOLATES / OPEN
     stationary: bool
+    horizon: dict | None = None         # the run settings of the runs judged (horizon, warmup, arrivals)
+    steadiness: Steadiness | None = None
+    # growth that a SETTLE_STEP-times longer run did not slow (to PERSISTS of it): overload, not a slow settle
+    persistent: bool = False
+    warnings: list[str] = field(default_factory=list)   # too few samples in a tail, a warm-up too short
 
     @property
     def unsettled(self) -> bool:
@@ -158,7 +168,8 @@ class Point:
 
     def to_dict(self) -> dict:
         return {"value": self.value, "decision": self.decision, "n": len(self.seeds), "seeds": self.seeds,
-                "stationary": self.stationary,
+                "stationary": self.stationary, "settings": self.horizon, "persistent": self.persistent,
+                "warnings": list(self.warnings),
                 "metrics": {m: {"mean": json_cell(a), "half_width": json_cell(h)}
                             for m, (a, h) in self.intervals.items()},
                 "conditions": dict(self.verdicts)}
@@ -167,21 +178,26 @@ class Point:
         """One line: the value, each metric as mean ± half-width over n seeds, the verdict."""
         parts = [f"{m} {a:.6g} ± {h:.2g}" for m, (a, h) in self.intervals.items()]
         note = "" if self.stationary else ", not stationary"
+        if self.horizon:
+            note += ", run longer: " + ", ".join(f"{k} {v:g}" for k, v in self.horizon.items())
         return f"{knob} = {self.value:g}: {', '.join(parts)} (n={len(self.seeds)}{note}) -> {self.decision}"
 
 
-def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
-    """A point's verdict from its runs: every condition's interval on the good side meets;
-    one on the bad side, or any run that is not stationary, violates; else it stays open.
-    (Growth is overload, whatever the means say: they describe the horizon, not the system;
-    the search itself notices growth that more room does not remove, see `_Search.walk`.)"""
-    from sq.results.confidence import t_interval
+def judge(value, rows: list[dict], conditions, confidence: float, steady: Steadiness | None = None,
+          level: float | None = None) -> Point:
+    """A point's verdict from its runs: every condition's interval (at `confidence`, the level
+    of one look at one condition: see `look_level`) on the good side meets; one on the bad
+    side, or runs not in steady state (`steady.growing(level)`: growth over the seeds at
+    one-sided `level`, default (1 - confidence) / 2, or half the runs warned), violates; else
+    it stays open. (Growth is overload, whatever the means say: they describe the horizon, not
+    the system; `_point_runner` runs a growing point longer before this verdict counts.)"""
+    from sq.study.sweep import point_interval
 
-    stationary = all(in_steady_state(row) for row in rows)
+    steady = steady if steady is not None else steadiness(rows)
+    stationary = not steady.growing((1.0 - confidence) / 2.0 if level is None else level)
     intervals, verdicts = {}, {}
     for c in conditions:
-        values = [float(row[c.metric]) for row in rows]
-        intervals[c.metric] = t_interval(values, confidence)
+        intervals[c.metric] = point_interval(rows, c.metric, confidence)
         verdicts[str(c)] = c.judge(*intervals[c.metric])
     states = set(verdicts.values())
     if not stationary or VIOLATES in states:
@@ -190,7 +206,43 @@ def judge(value, rows: list[dict], conditions, confidence: float) -> Point:
         decision = MEETS
     else:
         decision = OPEN
-    return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary)
+    return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary,
+                 steadiness=steady)
+
+
+def look_level(confidence: float, looks: int, conditions: int, share: float = 1.0) -> float:
+    """The confidence of one interval so that a point's verdicts keep their promise over every
+    look and condition (Bonferroni): `share` of the error 1 - confidence, spent evenly over
+    `looks` looks at each of `conditions` conditions. A condition that truly fails is then
+    called met with probability at most (1 - confidence)·share / 2, and a point whose
+    conditions all hold is called violating (by its intervals) with at most as much."""
+    return 1.0 - (1.0 - confidence) * share / (looks * conditions)
+
+
+def planned_looks(start: int, cap: int) -> int:
+    """How many times a point's intervals are looked at when its seeds double from `start`
+    up to `cap` (10 -> 20 -> 40: three looks)."""
+    looks, n = 1, start
+    while n < cap:
+        n += min(n, cap - n)
+        looks += 1
+    return looks
+
+
+def horizon_levels(settle: int) -> list[int]:
+    """The factors of the horizon a growing point is run at: 1, SETTLE_STEP, ... up to `settle`."""
+    levels = [1]
+    while levels[-1] * SETTLE_STEP <= settle:
+        levels.append(levels[-1] * SETTLE_STEP)
+    return levels
+
+
+def level_shares(count: int) -> list[float]:
+    """The error spent at each horizon level: FIRST_SHARE at the given horizon (where most
+    points are decided), the rest evenly over the longer ones; all of it when there is one."""
+    if count == 1:
+        return [1.0]
+    return [FIRST_SHARE] + [(1.0 - FIRST_SHARE) / (count - 1)] * (count - 1)
 
 
 def more_seeds(seeds: list[int], count: int) -> list[int]:
@@ -203,7 +255,16 @@ def more_seeds(seeds: list[int], count: int) -> list[int]:
 
 @dataclass
 class Capacity:
-    """The answer of a capacity search and the evidence behind it."""
+    """The answer of a capacity search (`sq.capacity`) and the evidence behind it.
+
+    `knob`, `direction` ("max": a load, the largest value that meets; "min": a size, the
+    smallest), `value` (the answer, None when no value tried meets), `bracket` (the last
+    value that meets, the first that violates), `confident` (both ends decided and within
+    `tol`) and `reason`, `points` (every value tried: its verdict, seeds, intervals),
+    `records` (every run, with its value's decision), `warnings`, `provenance`.
+    Conversions: `line()`, `summary()`, `to_dict()`, `to_json(path=None)` (text without a
+    path), `to_pandas()` (the runs), `plot()`.
+    """
 
     knob: str
     direction: str
@@ -217,6 +278,12 @@ class Capacity:
     reason: str
     points: list[Point]                 # in the order they were tried
     records: list[dict] = field(repr=False)   # every run: the knob, seed, metrics and the point's decision
+    provenance: dict = field(default_factory=dict, repr=False)   # program, overrides, settings, sq and its build
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every point's warnings, once each: quantiles on thin tails, warm-ups too short."""
+        return list(dict.fromkeys(w for p in self.points for w in p.warnings))
 
     @property
     def slo(self) -> tuple[str, ...]:
@@ -251,11 +318,24 @@ class Capacity:
         return {"knob": self.knob, "direction": self.direction, "integer": self.integer, "slo": list(self.slo),
                 "confidence": self.confidence, "tol": self.tol, "value": self.value,
                 "bracket": list(self.bracket), "confident": self.confident, "reason": self.reason,
-                "points": [p.to_dict() for p in self.points],
+                "points": [p.to_dict() for p in self.points], "warnings": self.warnings,
+                "provenance": self.provenance,
                 "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+    def to_json(self, path=None, indent: int | None = 2) -> str | None:
+        """The search as JSON (`to_dict`): returned without a path, written there (atomically)
+        with one, as every `to_json` of sq does. (`to_json(4)`, the old form, is an indent.)"""
+        from sq._support.files import text_or_file
+
+        if isinstance(path, int) and not isinstance(path, bool):
+            path, indent = None, path
+        return text_or_file(json.dumps(self.to_dict(), indent=indent), path, "Capacity.to_json")
+
+    def to_pandas(self):
+        """Every run of the search as a pandas DataFrame: the knob's value, seed, decision,
+        horizon factor and metrics, one row per run (`records`)."""
+        pd = require("pandas", "Capacity.to_pandas()")
+        return pd.DataFrame.from_records(self.records)
 
     def plot(self, ax=None, path=None):
         """Each SLO metric against the knob (interval bars coloured by verdict), its bound
@@ -282,9 +362,10 @@ class Capacity:
         bounds = [c.bound for c in self.conditions if c.metric == metric]
         points = sorted((p for p in self.points if metric in p.intervals), key=lambda p: p.value)
         top = 3 * max(bounds) if bounds and max(bounds) > 0 else math.inf
+        verdict = {p.value: _metric_verdict(p, self.conditions, metric) for p in points}
         for decision, colour in colours.items():
-            shown = [p for p in points if p.decision == decision and p.intervals[metric][0] <= top]
-            beyond = [p for p in points if p.decision == decision and not p.intervals[metric][0] <= top]
+            shown = [p for p in points if verdict[p.value] == decision and p.intervals[metric][0] <= top]
+            beyond = [p for p in points if verdict[p.value] == decision and not p.intervals[metric][0] <= top]
             if shown:
                 a.errorbar([p.value for p in shown], [p.intervals[metric][0] for p in shown],
                            yerr=[p.intervals[metric][1] for p in shown], fmt="o", color=colour, capsize=3,
@@ -298,8 +379,24 @@ class Capacity:
         if self.value is not None:
             a.axvline(self.value, color="black", linestyle=":", label=f"{self.knob} = {self.value:g}")
         a.set_xlabel(self.knob)
+        if self.integer:     # 4.5 replicas is no tick
+            from matplotlib.ticker import MaxNLocator
+
+            a.xaxis.set_major_locator(MaxNLocator(integer=True))
         a.set_ylabel(metric)
         a.legend(fontsize="small")
+
+
+def _metric_verdict(point: Point, conditions, metric: str) -> str:
+    """A point's verdict on one metric's panel: its conditions on that metric (a value that meets
+    the p99 but violates the mean is green in the p99's panel), violating where its runs are not
+    in steady state (overload shows in every panel)."""
+    mine = [point.verdicts.get(str(c)) for c in conditions if c.metric == metric]
+    if not point.stationary or VIOLATES in mine:
+        return VIOLATES
+    if mine and all(v == MEETS for v in mine):
+        return MEETS
+    return UNDECIDED
 
 
 def _given_axes(ax, count: int) -> list:
@@ -316,8 +413,6 @@ def _given_axes(ax, count: int) -> list:
 def _check_plot_path(path) -> None:
     """A file matplotlib can write, by its extension (not a folder: savefig would add `.png`)."""
     from matplotlib.backend_bases import FigureCanvasBase
-
-    from sq._support.files import path_argument, writable
 
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
     writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
@@ -504,13 +599,22 @@ def search(knob: Knob, evaluate, *, lo=None, hi=None, tol: float = 0.02, max_poi
 def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), confidence: float = 0.95,
              tol: float = 0.02, direction: str | None = None, executor=None, jobs=None, cache=None,
              horizon=None, warmup=None, arrivals=None, progress=None, max_seeds: int | None = None,
-             max_points: int = 40, on_point=None) -> Capacity:
+             max_points: int = 40, on_point=None, settle: int = SETTLE) -> Capacity:
     """The largest value of the `let` `knob` (a load) or the smallest (a deployment size)
     at which every condition of `slo` holds, judged on `confidence` intervals over `seeds`.
 
     A point whose interval straddles a bound gets more seeds (doubling, up to `max_seeds`,
     default 4x) and is otherwise undecided; `on_point(point)` is called as each is decided.
-    The other keywords are those of `sq.sweep`.
+    A point whose runs may still grow is run again 4 times longer, up to `settle` times the
+    horizon (1: never), before its verdict counts. The other keywords are those of `sq.sweep`.
+
+    program: a .sq path or a Program from `sq.compile`. knob: a `let` of it. slo: one
+    condition or a list (`"ttft.p99 <= 0.5"`, `"wait.le(1) >= 0.9"`). lo, hi: both or
+    neither (probes from the program's own value). seeds: at least two, checked once.
+    direction: "max" or "min" (None: told from the program). tol: the bracket's relative
+    width. Each value is compiled once (`sq.study.plan.Plan`) and grows its seeds on that
+    plan. Returns a `Capacity`; bad input is an SqError before any run; a Ctrl-C raises
+    KeyboardInterrupt with what was found as its `capacity` attribute.
     """
     from sq.results.confidence import check_level
     from sq.results.metrics import check_metrics
@@ -518,7 +622,8 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
 
     if not isinstance(program, (str, os.PathLike)):
         compiled_from(program, "capacity")      # refused as sq.sweep refuses it: no `let`s to vary
-    base = compile_point(program, {})
+    run_settings = dict(horizon=horizon, warmup=warmup, arrivals=arrivals)
+    base = compile_point(program, {}, run_settings)
     conditions = parse_slo(slo, known=lambda metric: check_metrics([metric], base))
     seeds = seed_list(seeds, "capacity")
     if len(seeds) < 2:
@@ -533,21 +638,75 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if cap < len(seeds):
         raise SqError(f"capacity: max_seeds ({cap}) is below the number of seeds ({len(seeds)})",
                       phase="settings")
+    settle = _whole("settle", settle, "the longest horizon as a multiple of the given one, a whole number")
     if on_point is not None and not callable(on_point):     # before any run, not after the first point
         raise SqError(f"capacity: on_point is a function called with each Point, found {on_point!r}",
                       phase="settings")
+    if cache is not None:       # (an empty one, refused by every run, would read as a run that failed)
+        path_argument(cache, "capacity: cache")
     k = resolve_knob(base, knob, direction, lo, hi)
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)
     records: list[dict] = []
-    run = _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, lo is not None,
+    run = _point_runner(program, knob, conditions, seeds, cap, confidence, settle, records, on_point, lo is not None,
                         dict(horizon=horizon, warmup=warmup, arrivals=arrivals, cache=cache, progress=progress,
                              metrics=[c.metric for c in conditions]))
-    with _executor(executor, jobs) as ex:
-        value, bracket, confident, reason, points = search(k, lambda x: run(x, ex), lo=lo, hi=hi, tol=tol,
-                                                           max_points=max_points)
+    decided: list[Point] = []
+
+    def evaluate(x, ex) -> Point:
+        point = run(x, ex)
+        decided.append(point)
+        return point
+
+    try:
+        with _executor(executor, jobs) as ex:
+            value, bracket, confident, reason, points = search(k, lambda x: evaluate(x, ex), lo=lo, hi=hi,
+                                                               tol=tol, max_points=max_points)
+    except KeyboardInterrupt as stop:
+        _interrupted(stop, k, conditions, confidence, tol, decided, records)
+        raise
+    if confident:
+        confident, reason = _growth_only(k, bracket, points) or (confident, reason)
     return Capacity(knob, k.direction, k.integer, conditions, confidence, tol,
-                    value, bracket, confident, reason, points, records)
+                    value, bracket, confident, reason, points, records, _provenance(program, seeds, run_settings))
+
+
+def _provenance(program, seeds, run_settings: dict) -> dict:
+    """What made the search's runs: the study's provenance (program, overrides, defs, sq's version
+    and build), its seeds and the run settings given (None: each value's program's own)."""
+    from sq.study.sweep import study_provenance
+
+    return study_provenance(program, seeds, [run_settings], ())
+
+
+def _interrupted(stop: KeyboardInterrupt, knob: Knob, conditions, confidence, tol, decided, records) -> None:
+    """Ctrl-C during a search: the interrupt carries, as `.capacity`, what was found so far --
+    every decided value and its runs, and the finished runs of the value being judged (from the
+    sweep's own interrupt; their decision "interrupted") -- never confident."""
+    partial = getattr(stop, "sweep", None)
+    if partial is not None:
+        records.extend({**r, "decision": "interrupted"} for r in partial.records)
+    s = _Search(knob, None, tol, len(decided))
+    s.points = {p.value: p for p in decided}
+    m, v = s.ends()
+    reason = (f"interrupted after {len(decided)} values decided; {len(records)} runs kept "
+              "(in .records; with a cache, a rerun computes only what is missing)")
+    stop.capacity = Capacity(knob.name, knob.direction, knob.integer, conditions, confidence, tol, m, (m, v),
+                             False, reason, list(decided), records)
+
+
+def _growth_only(knob: Knob, bracket, points) -> tuple[bool, str] | None:
+    """(False, why) when the bracket's violating end violates only because its runs still grew
+    at the longest horizon, by growth that slowed when they ran longer: a load that settles
+    slowly cannot be told there from an overload, so the answer may lie beyond it."""
+    m, v = bracket
+    point = next((p for p in points if p.value == v), None)
+    if point is None or point.stationary or VIOLATES in point.verdicts.values() or point.persistent:
+        return None
+    longest = ", ".join(f"{k} {x:g}" for k, x in (point.horizon or {}).items()) or "the horizon given"
+    return False, (f"{knob.name} = {v:g} violates only because its runs still grow at {longest}, and the "
+                   "growth slowed as they ran longer: a load that settles slowly cannot be told from an "
+                   f"overload there, so the answer may lie beyond {v:g} (a longer horizon, or settle=, would tell)")
 
 
 def _check_ends(lo, hi) -> None:
@@ -565,35 +724,126 @@ def _whole(name: str, value, what: str) -> int:
     return int(value)
 
 
-def _point_runner(program, knob, conditions, seeds, cap, confidence, records, on_point, ranged, sweep_args):
-    """`run(x, executor)`: the runs at one value, seeds added while the verdict is open."""
-    from sq.study.sweep import sweep
+def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, records, on_point, ranged,
+                  sweep_args):
+    """`run(x, executor)`: the runs at one value. Seeds are added while the verdict is open;
+    a point whose runs may still grow (`Steadiness.suspect`) and does not already violate is
+    run again SETTLE_STEP times longer, up to `settle` times the horizon, before its verdict
+    counts; growth still there at the longest is a violation. The error 1 - confidence is
+    spent over the horizon levels (`level_shares`), the looks (`planned_looks`) and the
+    conditions (`look_level`)."""
+    from sq.study.plan import Plan, compile_point
+    from sq.study.sweep import run_plan
 
     help_ = ("help: narrow lo and hi to values where the program runs" if ranged
              else "help: give lo and hi to keep the search where the program runs")
+    levels = horizon_levels(settle)
+    looks = planned_looks(len(seeds), cap)
+    drifts = _drift_columns(conditions)
+    given = {k: sweep_args[k] for k in ("horizon", "warmup", "arrivals")}
+    servers = one_server_stages(compile_point(program, {}, given).to_dict())
+    observes = [column.rpartition(".")[0] for column, _ in drifts]
+    extra = [*sweep_args["metrics"], *(column for column, _ in drifts), *(f"{o}.mser" for o in observes)]
 
-    def run(x, executor) -> Point:
+    @contextlib.contextmanager
+    def cannot_run(x):
+        try:
+            yield
+        except SqError as err:
+            raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
+                          notes=(*err.notes, help_)) from None
+
+    def plan_at(x, settings_) -> Plan:
+        """The value's one plan at these run settings: compiled once, whatever seeds it gets."""
+        with cannot_run(x):
+            return Plan(program, [{knob: x}], **settings_, metrics=extra)
+
+    def runs_at(plan, x, batch, executor) -> list[dict]:
+        with cannot_run(x):
+            return run_plan(plan, batch, executor=executor, cache=sweep_args["cache"],
+                            progress=sweep_args["progress"]).records
+
+    def at_level(x, executor, plan, share: float, last: bool) -> tuple[Point, list[dict]]:
+        level = look_level(confidence, looks, len(conditions), share)
         rows: list[dict] = []
         batch = seeds
         while True:
-            try:
-                rows += sweep(program, [{knob: x}], batch, executor=executor, **sweep_args).records
-            except SqError as err:
-                raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
-                              notes=(*err.notes, help_)) from None
-            point = judge(x, rows, conditions, confidence)
+            rows += runs_at(plan, x, batch, executor)
+            steady = steadiness(rows, drifts, servers)
+            # before the longest run only suspect growth sends the point on; there, it is judged
+            point = judge(x, rows, conditions, level, steady if last else _calm(steady),
+                          level=(1.0 - confidence) / 2.0)
+            point.steadiness = steady
             if point.decision != OPEN:
                 break
             if len(rows) >= cap:
                 point.decision = UNDECIDED
                 break
             batch = more_seeds([r["seed"] for r in rows], min(len(rows), cap - len(rows)))
-        records.extend({**r, "decision": point.decision} for r in rows)
+        return point, rows
+
+    def run(x, executor) -> Point:
+        kept: list[dict] = []
+        previous = None
+        base = plan_at(x, given)
+        for factor, share in zip(levels, level_shares(len(levels))):
+            last = factor == levels[-1]
+            settings_ = given if factor == 1 else _longer(base.settings[0], factor)
+            plan = base if factor == 1 else plan_at(x, settings_)
+            point, rows = at_level(x, executor, plan, share, last)
+            point.horizon = None if factor == 1 else {k: v for k, v in settings_.items() if v is not None}
+            kept += [{**r, "horizon_factor": factor} for r in rows]
+            growth = point.steadiness.growth
+            point.persistent = previous is not None and growth > 0 and growth >= PERSISTS * previous
+            previous = growth
+            if last or point.decision == VIOLATES or not point.steadiness.suspect():
+                break
+        point.warnings = _advice(rows, conditions, observes, plan.settings[0])
+        records.extend({**r, "decision": point.decision} for r in kept)
         if on_point is not None:
             on_point(point)
         return point
 
     return run
+
+
+def _calm(steady: Steadiness) -> Steadiness:
+    """A point's steadiness with nothing that makes it violate: before the longest run,
+    growth only sends a point that does not violate by its metrics to a longer run."""
+    return Steadiness(steady.runs, 0, steady.edge, steady.growth, math.nan, math.nan)
+
+
+def _drift_columns(conditions) -> list[tuple[str, float]]:
+    """(`OBS.drift`, sign) for each observe an SLO condition reads: +1 where a rising mean is
+    worse (`<=`, and the share `OBS.le(X)`, which falls as the samples rise), else -1."""
+    out: dict[str, float] = {}
+    for c in conditions:
+        observe, _, field_ = c.metric.partition(".")
+        if c.metric.startswith(("stage.", "pool.")) or not field_ or "." in observe:
+            continue
+        sign = 1.0 if c.wants_small or field_.startswith("le(") else -1.0
+        out.setdefault(f"{observe}.drift", sign)
+    return list(out.items())
+
+
+def _longer(now: dict, factor: int) -> dict:
+    """The run settings `factor` times longer than those in effect at a value (`now`: its plan's
+    horizon, warm-up and arrivals, given or the program's own): all three alike."""
+    horizon, arrivals = float(now["horizon"]), now["arrivals"]
+    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon,
+            "warmup": float(now["warmup"]) * factor, "arrivals": None if arrivals is None else int(arrivals) * factor}
+
+
+def _advice(rows, conditions, observes, run: dict) -> list[str]:
+    """A point's warnings: quantile SLO metrics on too few tail samples, warm-ups too short."""
+    from sq.study.sweep import tail_advice, warmup_advice
+
+    horizon, warmup = run["horizon"], run["warmup"]
+    if not math.isfinite(horizon):
+        return []
+    found = [tail_advice(rows, c.metric, horizon, warmup) for c in dict.fromkeys(conditions)]
+    found += [warmup_advice(rows, o, horizon, warmup) for o in observes]
+    return [w for w in dict.fromkeys(found) if w]
 
 
 @contextlib.contextmanager
