@@ -508,6 +508,24 @@ cdef struct State:
     const int64_t* trace_start    # per corpus session: its first turn
     const int64_t* trace_len
     int64_t trace_sessions        # 0: no trace
+    # arrive replay (an extension): each arrival's time and corpus session (sq/traces/replay.py)
+    const double* replay_at
+    const int64_t* replay_of
+    int64_t replay_n
+    int64_t replay_next           # the next arrival to schedule
+    int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]
+    # a trace's prefix cache shared by content id (an extension: `trace "F" prefix(C)`): per corpus
+    # turn its blocks as dense ids, and an LRU list over the ids (prev -2: not resident, -1: head)
+    const int64_t* pfx_ids
+    const int64_t* pfx_off
+    int64_t* pfx_prev
+    int64_t* pfx_next
+    int64_t pfx_head
+    int64_t pfx_tail
+    int64_t pfx_count
+    double pfx_cap                # < 0: no prefix cache
+    int32_t slot_hit_blocks
+    int32_t slot_prompt_blocks
     int trace_ordered
     int32_t slot_new
     int32_t slot_out
