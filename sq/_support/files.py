@@ -106,8 +106,9 @@ class Unreadable(Exception):
         self.reason = reason
 
 
-def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
-    """The file's text; raises `Unreadable` with the reason otherwise."""
+def open_regular(path: str | os.PathLike, limit: int | None = None):
+    """A regular file opened to read bytes (blocking); raises `Unreadable` with the reason
+    otherwise: a directory (in pyserq's words), a pipe or device, a file over `limit` bytes."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -121,19 +122,27 @@ def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
             raise Unreadable(f"{os.strerror(errno.EISDIR)} (os error {errno.EISDIR})")
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable("not a regular file (a pipe or device is never read)")
-        if info.st_size > limit:
+        if limit is not None and info.st_size > limit:
             raise Unreadable(f"larger than {limit} bytes")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as f:
-            fd = -1
+        return os.fdopen(fd, "rb", closefd=True)
+    except OSError as e:
+        os.close(fd)
+        raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
+    except Unreadable:
+        os.close(fd)
+        raise
+
+
+def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
+    """The file's text; raises `Unreadable` with the reason otherwise."""
+    try:
+        with open_regular(path, limit) as f:
             raw = f.read(limit + 1)
     except OSError as e:
         raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
     except MemoryError:
         raise Unreadable("out of memory") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
     if len(raw) > limit:  # it grew while being read
         raise Unreadable(f"larger than {limit} bytes")
     try:

@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, sweep, capacity, bench, costs and validate.
+"""`python -m sq`: check, ir, run, sweep, capacity, fit-workload, bench, costs and validate.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -103,10 +103,21 @@ def _parser() -> argparse.ArgumentParser:
     cli_capacity.add_parser(sub)
     cost_commands.add_parsers(sub)
 
+    fit = sub.add_parser("fit-workload", help="fit a workload (a rate per window) to a trace; print it as a library",
+                         description="Read a trace (any format sq.read_trace reads) and print a library of "
+                                     "`def`s: fitted_rate(), the trace's rate per window as a function of `now`, "
+                                     "for `arrive poisson(fitted_rate());`, and fitted_end(), its span.")
+    fit.add_argument("trace", help="the trace file")
+    fit.add_argument("--window", type=number, default=60.0, help="seconds per window (default 60)")
+    fit.add_argument("--format", help="the trace's format (default: recognised from the file)")
+    fit.add_argument("-o", "--output", metavar="FILE", help="write the library to FILE instead of stdout")
+
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
-    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement; the median is shown")
+    bench.add_argument("--reference", metavar="FILE", help="the file that runs pyserq (default: a source checkout's "
+                       "benchmarks/reference_pyserq.py; sq itself never imports pyserq)")
+    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement (each a fresh process); the least CPU time is shown")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
     return ap
 
@@ -237,22 +248,28 @@ def _print_report(args, report) -> None:
             print(f"warning: {warning}", file=sys.stderr)
 
 
-def _cmd_bench(args) -> int:
-    # The benchmark suite compares sq with pyserq, so it lives beside the package in the
-    # source checkout (benchmarks/), never inside it.
-    import runpy
-    from pathlib import Path
+def _cmd_fit_workload(args) -> int:
+    from sq.traces import read_trace
+    from sq.traces.fit import fit
+    text = fit(read_trace(args.trace, args.format), args.window).library(args.trace)
+    if args.output is None:
+        _emit(text.rstrip("\n"))
+    else:
+        from sq._support.files import write_atomic
+        write_atomic(args.output, [text])
+    return 0
 
-    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "suite.py"
-    if not suite.exists():
-        raise SqError("`sq bench` runs benchmarks/suite.py from a source checkout of sq; "
-                      f"none found at {suite.parent}", phase="settings")
-    bench = runpy.run_path(str(suite))
-    return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
+
+def _cmd_bench(args) -> int:
+    from sq.bench import main as bench
+
+    return bench(names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds,
+                 driver=args.reference)
 
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
             "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench,
+            "fit-workload": _cmd_fit_workload,
             "costs": cost_commands.cmd_costs, "validate": cost_commands.cmd_validate}
 
 

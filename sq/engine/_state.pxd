@@ -90,8 +90,8 @@ cdef struct Stage:
     int32_t budget_e           # the token budget's expression offset (step_budget)
     int32_t chunk_e            # the prefill chunk's expression offset (step_chunk)
     int32_t cost_e             # the iteration cost's expression offset (its duration, simulated time)
-    bint cost_shaped            # the cost is L0 + max(L1 * (L2 + L3), L4 * L5) over leaves (evaluate_cost)
-    bint cost_direct            # ... and each leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
+    int cost_shape              # the cost's form (CostShape: the stack machine, or a shape over leaves; evaluate_cost)
+    bint cost_direct            # ... a shape whose every leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
     const double* cost_leaf[6]
     bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
     bint chunk_fixed           # (see budget_fixed)
@@ -508,6 +508,24 @@ cdef struct State:
     const int64_t* trace_start    # per corpus session: its first turn
     const int64_t* trace_len   # per corpus session: its turns
     int64_t trace_sessions        # 0: no trace
+    # arrive replay (an extension): each arrival's time and corpus session (sq/traces/replay.py)
+    const double* replay_at       # per arrival: its time (simulated time)
+    const int64_t* replay_of      # per arrival: its corpus session
+    int64_t replay_n              # arrivals in the schedule
+    int64_t replay_next           # the next arrival to schedule
+    int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]
+    # a trace's prefix cache shared by content id (an extension: `trace "F" prefix(C)`): per corpus
+    # turn its blocks as dense ids, and an LRU list over the ids (prev -2: not resident, -1: head)
+    const int64_t* pfx_ids        # the turns' blocks, as dense ids, turn after turn
+    const int64_t* pfx_off        # per corpus turn: where its blocks start in pfx_ids (one past the last: the end)
+    int64_t* pfx_prev             # per id: the previous block in LRU order (prefix_lookup writes both)
+    int64_t* pfx_next             # per id: the next block (-1: the tail)
+    int64_t pfx_head              # the least recently used block (-1: none)
+    int64_t pfx_tail              # the most recently used block (-1: none)
+    int64_t pfx_count             # blocks resident
+    double pfx_cap                # < 0: no prefix cache
+    int32_t slot_hit_blocks       # the attribute slot of a turn's leading blocks found resident
+    int32_t slot_prompt_blocks    # the attribute slot of a turn's blocks
     int trace_ordered          # a session's corpus session is serial mod trace_sessions (else a draw on rng_trace)
     int32_t slot_new           # the attribute slot a turn's new tokens are loaded into
     int32_t slot_out           # ... its output tokens
