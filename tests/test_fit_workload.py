@@ -64,6 +64,8 @@ def test_cli_prints_a_library(tmp_path, capsys):
     target = tmp_path / "fit.sq"
     assert main(["fit-workload", str(trace), "-o", str(target)]) == 0
     assert target.read_text().count("def ") == 2
+    assert main(["fit-workload", str(trace), "-o", str(tmp_path / "no" / "fit.sq")]) == 2   # one checked output
+    assert "--output: cannot write" in capsys.readouterr().err
 
 
 def test_rates_are_counts_over_windows():

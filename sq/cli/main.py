@@ -255,8 +255,9 @@ def _cmd_fit_workload(args) -> int:
     if args.output is None:
         _emit(text.rstrip("\n"))
     else:
-        from sq._support.files import write_atomic
-        write_atomic(args.output, [text])
+        from sq._support.files import open_for_writing
+        with open_for_writing(args.output, "--output") as f:   # checked, worded and atomic as every output
+            f.write(text)
     return 0
 
 
