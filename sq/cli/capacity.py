@@ -84,7 +84,7 @@ def _interrupt_line(args):
         if partial is None:
             raise
         kept = f"; kept in {args.cache}" if args.cache else ""
-        raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.records)} runs "
+        raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.table)} runs "
                          f"finished{kept}") from None
 
 

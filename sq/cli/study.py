@@ -164,9 +164,9 @@ def _run(args, plan, seeds, extra, plot, client) -> int:
         result = run_plan(plan, seeds, executor=client, jobs=args.jobs, cache=args.cache, progress=args.progress)
     except KeyboardInterrupt as stop:
         partial = getattr(stop, "sweep", None)
-        if partial is not None and partial.records and args.out:
+        if partial is not None and len(partial.table) and args.out:
             partial.write(args.out)
-        done = len(partial.records) if partial is not None else 0
+        done = len(partial.table) if partial is not None else 0
         total = partial.total if partial is not None else "?"
         kept = f"; kept in {args.cache}" if args.cache else ""
         # the same kind of interrupt, carrying the line that `sq.__main__` prints

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from sq.results.raw import Area, RawResults, row_label
+from sq.results.runs import RunTable
 
 UNSTEADY_SHARE = 0.5  # a study's point is not in steady state when this share of its runs is not
 SUSPECT = 0.10       # one-sided level of the seeds' growth test that sends a point to a longer run
@@ -92,6 +93,14 @@ def in_steady_state(record: dict) -> bool:
     return arrivals is None or ended is None or ended >= ENDED_SHARE * arrivals
 
 
+STEADY_FIELDS = ("warnings", "arrivals", "ended")     # what `in_steady_state` reads of a record
+
+
+def unsteady_runs(runs) -> int:
+    """How many of `runs` (a RunTable, or a list of records) `in_steady_state` refuses."""
+    return sum(not in_steady_state(r) for r in RunTable.of(runs).records(STEADY_FIELDS))
+
+
 def _growth(what: str, at_mid: float, area: Area, warmup: float, mid: float, end: float,
             arrival_rate: float) -> Growth | None:
     first = at_mid / (mid - warmup)
@@ -147,14 +156,16 @@ class Steadiness:
         return at_edge or self.growing(SUSPECT)
 
 
-def steadiness(rows: list[dict], drifts=(), servers=()) -> Steadiness:
-    """The Steadiness of a point's runs (records of `sq.results.metrics`); `drifts` are the
+def steadiness(rows, drifts=(), servers=()) -> Steadiness:
+    """The Steadiness of a point's runs (a RunTable, or a list of records of
+    `sq.results.metrics`); `drifts` are the
     (`OBS.drift` column, sign) pairs of the SLO's observes, sign +1 where a rising mean is worse;
     `servers` the utilisation columns of the one-server stages (`one_server_stages`)."""
-    unsteady = sum(not in_steady_state(r) for r in rows)
-    edge = sum(any(r.get(column, 0.0) >= 1.0 - EDGE for column in servers) for r in rows)
-    growth = [r["growth"] for r in rows if "growth" in r]
-    drift_t = [_t_statistic([sign * r[column] for r in rows if column in r]) for column, sign in drifts]
+    rows = RunTable.of(rows)
+    unsteady = unsteady_runs(rows)
+    edge = sum(any(r.get(column, 0.0) >= 1.0 - EDGE for column in servers) for r in rows.records(servers))
+    growth = rows.values("growth")
+    drift_t = [_t_statistic([sign * v for v in rows.values(column)]) for column, sign in drifts]
     drift_t = [t for t in drift_t if not math.isnan(t)]
     finite = [g for g in growth if not math.isnan(g)]
     return Steadiness(len(rows), unsteady, edge, math.fsum(finite) / len(finite) if finite else math.nan,

@@ -76,12 +76,6 @@ class Plan:
     def provenance(self, seeds: list[int]) -> dict:
         return study_provenance(self.program, seeds, self.settings, self.extra)
 
-    def records(self, seeds: list[int], results) -> list[dict]:
-        """The finished runs' rows, in task order: swept values, seed, metrics."""
-        labels = ((point, seed) for point in self.points for seed in seeds)
-        return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
-                for (point, seed), record in zip(labels, results) if record is not None]
-
     def label(self, task: Task) -> tuple[dict, int]:
         return self.points[task.point], task.seed
 

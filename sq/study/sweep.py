@@ -15,9 +15,12 @@ import hashlib
 import json
 import math
 import os
+from array import array
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from sq.results import metrics as sq_metrics
 from sq._support._optional import require
@@ -32,19 +35,21 @@ from sq.errors import SqError
 from sq._support.files import Unreadable, build_fingerprint, open_for_writing, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress, count_bar
 from sq.results.stats import SUMMARY_QUANTILES
-from sq.results.steady import in_steady_state
+from sq.results.runs import MISSING, RunTable
+from sq.results.steady import unsteady_runs
 
 # -- the results -------------------------------------------------------------------------
 
-@dataclass
 class Sweep:
-    """The runs of a study (`sq.sweep`): one record per (point, seed), in grid order then
-    seed order, placed by task whatever executor ran them.
+    """The runs of a study (`sq.sweep`): one row per (point, seed), in grid order then seed
+    order, placed by task whatever executor ran them.
 
-    `names` (the swept `let`s), `records` (dicts: the swept values, `seed`, every metric of
-    `sq.results.metrics` and the extra ones asked for), `metrics` (the metric columns),
-    `provenance` (program, overrides, defs, sq version and build, seeds, run settings),
-    `total` (runs asked for: more than len(records) after a Ctrl-C).
+    `names` (the swept `let`s), `table` (a `sq.results.runs.RunTable`: one numpy array per
+    column -- `seed`, every metric of `sq.results.metrics` and the extra ones asked for -- and
+    each row's point), `records` (the same rows as dicts, made when asked), `metrics` (the
+    metric columns), `provenance` (program, overrides, defs, sq version and build, seeds, run
+    settings), `total` (runs asked for: more than len(records) after a Ctrl-C).
+    `Sweep(names, records, provenance, total)` takes records as a list of dicts or a RunTable.
 
     Tables: `runs` / `to_pandas()` (one row per run), `summary(confidence, flat=True |
     flat=False | long=True)` (per point: mean, Student-t half-width, n), `summary_records`,
@@ -53,16 +58,24 @@ class Sweep:
     metric a point lacks (CSV: empty, JSON: null).
     """
 
-    names: list[str]                  # the swept `let` names, in grid order
-    records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
-    provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
-    total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
-    # the metric columns the plan's runs record: the tables' columns while no run has finished
-    metric_columns: list[str] = field(default_factory=list, repr=False)
+    def __init__(self, names, records=(), provenance: dict | None = None, total: int | None = None,
+                 metric_columns=()):
+        self.names: list[str] = list(names)          # the swept `let` names, in grid order
+        self.table = RunTable.of(records, self.names)
+        self.provenance: dict = {} if provenance is None else provenance   # program, sq version, settings, seeds
+        self.total = total      # runs the study asked for (more than len(records) if interrupted)
+        # the metric columns the plan's runs record: the tables' columns while no run has finished
+        self.metric_columns: list[str] = list(metric_columns)
 
     def __repr__(self) -> str:  # the records can be thousands of rows
-        total = self.total if self.total is not None else len(self.records)
-        return f"Sweep(names={self.names}, runs={len(self.records)} of {total}, metrics={len(self.metrics)})"
+        total = self.total if self.total is not None else len(self.table)
+        return f"Sweep(names={self.names}, runs={len(self.table)} of {total}, metrics={len(self.metrics)})"
+
+    @property
+    def records(self) -> list[dict]:
+        """The runs as dicts {name: value, ..., "seed": s, metric: number, ...} (made from
+        `table` at each call; a metric a point lacks is not in its rows)."""
+        return list(self.table.records())
 
     @property
     def metrics(self) -> list[str]:
@@ -70,14 +83,14 @@ class Sweep:
         whose arrays differ in size hold different stages and pools: `stage.engine[3].util`
         only where there are four); `metric_columns` while no run has finished."""
         keys = set(self.names) | {"seed"}
-        columns = dict.fromkeys(k for r in self.records for k in r) if self.records else self.metric_columns
+        columns = self.table.keys() if len(self.table) else self.metric_columns
         return [k for k in columns if k not in keys]
 
     @property
     def runs(self):
         """The runs as a pandas DataFrame (one row per record)."""
-        pd = require("pandas", "Sweep.runs")
-        return pd.DataFrame.from_records(self.records, columns=self._columns())
+        require("pandas", "Sweep.runs")
+        return self.table.frame(self._columns())
 
     def _columns(self) -> list[str]:
         return [*self.names, "seed", *self.metrics]
@@ -98,12 +111,12 @@ class Sweep:
             return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
         stats = ("mean", "half_width", "n")
         points, cells = [], []
-        for runs in self._by_point().values():
-            points.append(tuple(runs[0].get(n) for n in self.names))
+        for runs in self._by_point():
+            points.append(_first_point(runs))
             row = []
             for m in self.metrics:
                 mean, half = point_interval(runs, m, confidence)
-                row.append((mean, half, sum(m in r for r in runs)))
+                row.append((mean, half, int(runs.holds(m).sum())))
             cells.append(row)
         if long:
             return pd.DataFrame.from_records(
@@ -121,20 +134,18 @@ class Sweep:
             frame[(m, "n")] = frame[(m, "n")].astype("int64")
         return frame
 
-    def _by_point(self) -> dict[tuple, list[dict]]:
-        groups: dict[tuple, list[dict]] = {}
-        for r in self.records:
-            groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
-        return groups
+    def _by_point(self) -> list[RunTable]:
+        """Each point's runs (a RunTable each), points in order of first appearance."""
+        return [self.table.take(rows) for rows in self.table.groups().values()]
 
     def summary_records(self, confidence: float = 0.95) -> list[dict]:
         """`summary` as a list of dicts (no pandas needed)."""
         rows = []
         metrics = self.metrics
-        for runs in self._by_point().values():
-            row = {n: runs[0].get(n) for n in self.names}
+        for runs in self._by_point():
+            row = dict(zip(self.names, _first_point(runs)))
             row["n"] = len(runs)
-            row["unsteady"] = sum(not in_steady_state(r) for r in runs)
+            row["unsteady"] = unsteady_runs(runs)
             for m in metrics:  # NaN where the point has no such stage or pool
                 row[m], row[m + "±"] = point_interval(runs, m, confidence)
             rows.append(row)
@@ -149,8 +160,10 @@ class Sweep:
         if metric not in self.metrics:
             raise SqError(f"compare: `{metric}` is not a metric of the sweep", phase="settings",
                           notes=(f"help: e.g. {', '.join(self.metrics[:8])}, …",))
-        by_seed = {r["seed"]: r for r in a_runs if metric in r}
-        pairs = [(by_seed[r["seed"]][metric], r[metric]) for r in b_runs if r["seed"] in by_seed and metric in r]
+        a_held, b_held = (runs.holds(metric) & runs.holds("seed") for runs in (a_runs, b_runs))
+        by_seed = dict(zip(a_runs.values("seed", a_held), a_runs.values(metric, a_held)))
+        pairs = [(by_seed[seed], y) for seed, y in zip(b_runs.values("seed", b_held), b_runs.values(metric, b_held))
+                 if seed in by_seed]
         if not pairs:
             raise SqError("compare: the two points have no seed in common", phase="settings")
         mean, half = t_interval([y - x for x, y in pairs], confidence)
@@ -164,16 +177,18 @@ class Sweep:
                           "{name: value}", phase="settings")
         return {self.names[0]: value}
 
-    def _point_runs(self, value, which: str) -> list[dict]:
+    def _point_runs(self, value, which: str) -> RunTable:
         point = self._point_of(value)
         if set(point) != set(self.names):
             raise SqError(f"compare: point {which} names {', '.join(point) or 'nothing'}; the sweep's points "
                           f"name {', '.join(self.names)}", phase="settings")
         key = {n: _same_value(v) for n, v in point.items()}
-        runs = [r for r in self.records if all(_same_value(r.get(n)) == v for n, v in key.items())]
-        if not runs:
+        at = [all(_same_value(None if v is MISSING else v) == key[n] for n, v in zip(self.names, p))
+              for p in self.table.points]
+        rows = np.asarray(at, bool)[self.table.point[:len(self.table)]] if at else np.zeros(0, bool)
+        if not rows.any():
             raise SqError(f"compare: the sweep has no runs at {_describe(point)}", phase="settings")
-        return runs
+        return self.table.take(rows)
 
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
@@ -184,8 +199,7 @@ class Sweep:
         with _open_for_writing(path, "to_csv", newline="") as f:
             w = csv.writer(f)
             w.writerow(columns)
-            for r in self.records:
-                w.writerow([_csv_cell(r.get(c)) for c in columns])
+            w.writerows(zip(*(self._cells(c, _csv_cell) for c in columns)))
 
     def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
@@ -193,13 +207,22 @@ class Sweep:
         spelling for them. Without a path the text is returned; with one it is written there
         (atomically) and None returned."""
         columns = self._columns()
-        rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        keys = [json.dumps(c) + ": " for c in columns]
+        cells = [[key + v for v in self._cells(c, _json_text)] for key, c in zip(keys, columns)]
+        rows = ["{" + ", ".join(row) + "}" for row in zip(*cells)]
         text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
         if path is None:
             return text
         with _open_for_writing(path, "to_json") as f:
             f.write(text)
         return None
+
+    def _cells(self, column: str, spelled) -> list:
+        """A column's cells, each spelled by `spelled` (None for a cell the row does not hold)."""
+        if column in self.names:
+            return [spelled(v) for v in self.table.swept(column)]
+        array, absent = self.table.masked(column)
+        return [spelled(None) if a else spelled(v) for v, a in zip(array.tolist(), absent.tolist())]
 
     def to_pandas(self):
         """The runs as a pandas DataFrame, one row per run: swept names, seed, metrics (`runs`)."""
@@ -212,45 +235,45 @@ class Sweep:
         full -- some (point, seed) has no run: an interrupted study, points that are not a
         product -- is an SqError naming a missing run (`runs` holds any set of runs)."""
         xr = require("xarray", "Sweep.to_xarray")
-        import numpy as np  # noqa: PLC0415
-
+        table = self.table
         dims = [*self.names, "seed"]
-        places: list[dict] = [{} for _ in dims]          # per dimension: value key -> its index
-        coords: list[list] = [[] for _ in dims]
-        cells: dict[tuple, dict] = {}
-        for r in self.records:
-            at = []
-            for place, values, d in zip(places, coords, dims):
-                key = _same_value(_key(r.get(d)))
-                if key not in place:
-                    place[key] = len(values)
-                    values.append(_key(r.get(d)))
-                at.append(place[key])
-            cells[tuple(at)] = r
+        coords, places = [], []                          # per dimension: its values; each row's index
+        for d in dims:
+            values = table.swept(d) if d in self.names else self._cells(d, lambda v: v)
+            index: dict = {}
+            first: list = []
+            at = [index.setdefault(_same_value(_key(v)), len(index)) for v in values]
+            for v, i in zip(values, at):
+                if i == len(first):
+                    first.append(_key(v))
+            coords.append(first)
+            places.append(np.asarray(at, np.intp))
         shape = tuple(len(values) for values in coords)
-        if len(cells) != math.prod(shape) or not cells:
-            missing = next((i for i in np.ndindex(*shape) if i not in cells), None)
-            where = (_describe({d: coords[k][i] for k, (d, i) in enumerate(zip(dims, missing))})
+        flat = np.ravel_multi_index(places, shape) if len(table) else np.zeros(0, np.intp)
+        last = len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1]     # a cell's last run wins
+        filled = np.zeros(math.prod(shape), bool)
+        filled[flat] = True
+        if len(last) != math.prod(shape) or not len(last):
+            empty = np.flatnonzero(~filled)
+            missing = np.unravel_index(empty[0], shape) if len(empty) else None
+            where = (_describe({d: coords[k][int(i)] for k, (d, i) in enumerate(zip(dims, missing))})
                      if missing is not None else "any point")
             raise SqError(f"Sweep.to_xarray: the grid is not full: no run at {where} "
-                          f"({len(cells)} of {math.prod(shape)} runs)", phase="settings",
+                          f"({len(last)} of {math.prod(shape)} runs)", phase="settings",
                           notes=("help: `runs` (to_pandas) holds the runs of a partial grid",))
         variables = {}
         for m in self.metrics:
-            column = np.full(shape, np.nan)
-            for at, r in cells.items():
-                v = r.get(m)
-                column[at] = np.nan if v is None else v
-            variables[m] = (dims, column)
+            column = np.full(math.prod(shape), np.nan)
+            column[flat[last]] = _floats(*table.masked(m))[last]
+            variables[m] = (dims, column.reshape(shape))
         return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
                           attrs={"provenance": json.dumps(self.provenance, default=str)})
 
     def to_parquet(self, path) -> None:
-        """The runs as a Parquet file (needs pyarrow)."""
-        pa = require("pyarrow", "Sweep.to_parquet")
+        """The runs as a Parquet file (needs pyarrow): the table's arrays handed to Arrow."""
+        require("pyarrow", "Sweep.to_parquet")
         pq = require("pyarrow.parquet", "Sweep.to_parquet")
-        columns = self._columns()
-        table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
+        table = self.table.arrow(self._columns())
         # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
             self.provenance, default=str).encode()})
@@ -276,27 +299,30 @@ class Sweep:
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
 
 
-def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
-    """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
-    values, or for a share (`OBS.le(X)`) the ratio interval weighted by each run's count."""
+def point_interval(runs, metric: str, confidence: float) -> tuple[float, float]:
+    """(mean, half-width) of a metric over a point's runs (a RunTable, or a list of records):
+    the Student-t interval of the runs' values, or for a share (`OBS.le(X)`) the ratio
+    interval weighted by each run's count."""
+    runs = RunTable.of(runs)
     count = sq_metrics.weight_column(metric)
-    if count is not None and all(count in r for r in runs):
-        have = [r for r in runs if metric in r]
-        return ratio_interval([r[metric] for r in have], [r[count] for r in have], confidence)
-    return t_interval([r[metric] for r in runs if metric in r], confidence)
+    if count is not None and runs.holds(count).all():
+        have = runs.holds(metric)
+        return ratio_interval(runs.values(metric), runs.values(count, have), confidence)
+    return t_interval(runs.values(metric), confidence)
 
 
 TAIL_SAMPLES = 100      # samples beyond a quantile a run needs for its own quantile to be trusted
 MSER_SHARE = 0.10       # a warm-up MSER-5 would lengthen by more than this share of the window is short
 
 
-def tail_advice(runs: list[dict], metric: str, horizon: float, warmup: float) -> str | None:
+def tail_advice(runs, metric: str, horizon: float, warmup: float) -> str | None:
     """A warning when a quantile metric (`OBS.p99`) rests on fewer than TAIL_SAMPLES samples
     beyond it in the average run (n·(1 - q)): a run's own p99 of few samples is biased low;
-    names the horizon that would give enough (the samples grow with the measured window)."""
+    names the horizon that would give enough (the samples grow with the measured window).
+    `runs`: a point's RunTable, or a list of records."""
     observe, _, name = metric.rpartition(".")
     q = dict(SUMMARY_QUANTILES).get(name)
-    counts = [r[f"{observe}.count"] for r in runs if f"{observe}.count" in r]
+    counts = RunTable.of(runs).values(f"{observe}.count")
     if q is None or not 0.0 < q < 1.0 or not counts:
         return None
     beyond = math.fsum(counts) / len(counts) * (1.0 - q)
@@ -308,12 +334,12 @@ def tail_advice(runs: list[dict], metric: str, horizon: float, warmup: float) ->
             f"(warm-up {warmup:g}) would give {TAIL_SAMPLES}")
 
 
-def warmup_advice(runs: list[dict], observe: str, horizon: float, warmup: float) -> str | None:
+def warmup_advice(runs, observe: str, horizon: float, warmup: float) -> str | None:
     """A warning when MSER-5 (`OBS.mser`) would start the statistics more than MSER_SHARE of the
     measured window later than the warm-up given in three runs of four (its lower quartile over
-    the runs: on a stable run MSER-5 sometimes cuts a burst by chance); names that warm-up."""
-    column = f"{observe}.mser"
-    cuts = sorted(r[column] for r in runs if column in r and not math.isnan(r[column]))
+    the runs: on a stable run MSER-5 sometimes cuts a burst by chance); names that warm-up.
+    `runs`: a point's RunTable, or a list of records."""
+    cuts = sorted(v for v in RunTable.of(runs).values(f"{observe}.mser") if not math.isnan(v))
     if not cuts:
         return None
     quartile = cuts[len(cuts) // 4]
@@ -353,6 +379,29 @@ def _open_for_writing(path, who: str, **options):
 
 def _key(v):
     return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+
+
+def _first_point(runs: RunTable) -> tuple:
+    """The swept values of a point's first run (None for a name it lacks)."""
+    return tuple(None if v is MISSING else v for v in runs.points[runs.point[0]])
+
+
+def _floats(array: np.ndarray, absent: np.ndarray) -> np.ndarray:
+    """A column as floats, NaN where a row does not hold it (or holds None)."""
+    if array.dtype.kind == "O":
+        return np.array([np.nan if a or v is None else v for v, a in zip(array.tolist(), absent.tolist())],
+                        np.float64)
+    return np.where(absent, np.nan, array.astype(np.float64))
+
+
+def _json_text(v) -> str:
+    """A cell as JSON text (`json_cell`: NaN and infinities null), as `json.dumps` spells it: a
+    float by its repr, an int by its digits (the two asked first: a table holds mostly these)."""
+    if type(v) is float:
+        return repr(v) if math.isfinite(v) else "null"
+    if type(v) is int:
+        return repr(v)
+    return json.dumps(json_cell(v), allow_nan=False)
 
 
 def _csv_cell(v):
@@ -404,35 +453,72 @@ def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=No
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs, who)  # checked before any run
     tasks = plan.tasks(seeds)
-    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
-    result = Sweep(plan.names, [], plan.provenance(seeds), len(tasks), plan.metric_columns)
+    runs = _Runs(plan, tasks, store)
+    result = Sweep(plan.names, (), plan.provenance(seeds), len(tasks), plan.metric_columns)
     try:
-        _collect(plan, tasks, pool, store, results, progress, who)
+        _collect(plan, tasks, pool, runs, progress, who)
     except KeyboardInterrupt as interrupt:
-        if store:  # the interrupt may have come between a run's end and its write
-            for task, record in zip(tasks, results):
-                if record is not None and store.get(task) is None:
-                    store.put(task, record)
-        result.records = plan.records(seeds, results)
+        runs.keep_last()   # the interrupt may have come between a run's end and its write
+        result.table = runs.in_task_order()
         interrupt.sweep = result
         raise
-    result.records = plan.records(seeds, results)
+    result.table = runs.in_task_order()
     return result
 
 
-def _collect(plan: Plan, tasks: list, pool, store, results: list, progress, who: str) -> None:
-    """Run what `results` lacks, filling it (and the cache) as runs finish."""
-    finished = pool.run(run_task, tasks, [i for i, r in enumerate(results) if r is None], plan.shared())
-    done = sum(r is not None for r in results)
-    with closing(finished), count_bar(progress, len(tasks), done, "run") as bar:
+class _Runs:
+    """A study's finished runs as they arrive: a RunTable (the cached ones first), each row's
+    task, and the cache they are written to."""
+
+    def __init__(self, plan: Plan, tasks: list[Task], store):
+        self.table = RunTable(plan.names)
+        self.ids = [self.table.point_id(tuple(p.get(n) for n in plan.names)) for p in plan.points]
+        self.tasks, self.store = tasks, store
+        self.task = array("q")          # each row's task index
+        self.last = None                # the run being kept, until it is in the cache
+        for i, task in enumerate(tasks):
+            record = store.get(task) if store else None
+            if record is not None:
+                self._add(i, record)
+
+    def _add(self, i: int, record: dict) -> None:
+        task = self.tasks[i]
+        self.table.add_run(self.ids[task.point], task.seed, record)
+        self.task.append(i)
+
+    def missing(self) -> list[int]:
+        """The tasks without a run yet."""
+        done = set(self.task)
+        return [i for i in range(len(self.tasks)) if i not in done]
+
+    def keep(self, i: int, record: dict) -> None:
+        """A finished run: into the table, then into the cache."""
+        self.last = (i, record)
+        self._add(i, record)
+        if self.store:
+            self.store.put(self.tasks[i], record)
+        self.last = None
+
+    def keep_last(self) -> None:
+        """Write the run an interrupt caught between the table and the cache."""
+        if self.last is not None and self.store and len(self.task) and self.task[-1] == self.last[0]:
+            self.store.put(self.tasks[self.last[0]], self.last[1])
+
+    def in_task_order(self) -> RunTable:
+        return self.table.take(np.argsort(np.frombuffer(self.task, np.int64), kind="stable"))
+
+
+def _collect(plan: Plan, tasks: list, pool, runs: _Runs, progress, who: str) -> None:
+    """Run the tasks `runs` lacks, keeping each (and caching it) as it finishes."""
+    missing = runs.missing()
+    finished = pool.run(run_task, tasks, missing, plan.shared())
+    with closing(finished), count_bar(progress, len(tasks), len(tasks) - len(missing), "run") as bar:
         for i, record in finished:
             if "error" in record:
                 point, seed = plan.label(tasks[i])
                 raise SqError(f"{who}: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
                               phase=record.get("phase", "run"), notes=record.get("notes", ()))
-            results[i] = record
-            if store:
-                store.put(tasks[i], record)
+            runs.keep(i, record)
             bar.update(1)
 
 
