@@ -52,6 +52,7 @@ def verdicts(model: str, x: float, bound: float, reps: int, *, seeds: int = 10, 
              first: int = 0, extra_slo=()) -> Counter:
     """How often a point at knob value x is judged meets / violates / undecided against
     `METRIC <= bound` (and `extra_slo`), over `reps` repetitions on fresh seeds."""
+    from sq.results.runs import RunTable
     from sq.study.capacity import _point_runner
     from sq.study.slo import parse_slo
 
@@ -61,7 +62,7 @@ def verdicts(model: str, x: float, bound: float, reps: int, *, seeds: int = 10, 
     for r in range(first, first + reps):
         base = 1000 * r + 1
         run = _point_runner(program, knob, conditions, list(range(base, base + seeds)), 4 * seeds, confidence,
-                            16, [], None, True,
+                            16, RunTable([knob]), None, True,
                             dict(**RUNS, arrivals=None, cache=None, progress=False,
                                  metrics=[c.metric for c in conditions]))
         out[run(x, "serial").decision] += 1

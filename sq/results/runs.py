@@ -63,10 +63,14 @@ def _promoted(column: np.ndarray, kind: str, negative: bool, used: int) -> np.nd
     return column.astype(object)
 
 
+def value_key(v):
+    """A swept value as a key: a list or dict by its JSON, anything else as it is."""
+    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+
+
 def point_key(values) -> tuple:
-    """How a summary groups runs: by their swept values (a list or dict value by its JSON)."""
-    return tuple(None if v is MISSING else json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
-                 for v in values)
+    """How a summary groups runs: by their swept values (`value_key`; None for a name not held)."""
+    return tuple(None if v is MISSING else value_key(v) for v in values)
 
 
 class RunTable:
@@ -109,7 +113,7 @@ class RunTable:
     def point_id(self, values: tuple) -> int:
         """The index of a point (its values in `names` order, MISSING where it has none), added
         when new. Points are told apart as written (5 and 5.0 are two), as their rows show them."""
-        key = tuple((type(v), point_key((v,))[0]) for v in values)
+        key = tuple((type(v), value_key(v)) for v in values)
         found = self._point_ids.get(key)
         if found is None:
             found = self._point_ids[key] = len(self.points)

@@ -35,7 +35,7 @@ from sq.errors import SqError
 from sq._support.files import Unreadable, build_fingerprint, open_for_writing, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress, count_bar
 from sq.results.stats import SUMMARY_QUANTILES
-from sq.results.runs import MISSING, RunTable
+from sq.results.runs import MISSING, RunTable, value_key
 from sq.results.steady import unsteady_runs
 
 # -- the results -------------------------------------------------------------------------
@@ -242,10 +242,10 @@ class Sweep:
             values = table.swept(d) if d in self.names else self._cells(d, lambda v: v)
             index: dict = {}
             first: list = []
-            at = [index.setdefault(_same_value(_key(v)), len(index)) for v in values]
+            at = [index.setdefault(_same_value(value_key(v)), len(index)) for v in values]
             for v, i in zip(values, at):
                 if i == len(first):
-                    first.append(_key(v))
+                    first.append(value_key(v))
             coords.append(first)
             places.append(np.asarray(at, np.intp))
         shape = tuple(len(values) for values in coords)
@@ -375,10 +375,6 @@ def _open_for_writing(path, who: str, **options):
     """`files.open_for_writing`, saying that the runs are not lost with the file."""
     return open_for_writing(path, who, notes=("help: the runs are kept in the Sweep (and in the cache, if one "
                                               "was given): write them again once there is room",), **options)
-
-
-def _key(v):
-    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
 
 
 def _first_point(runs: RunTable) -> tuple:
