@@ -1,4 +1,8 @@
-"""Shared test setup: make tests/ importable (for `oracle`) and run from the repository root.
+"""Shared test setup: Hypothesis's profile, and running from the repository root.
+
+tests/ is a package (`tests.helpers.oracle`, `tests.engine.test_random`, ...): pytest's default
+import mode puts the repository root, the first folder above without an `__init__.py`, on
+sys.path, so the helpers import as `from tests.helpers import oracle` and nothing is inserted here.
 
 Corpus programs with a relative `trace=` override name their file from the
 repository root, as `compile(trace=…)` resolves it against the current
@@ -9,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,8 +21,6 @@ from hypothesis import HealthCheck, settings
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
 
 # Hypothesis keeps its example database and, after a failure, patch files under
 # ./.hypothesis; keep them out of the working tree.
@@ -41,7 +42,7 @@ def at_repo_root(monkeypatch):
 @pytest.fixture(scope="session")
 def pyserq():
     """pyserq 0.1.2 for a differential test; without it the test skips, saying so."""
-    from oracle import REFERENCE_MISSING
+    from tests.helpers.oracle import REFERENCE_MISSING
 
     return pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)
 

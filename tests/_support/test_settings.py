@@ -14,7 +14,7 @@ from sq._support import settings
 from sq.study import sweep as study
 from sq.errors import SqError
 
-MM1 = str(pathlib.Path(__file__).resolve().parent.parent / "examples" / "single-turn" / "mmc.sq")
+MM1 = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "single-turn" / "mmc.sq")
 
 
 @pytest.mark.parametrize("value, ok", [(0, True), (2**64 - 1, True), (np.uint64(7), True), (2**64, False),

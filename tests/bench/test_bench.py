@@ -14,7 +14,7 @@ import pytest
 from sq.bench import table
 from sq.cli.main import main as cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def installed_copy(site: Path) -> None:

@@ -12,7 +12,7 @@ import sq
 
 from sq.bench.models import MODELS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc to build the C loop")
 

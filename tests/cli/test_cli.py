@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import children
+from tests.helpers import children
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "single-turn" / "ps.sq"
 
 

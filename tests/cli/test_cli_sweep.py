@@ -13,7 +13,7 @@ from sq.cli import args as cli_args
 from sq.cli import study as cli_study
 from sq.errors import SqError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 SHORT = ["--horizon", "400", "--warmup", "50"]
 

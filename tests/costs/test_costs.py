@@ -16,7 +16,7 @@ from sq.costs.roofline import errors, roofline_tables
 from sq.costs.validate import predict, read_engine, read_requests, validate
 from sq.errors import SqError
 
-DATA = Path(__file__).resolve().parent.parent / "examples" / "costs" / "llmservingsim"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "costs" / "llmservingsim"
 LLAMA = DATA / "model-configs" / "meta-llama" / "Llama-3.1-8B.json"
 P4090 = DATA / "profiles" / "RTX4090" / "meta-llama" / "Llama-3.1-8B" / "bf16"
 R4090 = DATA / "vllm-runs" / "RTX4090_Llama-3.1-8B"
@@ -199,7 +199,7 @@ def test_cost_draws_follow_the_fit(cm4090):
     assert set(defs) == set(cm4090.coefficients())
     assert all(f"def {name}() = " in cm4090.library() for name in defs)
     # a draw replaces the library's coefficients in a program that uses it
-    prog = Path(__file__).resolve().parent.parent / "examples" / "costs" / "vllm_rtx4090.sq"
+    prog = Path(__file__).resolve().parents[2] / "examples" / "costs" / "vllm_rtx4090.sq"
     plain = sq.run(sq.compile(prog, horizon=120, warmup=20)).observes["tpot"].mean
     drawn = sq.run(sq.compile(prog, horizon=120, warmup=20, defs=defs)).observes["tpot"].mean
     assert drawn != plain and abs(drawn / plain - 1) < 0.2

@@ -1,10 +1,10 @@
-"""The `coinc` family (tests/gen_coincidences.py) really puts events at one instant.
+"""The `coinc` family (tests/helpers/gen_coincidences.py) really puts events at one instant.
 
 Each program runs in sq with a timeline (the Chrome trace-event file: every job's service, every
 step iteration, every pool's counters, every session) and the instants where two or more events
 fall (a job's or an iteration's end, an arrival) are counted by what meets there. A family whose
 times are continuous draws almost never does this; the differential samples of
-tests/test_random_programs.py rely on this one to reach the engine's order of same-instant work.
+tests/differential/test_random_programs.py rely on this one to reach the engine's order of same-instant work.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-import gen_programs
-import oracle
+from tests.helpers import gen_programs
+from tests.helpers import oracle
 
 oracle.require_module("sq._engine", "sq's engine is not built")
 import sq  # noqa: E402

@@ -16,9 +16,9 @@ import sys
 
 import pytest
 
-import gen_programs
+from tests.helpers import gen_programs
 import sq
-from churn_programs import PROGRAMS as CHURN
+from tests.helpers.churn_programs import PROGRAMS as CHURN
 
 pytest.importorskip("pyserq")
 

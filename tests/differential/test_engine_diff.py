@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from oracle import same_json
+from tests.helpers.oracle import same_json
 from sq.lower.lowering import lower
 from sq.results.report import Report
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from churn_programs import PROGRAMS
-from diff_runner import Reference, compare
+from tests.helpers.churn_programs import PROGRAMS
+from tests.helpers.diff_runner import Reference, compare
 
 pytest.importorskip("pyserq")
 

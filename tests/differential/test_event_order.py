@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 import sq
-from oracle import REFERENCE_MISSING
+from tests.helpers.oracle import REFERENCE_MISSING
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)
 

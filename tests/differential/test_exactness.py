@@ -6,7 +6,7 @@
 * item 7: a step stage's time shares (`prefill_only`, `decode_only`, `mixed`, `mean_decodes`) and a
   shared stage's `utilization` are integrated as 0.1.2 does (over whole iterations; rates summed in
   flow id order), so the report's JSON text is the same digit for digit (also checked on every
-  example by tests/test_examples.py).
+  example by tests/differential/test_examples.py).
 
 Values are compared bit for bit (`struct` hex), since the report prints every NaN and inf as null.
 """
@@ -20,7 +20,7 @@ from collections import Counter
 import pytest
 
 import sq
-from oracle import REFERENCE_MISSING
+from tests.helpers.oracle import REFERENCE_MISSING
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 
@@ -117,7 +117,7 @@ server {
 
 def test_step_shares_are_pyserqs_json_text():
     # (a shared stage's utilization, summed in flow id order, is checked digit for digit on the
-    # pd-disaggregation examples with congested NICs by tests/test_examples.py)
+    # pd-disaggregation examples with congested NICs by tests/differential/test_examples.py)
     ours = sq.run(sq.compile(source=STEP_AND_SHARED)).json()
     theirs = pyserq.run(pyserq.compile(source=STEP_AND_SHARED)).json()
     stages = json.loads(ours)["stages"]

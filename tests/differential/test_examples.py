@@ -1,7 +1,7 @@
 """The example gallery (examples/**): every program compiles and runs in sq exactly as in pyserq 0.1.2.
 
 pyserq's IR and reports are the ones recorded in tests/data/golden (see
-tests/golden.py); with pyserq installed they are also taken live, and a
+tests/helpers/golden.py); with pyserq installed they are also taken live, and a
 recorded answer that no longer matches fails as stale.
 
 Fast checks, for every example:
@@ -29,13 +29,13 @@ import pytest
 
 import sq
 from sq.traces.serq import FIELDS, read_trace
-from oracle import first_difference, report_differences
+from tests.helpers.oracle import first_difference, report_differences
 from sq.errors import SqError
-import golden
+from tests.helpers import golden
 
 try:
     import pyserq
-except ImportError:   # the recorded answers (tests/golden.py) stand in for it
+except ImportError:   # the recorded answers (tests/helpers/golden.py) stand in for it
     pyserq = None
 
 EXAMPLES = golden.EXAMPLES

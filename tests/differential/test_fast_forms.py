@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import REFERENCE_MISSING, same_json
+from tests.helpers.oracle import REFERENCE_MISSING, same_json
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 

@@ -229,7 +229,7 @@ def test_an_entry_hands_its_own_stage_and_pool_to_functions(body):
     import json
 
     pyserq = pytest.importorskip("pyserq")
-    from oracle import normalise_ir
+    from tests.helpers.oracle import normalise_ir
 
     source = ("queue P[2] : prefill { pool kv { } serve fifo; prefill (n) { %s } } " % body) + RUN + \
         "session { P[1].prefill (1); }"
@@ -332,7 +332,7 @@ def test_a_binding_never_read_is_never_checked(body):
     """0.1.2 writes a binding in where it is read; one nobody reads may read anything."""
     pyserq = pytest.importorskip("pyserq")
     import json
-    from oracle import normalise_ir
+    from tests.helpers.oracle import normalise_ir
 
     source = "run { horizon 10; } workload { arrive batch(1); } " + PREFILL % body + "session { P.prefill (1); }"
     ref = normalise_ir(json.loads(pyserq.compile(source=source).to_json()))

@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
-import children
-import oracle
+from tests.helpers import children
+from tests.helpers import oracle
 
 pyserq = pytest.importorskip("pyserq", reason="pyserq 0.1.2 (the reference) is needed for differential tests")
 compile_mod = oracle.require_module("sq.frontend.compile", "sq's front end (compile_program) is not written yet")
@@ -234,14 +234,14 @@ def test_python_m_sq_ir_rejects_with_the_message(name):
 # implementation must not take the test session with it.
 _RUN_REFERENCE = """
 import sys, pyserq, json
-sys.path.insert(0, sys.argv[2]); import oracle
+sys.path.insert(0, sys.argv[2]); from tests.helpers import oracle
 from pathlib import Path
 path = Path(sys.argv[1]); over = oracle.read_header(path).overrides
 print(pyserq.run(pyserq.compile(path=str(path), **over)).json())
 """
 _RUN_SQ = """
 import sys, sq
-sys.path.insert(0, sys.argv[2]); import oracle
+sys.path.insert(0, sys.argv[2]); from tests.helpers import oracle
 from pathlib import Path
 path = Path(sys.argv[1]); over = oracle.read_header(path).overrides
 print(sq.run(sq.compile(str(path), **over)).to_json())
@@ -250,7 +250,7 @@ RUNNABLE = [p for p in VALID if p.parent.name == "valid" or p.name.startswith("c
 
 
 def _report(script: str, path) -> dict:
-    done = subprocess.run([children.PYTHON, "-c", script, str(path), str(oracle.PROGRAMS.parent)],
+    done = subprocess.run([children.PYTHON, "-c", script, str(path), str(oracle.PROGRAMS.parent.parent)],
                           capture_output=True, text=True, timeout=120, cwd=oracle.PROGRAMS.parent.parent,
                           env=children.env())
     assert done.returncode == 0, done.stderr[-2000:]

@@ -17,7 +17,7 @@ import pytest
 from sq.frontend.compile import compile_program
 from sq.errors import SqError
 from sq.ir import Program
-from spec_data import PROBES_DIR, chapter10_programs, probes
+from tests.helpers.spec_data import PROBES_DIR, chapter10_programs, probes
 
 pyserq = pytest.importorskip("pyserq")
 
@@ -316,7 +316,7 @@ session { observe x = N + M + svc(); }
 
 OVERRIDES = [
     dict(sets={"N": 4}), dict(sets={"N": "A * 2 + 1"}), dict(sets={"N": "M * 2"}), dict(sets={"N": "1 +"}),
-    # (sets={"A": 1}, a `let` that sizes an array, is refused by 0.1.2 and accepted by sq: tests/test_set_sizes.py)
+    # (sets={"A": 1}, a `let` that sizes an array, is refused by 0.1.2 and accepted by sq: tests/frontend/test_set_sizes.py)
     dict(sets={"Q": 1}), dict(sets={"N": float("nan")}), dict(sets={"N": "0/0"}),
     dict(sets={"N": "serial"}), dict(defs={"svc": "7 + 1"}), dict(defs={"zzz": "1"}), dict(defs={"svc": "7 +"}),
     dict(seed=9, horizon=50, warmup=0), dict(arrivals=3), dict(arrivals=0), dict(trace="x.csv"),

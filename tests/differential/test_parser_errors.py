@@ -6,7 +6,7 @@ import pytest
 
 from sq.errors import SqError
 from sq.frontend.parser import parse
-from spec_data import PROBES_DIR, probes as spec_probes
+from tests.helpers.spec_data import PROBES_DIR, probes as spec_probes
 
 pyserq = pytest.importorskip("pyserq")
 

@@ -14,7 +14,7 @@ import pytest
 
 import sq
 from sq.errors import SqError
-from spec_data import PROBES_FILE, probes
+from tests.helpers.spec_data import PROBES_FILE, probes
 
 RTOL = 1e-9
 

@@ -1,6 +1,6 @@
 """Differential testing: generated programs must run in sq exactly as in pyserq 0.1.2.
 
-Each program of tests/gen_programs.py runs under two seeds in both; the reports
+Each program of tests/helpers/gen_programs.py runs under two seeds in both; the reports
 must agree field by field (counts identical, floats within 1e-9 relative), the
 iteration traces of step programs line by line, and sq's run must keep its
 invariants (`check_invariants=True`). Programs both sides refuse with an error
@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-import gen_programs
-import oracle
-from diff_runner import Reference, compare
+from tests.helpers import gen_programs
+from tests.helpers import oracle
+from tests.helpers.diff_runner import Reference, compare
 
 pytest.importorskip("pyserq")
 oracle.require_module("sq._engine", "sq's engine is not built")
 
-FOUND_DIR = Path(__file__).parent / "programs" / "found"
+FOUND_DIR = Path(__file__).parents[1] / "programs" / "found"
 
 # reproducer file -> the divergence it shows (spec section), as found.
 FOUND: dict[str, str] = {
@@ -42,7 +42,7 @@ KNOWN_SYMPTOMS: dict[str, str] = {}
 
 DEFAULT_PROGRAMS = 60
 SLOW_PROGRAMS = 3000
-# programs of the `coinc` family (tests/gen_coincidences.py: events at one instant on purpose),
+# programs of the `coinc` family (tests/helpers/gen_coincidences.py: events at one instant on purpose),
 # drawn from their own range of seeds, on top of the cycle through every family
 DEFAULT_COINCIDENCES = 150
 EXACT_COINCIDENCES = 1500
@@ -119,7 +119,7 @@ def test_generator_is_deterministic_and_covers_every_family():
 
 def test_comparison_notices_a_changed_number(reference):
     # The harness itself must be able to fail: a report that differs in one float is a divergence.
-    from diff_runner import walk
+    from tests.helpers.diff_runner import walk
 
     assert walk({"a": [{"name": "x", "mean": 1.0}]}, {"a": [{"name": "x", "mean": 1.0 + 1e-6}]})
     assert not walk({"a": 1.0, "n": None}, {"a": 1.0 + 1e-12, "n": float("nan")})

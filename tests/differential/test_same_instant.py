@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from oracle import REFERENCE_MISSING, same_json
+from tests.helpers.oracle import REFERENCE_MISSING, same_json
 
 pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 

@@ -20,11 +20,11 @@ import pytest
 import sq
 from sq.errors import SqError
 
-from oracle import REFERENCE_MISSING
+from tests.helpers.oracle import REFERENCE_MISSING
 
 _engine = pytest.importorskip("sq._engine")
 
-EXAMPLES = Path(__file__).parent.parent / "examples" / "single-turn"
+EXAMPLES = Path(__file__).parents[2] / "examples" / "single-turn"
 
 VALUES = {"inf": "inf", "-inf": "-inf", "nan": "0 / 0", "0": "0", "-0": "(0 * -1)", "-1": "-1"}
 

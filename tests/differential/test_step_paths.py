@@ -17,7 +17,7 @@ import json
 import pytest
 
 import sq
-from oracle import REFERENCE_MISSING
+from tests.helpers.oracle import REFERENCE_MISSING
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 

@@ -8,7 +8,7 @@ import pytest
 
 import sq
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PROGRAMS = [
     ("single-turn/mmc.sq", 2000),
     ("single-turn/vllm_single_turn.sq", 60),

@@ -17,7 +17,7 @@ from sq.errors import SqError
 from sq.lower.lowering import lower
 from sq._support.number_format import display
 
-from oracle import sq_ir as _ir
+from tests.helpers.oracle import sq_ir as _ir
 _engine = pytest.importorskip("sq._engine")
 
 

@@ -14,7 +14,7 @@ import pytest
 import sq
 from sq.lower.lowering import lower
 from sq.results.report import Report
-from spec_data import PROBES_FILE as PROBES
+from tests.helpers.spec_data import PROBES_FILE as PROBES
 
 _engine = pytest.importorskip("sq._engine")
 

@@ -1,5 +1,5 @@
 """Issue 14, the engine's crash, hang and memory items, each run in a child process under a time
-and an address-space limit (tests/hostile.py): the child must exit 2 with a message naming the
+and an address-space limit (tests/helpers/hostile.py): the child must exit 2 with a message naming the
 construct, and never hang, die by a signal, print a traceback or an internal error.
 
 * item 1: a chain of 18 step stages whose chunks read the next stage's budget_left, nested in
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-import children
-from hostile import assert_ok, assert_refused, run_script, run_sq
-from oracle import needs_reference, reference
+from tests.helpers import children
+from tests.helpers.hostile import assert_ok, assert_refused, run_script, run_sq
+from tests.helpers.oracle import needs_reference, reference
 
 pyserq = reference()     # None without it: the tests that compare with it skip, saying so
 

@@ -10,7 +10,7 @@ import sq
 from sq import _engine
 from sq.lower.lowering import lower
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*/*.sq"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*/*.sq"))
 
 POOLED = """
 pool kv { cap 100; block 16; preempt lifo; }

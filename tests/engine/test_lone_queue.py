@@ -20,11 +20,11 @@ import sq
 from sq.errors import SqError
 from sq.results.report import Report
 
-from oracle import first_difference, needs_reference, same_json
+from tests.helpers.oracle import first_difference, needs_reference, same_json
 
 _engine = pytest.importorskip("sq._engine")
 
-TRACE = Path(__file__).parent / "programs" / "valid" / "traces" / "tr5.csv"
+TRACE = Path(__file__).parents[1] / "programs" / "valid" / "traces" / "tr5.csv"
 
 
 @pytest.fixture(autouse=True)

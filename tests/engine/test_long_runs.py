@@ -24,9 +24,9 @@ from sq import _engine
 from sq.results import stats
 from sq.engine.progress import Progress, Tracker
 
-import children
+from tests.helpers import children
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").rglob("*.sq"))
 VLLM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"
 ENV = children.env()

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from sq.engine._random import DIST_CODES, STREAM_MASKS, Rng, stream_seed
 from sq.errors import SqError
-import golden
+from tests.helpers import golden
 
-from oracle import needs_reference as needs_pyserq, reference
+from tests.helpers.oracle import needs_reference as needs_pyserq, reference
 
 pyserq = reference()
 

@@ -19,7 +19,7 @@ import pytest
 
 import sq
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 VLLM = EXAMPLES / "single-turn" / "vllm_single_turn.sq"
 PHASES = {"M", "X", "C", "i"}

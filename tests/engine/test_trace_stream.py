@@ -16,7 +16,7 @@ import pytest
 
 import sq
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"   # preempts and evicts
 
 

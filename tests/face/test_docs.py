@@ -29,9 +29,9 @@ import pytest
 
 import sq
 
-import children
+from tests.helpers import children
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 COMMAND_TIMEOUT = 60  # seconds; a documented command is meant to be quick
 
@@ -109,7 +109,7 @@ INLINE_SERQ = [b for blocks in BLOCKS.values() for b in blocks if b.lang == "ser
 @pytest.fixture(scope="module")
 def workdirs(tmp_path_factory):
     """One scratch folder per page: `examples/` linked in, the page's files written,
-    and `python` on PATH meaning this interpreter, importing the sq under test (tests/children.py)."""
+    and `python` on PATH meaning this interpreter, importing the sq under test (tests/helpers/children.py)."""
     made: dict[str, Path] = {}
     bindir = children.python_on_path(tmp_path_factory.mktemp("bin")).parent
 

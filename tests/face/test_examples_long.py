@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import golden
+from tests.helpers import golden
 import sq
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 # the dialect's examples: a replay (an extension, `// sq extension:`) lasts as long as its trace, so
-# a longer run adds no arrivals and the premise here does not hold (tests/test_replay_examples.py)
+# a longer run adds no arrivals and the premise here does not hold (tests/face/test_replay_examples.py)
 PROGRAMS = golden.example_programs()
 LONGER = 20
 SHORTER = 2

@@ -12,7 +12,7 @@ import pytest
 
 import sq
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 SHORT = {"horizon": 300.0, "warmup": 30.0}
 

@@ -102,3 +102,4 @@ def test_the_public_namespace():
     assert dir(sq) == sorted(sq.__all__)
     for name in sq.__all__:
         assert getattr(sq, name) is not None, name
+

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import sq
-import golden
+from tests.helpers import golden
 
 PROGRAMS = golden.extension_programs()
 REPLAY = golden.EXAMPLES / "replay"

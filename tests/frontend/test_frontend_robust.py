@@ -11,14 +11,14 @@ import sys
 import pytest
 
 import sq
-from oracle import needs_reference, reference
+from tests.helpers.oracle import needs_reference, reference
 from sq.errors import SqError
 
-import children
+from tests.helpers import children
 
 pyserq = reference()   # None without the reference: the tests that compare with it skip
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEAD = "run { horizon 10; }\nstage svc : ps(1);\nworkload { arrive poisson(1); }\n"
 
 

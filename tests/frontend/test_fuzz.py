@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import oracle
-from source_tokens import TOKEN, VOCAB
+from tests.helpers import oracle
+from tests.helpers.source_tokens import TOKEN, VOCAB
 
 compile_mod = oracle.require_module("sq.frontend.compile", "sq's front end (compile_program) is not written yet")
 from sq import errors  # noqa: E402

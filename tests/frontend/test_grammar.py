@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pytest
 
-import oracle
+from tests.helpers import oracle
 
 lark = pytest.importorskip("lark")
 from lark.lexer import Lexer, Token as LarkToken               # noqa: E402
@@ -53,8 +53,8 @@ from lark.parsers.lalr_analysis import Shift                   # noqa: E402
 
 from sq.frontend import parser as sq_parser                    # noqa: E402
 from sq.errors import SqError                                  # noqa: E402
-from spec_data import PROBES_FILE                               # noqa: E402
-from source_tokens import TOKEN as _SEAM, VOCAB as _VOCAB       # noqa: E402
+from tests.helpers.spec_data import PROBES_FILE                               # noqa: E402
+from tests.helpers.source_tokens import TOKEN as _SEAM, VOCAB as _VOCAB       # noqa: E402
 
 GRAMMAR = Path(sq_parser.__file__).with_name("grammar.lark")
 

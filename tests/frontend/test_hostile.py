@@ -1,5 +1,5 @@
 """Hostile input (issue 14, front end, API and CLI): each case runs in a child
-process under a timeout and a memory limit (tests/hostile.py) and must fail
+process under a timeout and a memory limit (tests/helpers/hostile.py) and must fail
 cleanly — exit 2, a message naming the construct, no traceback, no "internal
 error", no signal death — or, where 0.1.2 runs the program, run it.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import children
-from hostile import ROOT, assert_clean, assert_ok, assert_refused, run_process, run_sq
-from oracle import needs_reference
+from tests.helpers import children
+from tests.helpers.hostile import ROOT, assert_clean, assert_ok, assert_refused, run_process, run_sq
+from tests.helpers.oracle import needs_reference
 
 HEAD = "run { horizon 10; }\nstage svc : ps(1);\nworkload { arrive poisson(1); }\n"
 

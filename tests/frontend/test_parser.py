@@ -15,7 +15,7 @@ from sq.errors import SqError
 from sq.frontend.lexer import tokenize
 from sq._support.number_format import display
 from sq.frontend.parser import parse
-from spec_data import PROBES_FILE as PROBES, chapter10_programs
+from tests.helpers.spec_data import PROBES_FILE as PROBES, chapter10_programs
 
 RUN = "run { horizon 10; }\nworkload { arrive batch(1); }\n"
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 import sq
-from oracle import first_difference, needs_reference, normalise_ir, reference, report_differences
+from tests.helpers.oracle import first_difference, needs_reference, normalise_ir, reference, report_differences
 from sq.errors import SqError
 
 pyserq = reference()
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REPLICA = ROOT / "examples" / "multi-turn" / "replica.sq"
 
 DERIVED = """\

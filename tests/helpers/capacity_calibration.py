@@ -9,7 +9,7 @@ with the promise, (1 - confidence) / 2 for either wrong side. The models:
 * M/M/c (examples/single-turn/mmc.sq, c = 8, mu = 1): mean wait by Erlang C;
 * M/D/1 (examples/single-turn/mg1.sq, service 1): mean wait lam / (2 (1 - lam)) (Pollaczek-Khinchine).
 
-`python tests/capacity_calibration.py REPS` prints the table of docs/guide.md.
+`python tests/helpers/capacity_calibration.py REPS` prints the table of docs/guide.md.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MM1 = str(ROOT / "tests" / "capacity" / "mm1.sq")
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 MD1 = str(ROOT / "examples" / "single-turn" / "mg1.sq")

@@ -1,6 +1,6 @@
 """Programs that drive the engine's indexed structures hard (thousands of evictions, spills,
-preemptions and re-admissions): run by tests/test_engine_structures.py and, with the debug
-traces on, by tests/test_debug_traces.py."""
+preemptions and re-admissions): run by tests/differential/test_engine_structures.py and, with the debug
+traces on, by tests/differential/test_debug_traces.py."""
 from __future__ import annotations
 
 PROGRAMS = {

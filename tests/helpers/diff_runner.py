@@ -6,8 +6,10 @@ test session. Its iteration trace is the `ITER` lines pyserq prints on stderr
 when SERQ_TRACE_ITER is set; the worker captures fd 2 per run. sq runs in this
 process with `check_invariants=True`.
 
-    python tests/diff_runner.py PROGRAM.sq [--seed S]          # one file, prints differences
-    python tests/diff_runner.py --generated 0:500 [--family step]   # generated programs
+    python -m tests.helpers.diff_runner PROGRAM.sq [--seed S]          # one file, prints differences
+    python -m tests.helpers.diff_runner --generated 0:500 [--family step]   # generated programs
+
+(from the repository root, so that `tests.helpers` and the checkout's sq are the ones imported)
 """
 from __future__ import annotations
 
@@ -241,7 +243,7 @@ def main():
     ap = argparse.ArgumentParser(description="Compare sq with pyserq 0.1.2 on one program or on generated ones.")
     ap.add_argument("program", nargs="?")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--generated", metavar="LO:HI", help="run tests/gen_programs.py programs LO..HI-1 instead")
+    ap.add_argument("--generated", metavar="LO:HI", help="run tests/helpers/gen_programs.py programs LO..HI-1 instead")
     ap.add_argument("--family", choices=None)
     args = ap.parse_args()
     ref = Reference()
@@ -262,7 +264,7 @@ def _generated(ref, lo: int, hi: int, family) -> int:
     """Run generated programs lo..hi-1 under seeds 1 and 2; print each that does not agree; count them."""
     import collections
 
-    import gen_programs
+    from tests.helpers import gen_programs
 
     tally, bad = collections.Counter(), 0
     with tempfile.TemporaryDirectory() as folder:
@@ -281,5 +283,4 @@ def _generated(ref, lo: int, hi: int, family) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

@@ -1,4 +1,4 @@
-"""The `coinc` family of tests/gen_programs.py: programs whose events fall at one instant on purpose.
+"""The `coinc` family of tests/helpers/gen_programs.py: programs whose events fall at one instant on purpose.
 
 Random programs with continuous draws almost never put two events at one time; real models do
 all the time. Here every time is a multiple of one unit (a power of two, so sums stay exact):
@@ -6,7 +6,7 @@ constant works and `~det` draws, whole token counts, step costs of a constant or
 token, `batch`, `closed` and `renewal(unit)` arrivals, equal priorities and equal `serve by` /
 `queue by` keys. So jobs of fifo, ps and delay stages finish together and go on to step stages,
 iterations end as holds are released and others admitted, growth preempts at an iteration's
-boundary, and flows over shared stages start together. tests/test_coincidences.py counts how
+boundary, and flows over shared stages start together. tests/differential/test_coincidences.py counts how
 often the generated programs really have same-instant events.
 """
 from __future__ import annotations

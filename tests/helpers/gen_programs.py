@@ -37,7 +37,7 @@ the language:
             (HOLDS_DIVERGENT_FORMS adds the forms sq is known to get wrong);
 * `coinc` — programs whose events fall at one instant on purpose (constant works,
             whole token counts, batch/closed arrivals, equal priorities): see
-            tests/gen_coincidences.py.
+            tests/helpers/gen_coincidences.py.
 
 Every program keeps a short horizon so the reference runs it in well under a
 second, and avoids the forms the spec says hang (a zero-time closed body, an
@@ -85,7 +85,7 @@ def generate(seed: int, family: str | None = None) -> Case:
 
 
 def _coinc(rng) -> Case:
-    from gen_coincidences import coincidences   # noqa: PLC0415 (tests/ is on the path, as for this module)
+    from tests.helpers.gen_coincidences import coincidences   # noqa: PLC0415 (loaded only for this family)
     return coincidences(rng, Case)
 
 

@@ -19,7 +19,7 @@ import struct
 from functools import lru_cache
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 GOLDEN = TESTS / "data" / "golden"
 EXAMPLES = ROOT / "examples"

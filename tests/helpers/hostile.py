@@ -4,7 +4,7 @@ A hostile input may crash, hang or exhaust memory, so each one runs in its own
 process with a wall-clock timeout and an address-space limit (RLIMIT_AS, set
 in the child before it starts Python's work).  The API:
 
-    from hostile import run_sq, run_script, assert_refused, assert_clean
+    from tests.helpers.hostile import run_sq, run_script, assert_refused, assert_clean
 
     r = run_sq("check", path)                      # python -m sq check PATH
     r = run_sq("run", path, "--json", timeout=30, memory_mb=500)
@@ -27,9 +27,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import children
+from tests.helpers import children
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 1024
 # What a crash or an unexpected failure prints; none may appear on bad input.

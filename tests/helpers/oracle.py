@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-PROGRAMS = Path(__file__).parent / "programs"
+PROGRAMS = Path(__file__).parents[1] / "programs"
 # why a test that compares with the reference live is skipped without it
 REFERENCE_MISSING = "needs pyserq 0.1.2, the reference, live (pip install pyserq==0.1.2)"
 CORPUS_KINDS = ("valid", "invalid", "spec")

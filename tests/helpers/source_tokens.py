@@ -1,5 +1,5 @@
 """Cutting serQ programs at token seams, and words to splice in: shared by the mutation tests
-(tests/test_fuzz.py, tests/test_grammar.py)."""
+(tests/frontend/test_fuzz.py, tests/frontend/test_grammar.py)."""
 from __future__ import annotations
 
 import re

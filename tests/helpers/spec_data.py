@@ -14,7 +14,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 PROBES_DIR = DATA / "probes"
 PROBES_FILE = PROBES_DIR / "probes.json"
 CHAPTER10 = DATA / "chapter10"

@@ -8,7 +8,7 @@ import pytest
 
 from sq.errors import SqError
 from sq.ir import Program
-from spec_data import probes
+from tests.helpers.spec_data import probes
 
 pyserq = pytest.importorskip("pyserq")
 

@@ -17,7 +17,7 @@ from sq.lower import _bytecode
 from sq.errors import SqError
 from sq.lower.lowering import decode, disassemble, encode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted((ROOT / "tests" / "programs" / "valid").glob("*.sq"))
 
 # operands naming an expression's entry in the expression code (-1: none)

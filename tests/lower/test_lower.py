@@ -8,7 +8,7 @@ import pytest
 from sq.lower import lowering as L
 from sq.errors import SqError
 
-from oracle import sq_ir as _ir
+from tests.helpers.oracle import sq_ir as _ir
 
 
 def test_tables_follow_declarations():

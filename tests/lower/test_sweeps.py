@@ -8,7 +8,7 @@ import pytest
 import sq
 from sq.lower import lowering as L
 
-from oracle import sq_ir as _ir
+from tests.helpers.oracle import sq_ir as _ir
 
 MM1 = """
 stage server : fifo(1);

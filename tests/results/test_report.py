@@ -272,7 +272,7 @@ def test_provenance_tells_a_def_replacement_apart():
     same for a program with a `def` replaced and the plain one."""
     import sq
 
-    path = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "single-turn" / "ps.sq")
+    path = str(__import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "single-turn" / "ps.sq")
     plain = sq.run(sq.compile(path, horizon=300, warmup=0))
     replaced = sq.run(sq.compile(path, defs={"service": "~det(1)"}, sets={"lam": 0.5}, horizon=300, warmup=0))
     assert (plain.overrides, plain.defs) == ({}, {})

@@ -13,7 +13,7 @@ import sq
 from sq.results import steady
 from sq.results.raw import Area, Middle, PoolRaw, RawResults
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VLLM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"
 
 

@@ -12,7 +12,7 @@ import sq
 from sq.study.capacity import MEETS, UNDECIDED, VIOLATES, Knob, Point, capacity, resolve_knob, search
 from sq.study.slo import OPEN, Condition, parse_slo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MM1 = str(ROOT / "tests" / "capacity" / "mm1.sq")
 MD1 = str(ROOT / "examples" / "single-turn" / "mg1.sq")
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")

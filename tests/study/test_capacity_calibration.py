@@ -1,12 +1,12 @@
 """The promise of a capacity verdict, measured: on models with known answers a point is judged
 wrongly at most (1 - confidence) / 2 of the time on either side, at the bound and near it,
 with one condition or two (issue 23). The long runs are slow; docs/guide.md shows their figures
-(`python tests/capacity_calibration.py 200`)."""
+(`python tests/helpers/capacity_calibration.py 200`)."""
 from __future__ import annotations
 
 import pytest
 
-from capacity_calibration import MODELS, TWO, binomial_upper, positions, verdicts
+from tests.helpers.capacity_calibration import MODELS, TWO, binomial_upper, positions, verdicts
 from sq.study.capacity import look_level, level_shares, planned_looks, horizon_levels
 
 NOMINAL = (1 - 0.95) / 2      # the promise at the default confidence, for either wrong side

@@ -17,7 +17,7 @@ from sq.errors import SqError
 from sq.study.plan import Plan, PointIR, Task, seed_list
 from sq.study.sweep import run_plan, sweep
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 VLLM = str(ROOT / "examples" / "single-turn" / "vllm_single_turn.sq")
 SHORT = {"horizon": 300.0, "warmup": 30.0}

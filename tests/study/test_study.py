@@ -21,9 +21,9 @@ from sq.results import metrics as sq_metrics
 from sq.study import sweep as study
 from sq.errors import SqError
 
-import children
+from tests.helpers import children
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 REPLICA = str(ROOT / "examples" / "multi-turn" / "replica.sq")
 GRID = {"lam": [5, 6.4], "c": [8, 9]}
@@ -787,7 +787,7 @@ def test_a_share_of_samples_needs_the_samples():
 
 # -- run settings apply before linking (issue 23) -----------------------------------------
 
-NO_RUN = str(Path(__file__).resolve().parent / "capacity" / "mm1_no_run.sq")
+NO_RUN = str(Path(__file__).resolve().parents[1] / "capacity" / "mm1_no_run.sq")
 
 
 def test_a_program_without_a_horizon_is_studied_with_the_horizon_given(capsys):

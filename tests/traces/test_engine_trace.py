@@ -8,7 +8,7 @@ import pytest
 
 from sq.errors import SqError
 from sq.lower.lowering import lower
-from spec_data import SPEC_CORPUS
+from tests.helpers.spec_data import SPEC_CORPUS
 
 pyserq = pytest.importorskip("pyserq")
 _engine = pytest.importorskip("sq._engine")

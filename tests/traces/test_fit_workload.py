@@ -17,7 +17,7 @@ from sq.cli.main import main
 from sq.lower.lowering import lower
 from sq.traces.fit import burstiness, fit, window_counts
 
-AZURE = Path(__file__).resolve().parent.parent / "examples" / "replay" / "azure-2023"
+AZURE = Path(__file__).resolve().parents[2] / "examples" / "replay" / "azure-2023"
 DRAWS = 100
 
 

@@ -17,7 +17,7 @@ import sq
 from sq.errors import SqError
 from sq.traces.prefix import hit_share, leading_hits
 
-SLICE = Path(__file__).resolve().parent.parent / "examples" / "replay" / "mooncake" / "conversation_first2000.jsonl.gz"
+SLICE = Path(__file__).resolve().parents[2] / "examples" / "replay" / "mooncake" / "conversation_first2000.jsonl.gz"
 
 
 def test_unbounded_cache_on_the_slice():

@@ -17,7 +17,7 @@ import pytest
 import sq
 from sq.errors import SqError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 AZURE = ROOT / "examples" / "replay" / "azure-2023"
 CONV = AZURE / "AzureLLMInferenceTrace_conv.csv"
 CODE = AZURE / "AzureLLMInferenceTrace_code.csv"

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sq.errors import SqError
 from sq.traces.serq import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
-from oracle import needs_reference, reference
-from spec_data import PROBES_DIR, SPEC_CORPUS
+from tests.helpers.oracle import needs_reference, reference
+from tests.helpers.spec_data import PROBES_DIR, SPEC_CORPUS
 
 pyserq = reference()
 

@@ -20,7 +20,7 @@ import sq
 from sq.errors import SqError
 from sq.traces import read_trace
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 AZURE = ROOT / "examples" / "replay" / "azure-2023"
 
 
