@@ -1,4 +1,4 @@
-"""Shared test setup: Hypothesis's profile, and running from the repository root.
+"""Shared test setup: the `pyserq` marker, Hypothesis's profile, and running from the repository root.
 
 tests/ is a package (`tests.helpers.oracle`, `tests.engine.test_random`, ...): pytest's default
 import mode puts the repository root, the first folder above without an `__init__.py`, on
@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, settings
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
+DIFFERENTIAL = TESTS / "differential"
 
 # Hypothesis keeps its example database and, after a failure, patch files under
 # ./.hypothesis; keep them out of the working tree.
@@ -31,6 +32,16 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 # its too_slow health check). A test's own @settings starts from this profile.
 settings.register_profile("sq", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("sq")
+
+
+@pytest.hookimpl(tryfirst=True)     # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    """Mark `pyserq` what needs the reference: tests/differential/ (agreement with 0.1.2, run live
+    or from its recorded outputs) and any test elsewhere that asks for the `pyserq` fixture
+    (`oracle.needs_reference` marks its own), so `-m "not pyserq"` runs the suite without it."""
+    for item in items:
+        if item.path.is_relative_to(DIFFERENTIAL) or "pyserq" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.pyserq)
 
 
 @pytest.fixture

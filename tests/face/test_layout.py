@@ -103,3 +103,28 @@ def test_the_public_namespace():
     for name in sq.__all__:
         assert getattr(sq, name) is not None, name
 
+
+# ---- tests/ mirrors the packages (issue 24) ------------------------------------------------------------
+
+TESTS = Path(__file__).resolve().parents[1]
+# folders of tests/ that are not named after a part of sq, each for a reason
+NOT_A_PACKAGE = {
+    "differential": "agreement with pyserq 0.1.2 (the `pyserq` marker)",
+    "face": "the public API, the layout, the docs and the examples",
+    "helpers": "modules the tests share (`from tests.helpers import oracle`)",
+    "data": "recorded reference outputs and the spec's probes",
+    "programs": "the differential corpus",
+    "capacity": "programs of the capacity tests",
+    "mutations": "the mutation check of the differential samples (a script)",
+}
+
+
+def test_tests_mirror_the_packages():
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    # `ir` is a module at the top of sq/, a floor of its own
+    named = {f for f in folders - NOT_A_PACKAGE.keys() if (SQ / f / "__init__.py").exists() or (SQ / f"{f}.py").exists()}
+    assert folders - NOT_A_PACKAGE.keys() - named == set(), "name a test folder after the sq package it tests"
+    assert sorted(p.name for p in TESTS.glob("test_*.py")) == [], "a test file goes in its package's folder"
+    for folder in named | {"differential", "face", "helpers"}:    # imported as tests.<folder>.<module>
+        assert (TESTS / folder / "__init__.py").exists(), folder
+    assert len(named) >= 10    # a check that found no folders would pass

@@ -300,8 +300,8 @@ def reference():
 
 
 def needs_reference(test):
-    """Skip `test` (saying why) when pyserq is not installed."""
+    """Skip `test` (saying why) when pyserq is not installed; mark it `pyserq` (`-m "not pyserq"`)."""
     import pytest
 
-    return pytest.mark.skipif(reference() is None, reason=REFERENCE_MISSING)(test)
+    return pytest.mark.pyserq(pytest.mark.skipif(reference() is None, reason=REFERENCE_MISSING)(test))
 
