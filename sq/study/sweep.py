@@ -27,7 +27,7 @@ from pathlib import Path
 from sq.results import metrics as sq_metrics
 from sq._support import settings
 from sq._support._optional import available, require
-from sq.results.confidence import ratio_interval, t_interval
+from sq.results.confidence import pooled_interval, ratio_interval, t_interval
 from sq._support.deep import run_deep
 from sq.study.executors import Executor
 from sq.errors import SqError
@@ -184,7 +184,16 @@ class Sweep:
 
 def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
     """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
-    values, or for a share (`OBS.le(X)`) the ratio interval weighted by each run's count."""
+    values, for a share (`OBS.le(X)`) the ratio interval weighted by each run's count, for a
+    pooled quantile (`OBS.p99@pooled`) the quantile of all the runs' samples with its
+    seed-bootstrap interval."""
+    q = sq_metrics.pooled_level(metric)
+    if q is not None:
+        tails = [r[metric] for r in runs if metric in r]
+        if not all(isinstance(t, sq_metrics.Tail) for t in tails):
+            raise SqError(f"`{metric}` is pooled from the runs' samples, which these records do not hold "
+                          "(a table read back keeps only each run's own quantile)", phase="settings")
+        return pooled_interval(tails, q, confidence)
     count = sq_metrics.weight_column(metric)
     if count is not None and all(count in r for r in runs):
         have = [r for r in runs if metric in r]
@@ -690,9 +699,9 @@ class _Cache:
         record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
                 or not all(type(v) in (float, int) for v in record.values()) \
-                or stored.get("sum") != _checksum(key, record):
+                or stored.get("sum") != _checksum(key, record, stored.get("tails")):
             return None
-        return record
+        return _with_tails(record, stored.get("tails"), task)
 
     def put(self, task: Task, record: dict) -> None:
         """Store a record beside its key and checksum, written atomically (a temporary file
@@ -700,15 +709,35 @@ class _Cache:
         key = task.key()
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
-        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record), "record": record})])
+        tails = {k: [v.count, v.top.tolist()] for k, v in record.items() if isinstance(v, sq_metrics.Tail)}
+        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record, tails), "record": record,
+                                        "tails": tails})])
 
 
 RECORD_LIMIT = 1 << 20      # a run's record is a few KB: anything far larger is not one
 
 
-def _checksum(key: str, record: dict) -> str:
-    """The digest of a record with its key: a record moved under another key fails it too."""
-    return hashlib.sha256(json.dumps([key, record]).encode()).hexdigest()
+def _checksum(key: str, record: dict, tails) -> str:
+    """The digest of a record with its key (and its pooled metrics' samples): a record moved
+    under another key fails it too."""
+    return hashlib.sha256(json.dumps([key, record, tails]).encode()).hexdigest()
+
+
+def _with_tails(record: dict, tails, task: Task) -> dict | None:
+    """A stored record with its pooled metrics' samples put back (`metrics.Tail`); None when
+    one is missing or malformed."""
+    pooled = [m for m in task.extra if sq_metrics.pooled_level(m) is not None]
+    if not pooled:
+        return record
+    try:
+        for m in pooled:
+            count, top = tails[m]
+            if type(count) is not int or not all(type(v) in (float, int) for v in top):
+                return None
+            record[m] = sq_metrics.Tail(record[m], count, top)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return record
 
 
 # -- progress -------------------------------------------------------------------------
