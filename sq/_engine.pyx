@@ -73,6 +73,7 @@ cdef enum RunError:
     E_SPILL_VIA_STEP = 16  # 0.1.2 panics: a step stage cannot carry a spill's transfer
     E_NESTING = 17         # budget_left calls nested deeper than the expression stack (a guard)
     E_MEMORY_LIMIT = 18    # the run's tables would pass max_memory bytes
+    E_STALL = 19           # time advances too little per event to ever reach the horizon (_long.pxi)
 
 cdef enum:
     # live sessions at once: beyond this the run would only exhaust memory
@@ -380,7 +381,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             lone_runs += 1
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
-            raise SqError(_error_text(st, lowered), phase="run")
+            raise SqError(_error_text(st, lowered), phase="run", item=_error_item(st, lowered))
         end = _finish(st, horizon_v, warmup_v, limit_v, SqError)
         if st.tl != NULL:
             _close_timeline(st, timeline, SqError)    # complete also when the run was stopped
@@ -526,9 +527,9 @@ cdef object _set_stages(State* st, lowered):
         st.stages[k].phi = (<int32_t*> data_of(phis))[k]
         m = st.stages[k].memory
         # a step stage's cost shape, decided once here rather than at every iteration
-        st.stages[k].cost_shaped = (st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0
-                                    and is_cost_shape(st.code + st.stages[k].cost_e))
-        st.stages[k].cost_direct = st.stages[k].cost_shaped and step_cost_leaves(st, &st.stages[k])
+        st.stages[k].cost_shape = cost_shape(st.code + st.stages[k].cost_e) \
+            if st.stages[k].kind == K_STEP and st.stages[k].cost_e >= 0 else COST_VM
+        st.stages[k].cost_direct = st.stages[k].cost_shape != COST_VM and step_cost_leaves(st, &st.stages[k])
         st.stages[k].budget_fixed = constant_at(st, st.stages[k].budget_e, &st.stages[k].budget_k)
         st.stages[k].chunk_fixed = constant_at(st, st.stages[k].chunk_e, &st.stages[k].chunk_k)
         st.stages[k].phi_fixed = constant_at(st, st.stages[k].phi, &st.stages[k].phi_k)
@@ -938,6 +939,16 @@ cdef object _error_text(State* st, lowered):
                     f"repeats {what} that take no time ({zero}, or a time lost to rounding: "
                     f"`now + work == now`){where}")
         return f"{head}{where}"
+    if st.error.code == E_STALL:
+        step, left = st.error.value, st.horizon - st.error.time
+        ins = _run_before(lowered, st.error.a)
+        what = f"`run {_row_name(lowered.stage_names, lowered.stage_indices, ins.operands['stage']['base'])}`" \
+            if ins is not None else "the run"
+        from sq._support.number_format import quotient     # (past the largest double: 50 / 1e-310)
+        needed = quotient(left, step)
+        return (f"the run does not advance: time gains {step:.3g} an event (the last {STALL_WINDOWS * STALL_WINDOW} "
+                f"events, at {what}); the horizon {fmt(st.horizon)} would need {needed} more events "
+                f"(over 2^63: the run would never end){where}")
     if st.error.code == E_SPILL_VIA_STEP:
         return (f"pool `{_row_name(lowered.pool_names, lowered.pool_indices, st.error.a)}` spills a piece over "
                 f"step stage `{_row_name(lowered.stage_names, lowered.stage_indices, st.error.b)}`, which runs only "
@@ -955,6 +966,26 @@ cdef object _error_text(State* st, lowered):
         return (f"eviction cannot make room: evicted pieces spill back into the pools being emptied "
                 f"(a pool that spills into itself, or a cycle of spills){where}")
     return f"out of memory{where}: {_progress(st, lowered)}"
+
+
+cdef object _error_item(State* st, lowered):
+    """The item (sq.ir.Places) a run-time error is placed at: the `run` a stall waits in."""
+    if st.error.code == E_STALL:
+        ins = _run_before(lowered, st.error.a)
+        if ins is not None:
+            return lowered.run_items.get(ins.pc)
+    return None
+
+
+def _run_before(lowered, int64_t pc):
+    """The `run` instruction a session waiting with its pc at `pc` is in (the last before it)."""
+    if pc < 0:
+        return None
+    runs = [at for at in lowered.run_items if at < pc]
+    if not runs:
+        return None
+    from sq.lower.lowering import instruction_at
+    return instruction_at(lowered.stmts, max(runs), "stmts")
 
 
 def _bytes(n) -> str:

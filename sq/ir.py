@@ -467,7 +467,7 @@ class Places:
     has none: the validation here and the lowering (`SqError.item` names the item at fault).
 
     `spans` maps an item (("arrival",), ("run", "horizon"), ("pool", row), ("stage", row),
-    ("gauge", k), ("share",)) to its Span and the notes it adds (that an override gave its value).
+    ("gauge", k), ("share",), ("statement", block, position): a run-time error's) to its Span and the notes it adds (that an override gave its value).
     """
 
     source: str | None

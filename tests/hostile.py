@@ -27,6 +27,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import children
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 1024
@@ -60,8 +62,7 @@ def run_process(argv: list[str], *, input: str | bytes | None = None, timeout: f
                 memory_mb: int | None = DEFAULT_MEMORY_MB, cwd: str | os.PathLike | None = None,
                 env: dict | None = None) -> Result:
     """Run `argv` under the limits; a timeout kills the child's whole process group."""
-    child_env = dict(os.environ)
-    child_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), child_env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    child_env = children.env()
     child_env.pop("SQ_DEBUG", None)
     child_env.update(env or {})
     data = input.encode("utf-8") if isinstance(input, str) else input
@@ -80,12 +81,12 @@ def run_process(argv: list[str], *, input: str | bytes | None = None, timeout: f
 
 def run_sq(*args, **limits) -> Result:
     """`python -m sq ARGS…` (arguments are str()-ed); keywords as for `run_process`."""
-    return run_process([sys.executable, "-m", "sq", *map(str, args)], **limits)
+    return run_process([children.PYTHON, "-m", "sq", *map(str, args)], **limits)
 
 
 def run_script(code: str, *args, **limits) -> Result:
     """`python -c CODE ARGS…`; keywords as for `run_process`."""
-    return run_process([sys.executable, "-c", code, *map(str, args)], **limits)
+    return run_process([children.PYTHON, "-c", code, *map(str, args)], **limits)
 
 
 def assert_clean(r: Result) -> None:

@@ -4,16 +4,15 @@ figure of sq's report for the model, equal sq's report to the last digit. (A flo
 something else would make the comparison meaningless.)"""
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import sq
 
+from sq.bench.models import MODELS
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import suite  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc to build the C loop")
 
@@ -37,7 +36,7 @@ def figures(exe: Path, horizon: float, seed: int) -> list[str]:
 @pytest.mark.parametrize("seed", [1, 2, 7])
 @pytest.mark.parametrize("horizon", [300.0, 20000.0])
 def test_the_c_loops_give_sqs_report(loops, seed, horizon):
-    model = next(m for m in suite.MODELS if m.name == "mm1")
+    model = next(m for m in MODELS if m.name == "mm1")
     report = sq.run(sq.compile(source=model.source, horizon=horizon, seed=seed))
     stage = report.stages[0]
     response = report.observes["response"]

@@ -49,7 +49,7 @@ def test_an_slo_on_a_metric_the_program_lacks_fails_before_any_run(monkeypatch):
     def no_runs(*args, **kwargs):
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(sq.study.sweep, "sweep", no_runs)
+    monkeypatch.setattr(sq.study.sweep, "run_plan", no_runs)
     with pytest.raises(sq.SqError, match="no observe `ttft`"):
         capacity(MM1, "lam", "ttft.le(0.5) >= 0.9")
     with pytest.raises(sq.SqError, match="lo < hi"):
@@ -658,7 +658,7 @@ def test_mser_finds_the_transient_of_a_run_started_empty():
 def test_ctrl_c_attaches_what_was_found(monkeypatch):
     import sq.study.sweep
 
-    real = sq.study.sweep.sweep
+    real = sq.study.sweep.run_plan      # what capacity runs each batch of seeds through
     calls = []
 
     def interrupted_on_the_third(*args, **kwargs):
@@ -669,7 +669,7 @@ def test_ctrl_c_attaches_what_was_found(monkeypatch):
             raise stop
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sq.study.sweep, "sweep", interrupted_on_the_third)
+    monkeypatch.setattr(sq.study.sweep, "run_plan", interrupted_on_the_third)
     with pytest.raises(KeyboardInterrupt) as caught:
         capacity(MM1, "lam", "response.mean <= 5", lo=0.5, hi=0.95, tol=0.05, seeds=[1, 2, 3], horizon=3000,
                  warmup=300, executor="serial", settle=1)

@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+import children
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "single-turn" / "ps.sq"
 
 
 def sq_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "sq", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=120)
+    return subprocess.run([children.PYTHON, "-m", "sq", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, env=children.env(), timeout=120)
 
 
 def test_check_prints_a_summary():

@@ -321,3 +321,57 @@ def test_a_scheduler_with_no_workers_ends_in_bounded_time(monkeypatch):
             distributed.Client(cluster) as client:
         with pytest.raises(SqError, match=r"the Dask scheduler .* has no workers \(waited 1 s"):
             sq.sweep(MMC, {"lam": [5]}, [1, 2], executor=client, horizon=400, warmup=50)
+
+
+BIG = """stage s : fifo(c);
+let c = 1;
+let lam = 0.5;
+run { horizon 200; warmup 20; }
+workload { arrive poisson(lam); }
+session { set u = ~uniform(0, 1); set t0 = now; run s (~exp(1)); observe big = u * 1e307; observe wait = now - t0; }
+"""
+
+
+def test_observations_past_1e154_summarize_as_inf(tmp_path, capsys):
+    """Squares of such observations pass the largest double: the summary's half-widths are inf,
+    and the sweep and the capacity search end normally (they crashed after every run)."""
+    program, out = tmp_path / "big.sq", tmp_path / "runs.csv"
+    program.write_text(BIG)
+    status = cli.main(["sweep", str(program), "--set", "lam=0.5,0.6", "--seeds", "1..3", "-j", "1", "--out", str(out)])
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 0 and len(list(csv.DictReader(out.open()))) == 6
+    assert all("± inf" in line for line in printed[1:]), printed
+    status = cli.main(["capacity", str(program), "--knob", "c", "--slo", "big.mean<=1e308", "--lo", "1", "--hi", "3",
+                       "--seeds", "1..2", "-j", "1"])
+    assert status == 0, capsys.readouterr().err
+
+
+def test_the_runs_are_written_before_the_summary(tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the summary failed")
+    monkeypatch.setattr(cli_study, "summary_table", broken)
+    out = tmp_path / "runs.csv"
+    try:
+        cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1", "--out", str(out)])
+    except RuntimeError:
+        pass
+    assert len(list(csv.DictReader(out.open()))) == 2
+
+
+@pytest.mark.parametrize("command, args, phrase", [
+    ("sweep", ["--set", "lam=0:1e400:1e399"], "error: --set lam=0:1e400:1e399: 1e400 is beyond the largest number"),
+    ("sweep", ["--set", "lam=1:2:-1e309"], "-1e309 is beyond the largest number"),
+    ("sweep", ["--out", ""], "error: --out: the path is empty\n"),
+    ("sweep", ["--set", "lam=5,6", "--plot", "x=lam,y=wait.p99", "--plot-out", ""], "error: --plot-out: the path is empty"),
+    ("capacity", ["--knob", "c", "--slo", "wait.mean<=1", "--plot-out", ""], "error: --plot-out: the path is empty"),
+    ("sweep", ["--cache", ""], "error: sweep: cache: the path is empty\n"),
+    ("capacity", ["--knob", "c", "--slo", "wait.mean<=1", "--cache", ""], "error: capacity: cache: the path is empty\n"),
+])
+def test_values_that_name_nothing_exit_2(tmp_path, capsys, monkeypatch, command, args, phrase):
+    monkeypatch.chdir(tmp_path)
+    if "--plot" in args:
+        pytest.importorskip("matplotlib")
+    status = cli.main([command, MMC, *args, *SHORT, "-j", "1"])
+    err = capsys.readouterr().err
+    assert status == 2 and phrase in err, err
+    assert not list(tmp_path.iterdir())     # nothing written where the empty path would lead: here

@@ -72,3 +72,15 @@ def test_numpy_numbers_are_numbers_here_too():
     for bad in (True, "0.9", 1.0):
         with pytest.raises(SqError, match="confidence must be between 0 and 1"):
             t_interval([1.0, 2.0], bad)
+
+
+def test_values_whose_squares_pass_the_largest_double_give_inf_not_an_error():
+    # observations of 1e154 and more: the squared deviations (and sums) pass 1.8e308
+    mean, half = confidence.t_interval([1e307, 5e307, 9e307])
+    assert mean == pytest.approx(5e307, rel=1e-15) and half == math.inf
+    mean, half = confidence.t_interval([1.5e308, 1.7e308])      # the sum passes it, the mean does not
+    assert mean == pytest.approx(1.6e308, rel=1e-15) and half == math.inf
+    mean, half = confidence.t_interval([1e154, 3e154])          # the variance is 2e308: inf
+    assert mean == pytest.approx(2e154, rel=1e-15) and half == math.inf
+    mean, half = confidence.t_interval([1e153, 3e153])          # 2e306: still a number
+    assert half == pytest.approx(scipy_stats.t.ppf(0.975, 1) * 1e153, rel=1e-12)

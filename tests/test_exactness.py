@@ -126,8 +126,9 @@ def test_step_shares_are_pyserqs_json_text():
     assert ours == theirs
 
 
-# The engine computes a step stage's usual cost, `L0 + max(L1 * (L2 + L3), L4 * L5)` over leaves,
-# without its stack machine (sq/engine/_expr.pxi, is_cost_shape); the near misses run on the stack machine.
+# The engine computes a step stage's usual costs, `L0 + max(L1 * (L2 + L3), L4 * L5)` and `L0 + L1 * L2`
+# over leaves, without its stack machine (sq/engine/_expr.pxi, cost_shape); the near misses run on the
+# stack machine.
 STEP_COST = """
 let step0 = 0.008;
 let kvread = 4e-8;
@@ -146,6 +147,13 @@ server { hold kv (p) { run engine prefill (p) growing kv; run engine decode (o) 
     "step0 + max(kvread * (kv_decode + kv_prefill), 2e-5 * tokens) * 1",   # near misses
     "step0 + min(kvread * (kv_decode + kv_prefill), 2e-5 * tokens)",
     "step0 - max(kvread * (kv_decode + kv_prefill), 2e-5 * tokens)",
+    "0.01 + 1e-4 * tokens",                                                # the linear shape
+    "step0 + kvread * kv_decode",
+    "now * 1e-9 + step0 * residents",
+    "1e-4 * tokens + 0.01",                                                # near misses
+    "0.01 + 1e-4 * tokens * 1",
+    "0.01 + 1e-4 / tokens",
+    "0.01 - 1e-6 * tokens",
 ])
 def test_a_step_cost_is_pyserqs_json_text(cost):
     source = STEP_COST.replace("COST", cost)

@@ -6,8 +6,8 @@ recorded answer that no longer matches fails as stale.
 
 Fast checks, for every example:
   * `sq.compile(path)` gives pyserq's IR (`to_dict()` equal to pyserq's
-    `to_json()`, parsed); a difference is a linker bug and the case is an
-    xfail naming the first differing key;
+    `to_json()`, parsed); a difference is a linker bug and fails, naming the
+    first differing key;
   * the report of a short run is pyserq's: same keys, counts identical, every
     other number within 1e-9 relative. A construct the engine does not run
     yet (`SqError` with phase "unsupported") skips with the engine's message;
@@ -76,8 +76,7 @@ def test_ir_is_pyserqs(path):
     ours = sq.compile(path).to_dict()
     theirs = _reference_ir(_id(path), path)
     where = first_difference(ours, theirs)
-    if where is not None:
-        pytest.xfail(f"linker bug: sq's IR differs from pyserq's at {where}")
+    assert where is None, f"sq's IR differs from pyserq's at {where}"
 
 
 def _exact_differences(ours, theirs, path="$"):

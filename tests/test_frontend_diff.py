@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+import children
 import oracle
 
 pyserq = pytest.importorskip("pyserq", reason="pyserq 0.1.2 (the reference) is needed for differential tests")
@@ -209,8 +210,8 @@ def test_python_m_sq_ir_subprocess(name):
     """The same round trip through a real `python -m sq ir` process, for a few programs."""
     oracle.require_module("sq.cli.main", "the CLI is not written yet")
     path = oracle.PROGRAMS / name
-    done = subprocess.run([sys.executable, "-m", "sq", *_cli_args(path)], capture_output=True, text=True,
-                          timeout=120, cwd=oracle.PROGRAMS.parent.parent)
+    done = subprocess.run([children.PYTHON, "-m", "sq", *_cli_args(path)], capture_output=True, text=True,
+                          timeout=120, cwd=oracle.PROGRAMS.parent.parent, env=children.env())
     assert done.returncode == 0, done.stderr
     _assert_round_trip(done.stdout, path)
 
@@ -220,8 +221,8 @@ def test_python_m_sq_ir_rejects_with_the_message(name):
     """A rejected program: a non-zero exit and the key phrase on stderr, no traceback."""
     oracle.require_module("sq.cli.main", "the CLI is not written yet")
     path = oracle.PROGRAMS / name
-    done = subprocess.run([sys.executable, "-m", "sq", *_cli_args(path)], capture_output=True, text=True,
-                          timeout=120, cwd=oracle.PROGRAMS.parent.parent)
+    done = subprocess.run([children.PYTHON, "-m", "sq", *_cli_args(path)], capture_output=True, text=True,
+                          timeout=120, cwd=oracle.PROGRAMS.parent.parent, env=children.env())
     assert done.returncode != 0
     assert oracle.read_header(path).error in done.stderr
     assert "Traceback" not in done.stderr
@@ -249,8 +250,9 @@ RUNNABLE = [p for p in VALID if p.parent.name == "valid" or p.name.startswith("c
 
 
 def _report(script: str, path) -> dict:
-    done = subprocess.run([sys.executable, "-c", script, str(path), str(oracle.PROGRAMS.parent)],
-                          capture_output=True, text=True, timeout=120, cwd=oracle.PROGRAMS.parent.parent)
+    done = subprocess.run([children.PYTHON, "-c", script, str(path), str(oracle.PROGRAMS.parent)],
+                          capture_output=True, text=True, timeout=120, cwd=oracle.PROGRAMS.parent.parent,
+                          env=children.env())
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

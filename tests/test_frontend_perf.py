@@ -16,6 +16,8 @@ import sq
 from sq.frontend import lexer, unicode_tables
 from sq.errors import SqError
 
+import children
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -73,8 +75,8 @@ def test_compiling_loads_no_numpy():
 
     code = ("import sys, sq; sq.compile(source='stage s : fifo(1); workload { arrive poisson(1); } "
             "session { run s (~exp(2)); observe r = now; }', horizon=10); print(sorted(m for m in ('numpy', 'pandas') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+    out = subprocess.run([children.PYTHON, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent, env=children.env())
     assert out.stdout.strip() == "[]"
 
 

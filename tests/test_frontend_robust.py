@@ -14,6 +14,8 @@ import sq
 from oracle import needs_reference, reference
 from sq.errors import SqError
 
+import children
+
 pyserq = reference()   # None without the reference: the tests that compare with it skip
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -193,8 +195,8 @@ def test_poisson_inf_round_trips():
 def test_cli_ir_reads_back(tmp_path):
     path = tmp_path / "p.sq"
     path.write_text(INF.replace("RATE", "poisson(inf)"))
-    out = subprocess.run([sys.executable, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=60)
+    out = subprocess.run([children.PYTHON, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
+                         cwd=ROOT, env=children.env(), timeout=60)
     assert out.returncode == 0, out.stderr
     assert sq.load(out.stdout).to_json() == sq.compile(path).to_json()
 
@@ -228,9 +230,9 @@ def test_100k_lines_compile_in_linear_time(shape):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_frontend_scale as bench
 
-    done = subprocess.run([sys.executable, "-c", "import sys, sq; sq.compile(source=sys.stdin.read())"],
+    done = subprocess.run([children.PYTHON, "-c", "import sys, sq; sq.compile(source=sys.stdin.read())"],
                           input=getattr(bench, shape)(100_000), capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+                          env=children.env(), timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import children
 from hostile import ROOT, assert_clean, assert_ok, assert_refused, run_process, run_sq
 from oracle import needs_reference
 
@@ -94,7 +95,7 @@ def test_nesting_that_pyserq_runs_runs_the_same(tmp_path):
     path = _write(tmp_path, "deep.sq", _parens(2500))
     ours = run_sq("run", path, "--json", timeout=120)
     assert_ok(ours)
-    theirs = run_process([sys.executable, "-c", _REFERENCE_JSON, str(path)], timeout=120, memory_mb=None)
+    theirs = run_process([children.PYTHON, "-c", _REFERENCE_JSON, str(path)], timeout=120, memory_mb=None)
     assert theirs.code == 0, theirs
     assert ours.stdout.strip() == theirs.stdout.strip()
 
@@ -157,9 +158,8 @@ def test_ctrl_c_at_any_moment_exits_130_without_a_traceback(tmp_path, moment):
     code that exec() runs (dataclasses), even if caught."""
     body = "".join(f"observe x{k} = " + "(now+" * 3000 + "1" + ")" * 3000 + ";\n" for k in range(40))
     path = _write(tmp_path, "slow.sq", HEAD + "session { run svc (1);\n" + body + "}\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "sq", "check", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen([children.PYTHON, "-X", "importtime", "-m", "sq", "check", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=children.env(), cwd=ROOT)
     err_lines: list[str] = []
 
     def read_stderr() -> None:
@@ -284,10 +284,21 @@ def test_write_atomic_makes_files_as_the_umask_says(tmp_path, umask):
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("command", [["check"], ["ir"], ["run", "--json"]])
 def test_stdout_on_a_full_disk(command):
-    line = " ".join([sys.executable, "-m", "sq", command[0], str(EXAMPLE), *command[1:], "--horizon", "100",
+    line = " ".join([children.PYTHON, "-m", "sq", command[0], str(EXAMPLE), *command[1:], "--horizon", "100",
                      "--warmup", "10", ">/dev/full"])
     r = run_process(["sh", "-c", line])
     assert_refused(r, "cannot write to standard output", "No space left on device")
+
+
+def test_stdout_closed_from_the_start():
+    """`sq run x.sq >&-`: Python starts with sys.stdout None; sq says so (it was an internal error, exit 1)."""
+    for command in (["run"], ["check"]):
+        line = f'"{children.PYTHON}" -m sq {command[0]} "{EXAMPLE}" >&-'
+        assert_refused(run_process(["sh", "-c", line]), "error: standard output is closed")
+
+
+def test_an_empty_memory_bound_is_refused():
+    assert_refused(run_sq("run", EXAMPLE, "--max-memory", ""), "--max-memory: expected a size like 512M")
 
 
 MMC = ROOT / "examples" / "single-turn" / "mmc.sq"
@@ -301,9 +312,9 @@ def test_stdout_whose_reader_has_gone(command):
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        r = subprocess.run([sys.executable, "-m", "sq", command[0], str(MMC), *command[1:], "--horizon", "100",
+        r = subprocess.run([children.PYTHON, "-m", "sq", command[0], str(MMC), *command[1:], "--horizon", "100",
                             "--warmup", "10"], stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+                           env=children.env(), timeout=120)
     finally:
         os.close(write_end)
     assert (r.returncode, r.stderr) == (141, ""), r.stderr
@@ -315,10 +326,10 @@ def test_ir_piped_into_head(tmp_path):
     of the write: Linux then returns the part written, and Python reports no error for the rest.)"""
     observes = "".join(f"observe o{k} = now + {k};\n" for k in range(5000))
     path = _write(tmp_path, "wide.sq", HEAD + "session { run svc (1);\n" + observes + "}\n")
-    script = f'"{sys.executable}" -m sq ir "{path}" | head -c 100; echo "status ${{PIPESTATUS[0]}}" >&2'
+    script = f'"{children.PYTHON}" -m sq ir "{path}" | head -c 100; echo "status ${{PIPESTATUS[0]}}" >&2'
     r = run_process(["bash", "-c", script], timeout=120)
-    first = subprocess.run([sys.executable, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
-                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120).stdout
+    first = subprocess.run([children.PYTHON, "-m", "sq", "ir", str(path)], capture_output=True, text=True,
+                           cwd=ROOT, env=children.env(), timeout=120).stdout
     assert len(first) > 4 * 65536   # a Linux pipe holds 64 KiB
     assert r.stdout == first[:100] and r.stderr in ("status 141\n", "status 0\n"), r
 
@@ -338,15 +349,15 @@ API_CASES = {
 @pytest.mark.parametrize("call", API_CASES.values(), ids=API_CASES.keys())
 def test_api_bad_input_is_sqerror(call):
     code = f"import sq\ntry:\n    {call}\nexcept sq.SqError as e:\n    print('SqError', e)\n"
-    r = run_process([sys.executable, "-c", code], timeout=60)
+    r = run_process([children.PYTHON, "-c", code], timeout=60)
     assert_ok(r)
     assert r.stdout.startswith("SqError"), r
 
 
 def test_process_limits_are_enforced():
     """The helper itself: a child over its memory limit fails (it does not take the machine)."""
-    r = run_process([sys.executable, "-c", "x = bytearray(400 << 20)"], memory_mb=200)
+    r = run_process([children.PYTHON, "-c", "x = bytearray(400 << 20)"], memory_mb=200)
     assert r.code != 0 and "MemoryError" in r.stderr
-    r = run_process([sys.executable, "-c", "import time; time.sleep(30)"], timeout=1)
+    r = run_process([children.PYTHON, "-c", "import time; time.sleep(30)"], timeout=1)
     assert r.timed_out
-    assert_clean(run_process([sys.executable, "-c", "pass"]))
+    assert_clean(run_process([children.PYTHON, "-c", "pass"]))

@@ -15,6 +15,7 @@ catches an invalid read or write even where it does not crash.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import children
 from hostile import assert_ok, assert_refused, run_script, run_sq
 from oracle import needs_reference, reference
 
@@ -185,6 +187,26 @@ def test_a_run_whose_time_rounds_away_stops(tmp_path):
     assert_refused(r, "does not advance", "`run d`", "time 1")
 
 
+STALLED = "stage d : delay;\nrun { horizon %s; }\nworkload { arrive batch(1); }\nsession { loop { run d (%s); } }\n"
+
+
+def test_a_run_whose_time_gains_nothing_stops(tmp_path):
+    """Time advances by 1e-310 an event: the horizon is 5e311 events away, and 0.1.2 runs on
+    forever; sq stops after two windows of 2^24 events, at the `run`, with the step and the
+    events the horizon would need."""
+    path = _write(tmp_path, "stalled.sq", STALLED % (50, "1e-310"))
+    r = run_sq("run", path, timeout=300)
+    assert_refused(r, f"{path}:4:18", "does not advance", "`run d`", "gains 1e-310 an event", "5.0e+311 more events")
+
+
+def test_a_long_run_that_advances_is_not_stopped(tmp_path):
+    """3.5e7 events at 1e-6 each: past two windows of the stall guard, and the report is whole."""
+    path = _write(tmp_path, "slow.sq", STALLED % (35, "1e-6"))
+    r = run_sq("run", path, "--json", timeout=300)
+    assert_ok(r)
+    assert json.loads(r.stdout)["events"] > 2 * 2**24
+
+
 @pytest.mark.slow
 def test_a_step_stage_of_cost_zero_stops_at_the_default_limit(tmp_path):
     path = _write(tmp_path, "cost0.sq", COST_ZERO)
@@ -252,11 +274,9 @@ def _memcheck(tmp_path: Path, *args: str) -> str:
     """Run `python -m sq ARGS` under memcheck; its reports whose stack passes through sq's own
     code (CPython's own uninitialised-value reports are not ours)."""
     log = tmp_path / "memcheck.log"
-    env = dict(os.environ, PYTHONMALLOC="malloc",
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(["valgrind", "--tool=memcheck", "--leak-check=no", f"--log-file={log}",
-                           os.path.realpath(sys.executable), "-m", "sq", *args],
-                          capture_output=True, text=True, timeout=1800, env=env)
+                           children.PYTHON, "-m", "sq", *args],
+                          capture_output=True, text=True, timeout=1800, env=children.env(PYTHONMALLOC="malloc"))
     assert proc.returncode in (0, 2), proc.stderr[-2000:]
     reports = log.read_text(errors="replace").split("\n==")
     return "\n".join(r for r in reports if "Invalid" in r or "uninitialised" in r if "sq_7_engine" in r or "_engine.c" in r)

@@ -76,7 +76,7 @@ def test_the_graph_reader_sees_every_kind_of_import():
     g = _graph()
     edges = g.imports()
     pairs = {(a, b) for a, b, _ in edges}
-    assert ("sq.study.sweep", "sq.engine.run") in pairs            # function-level import (ast.walk)
+    assert ("sq.study.plan", "sq.engine.run") in pairs             # function-level import (ast.walk)
     assert ("sq._engine", "sq.lower._bytecode") in pairs           # a Cython cimport
     assert ("sq._engine", "sq.engine._loop") in pairs              # an include
     assert ("sq.results.report", "sq.results.stats") in pairs      # `from package import module`

@@ -24,10 +24,12 @@ from sq import _engine
 from sq.results import stats
 from sq.engine.progress import Progress, Tracker
 
+import children
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").rglob("*.sq"))
 VLLM = ROOT / "examples" / "single-turn" / "vllm_single_turn.sq"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = children.env()
 
 # M/M/1 that runs far longer than any test waits: fast events
 MM1 = """
@@ -89,7 +91,7 @@ def _children_cpu() -> float:
 ], ids=["mm1", "vllm"])
 def test_sigint_cli_prints_partial_report_and_exits_130(program, extra, mm1):
     path = str(mm1) if program == "mm1" else program
-    done, took = _interrupt([sys.executable, "-m", "sq", "run", path, "--json", "--progress", *extra])
+    done, took = _interrupt([children.PYTHON, "-m", "sq", "run", path, "--json", "--progress", *extra])
     assert done.returncode == 130, done.stderr
     assert took < 1.0   # CPU seconds from the signal to the exit
     report = json.loads(done.stdout)
@@ -99,7 +101,7 @@ def test_sigint_cli_prints_partial_report_and_exits_130(program, extra, mm1):
 
 
 def test_sigint_cli_text_says_interrupted_at_the_time_reached(mm1):
-    done, _ = _interrupt([sys.executable, "-m", "sq", "run", str(mm1), "--progress"])
+    done, _ = _interrupt([children.PYTHON, "-m", "sq", "run", str(mm1), "--progress"])
     assert done.returncode == 130
     head = done.stdout.splitlines()
     end = head[0].split(" end ")[1].split()[0]
@@ -127,7 +129,7 @@ def test_sigint_api_raises_keyboard_interrupt_with_the_report(mm1, call):
             r = err.report
             print(json.dumps({{"stopped": r.stopped, "end": r.end, "count": r.observes["response"].count}}))
     """)
-    done, took = _interrupt([sys.executable, "-c", script], ready="stdout")
+    done, took = _interrupt([children.PYTHON, "-c", script], ready="stdout")
     assert done.returncode == 0, done.stderr
     assert took < 1.0   # CPU seconds from the signal to the exit
     got = json.loads(done.stdout.splitlines()[-1])
@@ -162,14 +164,14 @@ def test_wall_limit_report_is_that_of_a_run_to_the_time_reached(mm1):
 
 
 def test_wall_limit_cli_exit_status(mm1):
-    done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--wall-limit", "0.2"],
+    done = subprocess.run([children.PYTHON, "-m", "sq", "run", str(mm1), "--wall-limit", "0.2"],
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
     assert done.returncode == 124, done.stderr
     assert "wall limit: stopped at simulated time" in done.stdout
 
 
 def test_cli_dump_without_samples_is_refused_before_the_run(mm1, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--samples", "none", "--dump",
+    done = subprocess.run([children.PYTHON, "-m", "sq", "run", str(mm1), "--samples", "none", "--dump",
                            str(tmp_path / "out")], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--samples none" in done.stderr and not done.stdout
     assert not (tmp_path / "out").exists()
@@ -178,7 +180,7 @@ def test_cli_dump_without_samples_is_refused_before_the_run(mm1, tmp_path):
 def test_samples_is_all_or_none(mm1):
     with pytest.raises(sq.SqError, match="samples is 'all' or 'none'"):
         sq.run(sq.compile(str(mm1)), samples="some")
-    done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--samples", "some"],
+    done = subprocess.run([children.PYTHON, "-m", "sq", "run", str(mm1), "--samples", "some"],
                           cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "samples is 'all' or 'none'" in done.stderr
 
@@ -336,7 +338,7 @@ def test_one_pass_batches_double_and_keep_20_to_40():
 def test_samples_none_memory_is_flat_at_1e7_arrivals(mm1):
     """1e7 arrivals of M/M/1 (one observe, one gauge) in under 100 MB peak RSS."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--arrivals", "10000000",
+    done = subprocess.run([children.PYTHON, "-m", "sq", "run", str(mm1), "--arrivals", "10000000",
                            "--samples", "none", "--json"], cwd=ROOT, env=ENV, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["arrivals"] == 10_000_000
@@ -377,7 +379,7 @@ def test_cli_progress_default_follows_the_terminal(flags, tty, delay, mm1, monke
 
 def test_cli_samples_none_prints_the_same_counts(mm1):
     def run(*flags):
-        done = subprocess.run([sys.executable, "-m", "sq", "run", str(mm1), "--horizon", "3000", "--json", *flags],
+        done = subprocess.run([children.PYTHON, "-m", "sq", "run", str(mm1), "--horizon", "3000", "--json", *flags],
                               cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)

@@ -21,6 +21,8 @@ from sq.results import metrics as sq_metrics
 from sq.study import sweep as study
 from sq.errors import SqError
 
+import children
+
 ROOT = Path(__file__).resolve().parent.parent
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 REPLICA = str(ROOT / "examples" / "multi-turn" / "replica.sq")
@@ -140,8 +142,8 @@ print(json.dumps(result.records))
 def test_processes_give_the_serial_table_from_an_unguarded_script(serial, tmp_path):
     script = tmp_path / "study.py"   # a file: spawned workers would import it as their __main__
     script.write_text(UNGUARDED)
-    done = subprocess.run([sys.executable, str(script), MMC, json.dumps(GRID)], capture_output=True,
-                          text=True, env=_env(), timeout=120)
+    done = subprocess.run([children.PYTHON, str(script), MMC, json.dumps(GRID)], capture_output=True,
+                          text=True, env=children.env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert _equal_tables(json.loads(done.stdout), serial.records)
 
@@ -488,7 +490,7 @@ def _workers_in_a_run(pid: int) -> int:
 
 def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     cache = tmp_path / "cache"
-    done = _interrupt_when_cached([sys.executable, "-c", INTERRUPTED, MMC, str(cache)], cache, _env())
+    done = _interrupt_when_cached([children.PYTHON, "-c", INTERRUPTED, MMC, str(cache)], cache, children.env())
     assert done.returncode in SCRIPT_INTERRUPTED_EXIT, done.stderr
     kept, total = map(int, done.stdout.split())
     assert total == 400 and 3 <= kept < total
@@ -497,9 +499,9 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
 
 def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     cache = tmp_path / "cache"
-    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
+    cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
            "--horizon", "3000", "-j", "2", "--cache", str(cache), "--out", str(tmp_path / "runs.csv")]
-    done = _interrupt_when_cached(cmd, cache, _env())
+    done = _interrupt_when_cached(cmd, cache, children.env())
     assert done.returncode == 130, done.stderr
     assert "interrupted:" in done.stderr and "Traceback" not in done.stderr, done.stderr
     kept = len(list(cache.rglob("*.json")))
@@ -510,9 +512,9 @@ def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
 
 def test_ctrl_c_does_not_wait_for_long_runs_in_flight(tmp_path):
     # each run takes tens of seconds; the sweep must stop without finishing them
-    cmd = [sys.executable, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
+    cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5,6", "--seeds", "1..2",
            "--horizon", "2000000", "--warmup", "0", "-j", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=children.env())
     _wait_for("both workers in a run", lambda: _workers_in_a_run(proc.pid) == 2, proc)
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
@@ -532,8 +534,6 @@ def _communicate(proc, timeout):
         raise
 
 
-def _env():
-    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 # -- the summary and the t interval ---------------------------------------------------
@@ -616,7 +616,7 @@ def test_plot_draws_a_line_per_group_with_the_slo(serial):
         serial.plot("lam", "nope.p99")
 
 
-def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
+def test_a_missing_extra_names_the_pip_install(serial, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(SqError) as err:
         serial.runs
@@ -626,9 +626,15 @@ def test_a_missing_extra_names_the_pip_install(serial, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(SqError, match=r"pip install 'sq\[plot\]'"):
         serial.plot("lam", "wait.p99")
+    # a sweep without tqdm falls back to a plain line, as a run does, after a note naming the extra
     monkeypatch.setitem(sys.modules, "tqdm", None)
-    with pytest.raises(SqError, match=r"pip install 'sq\[progress\]'"):
-        study.sweep(MMC, {"lam": [5]}, [1], executor="serial", progress=True, **SHORT)
+    capsys.readouterr()
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=True, **SHORT)
+    err = capsys.readouterr().err
+    assert "pip install 'sq[progress]'" in err and "(showing a plain line)" in err
+    assert "] 2/2 runs" in err and err.endswith("\n")
+    study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", progress=False, **SHORT)
+    assert capsys.readouterr().err == ""
 
 
 def test_progress_bar_on_request(capsys):
@@ -750,6 +756,9 @@ def test_a_studys_provenance_has_the_defs_and_the_settings_in_effect(monkeypatch
     (lambda s: study.sweep(MMC, {}, [1], progress="yes"), "sweep: progress is True, False or None, found 'yes'"),
     (lambda s: sq.run(sq.compile(MMC), progress="yes"), "run: progress is True, False, None or a callable, found 'yes'"),
     (lambda s: s.write(5), "write: a path is text or os.PathLike, found int"),
+    (lambda s: study.sweep(MMC, {}, [1], cache=""), "sweep: cache: the path is empty"),   # (it was the current folder)
+    (lambda s: sq.capacity(MMC, "c", "wait.mean <= 1", cache=""), "capacity: cache: the path is empty"),
+    (lambda s: s.write(""), "write: the path is empty"),
     (lambda s: s.to_csv(5), "to_csv: a path is text or os.PathLike, found int"),
     (lambda s: s.write("/no/such/dir/x.csv"), "to_csv: cannot write `/no/such/dir/x.csv`: the folder `/no/such/dir` does not exist"),
     (lambda s: s.write("/no/such/dir/x.jsonl"), "to_json: cannot write `/no/such/dir/x.jsonl`: the folder"),

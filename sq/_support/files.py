@@ -27,16 +27,20 @@ TRACE_LIMIT = 4 * 1024 * 1024 * 1024
 
 def path_argument(value, who: str, phase: str = "settings", hint: str = "") -> str:
     """A path given to the API (`str`, `bytes` or `os.PathLike`) as text; anything else (a
-    number, None in the wrong place) is one SqError naming the keyword `who`, not os's TypeError."""
+    number, None in the wrong place) is one SqError naming the keyword `who`, not os's TypeError.
+    An empty path names no file: it is refused too (as a folder it would be the current one)."""
     if isinstance(value, (str, bytes, os.PathLike)):
-        return os.fsdecode(value)
+        path = os.fsdecode(value)
+        if not path:
+            raise SqError(f"{who}: the path is empty", phase=phase)
+        return path
     raise SqError(f"{who}: a path is text or os.PathLike, found {type(value).__name__}{hint}", phase=phase)
 
 
 def writable(path: str, flag: str, formats: tuple[str, ...]) -> None:
     """The file `path` given by `flag` (a CLI flag or an API keyword): writable, and of one of
     `formats` (its extension); checked before any run, not after all of them."""
-    target = Path(path)
+    target = Path(path_argument(path, flag))
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
             or (target.exists() and not os.access(target, os.W_OK)):
@@ -159,3 +163,18 @@ def _new_file(folder: str) -> tuple[int, str]:
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), temp
         except FileExistsError:
             continue
+
+
+def text_or_file(text: str, path, who: str) -> str | None:
+    """The one rule of every `to_json(path=None)`: no path, the text is returned; a path, it is
+    written there atomically (`write_atomic`) and None returned; a write that fails is one
+    SqError naming the file."""
+    if path is None:
+        return text
+    path = path_argument(path, who)
+    try:
+        write_atomic(path, [text])
+    except OSError as e:
+        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
+                      phase="settings") from None
+    return None

@@ -82,9 +82,25 @@ def brief(x: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def quotient(a: float, b: float) -> str:
+    """a / b to two significant digits, also past the largest double (50 / 1e-310: `5.0e+311`)."""
+    from decimal import Decimal
+
+    return format(Decimal(a) / Decimal(b), ".2g")
+
+
 def json_number(x) -> str:
     """A number in a report's JSON as 0.1.2 writes it: an integer (a counter) as an integer;
     a float as `display` writes it; `null` for NaN and ±inf."""
+    if type(x) is float:
+        # the common case, quickly: where repr writes x positionally (1e-4 <= |x| < 1e16) its
+        # digits are _positional's, and only its `.0` is not Display's
+        if not math.isfinite(x):
+            return "null"
+        text = repr(x)
+        if "e" in text:
+            return _positional(x)
+        return text[:-2] if text.endswith(".0") else text
     # numpy's scalars count too; without numpy loaded there are none (the compiler writes
     # numbers without loading it)
     np = sys.modules.get("numpy")

@@ -70,7 +70,7 @@ def once_each(pairs, flag: str) -> dict:
 
 def parse_seeds(text: str) -> list[int]:
     """`--seeds`: 1..10 (both ends included) or 1,4,9; checked as the API's `seeds` are."""
-    from sq.study.sweep import seed_list  # noqa: PLC0415
+    from sq.study.plan import seed_list  # noqa: PLC0415
 
     m = _SEED_SPAN.match(text)
     try:

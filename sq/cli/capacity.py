@@ -47,7 +47,7 @@ def cmd_capacity(args) -> int:
     program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
                          horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals)
     seeds = parse_seeds(args.seeds)
-    if args.plot_out:
+    if args.plot_out is not None:
         check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs
         headless_plots("--plot-out")
     out = sys.stderr if args.json else sys.stdout
@@ -63,7 +63,7 @@ def cmd_capacity(args) -> int:
                        jobs=args.jobs, cache=args.cache, horizon=args.horizon, warmup=args.warmup,
                        arrivals=args.arrivals, max_seeds=args.max_seeds, on_point=show,
                        settle=args.settle)
-    if args.plot_out:
+    if args.plot_out is not None:
         cap.plot(path=args.plot_out)
     print(cap.to_json() if args.json else cap.line())
     return 0

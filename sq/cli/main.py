@@ -48,7 +48,7 @@ _SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 def _size(text: str) -> int:
     """A byte count: a whole number with an optional K, M, G or T (powers of 2^10)."""
     number, unit = text.strip(), ""
-    if number[-1:].upper() in _SIZE_UNITS:
+    if number and number[-1].upper() in _SIZE_UNITS:
         number, unit = number[:-1], number[-1].upper()
     try:
         value = int(number) * _SIZE_UNITS[unit]
@@ -106,7 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
-    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement; the median is shown")
+    bench.add_argument("--reference", metavar="FILE", help="the file that runs pyserq (default: a source checkout's "
+                       "benchmarks/reference_pyserq.py; sq itself never imports pyserq)")
+    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement (each a fresh process); the least CPU time is shown")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
     return ap
 
@@ -238,17 +240,10 @@ def _print_report(args, report) -> None:
 
 
 def _cmd_bench(args) -> int:
-    # The benchmark suite compares sq with pyserq, so it lives beside the package in the
-    # source checkout (benchmarks/), never inside it.
-    import runpy
-    from pathlib import Path
+    from sq.bench import main as bench
 
-    suite = Path(__file__).resolve().parents[2] / "benchmarks" / "suite.py"
-    if not suite.exists():
-        raise SqError("`sq bench` runs benchmarks/suite.py from a source checkout of sq; "
-                      f"none found at {suite.parent}", phase="settings")
-    bench = runpy.run_path(str(suite))
-    return bench["main"](names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds)
+    return bench(names=args.names, quick=args.quick, reference=not args.no_reference, rounds=args.rounds,
+                 driver=args.reference)
 
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
@@ -259,7 +254,12 @@ COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_st
 def main(argv: list[str] | None = None) -> int:
     """The command's exit status. When stdout's reader has gone, the rest of the
     output is dropped without a word, as Unix tools do (Python's recipe for
-    SIGPIPE); Ctrl-C is left to the caller (`sq.__main__`)."""
+    SIGPIPE); Ctrl-C is left to the caller (`sq.__main__`). A standard output closed from
+    the start (`sq run x.sq >&-`: Python makes it None) is bad input: every command writes there."""
+    if sys.stdout is None:
+        print("error: standard output is closed: sq writes its results there "
+              "(redirect it to a file, or to /dev/null to drop them)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         try:
             return _command(argv)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def parse_values(text: str) -> tuple[str, list]:
     name = name.strip()
     if not sep or not re.fullmatch(r"[^\W\d]\w*", name):
         raise SqError(f"--set takes NAME=V1,V2,… or NAME=START:STOP:STEP, found `{text}`", phase="settings")
-    from sq.study.sweep import distinct_values  # noqa: PLC0415  (sq.study.sweep loads numpy: only for a sweep)
+    from sq.study.plan import distinct_values  # noqa: PLC0415  (only for a sweep)
 
     return name, distinct_values(name, _values(name, values), f"--set {text}")
 
@@ -66,8 +67,15 @@ def _values(name: str, values: str) -> list:
     return [_number_or_text(v) for v in items]
 
 
+_LARGEST = Fraction(sys.float_info.max)
+
+
 def _range(name: str, start: str, stop: str, step: str) -> list:
     a, b, s = Fraction(start), Fraction(stop), Fraction(step)
+    for text, v in ((start, a), (stop, b), (step, s)):
+        if abs(v) > _LARGEST:     # its values would not be numbers (float() overflows)
+            raise SqError(f"--set {name}={start}:{stop}:{step}: {text.strip()} is beyond the largest number "
+                          f"({sys.float_info.max:.4g})", phase="settings")
     if s == 0:
         raise SqError(f"--set {name}={start}:{stop}:{step}: the step is 0", phase="settings")
     count = math.floor((b - a) / s) + 1
@@ -115,15 +123,15 @@ def parse_plot(text: str) -> dict:
 
 def cmd_sweep(args) -> int:
     from sq.results import metrics as sq_metrics
-    from sq.study import sweep as study
     from sq._support._optional import require
+    from sq.study.plan import Plan
 
     grid = once_each((parse_values(t) for t in args.sets), "--set")
     seeds = parse_seeds(args.seeds)
     plot = parse_plot(args.plot) if args.plot else None
-    if plot and not args.plot_out:
+    if plot and args.plot_out is None:
         raise SqError("--plot needs --plot-out FILE.png", phase="settings")
-    if args.plot_out and not plot:
+    if args.plot_out is not None and not plot:
         raise SqError("--plot-out needs --plot x=NAME,y=METRIC", phase="settings")
     extra = [sq_metrics.parse_metric(m).name for m in args.metrics]
     if plot:
@@ -135,28 +143,25 @@ def cmd_sweep(args) -> int:
         plot["y"] = y.name
         if y.observe is not None:
             extra.append(y.name)
-    # the names and values, the metrics and the run settings are checked by compiling every point
-    points, _ = study.grid_points(grid)
-    # the first point here, before a scheduler is reached; the sweep checks every point
-    first = study.compile_point(args.file, points[0], dict(horizon=args.horizon, warmup=args.warmup,
-                                                           arrivals=args.arrivals))
-    sq_metrics.check_metrics([*extra, *([plot["y"]] if plot else [])], first)
+    # the names and values, the metrics and the run settings are checked by compiling every
+    # point, once, here: before a scheduler is reached (the sweep runs this plan)
+    plan = Plan(args.file, grid, horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals, metrics=extra)
+    if plot:
+        sq_metrics.check_metrics([plot["y"]], plan.programs[0])
     for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
-        if path:
+        if path is not None:
             check_writable(path, flag)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
     with scheduler(args.scheduler) as client:
-        return _run(args, grid, seeds, extra, plot, client)
+        return _run(args, plan, seeds, extra, plot, client)
 
 
-def _run(args, grid, seeds, extra, plot, client) -> int:
-    from sq.study import sweep as study
+def _run(args, plan, seeds, extra, plot, client) -> int:
+    from sq.study.sweep import run_plan
 
     try:
-        result = study.sweep(args.file, grid, seeds, horizon=args.horizon, warmup=args.warmup,
-                             arrivals=args.arrivals, executor=client, jobs=args.jobs, cache=args.cache,
-                             progress=args.progress, metrics=extra)
+        result = run_plan(plan, seeds, executor=client, jobs=args.jobs, cache=args.cache, progress=args.progress)
     except KeyboardInterrupt as stop:
         partial = getattr(stop, "sweep", None)
         if partial is not None and partial.records and args.out:
@@ -166,9 +171,9 @@ def _run(args, grid, seeds, extra, plot, client) -> int:
         kept = f"; kept in {args.cache}" if args.cache else ""
         # the same kind of interrupt, carrying the line that `sq.__main__` prints
         raise type(stop)(f"interrupted: {done} of {total} runs finished{kept}") from None
-    print(summary_table(result, extra))
-    if args.out:
+    if args.out is not None:    # first: the runs are kept whatever the summary meets
         result.write(args.out)
+    print(summary_table(result, extra))
     if plot:
         ax = result.plot(plot["x"], plot["y"], by=plot.get("by"), slo=plot.get("slo"),
                          logx=plot.get("logx", False), logy=plot.get("logy", False))

@@ -276,24 +276,47 @@ cdef inline const double* leaf_address(State* st, const int32_t* c) noexcept nog
     return NULL
 
 
-cdef inline bint is_cost_shape(const int32_t* c) noexcept nogil:
-    """Whether c is `L0 + max(L1 * (L2 + L3), L4 * L5)` over leaves. Each word is read only once
-    the ones before it are known to be instructions of this expression."""
-    return (is_leaf(c[0]) and is_leaf(c[CS_L1]) and is_leaf(c[CS_L2]) and is_leaf(c[CS_L3])
-            and c[CS_OP1] == X_ADD and c[CS_OP2] == X_MUL and is_leaf(c[CS_L4]) and is_leaf(c[CS_L5])
-            and c[CS_OP3] == X_MUL and c[CS_OP4] == X_MAX and c[CS_OP5] == X_ADD and c[CS_RET] == X_RET)
+# the linear shape's postfix code, L0 L1 L2 MUL ADD RET
+cdef enum:
+    CL_L1 = XONE_LEN
+    CL_L2 = 2 * XONE_LEN
+    CL_OP1 = 3 * XONE_LEN
+    CL_OP2 = CL_OP1 + X_BARE_LEN
+    CL_RET = CL_OP2 + X_BARE_LEN
+
+
+# The shapes of a step stage's cost that evaluate_cost computes without the stack machine
+# (Stage.cost_shape, decided at set-up), with the same operations in the same order
+cdef enum CostShape:
+    COST_VM = 0        # any other cost
+    COST_ROOFLINE      # L0 + max(L1 * (L2 + L3), L4 * L5): `step0 + max(kvread * (kv_decode + kv_prefill), tok * tokens)`
+    COST_LINEAR        # L0 + L1 * L2: `0.01 + 0.0001 * tokens` (only when cost_direct: else the stack machine)
+
+
+cdef inline int cost_shape(const int32_t* c) noexcept nogil:
+    """The CostShape of the cost expression at c. Each word is read only once the ones before it
+    are known to be instructions of this expression."""
+    if not (is_leaf(c[0]) and is_leaf(c[CS_L1]) and is_leaf(c[CS_L2])):
+        return COST_VM
+    if c[CL_OP1] == X_MUL and c[CL_OP2] == X_ADD and c[CL_RET] == X_RET:
+        return COST_LINEAR
+    if (is_leaf(c[CS_L3]) and c[CS_OP1] == X_ADD and c[CS_OP2] == X_MUL and is_leaf(c[CS_L4])
+            and is_leaf(c[CS_L5]) and c[CS_OP3] == X_MUL and c[CS_OP4] == X_MAX and c[CS_OP5] == X_ADD
+            and c[CS_RET] == X_RET):
+        return COST_ROOFLINE
+    return COST_VM
 
 
 cdef inline double evaluate_cost(State* st, Stage* s) noexcept nogil:
-    """A step stage's cost, in its iteration's moment. Its usual shape, `step0 + max(kvread *
-    (kv_decode + kv_prefill), tok * tokens)` (Stage.cost_shaped, decided at set-up), is computed
-    without the stack machine, with the same operations in the same order; kept out of
-    `evaluate`, whose fast paths every other expression pays for."""
+    """A step stage's cost, in its iteration's moment: its shape (CostShape) without the stack
+    machine; kept out of `evaluate`, whose fast paths every other expression pays for."""
     cdef const int32_t* c = st.code + s.cost_e
     if s.cost_direct:       # the same, each leaf read where set-up found it (step_cost_leaves)
+        if s.cost_shape == COST_LINEAR:
+            return s.cost_leaf[0][0] + s.cost_leaf[1][0] * s.cost_leaf[2][0]
         return s.cost_leaf[0][0] + fmax(s.cost_leaf[1][0] * (s.cost_leaf[2][0] + s.cost_leaf[3][0]),
                                         s.cost_leaf[4][0] * s.cost_leaf[5][0])
-    if s.cost_shaped:
+    if s.cost_shape == COST_ROOFLINE:
         return leaf_value(st, c, -1, NAN) + fmax(
             leaf_value(st, c + <int32_t> CS_L1, -1, NAN)
             * (leaf_value(st, c + <int32_t> CS_L2, -1, NAN) + leaf_value(st, c + <int32_t> CS_L3, -1, NAN)),

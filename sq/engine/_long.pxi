@@ -20,10 +20,20 @@ cdef enum:
     ITER_BYTES = 16         # an iteration: time, count
     ITER_ENTRY_BYTES = 40   # one of its entries: serial, turn, mode, tokens
     EVICT_BYTES = 24        # an eviction: time, key, units
+    # the stall guard: a run is judged every STALL_WINDOW events (at the end of an instant), and
+    # stopped after STALL_WINDOWS windows in a row at a pace that cannot reach the horizon
+    STALL_WINDOW = 1 << 24
+    STALL_WINDOWS = 2
 
 cdef extern from *:
-    "#define SQ_PYTHON_EVERY 0.05"
+    """
+    #define SQ_PYTHON_EVERY 0.05
+    #define SQ_STALL_EVENTS 9223372036854775808.0
+    """
     const double PYTHON_EVERY "SQ_PYTHON_EVERY"   # seconds between visits to Python
+    # a horizon that would take more events than this (2^63, what `events` can count) at the pace
+    # of the last windows is never reached
+    const double STALL_EVENTS "SQ_STALL_EVENTS"
 
 
 cdef inline double monotonic() noexcept nogil:
@@ -107,9 +117,41 @@ cdef int poll_python(State* st) noexcept with gil:
     return 0
 
 
+cdef bint stalled(State* st) noexcept nogil:
+    """The stall guard (spec 09 §9.11 allows guards; 0.1.2 runs on forever): True, with the run
+    failed (E_STALL), when time advanced so little over the last STALL_WINDOWS windows of
+    STALL_WINDOW events each that, at each window's pace, the rest of the horizon would take more
+    than STALL_EVENTS events (`loop { run d (1e-310); }` with horizon 50: 5e311 events). A run
+    with an arrival limit may end at it long before its horizon, and one with an infinite horizon
+    has no share to gain: neither is judged. Called between instants, so a window's time is
+    that of the instants it holds."""
+    cdef double step = (st.now - st.stall_time) / <double> (st.events - st.stall_events)
+    cdef Event* nxt
+    cdef int32_t slot = -1, pc = -1
+    if st.limit == 0 and st.horizon < INFINITY and st.horizon - st.now > step * STALL_EVENTS:
+        st.stall_windows += 1
+    else:
+        st.stall_windows = 0
+    st.stall_time = st.now
+    st.stall_events = st.events
+    st.stall_at = st.events + STALL_WINDOW
+    if st.stall_windows < STALL_WINDOWS:
+        return False
+    # the statement: that of the session the next event finishes a job of (the session waits
+    # with its pc just past the `run`)
+    nxt = next_event(st)
+    if nxt != NULL and nxt.kind == EV_FINISH and 0 <= nxt.b < st.jobs.high and st.jobs.id[nxt.b] >= 0:
+        slot = st.jobs.owner[nxt.b]
+        pc = st.sess.pc[slot]
+    fail(st, E_STALL, slot, step, pc, nxt.a if nxt != NULL and nxt.kind == EV_FINISH else -1)
+    return True
+
+
 cdef bint poll(State* st) noexcept nogil:
     """Called between instants once `events` reaches `poll_at`: True when the run must stop."""
     cdef double t = monotonic(), dt = t - st.poll_wall
+    if st.events >= st.stall_at and stalled(st):
+        return True
     if trace_full(st):
         st.stop = trace_flush_polled(st)
         if st.stop:
@@ -136,6 +178,10 @@ cdef void poll_start(State* st, _Watch watch, double wall_limit) noexcept:
     st.poll_wall = t
     st.poll_python = t + PYTHON_EVERY
     st.wall_deadline = t + wall_limit if wall_limit > 0.0 else 0.0
+    st.stall_at = STALL_WINDOW
+    st.stall_events = 0
+    st.stall_time = 0.0
+    st.stall_windows = 0
 
 
 # ---- samples="none": summaries instead of samples ----------------------------------------------

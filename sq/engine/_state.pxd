@@ -90,8 +90,8 @@ cdef struct Stage:
     int32_t budget_e
     int32_t chunk_e
     int32_t cost_e
-    bint cost_shaped            # the cost is L0 + max(L1 * (L2 + L3), L4 * L5) over leaves (evaluate_cost)
-    bint cost_direct            # ... and each leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
+    int cost_shape              # the cost's form (CostShape: the stack machine, or a shape over leaves; evaluate_cost)
+    bint cost_direct            # ... a shape whose every leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
     const double* cost_leaf[6]
     bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
     bint chunk_fixed
@@ -555,4 +555,9 @@ cdef struct State:
     double poll_python         # when Python is next asked (signals, progress)
     double wall_deadline       # the monotonic time the run must stop by (0: none)
     int stop                   # why the run stopped early (0: it did not)
+    # the stall guard (_long.pxi): where the current window of STALL_WINDOW events began
+    int64_t stall_at           # check when `events` reaches this
+    int64_t stall_events
+    double stall_time
+    int stall_windows          # consecutive windows at a pace the horizon cannot be reached at
     void* poller               # the Python object asked every ~50 ms (borrowed)

@@ -54,13 +54,13 @@ cdef bint constant_at(State* st, int32_t off, double* value) noexcept nogil:
 
 
 cdef bint step_cost_leaves(State* st, Stage* s) noexcept nogil:
-    """Where each leaf of a shaped cost (L0 + max(L1 * (L2 + L3), L4 * L5)) is read, when each is
-    one fixed place (Stage.cost_leaf, decided at set-up; evaluate_cost reads them)."""
+    """Where each leaf of a shaped cost (CostShape) is read, when each is one fixed place
+    (Stage.cost_leaf, decided at set-up; evaluate_cost reads them)."""
     cdef const int32_t* c = st.code + s.cost_e
     cdef int32_t at[6]
-    cdef int i
-    at[0], at[1], at[2], at[3], at[4], at[5] = 0, CS_L1, CS_L2, CS_L3, CS_L4, CS_L5
-    for i in range(6):
+    cdef int i, n = 3 if s.cost_shape == COST_LINEAR else 6
+    at[0], at[1], at[2], at[3], at[4], at[5] = 0, CS_L1, CS_L2, CS_L3, CS_L4, CS_L5    # (CL_L1, CL_L2 are CS_L1, CS_L2)
+    for i in range(n):
         s.cost_leaf[i] = leaf_address(st, c + at[i])
         if s.cost_leaf[i] == NULL:
             return False

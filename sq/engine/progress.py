@@ -1,9 +1,9 @@
-"""The progress of a running simulation: the record a callback receives, and the bars.
+"""Progress, the one module for it: a running simulation's record and bars, and a study's count of runs.
 
 The engine calls back every ~50 ms of wall time with (now, events, arrivals); `Tracker`
-turns that into a `Progress` record at most every `every` seconds and hands it on. A bar is
-tqdm's when tqdm is installed (the `sq[progress]` extra), else one plain line redrawn in
-place on stderr.
+turns that into a `Progress` record at most every `every` seconds and hands it on. A study
+counts finished runs (`count_bar`). A bar is tqdm's when tqdm is installed (the
+`sq[progress]` extra), else one plain line redrawn in place on stderr.
 """
 from __future__ import annotations
 
@@ -165,3 +165,51 @@ class TqdmBar:
     def close(self, shown: bool) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def count_bar(progress, total: int, done: int = 0, unit: str = "run", *, stream=None):
+    """A bar counting a study's finished runs (`.update(n)`, a context manager): progress=True
+    a bar, False none, None a bar when the stream (stderr) is a terminal. tqdm's bar, or
+    without tqdm a plain line (with a one-line note when asked for by progress=True), as
+    `tracker` does for one run."""
+    stream = stream or sys.stderr
+    if progress is False or (progress is None and not stream.isatty()):
+        return LineCount(None, total, done, unit)
+    if available("tqdm"):
+        from tqdm import tqdm  # noqa: PLC0415
+        return tqdm(total=total, initial=done, unit=unit, file=stream, dynamic_ncols=True)
+    if progress is True:
+        print(f"sq: a progress bar needs tqdm, which is not installed: pip install 'sq[{EXTRA['tqdm']}]' "
+              "(showing a plain line)", file=stream)
+    return LineCount(stream, total, done, unit)
+
+
+class LineCount:
+    """A count of finished runs as one plain line redrawn in place (no stream: shows nothing)."""
+
+    WIDTH = LineBar.WIDTH
+
+    def __init__(self, stream, total: int, done: int, unit: str):
+        self.stream, self.total, self.done, self.unit = stream, total, done, unit
+        self.start = time.monotonic()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        if self.stream is not None and self.total:
+            self.stream.write("\n")
+            self.stream.flush()
+        return False
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.stream is None or not self.total:
+            return
+        fraction = self.done / self.total
+        filled = int(fraction * self.WIDTH)
+        wall = time.monotonic() - self.start
+        eta = wall * (1.0 - fraction) / fraction if fraction > 0 else math.inf
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {self.done}/{self.total} "
+                          f"{self.unit}s  ETA {_clock(eta)} ")
+        self.stream.flush()

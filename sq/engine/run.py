@@ -107,6 +107,9 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
             # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
             if getattr(exc, "raw", None) is not None:
                 exc.report = _report(exc.raw, program, started)
+            # a run-time error about a statement: the program text knows where it is written
+            if isinstance(exc, SqError) and exc.item is not None and hasattr(program, "locate"):
+                raise program.locate(exc) from None
             raise
     if tracker is not None:
         tracker.finish(raw.end, raw.events, raw.arrivals)

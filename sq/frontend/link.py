@@ -791,16 +791,20 @@ class Linker:
             self._check_defined_name(name, node, "a session attribute")
 
     # ------------------------------------------------------------ statements → blocks
-    def _block(self, body: list, where: str, holds: tuple = ()) -> list:
+    def _block(self, body: list, index: int, holds: tuple = ()) -> list:
+        """Block `index` of the IR; each statement's node is kept for its place (`_places`)."""
         out = []
         for s in body:
-            out.extend(self._stmt(s, holds))
+            made = self._stmt(s, holds)
+            for k in range(len(made)):
+                self.stmt_nodes[("statement", index, len(out) + k)] = s
+            out.extend(made)
         return out
 
     def _new_block(self, body: list, holds: tuple) -> int:
         index = len(self.blocks)
         self.blocks.append([])
-        self.blocks[index] = self._block(body, "session", holds)
+        self.blocks[index] = self._block(body, index, holds)
         return index
 
     def _stmt(self, s: Any, holds: tuple) -> list:
@@ -1256,9 +1260,10 @@ class Linker:
         self.live_seen: set = set()
         self._check_live_headers(body)
         self.blocks = [[], [], []]
-        self.blocks[0] = self._block(init, "init")
-        self.blocks[1] = self._block(turn, "turn")
-        self.blocks[2] = self._block(body, "session")
+        self.stmt_nodes: dict = {}
+        self.blocks[0] = self._block(init, 0)
+        self.blocks[1] = self._block(turn, 1)
+        self.blocks[2] = self._block(body, 2)
         prog.attrs, prog.observes = self.attrs, self.observes
         prog.pools, prog.stages, prog.blocks = self.pool_rows, self.stage_rows, self.blocks
         prog.gauges = self._gauges()
@@ -1298,6 +1303,8 @@ class Linker:
         put(("arrival",), self.arrive_value, self.override_notes(self.arrive_value))
         for key, value in self.setting_values.items():
             put(("run", key), value, self.override_notes(value))
+        for item, node in self.stmt_nodes.items():     # a run-time error names its statement
+            put(item, node)
         return ir.Places(self.source, spans)
 
     def _check_binding_reach(self, body: list, visible: frozenset) -> None:

@@ -118,6 +118,9 @@ class Lowered:
     seed: int
     arrivals: int               # 0: no arrival limit
     sites: list[str] = field(default_factory=list)  # text of run-time error sites (branch guards, pools)
+    # the IR statement each `run` instruction comes from: {pc: ("statement", block, position)},
+    # the item (sq.ir.Places) a run-time error about that `run` is placed at
+    run_items: dict = field(default_factory=dict)
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
@@ -158,6 +161,8 @@ class _Lowering:
         self.const_index: dict = {}
         self.stmts: list[int] = []
         self.sites: list[str] = []
+        self.run_items: dict = {}
+        self.at: tuple | None = None    # the IR statement being lowered (its item)
         self.depth = 0
         self.max_depth = 1
         self.expr_depth = 0
@@ -275,11 +280,11 @@ class _Lowering:
             if any(not isinstance(st, dict) or set(st) - {"Set", "Observe"} for st in blocks[ir[which]]):
                 raise SqError(f"malformed IR: the {which} block may only `set` and `observe`",
                               phase="validate")
-        init_pc = self.block_code(blocks[ir["init"]], S_RET) if blocks[ir["init"]] else -1
-        turn_pc = self.block_code(blocks[ir["turn"]], S_RET) if blocks[ir["turn"]] else -1
-        session_pc = self.block_code(blocks[ir["session"]], S_END)
+        init_pc = self.block_code(ir["init"], S_RET) if blocks[ir["init"]] else -1
+        turn_pc = self.block_code(ir["turn"], S_RET) if blocks[ir["turn"]] else -1
+        session_pc = self.block_code(ir["session"], S_END)
         return {"init_pc": init_pc, "turn_pc": turn_pc, "session_pc": session_pc,
-                "stmts": np.array(self.stmts, dtype=np.int32), "sites": self.sites}
+                "stmts": np.array(self.stmts, dtype=np.int32), "sites": self.sites, "run_items": self.run_items}
 
     def pool_tables(self) -> dict:
         """Each pool's queue and evict keys and its spill."""
@@ -373,14 +378,15 @@ class _Lowering:
                 "pool_indices": [p.get("index") for p in self.pools]}
 
     # -- statements ------------------------------------------------------------
-    def block_code(self, block: list, terminator: int) -> int:
+    def block_code(self, index: int, terminator: int) -> int:
         start = len(self.stmts)
-        self.inline(block)
+        self.inline(index)
         self.stmt_op(terminator)
         return start
 
-    def inline(self, block: list) -> None:
-        for stmt in block:
+    def inline(self, index: int) -> None:
+        for position, stmt in enumerate(self.ir["blocks"][index]):
+            self.at = ("statement", index, position)
             self.statement(stmt)
 
     def inline_index(self, index) -> None:
@@ -389,7 +395,7 @@ class _Lowering:
         if not isinstance(index, int) or not 0 <= index < len(blocks) or index in self.open_blocks:
             raise SqError(f"malformed IR: block {index} does not exist or contains itself", phase="validate")
         self.open_blocks.add(index)
-        self.inline(blocks[index])
+        self.inline(index)
         self.open_blocks.discard(index)
 
     def slot(self, v) -> int:
@@ -571,6 +577,7 @@ class _Lowering:
             growing_site = len(self.sites) - 1
         also = [self.ref_operand(other, self.stages, "stage") for other in arg.get("also") or []]
         self.max_flow_stages = max(self.max_flow_stages, 1 + len(also))
+        self.run_items[len(self.stmts)] = self.at
         self.stmt_op(S_RUN, stage=stage, work=self.expr(arg["work"]), mode=mode, growing=growing,
                      growing_site=growing_site, also=also)
 

@@ -1,5 +1,4 @@
-"""The Student-t interval of a mean over independent replications (a study's seeds), and
-the seed-bootstrap interval of a quantile pooled over them.
+"""The Student-t interval of a mean over independent replications (a study's seeds).
 
 t comes from scipy when it is installed, else from inverting the t distribution's CDF,
 written with the regularized incomplete beta function: no table of constants.
@@ -7,8 +6,6 @@ written with the regularized incomplete beta function: no table of constants.
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 from sq._support._optional import available
 from sq.errors import SqError
@@ -26,11 +23,23 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     n = len(xs)
     if n == 0:
         return math.nan, math.nan
-    mean = math.fsum(xs) / n
+    mean = _average(xs, n)
     if n < 2:
         return mean, math.nan
-    var = math.fsum((x - mean) ** 2 for x in xs) / (n - 1)
+    var = _average([(x - mean) * (x - mean) for x in xs], n - 1)
     return mean, t_quantile((1.0 + confidence) / 2.0, n - 1) * math.sqrt(var / n)
+
+
+_SCALE = 2.0 ** 600     # a power of two: scaling by it is exact
+
+
+def _average(xs: list[float], n: int) -> float:
+    """fsum(xs) / n. A sum past the largest double (values of 1e154 and more, squared) is taken
+    scaled down: the result is then finite if it is, else inf — never an OverflowError."""
+    try:
+        return math.fsum(xs) / n
+    except OverflowError:
+        return math.fsum(x / _SCALE for x in xs) / n * _SCALE
 
 
 def ratio_interval(shares, counts, confidence: float = 0.95) -> tuple[float, float]:
@@ -149,60 +158,3 @@ def _stirling_tail(z: float) -> float:
     """lgamma(z) - ((z - 1/2)·log z - z + log(2π)/2), to 1e-20 for z >= 100."""
     w = 1.0 / (z * z)
     return (1.0 / 12.0 - w * (1.0 / 360.0 - w * (1.0 / 1260.0 - w / 1680.0))) / z
-
-
-BOOTSTRAP_RESAMPLES = 2000   # resamples of the seeds behind a pooled quantile's interval
-BOOTSTRAP_SEED = 23          # fixed: the same runs give the same interval
-
-
-def pooled_quantile(counts, tops, q: float) -> float:
-    """The ⌈q·N⌉-th smallest of all the runs' samples (N = sum of counts; the report's rank rule)
-    from each run's count and largest samples (`tops`, descending); NaN when some run kept too
-    few of its largest samples to be sure of it (or there are no samples)."""
-    from sq.results.stats import _rank  # noqa: PLC0415 (stats imports this module)
-
-    total = int(sum(counts))
-    if total == 0:
-        return math.nan
-    below_top = total - _rank(q, total)     # how many samples lie above it
-    merged = np.concatenate(tops)
-    if below_top >= len(merged):
-        return math.nan
-    value = float(-np.partition(-merged, below_top)[below_top])
-    # every sample above the value must be among the kept ones: a run that kept part of its
-    # samples dropped only values at most its smallest kept one
-    if any(len(top) < n and top[-1] > value for n, top in zip(counts, tops)):
-        return math.nan
-    return value
-
-
-def pooled_interval(tails, q: float, confidence: float = 0.95) -> tuple[float, float]:
-    """(pooled quantile, half-width) over a point's runs, each with `count` and `top` (a
-    `sq.results.metrics.Tail`): the seeds resampled with replacement BOOTSTRAP_RESAMPLES times
-    (a fixed generator), the percentile interval of the resamples' pooled quantiles, expanded
-    for few seeds (`expanded_tail`); the
-    half-width is its larger side, so quantile ± half-width holds the whole interval (NaN for
-    one seed, or when some resample's quantile is unknown)."""
-    confidence = check_level(confidence, "pooled_interval")
-    counts = [t.count for t in tails]
-    tops = [t.top for t in tails]
-    estimate = pooled_quantile(counts, tops, q)
-    if len(tails) < 2 or math.isnan(estimate):
-        return estimate, math.nan
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    picks = rng.integers(0, len(tails), size=(BOOTSTRAP_RESAMPLES, len(tails)))
-    replicas = np.array([pooled_quantile([counts[i] for i in pick], [tops[i] for i in pick], q) for pick in picks])
-    if np.isnan(replicas).any():
-        return estimate, math.nan
-    tail = expanded_tail(confidence, len(tails))
-    lo, hi = np.quantile(replicas, [tail, 1.0 - tail])
-    return estimate, float(max(estimate - lo, hi - estimate))
-
-
-def expanded_tail(confidence: float, n: int) -> float:
-    """The share cut from each end of the bootstrap distribution of n seeds: the expanded
-    percentile interval (Hesterberg 2015), Φ(-√(n/(n-1))·t(n-1)), not (1 - confidence)/2. The
-    plain percentile interval is as narrow as a z interval with the divisor n; with 10 seeds it
-    covered a p99 in 90 % of 30 repetitions where 95 % was asked."""
-    t = t_quantile((1.0 + confidence) / 2.0, n - 1)
-    return 0.5 * math.erfc(math.sqrt(n / (n - 1.0)) * t / math.sqrt(2.0))

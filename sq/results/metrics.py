@@ -20,7 +20,7 @@ A metric is a flat name and a float. The names are stable and documented
 * `OBS.p50|p90|p95|p99|p999@pooled` when asked for: the quantile over all the seeds' samples of
   a study point (not the mean of each run's quantile). A run's value is a `Tail`: its own
   quantile as a number, carrying its count and its largest samples, which the point pools
-  (`sq.results.confidence.pooled_interval`: a seed-bootstrap interval).
+  (`sq.results.stats.pooled_interval`: a seed-bootstrap interval).
 
 Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
 by `sq.results.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.

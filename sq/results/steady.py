@@ -148,7 +148,7 @@ class Steadiness:
 
 
 def steadiness(rows: list[dict], drifts=(), servers=()) -> Steadiness:
-    """The Steadiness of a point's runs (records of `sq.metrics`); `drifts` are the
+    """The Steadiness of a point's runs (records of `sq.results.metrics`); `drifts` are the
     (`OBS.drift` column, sign) pairs of the SLO's observes, sign +1 where a rising mean is worse;
     `servers` the utilisation columns of the one-server stages (`one_server_stages`)."""
     unsteady = sum(not in_steady_state(r) for r in rows)
@@ -162,14 +162,16 @@ def steadiness(rows: list[dict], drifts=(), servers=()) -> Steadiness:
 
 
 def _t_statistic(values) -> float:
-    """mean / (sd / sqrt(n)) of the finite values; +inf for a constant positive growth, NaN
+    """mean / (sd / sqrt(n)) of the finite values (sums past the largest double scaled, not raised); +inf for a constant positive growth, NaN
     for fewer than two values."""
-    xs = [v for v in values if not math.isnan(v)]
+    from sq.results.confidence import _average
+
+    xs = [v for v in values if math.isfinite(v)]   # a metric that overflowed says nothing of growth
     n = len(xs)
     if n < 2:
         return math.nan
-    mean = math.fsum(xs) / n
-    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    mean = _average(xs, n)
+    sd = math.sqrt(_average([(x - mean) * (x - mean) for x in xs], n - 1))
     if sd == 0.0:
         return math.copysign(math.inf, mean) if mean else 0.0
     return mean / (sd / math.sqrt(n))

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sq._support._optional import require
 from sq.errors import SqError
+from sq._support.files import path_argument, writable
 from sq.study.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq._support.settings import is_count, is_number
 from sq.results.steady import Steadiness, one_server_stages, steadiness
@@ -254,7 +255,16 @@ def more_seeds(seeds: list[int], count: int) -> list[int]:
 
 @dataclass
 class Capacity:
-    """The answer of a capacity search and the evidence behind it."""
+    """The answer of a capacity search (`sq.capacity`) and the evidence behind it.
+
+    `knob`, `direction` ("max": a load, the largest value that meets; "min": a size, the
+    smallest), `value` (the answer, None when no value tried meets), `bracket` (the last
+    value that meets, the first that violates), `confident` (both ends decided and within
+    `tol`) and `reason`, `points` (every value tried: its verdict, seeds, intervals),
+    `records` (every run, with its value's decision), `warnings`, `provenance`.
+    Conversions: `line()`, `summary()`, `to_dict()`, `to_json(path=None)` (text without a
+    path), `to_pandas()` (the runs), `plot()`.
+    """
 
     knob: str
     direction: str
@@ -312,8 +322,20 @@ class Capacity:
                 "provenance": self.provenance,
                 "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+    def to_json(self, path=None, indent: int | None = 2) -> str | None:
+        """The search as JSON (`to_dict`): returned without a path, written there (atomically)
+        with one, as every `to_json` of sq does. (`to_json(4)`, the old form, is an indent.)"""
+        from sq._support.files import text_or_file
+
+        if isinstance(path, int) and not isinstance(path, bool):
+            path, indent = None, path
+        return text_or_file(json.dumps(self.to_dict(), indent=indent), path, "Capacity.to_json")
+
+    def to_pandas(self):
+        """Every run of the search as a pandas DataFrame: the knob's value, seed, decision,
+        horizon factor and metrics, one row per run (`records`)."""
+        pd = require("pandas", "Capacity.to_pandas()")
+        return pd.DataFrame.from_records(self.records)
 
     def plot(self, ax=None, path=None):
         """Each SLO metric against the knob (interval bars coloured by verdict), its bound
@@ -391,8 +413,6 @@ def _given_axes(ax, count: int) -> list:
 def _check_plot_path(path) -> None:
     """A file matplotlib can write, by its extension (not a folder: savefig would add `.png`)."""
     from matplotlib.backend_bases import FigureCanvasBase
-
-    from sq._support.files import path_argument, writable
 
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
     writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
@@ -587,6 +607,14 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     default 4x) and is otherwise undecided; `on_point(point)` is called as each is decided.
     A point whose runs may still grow is run again 4 times longer, up to `settle` times the
     horizon (1: never), before its verdict counts. The other keywords are those of `sq.sweep`.
+
+    program: a .sq path or a Program from `sq.compile`. knob: a `let` of it. slo: one
+    condition or a list (`"ttft.p99 <= 0.5"`, `"wait.le(1) >= 0.9"`). lo, hi: both or
+    neither (probes from the program's own value). seeds: at least two, checked once.
+    direction: "max" or "min" (None: told from the program). tol: the bracket's relative
+    width. Each value is compiled once (`sq.study.plan.Plan`) and grows its seeds on that
+    plan. Returns a `Capacity`; bad input is an SqError before any run; a Ctrl-C raises
+    KeyboardInterrupt with what was found as its `capacity` attribute.
     """
     from sq.results.confidence import check_level
     from sq.results.metrics import check_metrics
@@ -614,6 +642,8 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     if on_point is not None and not callable(on_point):     # before any run, not after the first point
         raise SqError(f"capacity: on_point is a function called with each Point, found {on_point!r}",
                       phase="settings")
+    if cache is not None:       # (an empty one, refused by every run, would read as a run that failed)
+        path_argument(cache, "capacity: cache")
     k = resolve_knob(base, knob, direction, lo, hi)
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)
@@ -702,7 +732,8 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     counts; growth still there at the longest is a violation. The error 1 - confidence is
     spent over the horizon levels (`level_shares`), the looks (`planned_looks`) and the
     conditions (`look_level`)."""
-    from sq.study.sweep import compile_point, sweep
+    from sq.study.plan import Plan, compile_point
+    from sq.study.sweep import run_plan
 
     help_ = ("help: narrow lo and hi to values where the program runs" if ranged
              else "help: give lo and hi to keep the search where the program runs")
@@ -714,20 +745,30 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     observes = [column.rpartition(".")[0] for column, _ in drifts]
     extra = [*sweep_args["metrics"], *(column for column, _ in drifts), *(f"{o}.mser" for o in observes)]
 
-    def runs_at(x, batch, executor, settings_) -> list[dict]:
+    @contextlib.contextmanager
+    def cannot_run(x):
         try:
-            return sweep(program, [{knob: x}], batch, executor=executor,
-                         **{**sweep_args, **settings_, "metrics": extra}).records
+            yield
         except SqError as err:
             raise SqError(f"capacity: {knob} = {x:g} cannot run: {err.message}", phase=err.phase,
                           notes=(*err.notes, help_)) from None
 
-    def at_level(x, executor, settings_, share: float, last: bool) -> tuple[Point, list[dict]]:
+    def plan_at(x, settings_) -> Plan:
+        """The value's one plan at these run settings: compiled once, whatever seeds it gets."""
+        with cannot_run(x):
+            return Plan(program, [{knob: x}], **settings_, metrics=extra)
+
+    def runs_at(plan, x, batch, executor) -> list[dict]:
+        with cannot_run(x):
+            return run_plan(plan, batch, executor=executor, cache=sweep_args["cache"],
+                            progress=sweep_args["progress"]).records
+
+    def at_level(x, executor, plan, share: float, last: bool) -> tuple[Point, list[dict]]:
         level = look_level(confidence, looks, len(conditions), share)
         rows: list[dict] = []
         batch = seeds
         while True:
-            rows += runs_at(x, batch, executor, settings_)
+            rows += runs_at(plan, x, batch, executor)
             steady = steadiness(rows, drifts, servers)
             # before the longest run only suspect growth sends the point on; there, it is judged
             point = judge(x, rows, conditions, level, steady if last else _calm(steady),
@@ -744,10 +785,12 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
     def run(x, executor) -> Point:
         kept: list[dict] = []
         previous = None
+        base = plan_at(x, given)
         for factor, share in zip(levels, level_shares(len(levels))):
             last = factor == levels[-1]
-            settings_ = given if factor == 1 else _longer(program, knob, x, given, factor)
-            point, rows = at_level(x, executor, settings_, share, last)
+            settings_ = given if factor == 1 else _longer(base.settings[0], factor)
+            plan = base if factor == 1 else plan_at(x, settings_)
+            point, rows = at_level(x, executor, plan, share, last)
             point.horizon = None if factor == 1 else {k: v for k, v in settings_.items() if v is not None}
             kept += [{**r, "horizon_factor": factor} for r in rows]
             growth = point.steadiness.growth
@@ -755,7 +798,7 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
             previous = growth
             if last or point.decision == VIOLATES or not point.steadiness.suspect():
                 break
-        point.warnings = _advice(rows, conditions, observes, _run_settings(program, knob, x, settings_))
+        point.warnings = _advice(rows, conditions, observes, plan.settings[0])
         records.extend({**r, "decision": point.decision} for r in kept)
         if on_point is not None:
             on_point(point)
@@ -783,22 +826,12 @@ def _drift_columns(conditions) -> list[tuple[str, float]]:
     return list(out.items())
 
 
-def _longer(program, knob, x, given: dict, factor: int) -> dict:
-    """The run settings `factor` times longer than those in effect at `knob = x` (the given
-    ones, or the program's own): the horizon, the warm-up and a limit of arrivals alike."""
-    now = _run_settings(program, knob, x, given)
-    horizon, arrivals = now["horizon"], now["arrivals"]
-    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon, "warmup": now["warmup"] * factor,
-            "arrivals": None if arrivals is None else int(arrivals) * factor}
-
-
-def _run_settings(program, knob, x, given: dict) -> dict:
-    """The horizon, warm-up and arrivals the runs at `knob = x` use: those given, else the program's."""
-    from sq._support import settings
-    from sq.study.sweep import compile_point
-
-    ir = settings.with_settings(compile_point(program, {knob: x}, given).to_dict(exact=True), seed=None, **given)
-    return {"horizon": float(ir["horizon"]), "warmup": float(ir.get("warmup", 0.0)), "arrivals": ir.get("arrivals")}
+def _longer(now: dict, factor: int) -> dict:
+    """The run settings `factor` times longer than those in effect at a value (`now`: its plan's
+    horizon, warm-up and arrivals, given or the program's own): all three alike."""
+    horizon, arrivals = float(now["horizon"]), now["arrivals"]
+    return {"horizon": horizon * factor if math.isfinite(horizon) else horizon,
+            "warmup": float(now["warmup"]) * factor, "arrivals": None if arrivals is None else int(arrivals) * factor}
 
 
 def _advice(rows, conditions, observes, run: dict) -> list[str]:

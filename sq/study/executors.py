@@ -1,9 +1,13 @@
 """Where a study's runs happen: serially, on threads, on spawned processes, on any
 `concurrent.futures.Executor` or on a Dask `distributed.Client`.
 
-`Executor(kind, jobs).run(fn, tasks, todo)` calls the picklable top-level `fn` on
+`Executor(kind, jobs).run(fn, tasks, todo, shared)` calls the picklable top-level `fn` on
 `tasks[i]` for each `i` in `todo` and yields `(i, result)` as runs finish; the caller
-places results by `i`, so their order never depends on the executor.
+places results by `i`, so their order never depends on the executor. `shared` ({digest:
+IR text}, `Plan.shared`) is what the tasks name by reference (`PointIR`): it goes to each
+worker once -- the worker processes' initializer, Dask's `scatter` (one future per point) --
+and only to a `concurrent.futures.Executor` of the caller's, which has no per-worker start,
+beside each task (`attach`).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from contextlib import contextmanager
 from sq._support._optional import require
 from sq.errors import SqError
 from sq._support.settings import is_count
+from sq.study.plan import attach, ship
 
 KINDS = ("serial", "threads", "processes")
 
@@ -36,7 +41,7 @@ class Executor:
             raise SqError(f"{who}: executor {self.kind!r} is neither a concurrent.futures.Executor "
                           "nor a dask distributed.Client", phase="settings")
 
-    def run(self, fn, tasks: list, todo: list[int]):
+    def run(self, fn, tasks: list, todo: list[int], shared: dict | None = None):
         if not todo:
             return
         if self.kind == "serial" or (isinstance(self.kind, str) and (self.jobs == 1 or len(todo) == 1)):
@@ -45,23 +50,24 @@ class Executor:
             return
         workers = min(self.jobs, len(todo))
         if self.kind == "processes":
-            yield from _processes(fn, tasks, todo, workers)
+            yield from _processes(fn, tasks, todo, workers, shared)
         elif self.kind == "threads":
             import concurrent.futures as cf  # noqa: PLC0415
 
             with owned(cf.ThreadPoolExecutor(workers)) as pool:
                 yield from _futures(fn, pool, tasks, todo)
         elif _is_dask(self.kind):
-            yield from _dask(fn, self.kind, tasks, todo)
+            yield from _dask(fn, self.kind, tasks, todo, shared)
         else:
-            yield from _futures(fn, self.kind, tasks, todo)
+            yield from _futures(fn, self.kind, tasks, todo, shared)
 
 
-def _processes(fn, tasks, todo, workers):
-    """A pool of spawned worker processes (`process_pool`), owned by this sweep (`owned`)."""
+def _processes(fn, tasks, todo, workers, shared):
+    """A pool of spawned worker processes (`process_pool`), owned by this sweep (`owned`),
+    each given `shared` once as it starts."""
     import concurrent.futures as cf  # noqa: PLC0415
 
-    with owned(process_pool(workers)) as pool:
+    with owned(process_pool(workers, shared)) as pool:
         index = {pool.submit(fn, tasks[i]): i for i in todo}
         for fut in cf.as_completed(index):
             yield index[fut], fut.result()
@@ -93,10 +99,10 @@ def owned(pool, who: str = "sweep"):
     pool.shutdown()
 
 
-def process_pool(workers: int):
+def process_pool(workers: int, shared: dict | None = None):
     """A `ProcessPoolExecutor` of spawned workers (not forked from a parent that may hold
-    threads) that leave Ctrl-C to the parent and start without the caller's main script
-    (`_main_hidden`)."""
+    threads) that leave Ctrl-C to the parent, start without the caller's main script
+    (`_main_hidden`) and keep `shared` (`sq.study.plan.ship`)."""
     import concurrent.futures as cf  # noqa: PLC0415
     import multiprocessing  # noqa: PLC0415
 
@@ -106,7 +112,7 @@ def process_pool(workers: int):
                 return super().submit(fn, *args, **kwargs)
 
     return Pool(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
-                initargs=(os.getpid(),))
+                initargs=(os.getpid(), shared))
 
 
 def worker_ended(who: str) -> SqError:
@@ -165,11 +171,11 @@ def _main_hidden():
         sys.modules["__main__"] = main
 
 
-def _worker_start(parent: int) -> None:
+def _worker_start(parent: int, shared: dict | None = None) -> None:
     """A worker leaves Ctrl-C to its parent, and dies with it: on Linux the kernel sends it
     SIGKILL when the parent ends (PR_SET_PDEATHSIG), so a SIGTERM or SIGKILL of `sweep -j 2`
     leaves no worker running and holding the caller's stdout; a parent already gone by then
-    ends the worker at once."""
+    ends the worker at once. It keeps the study's IRs (`shared`) for its tasks."""
     import signal  # noqa: PLC0415
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -183,6 +189,8 @@ def _worker_start(parent: int) -> None:
             pass
     if os.getppid() != parent:
         os._exit(1)
+    if shared:
+        ship(shared)
 
 
 def _is_futures(x) -> bool:
@@ -195,10 +203,13 @@ def _is_dask(x) -> bool:
     return type(x).__module__.split(".")[0] == "distributed" and hasattr(x, "submit") and hasattr(x, "gather")
 
 
-def _futures(fn, pool, tasks, todo):
+def _futures(fn, pool, tasks, todo, shared=None):
     import concurrent.futures as cf  # noqa: PLC0415
 
-    index = {pool.submit(fn, tasks[i]): i for i in todo}
+    if shared:      # a pool of the caller's: each task carries its point's IR
+        index = {pool.submit(attach, shared[tasks[i].ir.digest], fn, tasks[i]): i for i in todo}
+    else:
+        index = {pool.submit(fn, tasks[i]): i for i in todo}
     try:
         for fut in cf.as_completed(index):
             yield index[fut], fut.result()
@@ -210,13 +221,19 @@ def _futures(fn, pool, tasks, todo):
 WORKER_WAIT = 30.0      # seconds a Dask scheduler with no workers has to get one
 
 
-def _dask(fn, client, tasks, todo):
+def _dask(fn, client, tasks, todo, shared=None):
     """The runs on a Dask cluster. A scheduler with no worker is given WORKER_WAIT seconds to
     get one; a scheduler lost, or a run that keeps killing its workers, is an SqError (exit 2)
     naming it, not an internal error -- the runs that finished are kept (cache=DIR)."""
     distributed = require("distributed", "a Dask executor")
     _wait_for_a_worker(client)
-    futures = client.map(fn, [tasks[i] for i in todo], pure=False)
+    if shared:      # each point's IR once to the cluster, under a fresh key (a digest as the key
+        # raced the release of the last batch's copy: "lost dependencies"), not hashed again
+        digests = list(shared)
+        irs = dict(zip(digests, client.scatter([shared[d] for d in digests], hash=False)))
+        futures = [client.submit(attach, irs[tasks[i].ir.digest], fn, tasks[i], pure=False) for i in todo]
+    else:
+        futures = client.map(fn, [tasks[i] for i in todo], pure=False)
     index = {f.key: i for f, i in zip(futures, todo)}
     try:
         for fut in distributed.as_completed(futures):

@@ -1,8 +1,8 @@
 """Studies: one program run over a grid of `let` values and a list of seeds.
 
-`sweep` compiles each point once, then hands out one small task per (point,
-seed) -- the IR as JSON text, the seed and the run settings, never an engine --
-to an executor (serial, threads, processes, any `concurrent.futures.Executor`
+`sweep` compiles each point once (`sq.study.plan.Plan`), then hands out one small
+task per (point, seed) -- the point's index, the seed and a reference to its IR,
+which each worker receives once, never an engine -- to an executor (serial, threads, processes, any `concurrent.futures.Executor`
 or a Dask `distributed.Client`), and gets back one flat record of metrics
 (`sq.results.metrics`) per run. Records are placed by task, not by arrival, so the
 table is the same whatever ran it. With `cache=DIR` every finished run is
@@ -12,27 +12,27 @@ Ctrl-C) computes only what is missing.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
-import itertools
 import json
 import math
-import numbers
 import os
-import sys
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sq.results import metrics as sq_metrics
-from sq._support import settings
-from sq._support._optional import available, require
-from sq.results.confidence import pooled_interval, ratio_interval, t_interval
+from sq._support._optional import require
+from sq.results.confidence import ratio_interval, t_interval
+from sq.results.stats import pooled_interval
 from sq._support.deep import run_deep
 from sq.study.executors import Executor
+from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
+                           seed_list)
+# where capacity and the CLI have long found them
+from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
 from sq.errors import SqError
 from sq._support.files import Unreadable, atomic_file, build_fingerprint, path_argument, read_text, write_atomic
-from sq.engine.progress import check_progress
+from sq.engine.progress import check_progress, count_bar
 from sq.results.stats import SUMMARY_QUANTILES
 from sq.results.steady import in_steady_state
 
@@ -40,7 +40,20 @@ from sq.results.steady import in_steady_state
 
 @dataclass
 class Sweep:
-    """The runs of a study: one record per (point, seed), in grid order then seed order."""
+    """The runs of a study (`sq.sweep`): one record per (point, seed), in grid order then
+    seed order, placed by task whatever executor ran them.
+
+    `names` (the swept `let`s), `records` (dicts: the swept values, `seed`, every metric of
+    `sq.results.metrics` and the extra ones asked for), `metrics` (the metric columns),
+    `provenance` (program, overrides, defs, sq version and build, seeds, run settings),
+    `total` (runs asked for: more than len(records) after a Ctrl-C).
+
+    Tables: `runs` / `to_pandas()` (one row per run), `summary(confidence, flat=True |
+    flat=False | long=True)` (per point: mean, Student-t half-width, n), `summary_records`,
+    `compare(a, b, metric)` (paired over common seeds). Files: `to_csv`, `to_json(path=None)`
+    (text without a path), `to_parquet`, `write(path)` by extension; `plot`. NaN marks a
+    metric a point lacks (CSV: empty, JSON: null).
+    """
 
     names: list[str]                  # the swept `let` names, in grid order
     records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
@@ -71,22 +84,56 @@ class Sweep:
     def _columns(self) -> list[str]:
         return [*self.names, "seed", *self.metrics]
 
-    def summary(self, confidence: float = 0.95):
-        """One row per point: the swept names, `n` (seeds), `unsteady` (how many of those runs
-        are not in steady state: their means depend on the horizon), and for every metric M the
-        mean over seeds `M` and the Student-t half-width `M±` (a pandas DataFrame)."""
-        pd = require("pandas", "Sweep.summary")
-        columns = [*self.names, *SUMMARY_COLUMNS, *(c for m in self.metrics for c in (m, m + "±"))]
-        return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
+    def summary(self, confidence: float = 0.95, *, long: bool = False, flat: bool = True):
+        """The runs summed up per point (a pandas DataFrame), in one of three shapes:
 
-    def summary_records(self, confidence: float = 0.95) -> list[dict]:
-        """`summary` as a list of dicts (no pandas needed)."""
+        flat (the default): one row per point: the swept names, `n` (seeds), `unsteady` (how
+        many of those runs are not in steady state: their means depend on the horizon), and for
+        every metric M the mean over seeds `M` and the Student-t half-width `M±`.
+        flat=False: the swept names as the index, columns (metric, mean | half_width | n), n
+        the runs that hold the metric; `unsteady` as its own column ("unsteady", "n").
+        long=True: tidy, one row per (point, metric): the swept names, metric, mean,
+        half_width, n."""
+        pd = require("pandas", "Sweep.summary")
+        if not long and flat:
+            columns = [*self.names, *SUMMARY_COLUMNS, *(c for m in self.metrics for c in (m, m + "±"))]
+            return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
+        stats = ("mean", "half_width", "n")
+        points, cells = [], []
+        for runs in self._by_point().values():
+            points.append(tuple(runs[0].get(n) for n in self.names))
+            row = []
+            for m in self.metrics:
+                mean, half = point_interval(runs, m, confidence)
+                row.append((mean, half, sum(m in r for r in runs)))
+            cells.append(row)
+        if long:
+            return pd.DataFrame.from_records(
+                [{**dict(zip(self.names, p)), "metric": m, **dict(zip(stats, cell))}
+                 for p, row in zip(points, cells) for m, cell in zip(self.metrics, row)],
+                columns=[*self.names, "metric", *stats])
+        if len(self.names) > 1:
+            index = pd.MultiIndex.from_tuples(points, names=self.names)
+        else:
+            index = pd.Index([p[0] for p in points], name=self.names[0]) if self.names else None
+        columns = pd.MultiIndex.from_tuples([(m, stat) for m in self.metrics for stat in stats],
+                                            names=["metric", "stat"])
+        frame = pd.DataFrame([[x for cell in row for x in cell] for row in cells], index=index, columns=columns)
+        for m in self.metrics:
+            frame[(m, "n")] = frame[(m, "n")].astype("int64")
+        return frame
+
+    def _by_point(self) -> dict[tuple, list[dict]]:
         groups: dict[tuple, list[dict]] = {}
         for r in self.records:
             groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
+        return groups
+
+    def summary_records(self, confidence: float = 0.95) -> list[dict]:
+        """`summary` as a list of dicts (no pandas needed)."""
         rows = []
         metrics = self.metrics
-        for runs in groups.values():
+        for runs in self._by_point().values():
             row = {n: runs[0].get(n) for n in self.names}
             row["n"] = len(runs)
             row["unsteady"] = sum(not in_steady_state(r) for r in runs)
@@ -142,14 +189,23 @@ class Sweep:
             for r in self.records:
                 w.writerow([_csv_cell(r.get(c)) for c in columns])
 
-    def to_json(self, path, lines: bool = True) -> None:
+    def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
-        spelling for them."""
+        spelling for them. Without a path the text is returned; with one it is written there
+        (atomically) and None returned."""
         columns = self._columns()
         rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
+        if path is None:
+            return text
         with _open_for_writing(path, "to_json") as f:
-            f.write("".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n")
+            f.write(text)
+        return None
+
+    def to_pandas(self):
+        """The runs as a pandas DataFrame, one row per run: swept names, seed, metrics (`runs`)."""
+        return self.runs
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
@@ -294,377 +350,86 @@ def json_cell(v):
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-# -- tasks ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Task:
-    """What a worker needs to run one (point, seed): small and picklable."""
-
-    ir_json: str                # the point's IR, the study's run settings in it
-    seed: int
-    extra: tuple[str, ...]
-
-    def key(self) -> str:
-        """The cache key: everything that determines the record, and the build of sq that made it
-        (`files.build_fingerprint`: a fix to the engine is a new key, where the version was not)."""
-        text = json.dumps([build_fingerprint(), self.ir_json, self.seed, sorted(self.extra)])
-        return hashlib.sha256(text.encode()).hexdigest()
-
-
-def run_task(task: Task) -> dict:
-    """Run one task; the metrics record, or {"error": text} for a run sq refuses.
-
-    `sq.run` of the point's program with the task's seed: lowered once per point and
-    worker (`_lowered`), then run with the seed, which the engine reads only at the start.
-    """
-    import time  # noqa: PLC0415
-
-    from sq.engine.run import run_lowered  # noqa: PLC0415
-
-    try:
-        started = time.perf_counter()
-        lowered = _lowered(task.ir_json)
-        report = run_lowered(lowered, seed=task.seed, started=started)
-        return sq_metrics.report_metrics(report, task.extra)
-    except SqError as err:
-        return {"error": err.render()}
-
-
-def record_names(task: Task) -> list[str]:
-    """The keys of a run's record, in order: every metric of the point's program, then the
-    extra ones asked for."""
-    return [*_program_metric_names(task.ir_json), *dict.fromkeys(task.extra)]
-
-
-@functools.lru_cache(maxsize=4)
-def _program_metric_names(ir_json: str) -> tuple[str, ...]:
-    return tuple(sq_metrics.program_metric_names(run_deep(json.loads, ir_json)))
-
-
-@functools.lru_cache(maxsize=4)
-def _lowered(ir_json: str):
-    """The lowered program of a point; tasks come point by point, so a small cache hits."""
-    from sq.engine.run import lower_program  # noqa: PLC0415
-
-    return lower_program(run_deep(json.loads, ir_json))
-
-
 # -- the sweep ------------------------------------------------------------------------
 
 def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, executor=None, jobs=None,
           cache=None, progress=None, metrics=None) -> Sweep:
-    """Run `program` at every point of `grid` with every seed; see the module doc and docs/api.md.
+    """Run `program` at every point of `grid` with every seed; returns a `Sweep`.
 
-    Each (point, seed) run is `sq.run(sq.compile(program, sets=point), seed=seed, horizon=...,
-    warmup=..., arrivals=...)`. A Ctrl-C stops the sweep and raises KeyboardInterrupt with
-    the finished runs as its `sweep` attribute (and in the cache).
+    program: a .sq file's path, or a Program from `sq.compile` (compiled again with each
+    point's values added to its own `sets`); not one from `sq.load` (no `let`s to vary).
+    grid: {name: [values]} (the cartesian product, first name slowest), a list of
+    {name: value} points, or None (the program's own values). Values are numbers or text
+    (an expression), distinct per name. seeds: an int or an iterable of distinct whole
+    numbers in [0, 2**64). horizon, warmup, arrivals: the run settings (None: the program's
+    own), applied before linking. executor: "processes" (default), "threads", "serial", a
+    `concurrent.futures.Executor` or a Dask `distributed.Client`; jobs: its workers (default:
+    the CPUs). cache: a folder where each finished run is kept (a rerun computes only what is
+    missing). progress: True / False (None: a bar when stderr is a terminal). metrics: extra
+    observe metrics (`"ttft.p999"`, `"response.le(2)"`) recorded beside every run's own.
+
+    Each (point, seed) run equals `sq.run(sq.compile(program, sets=point), seed=seed,
+    horizon=..., warmup=..., arrivals=...)`; each point is compiled once (`Plan`). Every
+    argument is checked, and every point compiled, before any run: bad input is an SqError
+    (phase "settings", or the compiler's), a run sq refuses is an SqError naming the point and
+    seed (its phase and notes kept). A Ctrl-C stops the sweep and raises KeyboardInterrupt
+    with the finished runs as its `sweep` attribute (and in the cache).
     """
     check_progress(progress, "sweep")
-    plan = _Plan(program, grid, seeds, horizon, warmup, arrivals, metrics)
+    seeds = seed_list(seeds)
+    plan = Plan(program, grid, horizon=horizon, warmup=warmup, arrivals=arrivals, metrics=metrics, seeds=seeds)
+    return run_plan(plan, seeds, executor=executor, jobs=jobs, cache=cache, progress=progress)
+
+
+def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=None, progress=None,
+             who: str = "sweep") -> Sweep:
+    """Run a `Plan` (its points compiled and checked) with checked seeds (`seed_list`): what
+    `sweep` does after its checks. `sq sweep` and `sq.capacity` call it with a plan they made
+    once (capacity: batch after batch of seeds at one value)."""
+    check_runs(len(plan.points), len(seeds), who)
     store = _Cache(cache) if cache is not None else None
-    pool = Executor(executor, jobs)  # checked before any run
-    results: list[dict | None] = [store.get(t) if store else None for t in plan.tasks]
-    result = Sweep(plan.names, [], plan.provenance, len(plan.tasks), plan.metric_columns)
+    pool = Executor(executor, jobs, who)  # checked before any run
+    tasks = plan.tasks(seeds)
+    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
+    result = Sweep(plan.names, [], plan.provenance(seeds), len(tasks), plan.metric_columns)
     try:
-        _collect(plan, pool, store, results, progress)
+        _collect(plan, tasks, pool, store, results, progress, who)
     except KeyboardInterrupt as interrupt:
         if store:  # the interrupt may have come between a run's end and its write
-            for task, record in zip(plan.tasks, results):
+            for task, record in zip(tasks, results):
                 if record is not None and store.get(task) is None:
                     store.put(task, record)
-        result.records = plan.records(results)
+        result.records = plan.records(seeds, results)
         interrupt.sweep = result
         raise
-    result.records = plan.records(results)
+    result.records = plan.records(seeds, results)
     return result
 
 
-class _Plan:
-    """A study's tasks, checked: every point compiled, settings and metrics valid."""
-
-    def __init__(self, program, grid, seeds, horizon, warmup, arrivals, metrics):
-        points, self.names = grid_points(grid)
-        seeds = seed_list(seeds)
-        check_runs(len(points), len(seeds), "sweep")
-        # 300 and 300.0 are one setting (as they are one IR, and one cache key)
-        horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
-                           for x in (horizon, warmup))
-        programs = [compile_point(program, point, dict(horizon=horizon, warmup=warmup, arrivals=arrivals))
-                    for point in points]
-        extra = tuple(m.name for m in _metrics_at_every_point(metrics or (), programs, points)
-                      if m.observe is not None)
-        irs, runs, columns = [], [], {}
-        for p in programs:
-            d = _ir_dict(p, horizon, warmup, arrivals)
-            irs.append(run_deep(json.dumps, d, separators=(",", ":")))
-            runs.append({"horizon": d["horizon"], "warmup": d.get("warmup", 0.0), "arrivals": d.get("arrivals")})
-            # a point's arrays may be larger than the first point's: every point's metrics
-            columns.update(dict.fromkeys(sq_metrics.program_metric_names(d)))
-        self.metric_columns = [*columns, *dict.fromkeys(extra)]
-        self.tasks = [Task(ir_json, seed, extra) for ir_json in irs for seed in seeds]
-        self.labels = [(point, seed) for point in points for seed in seeds]
-        self.provenance = study_provenance(program, seeds, runs, extra)
-
-    def records(self, results) -> list[dict]:
-        """The finished runs' rows, in task order: swept values, seed, metrics."""
-        return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
-                for (point, seed), record in zip(self.labels, results) if record is not None]
-
-
-def _metrics_at_every_point(metrics, programs, points) -> list:
-    """The metrics asked for, checked against every point's program (a pool `kv[2]` exists only
-    where the array has three members): an SqError naming the first point that lacks one."""
-    checked = sq_metrics.check_metrics(metrics, programs[0])
-    for program, point in zip(programs[1:], points[1:]):
-        try:
-            sq_metrics.check_metrics(metrics, program)
-        except SqError as err:
-            raise SqError(f"{err.message} at {_describe(point)}", phase="settings", notes=err.notes) from None
-    return checked
-
-
-def _collect(plan: _Plan, pool, store, results: list, progress) -> None:
+def _collect(plan: Plan, tasks: list, pool, store, results: list, progress, who: str) -> None:
     """Run what `results` lacks, filling it (and the cache) as runs finish."""
-    finished = pool.run(run_task, plan.tasks, [i for i, r in enumerate(results) if r is None])
+    finished = pool.run(run_task, tasks, [i for i, r in enumerate(results) if r is None], plan.shared())
     done = sum(r is not None for r in results)
-    with closing(finished), _progress_bar(progress, len(plan.tasks), done) as bar:
+    with closing(finished), count_bar(progress, len(tasks), done, "run") as bar:
         for i, record in finished:
             if "error" in record:
-                point, seed = plan.labels[i]
-                raise SqError(f"sweep: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
-                              phase="run")
+                point, seed = plan.label(tasks[i])
+                raise SqError(f"{who}: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
+                              phase=record.get("phase", "run"), notes=record.get("notes", ()))
             results[i] = record
             if store:
-                store.put(plan.tasks[i], record)
+                store.put(tasks[i], record)
             bar.update(1)
 
 
-def _describe(point: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point.items()) or "the program's own values"
-
-
-def grid_points(grid) -> tuple[list[dict], list[str]]:
-    """The points of a grid ({name: [values]}: the cartesian product, first name slowest)
-    or of a list of {name: value} points; and the swept names in order."""
-    if grid is None:
-        grid = {}
-    if isinstance(grid, dict):
-        names = list(grid)
-        _check_names(names)
-        values = []
-        for name in names:
-            vs = grid[name]
-            vs = list(vs) if isinstance(vs, (list, tuple, range)) or hasattr(vs, "tolist") else [vs]
-            if not vs:
-                raise SqError(f"sweep: `{name}` has no values", phase="settings")
-            values.append(distinct_values(name, [_value(name, v) for v in vs]))
-        check_points(math.prod(len(v) for v in values), " × ".join(str(len(v)) for v in values))
-        return [dict(zip(names, combo)) for combo in itertools.product(*values)], names
-    points = list(itertools.islice(grid, MAX_POINTS + 1))
-    check_points(len(points), "given")
-    if not points or not all(isinstance(p, dict) for p in points):
-        raise SqError("sweep: the grid is {name: [values]} or a non-empty list of {name: value} points",
-                      phase="settings")
-    names = list(dict.fromkeys(n for p in points for n in p))
-    _check_names(names)
-    points = [{n: _value(n, v) for n, v in p.items()} for p in points]
-    _distinct_points(points, names)
-    return points, names
-
-
-MAX_POINTS = 20_000     # every point is compiled (its IR kept) before the first run
-
-
-def check_points(count: int, how: str) -> None:
-    """A study of more than MAX_POINTS points is refused before any is compiled: its programs
-    alone would fill the memory (two ranges of 1,000 values grew past 1.4 GB)."""
-    if count > MAX_POINTS:
-        raise SqError(f"sweep: the grid has {count} points ({how}), more than {MAX_POINTS}: every point is "
-                      "compiled before the first run", phase="settings",
-                      notes=("help: split the study into smaller grids, or sweep fewer values",))
-
-
-def check_runs(points: int, seeds: int, who: str) -> None:
-    """The runs of a study (points × seeds), at most settings.MAX_VALUES: refused before any run."""
-    settings.at_most(points * seeds, f"runs ({points} points × {seeds} seeds)", who)
-
-
-def _distinct_points(points: list[dict], names: list[str]) -> None:
-    seen = set()
-    for p in points:
-        key = tuple(_same_value(p.get(n)) for n in names)
-        if key in seen:
-            raise SqError(f"sweep: the point {_describe(p)} is given twice; {REPEAT_WHY}", phase="settings")
-        seen.add(key)
-
-
-# the summary groups runs by point: a point run twice would count each seed's run twice
-REPEAT_WHY = "its runs would count twice in the interval"
-
-
-def distinct_values(name: str, values: list, who: str = "sweep") -> list:
-    """The values of one swept `let`, checked to be distinct (5 and 5.0 are one value); `who`
-    starts the error: `sweep` or the flag as typed (`--set lam=5,5`)."""
-    seen: dict = {}
-    for v in values:
-        key = _same_value(v)
-        if key not in seen:
-            seen[key] = v
-        else:
-            first = seen[key]
-            spelled = f" (as {first!r} and {v!r})" if repr(first) != repr(v) else ""
-            raise SqError(f"{who}: `{name}` is given the value {first!r} twice{spelled}; {REPEAT_WHY}",
-                          phase="settings")
-    return values
-
-
-def _same_value(v):
-    """What makes two values of a `let` one point: numbers by value, text as a number when it
-    is one, else by its words."""
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return v.strip()
-    return v
-
-
-def _check_names(names) -> None:
-    """A swept name is a column beside `seed` and the run metrics: it may not be one of them."""
-    for name in names:
-        if name == "seed" or name in sq_metrics.RUN_FIELDS:
-            raise SqError(f"sweep: `{name}` is a column of every run's record; a swept `let` cannot be called so",
-                          phase="settings")
-        if name in SUMMARY_COLUMNS:
-            raise SqError(f"sweep: `{name}` is a column of the sweep's summary; a swept `let` cannot be called so",
-                          phase="settings")
-
-
-SUMMARY_COLUMNS = ("n", "unsteady")   # what a summary row holds beside the swept names and the metrics
-
-
-def _value(name: str, v):
-    if settings.is_number(v):
-        return settings.plain(v)    # a numpy scalar as Python's own number
-    if not isinstance(v, str):
-        raise SqError(f"sweep: the value of `{name}` must be a number or an expression (text), found {v!r}",
-                      phase="settings")
-    return v
-
-
-SEED_RULE = f"seeds are distinct, each {settings.SEED_RANGE}"   # each one settings.is_u64
-
-
-def seed_list(seeds, who: str = "sweep") -> list[int]:
-    """The seeds of a study, checked: one whole number or an iterable of distinct ones from 0
-    to 2^64-1 (numpy integers too; not bools, floats or text). `who` starts the error: the
-    API's name (`sweep`, `capacity`) or the flag as typed (`--seeds 1,1`)."""
-    if isinstance(seeds, numbers.Integral):
-        seeds = [seeds]
-    elif isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
-        raise SqError(f"{who}: {SEED_RULE}, found {seeds!r}", phase="settings")
-    count = _length(seeds)
-    if count is not None:  # before a list is built: range(2**64) would fill the memory
-        settings.at_most(count, "seeds", who)
-    out: list[int] = []
-    if count is None:   # an iterator (a generator may never end): read at most one past the cap
-        seeds = list(itertools.islice(seeds, settings.MAX_VALUES + 1))
-        settings.at_most(len(seeds), "seeds", who)
-    for s in seeds:
-        if not settings.is_u64(s):
-            raise SqError(f"{who}: {SEED_RULE}, found {s!r}", phase="settings")
-        out.append(int(s))
-    if not out:
-        raise SqError(f"{who}: no seeds", phase="settings")
-    if len(set(out)) != len(out):
-        twice = next(s for s in out if out.count(s) > 1)
-        raise SqError(f"{who}: {SEED_RULE}; {twice} is given twice", phase="settings")
-    return out
-
-
-def _length(values) -> int | None:
-    """How many values a range or a sized collection holds, without listing them; None for
-    an iterator. (len() of a range longer than sys.maxsize raises OverflowError.)"""
-    if isinstance(values, range):
-        return max(0, -((values.start - values.stop) // values.step))
-    try:
-        return len(values)
-    except TypeError:
-        return None
-
-
-def compile_point(program, point: dict, run: dict | None = None):
-    """The program with the point's `let` values: `sq.compile(path, sets=point, **run)`, or a
-    compiled Program compiled again from what it was compiled from with the point's values
-    added. `run` holds the study's horizon, warmup and arrivals (None: the program's own):
-    they apply before linking, as `sq run --horizon` does, so a program without
-    `run { horizon T; }` can be studied."""
-    from sq.frontend.compile import compile_program  # noqa: PLC0415
-
-    given = {k: v for k, v in (run or {}).items() if v is not None}
-    if isinstance(program, (str, os.PathLike)):
-        return compile_program(program, sets=point, **given)
-    check_program(program, "sweep")
-    if not point:       # compiled with a horizon: the settings are written into its IR (`_ir_dict`)
-        return program
-    origin = compiled_from(program, "sweep")
-    return compile_program(origin["path"], **{k: v for k, v in origin.items() if k != "path"}
-                           | {"sets": {**origin["sets"], **point}} | given)
-
-
-def compiled_from(program, who: str) -> dict:
-    """The arguments of `sq.compile` that made `program`, to compile it again with other
-    `let` values; a program read from an IR (`sq.load`) has none."""
-    check_program(program, who)
-    origin = getattr(program, "compiled_from", None)
-    if origin is None:
-        raise SqError(f"{who}: a program read from an IR has no `let`s to vary; give the .sq file",
-                      phase="settings")
-    return origin
-
-
-def check_program(program, who: str) -> None:
-    """A program given to a study: a .sq file's path or a Program (sq.compile's, or sq.load's)."""
-    from sq.ir import Program  # noqa: PLC0415
-
-    if not isinstance(program, (str, os.PathLike, Program)):
-        raise SqError(f"{who}: the program is a .sq file's path or a Program from sq.compile, found {program!r}",
-                      phase="settings")
-
-
-def _ir_dict(program, horizon, warmup, arrivals) -> dict:
-    """The IR a worker runs: exact (infinities kept), with the run settings checked (here,
-    before any run, and only here) and written in, and a relative trace path made absolute
-    (a worker may run elsewhere)."""
-    from sq.engine.run import with_trace_path  # noqa: PLC0415
-
-    d = settings.with_settings(program.to_dict(exact=True), seed=None, horizon=horizon, warmup=warmup,
-                               arrivals=arrivals)
-    d = with_trace_path(d, program.trace_base)
-    if d.get("trace") and not os.path.isabs(d["trace"]):
-        d["trace"] = os.path.abspath(d["trace"])
-    return d
-
-
-def study_provenance(program, seeds, runs: list[dict], extra) -> dict:
-    """What made the study's runs: the program with its own `sets` and `defs`, and the run
-    settings in effect (the study's or the program's own), one value, or one per point when
-    the points differ (a swept `let` the horizon reads)."""
-    from sq._support.version import __version__  # noqa: PLC0415
-
-    origin = getattr(program, "compiled_from", None) or {}
-    path = os.fspath(program) if isinstance(program, (str, os.PathLike)) else origin.get("path")
-    settings_used = {key: _one_or_each([run[key] for run in runs]) for key in ("horizon", "warmup", "arrivals")}
-    return {"program": path, "overrides": dict(origin.get("sets") or {}), "defs": dict(origin.get("defs") or {}),
-            "sq_version": __version__, "sq_build": build_fingerprint(), "seeds": list(seeds), **settings_used,
-            "metrics": list(extra)}
-
-
-def _one_or_each(values: list):
-    return values[0] if all(v == values[0] for v in values) else values
-
-
 # -- the cache ------------------------------------------------------------------------
+
+def task_key(task: Task) -> str:
+    """The cache key: everything that determines the record, and the build of sq that made it
+    (`files.build_fingerprint`: a fix to the engine is a new key, where the version was not)."""
+    text = json.dumps([build_fingerprint(), task.ir_json, task.seed, sorted(task.extra)])
+    return hashlib.sha256(text.encode()).hexdigest()
+
 
 class _Cache:
     """One JSON file per finished run, DIR/KEY[:2]/KEY.json, written atomically."""
@@ -672,7 +437,7 @@ class _Cache:
     def __init__(self, directory):
         if not isinstance(directory, (str, os.PathLike)):
             raise SqError(f"sweep: cache is a folder (text or a path), found {directory!r}", phase="settings")
-        self.root = Path(directory)
+        self.root = Path(path_argument(directory, "sweep: cache"))
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -681,7 +446,7 @@ class _Cache:
             raise SqError(f"cache: `{directory}` is not writable", phase="settings")
 
     def _path(self, task: Task) -> Path:
-        key = task.key()
+        key = task_key(task)
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, task: Task) -> dict | None:
@@ -689,7 +454,7 @@ class _Cache:
         read (not a regular file -- a pipe or a link to a device is never read --, larger than
         RECORD_LIMIT), or that is not the record this run makes: its own key inside, the checksum
         of its numbers, its metrics, each a number."""
-        key = task.key()
+        key = task_key(task)
         try:
             stored = run_deep(json.loads, read_text(self._path(task), RECORD_LIMIT))
         except (Unreadable, ValueError):
@@ -706,7 +471,7 @@ class _Cache:
     def put(self, task: Task, record: dict) -> None:
         """Store a record beside its key and checksum, written atomically (a temporary file
         renamed over: two processes or threads sharing the cache never see half a record)."""
-        key = task.key()
+        key = task_key(task)
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
         tails = {k: [v.count, v.top.tolist()] for k, v in record.items() if isinstance(v, sq_metrics.Tail)}
@@ -729,34 +494,3 @@ def _with_tails(record: dict, tails, task: Task) -> dict | None:
     pooled = [m for m in task.extra if sq_metrics.pooled_level(m) is not None]
     if not pooled:
         return record
-    try:
-        for m in pooled:
-            count, top = tails[m]
-            if type(count) is not int or not all(type(v) in (float, int) for v in top):
-                return None
-            record[m] = sq_metrics.Tail(record[m], count, top)
-    except (KeyError, TypeError, ValueError):
-        return None
-    return record
-
-
-# -- progress -------------------------------------------------------------------------
-
-class _NoBar:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *_):
-        return False
-
-    def update(self, n):
-        pass
-
-
-def _progress_bar(progress, total: int, done: int):
-    """A tqdm bar on stderr when asked (progress=True), or by default when stderr is a terminal."""
-    want = progress if progress is not None else (sys.stderr.isatty() and available("tqdm"))
-    if not want:
-        return _NoBar()
-    tqdm = require("tqdm", "progress=True").tqdm
-    return tqdm(total=total, initial=done, unit="run", file=sys.stderr, dynamic_ncols=True)

@@ -1,0 +1,125 @@
+"""Callgrind's instruction counts of sq's engine per .pyx/.pxi function, inlined code included.
+
+gcc inlines most of the engine into a few C functions (run_loop, settle_passes, ...), so
+callgrind's per-function table says little. This reads `callgrind_annotate --auto=yes`'s
+per-line counts of the generated C file and charges each line to the Cython source line it came
+from (Cython writes `/* "sq/_step.pxi":120` above the C of each statement), then to the `cdef`
+function that line is in:
+
+    valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*run_loop*' \\
+        --callgrind-out-file=cg.out python SCRIPT
+    python benchmarks/callgrind_by_source.py cg.out [--per N] [--top 40]
+
+`--per N` divides by N (events, iterations, sessions) to give instructions per that unit.
+Time samples the same way (perf's software clock; a VM has no hardware counters):
+
+    perf record -e cpu-clock -F 5000 -o perf.data python SCRIPT
+    perf report -i perf.data --stdio --sort srcline --dsos _engine.cpython-311-x86_64-linux-gnu.so > lines.txt
+    python benchmarks/callgrind_by_source.py --perf lines.txt
+"""
+from __future__ import annotations
+
+import argparse
+import bisect
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ORIGIN = re.compile(r'/\* "([^"]+)":(\d+)')
+DEF = re.compile(r"^\s*(?:cdef|cpdef|def)\s[^=#(]*?(\w+)\s*\(")   # (not a variable: no = before the name)
+
+
+def origins(c_file: Path) -> tuple[list[int], list[tuple[str, int]]]:
+    """The C lines where a Cython source location starts, and those locations."""
+    starts, where = [], []
+    for number, line in enumerate(c_file.read_text(errors="replace").splitlines(), start=1):
+        m = ORIGIN.search(line)
+        if m:
+            starts.append(number)
+            where.append((m.group(1), int(m.group(2))))
+    return starts, where
+
+
+def functions(source: Path) -> tuple[list[int], list[str]]:
+    """The lines where each def/cdef of a Cython file starts, and their names."""
+    lines, names = [], []
+    if source.exists():
+        for number, line in enumerate(source.read_text().splitlines(), start=1):
+            m = DEF.match(line)
+            if m and not line.lstrip().startswith("cdef class"):
+                lines.append(number)
+                names.append(m.group(1))
+    return lines, names
+
+
+def counts(out: Path, c_file: Path) -> dict[int, int]:
+    """Instructions per line of the generated C file."""
+    text = subprocess.run(["callgrind_annotate", "--auto=yes", "--show-percs=no", str(out), str(c_file)],
+                          capture_output=True, text=True, check=True).stdout
+    per_line, line = {}, None
+    in_file = False
+    for row in text.splitlines():
+        if row.startswith(("-- Auto-annotated source:", "-- User-annotated source:")):
+            in_file = Path(row.split(":", 1)[1].strip()).name == c_file.name
+            line = None
+            continue
+        if not in_file:
+            continue
+        m = re.match(r"^-- line (\d+) -+$", row)
+        if m:
+            line = int(m.group(1))
+            continue
+        if line is None or re.match(r"^\s*[\d,]+\s+=>", row):    # (a call's inclusive cost)
+            continue
+        m = re.match(r"^\s*([\d,]+|\.)\s", row)
+        if m:
+            if m.group(1) != ".":
+                per_line[line] = per_line.get(line, 0) + int(m.group(1).replace(",", ""))
+            line += 1
+    return per_line
+
+
+def perf_counts(lines: Path, c_file: Path) -> dict[int, float]:
+    """Samples (percent) per line of the generated C file, from perf report's srcline listing."""
+    per_line: dict[int, float] = {}
+    for row in lines.read_text().splitlines():
+        m = re.match(r"^\s*([\d.]+)%\s+(\S+):(\d+)\s*$", row)
+        if m and Path(m.group(2)).name == c_file.name:
+            per_line[int(m.group(3))] = per_line.get(int(m.group(3)), 0.0) + float(m.group(1))
+    return per_line
+
+
+def by_function(per_line: dict[int, float], c_file: Path) -> Counter:
+    starts, where = origins(c_file)
+    defs: dict[str, tuple[list[int], list[str]]] = {}
+    total: Counter = Counter()
+    for line, n in per_line.items():
+        i = bisect.bisect_right(starts, line) - 1
+        if i < 0:
+            total["(C preamble)"] += n
+            continue
+        file, src_line = where[i]
+        if file not in defs:
+            defs[file] = functions(ROOT / file)
+        lines, names = defs[file]
+        j = bisect.bisect_right(lines, src_line) - 1
+        total[f"{file}:{names[j] if j >= 0 else '?'}"] += n
+    return total
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, nargs="?", help="callgrind's output file")
+    ap.add_argument("--perf", type=Path, help="perf report --sort srcline's listing, instead of callgrind's")
+    ap.add_argument("--c-file", type=Path, default=ROOT / "sq" / "_engine.c")
+    ap.add_argument("--per", type=float, default=1.0)
+    ap.add_argument("--top", type=int, default=40)
+    a = ap.parse_args()
+    c_file = a.c_file.resolve()
+    total = by_function(perf_counts(a.perf, c_file) if a.perf else counts(a.out, c_file), c_file)
+    whole = sum(total.values())
+    print(f"{whole / a.per:12.1f}  all (per {a.per:g})")
+    for name, n in total.most_common(a.top):
+        print(f"{n / a.per:12.1f}  {100 * n / whole:5.1f} %  {name}")
