@@ -17,9 +17,10 @@ def extension(name):
 # lower/_bytecode: the bytecode contract's enums for Python (sq/lower/lowering.py); the engine cimports its .pxd;
 # engine/_random: the ChaCha12 streams and distributions (C header + a small Python class);
 # _engine: the event loop (its concerns are sq/engine/*.pxi), which cimports _random's C functions;
-# results/_stats: the report's order-sensitive sums (Welford, batch means) at C speed.
+# results/_stats: the report's order-sensitive sums (Welford, batch means) at C speed;
+# traces/_scan: the trace files' scanners (CSV and JSON lines → columns).
 extensions = [extension("lower/_bytecode"), extension("engine/_random"), extension("_engine"),
-              extension("results/_stats")]
+              extension("results/_stats"), extension("traces/_scan")]
 
 setup(
     ext_modules=cythonize(

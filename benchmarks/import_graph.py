@@ -17,7 +17,7 @@ SQ = Path(__file__).resolve().parent.parent / "sq"
 
 # The floors, lowest first: a module imports only from its own floor or the ones below it.
 # The face (sq/__init__.py, and `python -m sq`) is the top; nothing inside sq imports it.
-FLOORS = ("sq.errors", "sq._support", "sq.ir", "sq.frontend", "sq.lower", "sq.results", "sq.engine",
+FLOORS = ("sq.errors", "sq._support", "sq.ir", "sq.frontend", "sq.lower", "sq.results", "sq.traces", "sq.engine",
           "sq.study", "sq.costs", "sq.bench", "sq.cli", "sq")
 # sq/_engine.pyx stays at the top of the tree (the design card) but is the engine's module.
 PLACED = {"sq._engine": "sq.engine", "sq.__main__": "sq"}

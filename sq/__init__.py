@@ -16,7 +16,7 @@ import os
 from sq._support.version import __version__
 
 __all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program", "Report", "Sweep",
-           "Capacity", "SqError", "__version__"]
+           "Capacity", "SqError", "read_trace", "capacity_over_time", "__version__"]
 
 # The face's other names, each loaded from its module on first use: `import sq` loads nothing
 # else, so that `python -m sq` can catch Ctrl-C before anything heavy loads (numpy comes with the
@@ -30,6 +30,8 @@ _LAZY = {
     "t_interval": "sq.results.confidence",
     "sweep": "sq.study.sweep", "Sweep": "sq.study.sweep",
     "capacity": "sq.study.capacity", "Capacity": "sq.study.capacity",
+    "capacity_over_time": "sq.study.over_time",
+    "read_trace": "sq.traces",
 }
 
 

@@ -74,6 +74,7 @@ cdef enum RunError:
     E_NESTING = 17         # budget_left calls nested deeper than the expression stack (a guard)
     E_MEMORY_LIMIT = 18    # the run's tables would pass max_memory bytes
     E_STALL = 19           # time advances too little per event to ever reach the horizon (_long.pxi)
+    E_RATE = 20            # a poisson rate that reads `now` left [0, its bound] (an extension)
 
 cdef enum:
     # live sessions at once: beyond this the run would only exhaust memory
@@ -362,7 +363,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         raise MemoryError()
     try:
         # the arrays the State points into, alive until the run is collected
-        tables = (_set_program(st, lowered), _set_trace(st, lowered),
+        tables = (_set_program(st, lowered), _set_trace(st, lowered, seed_v),
                   _set_pools(st, lowered), _set_stages(st, lowered), _set_observations(st, lowered))
         _set_run(st, lowered, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
         st.traces.iters = bool(trace_iterations)
@@ -444,16 +445,30 @@ cdef object _set_program(State* st, lowered):
     return code, consts, stmts, holds, hoffs, hpcs, needs
 
 
-cdef object _set_trace(State* st, lowered):
-    """Trace replay: the corpus and the attribute slots a turn loads."""
-    trace_turns, trace_start, trace_len = _trace_arrays(lowered)
+cdef object _set_trace(State* st, lowered, seed):
+    """Trace replay: the corpus and the attribute slots a turn loads; `arrive replay`'s schedule."""
+    trace_turns, trace_start, trace_len, replay_at, replay_of, prefix = _trace_arrays(lowered, seed)
+    st.pfx_cap = -1.0
+    if prefix is not None:
+        ids, off, prev, nxt = prefix
+        st.pfx_ids = <const int64_t*> data_of(ids)
+        st.pfx_off = <const int64_t*> data_of(off)
+        st.pfx_prev = <int64_t*> data_of(prev)
+        st.pfx_next = <int64_t*> data_of(nxt)
+        st.pfx_head = st.pfx_tail = -1
+        st.pfx_count = 0
+        st.pfx_cap = lowered.prefix_cap
+        st.slot_hit_blocks, st.slot_prompt_blocks = lowered.slot_prefix
+    st.replay_at = <const double*> data_of(replay_at)
+    st.replay_of = <const int64_t*> data_of(replay_of)
+    st.replay_n = len(replay_at)
     st.trace_turns = <const double*> data_of(trace_turns)
     st.trace_start = <const int64_t*> data_of(trace_start)
     st.trace_len = <const int64_t*> data_of(trace_len)
     st.trace_sessions = len(trace_len)
     st.trace_ordered = lowered.trace_ordered
     st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
-    return trace_turns, trace_start, trace_len
+    return trace_turns, trace_start, trace_len, replay_at, replay_of, prefix
 
 
 cdef object _set_pools(State* st, lowered):
@@ -583,6 +598,9 @@ cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limi
     st.arrival_rate = lowered.arrival_rate
     st.arrival_count = min(lowered.arrival_count, 2**62)
     st.arrival_gap = lowered.arrival_gap
+    if st.arrival_kind == A_POISSON_NOW:      # thinning's bound over this run (sq/traces/rate.py)
+        from sq.traces.rate import bound
+        st.arrival_rate = bound(lowered.rate, horizon)
     st.horizon = horizon
     st.warmup = warmup
     st.limit = min(limit, ARRIVALS_NEVER)   # a larger limit is never reached either
@@ -700,13 +718,24 @@ def _row_name(names, indices, k):
     return names[k] if indices[k] is None or indices[k] < 0 else f"{names[k]}[{indices[k]}]"
 
 
-def _trace_arrays(lowered):
-    """The trace corpus as flat arrays (read now: a trace file is read when the run starts)."""
+def _trace_arrays(lowered, seed):
+    """The trace corpus as flat arrays (read now: a trace file is read when the run starts), and
+    `arrive replay`'s schedule (its times and corpus sessions; empty without one)."""
     if not lowered.trace:
-        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64
-    from sq.engine.trace import read_trace       # only a replay loads the reader
-    corpus = read_trace(lowered.trace)
-    return corpus.turns.reshape(-1), corpus.offset, corpus.count
+        return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_I64, None
+    from sq.traces import corpus as read_corpus       # only a replay loads the readers
+    corpus = read_corpus(lowered.trace)
+    at, of = R.EMPTY_F64, R.EMPTY_I64
+    if lowered.replay is not None:
+        from sq.engine._random import Rng, stream_seed
+        from sq.traces.replay import schedule
+        # keep(p)'s draws: the trace stream, which a replay does not otherwise read
+        at, of = schedule(corpus.arrival, lowered.replay, Rng(stream_seed(seed, "trace")), lowered.trace)
+    prefix = None
+    if lowered.prefix_cap >= 0:
+        from sq.traces.prefix import engine_tables
+        prefix = engine_tables(corpus)
+    return corpus.turns.reshape(-1), corpus.offset, corpus.count, at, of, prefix
 
 
 def _settings(lowered, seed, horizon, warmup, arrivals):
@@ -917,6 +946,9 @@ cdef object _error_text(State* st, lowered):
     if st.error.code == E_NESTING:
         return (f"`budget_left({_row_name(lowered.stage_names, lowered.stage_indices, st.error.a)})` nests "
                 f"deeper than the expression stack{where}")
+    if st.error.code == E_RATE:
+        return (f"the poisson rate at time {fmt(st.error.value2)} is {fmt(st.error.value)}, outside [0, "
+                f"{fmt(st.arrival_rate)}] (a rate must be >= 0; the bound is interval arithmetic's){where}")
     if st.error.code == E_RENEWAL:
         return f"renewal interarrival must be positive and finite (got {fmt(st.error.value)}){where}"
     if st.error.code == E_STUCK:

@@ -20,6 +20,7 @@ from typing import Any
 
 from sq._support.deep import run_deep
 from sq.errors import SqError
+from sq._support.number_format import display
 from sq._support.settings import ARRIVALS_NEED_OPEN, horizon_notes, is_u64, open_arrivals, window_error
 
 IR_VERSION = 10
@@ -441,6 +442,10 @@ def _arrival_to(v: Any, exact: bool = False) -> Any:
         if math.isfinite(rate):
             return {"Poisson": rate}
         return {"Poisson": num_to_json(rate) if exact else None}
+    if isinstance(v, dict) and "Replay" in v:
+        body = v["Replay"]
+        return {"Replay": {k: (None if body[k] is None else [num_to_json(x) for x in body[k]]) if k == "window"
+                           else num_to_json(body[k]) for k in REPLAY_KEYS}}
     return v
 
 
@@ -456,9 +461,20 @@ def _arrival_from(v: Any) -> Any:
         return {"Poisson": _float(body, "arrival")}
     if tag in ("Closed", "Batch"):
         return {tag: _int(body, "arrival")}
-    if tag == "Renewal":
-        return {"Renewal": check_expr(body, "arrival")}
+    if tag in ("Renewal", "PoissonNow"):
+        return {tag: check_expr(body, "arrival")}
+    if tag == "Replay" and isinstance(body, dict) and set(body) == set(REPLAY_KEYS):
+        window = body["window"]
+        return {"Replay": {k: (None if window is None else
+                               [num_from_json(x, "replay window") for x in _list(window, "replay window", 2)])
+                           if k == "window" else num_from_json(body[k], f"replay {k}") for k in REPLAY_KEYS}}
     raise _bad(f"unknown arrival {v!r}"[:200])
+
+
+# `arrive replay` (an extension): its IR body's keys. speed k divides the trace's times;
+# window [from, to) of trace seconds (None: all of it); keep: each session's chance to arrive;
+# copies of the (windowed) trace superposed, copy j shifted by j * shift trace seconds.
+REPLAY_KEYS = ("speed", "window", "keep", "copies", "shift")
 
 
 @dataclass(frozen=True)
@@ -502,7 +518,9 @@ def about(item: tuple):
 
 _PROGRAM_KEYS = {"version", "attrs", "observes", "pools", "stages", "arrival", "trace", "trace_ordered",
                  "init", "turn", "session", "blocks", "horizon", "warmup", "seed", *SLOT_KEYS, "hidden"}
-_PROGRAM_OPTIONAL = {"arrivals", "share", "gauges"}
+_PROGRAM_OPTIONAL = {"arrivals", "share", "gauges", "trace_prefix"}
+# `trace "F" prefix(C);` (an extension): the attributes a turn sets from the shared prefix cache
+PREFIX_ATTRS = ("hit_blocks", "prompt_blocks")
 
 
 @dataclass
@@ -528,6 +546,7 @@ class Program:
     hidden: list[int] = field(default_factory=list)
     share: str | None = None                   # "MaxMin" / "Bottleneck"
     gauges: list[Gauge] = field(default_factory=list)
+    trace_prefix: float | None = None          # an extension: a prefix cache of this many blocks
     # Not part of the JSON: the folder a relative `trace` path is read from
     # (the program file's, for a program compiled from a file; else the cwd).
     trace_base: str | None = field(default=None, compare=False)
@@ -579,6 +598,8 @@ class Program:
                    "warmup": num_to_json(self.warmup), "seed": self.seed}
         if self.arrivals is not None:
             d["arrivals"] = self.arrivals
+        if self.trace_prefix is not None:
+            d["trace_prefix"] = num_to_json(self.trace_prefix)
         d.update(zip(SLOT_KEYS, self.slots))
         d["hidden"] = list(self.hidden)
         if self.share is not None:
@@ -646,7 +667,8 @@ class Program:
             slots=tuple(_int(d[k], k) for k in SLOT_KEYS),
             hidden=[_int(h, "hidden") for h in _list(d["hidden"], "hidden")],
             share=share,
-            gauges=[Gauge.from_dict(g) for g in _list(d.get("gauges", []), "gauges")])
+            gauges=[Gauge.from_dict(g) for g in _list(d.get("gauges", []), "gauges")],
+            trace_prefix=None if d.get("trace_prefix") is None else num_from_json(d["trace_prefix"], "trace_prefix"))
         if not is_u64(prog.seed):
             raise _bad("seed: more than a u64 holds")
         return prog
@@ -777,8 +799,9 @@ class _Validator:
                     self.expr_tables(x, where)
         for g in p.gauges:
             self.expr_tables(g.expr, f"gauge {g.name!r}")
-        if isinstance(p.arrival, dict) and "Renewal" in p.arrival:
-            self.expr_tables(p.arrival["Renewal"], "arrival")
+        for kind in ("Renewal", "PoissonNow"):
+            if isinstance(p.arrival, dict) and kind in p.arrival:
+                self.expr_tables(p.arrival[kind], "arrival")
 
     def row(self, i: int, n: int, where: str) -> None:
         if not 0 <= i < n:
@@ -947,6 +970,13 @@ class _Validator:
                     "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
                 raise _fail("", "renewal arrival may use only constants and sampled distributions")
 
+    def rate(self, e: Any) -> None:
+        """A poisson rate that reads `now` (an extension): `now`, constants and pure functions only."""
+        for tag, body in self.nodes(e, "arrival"):
+            if tag == "Attr" or tag == "Sample" or tag == "Ctx" and body != "Now" or tag == "Call" and body[0] not in (
+                    "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
+                raise _fail("", "a poisson rate may read only `now`, constants and pure functions")
+
     def blocks(self) -> None:
         p = self.p
         named = {p.init: "init", p.turn: "turn"}
@@ -998,6 +1028,26 @@ class _Validator:
                 raise _fail("", f"stage `{p.stages[row].name}` is held with another stage by one run, so its "
                                 f"capacity is shared: it must be `ps(φ)` with a constant φ above 0", ("stage", row))
 
+    def replay(self, r: dict) -> None:
+        """`arrive replay`'s constants, and that the workload has a trace to replay."""
+        def fail(message, value=None):
+            shown = "" if value is None else f", found {display(value)}"
+            raise _fail("", f"{message}{shown}", ("arrival",))
+        if not self.p.trace:
+            fail("arrive replay needs a trace: add `trace \"FILE\";` to the workload")
+        if not (r["speed"] > 0 and math.isfinite(r["speed"])):
+            fail("the replay speed must be a finite number above 0", r["speed"])
+        if r["window"] is not None:
+            lo, hi = r["window"]
+            if not (0 <= lo < hi) or not math.isfinite(lo):
+                fail(f"a replay window(from, to) needs 0 <= from < to, found window({display(lo)}, {display(hi)})")
+        if not (0 < r["keep"] <= 1):
+            fail("a replay's keep(p) needs 0 < p <= 1", r["keep"])
+        if not (r["copies"] >= 1 and r["copies"] == int(r["copies"]) and r["copies"] <= 1e6):
+            fail("a replay's copies(n, shift) needs a whole n from 1 to 1e6", r["copies"])
+        if not (r["shift"] >= 0 and math.isfinite(r["shift"])):
+            fail("a replay's copies(n, shift) needs a finite shift >= 0", r["shift"])
+
     def run_settings(self) -> None:
         p = self.p
         error = window_error(p.horizon, p.warmup, "validate")
@@ -1046,6 +1096,16 @@ class _Validator:
         if isinstance(p.arrival, dict) and "Renewal" in p.arrival:
             with about(("arrival",)):
                 self.renewal(p.arrival["Renewal"])
+        if isinstance(p.arrival, dict) and "Replay" in p.arrival:
+            self.replay(p.arrival["Replay"])
+        if p.trace_prefix is not None:
+            if not p.trace:
+                raise _fail("", "a prefix cache needs a trace", ("arrival",))
+            if not p.trace_prefix >= 0 or any(a not in p.attrs for a in PREFIX_ATTRS):
+                raise _fail("", f"a trace's prefix(C) needs a capacity C >= 0 blocks, found {display(p.trace_prefix)}")
+        if isinstance(p.arrival, dict) and "PoissonNow" in p.arrival:
+            with about(("arrival",)):
+                self.rate(p.arrival["PoissonNow"])
         self.run_settings()
         self.flows()
 

@@ -47,8 +47,17 @@ VARIANTS = [
 ]
 
 
+EXTENSION = "// sq extension:"   # the first line of an example pyserq 0.1.2 cannot run
+
+
 def example_programs() -> list[Path]:
-    return sorted(EXAMPLES.rglob("*.sq"))
+    """The gallery's dialect programs (those pyserq 0.1.2 runs, so their reports are compared)."""
+    return sorted(p for p in EXAMPLES.rglob("*.sq") if not p.read_text().startswith(EXTENSION))
+
+
+def extension_programs() -> list[Path]:
+    """The gallery's programs that use sq's extensions (docs/differences.md)."""
+    return sorted(p for p in EXAMPLES.rglob("*.sq") if p.read_text().startswith(EXTENSION))
 
 
 def example_id(path: Path) -> str:

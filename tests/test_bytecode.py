@@ -161,8 +161,8 @@ def test_table_dtypes_are_the_engine_structs():
                          (_bytecode.SPILL_DTYPE, ("to", "via", "work", "when"))):
         assert dtype.names == names and dtype.itemsize == 4 * len(names)
         assert all(dtype.fields[n][0] == np.int32 for n in names)
-    # a trace's turns: the engine reads sq.engine.trace's (rows, 4) float64 table as these rows
-    from sq.engine.trace import FIELDS
+    # a trace's turns: the engine reads sq.traces.serq's (rows, 4) float64 table as these rows
+    from sq.traces.serq import FIELDS
     assert _bytecode.TRACE_TURN_DTYPE.names == FIELDS == ("new", "out", "think", "forced")
     assert _bytecode.TRACE_TURN_DTYPE.itemsize == 8 * len(FIELDS)
 

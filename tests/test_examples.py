@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import sq
-from sq.engine.trace import FIELDS, read_trace
+from sq.traces.serq import FIELDS, read_trace
 from oracle import first_difference, report_differences
 from sq.errors import SqError
 import golden

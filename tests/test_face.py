@@ -56,6 +56,26 @@ def test_to_pandas_everywhere(swept, searched):
     assert set(sq.run(sq.compile(MMC), seed=1, **SHORT).to_pandas()) == {"observes", "gauges", "stages", "pools"}
 
 
+def test_to_xarray_is_the_grid_by_name_and_seed(swept):
+    pytest.importorskip("xarray")
+    data = swept.to_xarray()
+    assert list(data["wait.mean"].dims) == ["lam", "c", "seed"]
+    assert data.sizes == {"lam": 2, "c": 2, "seed": 3}
+    assert list(data["c"].values) == [8, 9] and list(data["seed"].values) == [1, 2, 3]
+    assert set(data.data_vars) == set(swept.metrics)
+    for r in swept.records:      # every run in its own cell
+        cell = data["wait.mean"].sel(lam=r["lam"], c=r["c"], seed=r["seed"]).item()
+        assert cell == r["wait.mean"]
+    assert json.loads(data.attrs["provenance"])["seeds"] == [1, 2, 3]
+
+
+def test_to_xarray_refuses_a_grid_with_a_run_missing(swept):
+    pytest.importorskip("xarray")
+    partial = sq.Sweep(swept.names, swept.records[:-1], swept.provenance)
+    with pytest.raises(sq.SqError, match=r"to_xarray: the grid is not full: no run at lam=5, c=9, seed=3 \(11 of 12"):
+        partial.to_xarray()
+
+
 def test_the_summary_wide_and_long(swept):
     pytest.importorskip("pandas")
     flat = swept.summary()

@@ -423,3 +423,29 @@ def test_grammar_agrees_with_the_parser_on_mutations():
 @pytest.mark.slow
 def test_grammar_agrees_with_the_parser_on_many_mutations():
     _check_mutations(20000, seed=2)
+
+
+@pytest.mark.parametrize("arrive, accepted", [
+    ("replay", True), ("replay(2)", True), ("replay(k * 2) window(0, 60)", True),
+    ("replay keep(0.5) copies(3, 60)", True), ("replay(1) window(0, 1) keep(1) copies(1, 0)", True),
+    ("replay copies(2, 5) window(1, 2)", True),
+    ("replay()", False), ("replay window(1)", False), ("replay keep(1, 2)", False), ("replay(1)(2)", False),
+    ("replay copies(2)", False), ("replay window 1, 2", False), ("replay 2", False),
+])
+def test_grammar_and_parser_agree_on_replay(arrive, accepted):
+    """`arrive replay` (an extension, docs/differences.md): the grammar and the parser accept
+    the same clauses."""
+    stream = sq_stream(f"run {{ horizon 10; }}\nlet k = 1; workload {{ arrive {arrive}; trace \"t.csv\"; }} session {{ }}")
+    assert grammar_accepts(stream.tokens) is accepted
+    assert (stream.error is None or not is_syntax(stream.error)) is accepted
+
+
+@pytest.mark.parametrize("trace, accepted", [
+    ('"t.csv" prefix(10)', True), ('"t.csv" ordered prefix(inf)', True), ('"t.csv" prefix(k * 2)', True),
+    ('"t.csv" prefix()', False), ('"t.csv" prefix 3', False), ('"t.csv" prefix(1) ordered', False),
+])
+def test_grammar_and_parser_agree_on_a_trace_prefix_cache(trace, accepted):
+    """`trace "F" [ordered] prefix(C)` (an extension): the grammar and the parser agree."""
+    stream = sq_stream(f"run {{ horizon 10; }}\nlet k = 1; workload {{ arrive replay; trace {trace}; }} session {{ }}")
+    assert grammar_accepts(stream.tokens) is accepted
+    assert (stream.error is None or not is_syntax(stream.error)) is accepted

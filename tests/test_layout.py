@@ -96,7 +96,9 @@ def test_the_floors_hold(rule):
 def test_the_public_namespace():
     # what `import sq` offers, locked (as pandas' test_api does): a new public name is a decision
     assert sorted(sq.__all__) == sorted(["compile", "run", "load", "sweep", "t_interval", "capacity", "Program",
-                                         "Report", "Sweep", "Capacity", "SqError", "__version__"])
+                                         "Report", "Sweep", "Capacity", "SqError", "__version__",
+                                         # issue 25: the trace reader and capacity over time
+                                         "read_trace", "capacity_over_time"])
     assert dir(sq) == sorted(sq.__all__)
     for name in sq.__all__:
         assert getattr(sq, name) is not None, name

@@ -1,4 +1,4 @@
-"""sq.engine.trace against pyserq 0.1.2: the trace file format, its errors, and the replay rule (spec 02 §3)."""
+"""sq.traces.serq against pyserq 0.1.2: the trace file format, its errors, and the replay rule (spec 02 §3)."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sq.errors import SqError
-from sq.engine.trace import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
+from sq.traces.serq import FIELDS, TraceCorpus, pick_session, read_trace, resolve_path, turn_of
 from oracle import needs_reference, reference
 from spec_data import PROBES_DIR, SPEC_CORPUS
 

@@ -14,6 +14,7 @@ from sq.errors import SqError
 EXTRA = {
     "pandas": "table",
     "pyarrow": "table",
+    "xarray": "table",
     "matplotlib": "plot",
     "matplotlib.pyplot": "plot",
     "tqdm": "progress",

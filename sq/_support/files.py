@@ -37,17 +37,53 @@ def path_argument(value, who: str, phase: str = "settings", hint: str = "") -> s
     raise SqError(f"{who}: a path is text or os.PathLike, found {type(value).__name__}{hint}", phase=phase)
 
 
-def writable(path: str, flag: str, formats: tuple[str, ...]) -> None:
-    """The file `path` given by `flag` (a CLI flag or an API keyword): writable, and of one of
-    `formats` (its extension); checked before any run, not after all of them."""
-    target = Path(path_argument(path, flag))
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK) \
-            or (target.exists() and not os.access(target, os.W_OK)):
-        raise SqError(f"{flag}: cannot write `{path}`", phase="settings")
-    if target.suffix.lower() not in formats:
-        raise SqError(f"{flag}: cannot tell the format of `{path}` from its extension", phase="settings",
-                      notes=(f"help: {flag} takes {', '.join(formats)}",))
+def cannot_write(who: str, path: str, reason: str, notes: tuple[str, ...] = ()) -> SqError:
+    """The one wording of an output that cannot be written: "WHO: cannot write `PATH`: REASON"."""
+    return SqError(f"{who}: cannot write `{path}`: {reason}", phase="settings", notes=notes)
+
+
+def check_writable(path, who: str, formats: tuple[str, ...] | None = None) -> str:
+    """The one decision whether the file `path`, given by `who` (a CLI flag or an API name),
+    can be written, and (given `formats`) is of one of them by its extension: checked before
+    any run, not after all of them. Returns the path as text; anything else is one SqError."""
+    path = path_argument(path, who)
+    reason = _why_not_writable(path)
+    if reason:
+        raise cannot_write(who, path, reason)
+    if formats is not None and Path(path).suffix.lower() not in formats:
+        raise SqError(f"{who}: cannot tell the format of `{path}` from its extension", phase="settings",
+                      notes=(f"help: {who} takes {', '.join(formats)}",))
+    return path
+
+
+def _why_not_writable(path: str) -> str:
+    """Why `path` cannot be written ("" when it can, as far as can be told before writing)."""
+    if "\0" in path:
+        return "the name contains a NUL byte"
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        return "it is a folder"
+    if not folder.is_dir():
+        return f"the folder `{folder}` does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"the folder `{folder}` is not writable"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "the file is not writable"
+    return ""
+
+
+@contextlib.contextmanager
+def open_for_writing(path, who: str, binary: bool = False, notes: tuple[str, ...] = (), **options):
+    """`path` checked (`check_writable`) and open for writing through `atomic_file`: a write
+    that fails -- a full disk, a folder that vanished -- leaves the old file or none, never part
+    of one, and is one SqError naming the file (`notes` say what is kept)."""
+    path = check_writable(path, who)
+    try:
+        with atomic_file(path, binary, **options) as f:
+            yield f
+    except OSError as e:
+        raise cannot_write(who, path, f"{e.strerror or e}; nothing was written there", notes) from None
 
 
 def make_folder(folder: str, who: str) -> None:
@@ -70,8 +106,9 @@ class Unreadable(Exception):
         self.reason = reason
 
 
-def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
-    """The file's text; raises `Unreadable` with the reason otherwise."""
+def open_regular(path: str | os.PathLike, limit: int | None = None):
+    """A regular file opened to read bytes (blocking); raises `Unreadable` with the reason
+    otherwise: a directory (in pyserq's words), a pipe or device, a file over `limit` bytes."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer before fstat refuses it.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -85,19 +122,27 @@ def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
             raise Unreadable(f"{os.strerror(errno.EISDIR)} (os error {errno.EISDIR})")
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable("not a regular file (a pipe or device is never read)")
-        if info.st_size > limit:
+        if limit is not None and info.st_size > limit:
             raise Unreadable(f"larger than {limit} bytes")
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=True) as f:
-            fd = -1
+        return os.fdopen(fd, "rb", closefd=True)
+    except OSError as e:
+        os.close(fd)
+        raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
+    except Unreadable:
+        os.close(fd)
+        raise
+
+
+def read_text(path: str | os.PathLike, limit: int = PROGRAM_LIMIT) -> str:
+    """The file's text; raises `Unreadable` with the reason otherwise."""
+    try:
+        with open_regular(path, limit) as f:
             raw = f.read(limit + 1)
     except OSError as e:
         raise Unreadable(f"{e.strerror} (os error {e.errno})") from None
     except MemoryError:
         raise Unreadable("out of memory") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
     if len(raw) > limit:  # it grew while being read
         raise Unreadable(f"larger than {limit} bytes")
     try:
@@ -167,14 +212,9 @@ def _new_file(folder: str) -> tuple[int, str]:
 
 def text_or_file(text: str, path, who: str) -> str | None:
     """The one rule of every `to_json(path=None)`: no path, the text is returned; a path, it is
-    written there atomically (`write_atomic`) and None returned; a write that fails is one
-    SqError naming the file."""
+    written there (`open_for_writing`) and None returned."""
     if path is None:
         return text
-    path = path_argument(path, who)
-    try:
-        write_atomic(path, [text])
-    except OSError as e:
-        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
-                      phase="settings") from None
+    with open_for_writing(path, who) as f:
+        f.write(text)
     return None

@@ -78,10 +78,10 @@ def window_error(horizon: float, warmup: float, phase: str) -> SqError | None:
 
 
 def open_arrivals(arrival) -> bool:
-    """Whether a workload's arrivals (the IR's `arrival`) are open — poisson or renewal: the ones
+    """Whether a workload's arrivals (the IR's `arrival`) are open — poisson, renewal or replay: the ones
     an arrival limit can end. The one rule: the IR's check, the Lowered (which keeps the answer)
     and the run settings ask it."""
-    return isinstance(arrival, dict) and ("Poisson" in arrival or "Renewal" in arrival)
+    return isinstance(arrival, dict) and any(k in arrival for k in ("Poisson", "Renewal", "Replay", "PoissonNow"))
 
 
 def of_program(lowered) -> tuple:

@@ -12,7 +12,7 @@ import re
 import sys
 
 from sq.errors import SqError
-from sq._support.files import writable
+from sq._support.files import check_writable
 from sq._support.settings import SEED_RANGE, at_most, is_u64
 
 _SEED_SPAN = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
@@ -129,12 +129,12 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 PLOT_FORMATS = (".png", ".pdf", ".svg")
 
 
-def check_writable(path: str, flag: str, formats: tuple[str, ...] | None = None) -> None:
-    """The file of `--out` (a table) or `--plot-out` (a figure), or `formats` for another
-    `flag`: writable, and of a format that flag writes; checked before any run, not after all of them."""
+def check_output(path: str, flag: str) -> None:
+    """The file of `--out` (a table) or `--plot-out` (a figure): `files.check_writable` with the
+    formats that flag writes; checked before any run, not after all of them."""
     from sq.study.sweep import WRITERS  # noqa: PLC0415
 
-    writable(path, flag, formats or (PLOT_FORMATS if flag == "--plot-out" else tuple(WRITERS)))
+    check_writable(path, flag, PLOT_FORMATS if flag == "--plot-out" else tuple(WRITERS))
 
 
 def headless_plots(flag: str) -> None:

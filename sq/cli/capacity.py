@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from sq.cli.args import (add_program_args, add_run_args, check_writable, headless_plots, number, overrides,
+from sq.cli.args import (add_program_args, add_run_args, check_output, headless_plots, number, overrides,
                          parse_seeds, scheduler, whole_number)
 
 
@@ -37,18 +37,23 @@ def add_parser(sub) -> None:
     add_run_args(p)
     p.add_argument("--plot-out", metavar="FILE.png", help="save the plot of the SLO metrics against the knob")
     p.add_argument("--json", action="store_true", help="print the Capacity record as JSON (points go to stderr)")
+    p.add_argument("--over-time", type=number, metavar="W",
+                   help="a replayed trace: one search (smallest deployment) per window of W trace seconds; "
+                        "the program writes `arrive replay window(window_from, window_to)`")
 
 
 def cmd_capacity(args) -> int:
     from sq.frontend.compile import compile_program as sq_compile
     from sq.study.capacity import capacity
 
+    if args.over_time is not None:
+        return _over_time(args)
     # the run settings apply before linking, as `sq run --horizon` does
     program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
                          horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals)
     seeds = parse_seeds(args.seeds)
     if args.plot_out is not None:
-        check_writable(args.plot_out, "--plot-out")     # before the search, not after all its runs
+        check_output(args.plot_out, "--plot-out")     # before the search, not after all its runs
         headless_plots("--plot-out")
     out = sys.stderr if args.json else sys.stdout
 
@@ -81,3 +86,26 @@ def _interrupt_line(args):
         kept = f"; kept in {args.cache}" if args.cache else ""
         raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.records)} runs "
                          f"finished{kept}") from None
+
+
+def _over_time(args) -> int:
+    """`--over-time W`: one capacity search per window of the replayed trace (sq.capacity_over_time)."""
+    from sq.study.over_time import capacity_over_time
+
+    def show(t0, cap) -> None:
+        print(f"[{t0:g}, {t0 + args.over_time:g}) {cap.line()}", file=sys.stderr if args.json else sys.stdout,
+              flush=True)
+
+    with scheduler(args.scheduler) as client:
+        result = capacity_over_time(args.file, args.knob, args.slo, window=args.over_time,
+                                    sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
+                                    warmup=args.warmup, lo=args.lo, hi=args.hi, seeds=parse_seeds(args.seeds),
+                                    confidence=args.confidence, tol=args.tol, executor=client, jobs=args.jobs,
+                                    cache=args.cache, max_seeds=args.max_seeds, on_window=show)
+    if args.json:
+        import json
+        print(json.dumps({"window": result.window, "starts": list(result.starts),
+                          "values": [None if v != v else v for v in result.values.tolist()], **result.figures()}))
+    else:
+        print(result.table())
+    return 0

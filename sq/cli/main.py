@@ -1,4 +1,4 @@
-"""`python -m sq`: check, ir, run, sweep, capacity, bench, costs and validate.
+"""`python -m sq`: check, ir, run, sweep, capacity, fit-workload, bench, costs and validate.
 
 Every subcommand turns bad input into one `FILE:LINE:COL: error: …` report
 and exit status 2; a bug in sq itself is reported as an internal error
@@ -102,6 +102,15 @@ def _parser() -> argparse.ArgumentParser:
     cli_study.add_parser(sub)
     cli_capacity.add_parser(sub)
     cost_commands.add_parsers(sub)
+
+    fit = sub.add_parser("fit-workload", help="fit a workload (a rate per window) to a trace; print it as a library",
+                         description="Read a trace (any format sq.read_trace reads) and print a library of "
+                                     "`def`s: fitted_rate(), the trace's rate per window as a function of `now`, "
+                                     "for `arrive poisson(fitted_rate());`, and fitted_end(), its span.")
+    fit.add_argument("trace", help="the trace file")
+    fit.add_argument("--window", type=number, default=60.0, help="seconds per window (default 60)")
+    fit.add_argument("--format", help="the trace's format (default: recognised from the file)")
+    fit.add_argument("-o", "--output", metavar="FILE", help="write the library to FILE instead of stdout")
 
     bench = sub.add_parser("bench", help="run the standard benchmark models")
     bench.add_argument("--quick", action="store_true", help="short runs, for a smoke test")
@@ -239,6 +248,19 @@ def _print_report(args, report) -> None:
             print(f"warning: {warning}", file=sys.stderr)
 
 
+def _cmd_fit_workload(args) -> int:
+    from sq.traces import read_trace
+    from sq.traces.fit import fit
+    text = fit(read_trace(args.trace, args.format), args.window).library(args.trace)
+    if args.output is None:
+        _emit(text.rstrip("\n"))
+    else:
+        from sq._support.files import open_for_writing
+        with open_for_writing(args.output, "--output") as f:   # checked, worded and atomic as every output
+            f.write(text)
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from sq.bench import main as bench
 
@@ -248,6 +270,7 @@ def _cmd_bench(args) -> int:
 
 COMMANDS = {"check": _cmd_check, "ir": _cmd_ir, "run": _cmd_run, "sweep": cli_study.cmd_sweep,
             "capacity": cli_capacity.cmd_capacity, "bench": _cmd_bench,
+            "fit-workload": _cmd_fit_workload,
             "costs": cost_commands.cmd_costs, "validate": cost_commands.cmd_validate}
 
 

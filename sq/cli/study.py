@@ -13,7 +13,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
-from sq.cli.args import add_run_args, check_writable, headless_plots, once_each, parse_seeds, scheduler
+from sq.cli.args import add_run_args, check_output, headless_plots, once_each, parse_seeds, scheduler
 from sq._support import settings
 from sq.errors import SqError
 
@@ -150,7 +150,7 @@ def cmd_sweep(args) -> int:
         sq_metrics.check_metrics([plot["y"]], plan.programs[0])
     for flag, path in (("--out", args.out), ("--plot-out", args.plot_out)):
         if path is not None:
-            check_writable(path, flag)
+            check_output(path, flag)
     if args.out and Path(args.out).suffix.lower() == ".parquet":
         require("pyarrow", "--out FILE.parquet")
     with scheduler(args.scheduler) as client:

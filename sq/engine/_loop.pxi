@@ -255,7 +255,42 @@ cdef inline int next_arrival(State* st) noexcept nogil:
     if st.arrival_kind == A_POISSON:
         schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
         return 0
+    if st.arrival_kind == A_POISSON_NOW:
+        return next_thinned(st)
+    if st.arrival_kind == A_REPLAY:
+        if st.replay_next < st.replay_n:          # else the schedule is spent: no more arrivals
+            schedule_arrival(st, st.replay_at[st.replay_next])
+            st.replay_next += 1
+        return 0
     return next_renewal(st)
+
+
+cdef int next_thinned(State* st) noexcept nogil:
+    """The next arrival of a poisson process whose rate reads `now` (an extension), by thinning
+    (sq/traces/rate.py): candidates after exponential gaps of the bound's rate, each kept with
+    probability rate(t) / bound, one uniform draw each, on the arrivals stream; the rate is
+    evaluated with `now` at the candidate. Past the horizon the candidate is scheduled as it is
+    (it never happens), so a rate of 0 to the end does not loop for ever."""
+    cdef double t = st.now, saved = st.now, r, bound = st.arrival_rate
+    if bound <= 0:
+        return 0                                   # a rate that is 0 all run: no arrival
+    while True:
+        t = t + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / bound
+        if t > st.horizon:
+            break
+        st.now = t
+        r = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN)
+        st.now = saved
+        if st.error.code:
+            return -1
+        if not (r >= 0 and r <= bound):
+            fail(st, E_RATE, -1, r, 0, 0)
+            st.error.value2 = t
+            return -1
+        if sq_rng_random_f64(&st.rng_arrival) * bound < r:
+            break
+    schedule_arrival(st, t)
+    return 0
 
 
 cdef int next_renewal(State* st) noexcept nogil:
@@ -369,7 +404,7 @@ cdef void run_loop(State* st) noexcept nogil:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
         schedule_arrival(st, 0.0)
-    elif st.arrival_kind == A_RENEWAL:
+    elif st.arrival_kind == A_RENEWAL or st.arrival_kind == A_REPLAY or st.arrival_kind == A_POISSON_NOW:
         next_arrival(st)
     elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
         for i in range(st.arrival_count):

@@ -133,8 +133,11 @@ cdef int spawn(State* st) noexcept nogil:
     clear_attrs(&st.sess.attrs[base], st.n_attrs)
     st.sess.attrs[base + st.slot_serial] = <double> st.sess.serial[slot]
     if st.trace_sessions > 0:
-        # ordered: serial mod L; otherwise one draw on the trace stream
-        if st.trace_ordered:
+        # replay: the schedule's session; ordered: serial mod L; otherwise one draw on the trace stream
+        if st.arrival_kind == A_REPLAY:
+            st.sess.trace_of[slot] = st.replay_of[st.replay_spawned]
+            st.replay_spawned += 1
+        elif st.trace_ordered:
             st.sess.trace_of[slot] = st.sess.serial[slot] % st.trace_sessions
         else:
             st.sess.trace_of[slot] = sq_rng_range_u32(&st.rng_trace, 0, <uint32_t> (st.trace_sessions - 1))
@@ -250,8 +253,51 @@ cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
         st.sess.attrs[base + st.slot_forced] = turn.forced
         st.sess.trace_next[slot] = k + 1
         st.sess.attrs[base + st.slot_more] = 1.0 if k + 1 < st.trace_len[t] else 0.0
+        if st.pfx_cap >= 0:
+            prefix_lookup(st, base, st.trace_start[t] + k)
     else:
         st.sess.attrs[base + st.slot_more] = 0.0
+
+
+cdef void prefix_lookup(State* st, int64_t base, int64_t row) noexcept nogil:
+    """`trace "F" prefix(C)` (an extension; sq/traces/prefix.py is the same rule over a trace): the
+    turn's leading blocks already resident are its `hit_blocks`; then all its blocks become most
+    recently used, and the least recently used go while more than C are resident."""
+    cdef int64_t lo = st.pfx_off[row], n = st.pfx_off[row + 1] - lo, hits = 0, j, b
+    while hits < n and st.pfx_prev[st.pfx_ids[lo + hits]] != -2:
+        hits += 1
+    for j in range(n):
+        b = st.pfx_ids[lo + j]
+        if st.pfx_prev[b] != -2:
+            prefix_unlink(st, b)
+        else:
+            st.pfx_count += 1
+        st.pfx_prev[b] = st.pfx_tail            # to the back: most recently used
+        st.pfx_next[b] = -1
+        if st.pfx_tail >= 0:
+            st.pfx_next[st.pfx_tail] = b
+        else:
+            st.pfx_head = b
+        st.pfx_tail = b
+    while st.pfx_count > st.pfx_cap:
+        b = st.pfx_head
+        prefix_unlink(st, b)
+        st.pfx_prev[b] = -2
+        st.pfx_count -= 1
+    st.sess.attrs[base + st.slot_hit_blocks] = <double> hits
+    st.sess.attrs[base + st.slot_prompt_blocks] = <double> n
+
+
+cdef inline void prefix_unlink(State* st, int64_t b) noexcept nogil:
+    cdef int64_t p = st.pfx_prev[b], q = st.pfx_next[b]
+    if p >= 0:
+        st.pfx_next[p] = q
+    else:
+        st.pfx_head = q
+    if q >= 0:
+        st.pfx_prev[q] = p
+    else:
+        st.pfx_tail = p
 
 
 # What exec_session dispatches on, per statement: its opcode (StmtOp), or a form of it decided once

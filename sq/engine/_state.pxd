@@ -11,130 +11,130 @@ from sq.results._sketch cimport Summary, Fold
 
 cdef struct Area:
     # a step function's integral: integral += value * (now - last) at every sample
-    double value
-    double last
-    double integral
+    double value               # the step function's current value
+    double last                # when it was last sampled (simulated time)
+    double integral            # value × time so far (since warmup)
 
 cdef struct Event:
-    double t
-    int64_t seq
-    int32_t kind
+    double t                   # when it happens (simulated time)
+    int64_t seq                # schedule order: breaks ties in t (schedule writes both)
+    int32_t kind               # an EventKind (EV_ARRIVE ... EV_FLOW_END, sq/_engine.pyx)
     int32_t a        # stage
     int64_t b        # job slot
     int64_t c        # job id (fifo/delay) or epoch (ps)
 
 cdef struct DArr:
-    double* p
-    int64_t n
-    int64_t cap
+    double* p                  # the values (malloc'd; darr_push grows it geometrically, sq/engine/_arrays.pxi)
+    int64_t n                  # values held
+    int64_t cap                # values `p` has room for
 
 cdef struct LArr:
-    int64_t* p
-    int64_t n
-    int64_t cap
+    int64_t* p                 # the values (malloc'd; larr_push grows it, sq/engine/_arrays.pxi)
+    int64_t n                  # values held
+    int64_t cap                # values `p` has room for
 
 cdef struct Running:
     # a Welford mean kept instead of the samples: d = x - mean; mean += d / n
-    int64_t n
-    double mean
+    int64_t n                  # samples folded in
+    double mean                # their mean so far
 
 cdef struct Serials:
     # sessions' serials, 4 bytes each while they fit, widened to 8 bytes for good past 2^31 - 1
-    int32_t* p32
-    int64_t* p64
-    int64_t n
-    int64_t cap
+    int32_t* p32               # the serials while all fit in 4 bytes (NULL once widened)
+    int64_t* p64               # the serials once one did not (NULL before)
+    int64_t n                  # serials held
+    int64_t cap                # serials the array has room for
 
 cdef struct Turns:
     # turn numbers (a record saturates them to u32); NULL while every one so far is 0,
     # which is all of them in a single-turn program
-    uint32_t* p
-    int64_t n
-    int64_t cap
+    uint32_t* p                # the turn numbers (NULL: all 0 so far)
+    int64_t n                  # turn numbers held (rows of the observe)
+    int64_t cap                # turn numbers `p` has room for
 
 cdef struct PsEntry:
-    double tag
-    int64_t id
-    int32_t job
+    double tag                 # the virtual time V at which the job's work is done (the heap's order)
+    int64_t id                 # the job's id (a stale entry's id no longer matches its slot)
+    int32_t job                # the job slot
 
 cdef struct Stage:
-    int32_t kind
-    int32_t servers
+    int32_t kind               # K_FIFO, K_PS, K_DELAY or K_STEP (set at set-up from the lowered table)
+    int32_t servers            # fifo: servers (c); set at set-up
     int32_t phi          # expression offset of a ps stage's φ
     int dirty            # ps: φ and the next finish are due (reschedule, at settle)
     int64_t n            # jobs present
     int64_t busy         # fifo: servers in use
     # fifo waiting line: a ring of job slots
-    int32_t* q
-    int64_t qcap
-    int64_t qhead
-    int64_t qlen
+    int32_t* q                 # fifo: waiting job slots, a ring
+    int64_t qcap               # fifo: slots `q` has room for
+    int64_t qhead              # fifo: the ring's head
+    int64_t qlen               # fifo: jobs waiting
     # ps: virtual time, its rate, the epoch that makes older finishes stale
-    double V
-    double Vt
-    double rate
-    double phi_k
-    int64_t epoch
-    PsEntry* heap
-    int64_t hlen
-    int64_t hcap
+    double V                   # ps: virtual time (work done per job so far), as of Vt
+    double Vt                  # ps: the time V was last brought up to date (V(now) = V + rate * (now - Vt))
+    double rate                # ps: dV/dt, φ / n as last rescheduled
+    double phi_k               # ps: φ when phi_fixed
+    int64_t epoch              # ps: bumped at each reschedule; a finish event carrying an older one is stale
+    PsEntry* heap              # ps: present jobs, a min-heap by tag
+    int64_t hlen               # ps: jobs in the heap
+    int64_t hcap               # ps: entries `heap` has room for
     # time averages and completion samples
-    Area number
-    Area busy_area
-    Running waits
-    Running services
+    Area number                # jobs present (n) over time (the report's mean number)
+    Area busy_area             # servers busy over time (utilization)
+    Running waits              # per completed job: time from enqueue to start (simulated time)
+    Running services           # per completed job: time from start to end
     # a shared stage (chapter 06): its constant capacity (0: not shared) and the rates of its flows
-    double share_cap
-    double rate_sum
+    double share_cap           # shared: its capacity (0: not shared)
+    double rate_sum            # shared: its flows' rates summed (recompute writes it)
     # step stages: expressions, serve policy, memory pool, residents, the in-flight iteration
-    int32_t budget_e
-    int32_t chunk_e
-    int32_t cost_e
+    int32_t budget_e           # the token budget's expression offset (step_budget)
+    int32_t chunk_e            # the prefill chunk's expression offset (step_chunk)
+    int32_t cost_e             # the iteration cost's expression offset (its duration, simulated time)
     int cost_shape              # the cost's form (CostShape: the stack machine, or a shape over leaves; evaluate_cost)
     bint cost_direct            # ... a shape whose every leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
     const double* cost_leaf[6]
     bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
-    bint chunk_fixed
-    double budget_k
-    double chunk_k
-    int excl
-    int32_t serve_start
-    int32_t serve_count
-    int32_t memory
+    bint chunk_fixed           # (see budget_fixed)
+    double budget_k            # the constant budget (tokens) when budget_fixed
+    double chunk_k             # the constant chunk (tokens) when chunk_fixed
+    int excl                   # exclusive serving: an iteration with a prefill serves no decode (set at set-up)
+    int32_t serve_start        # first `serve by` key in serve_keys
+    int32_t serve_count        # `serve by` keys (0: residents in admission order)
+    int32_t memory             # the pool row the stage's residents hold (-1: none)
     int32_t* res             # resident job slots, in admission order
-    int64_t nres
-    int64_t res_cap
+    int64_t nres               # residents
+    int64_t res_cap            # slots `res` has room for
     # residents before `cursor` are served in the planning pass (set to 0 as a pass starts, kept so
     # as residents join and leave), so a pass in resident order costs O(residents), not O(residents²)
-    int64_t cursor
-    int inflight
+    int64_t cursor             # (see above)
+    int inflight               # an iteration is running (set by start_iteration, cleared at its end)
     bint iter_left           # a resident left (leave_residents) since this iteration's planning began
-    int64_t iter_epoch
+    int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
     int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
-    int64_t* a_id
-    double* a_tok
-    int64_t na
-    int64_t a_cap
+    int64_t* a_id              # (see a_job)
+    double* a_tok              # (see a_job): tokens scheduled
+    int64_t na                 # entries in the assignment
+    int64_t a_cap              # entries the assignment arrays have room for
     int iter_kind            # 1 prefill only, 2 decode only, 3 mixed, 0 none
-    int64_t iter_decodes
-    int64_t iterations
-    Area prefill_only
-    Area decode_only
-    Area mixed
-    Area decodes
-    Running decode_batch
-    Running decode_step
+    int64_t iter_decodes       # decode tokens in the running iteration (the decodes area's value while it runs)
+    int64_t iterations         # iterations started (the report's count)
+    Area prefill_only          # 1 while a prefill-only iteration runs (area: its share of time)
+    Area decode_only           # 1 while a decode-only iteration runs
+    Area mixed                 # 1 while a mixed iteration runs
+    Area decodes               # decode tokens in the running iteration, over time
+    Running decode_batch       # per iteration with decodes: decode tokens in it
+    Running decode_step        # per iteration with decodes: its duration (simulated time)
     # per iteration started warm: scheduled tokens / budget (a finite positive budget only), jobs served
     Running budget_use
     Running batch
     Histogram itl           # inter-token gaps, as the report's histogram (nothing is kept per token)
     # online estimators (est_lambda, est_rho, est_wait, price)
-    int64_t est_count
-    double est_last_start
-    double est_gap
-    double est_service
-    double est_wait
-    int est_has_gap
+    int64_t est_count          # completions estimate() has seen
+    double est_last_start      # the last completed job's start time
+    double est_gap             # EWMA of the gaps between completed jobs' starts (simulated time; est_lambda = 1 / it)
+    double est_service         # EWMA of completed jobs' service times
+    double est_wait            # EWMA of completed jobs' waits
+    int est_has_gap            # est_gap holds a value (from the second completion on)
     bint phi_fixed       # a ps stage's φ is one constant, phi_k (decided at set-up: constant_at)
 
 cdef struct Entry:
@@ -142,94 +142,94 @@ cdef struct Entry:
     # DEAD_KEY + n for the run's n-th), evicted by (last, seq) under lru, else by the pool's keys
     # read on the live session or this snapshot of it. A spilled piece joins the tier's entry
     # with the same key, so a dead entry's pieces meet again there.
-    int64_t key
-    int32_t slot
-    double* snap
-    double size
-    double last
-    int64_t seq
+    int64_t key                # the session's serial, or DEAD_KEY + n
+    int32_t slot               # the owning session's slot (its attributes are read for `evict by`)
+    double* snap               # a dead entry's attribute snapshot (evict-by pools only; NULL otherwise)
+    double size                # cached units
+    double last                # when it was last touched (simulated time; lru order)
+    int64_t seq                # touch order: breaks ties in last
     int64_t at              # its place in the pool's lru heap (lru pools only)
 
 cdef struct Pool:
-    double cap
+    double cap                 # capacity (units; set at set-up)
     double block            # 0: none
-    double used
-    double cached
+    double used                # units held by admitted holds now
+    double cached              # units held by cached entries now (sum of their sizes)
     # holders: session slots, one per admission (nested holds appear twice), in admission order.
     # A release removes all of a session's entries at once by moving its generation on, which
     # leaves them stale in place (skipped, and squeezed out once they are half the array).
-    int32_t* holders
+    int32_t* holders           # (see above)
     uint32_t* holders_gen   # the session's generation when the entry was pushed
     int64_t nholders        # live entries
     int64_t holders_len     # entries in the array, stale ones included
-    int64_t holders_cap
+    int64_t holders_cap        # entries the holders arrays have room for
     int32_t* queue          # waiting session slots, in the order they joined (= queue_base + qhead)
-    int64_t qlen
-    int64_t qcap
+    int64_t qlen               # waiting holds
+    int64_t qcap               # entries `queue_base` has room for
     # the allocation behind `queue`: taking the head moves `queue` on instead of shifting
     # every waiting hold, so a fifo admission is O(1)
-    int32_t* queue_base
-    int64_t qhead
+    int32_t* queue_base        # (see above)
+    int64_t qhead              # waiting holds taken from the front of queue_base
     int32_t* growers        # sessions waiting to grow, FIFO
-    int64_t ngrowers
-    int64_t growers_cap
+    int64_t ngrowers           # sessions in `growers`
+    int64_t growers_cap        # entries `growers` has room for
     int32_t spill_to        # `spill TIER via LINK (work) when (pred)`: -1 none
-    int32_t spill_via
-    int32_t spill_work
-    int32_t spill_when
-    int64_t spills
+    int32_t spill_via          # the link stage the spill runs at (-1: none)
+    int32_t spill_work         # the spill's work (expression offset)
+    int32_t spill_when         # the spill's predicate (expression offset)
+    int64_t spills             # pieces spilled to the tier
     int overfull            # a release cached more than it freed and left the pool over its cap
     int lifo                # `preempt lifo`
     int engine              # some step stage has it as `memory`: victims come from its residents
-    int64_t preemptions
-    int64_t stuck
+    int64_t preemptions        # preemptions (victims taken) in this pool
+    int64_t stuck              # sessions preempted twice at one position (counted once each, preempt)
     int32_t evict_start     # `evict by` keys (0 keys: lru)
-    int32_t evict_count
+    int32_t evict_count        # (see evict_start)
     int32_t key_start       # `queue by` keys (0 keys: fifo)
-    int32_t key_count
+    int32_t key_count          # (see key_start)
     Entry* entries
-    int64_t nentries
-    int64_t entries_cap
+    int64_t nentries           # cached entries
+    int64_t entries_cap        # entries `entries` has room for
     # lru pools: a binary min-heap of entry indices by (last, seq); each entry knows its place,
     # so evicting, touching and removing an entry cost O(log entries)
-    int64_t* lru
+    int64_t* lru               # (see above)
     # entry key -> its index (open addressing, linear probing, backward-shift deletion), so
     # finding a session's own entry costs O(1) instead of a scan of every entry
     int64_t* own_keys         # key + 1; 0 marks an empty bucket
-    int64_t* own_rows
+    int64_t* own_rows          # per bucket: the entry's index
     int64_t own_cap           # a power of two, or 0 before the first entry
-    Area used_area
-    Area cached_area
-    Area queue_area
-    Area holders_area
+    Area used_area             # used over time
+    Area cached_area           # cached over time
+    Area queue_area            # waiting holds over time
+    Area holders_area          # live holders over time
     double mid_queue           # queue_area's integral over [warmup, mid] (see State.mid_time)
-    Running waits
-    int64_t admissions
-    int64_t evicted_entries
-    double evicted_units
-    int64_t rejected
+    Running waits              # per admission: time from joining the queue to admission (simulated time)
+    int64_t admissions         # holds admitted
+    int64_t evicted_entries    # cached entries evicted
+    double evicted_units       # cached units evicted
+    int64_t rejected           # holds that can never fit (the session ends instead of waiting)
 
 cdef struct Timeline:
     # the trace-event file a run streams (sq/engine/_timeline.pxi); only events overlapping [t0, t1]
     void* f                   # the C FILE*, open for writing
-    double t0
-    double t1
+    double t0                  # the window's start (simulated time)
+    double t1                  # its end
     int64_t lanes_per_stage   # stage k's lane l is thread k * lanes_per_stage + l + 1
     const char** stage_names  # labels, for the lanes a run opens
     const char** pool_names
     char** lane_busy          # per stage: whether each of its lanes serves a job now
-    int64_t* nlanes
+    int64_t* nlanes            # per stage: its lanes opened so far
     int64_t* job_lane         # per job slot: the lane its service runs on
-    int64_t job_cap
+    int64_t job_cap            # job slots `job_lane` covers
     double* pool_last         # per pool: used, cached, queue as last written
-    int counters_started
+    int counters_started       # the pools' counter tracks have been written once
     # per session slot (grown with the sessions): when it arrived, its open turn
-    double* sess_start
-    double* turn_start
-    int64_t* turn_no
+    double* sess_start         # (see above)
+    double* turn_start         # (see above)
+    int64_t* turn_no           # (see above)
     # per hold frame (slot * depth + d): when its wait and its hold began (NaN: none open)
-    double* wait_start
-    double* hold_start
+    double* wait_start         # (see above)
+    double* hold_start         # (see above)
     int64_t cap               # session slots the arrays above cover
 
 cdef struct Observe:
@@ -242,9 +242,9 @@ cdef struct Observe:
     Summary summary         # instead of the four above when the run keeps no samples
 
 cdef struct Gauge:
-    int32_t expr
-    DArr times
-    DArr values
+    int32_t expr               # the sampled expression (code offset)
+    DArr times                 # sample times (simulated time)
+    DArr values                # the values sampled
     Fold fold               # instead of times and values when the run keeps no samples
 
 cdef struct Sessions:
@@ -254,18 +254,18 @@ cdef struct Sessions:
     int64_t cap                 # slots allocated
     int64_t high                # slots ever used
     int32_t* spare              # ended slots, reused first
-    int64_t nspare
+    int64_t nspare             # slots in `spare`
     double* attrs               # [slot * n_attrs + a]
-    int32_t* pc
+    int32_t* pc                # per session: the statement it runs next (offset in stmts)
     int64_t* serial             # the arrival serial (records carry it even if `serial` is set)
-    char* alive
+    char* alive                # per session: 1 while it has not ended
     # open holds: a stack of frames per session (depth × pools per hold; D = hold_depth_max,
     # P = hold_pools_max)
     int32_t* depth              # per session: open holds
     int32_t* frame_hold         # [slot*D + d]: hold id
     double* frame_queued_at     # [slot*D + d]
     int32_t* frame_member       # [(slot*D + d)*P + i]: the pool row
-    double* frame_alloc
+    double* frame_alloc        # [(slot*D + d)*P + i]: units allocated in that pool
     char* frame_active          # still holds that pool (a `release` clears it)
     double* frame_pos           # the computed position (starts at the prefix consumed)
     char* frame_grown           # a `load` moved the position: the computed extent is pos, not alloc
@@ -281,33 +281,33 @@ cdef struct Sessions:
     uint32_t* hgen              # per session × pool: the generation its live holders entries carry
     char* pools_touched         # per session: its ppos/hcount rows may differ from NaN/0 (reset at spawn)
     int64_t* lease_head         # per session: its first and last open lease (-1: none)
-    int64_t* lease_tail
+    int64_t* lease_tail        # (see lease_head)
     int32_t* job                # per session: its current stage job (-1: none)
     int32_t* flow               # per session: its flow (-1: none)
     int32_t* itl_stage          # per session: the stage of its previous token
     char* itl_has               # per session: token bookkeeping for inter-token gaps
-    double* itl_last
-    double* itl_turn
-    char* itl_decoded
+    double* itl_last           # per session: its previous token's time
+    double* itl_turn           # per session: the turn of its previous token
+    char* itl_decoded          # per session: a decode token came this turn
     char* itl_preempted         # per session: preempted since its last token
     int64_t* trace_of           # per session: its corpus session (trace replay)
     int64_t* trace_next         # per session: the next turn to load
 
 cdef struct Jobs:
     # stage jobs (struct of arrays; slots reused, a finish event names slot and id)
-    int64_t cap
-    int64_t high
-    int32_t* spare
-    int64_t nspare
+    int64_t cap                # slots allocated
+    int64_t high               # slots ever used
+    int32_t* spare             # ended slots, reused first
+    int64_t nspare             # slots in `spare`
     int32_t* owner              # the session slot
-    int32_t* stage
+    int32_t* stage             # the stage it runs at
     int64_t* id                 # -1: a free slot
-    double* work
-    double* enq
-    double* start
-    double* end
-    char* started
-    int32_t* mode
+    double* work               # work left, in the stage's units (step: tokens to schedule)
+    double* enq                # when it joined the stage (simulated time)
+    double* start              # when its service started
+    double* end                # when its service ends (fifo/delay: set as it starts, start + work)
+    char* started              # its service has started
+    int32_t* mode              # M_PLAIN, M_PREFILL or M_DECODE (a step job's phase)
     int32_t* growing            # the job's `growing` pool row (-1: none)
     int64_t* served             # the serving pass that last served the job
     # a step job's owner cannot open or close a hold while the job is resident (it waits in the
@@ -321,53 +321,53 @@ cdef struct Leases:
     # their pending end events stale); each session links its own in lease order (Sessions'
     # lease_head/lease_tail), so ending or finding them costs what the session has, not what
     # the run had.
-    int64_t n
-    int64_t cap
+    int64_t n                  # rows ever used
+    int64_t cap                # rows allocated
     int64_t* spare              # ended rows, reused first
-    int64_t nspare
-    int64_t next_gen
-    int32_t* slot
-    int32_t* row
-    double* alloc
-    double* computed
-    int32_t* cache
-    char* active
-    int64_t* gen
+    int64_t nspare             # rows in `spare`
+    int64_t next_gen           # the generation the next lease gets
+    int32_t* slot              # the session slot that owns it
+    int32_t* row               # the pool row it holds
+    double* alloc              # units it holds
+    double* computed           # the computed extent it caches on release
+    int32_t* cache             # the hold's cache mode at release
+    char* active               # still holding (ended leases are 0)
+    int64_t* gen               # its generation (its end event carries it; older: stale)
     int64_t* next               # the session's next lease (-1: none)
-    int64_t* prev
+    int64_t* prev              # the session's previous lease (-1: none)
 
 cdef struct Flows:
     # flows over shared stages (chapter 06; struct of arrays, slots reused)
     int32_t max_st              # the most stages one flow holds
     int maxmin                  # max-min fair sharing (else proportional)
-    int64_t n
-    int64_t cap
-    int32_t* spare
-    int64_t nspare
+    int64_t n                  # slots ever used
+    int64_t cap                # slots allocated
+    int32_t* spare             # ended slots, reused first
+    int64_t nspare             # slots in `spare`
     int32_t* stage              # [f * max_st + i]
-    int32_t* nst
-    double* rem
-    double* rate
-    double* start
-    int64_t* id
-    int32_t* owner
-    char* active
-    char* frozen
+    int32_t* nst               # per flow: the stages it holds
+    double* rem                # per flow: work left, as of `last`
+    double* rate               # per flow: its current rate (work per unit time)
+    double* start              # per flow: when it started (simulated time)
+    int64_t* id                # per flow: its id (a finish event checks it)
+    int32_t* owner             # per flow: the session slot
+    char* active               # per flow: running
+    char* frozen               # per flow, while rates are recomputed: its rate is settled
     int32_t* order              # the active flows' slots in id order (0.1.2 sums their rates so)
-    int64_t norder
-    double last
+    int64_t norder             # flows in `order`
+    double last                # when rem was last brought up to date (simulated time)
     int finite                  # every shared stage's capacity is finite: so is every flow's rate
-    int64_t epoch
-    int dirty
+    int64_t epoch              # bumped at each recompute; an EV_FLOW_END carrying an older one is stale
+    int dirty                  # rates must be recomputed before the next event (settle)
     char* touched               # per stage: a flow started, ended or left it since the last recompute
     double* left                # per stage, while rates are recomputed
-    double* rising
+    double* rising             # per stage, while rates are recomputed: the sum of the rising flows' weights
     int32_t* scratch            # the stages of a flow being started
 
 cdef struct Traces:
     # the iteration trace (only when asked): per iteration its time and entry count, per entry
     # serial, turn_no, mode and tokens, in serving order
-    int iters
+    int iters                  # the iteration trace is on
     DArr it_time
     LArr it_count
     LArr it_serial
@@ -375,7 +375,7 @@ cdef struct Traces:
     LArr it_mode
     DArr it_tokens
     # the eviction trace (only when asked): per evicted piece its time, entry key and units
-    int evicts
+    int evicts                 # the eviction trace is on
     DArr ev_time
     LArr ev_key
     DArr ev_units
@@ -383,13 +383,13 @@ cdef struct Traces:
 cdef struct RunFault:
     # the first run-time error (RunError in sq/_engine.pyx): code, where, and what
     int code                    # E_NONE: none
-    int64_t serial
-    double time
-    double value
-    double value2
-    double value3
-    int64_t a
-    int64_t b
+    int64_t serial             # the session it happened in (-1: none)
+    double time                # when (simulated time)
+    double value               # the offending values (what each means depends on code)
+    double value2              # (see value)
+    double value3              # (see value)
+    int64_t a                  # the construct's ids (a stage, pool, statement ...; by code)
+    int64_t b                  # (see a)
 
 cdef struct Lone:
     # a program that is one open queue (sq/engine/_one_queue.pxi): sessions that stamp `now`, run at one
@@ -402,53 +402,53 @@ cdef struct Lone:
 
 cdef struct State:
     # the lowered program
-    const int32_t* code
-    const double* consts
-    const int32_t* stmts
+    const int32_t* code        # expression words (the lowered program's; set at set-up, read only)
+    const double* consts       # the constant table expressions index
+    const int32_t* stmts       # statement words
     int64_t n_code             # words in `code`
     unsigned char* shapes      # per code word: the ExprShape of the expression entered there (expr_shapes)
     unsigned char* forms       # per statement word: the StmtForm of the statement there (stmt_forms)
-    int32_t n_attrs
-    int32_t slot_serial
-    int32_t slot_turn
-    int32_t slot_cached
-    int32_t slot_computed
+    int32_t n_attrs            # attributes per session (the row width of sess.attrs)
+    int32_t slot_serial        # the attribute slot of `serial` (spawn writes it)
+    int32_t slot_turn          # the attribute slot of the turn number
+    int32_t slot_cached        # the attribute slot `cached` (admission writes the prefix consumed)
+    int32_t slot_computed      # the attribute slot `computed` (a preemption writes the position)
     double ctxv[N_CONTEXTS]            # context variables of the moment being evaluated (by IR id)
     double* attr_row           # when set, attributes are read here (an ended session's snapshot)
-    const int32_t* hold_pcs
+    const int32_t* hold_pcs    # per hold id: its statement's offset
     int32_t n_holds            # hold statements: without any, no session holds, grows, leases or is preempted
     int iter_preempted         # a preemption happened during the current start_iteration
     int pools_evict_by         # some pool evicts by keys: entries keep snapshots
-    sq_rng rng_eviction
-    int32_t init_pc
-    int32_t turn_pc
-    int32_t session_pc
-    int32_t max_keys
-    int32_t n_stages
+    sq_rng rng_eviction        # the stream eviction draws (and spill predicates) use
+    int32_t init_pc            # the init block's first statement
+    int32_t turn_pc            # the turn block's first statement (-1: none)
+    int32_t session_pc         # the session block's first statement
+    int32_t max_keys           # the most `queue by` / `evict by` / `serve by` keys one construct has (sizes `keys`)
+    int32_t n_stages           # stages
     int32_t n_ps_first         # the first ps or step stage (n_stages: none), where settle's pass starts
     int32_t n_ps_end           # one past the last ps or step stage, where it ends
     int32_t n_step_end         # one past the last step stage (0: none): a ps stage before it
                                # is rescheduled only once the pass has read pending_now
     int32_t ps_lone            # the one ps stage when settle's passes are its alone (no pools, no
                                # other ps or step stage), else -1: settle checks it inline
-    int32_t n_pools
-    int32_t n_observes
-    int32_t n_gauges
-    const double* pool_caps
-    int32_t arrival_kind
-    double arrival_rate
-    int64_t arrival_count
-    int32_t arrival_gap
-    double horizon
-    double warmup
+    int32_t n_pools            # pools
+    int32_t n_observes         # observes
+    int32_t n_gauges           # gauges
+    const double* pool_caps    # per pool: its capacity (units)
+    int32_t arrival_kind       # A_POISSON, A_RENEWAL, A_BATCH or A_CLOSED (A_NONE: no arrivals)
+    double arrival_rate        # poisson: arrivals per unit time
+    int64_t arrival_count      # batch / closed: the sessions started
+    int32_t arrival_gap        # renewal: the gap's expression offset
+    double horizon             # the run's end (simulated time)
+    double warmup              # when measuring starts (simulated time)
     int64_t limit              # arrivals N (0: none)
     # clock, events
-    double now
-    int warm
-    int64_t seq
-    Event* heap
-    int64_t hlen
-    int64_t hcap
+    double now                 # the current simulated time (next_event advances it)
+    int warm                   # warmup has ended: measurements count
+    int64_t seq                # events scheduled so far (the next event's seq)
+    Event* heap                # pending events, a binary min-heap by (t, seq)
+    int64_t hlen               # events in the heap
+    int64_t hcap               # events `heap` has room for
     # the next open arrival: at most one is pending, so it waits here, not in the heap
     # (next_event takes the earlier of the two by (t, seq); seq NO_EVENT: none pending)
     Event arrival
@@ -456,108 +456,126 @@ cdef struct State:
     # none): a step stage's next iteration end most often is the earliest, and a heap of
     # think times would move it up and down through every level
     Event soon
-    int64_t events
+    int64_t events             # events handled
     # counters
-    int64_t arrivals
-    int64_t ended
-    int64_t turns
-    int64_t live
-    int64_t next_serial
-    int64_t next_job_id
-    Area live_area
+    int64_t arrivals           # sessions arrived
+    int64_t ended              # sessions ended
+    int64_t turns              # turns started
+    int64_t live               # sessions alive now
+    int64_t next_serial        # the serial the next arrival gets
+    int64_t next_job_id        # the id the next stage job gets
+    Area live_area             # live sessions over time
     # steady-state check: the live and pool-queue integrals over [warmup, mid_time], the middle of
     # the measured window, and the arrivals before warmup
-    double mid_time
-    int mid_taken
-    double mid_live
+    double mid_time            # the middle of [warmup, horizon] (simulated time)
+    int mid_taken              # mid_time has been reached and the integrals at it taken
+    double mid_live            # live_area's integral over [warmup, mid_time]
     int64_t warm_arrivals      # arrivals before warmup ended
-    Sessions sess
+    Sessions sess              # per-session tables
     int32_t hold_depth_max     # open holds one session can have at once (D)
     int32_t hold_pools_max     # pools one hold can take (P)
-    Leases leases
+    Leases leases              # hold allocations kept after their body
     double* scratch           # units and reserves of one admission attempt (2 per pool)
-    const int32_t* holds
-    const int32_t* hold_offsets
-    const int32_t* pool_keys
-    Pool* pools
+    const int32_t* holds       # hold table words (pools, amounts, options per hold)
+    const int32_t* hold_offsets   # per hold id: its words' offset in `holds`
+    const int32_t* pool_keys   # the pools' `queue by` / `evict by` key expressions
+    Pool* pools                # per pool (n_pools rows)
     # Idle declarations cost nothing per event: settle's pools pass and the area samples visit
     # only the rows these bit sets name (rows_new: a summary word per 4096 rows over the row words). Each is a superset: a bit is set
     # where the row can leave its idle state, and cleared when a visit finds the row idle.
     uint64_t* pools_waiting    # a pool that may have waiting holds or growers
     uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero
     uint64_t* stages_sampled   # a stage whose areas may be nonzero (step and shared stages: always)
-    int64_t next_entry_seq
+    int64_t next_entry_seq     # the seq the next cache touch gets (Entry.seq)
     int64_t next_dead          # dead entries made so far (their keys follow DEAD_KEY)
     # step stages
-    const int32_t* serve_keys
+    const int32_t* serve_keys  # the step stages' `serve by` key expressions
     const int32_t* admit_via   # per pool: the stage whose iterations admit it (-1: settle)
-    double next_adm
-    int64_t serve_stamp
+    double next_adm            # the admission number the next hold admission gets (sess.adm)
+    int64_t serve_stamp        # bumped per serving pass (jobs.served compares to it)
     int kv_budget              # set_totals makes the kvb/kvp sums (an expression but a cost reads them)
     int kv_iteration           # start_iteration makes them (some expression reads them)
     int budget_totals          # set_totals makes any total (an expression but a cost reads one)
     int estimates              # complete_job keeps the stages' estimators (some expression reads them)
     int session_extras         # some hold or step stage: spawn resets what only their code reads (reset_extras)
     int32_t bl_stage           # during an admission by this step stage, budget_left reads bl_value
-    double bl_value
-    Traces traces
+    double bl_value            # the budget left that budget_left reads during that admission
+    Traces traces              # the iteration and eviction traces
     Timeline* tl              # NULL unless the run writes a timeline
-    Flows flows
+    Flows flows                # flows over shared stages
     # trace replay: the corpus, and each session's corpus session and next turn
     const double* trace_turns     # 4 per turn: new, out, think, forced
     const int64_t* trace_start    # per corpus session: its first turn
-    const int64_t* trace_len
+    const int64_t* trace_len   # per corpus session: its turns
     int64_t trace_sessions        # 0: no trace
-    int trace_ordered
-    int32_t slot_new
-    int32_t slot_out
-    int32_t slot_think
-    int32_t slot_forced
-    int32_t slot_more
-    sq_rng rng_trace
+    # arrive replay (an extension): each arrival's time and corpus session (sq/traces/replay.py)
+    const double* replay_at       # per arrival: its time (simulated time)
+    const int64_t* replay_of      # per arrival: its corpus session
+    int64_t replay_n              # arrivals in the schedule
+    int64_t replay_next           # the next arrival to schedule
+    int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]
+    # a trace's prefix cache shared by content id (an extension: `trace "F" prefix(C)`): per corpus
+    # turn its blocks as dense ids, and an LRU list over the ids (prev -2: not resident, -1: head)
+    const int64_t* pfx_ids        # the turns' blocks, as dense ids, turn after turn
+    const int64_t* pfx_off        # per corpus turn: where its blocks start in pfx_ids (one past the last: the end)
+    int64_t* pfx_prev             # per id: the previous block in LRU order (prefix_lookup writes both)
+    int64_t* pfx_next             # per id: the next block (-1: the tail)
+    int64_t pfx_head              # the least recently used block (-1: none)
+    int64_t pfx_tail              # the most recently used block (-1: none)
+    int64_t pfx_count             # blocks resident
+    double pfx_cap                # < 0: no prefix cache
+    int32_t slot_hit_blocks       # the attribute slot of a turn's leading blocks found resident
+    int32_t slot_prompt_blocks    # the attribute slot of a turn's blocks
+    int trace_ordered          # a session's corpus session is serial mod trace_sessions (else a draw on rng_trace)
+    int32_t slot_new           # the attribute slot a turn's new tokens are loaded into
+    int32_t slot_out           # ... its output tokens
+    int32_t slot_think         # ... its think time
+    int32_t slot_forced        # ... its forced flag
+    int32_t slot_more          # ... 1 while the corpus session has another turn
+    sq_rng rng_trace           # the stream that picks corpus sessions
     # ready queue: its head in `ready_first` (slot + 1; 0: none) when it was pushed to an empty
     # queue, then a ring of session slots (most instants ready one session: no ring traffic)
-    int32_t ready_first
-    int32_t* ready
-    int64_t rcap
-    int64_t rhead
-    int64_t rlen
-    Jobs jobs
+    int32_t ready_first        # (see above)
+    int32_t* ready             # the ring of ready session slots (after ready_first)
+    int64_t rcap               # slots `ready` has room for
+    int64_t rhead              # the ring's head
+    int64_t rlen               # slots in the ring
+    Jobs jobs                  # stage jobs
     # tables
-    Stage* stages
-    Observe* observes
-    Gauge* gauges
+    Stage* stages              # per stage (n_stages rows)
+    Observe* observes          # per observe: its samples or summary
+    Gauge* gauges              # per gauge: its samples or fold
     # expression stack (nested evaluations stack above stack_top) and choose scratch
-    double* stack
-    int64_t stack_top
+    double* stack              # evaluation slots
+    int64_t stack_top          # slots in use
     int64_t stack_cap          # slots in `stack`
     const int64_t* stage_needs # per stage: the slots a call of budget_left(it) needs above the call
-    double* keys
+    double* keys               # scratch for one key comparison: two rows of max_keys (+ 2) values
     # streams
-    sq_rng rng_arrival
-    sq_rng rng_workload
-    sq_rng rng_session
+    sq_rng rng_arrival         # the stream arrivals draw on
+    sq_rng rng_workload        # the stream workload draws use
+    sq_rng rng_session         # the stream session code draws on
     # guard against instants that never end
-    int64_t steps
-    int64_t step_limit
+    int64_t steps              # statements run in the current instant
+    int64_t step_limit         # statements one instant may run before E_STEP_LIMIT
     int64_t max_memory         # bytes the growing tables may take (E_MEMORY_LIMIT past it)
     int64_t mem_bytes          # what they take (counted where they grow)
     bint check                # debug mode: re-check invariants after every event
-    int32_t spill_depth
-    RunFault error
-    Lone lone
+    int32_t spill_depth        # spills nested inside spills now (guard: at most 64)
+    RunFault error             # the first run-time error (the run stops at it)
+    Lone lone                  # the one-open-queue fast path's plan
     # long runs (_long.pxi): samples kept or summarized; polled between instants for signals,
     # the wall-clock limit and progress
-    int keep_samples
+    int keep_samples           # observes and gauges keep every sample (else summaries)
     int64_t poll_at            # poll when `events` reaches this
-    int64_t poll_every
+    int64_t poll_every         # events between polls
     double poll_wall           # the monotonic clock at the last poll (s)
     double poll_python         # when Python is next asked (signals, progress)
     double wall_deadline       # the monotonic time the run must stop by (0: none)
     int stop                   # why the run stopped early (0: it did not)
     # the stall guard (_long.pxi): where the current window of STALL_WINDOW events began
     int64_t stall_at           # check when `events` reaches this
-    int64_t stall_events
-    double stall_time
+    int64_t stall_events       # `events` when the window began (stalled writes both)
+    double stall_time          # `now` when the window began (simulated time)
     int stall_windows          # consecutive windows at a pace the horizon cannot be reached at
     void* poller               # the Python object asked every ~50 ms (borrowed)

@@ -7,6 +7,7 @@ import os
 import time
 
 from sq._support import settings
+from sq._support.files import cannot_write, check_writable
 from sq.errors import SqError
 
 
@@ -144,12 +145,11 @@ def _trace_sink(name: str, sink, opened):
     """A debug trace's sink as the engine takes it (True, an open file or a callable); a path
     (`str` or `os.PathLike`) is that file, opened for writing here and written as the run goes."""
     if isinstance(sink, (str, bytes, os.PathLike)):
-        path = os.fsdecode(sink)
+        path = check_writable(sink, f"run: {name}")
         try:
             return opened.enter_context(open(path, "w", encoding="utf-8", newline=""))
-        except (OSError, ValueError) as e:     # (ValueError: a NUL in the name)
-            reason = f"{e.strerror} (os error {e.errno})" if isinstance(e, OSError) else str(e)
-            raise SqError(f"run: {name}: cannot write `{path}`: {reason}", phase="settings") from None
+        except OSError as e:
+            raise cannot_write(f"run: {name}", path, f"{e.strerror} (os error {e.errno})") from None
     if isinstance(sink, bool) or hasattr(sink, "write") or callable(sink):
         return sink
     raise SqError(f"run: {name} is True, a path, an open text file or a callable, found {sink!r}",

@@ -503,16 +503,22 @@ class Gauge(Item):
 
 @dataclass(frozen=True)
 class Arrive(Node):
-    """form: "poisson", "renewal", "closed", "batch" or "none" (value None)."""
+    """form: "poisson", "renewal", "closed", "batch", "replay" or "none" (value None).
+
+    `replay` (an extension): value is the speed-up k (None: 1), `options` its clauses as
+    (word, arguments): ("window", (from, to)), ("keep", (p,)), ("copies", (n, shift)).
+    """
 
     form: str = "none"
     value: Optional[Expr] = None
+    options: tuple = ()
 
 
 @dataclass(frozen=True)
 class Trace(Node):
     path: str = ""
     ordered: bool = False
+    prefix: Optional[Expr] = None     # an extension: `prefix(C)`, a cache of C blocks shared by content id
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ run last, in `sq.ir.validate`.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -162,6 +163,20 @@ class _Constants(Folder):
         if isinstance(e, A.Sample):
             raise self.linker.error("a constant cannot sample", _after_tilde(e), length=len(e.dist))
         raise self.linker.error(f"unexpected expression {type(e).__name__}", e)
+
+
+def _reads_now(e: Any) -> bool:
+    """Whether an expression names `now` (a poisson rate that does is a time-varying one)."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, A.Name) and node.name == "now":
+            return True
+        if isinstance(node, (tuple, list)):
+            stack.extend(node)
+        elif dataclasses.is_dataclass(node):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+    return False
 
 
 # ---------------------------------------------------------------- the linker
@@ -1169,6 +1184,8 @@ class Linker:
         self.arrive_value = arrive.value if arrive is not None else None
         if arrive is None or arrive.form == "none":
             prog.arrival = "None"
+        elif arrive.form == "poisson" and _reads_now(arrive.value):
+            prog.arrival = {"PoissonNow": self.expr(arrive.value)}     # an extension (sq/traces/rate.py)
         elif arrive.form == "poisson":
             prog.arrival = {"Poisson": self.const(arrive.value, "the poisson rate")}
         elif arrive.form in ("closed", "batch"):
@@ -1176,11 +1193,29 @@ class Linker:
             prog.arrival = {arrive.form.capitalize(): _saturate_u64(n)}
         elif arrive.form == "renewal":
             prog.arrival = {"Renewal": self.expr(arrive.value)}
+        elif arrive.form == "replay":
+            prog.arrival = {"Replay": self._replay(arrive)}
+            self.arrive_value = arrive.value if arrive.value is not None else arrive
         trace = wl.trace if wl else None
         if trace is not None:
             prog.trace, prog.trace_ordered = trace.path, trace.ordered
+            if trace.prefix is not None:
+                prog.trace_prefix = self.const(trace.prefix, "the prefix cache's capacity")
         if self.settings.trace is not None:
             prog.trace = str(self.settings.trace)
+
+    def _replay(self, arrive: A.Arrive) -> dict:
+        """`arrive replay(k) window(a, b) keep(p) copies(n, s)`'s constants (sq.ir.REPLAY_KEYS);
+        the IR's check judges them."""
+        opts = dict(arrive.options)
+        def const(word, k, what, default):
+            return self.const(opts[word][k], what) if word in opts else default
+        speed = self.const(arrive.value, "the replay speed") if arrive.value is not None else 1.0
+        window = ([const("window", 0, "the replay window's start", 0.0), const("window", 1, "the replay window's end", 0.0)]
+                  if "window" in opts else None)
+        return {"speed": speed, "window": window, "keep": const("keep", 0, "the replay's keep", 1.0),
+                "copies": const("copies", 0, "the replay's copies", 1.0),
+                "shift": const("copies", 1, "the replay's shift", 0.0)}
 
     def _run_settings(self, prog: ir.Program) -> None:
         st = self.settings
@@ -1243,6 +1278,9 @@ class Linker:
         body = self._expand_block(body)
 
         self.body_for_leases = body
+        if wl and wl.trace and wl.trace.prefix is not None:
+            # a shared prefix cache sets these at `turn;` (an extension): attributes the engine writes
+            self.attrs.extend(n for n in ir.PREFIX_ATTRS if n not in self.attrs)
         self._collect_names(init, turn, body)
         # names bound by `at admission` that a body reads (and nothing else assigns)
         self.binding_names = {b.name: b for s in A.walk(body) if isinstance(s, A.Hold)

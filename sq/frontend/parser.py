@@ -928,8 +928,12 @@ class _Parser:
                     raise self.error(path, f"expected string, found {path.show()}")
                 self.advance()
                 ordered = bool(self.at_word("ordered") and self.advance())
+                prefix = None
+                if self.at_word("prefix"):           # an extension (docs/differences.md)
+                    self.advance()
+                    prefix = self.paren_expr()
                 self.expect("Semi")
-                items.append(ast.Trace(tok.span, path.text, ordered))
+                items.append(ast.Trace(tok.span, path.text, ordered, prefix))
             elif word in ("init", "turn"):
                 self.advance()
                 body = self.block(WORKLOAD_BLOCK)
@@ -968,7 +972,29 @@ class _Parser:
             value = self.paren_expr()
             self.expect("Semi")
             return ast.Arrive(start.span, tok.text, value)
+        if tok.kind == IDENT and tok.text == "replay":
+            return self.replay(start)
         raise self.error(tok, f"expected `none`, found {tok.show()}")
+
+    # the clauses of `arrive replay` (an extension) and how many arguments each takes
+    REPLAY_CLAUSES = {"window": 2, "keep": 1, "copies": 2}
+
+    def replay(self, start: Token) -> ast.Arrive:
+        """`replay [(k)] [window(a, b)] [keep(p)] [copies(n, shift)] ;` (docs/differences.md)."""
+        self.advance()
+        speed = self.paren_expr() if self.at("LParen") else None
+        options = []
+        while self.peek().kind == IDENT and self.peek().text in self.REPLAY_CLAUSES:
+            word = self.advance()
+            self.expect("LParen")
+            args = [self.expr()]
+            for _ in range(self.REPLAY_CLAUSES[word.text] - 1):
+                self.expect("Comma")
+                args.append(self.expr())
+            self.expect("RParen")
+            options.append((word.text, tuple(args)))
+        self.expect("Semi")
+        return ast.Arrive(start.span, "replay", speed, tuple(options))
 
     def session(self, state: "_Items") -> ast.Session:
         start = self.advance()

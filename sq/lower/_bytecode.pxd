@@ -212,7 +212,7 @@ cdef struct SpillRow:       # Lowered.pool_spill, one per pool (-1: no spill)
     int32_t work            # expression entries
     int32_t when
 
-cdef struct TraceTurn:      # sq.engine.trace's TraceCorpus.turns, one per turn: the attributes it loads
+cdef struct TraceTurn:      # sq.traces.serq's TraceCorpus.turns, one per turn: the attributes it loads
     double new
     double out
     double think
@@ -236,3 +236,5 @@ cpdef enum ArrivalKind:
     A_RENEWAL = 2
     A_BATCH = 3
     A_CLOSED = 4
+    A_REPLAY = 5        # an extension: arrive replay (sq/traces/replay.py makes its schedule)
+    A_POISSON_NOW = 6   # an extension: a poisson rate that reads `now` (thinning: sq/traces/rate.py)

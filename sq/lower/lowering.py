@@ -21,6 +21,7 @@ from sq._support.deep import run_deep
 from sq.errors import SqError
 from sq._support.number_format import display
 from sq._support.settings import open_arrivals
+from sq.ir import PREFIX_ATTRS
 
 # The bytecode and its tables are defined once, in sq/lower/_bytecode.pxd, which the engine cimports.
 from sq.lower._bytecode import (
@@ -36,7 +37,7 @@ from sq.lower._bytecode import (
     HP_RESERVE, HP_LEN, STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE, REF_BASE,
     REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
-    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED,
+    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED, A_REPLAY, A_POISSON_NOW,
 )
 from sq.lower._bytecode import DIST_CODES, dist_arity
 
@@ -123,6 +124,10 @@ class Lowered:
     run_items: dict = field(default_factory=dict)
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
+    replay: dict | None = None  # arrive replay's settings (sq.ir.REPLAY_KEYS), read when the run starts
+    rate: dict | None = None    # a poisson rate that reads `now`: its IR, bounded when the run starts
+    prefix_cap: float = -1.0    # `trace "F" prefix(C)`: C blocks shared by content id (-1: none)
+    slot_prefix: tuple = (-1, -1)   # the attributes it sets: hit_blocks, prompt_blocks
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
     # Which sums of `kvb`/`kvp` a step stage makes: those of its Budget moment only if an expression
     # other than a cost reads them, those of its iteration if any expression does.
@@ -267,9 +272,18 @@ class _Lowering:
                                   phase="validate", item=("arrival",))
             elif name == "Renewal":
                 a_kind, gap = A_RENEWAL, self.expr(arg)
+            elif name == "PoissonNow":
+                return {"arrival_kind": A_POISSON_NOW, "arrival_rate": 0.0, "arrival_count": 0,
+                        "arrival_gap": self.expr(arg), "open_arrivals": True, "rate": arg}
             elif name in ("Batch", "Closed"):
                 a_kind = A_BATCH if name == "Batch" else A_CLOSED
                 count = _saturating_count(_num(arg))
+            elif name == "Replay":
+                a_kind = A_REPLAY
+                replay = {k: (None if v is None else [_num(x) for x in v]) if k == "window" else _num(v)
+                          for k, v in arg.items()}
+                return {"arrival_kind": a_kind, "arrival_rate": 0.0, "arrival_count": 0, "arrival_gap": -1,
+                        "open_arrivals": True, "replay": replay}
         return {"arrival_kind": a_kind, "arrival_rate": rate, "arrival_count": count, "arrival_gap": gap,
                 "open_arrivals": open_arrivals(arrival)}
 
@@ -359,7 +373,15 @@ class _Lowering:
                 "seed": int(ir.get("seed", 1)), "arrivals": int(ir.get("arrivals") or 0),
                 "trace": ir.get("trace"), "trace_ordered": bool(ir.get("trace_ordered", False)),
                 "slot_trace": tuple(self.slot(ir.get(k, d)) for k, d in (
-                    ("slot_new", 3), ("slot_out", 4), ("slot_think", 5), ("slot_forced", 7), ("slot_more", 6)))}
+                    ("slot_new", 3), ("slot_out", 4), ("slot_think", 5), ("slot_forced", 7), ("slot_more", 6))),
+                **self.prefix()}
+
+    def prefix(self) -> dict:
+        """A trace's shared prefix cache (an extension): its capacity and the slots it sets."""
+        cap = self.ir.get("trace_prefix")
+        if cap is None:
+            return {}
+        return {"prefix_cap": _num(cap), "slot_prefix": tuple(self.slot(self.attrs.index(n)) for n in PREFIX_ATTRS)}
 
     def slots(self) -> dict:
         """The attribute slots the engine writes itself (checked against the program's attributes)."""

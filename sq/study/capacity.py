@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from sq._support._optional import require
 from sq.errors import SqError
-from sq._support.files import path_argument, writable
+from sq._support.files import check_writable, path_argument
 from sq.study.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq._support.settings import is_count, is_number
 from sq.results.steady import Steadiness, one_server_stages, steadiness
@@ -415,7 +415,7 @@ def _check_plot_path(path) -> None:
     from matplotlib.backend_bases import FigureCanvasBase
 
     formats = tuple(sorted("." + e for e in FigureCanvasBase.get_supported_filetypes()))
-    writable(path_argument(path, "Capacity.plot"), "Capacity.plot", formats)
+    check_writable(path, "Capacity.plot", formats)
 
 
 # -- the search -----------------------------------------------------------------

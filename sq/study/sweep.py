@@ -11,7 +11,6 @@ Ctrl-C) computes only what is missing.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -31,7 +30,7 @@ from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, 
 # where capacity and the CLI have long found them
 from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
 from sq.errors import SqError
-from sq._support.files import Unreadable, atomic_file, build_fingerprint, path_argument, read_text, write_atomic
+from sq._support.files import Unreadable, build_fingerprint, open_for_writing, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress, count_bar
 from sq.results.stats import SUMMARY_QUANTILES
 from sq.results.steady import in_steady_state
@@ -50,7 +49,7 @@ class Sweep:
 
     Tables: `runs` / `to_pandas()` (one row per run), `summary(confidence, flat=True |
     flat=False | long=True)` (per point: mean, Student-t half-width, n), `summary_records`,
-    `compare(a, b, metric)` (paired over common seeds). Files: `to_csv`, `to_json(path=None)`
+    `compare(a, b, metric)` (paired over common seeds), `to_xarray()` (a full grid). Files: `to_csv`, `to_json(path=None)`
     (text without a path), `to_parquet`, `write(path)` by extension; `plot`. NaN marks a
     metric a point lacks (CSV: empty, JSON: null).
     """
@@ -207,6 +206,46 @@ class Sweep:
         """The runs as a pandas DataFrame, one row per run: swept names, seed, metrics (`runs`)."""
         return self.runs
 
+    def to_xarray(self):
+        """The runs of a full grid as an xarray Dataset (needs xarray): dimensions the swept
+        names and `seed`, their coordinates the distinct values in order of first appearance,
+        and one variable per metric (NaN where a point lacks the metric). A grid that is not
+        full -- some (point, seed) has no run: an interrupted study, points that are not a
+        product -- is an SqError naming a missing run (`runs` holds any set of runs)."""
+        xr = require("xarray", "Sweep.to_xarray")
+        import numpy as np  # noqa: PLC0415
+
+        dims = [*self.names, "seed"]
+        places: list[dict] = [{} for _ in dims]          # per dimension: value key -> its index
+        coords: list[list] = [[] for _ in dims]
+        cells: dict[tuple, dict] = {}
+        for r in self.records:
+            at = []
+            for place, values, d in zip(places, coords, dims):
+                key = _same_value(_key(r.get(d)))
+                if key not in place:
+                    place[key] = len(values)
+                    values.append(_key(r.get(d)))
+                at.append(place[key])
+            cells[tuple(at)] = r
+        shape = tuple(len(values) for values in coords)
+        if len(cells) != math.prod(shape) or not cells:
+            missing = next((i for i in np.ndindex(*shape) if i not in cells), None)
+            where = (_describe({d: coords[k][i] for k, (d, i) in enumerate(zip(dims, missing))})
+                     if missing is not None else "any point")
+            raise SqError(f"Sweep.to_xarray: the grid is not full: no run at {where} "
+                          f"({len(cells)} of {math.prod(shape)} runs)", phase="settings",
+                          notes=("help: `runs` (to_pandas) holds the runs of a partial grid",))
+        variables = {}
+        for m in self.metrics:
+            column = np.full(shape, np.nan)
+            for at, r in cells.items():
+                v = r.get(m)
+                column[at] = np.nan if v is None else v
+            variables[m] = (dims, column)
+        return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
+                          attrs={"provenance": json.dumps(self.provenance, default=str)})
+
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
         pa = require("pyarrow", "Sweep.to_parquet")
@@ -316,25 +355,10 @@ WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("t
            ".json": ("to_json", {"lines": False})}
 
 
-@contextlib.contextmanager
-def _open_for_writing(path, who: str, binary: bool = False, **options):
-    """A file to write `path` through, atomically (`files.atomic_file`): a write that fails --
-    a full disk, a folder that vanished -- leaves the old file or none, never a table cut
-    mid-row, and is one SqError naming the file (the runs are still in the Sweep, and in the
-    cache if one was given)."""
-    path = path_argument(path, who)
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise SqError(f"{who}: cannot write `{path}`: the folder `{folder}` does not exist",
-                      phase="settings")
-    try:
-        with atomic_file(path, binary, **options) as f:
-            yield f
-    except OSError as e:
-        raise SqError(f"{who}: cannot write `{path}`: {e.strerror or e}; nothing was written there",
-                      phase="settings",
-                      notes=("help: the runs are kept in the Sweep (and in the cache, if one was given): "
-                             "write them again once there is room",)) from None
+def _open_for_writing(path, who: str, **options):
+    """`files.open_for_writing`, saying that the runs are not lost with the file."""
+    return open_for_writing(path, who, notes=("help: the runs are kept in the Sweep (and in the cache, if one "
+                                              "was given): write them again once there is room",), **options)
 
 
 def _key(v):

@@ -100,6 +100,13 @@ class TraceCorpus:
     turns: np.ndarray         # float64, shape (rows, 4)
     offset: np.ndarray        # int64, shape (sessions,)
     count: np.ndarray         # int64, shape (sessions,)
+    # each session's recorded arrival (s from the first record), sorted; None: serQ's format has
+    # no times (an extension: formats with times are read by sq.traces)
+    arrival: np.ndarray | None = None
+    # each turn's prompt blocks by content id (Mooncake, Bailian): turn r's are
+    # blocks[block_offset[r]:block_offset[r + 1]]; None: the trace has none
+    blocks: np.ndarray | None = None
+    block_offset: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.count)

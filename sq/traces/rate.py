@@ -1,0 +1,127 @@
+"""`arrive poisson(r)` with `r` reading `now`: the bound its thinning draws against.
+
+The engine makes a non-homogeneous Poisson process by thinning (Lewis and
+Shedler, 1979): candidates come from a homogeneous Poisson process of rate
+`bound`, and a candidate at time t is kept with probability r(t) / bound. That
+is exact — the kept points are a Poisson process of intensity r — whenever
+0 <= r(t) <= bound on the whole run, [0, horizon].
+
+The bound is found here, before the run, by interval arithmetic on the rate's
+IR expression with `now` in [0, horizon]: each operator maps the intervals of
+its operands to an interval holding every value it can take (a comparison or
+`!`, `&&`, `||` to [0, 1], a conditional to the union of its branches, min,
+max, abs, floor, ceil, sqrt, exp, ln, pow as monotone pieces). The result
+is then widened by one part in 10^9, so a rate computed at one point, rounded
+its own way, cannot pass it. A rate the arithmetic cannot bound (a division by
+an interval holding 0, a power of a negative base) is refused with the advice
+to bound it by hand with `min`.
+"""
+from __future__ import annotations
+
+import math
+
+from sq.errors import SqError
+
+_HELP = ("help: a rate that reads `now` must be bounded over the run: write it so each part is, "
+         "e.g. `min(1000, 2 + now / 60)`")
+
+
+def bound(expr, horizon: float) -> float:
+    """The least upper bound interval arithmetic gives the rate over [0, horizon], widened."""
+    lo, hi = _interval(expr, 0.0, horizon)
+    if not (math.isfinite(hi) and hi > 0):
+        if hi == 0:
+            return 0.0
+        raise SqError(f"cannot bound the poisson rate over the run [0, {horizon:g}]: "
+                      f"interval arithmetic gives up to {hi:g}", phase="run", item=("arrival",), notes=(_HELP,))
+    return hi * (1 + 1e-9)
+
+
+def _interval(e, t0: float, t1: float) -> tuple[float, float]:
+    (tag, body), = e.items()
+    if tag == "Num":
+        v = float(body)          # "inf" and "-inf" in the exact IR form
+        return v, v
+    if tag == "Ctx":            # only `now` passes the IR's check of a rate
+        return t0, t1
+    if tag == "Unary":
+        op, a = body
+        lo, hi = _interval(a, t0, t1)
+        return (-hi, -lo) if op == "Neg" else (0.0, 1.0)
+    if tag == "Cond":
+        _, a, b = body
+        (alo, ahi), (blo, bhi) = _interval(a, t0, t1), _interval(b, t0, t1)
+        return min(alo, blo), max(ahi, bhi)
+    if tag == "Binary":
+        op, a, b = body
+        if op in ("Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or"):
+            return 0.0, 1.0
+        return _binary(op, _interval(a, t0, t1), _interval(b, t0, t1))
+    if tag == "Call":
+        fn, args = body
+        ivs = [_interval(a["Expr"], t0, t1) for a in args]
+        return _call(fn, ivs)
+    return -math.inf, math.inf
+
+
+def _binary(op, a, b):
+    (alo, ahi), (blo, bhi) = a, b
+    if op == "Add":
+        return alo + blo, ahi + bhi
+    if op == "Sub":
+        return alo - bhi, ahi - blo
+    if op == "Mul":
+        return _span([x * y for x in (alo, ahi) for y in (blo, bhi)])
+    if op == "Div":
+        if blo <= 0 <= bhi:
+            return -math.inf, math.inf
+        return _span([x / y for x in (alo, ahi) for y in (blo, bhi)])
+    if op == "Pow":
+        return _pow(a, b)
+    return -math.inf, math.inf
+
+
+def _call(fn, ivs):
+    if fn == "Min":
+        (alo, ahi), (blo, bhi) = ivs
+        return min(alo, blo), min(ahi, bhi)
+    if fn == "Max":
+        (alo, ahi), (blo, bhi) = ivs
+        return max(alo, blo), max(ahi, bhi)
+    (lo, hi), = ivs[:1]
+    if fn == "Abs":
+        if lo >= 0:
+            return lo, hi
+        return (0.0 if hi >= 0 else -hi), max(-lo, hi)
+    if fn in ("Floor", "Ceil", "Sqrt", "Exp", "Ln"):
+        f = {"Floor": math.floor, "Ceil": math.ceil, "Sqrt": math.sqrt, "Exp": math.exp, "Ln": math.log}[fn]
+        if fn in ("Sqrt", "Ln") and lo < 0 or fn == "Ln" and lo <= 0:
+            return -math.inf, math.inf
+        return _monotone(f, lo, hi)
+    if fn == "Pow":
+        return _pow(*ivs)
+    return -math.inf, math.inf
+
+
+def _pow(a, b):
+    (alo, ahi), (blo, bhi) = a, b
+    if alo < 0:
+        return -math.inf, math.inf
+    return _span([_safe(math.pow, x, y) for x in (alo, ahi) for y in (blo, bhi)])
+
+
+def _monotone(f, lo, hi):
+    return _safe(f, lo), _safe(f, hi)
+
+
+def _safe(f, *args):
+    try:
+        return f(*args)
+    except (OverflowError, ValueError):
+        return math.inf
+
+
+def _span(values):
+    if any(math.isnan(v) for v in values):
+        return -math.inf, math.inf
+    return min(values), max(values)
