@@ -142,11 +142,6 @@ def test_bad_run_files_are_sqerrors(tmp_path):
 
 def test_replay_and_dialect_arrivals_agree(cm4090):
     """`arrive replay` and the 0.1.2 form (arrive at 0, wait the recorded time) are the same run."""
-    try:
-        sq.compile(source="run { horizon 1; } workload { arrive replay; trace \"x.jsonl\"; } session { }")
-    except SqError as err:
-        if "found `replay`" in str(err):
-            pytest.skip(f"this build has no `arrive replay` ({err})")
     engine, req = read_engine(R4090), read_requests(R4090)
     for scale in (1.0, 1.7):
         a = predict(cm4090, engine, req, scale, engine.recorded_blocks, "replay")

@@ -144,7 +144,7 @@ def test_docs_have_runnable_blocks():
 @pytest.mark.parametrize("block, cmd", SHELL_CASES)
 def test_shell_command(block, cmd, workdirs):
     if "sq bench" in cmd and Path(children.SQ_HOME) != ROOT:
-        pytest.skip("`sq bench` runs benchmarks/ from a source checkout; the sq under test is installed")
+        pytest.skip("the docs' `sq bench` block compares with pyserq through the checkout's benchmarks/reference_pyserq.py; the sq under test is installed")
     get, env = workdirs
     done = _sh(cmd, get(block.doc), env)
     want = _expected_status(block)
