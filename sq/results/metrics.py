@@ -20,7 +20,7 @@ A metric is a flat name and a float. The names are stable and documented
 * `OBS.p50|p90|p95|p99|p999@pooled` when asked for: the quantile over all the seeds' samples of
   a study point (not the mean of each run's quantile). A run's value is a `Tail`: its own
   quantile as a number, carrying its count and its largest samples, which the point pools
-  (`sq.results.stats.pooled_interval`: a seed-bootstrap interval).
+  (`sq.results.stats.pooled_interval`: a seed-clustered interval of the share).
 
 Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
 by `sq.results.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
@@ -229,7 +229,7 @@ _FROM_OBSERVE = {"le": lambda o, m, report: _share_at_most(o, m), "drift": lambd
 # the quantiles a pooled metric may ask for (min and max pool without help: the extremes of the runs')
 POOLED_LEVELS = {name: q for name, q in SUMMARY_QUANTILES if 0.0 < q < 1.0}
 # A run keeps its largest max(POOL_MIN, POOL_FACTOR·n·(1-q)) samples, at most POOL_MAX: the point's
-# pooled quantile (and a bootstrap resample's) needs every run's samples above it, which is about
+# pooled quantile (and its interval's ends) needs every run's samples above it, which is about
 # n·(1-q) of them unless one run is far worse than the others (then the pool says NaN: unknown).
 POOL_MIN, POOL_FACTOR, POOL_MAX = 100, 50, 20_000
 
