@@ -18,6 +18,13 @@ MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 SHORT = ["--horizon", "400", "--warmup", "50"]
 
 
+def _rows(path) -> list[dict]:
+    """The runs of a CSV that `--out` wrote: its first line the provenance comment, then the table."""
+    with open(path) as f:
+        assert f.readline().startswith("# sq.provenance: {")
+        return list(csv.DictReader(f))
+
+
 def test_seeds_and_values():
     assert cli_args.parse_seeds("1..4") == [1, 2, 3, 4]
     assert cli_args.parse_seeds("1,4,9") == [1, 4, 9]
@@ -84,7 +91,7 @@ def test_the_summary_table_and_the_runs(tmp_path, capsys):
                                   "waited.p99", "wait.le(1)"]
     assert [line.split()[:4] for line in printed[1:]] == [["5", "8", "3", "0"], ["5", "9", "3", "0"],
                                                          ["6", "8", "3", "0"], ["6", "9", "3", "0"]]
-    rows = list(csv.DictReader(out.open()))
+    rows = list(_rows(out))
     expected = sq.sweep(MMC, {"lam": [5, 6], "c": [8, 9]}, [1, 2, 3], executor="serial", horizon=400.0,
                         warmup=50.0, metrics=["wait<=1"])
     assert len(rows) == 12 and [float(r["wait.p99"]) for r in rows] == [r["wait.p99"] for r in expected.records]
@@ -116,7 +123,8 @@ def test_jsonl_parquet_and_a_plot(tmp_path, capsys):
                            "--out", str(tmp_path / name), "--plot", "x=lam,y=wait<=1,slo=0.99",
                            "--plot-out", str(tmp_path / "p.png")])
         assert status == 0
-    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    provenance, *lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert provenance["sq.provenance"]["program"] == MMC and provenance["sq.provenance"]["seeds"] == [1, 2]
     table = pd.read_parquet(tmp_path / "runs.parquet")
     assert [r["wait.le(1)"] for r in lines] == table["wait.le(1)"].tolist()
     assert [(r["lam"], r["seed"]) for r in lines] == [(5, 1), (5, 2), (6, 1), (6, 2)]
@@ -165,7 +173,7 @@ def test_a_swept_array_size_keeps_every_points_columns(tmp_path, capsys):
                        "-j", "1", "--out", str(out)])
     printed = capsys.readouterr().out.splitlines()
     assert status == 0 and [line.split()[0] for line in printed[1:3]] == ["4", "2"]
-    rows = list(csv.DictReader(out.open()))
+    rows = list(_rows(out))
     assert rows[0]["stage.engine[3].util"] != "" and rows[1]["stage.engine[3].util"] == ""
 
 
@@ -339,7 +347,7 @@ def test_observations_past_1e154_summarize_as_inf(tmp_path, capsys):
     program.write_text(BIG)
     status = cli.main(["sweep", str(program), "--set", "lam=0.5,0.6", "--seeds", "1..3", "-j", "1", "--out", str(out)])
     printed = capsys.readouterr().out.splitlines()
-    assert status == 0 and len(list(csv.DictReader(out.open()))) == 6
+    assert status == 0 and len(list(_rows(out))) == 6
     assert all("± inf" in line for line in printed[1:]), printed
     status = cli.main(["capacity", str(program), "--knob", "c", "--slo", "big.mean<=1e308", "--lo", "1", "--hi", "3",
                        "--seeds", "1..2", "-j", "1"])
@@ -355,7 +363,7 @@ def test_the_runs_are_written_before_the_summary(tmp_path, capsys, monkeypatch):
         cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1", "--out", str(out)])
     except RuntimeError:
         pass
-    assert len(list(csv.DictReader(out.open()))) == 2
+    assert len(list(_rows(out))) == 2
 
 
 @pytest.mark.parametrize("command, args, phrase", [

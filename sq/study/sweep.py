@@ -178,11 +178,14 @@ class Sweep:
 
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
-        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
+        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`. The first line
+        is a comment, `# sq.provenance: {...}` (the provenance as JSON), then the header:
+        `pandas.read_csv(path, comment="#")` reads the table."""
         import csv  # noqa: PLC0415
 
         columns = self._columns()
         with _open_for_writing(path, "to_csv", newline="") as f:
+            f.write(f"# {PROVENANCE}: {self._provenance_json()}\n")    # read_csv(path, comment="#")
             w = csv.writer(f)
             w.writerow(columns)
             for r in self.records:
@@ -191,10 +194,12 @@ class Sweep:
     def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
-        spelling for them. Without a path the text is returned; with one it is written there
+        spelling for them. The first object is the provenance, `{"sq.provenance": {...}}` (no
+        run has that key: it is no metric's or `let`'s name). Without a path the text is returned; with one it is written there
         (atomically) and None returned."""
         columns = self._columns()
-        rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        rows = [f'{{"{PROVENANCE}": {self._provenance_json()}}}']
+        rows += [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
         text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
         if path is None:
             return text
@@ -244,7 +249,7 @@ class Sweep:
                 column[at] = np.nan if v is None else v
             variables[m] = (dims, column)
         return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
-                          attrs={"provenance": json.dumps(self.provenance, default=str)})
+                          attrs={"provenance": self._provenance_json()})
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
@@ -253,10 +258,14 @@ class Sweep:
         columns = self._columns()
         table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
         # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
-            self.provenance, default=str).encode()})
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PROVENANCE.encode(): self._provenance_json().encode()})
         with _open_for_writing(path, "to_parquet", binary=True) as f:
             pq.write_table(table, f)
+
+    def _provenance_json(self) -> str:
+        """The provenance as one line of JSON, what every writer stores (a non-finite setting as null)."""
+        return json.dumps(_nulled(self.provenance), default=str, allow_nan=False)
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
@@ -280,8 +289,8 @@ class Sweep:
 def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
     """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
     values, for a share (`OBS.le(X)`) the ratio interval weighted by each run's count, for a
-    pooled quantile (`OBS.p99@pooled`) the quantile of all the runs' samples with its
-    seed-bootstrap interval."""
+    pooled quantile (`OBS.p99@pooled`) the quantile of all the runs' samples with the interval
+    of `sq.results.stats.pooled_interval`."""
     q = sq_metrics.pooled_level(metric)
     if q is not None:
         tails = [r[metric] for r in runs if metric in r]
@@ -351,6 +360,10 @@ class Comparison:
                 f"± {self.half_width:.2g} ({self.confidence:.0%}, paired over {self.n} seeds)")
 
 
+# the key of the provenance in every file a Sweep writes: the CSV's first (comment) line, the JSON's first
+# object, the Parquet file's metadata
+PROVENANCE = "sq.provenance"
+
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
            ".json": ("to_json", {"lines": False})}
 
@@ -372,6 +385,15 @@ def _csv_cell(v):
 def json_cell(v):
     """A value as JSON holds it: a NaN or infinite float becomes null."""
     return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _nulled(v):
+    """`json_cell` of every value inside lists and dicts."""
+    if isinstance(v, dict):
+        return {k: _nulled(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_nulled(x) for x in v]
+    return json_cell(v)
 
 
 # -- the sweep ------------------------------------------------------------------------
