@@ -143,8 +143,8 @@ def cmd_sweep(args) -> int:
         plot["y"] = y.name
         if y.observe is not None:
             extra.append(y.name)
-    # the names and values, the metrics and the run settings are checked by compiling every
-    # point, once, here: before a scheduler is reached (the sweep runs this plan)
+    # the names and values, the metrics and the run settings are checked by compiling the first
+    # window of points, once, here: before a scheduler is reached (the sweep runs this plan)
     plan = Plan(args.file, grid, horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals, metrics=extra)
     if plot:
         sq_metrics.check_metrics([plot["y"]], plan.programs[0])

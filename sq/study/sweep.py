@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import os
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,8 +24,8 @@ from sq._support._optional import require
 from sq.results.confidence import ratio_interval, t_interval
 from sq.results.stats import pooled_interval
 from sq._support.deep import run_deep
-from sq.study.executors import Executor
-from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
+from sq.study.executors import Executor, owned, process_pool
+from sq.study.plan import (SUMMARY_COLUMNS, WINDOW, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
                            seed_list)
 # where capacity and the CLI have long found them
 from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
@@ -416,7 +416,8 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
     Each (point, seed) run equals `sq.run(sq.compile(program, sets=point), seed=seed,
     horizon=..., warmup=..., arrivals=...)`; each point is compiled once (`Plan`). Every
-    argument is checked, and every point compiled, before any run: bad input is an SqError
+    argument is checked, and every point of the first window (`plan.WINDOW` points) compiled,
+    before any run, a later window when its first run is scheduled: bad input is an SqError
     (phase "settings", or the compiler's), a run sq refuses is an SqError naming the point and
     seed (its phase and notes kept). A Ctrl-C stops the sweep and raises KeyboardInterrupt
     with the finished runs as its `sweep` attribute (and in the cache).
@@ -429,34 +430,73 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
 def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=None, progress=None,
              who: str = "sweep") -> Sweep:
-    """Run a `Plan` (its points compiled and checked) with checked seeds (`seed_list`): what
-    `sweep` does after its checks. `sq sweep` and `sq.capacity` call it with a plan they made
-    once (capacity: batch after batch of seeds at one value)."""
+    """Run a `Plan` with checked seeds (`seed_list`): what `sweep` does after its checks. `sq
+    sweep` and `sq.capacity` call it with a plan they made once (capacity: batch after batch of
+    seeds at one value). The points run window by window (`plan.WINDOW`), each window compiled
+    when its first run is scheduled."""
     check_runs(len(plan.points), len(seeds), who)
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs, who)  # checked before any run
-    tasks = plan.tasks(seeds)
-    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
-    result = Sweep(plan.names, [], plan.provenance(seeds), len(tasks), plan.metric_columns)
+    total = len(plan.points) * len(seeds)
+    tasks: list[Task | None] = [None] * total
+    results: list[dict | None] = [None] * total
+    result = Sweep(plan.names, [], {}, total)
     try:
-        _collect(plan, tasks, pool, store, results, progress, who)
+        _look_up(plan, seeds, range(plan.compiled), tasks, results, store)
+        with _window_pool(pool, len(plan.points), who) as runner, \
+                count_bar(progress, total, sum(r is not None for r in results), "run") as bar:
+            for start in range(0, len(plan.points), WINDOW):
+                points = range(start, min(start + WINDOW, len(plan.points)))
+                if points.stop > plan.compiled:
+                    plan.compile_upto(points.stop)
+                    bar.update(_look_up(plan, seeds, points, tasks, results, store))
+                _collect(plan, tasks, runner, store, results, bar, who, points, len(seeds))
     except KeyboardInterrupt as interrupt:
         if store:  # the interrupt may have come between a run's end and its write
             for task, record in zip(tasks, results):
                 if record is not None and store.get(task) is None:
                     store.put(task, record)
-        result.records = plan.records(seeds, results)
-        interrupt.sweep = result
+        interrupt.sweep = _finished(result, plan, seeds, results)
         raise
+    return _finished(result, plan, seeds, results)
+
+
+def _finished(result: Sweep, plan: Plan, seeds: list[int], results: list) -> Sweep:
+    """The Sweep of the runs finished, with what the points compiled so far say of them."""
     result.records = plan.records(seeds, results)
+    result.provenance = plan.provenance(seeds)
+    result.metric_columns = plan.metric_columns
     return result
 
 
-def _collect(plan: Plan, tasks: list, pool, store, results: list, progress, who: str) -> None:
-    """Run what `results` lacks, filling it (and the cache) as runs finish."""
-    finished = pool.run(run_task, tasks, [i for i, r in enumerate(results) if r is None], plan.shared())
-    done = sum(r is not None for r in results)
-    with closing(finished), count_bar(progress, len(tasks), done, "run") as bar:
+def _look_up(plan: Plan, seeds: list[int], points: range, tasks: list, results: list, store) -> int:
+    """Make the tasks of compiled points, and fill what the cache holds of them: how many."""
+    found = 0
+    for i, task in enumerate(plan.tasks(seeds, points), points.start * len(seeds)):
+        tasks[i] = task
+        results[i] = store.get(task) if store else None
+        found += results[i] is not None
+    return found
+
+
+@contextmanager
+def _window_pool(pool: Executor, points: int, who: str):
+    """The executor the windows share: the one given, except that a grid of several windows on
+    worker processes gets one pool for all of them (not one started per window), each task
+    then carrying its point's IR (the IRs of later windows do not exist when it starts)."""
+    if pool.kind != "processes" or points <= WINDOW or pool.jobs == 1:
+        yield pool
+        return
+    with owned(process_pool(pool.jobs), who) as processes:
+        yield Executor(processes, pool.jobs, who)
+
+
+def _collect(plan: Plan, tasks: list, pool, store, results: list, bar, who: str, points: range,
+             seeds: int) -> None:
+    """Run what `results` lacks among the tasks of `points`, filling it (and the cache) as runs finish."""
+    todo = [i for i in range(points.start * seeds, points.stop * seeds) if results[i] is None]
+    finished = pool.run(run_task, tasks, todo, plan.shared(points))
+    with closing(finished):
         for i, record in finished:
             if "error" in record:
                 point, seed = plan.label(tasks[i])
