@@ -420,7 +420,8 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
     before any run, a later window when its first run is scheduled: bad input is an SqError
     (phase "settings", or the compiler's), a run sq refuses is an SqError naming the point and
     seed (its phase and notes kept). A Ctrl-C stops the sweep and raises KeyboardInterrupt
-    with the finished runs as its `sweep` attribute (and in the cache).
+    with the finished runs as its `sweep` attribute (and in the cache); an SqError in the
+    middle of the runs (a run refused, a Dask scheduler lost) carries them the same way.
     """
     check_progress(progress, "sweep")
     seeds = seed_list(seeds)
@@ -451,12 +452,13 @@ def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=No
                     plan.compile_upto(points.stop)
                     bar.update(_look_up(plan, seeds, points, tasks, results, store))
                 _collect(plan, tasks, runner, store, results, bar, who, points, len(seeds))
-    except KeyboardInterrupt as interrupt:
-        if store:  # the interrupt may have come between a run's end and its write
+    except (KeyboardInterrupt, SqError) as stop:
+        # a Ctrl-C, a lost scheduler, a run sq refuses: the runs that finished go with the error
+        if store and isinstance(stop, KeyboardInterrupt):  # it may have come between a run's end and its write
             for task, record in zip(tasks, results):
                 if record is not None and store.get(task) is None:
                     store.put(task, record)
-        interrupt.sweep = _finished(result, plan, seeds, results)
+        stop.sweep = _finished(result, plan, seeds, results)
         raise
     return _finished(result, plan, seeds, results)
 
