@@ -230,6 +230,8 @@ def _dask(fn, client, tasks, todo, shared=None):
     """The runs on a Dask cluster. A scheduler with no worker is given WORKER_WAIT seconds to
     get one; a scheduler lost, or a run that keeps killing its workers, is an SqError (exit 2)
     naming it, not an internal error -- the runs that finished are kept (cache=DIR)."""
+    from concurrent.futures import CancelledError  # noqa: PLC0415
+
     distributed = require("distributed", "a Dask executor")
     _wait_for_a_worker(client)
     if shared:      # each point's IR once to the cluster, under a fresh key (a digest as the key
@@ -246,7 +248,8 @@ def _dask(fn, client, tasks, todo, shared=None):
     except distributed.KilledWorker as e:
         raise SqError(f"the Dask cluster failed the study: a run kept killing its workers (out of memory?) ({e})",
                       phase="run", notes=(KEPT,)) from None
-    except (OSError, TimeoutError, distributed.comm.CommClosedError) as e:
+    except (OSError, TimeoutError, distributed.comm.CommClosedError, CancelledError) as e:
+        # (the client cancels the futures of a scheduler it lost: "scheduler-connection-lost")
         raise SqError(f"the Dask scheduler {_address(client)} was lost in the middle of the study "
                       f"({type(e).__name__})", phase="run", notes=(KEPT,)) from None
     finally:
