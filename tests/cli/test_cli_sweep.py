@@ -338,7 +338,7 @@ class _Cluster:
         import subprocess
         import time
 
-        import children
+        from tests.helpers import children
 
         env = children.env()
         address_file = folder / "scheduler.json"
@@ -379,7 +379,7 @@ def test_a_scheduler_lost_mid_study_ends_the_cli_cleanly_keeping_the_runs(tmp_pa
     import subprocess
     import time
 
-    import children
+    from tests.helpers import children
 
     pytest.importorskip("distributed")
     cluster = _Cluster(tmp_path)

@@ -13,7 +13,7 @@ it is the coverage, to be compared with the confidence asked, with its binomial 
 * M/D/1 (examples/single-turn/mg1.sq, service 1, lam = 0.8): the wait's distribution by
   Erlang's formula P(W <= t) = (1 - rho) sum_{k <= t} e^{-lam (k - t)} (lam (t - k))^k (-1)^k / k!.
 
-`python tests/pooled_calibration.py GROUPS` prints the table of docs/guide.md.
+`python tests/helpers/pooled_calibration.py GROUPS` prints the table of docs/guide.md.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import math
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MM1 = str(ROOT / "tests" / "capacity" / "mm1.sq")
 MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 MD1 = str(ROOT / "examples" / "single-turn" / "mg1.sq")

@@ -1,6 +1,6 @@
 """Pooled quantiles (`OBS.p99@pooled`): the quantile over all a point's samples, with an interval that inverts a
 seed-clustered test of the share (issue 23). The calibration on models with known quantiles is slow; docs/guide.md
-shows its figures (`python tests/pooled_calibration.py 400`)."""
+shows its figures (`python tests/helpers/pooled_calibration.py 400`)."""
 from __future__ import annotations
 
 import math
@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pooled_calibration import MODELS, coverage, tails, wilson
+from tests.helpers.pooled_calibration import MODELS, coverage, tails, wilson
 from sq.errors import SqError
 from sq.results.metrics import Tail, parse_metric
 from sq.results.stats import pooled_interval, pooled_quantile, quantile
 from sq.study.capacity import capacity
 from sq.study.sweep import sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MM1 = str(ROOT / "tests" / "capacity" / "mm1.sq")
 VLLM = str(ROOT / "examples" / "single-turn" / "vllm_single_turn.sq")
 MM1_P99 = math.log(100) / 0.1       # response p99 of M/M/1 at rho = 0.9, mu = 1: ln(100)/(mu - lambda)
@@ -118,7 +118,7 @@ def _agree(caps):
 
 
 def test_the_vllm_p99_question_settles_with_the_pooled_metric():
-    # the per-run p99 warns at the program's 60 s (test_capacity: test_the_vllm_p99_question_at_60_s_warns);
+    # the per-run p99 warns at the program's 60 s (tests/study/test_capacity.py: test_the_vllm_p99_question_at_60_s_warns);
     # the pooled p99 rests on all the seeds' samples: no warning, and seeds 1-5 and 6-10 agree
     caps = [_vllm_pooled(seeds) for seeds in (range(1, 6), range(6, 11))]
     assert all(cap.warnings == [] for cap in caps)
