@@ -94,7 +94,7 @@ def roofline_tables(model: Model, gpu: Gpu, dtype: str = "bf16", tp: int = 1,
     vocab = model.vocab // tp
     per_sequence = _linear(S, H, vocab, gpu, dtype, eff) + _stream(3 * S * model.vocab * 4, gpu, dtype, eff)
     return OpTables(T, dense, once, moe, att, S, per_sequence, moe_table,
-                    {"model": model.name, "hardware": gpu.name, "source": "roofline"})
+                    meta={"model": model.name, "hardware": gpu.name, "source": "roofline"})
 
 
 def _moe(tokens, activated, model: Model, gpu, dtype, tp, eff):
