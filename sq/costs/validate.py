@@ -6,7 +6,13 @@ prefills, at most `max_num_seqs` running requests (a pool admitted via the
 engine), KV blocks of 16 tokens in a pool sized from GPU memory, and
 preemption of the newest request when a step needs a block the pool does not
 have; a preempted request recomputes its prompt and what it had generated
-(its prefix, if still cached, is reused). Its costs come from a `CostModel`.
+(its prefix, if still cached, is reused). Its costs come from a `CostModel`,
+with the profile's attention skew (`kv_decode_max`). vLLM 0.19 schedules
+asynchronously (step N+1 is planned before N's outputs are back), so an
+arrival is first scheduled a step later than a synchronous scheduler would:
+each request waits out one step (a one-token job, counted in the throughput)
+before it is admitted. Data-parallel MoE engines with expert parallelism are
+one lockstep step stage at the busiest engine's cost (`vllm_program`).
 
 The requests arrive at their recorded times within the 0.1.2 dialect
 (`arrival="delay"`, the default): every request is one session arriving at 0
@@ -157,7 +163,7 @@ def read_measured(run: Path) -> dict[str, np.ndarray]:
 
 
 def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float, arrival: str = "delay",
-                 speed: float = 1.0, lag: bool = True) -> str:
+                 speed: float = 1.0) -> str:
     """The serQ text of a vLLM-like deployment using `costs.sq`.
 
     Data-parallel engines of a dense model are independent (requests alternate between
@@ -189,9 +195,9 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
         "// input); the first step takes what the budget leaves; decodes grow the KV a block at a time;",
         "// `computed` > 0 after a preemption: the request recomputes what it had",
         "def serve_on(E, S, K) {",
-        *(["  // vLLM's async scheduling plans the next step before this one ends: an arrival joins",
-           "  // the step after next (one token stands for the step it waits out)",
-           "  run E decode (1);"] if lag else []),
+        "  // vLLM's async scheduling plans the next step before this one ends: an arrival joins",
+        "  // the step after next (one token stands for the step it waits out)",
+        "  run E decode (1);",
         "  hold S (1), K (min(max(p, computed), room)) reserve (max(p, computed)) at admission (room = budget_left(E)) {",
         "    set ctx = max(p, computed);",
         "    run E prefill (ctx - cached) growing K;",
