@@ -36,15 +36,15 @@ _INT64 = (-(1 << 63), 1 << 63)
 
 def _kind(value) -> str:
     """The dtype a value needs: "i" int64 (a whole number in its range), "u" uint64 (past it,
-    below 2**64), "f" float64, "O" anything else (text, a bool, None)."""
+    below 2**64), "f" float64, "O" anything else (text, a bool, None, a float that carries more)."""
     if isinstance(value, (bool, np.bool_)):
         return "O"
     if isinstance(value, (int, np.integer)):
         v = int(value)
         return "i" if _INT64[0] <= v < _INT64[1] else "u" if 0 <= v < 1 << 64 else "O"
-    if isinstance(value, (float, np.floating)):
+    if type(value) is float or isinstance(value, np.floating):
         return "f"
-    return "O"
+    return "O"      # a float subclass too: a pooled metric's `Tail` carries its run's samples
 
 
 _DTYPES = {"i": np.int64, "u": np.uint64, "f": np.float64, "O": object}

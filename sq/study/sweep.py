@@ -16,7 +16,7 @@ import json
 import math
 import os
 from array import array
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +25,10 @@ import numpy as np
 from sq.results import metrics as sq_metrics
 from sq._support._optional import require
 from sq.results.confidence import ratio_interval, t_interval
+from sq.results.stats import pooled_interval
 from sq._support.deep import run_deep
-from sq.study.executors import Executor
-from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
+from sq.study.executors import Executor, owned, process_pool
+from sq.study.plan import (SUMMARY_COLUMNS, WINDOW, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
                            seed_list)
 # where capacity and the CLI have long found them
 from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
@@ -192,11 +193,14 @@ class Sweep:
 
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
-        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
+        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`. The first line
+        is a comment, `# sq.provenance: {...}` (the provenance as JSON), then the header:
+        `pandas.read_csv(path, comment="#")` reads the table."""
         import csv  # noqa: PLC0415
 
         columns = self._columns()
         with _open_for_writing(path, "to_csv", newline="") as f:
+            f.write(f"# {PROVENANCE}: {self._provenance_json()}\n")    # read_csv(path, comment="#")
             w = csv.writer(f)
             w.writerow(columns)
             w.writerows(zip(*(self._cells(c, _csv_cell) for c in columns)))
@@ -204,12 +208,14 @@ class Sweep:
     def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
-        spelling for them. Without a path the text is returned; with one it is written there
+        spelling for them. The first object is the provenance, `{"sq.provenance": {...}}` (no
+        run has that key: it is no metric's or `let`'s name). Without a path the text is returned; with one it is written there
         (atomically) and None returned."""
         columns = self._columns()
         keys = [json.dumps(c) + ": " for c in columns]
         cells = [[key + v for v in self._cells(c, _json_text)] for key, c in zip(keys, columns)]
-        rows = ["{" + ", ".join(row) + "}" for row in zip(*cells)]
+        rows = [f'{{"{PROVENANCE}": {self._provenance_json()}}}']
+        rows += ["{" + ", ".join(row) + "}" for row in zip(*cells)]
         text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
         if path is None:
             return text
@@ -267,7 +273,7 @@ class Sweep:
             column[flat[last]] = _floats(*table.masked(m))[last]
             variables[m] = (dims, column.reshape(shape))
         return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
-                          attrs={"provenance": json.dumps(self.provenance, default=str)})
+                          attrs={"provenance": self._provenance_json()})
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow): the table's arrays handed to Arrow."""
@@ -275,10 +281,14 @@ class Sweep:
         pq = require("pyarrow.parquet", "Sweep.to_parquet")
         table = self.table.arrow(self._columns())
         # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
-            self.provenance, default=str).encode()})
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PROVENANCE.encode(): self._provenance_json().encode()})
         with _open_for_writing(path, "to_parquet", binary=True) as f:
             pq.write_table(table, f)
+
+    def _provenance_json(self) -> str:
+        """The provenance as one line of JSON, what every writer stores (a non-finite setting as null)."""
+        return json.dumps(_nulled(self.provenance), default=str, allow_nan=False)
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
@@ -301,9 +311,17 @@ class Sweep:
 
 def point_interval(runs, metric: str, confidence: float) -> tuple[float, float]:
     """(mean, half-width) of a metric over a point's runs (a RunTable, or a list of records):
-    the Student-t interval of the runs' values, or for a share (`OBS.le(X)`) the ratio
-    interval weighted by each run's count."""
+    the Student-t interval of the runs' values, for a share (`OBS.le(X)`) the ratio interval
+    weighted by each run's count, for a pooled quantile (`OBS.p99@pooled`) the quantile of all
+    the runs' samples with the interval of `sq.results.stats.pooled_interval`."""
     runs = RunTable.of(runs)
+    q = sq_metrics.pooled_level(metric)
+    if q is not None:
+        tails = runs.values(metric)
+        if not all(isinstance(t, sq_metrics.Tail) for t in tails):
+            raise SqError(f"`{metric}` is pooled from the runs' samples, which these records do not hold "
+                          "(a table read back keeps only each run's own quantile)", phase="settings")
+        return pooled_interval(tails, q, confidence)
     count = sq_metrics.weight_column(metric)
     if count is not None and runs.holds(count).all():
         have = runs.holds(metric)
@@ -367,6 +385,10 @@ class Comparison:
                 f"± {self.half_width:.2g} ({self.confidence:.0%}, paired over {self.n} seeds)")
 
 
+# the key of the provenance in every file a Sweep writes: the CSV's first (comment) line, the JSON's first
+# object, the Parquet file's metadata
+PROVENANCE = "sq.provenance"
+
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
            ".json": ("to_json", {"lines": False})}
 
@@ -409,6 +431,15 @@ def json_cell(v):
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
+def _nulled(v):
+    """`json_cell` of every value inside lists and dicts."""
+    if isinstance(v, dict):
+        return {k: _nulled(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_nulled(x) for x in v]
+    return json_cell(v)
+
+
 # -- the sweep ------------------------------------------------------------------------
 
 def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, executor=None, jobs=None,
@@ -429,10 +460,12 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
     Each (point, seed) run equals `sq.run(sq.compile(program, sets=point), seed=seed,
     horizon=..., warmup=..., arrivals=...)`; each point is compiled once (`Plan`). Every
-    argument is checked, and every point compiled, before any run: bad input is an SqError
+    argument is checked, and every point of the first window (`plan.WINDOW` points) compiled,
+    before any run, a later window when its first run is scheduled: bad input is an SqError
     (phase "settings", or the compiler's), a run sq refuses is an SqError naming the point and
     seed (its phase and notes kept). A Ctrl-C stops the sweep and raises KeyboardInterrupt
-    with the finished runs as its `sweep` attribute (and in the cache).
+    with the finished runs as its `sweep` attribute (and in the cache); an SqError in the
+    middle of the runs (a run refused, a Dask scheduler lost) carries them the same way.
     """
     check_progress(progress, "sweep")
     seeds = seed_list(seeds)
@@ -442,50 +475,80 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
 def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=None, progress=None,
              who: str = "sweep") -> Sweep:
-    """Run a `Plan` (its points compiled and checked) with checked seeds (`seed_list`): what
-    `sweep` does after its checks. `sq sweep` and `sq.capacity` call it with a plan they made
-    once (capacity: batch after batch of seeds at one value)."""
+    """Run a `Plan` with checked seeds (`seed_list`): what `sweep` does after its checks. `sq
+    sweep` and `sq.capacity` call it with a plan they made once (capacity: batch after batch of
+    seeds at one value). The points run window by window (`plan.WINDOW`), each window compiled
+    when its first run is scheduled."""
     check_runs(len(plan.points), len(seeds), who)
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs, who)  # checked before any run
-    tasks = plan.tasks(seeds)
-    runs = _Runs(plan, tasks, store)
-    result = Sweep(plan.names, (), plan.provenance(seeds), len(tasks), plan.metric_columns)
+    total = len(plan.points) * len(seeds)
+    runs = _Runs(plan, seeds, store)
+    result = Sweep(plan.names, (), {}, total)
     try:
-        _collect(plan, tasks, pool, runs, progress, who)
-    except KeyboardInterrupt as interrupt:
-        runs.keep_last()   # the interrupt may have come between a run's end and its write
-        result.table = runs.in_task_order()
-        interrupt.sweep = result
+        runs.look_up(range(plan.compiled))
+        with _window_pool(pool, len(plan.points), who) as runner, \
+                count_bar(progress, total, len(runs), "run") as bar:
+            for start in range(0, len(plan.points), WINDOW):
+                points = range(start, min(start + WINDOW, len(plan.points)))
+                if points.stop > plan.compiled:
+                    plan.compile_upto(points.stop)
+                    bar.update(runs.look_up(points))
+                _collect(plan, runner, runs, bar, who, points)
+    except (KeyboardInterrupt, SqError) as stop:
+        # a Ctrl-C, a lost scheduler, a run sq refuses: the runs that finished go with the error
+        if isinstance(stop, KeyboardInterrupt):
+            runs.keep_last()     # it may have come between a run's end and its write
+        stop.sweep = _finished(result, plan, seeds, runs)
         raise
+    return _finished(result, plan, seeds, runs)
+
+
+def _finished(result: Sweep, plan: Plan, seeds: list[int], runs: "_Runs") -> Sweep:
+    """The Sweep of the runs finished, with what the points compiled so far say of them."""
     result.table = runs.in_task_order()
+    result.provenance = plan.provenance(seeds)
+    result.metric_columns = plan.metric_columns
     return result
 
 
 class _Runs:
-    """A study's finished runs as they arrive: a RunTable (the cached ones first), each row's
-    task, and the cache they are written to."""
+    """A study's finished runs as they arrive: a RunTable (each window's cached runs first),
+    each row's task, the tasks of the compiled points, and the cache runs are written to."""
 
-    def __init__(self, plan: Plan, tasks: list[Task], store):
+    def __init__(self, plan: Plan, seeds: list[int], store):
+        self.plan, self.seeds, self.store = plan, seeds, store
         self.table = RunTable(plan.names)
         self.ids = [self.table.point_id(tuple(p.get(n) for n in plan.names)) for p in plan.points]
-        self.tasks, self.store = tasks, store
+        self.tasks: list[Task | None] = [None] * (len(plan.points) * len(seeds))
+        self.done = bytearray(len(self.tasks))
         self.task = array("q")          # each row's task index
         self.last = None                # the run being kept, until it is in the cache
-        for i, task in enumerate(tasks):
-            record = store.get(task) if store else None
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+    def look_up(self, points: range) -> int:
+        """Make the tasks of compiled points, and keep what the cache holds of them: how many."""
+        found = 0
+        for i, task in enumerate(self.plan.tasks(self.seeds, points), points.start * len(self.seeds)):
+            self.tasks[i] = task
+            record = self.store.get(task) if self.store else None
             if record is not None:
                 self._add(i, record)
+                found += 1
+        return found
 
     def _add(self, i: int, record: dict) -> None:
         task = self.tasks[i]
         self.table.add_run(self.ids[task.point], task.seed, record)
         self.task.append(i)
+        self.done[i] = 1
 
-    def missing(self) -> list[int]:
-        """The tasks without a run yet."""
-        done = set(self.task)
-        return [i for i in range(len(self.tasks)) if i not in done]
+    def missing(self, points: range) -> list[int]:
+        """The tasks of `points` without a run yet."""
+        n = len(self.seeds)
+        return [i for i in range(points.start * n, points.stop * n) if not self.done[i]]
 
     def keep(self, i: int, record: dict) -> None:
         """A finished run: into the table, then into the cache."""
@@ -497,21 +560,32 @@ class _Runs:
 
     def keep_last(self) -> None:
         """Write the run an interrupt caught between the table and the cache."""
-        if self.last is not None and self.store and len(self.task) and self.task[-1] == self.last[0]:
+        if self.last is not None and self.store and self.done[self.last[0]]:
             self.store.put(self.tasks[self.last[0]], self.last[1])
 
     def in_task_order(self) -> RunTable:
         return self.table.take(np.argsort(np.frombuffer(self.task, np.int64), kind="stable"))
 
 
-def _collect(plan: Plan, tasks: list, pool, runs: _Runs, progress, who: str) -> None:
-    """Run the tasks `runs` lacks, keeping each (and caching it) as it finishes."""
-    missing = runs.missing()
-    finished = pool.run(run_task, tasks, missing, plan.shared())
-    with closing(finished), count_bar(progress, len(tasks), len(tasks) - len(missing), "run") as bar:
+@contextmanager
+def _window_pool(pool: Executor, points: int, who: str):
+    """The executor the windows share: the one given, except that a grid of several windows on
+    worker processes gets one pool for all of them (not one started per window), each task
+    then carrying its point's IR (the IRs of later windows do not exist when it starts)."""
+    if pool.kind != "processes" or points <= WINDOW or pool.jobs == 1:
+        yield pool
+        return
+    with owned(process_pool(pool.jobs), who) as processes:
+        yield Executor(processes, pool.jobs, who)
+
+
+def _collect(plan: Plan, pool, runs: _Runs, bar, who: str, points: range) -> None:
+    """Run the tasks of `points` that `runs` lacks, keeping each (and caching it) as it finishes."""
+    finished = pool.run(run_task, runs.tasks, runs.missing(points), plan.shared(points))
+    with closing(finished):
         for i, record in finished:
             if "error" in record:
-                point, seed = plan.label(tasks[i])
+                point, seed = plan.label(runs.tasks[i])
                 raise SqError(f"{who}: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
                               phase=record.get("phase", "run"), notes=record.get("notes", ()))
             runs.keep(i, record)
@@ -560,9 +634,9 @@ class _Cache:
         record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
                 or not all(type(v) in (float, int) for v in record.values()) \
-                or stored.get("sum") != _checksum(key, record):
+                or stored.get("sum") != _checksum(key, record, stored.get("tails")):
             return None
-        return record
+        return _with_tails(record, stored.get("tails"), task)
 
     def put(self, task: Task, record: dict) -> None:
         """Store a record beside its key and checksum, written atomically (a temporary file
@@ -570,12 +644,23 @@ class _Cache:
         key = task_key(task)
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
-        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record), "record": record})])
+        tails = {k: [v.count, v.top.tolist()] for k, v in record.items() if isinstance(v, sq_metrics.Tail)}
+        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record, tails), "record": record,
+                                        "tails": tails})])
 
 
 RECORD_LIMIT = 1 << 20      # a run's record is a few KB: anything far larger is not one
 
 
-def _checksum(key: str, record: dict) -> str:
-    """The digest of a record with its key: a record moved under another key fails it too."""
-    return hashlib.sha256(json.dumps([key, record]).encode()).hexdigest()
+def _checksum(key: str, record: dict, tails) -> str:
+    """The digest of a record with its key (and its pooled metrics' samples): a record moved
+    under another key fails it too."""
+    return hashlib.sha256(json.dumps([key, record, tails]).encode()).hexdigest()
+
+
+def _with_tails(record: dict, tails, task: Task) -> dict | None:
+    """A stored record with its pooled metrics' samples put back (`metrics.Tail`); None when
+    one is missing or malformed."""
+    pooled = [m for m in task.extra if sq_metrics.pooled_level(m) is not None]
+    if not pooled:
+        return record

@@ -137,15 +137,16 @@ def test_the_tables_of_a_sweep_are_worked_out_by_hand(tmp_path):
     assert comparison.n == 2 and comparison.difference == -10.0
     assert comparison.half_width == pytest.approx(20.0 * T_975_1, rel=1e-12)
     swept.to_csv(tmp_path / "runs.csv")
-    assert (tmp_path / "runs.csv").read_text() == (
+    provenance, table = (tmp_path / "runs.csv").read_text().split("\n", 1)
+    assert provenance.startswith("# sq.provenance: ") and table == (
         "lam,seed,w.mean,w.count,stage.b.util,warnings,arrivals,ended\n"
         "5,1,1.0,10,0.5,0,10,10\n5,2,3.0,30,0.25,0,30,30\n6,1,2.0,20,,1,20,20\n6,2,nan,0,,0,9,4\n")
-    lines = swept.to_json().splitlines()
+    lines = swept.to_json().splitlines()[1:]       # after the provenance's object
     assert lines[0] == ('{"lam": 5, "seed": 1, "w.mean": 1.0, "w.count": 10, "stage.b.util": 0.5, '
                         '"warnings": 0, "arrivals": 10, "ended": 10}')
     assert lines[3] == ('{"lam": 6, "seed": 2, "w.mean": null, "w.count": 0, "stage.b.util": null, '
                         '"warnings": 0, "arrivals": 9, "ended": 4}')
-    assert json.loads(swept.to_json(lines=False))[2]["stage.b.util"] is None
+    assert json.loads(swept.to_json(lines=False))[1 + 2]["stage.b.util"] is None
     assert swept.records[2] == RECORDS[2] and list(swept.records[0]) == list(RECORDS[0])
     pd = pytest.importorskip("pandas")
     runs = swept.runs
