@@ -17,7 +17,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno
 from libc.string cimport memcmp, memset, memcpy, memmove
-from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit, sin, cos
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor

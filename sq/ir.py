@@ -39,13 +39,15 @@ DISTRIBUTIONS = {"Exp": 1, "Det": 1, "Uniform": 2, "Erlang": 2, "H2": 2, "Bernou
 FUNCTIONS = {
     "Min": ("Expr", "Expr"), "Max": ("Expr", "Expr"), "Pow": ("Expr", "Expr"),
     "Abs": ("Expr",), "Floor": ("Expr",), "Ceil": ("Expr",), "Sqrt": ("Expr",),
-    "Exp": ("Expr",), "Ln": ("Expr",),
+    "Exp": ("Expr",), "Ln": ("Expr",), "Sin": ("Expr",), "Cos": ("Expr",),
     "Queue": ("Stage",), "Busy": ("Stage",), "Work": ("Stage",), "EstLambda": ("Stage",),
     "EstRho": ("Stage",), "EstWait": ("Stage",), "BudgetLeft": ("Stage",),
     "Price": ("Stage", "Expr", "Expr"),
     "Used": ("Pool",), "Free": ("Pool",), "Holders": ("Pool",), "Queued": ("Pool",),
     "CachedIn": ("Pool",),
 }
+# the functions of numbers alone (Sin and Cos: an extension)
+PURE_CALLS = frozenset(("Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln", "Sin", "Cos"))
 RUN_MODES = frozenset(("Plain", "Prefill", "Decode"))
 SHARES = frozenset(("MaxMin", "Bottleneck"))
 
@@ -966,15 +968,13 @@ class _Validator:
     def renewal(self, e: Any) -> None:
         self.moment(e, SESSION, "")
         for tag, body in self.nodes(e, "arrival"):
-            if tag in ("Attr", "Ctx") or tag == "Call" and body[0] not in (
-                    "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
+            if tag in ("Attr", "Ctx") or tag == "Call" and body[0] not in PURE_CALLS:
                 raise _fail("", "renewal arrival may use only constants and sampled distributions")
 
     def rate(self, e: Any) -> None:
         """A poisson rate that reads `now` (an extension): `now`, constants and pure functions only."""
         for tag, body in self.nodes(e, "arrival"):
-            if tag == "Attr" or tag == "Sample" or tag == "Ctx" and body != "Now" or tag == "Call" and body[0] not in (
-                    "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
+            if tag == "Attr" or tag == "Sample" or tag == "Ctx" and body != "Now" or tag == "Call" and body[0] not in PURE_CALLS:
                 raise _fail("", "a poisson rate may read only `now`, constants and pure functions")
 
     def blocks(self) -> None:

@@ -23,6 +23,7 @@ from sq._support.number_format import display
 from sq._support.settings import horizon_notes
 from sq.errors import Span
 from sq.frontend.fold import Folder
+from sq.frontend.words import NAMED_NUMBERS
 
 # ---------------------------------------------------------------- the language's names
 
@@ -36,7 +37,7 @@ RENAMED_CTX = {"n": "present", "queued": "waiting", "ntok": "tokens", "ndec": "d
                "attn": "attention"}
 PURE = {"min": ("Min", 2), "max": ("Max", 2), "pow": ("Pow", 2), "abs": ("Abs", 1),
         "floor": ("Floor", 1), "ceil": ("Ceil", 1), "sqrt": ("Sqrt", 1), "exp": ("Exp", 1),
-        "ln": ("Ln", 1)}
+        "ln": ("Ln", 1), "sin": ("Sin", 1), "cos": ("Cos", 1)}   # sin, cos: an extension (words.py)
 STAGE_FNS = {"queue": "Queue", "busy": "Busy", "work": "Work", "est_lambda": "EstLambda",
              "est_rho": "EstRho", "est_wait": "EstWait", "budget_left": "BudgetLeft"}
 POOL_FNS = {"used": "Used", "free": "Free", "holders": "Holders", "queued": "Queued",
@@ -140,6 +141,8 @@ class _Constants(Folder):
             return lets[e.name]
         if e.name == "inf":
             return math.inf
+        if e.name in NAMED_NUMBERS:
+            return NAMED_NUMBERS[e.name]
         raise self.linker.error(f"`{e.name}` is not a constant", e, CONST_HELP, length=len(e.name))
 
     def count(self, e: Any, agg: dict) -> int:
@@ -480,6 +483,8 @@ class Linker:
             return {"Ctx": CTX[name]}
         if name == "inf":
             return {"Num": "inf"}
+        if name in NAMED_NUMBERS:      # an extension: after lets and attributes, so 0.1.2's own `pi` wins
+            return {"Num": ir.num_to_json(NAMED_NUMBERS[name])}
         if name in RENAMED_CTX:
             raise self.error(f"the context variable `{name}` is now `{RENAMED_CTX[name]}`", e, length=len(name))
         # a stray `self` reaches here only as a whole argument: 0.1.2 calls it an unknown name

@@ -32,7 +32,7 @@ from sq.errors import Span
 from sq.frontend.fold import Folder
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, tokenize
 from sq._support.number_format import display
-from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
+from sq.frontend.words import (ADMIT_STATEMENT, NAMED_NUMBERS, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
 # Nesting deeper than this (parentheses, prefix operators, blocks) is refused
@@ -1736,6 +1736,8 @@ class _Folder(Folder):
             return self.lets[e.name]
         if e.name == "inf":
             return math.inf
+        if e.name in NAMED_NUMBERS:
+            return NAMED_NUMBERS[e.name]
         raise _NotConstant
 
     def call(self, e) -> None:

@@ -95,6 +95,8 @@ cpdef enum Fn1:
     FN_SQRT = 3
     FN_EXP = 4
     FN_LN = 5
+    FN_SIN = 6         # FN_SIN, FN_COS: an extension (docs/differences.md)
+    FN_COS = 7
 
 cpdef enum StageFn:
     SF_QUEUE = 0

@@ -43,7 +43,7 @@ from sq.lower._bytecode import DIST_CODES, dist_arity
 
 # the IR's names of functions and context variables → their codes in the bytecode
 FN1 = {"Abs": Fn1.FN_ABS, "Floor": Fn1.FN_FLOOR, "Ceil": Fn1.FN_CEIL, "Sqrt": Fn1.FN_SQRT,
-       "Exp": Fn1.FN_EXP, "Ln": Fn1.FN_LN}
+       "Exp": Fn1.FN_EXP, "Ln": Fn1.FN_LN, "Sin": Fn1.FN_SIN, "Cos": Fn1.FN_COS}
 STAGE_FN = {"Queue": StageFn.SF_QUEUE, "Busy": StageFn.SF_BUSY, "Work": StageFn.SF_WORK,
             "EstLambda": StageFn.SF_EST_LAMBDA, "EstRho": StageFn.SF_EST_RHO,
             "EstWait": StageFn.SF_EST_WAIT, "BudgetLeft": StageFn.SF_BUDGET_LEFT}

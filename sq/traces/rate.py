@@ -10,7 +10,8 @@ The bound is found here, before the run, by interval arithmetic on the rate's
 IR expression with `now` in [0, horizon]: each operator maps the intervals of
 its operands to an interval holding every value it can take (a comparison or
 `!`, `&&`, `||` to [0, 1], a conditional to the union of its branches, min,
-max, abs, floor, ceil, sqrt, exp, ln, pow as monotone pieces). The result
+max, abs, floor, ceil, sqrt, exp, ln, pow as monotone pieces; sin and cos exactly: the
+values at the ends, or ±1 where a crest or trough lies inside). The result
 is then widened by one part in 10^9, so a rate computed at one point, rounded
 its own way, cannot pass it. A rate the arithmetic cannot bound (a division by
 an interval holding 0, a power of a negative base) is refused with the advice
@@ -100,7 +101,26 @@ def _call(fn, ivs):
         return _monotone(f, lo, hi)
     if fn == "Pow":
         return _pow(*ivs)
+    if fn in ("Sin", "Cos"):
+        return _periodic(math.sin if fn == "Sin" else math.cos, lo, hi, math.pi / 2 if fn == "Sin" else 0.0)
     return -math.inf, math.inf
+
+
+def _periodic(f, lo, hi, crest):
+    """sin or cos over [lo, hi]: the values at the ends, widened to 1 where a crest (crest + 2πk)
+    lies inside and to -1 where a trough (crest + π + 2πk) does; [-1, 1] past a period. The
+    test for a crest inside is made a little wide (one part in 10^12 of the argument), so a
+    crest at an end, rounded either way, counts: the bound may be loose, never short."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo >= 2 * math.pi:
+        return -1.0, 1.0
+    ends = (f(lo), f(hi))
+    slack = 1e-12 * max(1.0, abs(lo), abs(hi))
+
+    def holds(point):
+        k = math.ceil((lo - slack - point) / (2 * math.pi))
+        return point + 2 * math.pi * k <= hi + slack
+
+    return (-1.0 if holds(crest + math.pi) else min(ends)), (1.0 if holds(crest) else max(ends))
 
 
 def _pow(a, b):
