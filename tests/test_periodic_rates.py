@@ -53,8 +53,6 @@ def test_a_programs_own_pi_and_sin_win():
         run { horizon 5; } workload { arrive poisson(sin(pi)); } session { }""")
     assert program.to_dict()["arrival"] == {"Poisson": 6.0}
 
-
-
 @pytest.mark.parametrize("fn", ["Sin", "Cos"])
 def test_bound_of_sin_and_cos_is_exact_on_the_interval(fn):
     f = math.sin if fn == "Sin" else math.cos

@@ -1196,8 +1196,17 @@ class Linker:
         elif arrive.form in ("closed", "batch"):
             n = self.const(arrive.value, "the closed population" if arrive.form == "closed" else "the batch size")
             prog.arrival = {arrive.form.capitalize(): _saturate_u64(n)}
+        elif arrive.form == "renewal" and arrive.options:       # an extension: `renewal(g) rate(r)`
+            (_, (rate,)), = arrive.options
+            prog.arrival = {"RenewalRate": {"gap": self.expr(arrive.value), "rate": self.expr(rate)}}
         elif arrive.form == "renewal":
             prog.arrival = {"Renewal": self.expr(arrive.value)}
+        elif arrive.form == "modulated":                        # an extension: `poisson(r1, …) leave(q1, …)`
+            opts = dict(arrive.options)
+            prog.arrival = {"Modulated": {
+                "rates": [self.const(r, f"phase {i + 1}'s poisson rate") for i, r in enumerate(opts["rates"])],
+                "leave": [self.const(q, f"phase {i + 1}'s leaving rate") for i, q in enumerate(opts["leave"])]}}
+            self.arrive_value = arrive
         elif arrive.form == "replay":
             prog.arrival = {"Replay": self._replay(arrive)}
             self.arrive_value = arrive.value if arrive.value is not None else arrive

@@ -967,6 +967,17 @@ class _Parser:
             self.advance()
             self.expect("Semi")
             return ast.Arrive(start.span, "none", None)
+        if tok.kind == IDENT and tok.text == "poisson" and self.at("LParen", 1):
+            return self.poisson(start)
+        if tok.kind == IDENT and tok.text == "renewal" and self.at("LParen", 1):
+            self.advance()
+            value = self.paren_expr()
+            options = ()
+            if self.at_word("rate"):            # an extension: gaps in the rate's operational time
+                self.advance()
+                options = (("rate", (self.paren_expr(),)),)
+            self.expect("Semi")
+            return ast.Arrive(start.span, "renewal", value, options)
         if tok.kind == IDENT and tok.text in ("poisson", "renewal", "closed", "batch"):
             self.advance()
             value = self.paren_expr()
@@ -975,6 +986,34 @@ class _Parser:
         if tok.kind == IDENT and tok.text == "replay":
             return self.replay(start)
         raise self.error(tok, f"expected `none`, found {tok.show()}")
+
+    def poisson(self, start: Token) -> ast.Arrive:
+        """`poisson(r);`, or (an extension) a Markov-modulated one: `poisson(r1, …, rn)
+        leave(q1, …, qn);`, phase i arriving at rate ri and left at rate qi for phase i + 1
+        (the last for the first)."""
+        self.advance()
+        self.expect("LParen")
+        rates = [self.expr()]
+        while self.at("Comma"):
+            self.advance()
+            rates.append(self.expr())
+        self.expect("RParen")
+        if len(rates) == 1 and not self.at_word("leave"):
+            self.expect("Semi")
+            return ast.Arrive(start.span, "poisson", rates[0])
+        if not self.at_word("leave"):
+            raise self.error(self.peek(), f"expected `leave(…)` after the phases' rates, found {self.peek().show()}",
+                             ("help: a Markov-modulated poisson names each phase's leaving rate: "
+                              "`arrive poisson(2, 10) leave(0.01, 0.1);`",))
+        self.advance()
+        self.expect("LParen")
+        leave = [self.expr()]
+        while self.at("Comma"):
+            self.advance()
+            leave.append(self.expr())
+        self.expect("RParen")
+        self.expect("Semi")
+        return ast.Arrive(start.span, "modulated", None, (("rates", tuple(rates)), ("leave", tuple(leave))))
 
     # the clauses of `arrive replay` (an extension) and how many arguments each takes
     REPLAY_CLAUSES = {"window": 2, "keep": 1, "copies": 2}
