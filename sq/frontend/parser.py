@@ -992,12 +992,7 @@ class _Parser:
         leave(q1, …, qn);`, phase i arriving at rate ri and left at rate qi for phase i + 1
         (the last for the first)."""
         self.advance()
-        self.expect("LParen")
-        rates = [self.expr()]
-        while self.at("Comma"):
-            self.advance()
-            rates.append(self.expr())
-        self.expect("RParen")
+        rates = self.expr_list()
         if len(rates) == 1 and not self.at_word("leave"):
             self.expect("Semi")
             return ast.Arrive(start.span, "poisson", rates[0])
@@ -1006,14 +1001,19 @@ class _Parser:
                              ("help: a Markov-modulated poisson names each phase's leaving rate: "
                               "`arrive poisson(2, 10) leave(0.01, 0.1);`",))
         self.advance()
+        leave = self.expr_list()
+        self.expect("Semi")
+        return ast.Arrive(start.span, "modulated", None, (("rates", rates), ("leave", leave)))
+
+    def expr_list(self) -> tuple:
+        """`(e1, …, en)`, n >= 1."""
         self.expect("LParen")
-        leave = [self.expr()]
+        items = [self.expr()]
         while self.at("Comma"):
             self.advance()
-            leave.append(self.expr())
+            items.append(self.expr())
         self.expect("RParen")
-        self.expect("Semi")
-        return ast.Arrive(start.span, "modulated", None, (("rates", tuple(rates)), ("leave", tuple(leave))))
+        return tuple(items)
 
     # the clauses of `arrive replay` (an extension) and how many arguments each takes
     REPLAY_CLAUSES = {"window": 2, "keep": 1, "copies": 2}
