@@ -625,7 +625,7 @@ cdef object _set_arrivals(State* st, lowered, double horizon):
         rates, leave = (_contig(a, _F64) for a in lowered.modulated)
         st.mod_rates = <const double*> data_of(rates)
         st.mod_leave = <const double*> data_of(leave)
-        st.mod_n = len(rates)
+        st.mod_n = len(rates) if rates.max() > 0 else 0     # no rate above 0: nothing to walk the phases for
         st.mod_phase = -1
         return rates, leave
     if st.arrival_kind == A_RENEWAL_RATE:

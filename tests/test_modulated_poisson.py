@@ -61,6 +61,11 @@ def test_three_phases_long_run_rate():
     assert abs(total - want) / want < 0.01
 
 
+def test_phases_of_rate_zero_bring_nothing():
+    # no phase walk to the horizon: at 1e6 phase changes a second it would take ~1e12 steps
+    assert len(_times("poisson(0, 0) leave(1e6, 1e6)", 1e6, 1)) == 0
+
+
 def test_one_phase_is_poisson():
     t = _times("poisson(3) leave(1)", 20000, 4)
     assert abs(len(t) - 60000) < 4 * math.sqrt(60000)

@@ -285,6 +285,8 @@ cdef int next_modulated(State* st) noexcept nogil:
     from time 0. Past the horizon nothing is scheduled."""
     cdef double t = st.now, gap, u, total = 0.0
     cdef int32_t i
+    if st.mod_n == 0:
+        return 0                                   # every phase's rate is 0: no arrival
     if st.mod_phase < 0:
         for i in range(st.mod_n):
             total += 1.0 / st.mod_leave[i]
