@@ -891,7 +891,7 @@ cdef str _kind_name(int32_t kind):
 cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end, bint dump_pools):
     """The RawResults of the run. Every result class is called with its fields in order,
     positionally (a class called with keywords first packs them into a dict, ~7x the cost of the
-    call, paid per row of every run); tests/test_engine_results.py reads each field by name."""
+    call, paid per row of every run); tests/engine/test_engine_results.py reads each field by name."""
     cdef int32_t k
     cdef Stage* s
     cdef Pool* p

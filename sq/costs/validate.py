@@ -15,7 +15,7 @@ and, as `think`, its arrival time, which it waits on a `delay` before its
 request. `arrival="replay"` writes the trace in vLLM's per-request format and
 arrives by `arrive replay` (sq's extension for production traces, where the
 build has it); both give the same prediction to the last digit
-(tests/test_costs.py).
+(tests/costs/test_costs.py).
 
 Nothing measured about latency is read before the prediction: `read_requests`
 takes only token counts and the arrival clock (`queued_ts`), and
