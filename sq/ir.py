@@ -33,7 +33,7 @@ SLOT_KEYS = ("slot_cached", "slot_serial", "slot_turn", "slot_new", "slot_out", 
 BINARY_OPS = frozenset("Add Sub Mul Div Pow Lt Le Gt Ge Eq Ne And Or".split())
 UNARY_OPS = frozenset(("Neg", "Not"))
 CTX_VARS = frozenset("Now Waited Size Age Last Queued N Ntok Ndec Npre Nres Kvb Kvp Attn "
-                     "Decoding Admission Remaining".split())
+                     "Decoding Admission Remaining Kvm".split())
 DISTRIBUTIONS = {"Exp": 1, "Det": 1, "Uniform": 2, "Erlang": 2, "H2": 2, "Bernoulli": 1}
 # function -> argument kinds, in the IR's own words
 FUNCTIONS = {
@@ -708,11 +708,13 @@ CTX_MOMENTS = {
     "Queued": (EVICT,), "N": (PS,), "Ndec": (BUDGET, STEP, SERVE), "Nres": (BUDGET, STEP, SERVE),
     "Kvb": (BUDGET, STEP, SERVE), "Kvp": (BUDGET, STEP, SERVE), "Ntok": (STEP,), "Npre": (STEP,),
     "Attn": (STEP,), "Decoding": (SERVE,), "Admission": (SERVE,), "Remaining": (SERVE,),
+    "Kvm": (STEP,),     # an extension beyond 0.1.2 (docs/differences.md)
 }
 CTX_SOURCE = {"Now": "now", "Waited": "waited", "Size": "size", "Age": "age", "Last": "last",
               "Queued": "waiting", "N": "present", "Ntok": "tokens", "Ndec": "decoders", "Npre": "prefilled",
               "Nres": "residents", "Kvb": "kv_decode", "Kvp": "kv_prefill", "Attn": "attention",
-              "Decoding": "decoding", "Admission": "admission", "Remaining": "remaining"}
+              "Decoding": "decoding", "Admission": "admission", "Remaining": "remaining",
+              "Kvm": "kv_decode_max"}
 
 
 def ctx_phrase(ctx: str) -> str:

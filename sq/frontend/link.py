@@ -31,7 +31,8 @@ from sq.frontend.words import NAMED_NUMBERS
 CTX = {"now": "Now", "waited": "Waited", "size": "Size", "age": "Age", "last": "Last",
        "waiting": "Queued", "present": "N", "tokens": "Ntok", "decoders": "Ndec",
        "prefilled": "Npre", "residents": "Nres", "kv_decode": "Kvb", "kv_prefill": "Kvp",
-       "attention": "Attn", "decoding": "Decoding", "admission": "Admission", "remaining": "Remaining"}
+       "attention": "Attn", "decoding": "Decoding", "admission": "Admission", "remaining": "Remaining",
+       "kv_decode_max": "Kvm"}
 RENAMED_CTX = {"n": "present", "queued": "waiting", "ntok": "tokens", "ndec": "decoders",
                "npre": "prefilled", "nres": "residents", "kvb": "kv_decode", "kvp": "kv_prefill",
                "attn": "attention"}

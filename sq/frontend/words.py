@@ -30,7 +30,8 @@ FUNCTIONS = frozenset(DIALECT_PURE_FUNCTIONS) | STATE_FUNCTIONS | {"blocksize"}
 DISTRIBUTIONS = frozenset("exp det uniform erlang h2 bernoulli".split())
 
 CONTEXT_VARIABLES = frozenset("""now waited size age last waiting present tokens decoders
-prefilled residents kv_decode kv_prefill attention decoding admission remaining""".split())
+prefilled residents kv_decode kv_prefill attention decoding admission remaining
+kv_decode_max""".split())
 
 # What a retired word says wherever a name is defined with it.
 RETIRED = {

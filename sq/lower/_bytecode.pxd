@@ -86,7 +86,8 @@ cpdef enum:
     CTX_DECODING = 14
     CTX_ADMISSION = 15
     CTX_REMAINING = 16
-    N_CONTEXTS = 17    # the size of a moment's context (State.ctxv)
+    CTX_KVM = 17       # kv_decode_max (an extension beyond 0.1.2)
+    N_CONTEXTS = 18    # the size of a moment's context (State.ctxv)
 
 cpdef enum Fn1:
     FN_ABS = 0

@@ -30,7 +30,7 @@ from sq.lower._bytecode import (
     X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XONE_LEN, XBare, XOne, XRef, XPrice, XSample,
     CTX_NOW, CTX_WAITED, CTX_SIZE, CTX_AGE, CTX_LAST, CTX_QUEUED, CTX_PRESENT, CTX_NTOK, CTX_NDEC,
     CTX_NPRE, CTX_NRES, CTX_KVB, CTX_KVP, CTX_ATTN, CTX_DECODING, CTX_ADMISSION, CTX_REMAINING,
-    Fn1, StageFn, PoolFn,
+    CTX_KVM, Fn1, StageFn, PoolFn,
     S_SET, S_OBSERVE, S_TURN, S_END, S_JUMP, S_BRANCH, S_CHOOSE, S_RUN, S_RET, S_HOLD, S_HOLD_END,
     S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SPOOL_AMOUNT_LEN,
     H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD_LEN, HP_REF, HP_UNITS,
@@ -54,7 +54,7 @@ CTX = {"Now": CTX_NOW, "Waited": CTX_WAITED, "Size": CTX_SIZE,
        "N": CTX_PRESENT, "Ntok": CTX_NTOK, "Ndec": CTX_NDEC,
        "Npre": CTX_NPRE, "Nres": CTX_NRES, "Kvb": CTX_KVB,
        "Kvp": CTX_KVP, "Attn": CTX_ATTN, "Decoding": CTX_DECODING,
-       "Admission": CTX_ADMISSION, "Remaining": CTX_REMAINING}
+       "Admission": CTX_ADMISSION, "Remaining": CTX_REMAINING, "Kvm": CTX_KVM}
 BINARY = {"Add": X_ADD, "Sub": X_SUB, "Mul": X_MUL, "Div": X_DIV, "Pow": X_POW,
           "Lt": X_LT, "Le": X_LE, "Gt": X_GT, "Ge": X_GE, "Eq": X_EQ, "Ne": X_NE}
 
@@ -366,7 +366,7 @@ class _Lowering:
                 **self.chain_depth(step_exprs),
                 "max_keys": self.max_keys, "max_flow_stages": self.max_flow_stages,
                 "kv_budget": bool(self.contexts_read & {"Kvb", "Kvp"}),
-                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
+                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp", "Kvm"}),
                 "estimates": self.estimates,
                 "budget_totals": bool(self.contexts_read & {"Nres", "Ndec", "Kvb", "Kvp"})}
 
@@ -1015,7 +1015,7 @@ _CTX_TEXT = {"Now": "now", "Waited": "waited", "Size": "size", "Age": "age", "La
              "Queued": "waiting", "N": "present", "Ntok": "tokens", "Ndec": "decoders",
              "Npre": "prefilled", "Nres": "residents", "Kvb": "kv_decode", "Kvp": "kv_prefill",
              "Attn": "attention", "Decoding": "decoding", "Admission": "admission",
-             "Remaining": "remaining"}
+             "Remaining": "remaining", "Kvm": "kv_decode_max"}
 _FN_TEXT = {"EstLambda": "est_lambda", "EstRho": "est_rho", "EstWait": "est_wait",
             "BudgetLeft": "budget_left", "CachedIn": "cachedin"}
 

@@ -15,16 +15,17 @@ import hashlib
 import json
 import math
 import os
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sq.results import metrics as sq_metrics
 from sq._support._optional import require
 from sq.results.confidence import ratio_interval, t_interval
+from sq.results.stats import pooled_interval
 from sq._support.deep import run_deep
-from sq.study.executors import Executor
-from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
+from sq.study.executors import Executor, owned, process_pool
+from sq.study.plan import (SUMMARY_COLUMNS, WINDOW, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
                            seed_list)
 # where capacity and the CLI have long found them
 from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
@@ -177,11 +178,14 @@ class Sweep:
 
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
-        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
+        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`. The first line
+        is a comment, `# sq.provenance: {...}` (the provenance as JSON), then the header:
+        `pandas.read_csv(path, comment="#")` reads the table."""
         import csv  # noqa: PLC0415
 
         columns = self._columns()
         with _open_for_writing(path, "to_csv", newline="") as f:
+            f.write(f"# {PROVENANCE}: {self._provenance_json()}\n")    # read_csv(path, comment="#")
             w = csv.writer(f)
             w.writerow(columns)
             for r in self.records:
@@ -190,10 +194,12 @@ class Sweep:
     def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
-        spelling for them. Without a path the text is returned; with one it is written there
+        spelling for them. The first object is the provenance, `{"sq.provenance": {...}}` (no
+        run has that key: it is no metric's or `let`'s name). Without a path the text is returned; with one it is written there
         (atomically) and None returned."""
         columns = self._columns()
-        rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        rows = [f'{{"{PROVENANCE}": {self._provenance_json()}}}']
+        rows += [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
         text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
         if path is None:
             return text
@@ -243,7 +249,7 @@ class Sweep:
                 column[at] = np.nan if v is None else v
             variables[m] = (dims, column)
         return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
-                          attrs={"provenance": json.dumps(self.provenance, default=str)})
+                          attrs={"provenance": self._provenance_json()})
 
     def to_parquet(self, path) -> None:
         """The runs as a Parquet file (needs pyarrow)."""
@@ -252,10 +258,14 @@ class Sweep:
         columns = self._columns()
         table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
         # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
-            self.provenance, default=str).encode()})
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PROVENANCE.encode(): self._provenance_json().encode()})
         with _open_for_writing(path, "to_parquet", binary=True) as f:
             pq.write_table(table, f)
+
+    def _provenance_json(self) -> str:
+        """The provenance as one line of JSON, what every writer stores (a non-finite setting as null)."""
+        return json.dumps(_nulled(self.provenance), default=str, allow_nan=False)
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
@@ -278,7 +288,16 @@ class Sweep:
 
 def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
     """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
-    values, or for a share (`OBS.le(X)`) the ratio interval weighted by each run's count."""
+    values, for a share (`OBS.le(X)`) the ratio interval weighted by each run's count, for a
+    pooled quantile (`OBS.p99@pooled`) the quantile of all the runs' samples with the interval
+    of `sq.results.stats.pooled_interval`."""
+    q = sq_metrics.pooled_level(metric)
+    if q is not None:
+        tails = [r[metric] for r in runs if metric in r]
+        if not all(isinstance(t, sq_metrics.Tail) for t in tails):
+            raise SqError(f"`{metric}` is pooled from the runs' samples, which these records do not hold "
+                          "(a table read back keeps only each run's own quantile)", phase="settings")
+        return pooled_interval(tails, q, confidence)
     count = sq_metrics.weight_column(metric)
     if count is not None and all(count in r for r in runs):
         have = [r for r in runs if metric in r]
@@ -341,6 +360,10 @@ class Comparison:
                 f"± {self.half_width:.2g} ({self.confidence:.0%}, paired over {self.n} seeds)")
 
 
+# the key of the provenance in every file a Sweep writes: the CSV's first (comment) line, the JSON's first
+# object, the Parquet file's metadata
+PROVENANCE = "sq.provenance"
+
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
            ".json": ("to_json", {"lines": False})}
 
@@ -364,6 +387,15 @@ def json_cell(v):
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
+def _nulled(v):
+    """`json_cell` of every value inside lists and dicts."""
+    if isinstance(v, dict):
+        return {k: _nulled(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_nulled(x) for x in v]
+    return json_cell(v)
+
+
 # -- the sweep ------------------------------------------------------------------------
 
 def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, executor=None, jobs=None,
@@ -384,10 +416,12 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
     Each (point, seed) run equals `sq.run(sq.compile(program, sets=point), seed=seed,
     horizon=..., warmup=..., arrivals=...)`; each point is compiled once (`Plan`). Every
-    argument is checked, and every point compiled, before any run: bad input is an SqError
+    argument is checked, and every point of the first window (`plan.WINDOW` points) compiled,
+    before any run, a later window when its first run is scheduled: bad input is an SqError
     (phase "settings", or the compiler's), a run sq refuses is an SqError naming the point and
     seed (its phase and notes kept). A Ctrl-C stops the sweep and raises KeyboardInterrupt
-    with the finished runs as its `sweep` attribute (and in the cache).
+    with the finished runs as its `sweep` attribute (and in the cache); an SqError in the
+    middle of the runs (a run refused, a Dask scheduler lost) carries them the same way.
     """
     check_progress(progress, "sweep")
     seeds = seed_list(seeds)
@@ -397,34 +431,74 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
 def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=None, progress=None,
              who: str = "sweep") -> Sweep:
-    """Run a `Plan` (its points compiled and checked) with checked seeds (`seed_list`): what
-    `sweep` does after its checks. `sq sweep` and `sq.capacity` call it with a plan they made
-    once (capacity: batch after batch of seeds at one value)."""
+    """Run a `Plan` with checked seeds (`seed_list`): what `sweep` does after its checks. `sq
+    sweep` and `sq.capacity` call it with a plan they made once (capacity: batch after batch of
+    seeds at one value). The points run window by window (`plan.WINDOW`), each window compiled
+    when its first run is scheduled."""
     check_runs(len(plan.points), len(seeds), who)
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs, who)  # checked before any run
-    tasks = plan.tasks(seeds)
-    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
-    result = Sweep(plan.names, [], plan.provenance(seeds), len(tasks), plan.metric_columns)
+    total = len(plan.points) * len(seeds)
+    tasks: list[Task | None] = [None] * total
+    results: list[dict | None] = [None] * total
+    result = Sweep(plan.names, [], {}, total)
     try:
-        _collect(plan, tasks, pool, store, results, progress, who)
-    except KeyboardInterrupt as interrupt:
-        if store:  # the interrupt may have come between a run's end and its write
+        _look_up(plan, seeds, range(plan.compiled), tasks, results, store)
+        with _window_pool(pool, len(plan.points), who) as runner, \
+                count_bar(progress, total, sum(r is not None for r in results), "run") as bar:
+            for start in range(0, len(plan.points), WINDOW):
+                points = range(start, min(start + WINDOW, len(plan.points)))
+                if points.stop > plan.compiled:
+                    plan.compile_upto(points.stop)
+                    bar.update(_look_up(plan, seeds, points, tasks, results, store))
+                _collect(plan, tasks, runner, store, results, bar, who, points, len(seeds))
+    except (KeyboardInterrupt, SqError) as stop:
+        # a Ctrl-C, a lost scheduler, a run sq refuses: the runs that finished go with the error
+        if store and isinstance(stop, KeyboardInterrupt):  # it may have come between a run's end and its write
             for task, record in zip(tasks, results):
                 if record is not None and store.get(task) is None:
                     store.put(task, record)
-        result.records = plan.records(seeds, results)
-        interrupt.sweep = result
+        stop.sweep = _finished(result, plan, seeds, results)
         raise
+    return _finished(result, plan, seeds, results)
+
+
+def _finished(result: Sweep, plan: Plan, seeds: list[int], results: list) -> Sweep:
+    """The Sweep of the runs finished, with what the points compiled so far say of them."""
     result.records = plan.records(seeds, results)
+    result.provenance = plan.provenance(seeds)
+    result.metric_columns = plan.metric_columns
     return result
 
 
-def _collect(plan: Plan, tasks: list, pool, store, results: list, progress, who: str) -> None:
-    """Run what `results` lacks, filling it (and the cache) as runs finish."""
-    finished = pool.run(run_task, tasks, [i for i, r in enumerate(results) if r is None], plan.shared())
-    done = sum(r is not None for r in results)
-    with closing(finished), count_bar(progress, len(tasks), done, "run") as bar:
+def _look_up(plan: Plan, seeds: list[int], points: range, tasks: list, results: list, store) -> int:
+    """Make the tasks of compiled points, and fill what the cache holds of them: how many."""
+    found = 0
+    for i, task in enumerate(plan.tasks(seeds, points), points.start * len(seeds)):
+        tasks[i] = task
+        results[i] = store.get(task) if store else None
+        found += results[i] is not None
+    return found
+
+
+@contextmanager
+def _window_pool(pool: Executor, points: int, who: str):
+    """The executor the windows share: the one given, except that a grid of several windows on
+    worker processes gets one pool for all of them (not one started per window), each task
+    then carrying its point's IR (the IRs of later windows do not exist when it starts)."""
+    if pool.kind != "processes" or points <= WINDOW or pool.jobs == 1:
+        yield pool
+        return
+    with owned(process_pool(pool.jobs), who) as processes:
+        yield Executor(processes, pool.jobs, who)
+
+
+def _collect(plan: Plan, tasks: list, pool, store, results: list, bar, who: str, points: range,
+             seeds: int) -> None:
+    """Run what `results` lacks among the tasks of `points`, filling it (and the cache) as runs finish."""
+    todo = [i for i in range(points.start * seeds, points.stop * seeds) if results[i] is None]
+    finished = pool.run(run_task, tasks, todo, plan.shared(points))
+    with closing(finished):
         for i, record in finished:
             if "error" in record:
                 point, seed = plan.label(tasks[i])
@@ -478,9 +552,9 @@ class _Cache:
         record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
                 or not all(type(v) in (float, int) for v in record.values()) \
-                or stored.get("sum") != _checksum(key, record):
+                or stored.get("sum") != _checksum(key, record, stored.get("tails")):
             return None
-        return record
+        return _with_tails(record, stored.get("tails"), task)
 
     def put(self, task: Task, record: dict) -> None:
         """Store a record beside its key and checksum, written atomically (a temporary file
@@ -488,12 +562,23 @@ class _Cache:
         key = task_key(task)
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
-        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record), "record": record})])
+        tails = {k: [v.count, v.top.tolist()] for k, v in record.items() if isinstance(v, sq_metrics.Tail)}
+        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record, tails), "record": record,
+                                        "tails": tails})])
 
 
 RECORD_LIMIT = 1 << 20      # a run's record is a few KB: anything far larger is not one
 
 
-def _checksum(key: str, record: dict) -> str:
-    """The digest of a record with its key: a record moved under another key fails it too."""
-    return hashlib.sha256(json.dumps([key, record]).encode()).hexdigest()
+def _checksum(key: str, record: dict, tails) -> str:
+    """The digest of a record with its key (and its pooled metrics' samples): a record moved
+    under another key fails it too."""
+    return hashlib.sha256(json.dumps([key, record, tails]).encode()).hexdigest()
+
+
+def _with_tails(record: dict, tails, task: Task) -> dict | None:
+    """A stored record with its pooled metrics' samples put back (`metrics.Tail`); None when
+    one is missing or malformed."""
+    pooled = [m for m in task.extra if sq_metrics.pooled_level(m) is not None]
+    if not pooled:
+        return record

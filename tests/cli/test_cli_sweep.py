@@ -18,6 +18,13 @@ MMC = str(ROOT / "examples" / "single-turn" / "mmc.sq")
 SHORT = ["--horizon", "400", "--warmup", "50"]
 
 
+def _rows(path) -> list[dict]:
+    """The runs of a CSV that `--out` wrote: its first line the provenance comment, then the table."""
+    with open(path) as f:
+        assert f.readline().startswith("# sq.provenance: {")
+        return list(csv.DictReader(f))
+
+
 def test_seeds_and_values():
     assert cli_args.parse_seeds("1..4") == [1, 2, 3, 4]
     assert cli_args.parse_seeds("1,4,9") == [1, 4, 9]
@@ -84,7 +91,7 @@ def test_the_summary_table_and_the_runs(tmp_path, capsys):
                                   "waited.p99", "wait.le(1)"]
     assert [line.split()[:4] for line in printed[1:]] == [["5", "8", "3", "0"], ["5", "9", "3", "0"],
                                                          ["6", "8", "3", "0"], ["6", "9", "3", "0"]]
-    rows = list(csv.DictReader(out.open()))
+    rows = list(_rows(out))
     expected = sq.sweep(MMC, {"lam": [5, 6], "c": [8, 9]}, [1, 2, 3], executor="serial", horizon=400.0,
                         warmup=50.0, metrics=["wait<=1"])
     assert len(rows) == 12 and [float(r["wait.p99"]) for r in rows] == [r["wait.p99"] for r in expected.records]
@@ -116,7 +123,8 @@ def test_jsonl_parquet_and_a_plot(tmp_path, capsys):
                            "--out", str(tmp_path / name), "--plot", "x=lam,y=wait<=1,slo=0.99",
                            "--plot-out", str(tmp_path / "p.png")])
         assert status == 0
-    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    provenance, *lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert provenance["sq.provenance"]["program"] == MMC and provenance["sq.provenance"]["seeds"] == [1, 2]
     table = pd.read_parquet(tmp_path / "runs.parquet")
     assert [r["wait.le(1)"] for r in lines] == table["wait.le(1)"].tolist()
     assert [(r["lam"], r["seed"]) for r in lines] == [(5, 1), (5, 2), (6, 1), (6, 2)]
@@ -165,7 +173,7 @@ def test_a_swept_array_size_keeps_every_points_columns(tmp_path, capsys):
                        "-j", "1", "--out", str(out)])
     printed = capsys.readouterr().out.splitlines()
     assert status == 0 and [line.split()[0] for line in printed[1:3]] == ["4", "2"]
-    rows = list(csv.DictReader(out.open()))
+    rows = list(_rows(out))
     assert rows[0]["stage.engine[3].util"] != "" and rows[1]["stage.engine[3].util"] == ""
 
 
@@ -323,6 +331,99 @@ def test_a_scheduler_with_no_workers_ends_in_bounded_time(monkeypatch):
             sq.sweep(MMC, {"lam": [5]}, [1, 2], executor=client, horizon=400, warmup=50)
 
 
+class _Cluster:
+    """A Dask scheduler and one worker, each its own process on 127.0.0.1, that a test can kill."""
+
+    def __init__(self, folder: Path):
+        import subprocess
+        import time
+
+        from tests.helpers import children
+
+        env = children.env()
+        address_file = folder / "scheduler.json"
+        quiet = dict(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.scheduler = subprocess.Popen([children.PYTHON, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                           "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)],
+                                          **quiet)
+        started = time.monotonic()
+        while not address_file.exists() or not address_file.read_text().strip():
+            assert time.monotonic() - started < 60 and self.scheduler.poll() is None, "no scheduler started"
+            time.sleep(0.1)
+        time.sleep(0.2)     # the file is written in one go, but give it the time to be closed
+        self.address = json.loads(address_file.read_text())["address"]
+        self.worker = subprocess.Popen([children.PYTHON, "-m", "distributed.cli.dask_worker", self.address, "--nworkers",
+                                        "1", "--nthreads", "1", "--no-dashboard", "--death-timeout", "20"], **quiet)
+
+    def stop(self):
+        for p in (self.worker, self.scheduler):
+            if p.poll() is None:
+                p.kill()
+            p.wait(30)
+
+
+def _when(what: str, condition, limit: float = 120.0) -> None:
+    import time
+
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < limit, f"waited {limit:g} s for {what}"
+        time.sleep(0.05)
+
+
+LOST = ["--set", "lam=5:6.4:0.01", "--seeds", "1..3", "--horizon", "2000", "--warmup", "100"]
+
+
+@pytest.mark.slow      # ~12 s: a scheduler, a worker and sq, each its own process
+def test_a_scheduler_lost_mid_study_ends_the_cli_cleanly_keeping_the_runs(tmp_path):
+    import subprocess
+    import time
+
+    from tests.helpers import children
+
+    pytest.importorskip("distributed")
+    cluster = _Cluster(tmp_path)
+    cache, out = tmp_path / "cache", tmp_path / "runs.csv"
+    try:
+        proc = subprocess.Popen([children.PYTHON, "-m", "sq", "sweep", MMC, *LOST, "--scheduler", cluster.address,
+                                 "--cache", str(cache), "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=children.env())
+        _when("3 runs in the cache", lambda: len(list(cache.rglob("*.json"))) >= 3 or proc.poll() is not None)
+        cluster.scheduler.kill()
+        lost = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - lost
+    finally:
+        cluster.stop()
+    kept = len(list(cache.rglob("*.json")))
+    assert proc.returncode == 2 and took < 30, (proc.returncode, took, err)
+    assert f"error: the Dask scheduler {cluster.address} was lost in the middle of the study" in err, err
+    assert f"note: {kept} of 423 runs finished; written to {out}, kept in {cache}" in err, err
+    assert "Traceback" not in err and 3 <= kept < 423, err
+    assert len(_rows(out)) == kept
+
+
+def test_a_scheduler_lost_mid_study_is_an_sqerror_carrying_the_runs(tmp_path):
+    import threading
+
+    distributed = pytest.importorskip("distributed")
+    cluster = _Cluster(tmp_path)
+    cache = tmp_path / "cache"
+    killer = threading.Thread(target=lambda: (_when("3 runs in the cache", lambda: len(list(cache.rglob("*.json"))) >= 3),
+                                              cluster.scheduler.kill()), daemon=True)
+    try:
+        with distributed.Client(cluster.address, timeout="30s") as client:
+            killer.start()
+            with pytest.raises(SqError, match="was lost in the middle of the study") as lost:
+                sq.sweep(MMC, {"lam": [round(5 + k / 100, 2) for k in range(140)]}, [1, 2, 3], executor=client,
+                         horizon=2000, warmup=100, cache=cache)
+    finally:
+        killer.join(60)
+        cluster.stop()
+    records = lost.value.sweep.records
+    assert 3 <= len(records) <= len(list(cache.rglob("*.json"))) and lost.value.sweep.total == 420
+
+
 BIG = """stage s : fifo(c);
 let c = 1;
 let lam = 0.5;
@@ -339,7 +440,7 @@ def test_observations_past_1e154_summarize_as_inf(tmp_path, capsys):
     program.write_text(BIG)
     status = cli.main(["sweep", str(program), "--set", "lam=0.5,0.6", "--seeds", "1..3", "-j", "1", "--out", str(out)])
     printed = capsys.readouterr().out.splitlines()
-    assert status == 0 and len(list(csv.DictReader(out.open()))) == 6
+    assert status == 0 and len(list(_rows(out))) == 6
     assert all("± inf" in line for line in printed[1:]), printed
     status = cli.main(["capacity", str(program), "--knob", "c", "--slo", "big.mean<=1e308", "--lo", "1", "--hi", "3",
                        "--seeds", "1..2", "-j", "1"])
@@ -355,7 +456,7 @@ def test_the_runs_are_written_before_the_summary(tmp_path, capsys, monkeypatch):
         cli.main(["sweep", MMC, "--seeds", "1..2", *SHORT, "-j", "1", "--out", str(out)])
     except RuntimeError:
         pass
-    assert len(list(csv.DictReader(out.open()))) == 2
+    assert len(list(_rows(out))) == 2
 
 
 @pytest.mark.parametrize("command, args, phrase", [

@@ -215,3 +215,109 @@ def test_bad_profile_files_are_sqerrors(tmp_path):
     with pytest.raises(SqError, match="has no tp2/ folder"):
         read_profile(P4090, tp=2)
     assert main(["costs", "--profile", str(prof), "--model", str(LLAMA)]) == 2
+
+
+PPRO = DATA / "profiles" / "RTXPRO6000" / "meta-llama" / "Llama-3.1-8B" / "bf16"
+
+
+def test_kv_decode_max_is_the_longest_decode(tmp_path):
+    """sq's `kv_decode_max` (docs/differences.md): the largest KV one of the iteration's decodes holds."""
+    (tmp_path / "p.sq").write_text("""pool kv { cap 10000; }
+stage e : step { budget 1000; cost 0.001 + 1e-6 * kv_decode_max + 1e-9 * kv_decode; memory kv; }
+run { horizon 10; warmup 0; }
+workload { arrive batch(2); }
+session { set p = serial == 0 ? 96 : 304; hold kv (1) { run e prefill (p) growing kv; observe pf = now;
+  run e decode (1) growing kv; observe dn = now; } }
+""")
+    report = sq.run(sq.compile(tmp_path / "p.sq"))
+    # both prefill in the first iteration (no decode: 0), then decode together, each having grown
+    # its hold by its token: 97 and 305 units
+    assert list(report.observes["pf"].samples) == [0.001, 0.001]
+    want = 0.001 + 0.001 + 1e-6 * 305 + 1e-9 * (97 + 305)
+    assert report.observes["dn"].samples == pytest.approx([want, want], rel=1e-12)
+    (tmp_path / "bad.sq").write_text("""stage e : step { budget 10; cost 0.001; }
+run { horizon 10; }
+workload { arrive batch(1); }
+session { observe x = kv_decode_max; run e prefill (3); }
+""")
+    with pytest.raises(SqError, match="kv_decode_max.*only in a step stage's cost"):
+        sq.compile(tmp_path / "bad.sq")
+
+
+def test_skew_alphas_come_from_the_profile():
+    pro = from_profile(PPRO).step
+    assert pro.skew_bounds == (2, 4, 8, 16, 32, 64, 128, 256)
+    # the profiler's buckets: steps with a prefill chunk and a few decodes skew far more than
+    # decode-only ones; a full batch of 128 hardly at all
+    at64 = pro.skew_bounds.index(64)
+    assert pro.skew_mixed[at64] > 2 * pro.skew_decode[at64] > 0
+    assert 0 < pro.skew_mixed[at64 + 1] < 0.05
+    # the RTX 4090 bundle's meta.yaml says `skew_fit: enabled: false`: no correction is applied
+    assert from_profile(P4090).step.skew_bounds == ()
+
+
+def test_skewed_library_is_the_cost_sq_runs(tmp_path):
+    """With the skew term the library still computes what CostModel.cost does, kv_decode_max included."""
+    cm = from_profile(PPRO)
+    (tmp_path / "costs.sq").write_text(cm.library(skew=True))
+    assert "kv_decode_max" in cm.library(skew=True) and "kv_decode_max" not in cm.library()
+    (tmp_path / "p.sq").write_text("""use "costs.sq";
+pool kv { cap 100000; }
+stage e : step { budget 4096; cost step_cost(); memory kv; }
+run { horizon 100; warmup 0; }
+workload { arrive batch(2); }
+session { set p = serial == 0 ? 96 : 3000; hold kv (1) { run e prefill (p) growing kv; observe pf = now;
+  run e decode (1) growing kv; observe dn = now; } }
+""")
+    report = sq.run(sq.compile(tmp_path / "p.sq"))
+    pf = report.observes["pf"].samples[0]
+    step = cm.cost(tokens=3096, prefilled=3096, attention=96 * 48 + 3000 * 1500, kv_prefill=3096, decoders=0,
+                   kv_decode=0, kv_decode_max=0)
+    assert pf == pytest.approx(step, rel=1e-12)
+    decode = cm.cost(tokens=2, prefilled=0, attention=0, kv_prefill=0, decoders=2, kv_decode=97 + 3001,
+                     kv_decode_max=3001)
+    even = cm.cost(tokens=2, prefilled=0, attention=0, kv_prefill=0, decoders=2, kv_decode=97 + 3001)
+    assert decode > even
+    assert report.observes["dn"].samples[0] == pytest.approx(pf + decode, rel=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run, profile", [
+    ("RTXPRO6000_Llama-3.1-8B", PPRO),
+    ("RTXPRO6000_Qwen3-30B-A3B-Instruct-2507", QWEN_MOE)], ids=["rtxpro6000-llama", "rtxpro6000-qwen-moe"])
+def test_validate_rtx_pro_6000_runs_meet_targets(run, profile):
+    v = validate(DATA / "vllm-runs" / run, profile, with_capacity=False).to_json()
+    assert v["ended"] == 300
+    assert abs(v["ttft_mean_error"]) <= 0.10
+    assert abs(v["tpot_mean_error"]) <= 0.03 and abs(v["e2e_mean_error"]) <= 0.03
+    for m in ("ttft", "tpot", "e2e"):
+        assert abs(v[f"{m}_p90_error"]) <= 0.15
+
+
+def test_lockstep_engines_step_at_the_busiest(tmp_path):
+    """Two data-parallel MoE engines in lockstep: a step with one engine's prefill costs what that
+    engine's share costs (its dense ops on its own tokens), more than an even split of the work."""
+    cm = from_profile(QWEN_MOE, ep=2, max_num_seqs=128)
+    lib = cm.library()
+    assert "def step_cost_lockstep(r, b, g)" in lib and "def cm_experts_cost(t) = cm_moe_base()" in lib
+    (tmp_path / "costs.sq").write_text(lib)
+    (tmp_path / "p.sq").write_text("""use "costs.sq";
+pool kv { cap 100000; }
+stage e : step { budget 4096; chunk 2048; cost step_cost_lockstep(2, 2048, 256); memory kv; }
+run { horizon 100; warmup 0; }
+workload { arrive batch(1); }
+session { hold kv (1) { run e prefill (2000) growing kv; observe pf = now; } }
+""")
+    pf = sq.run(sq.compile(tmp_path / "p.sq")).observes["pf"].samples[0]
+    from sq.costs.fit import hinge_basis
+    s = cm.step
+
+    def part(fit, knots, tokens):
+        return float((hinge_basis(np.array([float(tokens)]), knots) @ fit.coef)[0])
+    alone = cm.cost(tokens=2000, prefilled=2000, attention=2000 * 1000, kv_prefill=2000, decoders=0, kv_decode=0)
+    # one engine alone: dense ops and experts at its 2000 tokens; in lockstep the experts see both
+    # engines' 2000 tokens spread over 2 GPUs (1000 an engine), the rest is the busy engine's own
+    want = alone - part(s.experts, s.expert_knots, 2000) + part(s.experts, s.expert_knots, 1000)
+    assert pf == pytest.approx(want, rel=1e-9)
+    even = cm.cost(tokens=1000, prefilled=1000, attention=1000 * 500, kv_prefill=1000, decoders=0, kv_decode=0)
+    assert pf > even      # an even split of the step (the former model) said less

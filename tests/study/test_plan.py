@@ -191,3 +191,36 @@ def test_an_error_keeps_its_phase_and_notes_across_a_worker(monkeypatch):
 def test_the_ir_reference_is_equal_by_digest():
     a, b = PointIR("{}"), PointIR("{}")
     assert a == b and hash(a) == hash(b) and a != PointIR("[]")
+
+
+def test_a_large_grid_compiles_each_window_when_it_is_reached(compiles, monkeypatch):
+    # 200 points, more than three windows: an interrupt in the second window has compiled two
+    # windows, not the grid (points were compiled up front before, bounded only by MAX_POINTS)
+    window = sq.study.plan.WINDOW
+    calls = []
+    real = sq.study.sweep.run_task
+
+    def interrupted(task):
+        calls.append(task)
+        if len(calls) == window + 6:
+            raise KeyboardInterrupt
+        return real(task)
+
+    monkeypatch.setattr(sq.study.sweep, "run_task", interrupted)
+    grid = {"lam": [round(4 + k / 100, 2) for k in range(200)]}
+    plan = Plan(MMC, grid, horizon=20.0, warmup=0.0)
+    assert plan.compiled == len(compiles) == window          # the first window, checked before any run
+    with pytest.raises(KeyboardInterrupt) as stop:
+        run_plan(plan, [1], executor="serial")
+    assert len(compiles) == 2 * window and len(stop.value.sweep.records) == window + 5
+    assert stop.value.sweep.provenance["seeds"] == [1] and stop.value.sweep.total == 200
+
+
+def test_windows_on_worker_processes_give_the_serial_runs():
+    # more points than a window: the windows share one pool of processes, each task carrying its IR
+    grid = {"lam": [round(4 + k / 100, 2) for k in range(sq.study.plan.WINDOW + 6)]}
+    runs = [sweep(MMC, grid, [1], horizon=20.0, warmup=0.0, executor=executor, jobs=2).records
+            for executor in ("serial", "processes")]
+    drop = ("wall_s",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in runs[0]] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in runs[1]]

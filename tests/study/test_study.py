@@ -5,6 +5,7 @@ The sweep's promise is exactness: every (point, seed) record is the metrics of
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -506,7 +507,7 @@ def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     assert "interrupted:" in done.stderr and "Traceback" not in done.stderr, done.stderr
     kept = len(list(cache.rglob("*.json")))
     rows = (tmp_path / "runs.csv").read_text().splitlines()
-    assert 3 <= kept < 423 and len(rows) - 1 == kept
+    assert 3 <= kept < 423 and len(rows) - 2 == kept      # the provenance comment, the header, the runs
     assert f"interrupted: {kept} of 423 runs finished; kept in {cache}" in done.stderr, done.stderr
 
 
@@ -558,12 +559,33 @@ def test_runs_tables_round_trip(serial, tmp_path):
     serial.to_csv(tmp_path / "runs.csv")
     serial.to_parquet(tmp_path / "runs.parquet")
     serial.to_json(tmp_path / "runs.jsonl")
-    for back in (pd.read_csv(tmp_path / "runs.csv"), pd.read_parquet(tmp_path / "runs.parquet")):
+    for back in (pd.read_csv(tmp_path / "runs.csv", comment="#"), pd.read_parquet(tmp_path / "runs.parquet")):
         assert list(back.columns) == list(frame.columns)
         assert back["wait.p99"].tolist() == frame["wait.p99"].tolist()
         assert back["seed"].tolist() == frame["seed"].tolist()
-    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()][1:]
     assert [r["wait.mean"] for r in lines] == [r["wait.mean"] for r in serial.records]
+
+
+def test_every_writer_records_the_provenance(serial, tmp_path):
+    # CSV: a first comment line; JSON: a first object; Parquet: the file's metadata -- all one record,
+    # the Sweep's (program, overrides, defs, sq version and build, seeds, settings), as Capacity.to_dict has it
+    expected = json.loads(json.dumps(serial.provenance))
+    assert expected["sq_build"] and expected["sq_version"] and expected["seeds"] == serial.provenance["seeds"]
+    serial.write(tmp_path / "runs.csv")
+    first = (tmp_path / "runs.csv").read_text().splitlines()[0]
+    assert first.startswith("# sq.provenance: ") and json.loads(first.split(": ", 1)[1]) == expected
+    for name in ("runs.jsonl", "runs.json"):
+        serial.write(tmp_path / name)
+    assert json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0]) == {"sq.provenance": expected}
+    assert json.loads((tmp_path / "runs.json").read_text())[0] == {"sq.provenance": expected}
+    if importlib.util.find_spec("pyarrow"):
+        import pyarrow.parquet as pq  # noqa: PLC0415
+
+        serial.write(tmp_path / "runs.parquet")
+        assert json.loads(pq.read_schema(tmp_path / "runs.parquet").metadata[b"sq.provenance"]) == expected
+    cap = sq.capacity(MMC, "lam", "wait.mean <= 1", lo=5, hi=6, tol=0.5, seeds=[1, 2], executor="serial", **SHORT)
+    assert set(cap.to_dict()["provenance"]) == set(expected)
 
 
 def test_write_by_extension_json_is_one_value_jsonl_a_line_per_run(serial, tmp_path):
@@ -571,8 +593,8 @@ def test_write_by_extension_json_is_one_value_jsonl_a_line_per_run(serial, tmp_p
     serial.write(tmp_path / "runs.jsonl")
     whole = json.loads((tmp_path / "runs.json").read_text())      # one JSON value: json.load reads it
     lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    assert whole == lines and len(whole) == len(serial.records)
-    assert [r["wait.mean"] for r in whole] == [r["wait.mean"] for r in serial.records]
+    assert whole == lines and len(whole) == len(serial.records) + 1        # the provenance first
+    assert [r["wait.mean"] for r in whole[1:]] == [r["wait.mean"] for r in serial.records]
 
 
 def test_the_summary_counts_the_runs_not_in_steady_state():
@@ -712,10 +734,10 @@ def test_the_columns_before_any_run_are_every_points(monkeypatch):
 def test_every_writer_and_the_plot_hold_every_points_columns(replicas, tmp_path):
     replicas.write(tmp_path / "runs.csv")
     import csv  # noqa: PLC0415
-    rows = list(csv.DictReader((tmp_path / "runs.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "runs.csv").read_text().splitlines()[1:]))
     assert rows[0]["stage.engine[3].util"] != "" and rows[-1]["stage.engine[3].util"] == ""
     replicas.write(tmp_path / "runs.jsonl")
-    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()][1:]
     assert lines[-1]["stage.engine[3].util"] is None and lines[0]["stage.engine[3].util"] is not None
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
@@ -867,7 +889,7 @@ def test_a_write_that_fails_leaves_the_old_file_and_names_it(tmp_path, monkeypat
     assert out.read_text() == "the old table\n" and [p.name for p in tmp_path.iterdir()] == ["runs.csv"]
     monkeypatch.undo()
     swept.write(out)
-    assert out.read_text().count("\n") == 5
+    assert out.read_text().count("\n") == 6          # provenance, header, four runs
 
 
 def test_counts_stay_whole_numbers_in_every_table(tmp_path):
@@ -877,10 +899,10 @@ def test_counts_stay_whole_numbers_in_every_table(tmp_path):
     assert type(swept.records[0]["wait.mean"]) is float
     swept.to_csv(tmp_path / "runs.csv")
     with open(tmp_path / "runs.csv") as f:
-        row = dict(zip(*[line.rstrip("\n").split(",") for line in list(f)[:2]]))
+        row = dict(zip(*[line.rstrip("\n").split(",") for line in list(f)[1:3]]))
     assert row["arrivals"].isdigit() and row["wait.count"].isdigit()      # 2239, not 2239.0
     swept.to_json(tmp_path / "runs.jsonl")
-    assert type(json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0])["arrivals"]) is int
+    assert type(json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[1])["arrivals"]) is int
     pd = pytest.importorskip("pandas")
     assert pd.api.types.is_integer_dtype(swept.runs["arrivals"])
     again = study.sweep(MMC, {"lam": [5]}, [1, 2], executor="serial", cache=tmp_path / "c", **SHORT)
