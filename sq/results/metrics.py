@@ -9,9 +9,10 @@ A metric is a flat name and a float. The names are stable and documented
 * every stage `stage.NAME.util|thru|number|wait|service|iters` (an array member
   is `NAME[i]`);
 * every pool `pool.NAME.used|cached|queue|wait|admits|preemptions|evicted|rejected|stuck`;
-* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings|growth` (`growth`: the
-  live sessions' growth per unit of time between the halves of the measured window,
-  `sq.results.steady.live_growth`);
+* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings|growth|arrivals_measured`
+  (`growth`: the live sessions' growth per unit of time between the halves of the measured
+  window, `sq.results.steady.live_growth`; `arrivals_measured`: the sessions that arrived
+  after the warm-up, as `ended` counts those that ended after it);
 * `OBS.drift` when asked for: the growth per unit of time of the observe's mean between
   the halves of the measured window (samples by the time they were recorded), the SLO
   metric's own steady-state test;
@@ -49,7 +50,8 @@ POOL_FIELDS = {"used": "mean_used", "cached": "mean_cached", "queue": "mean_queu
 # the metrics that count things: whole numbers in a record, so a table writes 2239, not 2239.0
 COUNT_FIELDS = frozenset({"count", "iters", "admits", "preemptions", "rejected", "stuck", "arrivals", "ended",
                           "turns", "events", "warnings"})
-RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth")
+RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth",
+              "arrivals_measured")
 
 NAN = float("nan")
 _IDENT = r"[^\W\d]\w*"
@@ -187,6 +189,7 @@ def report_metrics(report, extra=()) -> dict[str, float]:
     out["wall_s"] = float(getattr(report, "wall_s", NAN))
     out["warnings"] = len(getattr(report, "warnings", None) or [])
     out["growth"] = float(getattr(report, "growth", NAN))
+    out["arrivals_measured"] = float(getattr(report, "arrivals_measured", NAN))
     for text in extra:
         metric = text if isinstance(text, Metric) else parse_metric(text)
         if metric.observe is not None:

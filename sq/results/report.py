@@ -319,6 +319,8 @@ class Report:
     # the live sessions' growth per unit of time from the first to the second half of the
     # measured window (`sq.results.steady.live_growth`): a study's slope test; not in the JSON
     growth: float = float("nan")
+    # the sessions that arrived after the warm-up (`sq.results.steady.arrivals_measured`); not in the JSON
+    arrivals_measured: float = float("nan")
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
     # overrides and `def` replacements applied (two runs differing only in either are told
     # apart), the sq that ran it and the run's wall time (lowering, engine, report)
@@ -346,6 +348,7 @@ class Report:
             steady.warnings(raw),
             getattr(raw, "stopped", None),
             steady.live_growth(raw),
+            steady.arrivals_measured(raw),
         )
 
     # lookups, as pyserq's Report has them

@@ -89,16 +89,28 @@ def in_steady_state(record: dict) -> bool:
     verdicts and of a sweep's `unsteady` count."""
     if record.get("warnings"):
         return False
-    arrivals, ended = record.get("arrivals"), record.get("ended")
+    # `ended` counts the sessions ended after the warm-up, so it is weighed against the ones that
+    # arrived after it (a long warm-up, as capacity over time's lead-in, is not a pile-up)
+    arrivals, ended = record.get("arrivals_measured"), record.get("ended")
+    if arrivals is None or math.isnan(arrivals):
+        arrivals = record.get("arrivals")
     return arrivals is None or ended is None or ended >= ENDED_SHARE * arrivals
 
 
-STEADY_FIELDS = ("warnings", "arrivals", "ended")     # what `in_steady_state` reads of a record
+STEADY_FIELDS = ("warnings", "arrivals", "arrivals_measured", "ended")     # what `in_steady_state` reads of a record
 
 
 def unsteady_runs(runs) -> int:
     """How many of `runs` (a RunTable, or a list of records) `in_steady_state` refuses."""
     return sum(not in_steady_state(r) for r in RunTable.of(runs).records(STEADY_FIELDS))
+
+
+def arrivals_measured(raw: RawResults) -> float:
+    """The sessions that arrived after the warm-up (NaN for a run that ended before the middle of
+    its measured window, where the engine notes the count at the warm-up)."""
+    if float(raw.warmup) == 0.0:
+        return float(raw.arrivals)
+    return math.nan if raw.middle is None else float(raw.arrivals - raw.middle.warm_arrivals)
 
 
 def _growth(what: str, at_mid: float, area: Area, warmup: float, mid: float, end: float,

@@ -1,6 +1,7 @@
 """`sq capacity --over-time W` (sq.capacity_over_time): one capacity search per window of a replayed
-trace. Checked on a small trace whose rate steps up: each window's answer is the plain capacity
-search of that window's traffic, and the figures over windows follow from the answers."""
+trace. Checked on a small trace whose rate steps up: started empty, each window's answer is the
+plain capacity search of that window's traffic, and the figures over windows follow from the
+answers; warm-started (the default), a window after a busy one sees its backlog."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ import math
 import pytest
 
 import sq
-from sq.study.over_time import capacity_over_time
+from sq.study.over_time import DRAIN, capacity_over_time
 from sq.cli.main import main
 from sq.errors import SqError
 
@@ -35,17 +36,34 @@ def program(tmp_path):
 
 
 def test_each_window_is_its_own_search(program):
-    ot = capacity_over_time(program, "c", "rt.max<=1", window=100, seeds=[1, 2], tol=0.1)
+    ot = capacity_over_time(program, "c", "rt.max<=1", window=100, seeds=[1, 2], tol=0.1, lead_in=0)
     assert ot.starts == (0.0, 100.0, 200.0)
     # a window's traffic is deterministic: 1/s needs 1 server, 4/s needs 4, 2/s needs 2
     assert ot.values.tolist() == [1, 4, 2]
+    # started empty, the last window's requests wait for nothing at 2 servers
+    assert {r["c"]: r for r in ot.results[-1].records}[2]["rt.max"] == pytest.approx(0.9)
     for t0, result in list(zip(ot.starts, ot.results))[1:2]:     # the busiest, searched alone
         alone = sq.capacity(sq.compile(program, sets={"window_from": t0, "window_to": t0 + 100}), "c",
-                            "rt.max<=1", seeds=[1, 2], tol=0.1, direction="min", horizon=100, warmup=0)
+                            "rt.max<=1", seeds=[1, 2], tol=0.1, direction="min", horizon=100 * DRAIN, warmup=0,
+                            settle=1)
         assert (result.value, result.bracket) == (alone.value, alone.bracket)
     f = ot.figures()
     assert (f["peak"], f["mean"]) == (4, 7 / 3)
     assert math.isclose(f["hours"], 7 * 100 / 3600) and math.isclose(f["peak_hours"], 12 * 100 / 3600)
+
+
+def test_a_window_entered_busy_sees_its_backlog(program):
+    # the last window (2/s) follows 4/s: on fewer than 4 servers the lead-in's 3.6 of load leaves
+    # a queue that the window's requests wait behind, so it needs the busy window's 4, not 2
+    ot = capacity_over_time(program, "c", "rt.max<=1", window=100, seeds=[1, 2], tol=0.1)
+    assert ot.values.tolist() == [1, 4, 4]
+    # the lead-in is replayed, not measured: at 4 servers the runs observe the window's 200
+    # requests and the lead-in's last 3 (arrived 0.25 s apart, each served 0.9 s: in service when
+    # the window starts), not the lead-in's other 397; at 2 servers the window's requests wait
+    # behind the lead-in's queue (rt.max 80.9 s), where started empty 2 servers meet the SLO
+    last = {r["c"]: r for r in ot.results[-1].records}
+    assert last[4]["rt.count"] == 203 and last[4]["arrivals_measured"] == 200
+    assert last[2]["rt.max"] > 80
 
 
 @pytest.mark.slow
@@ -68,3 +86,5 @@ def test_needs_a_windowed_replay(tmp_path, program):
         capacity_over_time(fixed, "c", "rt.max<=1", window=10)
     with pytest.raises(SqError, match="a positive number of seconds"):
         capacity_over_time(program, "c", "rt.max<=1", window=0)
+    with pytest.raises(SqError, match="a lead-in is a number of seconds >= 0"):
+        capacity_over_time(program, "c", "rt.max<=1", window=10, lead_in=-1)

@@ -63,9 +63,46 @@ def test_cli_prints_a_library(tmp_path, capsys):
     assert "--window must be a positive number" in capsys.readouterr().err
     target = tmp_path / "fit.sq"
     assert main(["fit-workload", str(trace), "-o", str(target)]) == 0
-    assert target.read_text().count("def ") == 2
+    assert target.read_text().count("def ") == 3
     assert main(["fit-workload", str(trace), "-o", str(tmp_path / "no" / "fit.sq")]) == 2   # one checked output
     assert "--output: cannot write" in capsys.readouterr().err
+
+
+def test_fitted_gap_keeps_the_operational_gaps_cv(tmp_path):
+    # the code trace's gaps in the fitted rate's operational time have CV 7.07 (batches of
+    # requests at one instant, lulls between): `renewal(fitted_gap()) rate(fitted_rate())` draws
+    # h2 gaps of that CV. Each seed's sample CV is noisy (h2's fourth moment is large): the
+    # target must lie in the seeds' 99.9 % t interval (t quantile 4.781 for 9 degrees of freedom)
+    trace = AZURE / "AzureLLMInferenceTrace_code.csv"
+    fitted = fit(sq.read_trace(trace), 60)
+    assert fitted.operational_cv == pytest.approx(7.0704, rel=1e-4)
+    assert f"def fitted_gap() = ~h2(1, {fitted.operational_cv ** 2!r});" in fitted.library("t")
+    (tmp_path / "fit.sq").write_text(fitted.library(str(trace)))
+    (tmp_path / "p.sq").write_text(f"""use "fit.sq";
+run {{ horizon {fitted.end!r}; }}
+workload {{ arrive renewal(fitted_gap()) rate(fitted_rate()); init {{ observe t = now; }} }}
+session {{ }}
+""")
+    lowered = lower(sq.compile(str(tmp_path / "p.sq")).to_dict(exact=True))
+    cvs = []
+    for seed in range(1, 11):
+        t = _engine.run(lowered, seed=seed).observes[0].samples
+        gaps = np.diff(operational_of(t, fitted))
+        cvs.append(gaps.std() / gaps.mean())
+    half = 4.781 * np.std(cvs, ddof=1) / math.sqrt(len(cvs))
+    assert abs(np.mean(cvs) - fitted.operational_cv) < half
+
+
+def operational_of(t, fitted):
+    from sq.traces.fit import operational
+    return operational(np.asarray(t), fitted.rates, fitted.window)
+
+
+@pytest.mark.parametrize("cv, draw", [(1.0, "~exp(1)"), (0.5, "~erlang(4, 1)"), (0.9, "~exp(1)"),
+                                      (2.0, "~h2(1, 4.0)")])
+def test_unit_gap(cv, draw):
+    from sq.traces.fit import unit_gap
+    assert unit_gap(cv) == draw
 
 
 def test_rates_are_counts_over_windows():
