@@ -62,12 +62,12 @@ def engine_share(grid, seeds, horizon):
                                                                   horizon=horizon, warmup=min(30.0, horizon / 10)))
     finally:
         sq._engine.run = real
-    return wall, spent[0], len(result.records), busy(result)
+    return wall, spent[0], len(result.table), busy(result)
 
 
 def busy(result) -> float:
     """Seconds spent inside runs (the sum of their wall_s)."""
-    return sum(r["wall_s"] for r in result.records)
+    return sum(result.table.values("wall_s"))
 
 
 def main(argv=None) -> int:

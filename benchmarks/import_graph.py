@@ -1,7 +1,7 @@
 """sq's import graph, floor by floor (python benchmarks/import_graph.py): how many modules and
 imports, and every import that runs up a floor, reaches the face or closes a cycle.
 
-tests/test_layout.py checks the same graph. An import is any `import`/`from ... import` in a
+tests/face/test_layout.py checks the same graph. An import is any `import`/`from ... import` in a
 module (function-level ones too: they are read with `ast`), any `cimport` and `include` in the
 Cython files (read by regex: a `.pyx` is not Python).
 """

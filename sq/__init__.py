@@ -21,7 +21,7 @@ __all__ = ["compile", "run", "load", "sweep", "t_interval", "capacity", "Program
 # The face's other names, each loaded from its module on first use: `import sq` loads nothing
 # else, so that `python -m sq` can catch Ctrl-C before anything heavy loads (numpy comes with the
 # first run or study). With the functions below and __version__ this is the whole namespace
-# (tests/test_layout.py locks it); lower_program and run_lowered are a run's two halves.
+# (tests/face/test_layout.py locks it); lower_program and run_lowered are a run's two halves.
 _LAZY = {
     "SqError": "sq.errors",
     "run": "sq.engine.run", "lower_program": "sq.engine.run", "run_lowered": "sq.engine.run",

@@ -17,7 +17,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno
 from libc.string cimport memcmp, memset, memcpy, memmove
-from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit
+from libc.math cimport NAN, INFINITY, log, fabs, floor, ceil, sqrt, exp, pow, fmin, fmax, isfinite, rint, signbit, sin, cos
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer, PyCapsule_Destructor
@@ -366,6 +366,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         tables = (_set_program(st, lowered), _set_trace(st, lowered, seed_v),
                   _set_pools(st, lowered), _set_stages(st, lowered), _set_observations(st, lowered))
         _set_run(st, lowered, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
+        tables += (_set_arrivals(st, lowered, horizon_v),)
         st.traces.iters = bool(trace_iterations)
         st.traces.evicts = bool(trace_evictions)
         st.keep_samples = samples == "all"
@@ -598,9 +599,6 @@ cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limi
     st.arrival_rate = lowered.arrival_rate
     st.arrival_count = min(lowered.arrival_count, 2**62)
     st.arrival_gap = lowered.arrival_gap
-    if st.arrival_kind == A_POISSON_NOW:      # thinning's bound over this run (sq/traces/rate.py)
-        from sq.traces.rate import bound
-        st.arrival_rate = bound(lowered.rate, horizon)
     st.horizon = horizon
     st.warmup = warmup
     st.limit = min(limit, ARRIVALS_NEVER)   # a larger limit is never reached either
@@ -614,6 +612,32 @@ cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limi
     sq_rng_seed(&st.rng_session, useed ^ SQ_STREAM_SESSION_MASK)
     sq_rng_seed(&st.rng_trace, useed ^ SQ_STREAM_TRACE_MASK)
     sq_rng_seed(&st.rng_eviction, useed ^ SQ_STREAM_EVICTION_MASK)
+
+
+cdef object _set_arrivals(State* st, lowered, double horizon):
+    """The extensions' arrival tables over this run (sq/traces/rate.py): a poisson rate's
+    thinning bound, a modulated poisson's phases, a renewal's operational-time table."""
+    if st.arrival_kind == A_POISSON_NOW:
+        from sq.traces.rate import bound
+        st.arrival_rate = bound(lowered.rate, horizon)
+        return ()
+    if st.arrival_kind == A_MODULATED:
+        rates, leave = (_contig(a, _F64) for a in lowered.modulated)
+        st.mod_rates = <const double*> data_of(rates)
+        st.mod_leave = <const double*> data_of(leave)
+        st.mod_n = len(rates) if rates.max() > 0 else 0     # no rate above 0: nothing to walk the phases for
+        st.mod_phase = -1
+        return rates, leave
+    if st.arrival_kind == A_RENEWAL_RATE:
+        from sq.traces.rate import operational_time
+        cum, st.op_width = operational_time(lowered.rate, horizon)
+        cum = _contig(cum, _F64)
+        st.op_cum = <const double*> data_of(cum)
+        st.op_n = len(cum) - 1
+        st.op_cell = 0
+        st.op_at = 0.0
+        return (cum,)
+    return ()
 
 
 def _trace_sink(trace, lines):
@@ -867,7 +891,7 @@ cdef str _kind_name(int32_t kind):
 cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup, double end, bint dump_pools):
     """The RawResults of the run. Every result class is called with its fields in order,
     positionally (a class called with keywords first packs them into a dict, ~7x the cost of the
-    call, paid per row of every run); tests/test_engine_results.py reads each field by name."""
+    call, paid per row of every run); tests/engine/test_engine_results.py reads each field by name."""
     cdef int32_t k
     cdef Stage* s
     cdef Pool* p

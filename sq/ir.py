@@ -33,19 +33,21 @@ SLOT_KEYS = ("slot_cached", "slot_serial", "slot_turn", "slot_new", "slot_out", 
 BINARY_OPS = frozenset("Add Sub Mul Div Pow Lt Le Gt Ge Eq Ne And Or".split())
 UNARY_OPS = frozenset(("Neg", "Not"))
 CTX_VARS = frozenset("Now Waited Size Age Last Queued N Ntok Ndec Npre Nres Kvb Kvp Attn "
-                     "Decoding Admission Remaining".split())
+                     "Decoding Admission Remaining Kvm".split())
 DISTRIBUTIONS = {"Exp": 1, "Det": 1, "Uniform": 2, "Erlang": 2, "H2": 2, "Bernoulli": 1}
 # function -> argument kinds, in the IR's own words
 FUNCTIONS = {
     "Min": ("Expr", "Expr"), "Max": ("Expr", "Expr"), "Pow": ("Expr", "Expr"),
     "Abs": ("Expr",), "Floor": ("Expr",), "Ceil": ("Expr",), "Sqrt": ("Expr",),
-    "Exp": ("Expr",), "Ln": ("Expr",),
+    "Exp": ("Expr",), "Ln": ("Expr",), "Sin": ("Expr",), "Cos": ("Expr",),
     "Queue": ("Stage",), "Busy": ("Stage",), "Work": ("Stage",), "EstLambda": ("Stage",),
     "EstRho": ("Stage",), "EstWait": ("Stage",), "BudgetLeft": ("Stage",),
     "Price": ("Stage", "Expr", "Expr"),
     "Used": ("Pool",), "Free": ("Pool",), "Holders": ("Pool",), "Queued": ("Pool",),
     "CachedIn": ("Pool",),
 }
+# the functions of numbers alone (Sin and Cos: an extension)
+PURE_CALLS = frozenset(("Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln", "Sin", "Cos"))
 RUN_MODES = frozenset(("Plain", "Prefill", "Decode"))
 SHARES = frozenset(("MaxMin", "Bottleneck"))
 
@@ -442,6 +444,8 @@ def _arrival_to(v: Any, exact: bool = False) -> Any:
         if math.isfinite(rate):
             return {"Poisson": rate}
         return {"Poisson": num_to_json(rate) if exact else None}
+    if isinstance(v, dict) and "Modulated" in v:
+        return {"Modulated": {k: [num_to_json(x) for x in v["Modulated"][k]] for k in ("rates", "leave")}}
     if isinstance(v, dict) and "Replay" in v:
         body = v["Replay"]
         return {"Replay": {k: (None if body[k] is None else [num_to_json(x) for x in body[k]]) if k == "window"
@@ -463,6 +467,11 @@ def _arrival_from(v: Any) -> Any:
         return {tag: _int(body, "arrival")}
     if tag in ("Renewal", "PoissonNow"):
         return {tag: check_expr(body, "arrival")}
+    if tag == "RenewalRate" and isinstance(body, dict) and set(body) == {"gap", "rate"}:
+        return {tag: {k: check_expr(body[k], "arrival") for k in ("gap", "rate")}}
+    if tag == "Modulated" and isinstance(body, dict) and set(body) == {"rates", "leave"}:
+        return {tag: {k: [num_from_json(x, f"modulated {k}") for x in _list(body[k], f"modulated {k}", None)]
+                      for k in ("rates", "leave")}}
     if tag == "Replay" and isinstance(body, dict) and set(body) == set(REPLAY_KEYS):
         window = body["window"]
         return {"Replay": {k: (None if window is None else
@@ -475,6 +484,7 @@ def _arrival_from(v: Any) -> Any:
 # window [from, to) of trace seconds (None: all of it); keep: each session's chance to arrive;
 # copies of the (windowed) trace superposed, copy j shifted by j * shift trace seconds.
 REPLAY_KEYS = ("speed", "window", "keep", "copies", "shift")
+MAX_PHASES = 4096       # a modulated poisson's phases (an extension)
 
 
 @dataclass(frozen=True)
@@ -698,11 +708,13 @@ CTX_MOMENTS = {
     "Queued": (EVICT,), "N": (PS,), "Ndec": (BUDGET, STEP, SERVE), "Nres": (BUDGET, STEP, SERVE),
     "Kvb": (BUDGET, STEP, SERVE), "Kvp": (BUDGET, STEP, SERVE), "Ntok": (STEP,), "Npre": (STEP,),
     "Attn": (STEP,), "Decoding": (SERVE,), "Admission": (SERVE,), "Remaining": (SERVE,),
+    "Kvm": (STEP,),     # an extension beyond 0.1.2 (docs/differences.md)
 }
 CTX_SOURCE = {"Now": "now", "Waited": "waited", "Size": "size", "Age": "age", "Last": "last",
               "Queued": "waiting", "N": "present", "Ntok": "tokens", "Ndec": "decoders", "Npre": "prefilled",
               "Nres": "residents", "Kvb": "kv_decode", "Kvp": "kv_prefill", "Attn": "attention",
-              "Decoding": "decoding", "Admission": "admission", "Remaining": "remaining"}
+              "Decoding": "decoding", "Admission": "admission", "Remaining": "remaining",
+              "Kvm": "kv_decode_max"}
 
 
 def ctx_phrase(ctx: str) -> str:
@@ -802,6 +814,9 @@ class _Validator:
         for kind in ("Renewal", "PoissonNow"):
             if isinstance(p.arrival, dict) and kind in p.arrival:
                 self.expr_tables(p.arrival[kind], "arrival")
+        if isinstance(p.arrival, dict) and "RenewalRate" in p.arrival:
+            for e in p.arrival["RenewalRate"].values():
+                self.expr_tables(e, "arrival")
 
     def row(self, i: int, n: int, where: str) -> None:
         if not 0 <= i < n:
@@ -966,16 +981,14 @@ class _Validator:
     def renewal(self, e: Any) -> None:
         self.moment(e, SESSION, "")
         for tag, body in self.nodes(e, "arrival"):
-            if tag in ("Attr", "Ctx") or tag == "Call" and body[0] not in (
-                    "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
+            if tag in ("Attr", "Ctx") or tag == "Call" and body[0] not in PURE_CALLS:
                 raise _fail("", "renewal arrival may use only constants and sampled distributions")
 
-    def rate(self, e: Any) -> None:
-        """A poisson rate that reads `now` (an extension): `now`, constants and pure functions only."""
+    def rate(self, e: Any, what: str = "a poisson rate") -> None:
+        """A rate that reads `now` (an extension): `now`, constants and pure functions only."""
         for tag, body in self.nodes(e, "arrival"):
-            if tag == "Attr" or tag == "Sample" or tag == "Ctx" and body != "Now" or tag == "Call" and body[0] not in (
-                    "Min", "Max", "Pow", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln"):
-                raise _fail("", "a poisson rate may read only `now`, constants and pure functions")
+            if tag == "Attr" or tag == "Sample" or tag == "Ctx" and body != "Now" or tag == "Call" and body[0] not in PURE_CALLS:
+                raise _fail("", f"{what} may read only `now`, constants and pure functions")
 
     def blocks(self) -> None:
         p = self.p
@@ -1027,6 +1040,22 @@ class _Validator:
             if not (isinstance(phi, dict) and "Num" in phi and num_from_json(phi["Num"], "ps") > 0):
                 raise _fail("", f"stage `{p.stages[row].name}` is held with another stage by one run, so its "
                                 f"capacity is shared: it must be `ps(φ)` with a constant φ above 0", ("stage", row))
+
+    def modulated(self, m: dict) -> None:
+        """A Markov-modulated poisson's phases (an extension): as many leaving rates as rates,
+        each rate finite and >= 0, each leaving rate finite and above 0."""
+        def fail(message):
+            raise _fail("", message, ("arrival",))
+        rates, leave = m["rates"], m["leave"]
+        if len(rates) != len(leave):
+            fail(f"a modulated poisson needs a leaving rate per phase: {len(rates)} rate(s), {len(leave)} leaving rate(s)")
+        if not 1 <= len(rates) <= MAX_PHASES:
+            fail(f"a modulated poisson has 1 to {MAX_PHASES} phases, found {len(rates)}")
+        for i, (r, q) in enumerate(zip(rates, leave)):
+            if not (r >= 0 and math.isfinite(r)):
+                fail(f"phase {i + 1}'s poisson rate must be finite and >= 0, found {display(r)}")
+            if not (q > 0 and math.isfinite(q)):
+                fail(f"phase {i + 1}'s leaving rate must be finite and above 0, found {display(q)}")
 
     def replay(self, r: dict) -> None:
         """`arrive replay`'s constants, and that the workload has a trace to replay."""
@@ -1106,6 +1135,12 @@ class _Validator:
         if isinstance(p.arrival, dict) and "PoissonNow" in p.arrival:
             with about(("arrival",)):
                 self.rate(p.arrival["PoissonNow"])
+        if isinstance(p.arrival, dict) and "RenewalRate" in p.arrival:
+            with about(("arrival",)):
+                self.renewal(p.arrival["RenewalRate"]["gap"])
+                self.rate(p.arrival["RenewalRate"]["rate"], "a renewal's rate")
+        if isinstance(p.arrival, dict) and "Modulated" in p.arrival:
+            self.modulated(p.arrival["Modulated"])
         self.run_settings()
         self.flows()
 

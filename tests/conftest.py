@@ -1,4 +1,8 @@
-"""Shared test setup: make tests/ importable (for `oracle`) and run from the repository root.
+"""Shared test setup: the `pyserq` marker, Hypothesis's profile, and running from the repository root.
+
+tests/ is a package (`tests.helpers.oracle`, `tests.engine.test_random`, ...): pytest's default
+import mode puts the repository root, the first folder above without an `__init__.py`, on
+sys.path, so the helpers import as `from tests.helpers import oracle` and nothing is inserted here.
 
 Corpus programs with a relative `trace=` override name their file from the
 repository root, as `compile(trace=…)` resolves it against the current
@@ -9,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,8 +21,7 @@ from hypothesis import HealthCheck, settings
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
+DIFFERENTIAL = TESTS / "differential"
 
 # Hypothesis keeps its example database and, after a failure, patch files under
 # ./.hypothesis; keep them out of the working tree.
@@ -32,6 +34,16 @@ settings.register_profile("sq", deadline=None, suppress_health_check=[HealthChec
 settings.load_profile("sq")
 
 
+@pytest.hookimpl(tryfirst=True)     # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    """Mark `pyserq` what needs the reference: tests/differential/ (agreement with 0.1.2, run live
+    or from its recorded outputs) and any test elsewhere that asks for the `pyserq` fixture
+    (`oracle.needs_reference` marks its own), so `-m "not pyserq"` runs the suite without it."""
+    for item in items:
+        if item.path.is_relative_to(DIFFERENTIAL) or "pyserq" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.pyserq)
+
+
 @pytest.fixture
 def at_repo_root(monkeypatch):
     """Run the test from the repository root (modules opt in with `pytest.mark.usefixtures`)."""
@@ -41,7 +53,7 @@ def at_repo_root(monkeypatch):
 @pytest.fixture(scope="session")
 def pyserq():
     """pyserq 0.1.2 for a differential test; without it the test skips, saying so."""
-    from oracle import REFERENCE_MISSING
+    from tests.helpers.oracle import REFERENCE_MISSING
 
     return pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)
 

@@ -77,11 +77,15 @@ def window_error(horizon: float, warmup: float, phase: str) -> SqError | None:
     return SqError(f"run: {WINDOW_RULE}", phase=phase, notes=horizon_notes(horizon))
 
 
+# the IR's open arrival kinds (the last three: extensions, docs/differences.md)
+OPEN_ARRIVALS = ("Poisson", "Renewal", "Replay", "PoissonNow", "Modulated", "RenewalRate")
+
+
 def open_arrivals(arrival) -> bool:
     """Whether a workload's arrivals (the IR's `arrival`) are open — poisson, renewal or replay: the ones
     an arrival limit can end. The one rule: the IR's check, the Lowered (which keeps the answer)
     and the run settings ask it."""
-    return isinstance(arrival, dict) and any(k in arrival for k in ("Poisson", "Renewal", "Replay", "PoissonNow"))
+    return isinstance(arrival, dict) and any(k in arrival for k in OPEN_ARRIVALS)
 
 
 def of_program(lowered) -> tuple:

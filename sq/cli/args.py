@@ -148,7 +148,23 @@ def headless_plots(flag: str) -> None:
 def scheduler(address: str | None):
     """`with scheduler(args.scheduler) as client:` a Dask client of the scheduler at `address`,
     closed on the way out; None without an address."""
-    return contextlib.nullcontext() if address is None else contextlib.closing(_dask_client(address))
+    return contextlib.nullcontext() if address is None else _closing_quietly(_dask_client(address))
+
+
+@contextlib.contextmanager
+def _closing_quietly(client):
+    """The client, closed on the way out. Left by an error (a scheduler lost), its close stops
+    the client's attempts to reconnect, which Dask logs as tracebacks on stderr: the error
+    already says what happened, so Dask's log is silenced first (the command is ending)."""
+    import logging  # noqa: PLC0415
+
+    try:
+        yield client
+    except BaseException:
+        logging.disable(logging.CRITICAL)
+        raise
+    finally:
+        client.close()
 
 
 CONNECT_WAIT = 10.0     # seconds a scheduler has to answer before --scheduler gives up

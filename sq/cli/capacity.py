@@ -40,6 +40,10 @@ def add_parser(sub) -> None:
     p.add_argument("--over-time", type=number, metavar="W",
                    help="a replayed trace: one search (smallest deployment) per window of W trace seconds; "
                         "the program writes `arrive replay window(window_from, window_to)`")
+    p.add_argument("--lead-in", type=number, metavar="L",
+                   help="with --over-time: replay the L trace seconds before each window first, excluded "
+                        "by the warm-up, so a window starts with the backlog it would meet (default: W; 0: "
+                        "each window starts empty)")
 
 
 def cmd_capacity(args) -> int:
@@ -48,6 +52,8 @@ def cmd_capacity(args) -> int:
 
     if args.over_time is not None:
         return _over_time(args)
+    if args.lead_in is not None:
+        raise SqError("--lead-in goes with --over-time (the lead-in before each window)", phase="settings")
     # the run settings apply before linking, as `sq run --horizon` does
     program = sq_compile(args.file, sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
                          horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals)
@@ -84,7 +90,7 @@ def _interrupt_line(args):
         if partial is None:
             raise
         kept = f"; kept in {args.cache}" if args.cache else ""
-        raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.records)} runs "
+        raise type(stop)(f"interrupted: {len(partial.points)} values decided, {len(partial.table)} runs "
                          f"finished{kept}") from None
 
 
@@ -99,7 +105,7 @@ def _over_time(args) -> int:
     with scheduler(args.scheduler) as client:
         result = capacity_over_time(args.file, args.knob, args.slo, window=args.over_time,
                                     sets=overrides(args.sets, "--set"), defs=overrides(args.defs, "--def"),
-                                    warmup=args.warmup, lo=args.lo, hi=args.hi, seeds=parse_seeds(args.seeds),
+                                    warmup=args.warmup, lead_in=args.lead_in, lo=args.lo, hi=args.hi, seeds=parse_seeds(args.seeds),
                                     confidence=args.confidence, tol=args.tol, executor=client, jobs=args.jobs,
                                     cache=args.cache, max_seeds=args.max_seeds, on_window=show)
     if args.json:

@@ -143,8 +143,8 @@ def cmd_sweep(args) -> int:
         plot["y"] = y.name
         if y.observe is not None:
             extra.append(y.name)
-    # the names and values, the metrics and the run settings are checked by compiling every
-    # point, once, here: before a scheduler is reached (the sweep runs this plan)
+    # the names and values, the metrics and the run settings are checked by compiling the first
+    # window of points, once, here: before a scheduler is reached (the sweep runs this plan)
     plan = Plan(args.file, grid, horizon=args.horizon, warmup=args.warmup, arrivals=args.arrivals, metrics=extra)
     if plot:
         sq_metrics.check_metrics([plot["y"]], plan.programs[0])
@@ -163,14 +163,12 @@ def _run(args, plan, seeds, extra, plot, client) -> int:
     try:
         result = run_plan(plan, seeds, executor=client, jobs=args.jobs, cache=args.cache, progress=args.progress)
     except KeyboardInterrupt as stop:
-        partial = getattr(stop, "sweep", None)
-        if partial is not None and partial.records and args.out:
-            partial.write(args.out)
-        done = len(partial.records) if partial is not None else 0
-        total = partial.total if partial is not None else "?"
-        kept = f"; kept in {args.cache}" if args.cache else ""
         # the same kind of interrupt, carrying the line that `sq.__main__` prints
-        raise type(stop)(f"interrupted: {done} of {total} runs finished{kept}") from None
+        raise type(stop)(f"interrupted: {_keep(stop, args, False)}") from None
+    except SqError as stop:
+        if getattr(stop, "sweep", None) is None:
+            raise
+        raise SqError(stop.message, phase=stop.phase, notes=(f"note: {_keep(stop, args, True)}",)) from None
     if args.out is not None:    # first: the runs are kept whatever the summary meets
         result.write(args.out)
     print(summary_table(result, extra))
@@ -179,6 +177,19 @@ def _run(args, plan, seeds, extra, plot, client) -> int:
                          logx=plot.get("logx", False), logy=plot.get("logy", False))
         ax.figure.savefig(args.plot_out, dpi=120, bbox_inches="tight")
     return 0
+
+
+def _keep(stop, args, written: bool) -> str:
+    """Write the finished runs a stopped study carries to --out; say how many there are and
+    where they are kept."""
+    partial = getattr(stop, "sweep", None)
+    if partial is not None and len(partial.table) and args.out:
+        partial.write(args.out)
+    done = len(partial.table) if partial is not None else 0
+    total = partial.total if partial is not None else "?"
+    kept = [f"written to {args.out}"] if written and done and args.out else []
+    kept += [f"kept in {args.cache}"] if args.cache else []
+    return f"{done} of {total} runs finished" + (f"; {', '.join(kept)}" if kept else "")
 
 
 def summary_table(result, extra=()) -> str:

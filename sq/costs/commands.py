@@ -30,6 +30,9 @@ def add_parsers(sub) -> None:
     c.add_argument("--mem-util", type=float, default=0.9, help="vLLM's gpu_memory_utilization (default 0.9)")
     c.add_argument("--max-num-seqs", type=_positive_int, default=256)
     c.add_argument("--max-batched-tokens", type=_positive_int, default=2048)
+    c.add_argument("--skew", action="store_true",
+                   help="price decodes of unequal contexts with the profile's skew fit (reads sq's "
+                        "`kv_decode_max`: pyserq 0.1.2 cannot run the library)")
 
     v = sub.add_parser("validate", help="replay a measured vLLM run with costs from a profile; compare latencies")
     v.add_argument("--run", required=True, metavar="RUN_DIR", help="requests.jsonl, meta.json, config.json, timeseries.csv")
@@ -53,7 +56,7 @@ def cmd_costs(args) -> int:
                            max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens)
     else:
         raise SqError("costs: give --profile DIR, or --gpu NAME and --model CONFIG.json", phase="settings")
-    print(cm.library(), end="")
+    print(cm.library(skew=args.skew), end="")
     return 0
 
 

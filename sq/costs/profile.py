@@ -7,6 +7,11 @@ one `tpN/` folder per TP degree holding
                     (one layer; `kv_decode` is the context of *each* decode)
   per_sequence.csv  layer,sequences,time_us     (lm_head, sampler: once a step)
   moe.csv           tokens,activated_experts,time_us   (one MoE layer; MoE models)
+  skew_fit.csv      pc,n_label,skew_rate_label,kv_big_label,kp_label,alpha,n_samples
+                    (optional) how much slower a step whose decodes have unequal
+                    contexts is than one at their mean: its attention moves a
+                    share `alpha` of the way from the mean context's time to the
+                    longest context's, fitted by the profiler per bucket
 The profiler runs the model cut to one layer, so a step is: every layer's
 dense ops, attention and MLP/MoE times the model's layer count, plus the
 prologue (`embedding`) and the head (`final_layernorm`, lm_head, sampler).
@@ -35,17 +40,14 @@ class OpTables:
     tokens: np.ndarray                 # the token grid of the by-token curves
     dense: dict[str, np.ndarray]       # per-layer dense op -> seconds at `tokens` (layernorm counted twice)
     once: np.ndarray                   # once-a-step ops by tokens (embedding, final norm), seconds
-    moe: np.ndarray | None             # one MoE layer by tokens (experts hit as routing spreads), seconds
+    moe: np.ndarray | None             # one MoE layer by tokens (experts hit as routing spreads; with expert
+                                       # parallelism, the token exchange too), seconds
     attention: np.ndarray              # rows: prefill_chunk, kv_prefill, n_decode, kv_decode, seconds
     sequences: np.ndarray              # the grid of per-sequence ops
     per_sequence: np.ndarray           # lm_head + sampler at `sequences`, seconds
     moe_table: np.ndarray | None = None   # rows: tokens, activated experts, seconds (as measured)
+    skew: np.ndarray | None = None        # rows: prefill chunk, decodes' upper bound, alpha, samples (skew_fit.csv)
     meta: dict = field(default_factory=dict)
-
-    def layer_tokens(self) -> np.ndarray:
-        """One layer's by-token time (its dense ops and its MoE)."""
-        total = sum(self.dense.values())
-        return total + (self.moe if self.moe is not None else 0.0)
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -159,7 +161,49 @@ def read_profile(directory: str | os.PathLike, tp: int = 1, experts: int = 0, to
         moe = _moe_curve(moe_table, tokens, experts, top_k, ep)
     meta = read_meta(base)
     meta["folder"] = str(folder)
-    return OpTables(tokens, curve, once, moe, attention, sequences, per_sequence, moe_table, meta)
+    skew = _read_skew(folder / "skew_fit.csv") if _skew_enabled(base / "meta.yaml") else None
+    return OpTables(tokens, curve, once, moe, attention, sequences, per_sequence, moe_table, skew=skew, meta=meta)
+
+
+def _skew_enabled(path: Path) -> bool:
+    """False when meta.yaml's `skew_fit:` block says `enabled: false` (the profiler's word that
+    its skew fit is not to be used; LLMServingSim then applies none either)."""
+    if not path.exists():
+        return True
+    block = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line[0].isspace():
+            block = line.startswith("skew_fit:")
+        elif block and line.strip().replace(" ", "") == "enabled:false":
+            return False
+    return True
+
+
+def _decodes_bound(path: Path, label: str) -> float:
+    """`n<=K` -> K, `n>K` -> infinity (skew_fit.csv's decode buckets)."""
+    for prefix, upper in (("n<=", None), ("n>", np.inf)):
+        if label.startswith(prefix):
+            try:
+                bound = float(label[len(prefix):])
+            except ValueError:
+                break
+            return bound if upper is None else upper
+    raise SqError(f"profile: {path}: decode bucket `{label}` is not n<=K or n>K", phase="settings")
+
+
+def _read_skew(path: Path) -> np.ndarray | None:
+    """skew_fit.csv's buckets as rows (prefill chunk, decodes' upper bound, alpha, samples), if any."""
+    if not path.exists():
+        return None
+    header, rows = _read_csv(path)
+    try:
+        at = [header.index(c) for c in ("pc", "n_label", "alpha", "n_samples")]
+        out = [(float(r[at[0]]), _decodes_bound(path, r[at[1]]), float(r[at[2]]), float(r[at[3]]))
+               for r in rows if r]
+    except (ValueError, IndexError):
+        raise SqError(f"profile: {path}: expected columns pc, n_label, alpha, n_samples with numbers",
+                      phase="settings") from None
+    return np.array(out, dtype=float) if out else None
 
 
 def find_model_config(directory: str | os.PathLike, meta: dict) -> Path | None:

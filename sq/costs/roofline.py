@@ -81,7 +81,7 @@ def roofline_tables(model: Model, gpu: Gpu, dtype: str = "bf16", tp: int = 1,
     if model.moe:
         moe = _moe(T, expected_experts(T, model.experts, model.top_k, ep), model, gpu, dtype, tp, eff)
         if ep > 1:
-            dense["expert_exchange"] = expert_exchange(T, model, gpu, ep, dtype, eff)
+            moe = moe + expert_exchange(T, model, ep, datasheet_link(gpu, eff), dtype)
         if grids["moe"] is not None:
             moe_table = grids["moe"].copy()
             moe_table[:, 2] = _moe(moe_table[:, 0], moe_table[:, 1], model, gpu, dtype, tp, eff)
@@ -94,7 +94,7 @@ def roofline_tables(model: Model, gpu: Gpu, dtype: str = "bf16", tp: int = 1,
     vocab = model.vocab // tp
     per_sequence = _linear(S, H, vocab, gpu, dtype, eff) + _stream(3 * S * model.vocab * 4, gpu, dtype, eff)
     return OpTables(T, dense, once, moe, att, S, per_sequence, moe_table,
-                    {"model": model.name, "hardware": gpu.name, "source": "roofline"})
+                    meta={"model": model.name, "hardware": gpu.name, "source": "roofline"})
 
 
 def _moe(tokens, activated, model: Model, gpu, dtype, tp, eff):
@@ -108,13 +108,18 @@ def _moe(tokens, activated, model: Model, gpu, dtype, tp, eff):
 COLLECTIVE_LATENCY = 20e-6     # seconds a NCCL collective over PCIe/NVLink costs however small (estimate)
 
 
-def expert_exchange(tokens, model: Model, gpu: Gpu, ep: int, dtype: str = "bf16",
-                    eff: Efficiency = Efficiency()) -> np.ndarray:
+def datasheet_link(gpu: Gpu, eff: Efficiency = Efficiency()) -> tuple[float, float]:
+    """(bytes per second, seconds per collective) of the GPU's link as the table gives it, derated."""
+    return gpu.link_gbs * 1e9 * eff.memory, COLLECTIVE_LATENCY
+
+
+def expert_exchange(tokens, model: Model, ep: int, link: tuple[float, float], dtype: str = "bf16") -> np.ndarray:
     """One MoE layer's token exchange under expert parallelism over `ep` GPUs, as vLLM's
     all-gather/reduce-scatter backend does it: each GPU receives the other engines' hidden
-    states before the experts and sends their partial sums back after."""
+    states before the experts and sends their partial sums back after. `link`: (bytes per
+    second, seconds per collective)."""
     nbytes = (ep - 1) * np.asarray(tokens, float) * model.hidden * DTYPE_BYTES[dtype]
-    return 2 * (COLLECTIVE_LATENCY + nbytes / (gpu.link_gbs * 1e9 * eff.memory))
+    return 2 * (link[1] + nbytes / link[0])
 
 
 def errors(measured: OpTables, predicted: OpTables) -> dict[str, float]:

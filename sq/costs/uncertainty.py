@@ -20,8 +20,7 @@ def coefficient_draw(cm: CostModel, seed: int) -> dict[str, float]:
     """{def name: value}: every fitted coefficient drawn once, each fit's jointly (seeded)."""
     rng = np.random.default_rng(seed)
     out = {}
-    for prefix, fit in (("cm_tok_", cm.step.tokens), ("cm_att_", cm.step.attention),
-                        ("cm_seq_", cm.step.sequences)):
+    for prefix, fit in cm.parts():
         values = rng.multivariate_normal(fit.coef, fit.cov, method="eigh")
         out.update({prefix + name: float(v) for name, v in zip(fit.names, values)})
     return out

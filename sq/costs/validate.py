@@ -6,7 +6,13 @@ prefills, at most `max_num_seqs` running requests (a pool admitted via the
 engine), KV blocks of 16 tokens in a pool sized from GPU memory, and
 preemption of the newest request when a step needs a block the pool does not
 have; a preempted request recomputes its prompt and what it had generated
-(its prefix, if still cached, is reused). Its costs come from a `CostModel`.
+(its prefix, if still cached, is reused). Its costs come from a `CostModel`,
+with the profile's attention skew (`kv_decode_max`). vLLM 0.19 schedules
+asynchronously (step N+1 is planned before N's outputs are back), so an
+arrival is first scheduled a step later than a synchronous scheduler would:
+each request waits out one step (a one-token job, counted in the throughput)
+before it is admitted. Data-parallel MoE engines with expert parallelism are
+one lockstep step stage at the busiest engine's cost (`vllm_program`).
 
 The requests arrive at their recorded times within the 0.1.2 dialect
 (`arrival="delay"`, the default): every request is one session arriving at 0
@@ -15,7 +21,7 @@ and, as `think`, its arrival time, which it waits on a `delay` before its
 request. `arrival="replay"` writes the trace in vLLM's per-request format and
 arrives by `arrive replay` (sq's extension for production traces, where the
 build has it); both give the same prediction to the last digit
-(tests/test_costs.py).
+(tests/costs/test_costs.py).
 
 Nothing measured about latency is read before the prediction: `read_requests`
 takes only token counts and the arrival clock (`queued_ts`), and
@@ -52,6 +58,8 @@ class Engine:
     memory_bytes: float
     mem_util: float
     hardware: str
+    graph_tokens: int              # the largest step vLLM runs as a CUDA graph (max_cudagraph_capture_size)
+    link: tuple[float, float] | None = None   # the GPUs' link as the run's config.json gives it: B/s, s
 
 
 @dataclass
@@ -82,10 +90,27 @@ def read_engine(run: Path) -> Engine:
                       "(LLMServingSim's cluster config is expected)", phase="settings") from None
     cache = meta.get("kv_cache") or {}
     memory = (meta.get("hardware") or {}).get("device_total_memory_bytes") or datasheet_bytes(npu["mem_size"])
-    return Engine(int(kw.get("max_num_seqs", 256)), int(kw.get("max_num_batched_tokens", 2048)),
-                  int(kw.get("tensor_parallel_size", 1)), int(kw.get("data_parallel_size", 1)),
+    seqs, batched = int(kw.get("max_num_seqs", 256)), int(kw.get("max_num_batched_tokens", 2048))
+    graphs = ((meta.get("resolved_config") or {}).get("compilation_config") or {}).get("max_cudagraph_capture_size")
+    return Engine(seqs, batched, int(kw.get("tensor_parallel_size", 1)), int(kw.get("data_parallel_size", 1)),
                   bool(kw.get("enable_expert_parallel", False)), cache.get("num_gpu_blocks"), float(memory),
-                  float(cache.get("gpu_memory_utilization") or npu.get("mem_util", 0.9)), inst.get("hardware", "?"))
+                  float(cache.get("gpu_memory_utilization") or npu.get("mem_util", 0.9)), inst.get("hardware", "?"),
+                  int(graphs or default_graph_tokens(seqs, batched)), _link(config))
+
+
+def _link(config: dict) -> tuple[float, float] | None:
+    """(bytes per second, seconds) of the GPU-to-GPU link from the cluster config's `link_bw`
+    (GB/s) and `link_latency` (ns), when both are single numbers."""
+    bw, latency = config.get("link_bw"), config.get("link_latency")
+    if isinstance(bw, (int, float)) and isinstance(latency, (int, float)) and bw > 0:
+        return float(bw) * 1e9, float(latency) * 1e-9
+    return None
+
+
+def default_graph_tokens(max_num_seqs: int, max_batched_tokens: int) -> int:
+    """vLLM 0.19's default max_cudagraph_capture_size (VllmConfig._set_cudagraph_sizes, no
+    speculative decoding): twice the sequences, at most 512, at most the step's token budget."""
+    return min(2 * max_num_seqs, 512, max_batched_tokens)
 
 
 def _lines(run: Path) -> list[dict]:
@@ -142,10 +167,11 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
     """The serQ text of a vLLM-like deployment using `costs.sq`.
 
     Data-parallel engines of a dense model are independent (requests alternate between
-    them). Those of a MoE model with expert parallelism step in lockstep (vLLM aligns their
-    forward passes): one step stage runs all `replicas` ranks, with their slots, budgets and
-    KV pooled, each prefill capped at one rank's budget, and the cost of one rank doing an
-    even share of the step (`step_cost_shared`).
+    them). Those of a MoE model with expert parallelism step in lockstep (every layer's
+    experts gather all engines' tokens, and vLLM pads the engines to one token count while
+    they run CUDA graphs): one step stage runs all `replicas` ranks, with their slots, budgets
+    and KV pooled, each prefill capped at one rank's budget, and the cost of the busiest rank
+    (`step_cost_lockstep`).
 
     `arrival`: "replay" (`arrive replay(speed)` over `requests.jsonl`, vLLM's per-request
     format, times divided by `speed`) or "delay" (the 0.1.2 dialect: every session arrives at
@@ -155,8 +181,8 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
     engines = 1 if lockstep else engine.replicas
     lines = ['use "costs.sq";', f"let blocks = {blocks};", f"let bs = {block};",
              f"let max_seqs = {engine.max_num_seqs};", f"let max_batched = {engine.max_batched_tokens};",
-             f"let ranks = {ranks};"]
-    cost = "step_cost_shared(ranks)" if lockstep else "step_cost()"
+             f"let ranks = {ranks};", f"let graph_tokens = {engine.graph_tokens};"]
+    cost = "step_cost_lockstep(ranks, max_batched, graph_tokens)" if lockstep else "step_cost()"
     chunk = " chunk max_batched;" if lockstep else ""
     for i in range(engines):
         lines += [f"pool seqs{i} {{ cap ranks * max_seqs; admit via engine{i}; }}",
@@ -169,6 +195,9 @@ def vllm_program(engine: Engine, blocks: int, block: int, n: int, horizon: float
         "// input); the first step takes what the budget leaves; decodes grow the KV a block at a time;",
         "// `computed` > 0 after a preemption: the request recomputes what it had",
         "def serve_on(E, S, K) {",
+        "  // vLLM's async scheduling plans the next step before this one ends: an arrival joins",
+        "  // the step after next (one token stands for the step it waits out)",
+        "  run E decode (1);",
         "  hold S (1), K (min(max(p, computed), room)) reserve (max(p, computed)) at admission (room = budget_left(E)) {",
         "    set ctx = max(p, computed);",
         "    run E prefill (ctx - cached) growing K;",
@@ -242,7 +271,7 @@ def predict(cm: CostModel, engine: Engine, req: Requests, scale: float = 1.0, bl
 
     with tempfile.TemporaryDirectory(prefix="sq-validate-") as tmp:
         folder = Path(tmp)
-        (folder / "costs.sq").write_text(cm.library(), encoding="utf-8")
+        (folder / "costs.sq").write_text(cm.library(skew=True), encoding="utf-8")
         order = write_trace(folder, req, arrival, scale)
         text = vllm_program(engine, blocks, cm.kv.block, n, horizon, arrival, scale)
         (folder / "replay.sq").write_text(text, encoding="utf-8")
@@ -398,7 +427,7 @@ def validate(run_dir, profile_dir=None, model_config=None, with_capacity: bool =
                            ep=engine.replicas if engine.expert_parallel else 1, **limits)
     else:
         cm = from_profile(profile_dir, tp=engine.tp, model_config=model_config, memory_bytes=engine.memory_bytes,
-                          ep=engine.replicas if engine.expert_parallel else 1, **limits)
+                          ep=engine.replicas if engine.expert_parallel else 1, link=engine.link, **limits)
     if engine.recorded_blocks:
         pool = recorded_pool(cm.model, engine.recorded_blocks, tp=engine.tp)
     else:

@@ -436,8 +436,12 @@ cdef double evaluate_vm(State* st, int32_t off, int slot, sq_rng* rng, double pr
                 a = sqrt(a)
             elif k == FN_EXP:
                 a = exp(a)
+            elif k == FN_LN:
+                a = log(a)
+            elif k == FN_SIN:
+                a = sin(a)
             else:
-                a = log(a)          # FN_LN
+                a = cos(a)          # FN_COS
             s[sp - 1] = a
             pc += XONE_LEN
         elif op == X_MIN:

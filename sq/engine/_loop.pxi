@@ -262,7 +262,74 @@ cdef inline int next_arrival(State* st) noexcept nogil:
             schedule_arrival(st, st.replay_at[st.replay_next])
             st.replay_next += 1
         return 0
+    if st.arrival_kind == A_MODULATED:
+        return next_modulated(st)
+    if st.arrival_kind == A_RENEWAL_RATE:
+        return next_operational(st)
     return next_renewal(st)
+
+
+cdef inline double exp_gap(State* st, double rate) noexcept nogil:
+    """An exponential gap of `rate` on the arrivals stream (inf for a rate of 0, drawing nothing)."""
+    if rate <= 0:
+        return INFINITY
+    return -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / rate
+
+
+cdef int next_modulated(State* st) noexcept nogil:
+    """The next arrival of a Markov-modulated poisson (an extension), exact by construction: in
+    phase i arrivals come at rate r_i until the phase ends, after an exponential time of rate q_i,
+    for phase i + 1 (the last's for the first). Both clocks are memoryless, so an arrival gap cut
+    by a phase's end is drawn afresh in the next phase. The first phase is drawn from the
+    stationary law (π_i ∝ 1 / q_i: each phase's share of a cycle), so the process is stationary
+    from time 0. Past the horizon nothing is scheduled."""
+    cdef double t = st.now, gap, u, total = 0.0
+    cdef int32_t i
+    if st.mod_n == 0:
+        return 0                                   # every phase's rate is 0: no arrival
+    if st.mod_phase < 0:
+        for i in range(st.mod_n):
+            total += 1.0 / st.mod_leave[i]
+        u = sq_rng_random_f64(&st.rng_arrival) * total
+        st.mod_phase = st.mod_n - 1
+        for i in range(st.mod_n - 1):
+            u -= 1.0 / st.mod_leave[i]
+            if u < 0:
+                st.mod_phase = i
+                break
+        st.mod_until = t + exp_gap(st, st.mod_leave[st.mod_phase])
+    while t <= st.horizon:
+        gap = exp_gap(st, st.mod_rates[st.mod_phase])
+        if t + gap < st.mod_until:
+            schedule_arrival(st, t + gap)
+            return 0
+        t = st.mod_until
+        st.mod_phase = st.mod_phase + 1 if st.mod_phase + 1 < st.mod_n else 0
+        st.mod_until = t + exp_gap(st, st.mod_leave[st.mod_phase])
+    return 0
+
+
+cdef int next_operational(State* st) noexcept nogil:
+    """The next arrival of a renewal run in its rate's operational time (an extension): a gap g
+    drawn as a renewal's, then the arrival at Λ⁻¹(Λ(last) + g), Λ linear in each cell of its table
+    (sq/traces/rate.py). Past the table's end (the horizon) nothing is scheduled."""
+    cdef double gap = evaluate(st, st.arrival_gap, -1, &st.rng_arrival, NAN), d, t
+    cdef int64_t k = st.op_cell
+    if st.error.code:
+        return -1
+    if not (gap > 0) or not isfinite(gap):
+        fail(st, E_RENEWAL, -1, gap, 0, 0)
+        return -1
+    st.op_at += gap
+    while k < st.op_n and st.op_cum[k + 1] < st.op_at:
+        k += 1
+    st.op_cell = k
+    if k >= st.op_n:
+        return 0
+    d = st.op_cum[k + 1] - st.op_cum[k]        # > 0: a cell of rate 0 is passed by the search
+    t = (k + (st.op_at - st.op_cum[k]) / d) * st.op_width
+    schedule_arrival(st, fmax(t, st.now))
+    return 0
 
 
 cdef int next_thinned(State* st) noexcept nogil:
@@ -404,7 +471,8 @@ cdef void run_loop(State* st) noexcept nogil:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
         schedule_arrival(st, 0.0)
-    elif st.arrival_kind == A_RENEWAL or st.arrival_kind == A_REPLAY or st.arrival_kind == A_POISSON_NOW:
+    elif (st.arrival_kind == A_RENEWAL or st.arrival_kind == A_REPLAY or st.arrival_kind == A_POISSON_NOW
+          or st.arrival_kind == A_MODULATED or st.arrival_kind == A_RENEWAL_RATE):
         next_arrival(st)
     elif st.arrival_kind == A_BATCH or st.arrival_kind == A_CLOSED:
         for i in range(st.arrival_count):

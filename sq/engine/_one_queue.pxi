@@ -10,7 +10,7 @@
 # next_in_line, record_as, end_session, reschedule, area_set): what it leaves out is what this
 # shape of program never reads (the session's attributes and program counter, the ready queue's
 # traffic, settle's tests for pools, flows and other stages, which stay idle).
-# tests/test_lone_queue.py holds its reports and errors to the general loop's, byte for byte.
+# tests/engine/test_lone_queue.py holds its reports and errors to the general loop's, byte for byte.
 # With it M/M/1 takes 27 % fewer instructions than before it (benchmarks/README.md, sixth pass).
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 

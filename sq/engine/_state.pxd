@@ -514,6 +514,18 @@ cdef struct State:
     int64_t replay_n              # arrivals in the schedule
     int64_t replay_next           # the next arrival to schedule
     int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]
+    # a Markov-modulated poisson (an extension: `poisson(r1, …) leave(q1, …)`)
+    const double* mod_rates       # per phase: its arrival rate (per unit time)
+    const double* mod_leave       # per phase: the rate it is left at, for the next phase
+    int32_t mod_n                 # phases
+    int32_t mod_phase             # the phase now (-1: not yet drawn, before the first arrival)
+    double mod_until              # when the phase now ends (simulated time)
+    # a renewal in a rate's operational time (an extension: `renewal(g) rate(r)`; sq/traces/rate.py)
+    const double* op_cum          # Λ at the edges of op_n equal cells of [0, horizon]
+    int64_t op_n                  # cells
+    double op_width               # a cell's width (simulated time)
+    int64_t op_cell               # the cell of the last arrival (the search for the next starts there)
+    double op_at                  # Λ at the last arrival (operational time)
     # a trace's prefix cache shared by content id (an extension: `trace "F" prefix(C)`): per corpus
     # turn its blocks as dense ids, and an LRU list over the ids (prev -2: not resident, -1: head)
     const int64_t* pfx_ids        # the turns' blocks, as dense ids, turn after turn

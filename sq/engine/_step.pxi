@@ -285,18 +285,23 @@ cdef int assign_grow(State* st, Stage* s) noexcept nogil:
 
 
 cdef struct IterTotals:
-    # an iteration's moment (ntok, npre, ndec, kv_decode, kv_prefill), summed over its assignments
-    double ntok, npre, ndec, kvb, kvp
+    # an iteration's moment (ntok, npre, ndec, kv_decode, kv_prefill), summed over its assignments,
+    # and kv_decode_max, the largest of its decodes' KV
+    double ntok, npre, ndec, kvb, kvp, kvm
 
 
 cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, double tokens,
                                 IterTotals* n) noexcept nogil:
     """Add job j's assignment of `tokens` (its mode given) to the iteration's totals."""
+    cdef double units
     n.ntok += tokens
     if mode == M_DECODE:
         n.ndec += 1.0
         if st.kv_iteration:
-            n.kvb += job_units(st, j, s.memory)
+            units = job_units(st, j, s.memory)
+            n.kvb += units
+            if units > n.kvm:
+                n.kvm = units
     else:
         n.npre += tokens
         if st.kv_iteration:
@@ -423,6 +428,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.ctxv[CTX_NRES] = <double> s.nres
     st.ctxv[CTX_KVB] = n.kvb
     st.ctxv[CTX_KVP] = n.kvp
+    st.ctxv[CTX_KVM] = n.kvm
     st.ctxv[CTX_ATTN] = attention
     duration = evaluate_cost(st, s)
     if not duration > 0.0:              # fmax(0.0, cost) without the call: -0.0 stays -0.0, NaN gives 0.0

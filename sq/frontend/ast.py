@@ -503,7 +503,11 @@ class Gauge(Item):
 
 @dataclass(frozen=True)
 class Arrive(Node):
-    """form: "poisson", "renewal", "closed", "batch", "replay" or "none" (value None).
+    """form: "poisson", "renewal", "closed", "batch", "replay", "modulated" or "none" (value None).
+
+    Extensions (docs/differences.md): `renewal` with options (("rate", (r,)),) runs its gaps in
+    the rate's operational time; `modulated` (written `poisson(r1, …) leave(q1, …)`) has value
+    None and options (("rates", (r1, …)), ("leave", (q1, …))).
 
     `replay` (an extension): value is the speed-up k (None: 1), `options` its clauses as
     (word, arguments): ("window", (from, to)), ("keep", (p,)), ("copies", (n, shift)).

@@ -91,7 +91,7 @@ class Folder:
 
 
 def pure_value(name: str, args: list[float]) -> float:
-    """A pure function (min max abs floor ceil sqrt exp ln pow) of folded numbers."""
+    """A pure function (min max abs floor ceil sqrt exp ln pow, and the extension's sin cos) of folded numbers."""
     if name in ("min", "max"):
         a, b = args
         if math.isnan(a):
@@ -111,6 +111,10 @@ def pure_value(name: str, args: list[float]) -> float:
             return float(math.ceil(x)) if math.isfinite(x) else x
         if name == "sqrt":
             return math.sqrt(x) if x >= 0 else (x if math.isnan(x) else math.nan)
+        if name == "sin":
+            return math.sin(x)
+        if name == "cos":
+            return math.cos(x)
         if name == "exp":
             try:
                 return math.exp(x)

@@ -23,6 +23,7 @@ from sq._support.number_format import display
 from sq._support.settings import horizon_notes
 from sq.errors import Span
 from sq.frontend.fold import Folder
+from sq.frontend.words import NAMED_NUMBERS
 
 # ---------------------------------------------------------------- the language's names
 
@@ -30,13 +31,14 @@ from sq.frontend.fold import Folder
 CTX = {"now": "Now", "waited": "Waited", "size": "Size", "age": "Age", "last": "Last",
        "waiting": "Queued", "present": "N", "tokens": "Ntok", "decoders": "Ndec",
        "prefilled": "Npre", "residents": "Nres", "kv_decode": "Kvb", "kv_prefill": "Kvp",
-       "attention": "Attn", "decoding": "Decoding", "admission": "Admission", "remaining": "Remaining"}
+       "attention": "Attn", "decoding": "Decoding", "admission": "Admission", "remaining": "Remaining",
+       "kv_decode_max": "Kvm"}
 RENAMED_CTX = {"n": "present", "queued": "waiting", "ntok": "tokens", "ndec": "decoders",
                "npre": "prefilled", "nres": "residents", "kvb": "kv_decode", "kvp": "kv_prefill",
                "attn": "attention"}
 PURE = {"min": ("Min", 2), "max": ("Max", 2), "pow": ("Pow", 2), "abs": ("Abs", 1),
         "floor": ("Floor", 1), "ceil": ("Ceil", 1), "sqrt": ("Sqrt", 1), "exp": ("Exp", 1),
-        "ln": ("Ln", 1)}
+        "ln": ("Ln", 1), "sin": ("Sin", 1), "cos": ("Cos", 1)}   # sin, cos: an extension (words.py)
 STAGE_FNS = {"queue": "Queue", "busy": "Busy", "work": "Work", "est_lambda": "EstLambda",
              "est_rho": "EstRho", "est_wait": "EstWait", "budget_left": "BudgetLeft"}
 POOL_FNS = {"used": "Used", "free": "Free", "holders": "Holders", "queued": "Queued",
@@ -140,6 +142,8 @@ class _Constants(Folder):
             return lets[e.name]
         if e.name == "inf":
             return math.inf
+        if e.name in NAMED_NUMBERS:
+            return NAMED_NUMBERS[e.name]
         raise self.linker.error(f"`{e.name}` is not a constant", e, CONST_HELP, length=len(e.name))
 
     def count(self, e: Any, agg: dict) -> int:
@@ -480,6 +484,8 @@ class Linker:
             return {"Ctx": CTX[name]}
         if name == "inf":
             return {"Num": "inf"}
+        if name in NAMED_NUMBERS:      # an extension: after lets and attributes, so 0.1.2's own `pi` wins
+            return {"Num": ir.num_to_json(NAMED_NUMBERS[name])}
         if name in RENAMED_CTX:
             raise self.error(f"the context variable `{name}` is now `{RENAMED_CTX[name]}`", e, length=len(name))
         # a stray `self` reaches here only as a whole argument: 0.1.2 calls it an unknown name
@@ -1191,8 +1197,17 @@ class Linker:
         elif arrive.form in ("closed", "batch"):
             n = self.const(arrive.value, "the closed population" if arrive.form == "closed" else "the batch size")
             prog.arrival = {arrive.form.capitalize(): _saturate_u64(n)}
+        elif arrive.form == "renewal" and arrive.options:       # an extension: `renewal(g) rate(r)`
+            (_, (rate,)), = arrive.options
+            prog.arrival = {"RenewalRate": {"gap": self.expr(arrive.value), "rate": self.expr(rate)}}
         elif arrive.form == "renewal":
             prog.arrival = {"Renewal": self.expr(arrive.value)}
+        elif arrive.form == "modulated":                        # an extension: `poisson(r1, …) leave(q1, …)`
+            opts = dict(arrive.options)
+            prog.arrival = {"Modulated": {
+                "rates": [self.const(r, f"phase {i + 1}'s poisson rate") for i, r in enumerate(opts["rates"])],
+                "leave": [self.const(q, f"phase {i + 1}'s leaving rate") for i, q in enumerate(opts["leave"])]}}
+            self.arrive_value = arrive
         elif arrive.form == "replay":
             prog.arrival = {"Replay": self._replay(arrive)}
             self.arrive_value = arrive.value if arrive.value is not None else arrive

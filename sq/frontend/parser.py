@@ -32,7 +32,7 @@ from sq.errors import Span
 from sq.frontend.fold import Folder
 from sq.frontend.lexer import EOF, IDENT, NUM, STR, Token, tokenize
 from sq._support.number_format import display
-from sq.frontend.words import (ADMIT_STATEMENT, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
+from sq.frontend.words import (ADMIT_STATEMENT, NAMED_NUMBERS, PURE_FUNCTIONS, QUEUE_ROLES, RETIRED,
                                ROLE_VERB, SERVING_WORDS, retired_name)
 
 # Nesting deeper than this (parentheses, prefix operators, blocks) is refused
@@ -967,6 +967,17 @@ class _Parser:
             self.advance()
             self.expect("Semi")
             return ast.Arrive(start.span, "none", None)
+        if tok.kind == IDENT and tok.text == "poisson" and self.at("LParen", 1):
+            return self.poisson(start)
+        if tok.kind == IDENT and tok.text == "renewal" and self.at("LParen", 1):
+            self.advance()
+            value = self.paren_expr()
+            options = ()
+            if self.at_word("rate"):            # an extension: gaps in the rate's operational time
+                self.advance()
+                options = (("rate", (self.paren_expr(),)),)
+            self.expect("Semi")
+            return ast.Arrive(start.span, "renewal", value, options)
         if tok.kind == IDENT and tok.text in ("poisson", "renewal", "closed", "batch"):
             self.advance()
             value = self.paren_expr()
@@ -975,6 +986,34 @@ class _Parser:
         if tok.kind == IDENT and tok.text == "replay":
             return self.replay(start)
         raise self.error(tok, f"expected `none`, found {tok.show()}")
+
+    def poisson(self, start: Token) -> ast.Arrive:
+        """`poisson(r);`, or (an extension) a Markov-modulated one: `poisson(r1, …, rn)
+        leave(q1, …, qn);`, phase i arriving at rate ri and left at rate qi for phase i + 1
+        (the last for the first)."""
+        self.advance()
+        rates = self.expr_list()
+        if len(rates) == 1 and not self.at_word("leave"):
+            self.expect("Semi")
+            return ast.Arrive(start.span, "poisson", rates[0])
+        if not self.at_word("leave"):
+            raise self.error(self.peek(), f"expected `leave(…)` after the phases' rates, found {self.peek().show()}",
+                             ("help: a Markov-modulated poisson names each phase's leaving rate: "
+                              "`arrive poisson(2, 10) leave(0.01, 0.1);`",))
+        self.advance()
+        leave = self.expr_list()
+        self.expect("Semi")
+        return ast.Arrive(start.span, "modulated", None, (("rates", rates), ("leave", leave)))
+
+    def expr_list(self) -> tuple:
+        """`(e1, …, en)`, n >= 1."""
+        self.expect("LParen")
+        items = [self.expr()]
+        while self.at("Comma"):
+            self.advance()
+            items.append(self.expr())
+        self.expect("RParen")
+        return tuple(items)
 
     # the clauses of `arrive replay` (an extension) and how many arguments each takes
     REPLAY_CLAUSES = {"window": 2, "keep": 1, "copies": 2}
@@ -1736,6 +1775,8 @@ class _Folder(Folder):
             return self.lets[e.name]
         if e.name == "inf":
             return math.inf
+        if e.name in NAMED_NUMBERS:
+            return NAMED_NUMBERS[e.name]
         raise _NotConstant
 
     def call(self, e) -> None:

@@ -15,15 +15,23 @@ renewal request reserve reuse run seed serve server session set share spill
 stage step sum to tool trace transfer turn use via warmup when with workload
 """.split())
 
-PURE_FUNCTIONS = {"min": 2, "max": 2, "pow": 2, "abs": 1, "floor": 1, "ceil": 1,
-                  "sqrt": 1, "exp": 1, "ln": 1}
+# 0.1.2's pure functions, the words its `def`s may not take
+DIALECT_PURE_FUNCTIONS = {"min": 2, "max": 2, "pow": 2, "abs": 1, "floor": 1, "ceil": 1,
+                          "sqrt": 1, "exp": 1, "ln": 1}
+# An extension (docs/differences.md): `sin`, `cos` and the constant `pi`, for periodic rates
+# (`arrive poisson(5 + 3 * sin(2 * pi * now / 86400))`). They are not words of the language: a
+# 0.1.2 program that defines `sin` or `pi` itself keeps its own (a `def` expands first, a `let` is
+# looked up first).
+PURE_FUNCTIONS = {**DIALECT_PURE_FUNCTIONS, "sin": 1, "cos": 1}
+NAMED_NUMBERS = {"pi": 3.141592653589793}    # read where no `let` of the name is
 STATE_FUNCTIONS = frozenset("""queue busy work est_lambda est_rho est_wait price used free
 holders queued cachedin budget_left""".split())
-FUNCTIONS = frozenset(PURE_FUNCTIONS) | STATE_FUNCTIONS | {"blocksize"}
+FUNCTIONS = frozenset(DIALECT_PURE_FUNCTIONS) | STATE_FUNCTIONS | {"blocksize"}
 DISTRIBUTIONS = frozenset("exp det uniform erlang h2 bernoulli".split())
 
 CONTEXT_VARIABLES = frozenset("""now waited size age last waiting present tokens decoders
-prefilled residents kv_decode kv_prefill attention decoding admission remaining""".split())
+prefilled residents kv_decode kv_prefill attention decoding admission remaining
+kv_decode_max""".split())
 
 # What a retired word says wherever a name is defined with it.
 RETIRED = {

@@ -86,7 +86,8 @@ cpdef enum:
     CTX_DECODING = 14
     CTX_ADMISSION = 15
     CTX_REMAINING = 16
-    N_CONTEXTS = 17    # the size of a moment's context (State.ctxv)
+    CTX_KVM = 17       # kv_decode_max (an extension beyond 0.1.2)
+    N_CONTEXTS = 18    # the size of a moment's context (State.ctxv)
 
 cpdef enum Fn1:
     FN_ABS = 0
@@ -95,6 +96,8 @@ cpdef enum Fn1:
     FN_SQRT = 3
     FN_EXP = 4
     FN_LN = 5
+    FN_SIN = 6         # FN_SIN, FN_COS: an extension (docs/differences.md)
+    FN_COS = 7
 
 cpdef enum StageFn:
     SF_QUEUE = 0
@@ -238,3 +241,5 @@ cpdef enum ArrivalKind:
     A_CLOSED = 4
     A_REPLAY = 5        # an extension: arrive replay (sq/traces/replay.py makes its schedule)
     A_POISSON_NOW = 6   # an extension: a poisson rate that reads `now` (thinning: sq/traces/rate.py)
+    A_MODULATED = 7     # an extension: a Markov-modulated poisson, `poisson(r1, …) leave(q1, …)`
+    A_RENEWAL_RATE = 8  # an extension: `renewal(g) rate(r)`, gaps in r's operational time

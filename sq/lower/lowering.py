@@ -30,20 +30,20 @@ from sq.lower._bytecode import (
     X_STAGE, X_POOL, X_PRICE, X_SAMPLE, X_RET, XONE_ARG, XONE_LEN, XBare, XOne, XRef, XPrice, XSample,
     CTX_NOW, CTX_WAITED, CTX_SIZE, CTX_AGE, CTX_LAST, CTX_QUEUED, CTX_PRESENT, CTX_NTOK, CTX_NDEC,
     CTX_NPRE, CTX_NRES, CTX_KVB, CTX_KVP, CTX_ATTN, CTX_DECODING, CTX_ADMISSION, CTX_REMAINING,
-    Fn1, StageFn, PoolFn,
+    CTX_KVM, Fn1, StageFn, PoolFn,
     S_SET, S_OBSERVE, S_TURN, S_END, S_JUMP, S_BRANCH, S_CHOOSE, S_RUN, S_RET, S_HOLD, S_HOLD_END,
     S_RELEASE, S_DROP, S_GROW, S_LOAD, SB_ELSE, SJ_TARGET, REF_LEN, SPOOL_AMOUNT_LEN,
     H_NPOOLS, H_CACHE, H_LEASE_POOL, H_LEASE_TIME, H_REUSE, H_HEAD_LEN, HP_REF, HP_UNITS,
     HP_RESERVE, HP_LEN, STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE, REF_BASE,
     REF_COUNT, REF_INDEX, ExprOp, StmtOp, SBare, SValue, SJump, SBranch, SChoose, SRun, SHold, SPool,
     K_FIFO, K_PS, K_DELAY, K_STEP, M_PLAIN, M_PREFILL, M_DECODE,
-    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED, A_REPLAY, A_POISSON_NOW,
+    A_NONE, A_POISSON, A_RENEWAL, A_BATCH, A_CLOSED, A_REPLAY, A_POISSON_NOW, A_MODULATED, A_RENEWAL_RATE,
 )
 from sq.lower._bytecode import DIST_CODES, dist_arity
 
 # the IR's names of functions and context variables → their codes in the bytecode
 FN1 = {"Abs": Fn1.FN_ABS, "Floor": Fn1.FN_FLOOR, "Ceil": Fn1.FN_CEIL, "Sqrt": Fn1.FN_SQRT,
-       "Exp": Fn1.FN_EXP, "Ln": Fn1.FN_LN}
+       "Exp": Fn1.FN_EXP, "Ln": Fn1.FN_LN, "Sin": Fn1.FN_SIN, "Cos": Fn1.FN_COS}
 STAGE_FN = {"Queue": StageFn.SF_QUEUE, "Busy": StageFn.SF_BUSY, "Work": StageFn.SF_WORK,
             "EstLambda": StageFn.SF_EST_LAMBDA, "EstRho": StageFn.SF_EST_RHO,
             "EstWait": StageFn.SF_EST_WAIT, "BudgetLeft": StageFn.SF_BUDGET_LEFT}
@@ -54,7 +54,7 @@ CTX = {"Now": CTX_NOW, "Waited": CTX_WAITED, "Size": CTX_SIZE,
        "N": CTX_PRESENT, "Ntok": CTX_NTOK, "Ndec": CTX_NDEC,
        "Npre": CTX_NPRE, "Nres": CTX_NRES, "Kvb": CTX_KVB,
        "Kvp": CTX_KVP, "Attn": CTX_ATTN, "Decoding": CTX_DECODING,
-       "Admission": CTX_ADMISSION, "Remaining": CTX_REMAINING}
+       "Admission": CTX_ADMISSION, "Remaining": CTX_REMAINING, "Kvm": CTX_KVM}
 BINARY = {"Add": X_ADD, "Sub": X_SUB, "Mul": X_MUL, "Div": X_DIV, "Pow": X_POW,
           "Lt": X_LT, "Le": X_LE, "Gt": X_GT, "Ge": X_GE, "Eq": X_EQ, "Ne": X_NE}
 
@@ -125,7 +125,9 @@ class Lowered:
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
     replay: dict | None = None  # arrive replay's settings (sq.ir.REPLAY_KEYS), read when the run starts
-    rate: dict | None = None    # a poisson rate that reads `now`: its IR, bounded when the run starts
+    rate: dict | None = None    # a poisson rate that reads `now`, or a renewal's `rate(r)`: its IR, bounded
+                                # (poisson) or integrated (renewal) when the run starts (sq/traces/rate.py)
+    modulated: tuple | None = None   # a modulated poisson's (rates, leaving rates), float64 arrays
     prefix_cap: float = -1.0    # `trace "F" prefix(C)`: C blocks shared by content id (-1: none)
     slot_prefix: tuple = (-1, -1)   # the attributes it sets: hit_blocks, prompt_blocks
     slot_trace: tuple = (3, 4, 5, 7, 6)   # new, out, think, forced, more
@@ -275,6 +277,14 @@ class _Lowering:
             elif name == "PoissonNow":
                 return {"arrival_kind": A_POISSON_NOW, "arrival_rate": 0.0, "arrival_count": 0,
                         "arrival_gap": self.expr(arg), "open_arrivals": True, "rate": arg}
+            elif name == "RenewalRate":
+                return {"arrival_kind": A_RENEWAL_RATE, "arrival_rate": 0.0, "arrival_count": 0,
+                        "arrival_gap": self.expr(arg["gap"]), "open_arrivals": True, "rate": arg["rate"]}
+            elif name == "Modulated":
+                return {"arrival_kind": A_MODULATED, "arrival_rate": 0.0, "arrival_count": 0, "arrival_gap": -1,
+                        "open_arrivals": True,
+                        "modulated": tuple(np.array([_num(x) for x in arg[k]], dtype=np.float64)
+                                           for k in ("rates", "leave"))}
             elif name in ("Batch", "Closed"):
                 a_kind = A_BATCH if name == "Batch" else A_CLOSED
                 count = _saturating_count(_num(arg))
@@ -356,7 +366,7 @@ class _Lowering:
                 **self.chain_depth(step_exprs),
                 "max_keys": self.max_keys, "max_flow_stages": self.max_flow_stages,
                 "kv_budget": bool(self.contexts_read & {"Kvb", "Kvp"}),
-                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp"}),
+                "kv_iteration": bool((self.contexts_read | self.cost_contexts) & {"Kvb", "Kvp", "Kvm"}),
                 "estimates": self.estimates,
                 "budget_totals": bool(self.contexts_read & {"Nres", "Ndec", "Kvb", "Kvp"})}
 
@@ -1005,7 +1015,7 @@ _CTX_TEXT = {"Now": "now", "Waited": "waited", "Size": "size", "Age": "age", "La
              "Queued": "waiting", "N": "present", "Ntok": "tokens", "Ndec": "decoders",
              "Npre": "prefilled", "Nres": "residents", "Kvb": "kv_decode", "Kvp": "kv_prefill",
              "Attn": "attention", "Decoding": "decoding", "Admission": "admission",
-             "Remaining": "remaining"}
+             "Remaining": "remaining", "Kvm": "kv_decode_max"}
 _FN_TEXT = {"EstLambda": "est_lambda", "EstRho": "est_rho", "EstWait": "est_wait",
             "BudgetLeft": "budget_left", "CachedIn": "cachedin"}
 

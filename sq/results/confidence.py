@@ -93,7 +93,7 @@ def _t_quantile(p: float, df: int) -> float:
     """Bisection of the t distribution's upper tail, which is I_x(df/2, 1/2)/2 at
     x = df/(df+t²) for t >= 0, against 1 - p (exact in floating point for p >= 1/2);
     1 - x is computed as t²/(df+t²), so that no far tail loses its digits to a subtraction.
-    Within 1e-10 (relative) of scipy's for df up to 10^6 and p up to 1 - 5e-7 (tests/test_confidence.py);
+    Within 1e-10 (relative) of scipy's for df up to 10^6 and p up to 1 - 5e-7 (tests/results/test_confidence.py);
     beyond ~10^6 degrees of freedom the continued fraction near its mean loses digits."""
     q = 1.0 - p
     lo, hi = 0.0, 1.0

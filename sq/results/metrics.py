@@ -9,14 +9,19 @@ A metric is a flat name and a float. The names are stable and documented
 * every stage `stage.NAME.util|thru|number|wait|service|iters` (an array member
   is `NAME[i]`);
 * every pool `pool.NAME.used|cached|queue|wait|admits|preemptions|evicted|rejected|stuck`;
-* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings|growth` (`growth`: the
-  live sessions' growth per unit of time between the halves of the measured window,
-  `sq.results.steady.live_growth`);
+* the run: `arrivals|ended|turns|events|mean_live|wall_s|warnings|growth|arrivals_measured`
+  (`growth`: the live sessions' growth per unit of time between the halves of the measured
+  window, `sq.results.steady.live_growth`; `arrivals_measured`: the sessions that arrived
+  after the warm-up, as `ended` counts those that ended after it);
 * `OBS.drift` when asked for: the growth per unit of time of the observe's mean between
   the halves of the measured window (samples by the time they were recorded), the SLO
   metric's own steady-state test;
 * `OBS.mser` when asked for: the warm-up MSER-5 suggests for the run (the time of the
-  first sample it would keep; the run's own warm-up when it would cut nothing).
+  first sample it would keep; the run's own warm-up when it would cut nothing);
+* `OBS.p50|p90|p95|p99|p999@pooled` when asked for: the quantile over all the seeds' samples of
+  a study point (not the mean of each run's quantile). A run's value is a `Tail`: its own
+  quantile as a number, carrying its count and its largest samples, which the point pools
+  (`sq.results.stats.pooled_interval`: a seed-clustered interval of the share).
 
 Percentiles are the report's own order statistics (`Observe.p50` … `Observe.max`,
 by `sq.results.stats.quantile`), so `OBS.p99` is the report's p99 to the bit.
@@ -31,6 +36,7 @@ import numpy as np
 
 from sq.errors import SqError
 from sq.results.report import Observe
+from sq.results.stats import SUMMARY_QUANTILES, quantile
 
 # observe statistics: the report's Observe fields (its order statistics by the p99's quantile)
 OBSERVE_FIELDS = Observe.SUMMARY_FIELDS
@@ -44,11 +50,13 @@ POOL_FIELDS = {"used": "mean_used", "cached": "mean_cached", "queue": "mean_queu
 # the metrics that count things: whole numbers in a record, so a table writes 2239, not 2239.0
 COUNT_FIELDS = frozenset({"count", "iters", "admits", "preemptions", "rejected", "stuck", "arrivals", "ended",
                           "turns", "events", "warnings"})
-RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth")
+RUN_FIELDS = ("arrivals", "ended", "turns", "events", "mean_live", "wall_s", "warnings", "growth",
+              "arrivals_measured")
 
 NAN = float("nan")
 _IDENT = r"[^\W\d]\w*"
 _FROM_SAMPLES = re.compile(rf"^\s*({_IDENT})\.(drift|mser)\s*$")
+_POOLED = re.compile(rf"^\s*({_IDENT})\.(\w+)@pooled\s*$")
 _LE = re.compile(rf"^\s*({_IDENT})\s*(?:\.le\(\s*([^()]+?)\s*\)|<=\s*(\S+))\s*$")
 _PLAIN = re.compile(rf"^({_IDENT})\.(\w+)$|^(stage|pool)\.({_IDENT}(?:\[\d+\])?)\.(\w+)$|^(\w+)$")
 
@@ -59,8 +67,8 @@ class Metric:
 
     name: str
     observe: str | None = None   # for OBS.le(X), OBS.drift, OBS.mser: computed from the samples
-    le: float | None = None
-    kind: str = "le"             # "le", "drift" or "mser"
+    le: float | None = None      # the bound of OBS.le(X); the quantile's level of OBS.pNN@pooled
+    kind: str = "le"             # "le", "drift", "mser" or "pooled"
 
 
 def parse_metric(text: str) -> Metric:
@@ -74,6 +82,13 @@ def parse_metric(text: str) -> Metric:
     m = _FROM_SAMPLES.match(text)
     if m:
         return Metric(f"{m.group(1)}.{m.group(2)}", m.group(1), kind=m.group(2))
+    m = _POOLED.match(text)
+    if m:
+        q = POOLED_LEVELS.get(m.group(2))
+        if q is None:
+            raise SqError(f"metric `{text}`: a pooled metric is a quantile of an observe, "
+                          f"{'|'.join(POOLED_LEVELS)}@pooled", phase="settings")
+        return Metric(f"{m.group(1)}.{m.group(2)}@pooled", m.group(1), q, kind="pooled")
     m = _LE.match(text)
     if m:
         bound = m.group(2) if m.group(2) is not None else m.group(3)
@@ -94,6 +109,7 @@ def parse_metric(text: str) -> Metric:
     if not ok:
         raise SqError(f"unknown metric `{text}`", phase="settings", notes=(
             "help: metrics are OBS.count|mean|ci|cv2|min|p50|p90|p95|p99|p999|max, OBS.le(X), OBS.drift, OBS.mser, "
+            "OBS.p99@pooled (any quantile), "
             "G.mean|min|max, stage.NAME.util|thru|number|wait|service|iters, pool.NAME."
             f"{'|'.join(POOL_FIELDS)} and {'|'.join(RUN_FIELDS)}",))
     return Metric(text.strip())
@@ -104,6 +120,12 @@ def weight_column(name: str) -> str | None:
     weighted by that count, not averaged run by run (a short run's share counts for less)."""
     m = _LE.match(name)
     return f"{m.group(1)}.count" if m else None
+
+
+def pooled_level(name: str) -> float | None:
+    """The quantile level of a pooled metric (`OBS.p99@pooled` -> 0.99), else None."""
+    m = _POOLED.match(name)
+    return POOLED_LEVELS.get(m.group(2)) if m else None
 
 
 def _number(x: float) -> str:
@@ -167,6 +189,7 @@ def report_metrics(report, extra=()) -> dict[str, float]:
     out["wall_s"] = float(getattr(report, "wall_s", NAN))
     out["warnings"] = len(getattr(report, "warnings", None) or [])
     out["growth"] = float(getattr(report, "growth", NAN))
+    out["arrivals_measured"] = float(getattr(report, "arrivals_measured", NAN))
     for text in extra:
         metric = text if isinstance(text, Metric) else parse_metric(text)
         if metric.observe is not None:
@@ -204,7 +227,38 @@ def _drift(o, metric: Metric, report) -> float:
 
 
 _FROM_OBSERVE = {"le": lambda o, m, report: _share_at_most(o, m), "drift": lambda o, m, r: _drift(o, m, r),
-                 "mser": lambda o, m, r: _mser_warmup(o, m, r)}
+                 "mser": lambda o, m, r: _mser_warmup(o, m, r), "pooled": lambda o, m, r: _tail(o, m)}
+
+# the quantiles a pooled metric may ask for (min and max pool without help: the extremes of the runs')
+POOLED_LEVELS = {name: q for name, q in SUMMARY_QUANTILES if 0.0 < q < 1.0}
+# A run keeps its largest max(POOL_MIN, POOL_FACTOR·n·(1-q)) samples, at most POOL_MAX: the point's
+# pooled quantile (and its interval's ends) needs every run's samples above it, which is about
+# n·(1-q) of them unless one run is far worse than the others (then the pool says NaN: unknown).
+POOL_MIN, POOL_FACTOR, POOL_MAX = 100, 50, 20_000
+
+
+class Tail(float):
+    """A run's value of a pooled metric: its own quantile (what a table of runs shows), carrying
+    `count`, its number of samples, and `top`, its largest samples in descending order."""
+
+    def __new__(cls, value: float, count: int, top):
+        self = super().__new__(cls, value)
+        self.count = int(count)
+        self.top = np.asarray(top, dtype=np.float64)
+        return self
+
+    __repr__ = float.__repr__
+
+    def __reduce__(self):    # to a worker process and back
+        return (Tail, (float(self), self.count, self.top))
+
+
+def _tail(o, metric: Metric) -> Tail:
+    samples = _samples(o, metric, "a pooled quantile")
+    n, q = len(samples), metric.le
+    keep = min(n, POOL_MAX, max(POOL_MIN, math.ceil(POOL_FACTOR * n * (1.0 - q))))
+    top = np.sort(np.partition(samples, n - keep)[n - keep:])[::-1] if keep else samples[:0]
+    return Tail(quantile(samples, q), n, top)
 
 
 def _samples(o, metric: Metric, what: str) -> np.ndarray:

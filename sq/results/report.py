@@ -241,7 +241,7 @@ class Pool:
 # _ROW_CALL: a report is built per run, and a class called with keywords first packs them into a
 # dict: a row's construction costs ~7x what the same call with its fields in order does. The
 # rows (and Report.from_results) are therefore made positionally, in their classes' field order;
-# tests/test_engine_results.py checks each field by name against a raw result with distinct values.
+# tests/engine/test_engine_results.py checks each field by name against a raw result with distinct values.
 
 
 def _ratio(count: int, span: float) -> float:
@@ -325,6 +325,8 @@ class Report:
     # the live sessions' growth per unit of time from the first to the second half of the
     # measured window (`sq.results.steady.live_growth`): a study's slope test; not in the JSON
     growth: float = float("nan")
+    # the sessions that arrived after the warm-up (`sq.results.steady.arrivals_measured`); not in the JSON
+    arrivals_measured: float = float("nan")
     # provenance (never in the serQ JSON unless asked): the program file, the `let`
     # overrides and `def` replacements applied (two runs differing only in either are told
     # apart), the sq that ran it and the run's wall time (lowering, engine, report)
@@ -352,6 +354,7 @@ class Report:
             steady.warnings(raw),
             getattr(raw, "stopped", None),
             steady.live_growth(raw),
+            steady.arrivals_measured(raw),
         )
 
     # lookups, as pyserq's Report has them

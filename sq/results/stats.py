@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sq.results import _stats
-from sq.results.confidence import t_quantile
+from sq.results.confidence import check_level, t_quantile
 from sq.results.raw import GaugeFold, ItlHistogram, ObserveSummary
 
 BATCHES = 20
@@ -303,3 +303,112 @@ def itl_mean(gaps) -> float:
     """The exact mean: a running sum over n; NaN without gaps (an ItlHistogram, or a list of gaps)."""
     hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
     return hist.total / hist.n if hist.n else NAN
+
+
+# -- a quantile pooled over a study point's runs (sq.results.metrics.Tail) --------------
+
+SCAN_BLOCK = 1024   # candidates judged at once while the interval's ends are searched for
+
+
+def pooled_quantile(counts, tops, q: float) -> float:
+    """The ⌈q·N⌉-th smallest of all the runs' samples (N = sum of counts; the report's rank rule)
+    from each run's count and largest samples (`tops`, descending); NaN when some run kept too
+    few of its largest samples to be sure of it (or there are no samples)."""
+    total = int(sum(counts))
+    if total == 0:
+        return math.nan
+    below_top = total - _rank(q, total)     # how many samples lie above it
+    merged = np.concatenate(tops)
+    if below_top >= len(merged):
+        return math.nan
+    value = float(-np.partition(-merged, below_top)[below_top])
+    # every sample above the value must be among the kept ones: a run that kept part of its
+    # samples dropped only values at most its smallest kept one
+    if value < _known_from(counts, tops):
+        return math.nan
+    return value
+
+
+def _known_from(counts, tops) -> float:
+    """The least x at which every run's count of samples <= x is known: a run that kept only its
+    largest samples dropped values at most its smallest kept one."""
+    return max((float(top[-1]) for n, top in zip(counts, tops) if len(top) < n), default=-math.inf)
+
+
+def pooled_interval(tails, q: float, confidence: float = 0.95) -> tuple[float, float]:
+    """(pooled quantile, half-width) over a point's runs, each with `count` and `top` (a
+    `sq.results.metrics.Tail`). The interval inverts a test of the share: a value x is inside
+    when the pooled share of samples <= x, p(x) = sum c_i(x) / sum n_i, is not told from q by
+    the seeds (`share_statistic`: the ratio estimator's studentized difference with the seeds as
+    clusters, Hall's skewness correction, Student's t with seeds - 1 degrees of freedom). The
+    half-width is the interval's larger side, so quantile ± half-width holds it all (NaN for
+    one seed, or when a run kept too few samples to place an end)."""
+    confidence = check_level(confidence, "pooled_interval")
+    counts = [int(t.count) for t in tails]
+    tops = [np.asarray(t.top, dtype=np.float64) for t in tails]
+    estimate = pooled_quantile(counts, tops, q)
+    if len(tails) < 2 or math.isnan(estimate):
+        return estimate, math.nan
+    lo, hi = share_interval(counts, tops, q, estimate, t_quantile((1.0 + confidence) / 2.0, len(tails) - 1))
+    return estimate, max(estimate - lo, hi - estimate)
+
+
+def share_statistic(below, counts, q: float):
+    """For each column of `below` (per run, a row: its samples <= x) the statistic that tests
+    p(x) = q. p(x) = sum_i below_i / sum_i n_i, the ratio estimator over runs of different
+    counts; its residuals z_i = (below_i - p·n_i) / mean(n) are the seeds' independent
+    evidence, T = (p - q) / sqrt(s²/k) their studentized mean. A tail share is skewed (a run
+    with one long burst holds many of the point's slow samples), and a plain t with ten seeds
+    covered an M/M/1 p99 90 % of the time where 95 % was asked; Hall's (1992) monotone
+    correction g(T) = T + a·T² + a²·T³/3 + b, a = γ/(3√k), b = γ/(6√k) (γ the residuals'
+    skewness) removes the skewness's first-order error."""
+    n = np.asarray(counts, dtype=np.float64)
+    k = len(n)
+    p = below.sum(axis=0) / n.sum()
+    z = (below - p[None, :] * n[:, None]) / (n.sum() / k)
+    s2 = (z * z).sum(axis=0) / (k - 1)
+    d = p - q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(s2 > 0, d / np.sqrt(s2 / k), np.sign(d) * np.inf)
+        gamma = np.where(s2 > 0, (z ** 3).sum(axis=0) / k / s2 ** 1.5, 0.0)
+    a, b = gamma / (3.0 * math.sqrt(k)), gamma / (6.0 * math.sqrt(k))
+    with np.errstate(invalid="ignore"):
+        g = t + a * t * t + a * a * t ** 3 / 3.0 + b
+    return np.where(np.isfinite(t), g, np.nan_to_num(t, nan=0.0))
+
+
+def share_interval(counts, tops, q: float, estimate: float, t: float) -> tuple[float, float]:
+    """The ends (lo, hi) of the samples x around `estimate` where |share_statistic| <= t:
+    lo the least sample, scanning down from the estimate, before the first with a statistic
+    below -t; hi the first, scanning up, above t (closed: the interval errs wide). lo is NaN
+    when it would lie below what the runs kept."""
+    ascending = [np.sort(top) for top in tops]
+    values = np.unique(np.concatenate(ascending))
+    values = values[values >= _known_from(counts, tops)]
+    at = int(np.searchsorted(values, estimate))
+    n = np.asarray(counts, dtype=np.float64)
+
+    def statistic(xs):
+        below = n[:, None] - np.array([len(a) - np.searchsorted(a, xs, side="right") for a in ascending])
+        return share_statistic(below, counts, q)
+
+    lo = math.nan
+    for end in range(at + 1, 0, -SCAN_BLOCK):          # down from the estimate
+        index = np.arange(end - 1, max(end - SCAN_BLOCK, 0) - 1, -1)
+        out = np.flatnonzero(statistic(values[index]) < -t)
+        if len(out):
+            lo = float(values[min(index[out[0]] + 1, at)])     # the one above the first outside
+            break
+    else:
+        # every sample kept down to the least is inside: the least sample is the end only when
+        # it is the least of all the samples (no run dropped any)
+        if all(len(top) == c for top, c in zip(tops, counts)):
+            lo = float(values[0])
+    hi = float(values[-1])
+    for begin in range(at, len(values), SCAN_BLOCK):   # up from the estimate
+        xs = values[begin:begin + SCAN_BLOCK]
+        out = np.flatnonzero(statistic(xs) > t)
+        if len(out):
+            hi = float(xs[out[0]])
+            break
+    return lo, hi

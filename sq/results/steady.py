@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from sq.results.raw import Area, RawResults, row_label
+from sq.results.runs import RunTable
 
 UNSTEADY_SHARE = 0.5  # a study's point is not in steady state when this share of its runs is not
 SUSPECT = 0.10       # one-sided level of the seeds' growth test that sends a point to a longer run
@@ -88,8 +89,28 @@ def in_steady_state(record: dict) -> bool:
     verdicts and of a sweep's `unsteady` count."""
     if record.get("warnings"):
         return False
-    arrivals, ended = record.get("arrivals"), record.get("ended")
+    # `ended` counts the sessions ended after the warm-up, so it is weighed against the ones that
+    # arrived after it (a long warm-up, as capacity over time's lead-in, is not a pile-up)
+    arrivals, ended = record.get("arrivals_measured"), record.get("ended")
+    if arrivals is None or math.isnan(arrivals):
+        arrivals = record.get("arrivals")
     return arrivals is None or ended is None or ended >= ENDED_SHARE * arrivals
+
+
+STEADY_FIELDS = ("warnings", "arrivals", "arrivals_measured", "ended")     # what `in_steady_state` reads of a record
+
+
+def unsteady_runs(runs) -> int:
+    """How many of `runs` (a RunTable, or a list of records) `in_steady_state` refuses."""
+    return sum(not in_steady_state(r) for r in RunTable.of(runs).records(STEADY_FIELDS))
+
+
+def arrivals_measured(raw: RawResults) -> float:
+    """The sessions that arrived after the warm-up (NaN for a run that ended before the middle of
+    its measured window, where the engine notes the count at the warm-up)."""
+    if float(raw.warmup) == 0.0:
+        return float(raw.arrivals)
+    return math.nan if raw.middle is None else float(raw.arrivals - raw.middle.warm_arrivals)
 
 
 def _growth(what: str, at_mid: float, area: Area, warmup: float, mid: float, end: float,
@@ -147,14 +168,16 @@ class Steadiness:
         return at_edge or self.growing(SUSPECT)
 
 
-def steadiness(rows: list[dict], drifts=(), servers=()) -> Steadiness:
-    """The Steadiness of a point's runs (records of `sq.results.metrics`); `drifts` are the
+def steadiness(rows, drifts=(), servers=()) -> Steadiness:
+    """The Steadiness of a point's runs (a RunTable, or a list of records of
+    `sq.results.metrics`); `drifts` are the
     (`OBS.drift` column, sign) pairs of the SLO's observes, sign +1 where a rising mean is worse;
     `servers` the utilisation columns of the one-server stages (`one_server_stages`)."""
-    unsteady = sum(not in_steady_state(r) for r in rows)
-    edge = sum(any(r.get(column, 0.0) >= 1.0 - EDGE for column in servers) for r in rows)
-    growth = [r["growth"] for r in rows if "growth" in r]
-    drift_t = [_t_statistic([sign * r[column] for r in rows if column in r]) for column, sign in drifts]
+    rows = RunTable.of(rows)
+    unsteady = unsteady_runs(rows)
+    edge = sum(any(r.get(column, 0.0) >= 1.0 - EDGE for column in servers) for r in rows.records(servers))
+    growth = rows.values("growth")
+    drift_t = [_t_statistic([sign * v for v in rows.values(column)]) for column, sign in drifts]
     drift_t = [t for t in drift_t if not math.isnan(t)]
     finite = [g for g in growth if not math.isnan(g)]
     return Steadiness(len(rows), unsteady, edge, math.fsum(finite) / len(finite) if finite else math.nan,

@@ -25,6 +25,7 @@ from sq.errors import SqError
 from sq._support.files import check_writable, path_argument
 from sq.study.slo import MEETS, OPEN, VIOLATES, Condition, parse_slo
 from sq._support.settings import is_count, is_number
+from sq.results.runs import RunTable
 from sq.results.steady import Steadiness, one_server_stages, steadiness
 from sq.study.sweep import compiled_from, json_cell, seed_list
 
@@ -183,7 +184,7 @@ class Point:
         return f"{knob} = {self.value:g}: {', '.join(parts)} (n={len(self.seeds)}{note}) -> {self.decision}"
 
 
-def judge(value, rows: list[dict], conditions, confidence: float, steady: Steadiness | None = None,
+def judge(value, rows, conditions, confidence: float, steady: Steadiness | None = None,
           level: float | None = None) -> Point:
     """A point's verdict from its runs: every condition's interval (at `confidence`, the level
     of one look at one condition: see `look_level`) on the good side meets; one on the bad
@@ -206,7 +207,7 @@ def judge(value, rows: list[dict], conditions, confidence: float, steady: Steadi
         decision = MEETS
     else:
         decision = OPEN
-    return Point(value, decision, [row["seed"] for row in rows], intervals, verdicts, stationary,
+    return Point(value, decision, RunTable.of(rows).values("seed"), intervals, verdicts, stationary,
                  steadiness=steady)
 
 
@@ -261,7 +262,8 @@ class Capacity:
     smallest), `value` (the answer, None when no value tried meets), `bracket` (the last
     value that meets, the first that violates), `confident` (both ends decided and within
     `tol`) and `reason`, `points` (every value tried: its verdict, seeds, intervals),
-    `records` (every run, with its value's decision), `warnings`, `provenance`.
+    `table` (every run, with its value's decision: a `sq.results.runs.RunTable`; `records` the
+    same rows as dicts), `warnings`, `provenance`.
     Conversions: `line()`, `summary()`, `to_dict()`, `to_json(path=None)` (text without a
     path), `to_pandas()` (the runs), `plot()`.
     """
@@ -277,8 +279,16 @@ class Capacity:
     confident: bool
     reason: str
     points: list[Point]                 # in the order they were tried
-    records: list[dict] = field(repr=False)   # every run: the knob, seed, metrics and the point's decision
+    table: RunTable = field(repr=False)  # every run: the knob, seed, metrics and the point's decision
     provenance: dict = field(default_factory=dict, repr=False)   # program, overrides, settings, sq and its build
+
+    def __post_init__(self):
+        self.table = RunTable.of(self.table, [self.knob])     # a list of records, as a RunTable
+
+    @property
+    def records(self) -> list[dict]:
+        """Every run as a dict (made from `table` at each call)."""
+        return list(self.table.records())
 
     @property
     def warnings(self) -> list[str]:
@@ -292,7 +302,8 @@ class Capacity:
     @property
     def runs(self):
         """Every run of every point as a pandas DataFrame (with its point's decision)."""
-        return require("pandas", "Capacity.runs").DataFrame.from_records(self.records)
+        require("pandas", "Capacity.runs")
+        return self.table.frame(self.table.keys())
 
     def summary(self):
         """One row per point, in knob order: decision, n, and every SLO metric's mean and ± half-width."""
@@ -320,7 +331,7 @@ class Capacity:
                 "bracket": list(self.bracket), "confident": self.confident, "reason": self.reason,
                 "points": [p.to_dict() for p in self.points], "warnings": self.warnings,
                 "provenance": self.provenance,
-                "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.records]}
+                "runs": [{k: json_cell(v) for k, v in r.items()} for r in self.table.records()]}
 
     def to_json(self, path=None, indent: int | None = 2) -> str | None:
         """The search as JSON (`to_dict`): returned without a path, written there (atomically)
@@ -334,8 +345,8 @@ class Capacity:
     def to_pandas(self):
         """Every run of the search as a pandas DataFrame: the knob's value, seed, decision,
         horizon factor and metrics, one row per run (`records`)."""
-        pd = require("pandas", "Capacity.to_pandas()")
-        return pd.DataFrame.from_records(self.records)
+        require("pandas", "Capacity.to_pandas()")
+        return self.table.frame(self.table.keys())
 
     def plot(self, ax=None, path=None):
         """Each SLO metric against the knob (interval bars coloured by verdict), its bound
@@ -647,7 +658,7 @@ def capacity(program, knob: str, slo, *, lo=None, hi=None, seeds=range(1, 11), c
     k = resolve_knob(base, knob, direction, lo, hi)
     if k.integer and lo is not None:
         lo, hi = int(lo), int(hi)
-    records: list[dict] = []
+    records = RunTable([knob])
     run = _point_runner(program, knob, conditions, seeds, cap, confidence, settle, records, on_point, lo is not None,
                         dict(horizon=horizon, warmup=warmup, arrivals=arrivals, cache=cache, progress=progress,
                              metrics=[c.metric for c in conditions]))
@@ -685,7 +696,7 @@ def _interrupted(stop: KeyboardInterrupt, knob: Knob, conditions, confidence, to
     sweep's own interrupt; their decision "interrupted") -- never confident."""
     partial = getattr(stop, "sweep", None)
     if partial is not None:
-        records.extend({**r, "decision": "interrupted"} for r in partial.records)
+        records.extend(partial.table, decision="interrupted")
     s = _Search(knob, None, tol, len(decided))
     s.points = {p.value: p for p in decided}
     m, v = s.ends()
@@ -758,17 +769,17 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
         with cannot_run(x):
             return Plan(program, [{knob: x}], **settings_, metrics=extra)
 
-    def runs_at(plan, x, batch, executor) -> list[dict]:
+    def runs_at(plan, x, batch, executor) -> RunTable:
         with cannot_run(x):
             return run_plan(plan, batch, executor=executor, cache=sweep_args["cache"],
-                            progress=sweep_args["progress"]).records
+                            progress=sweep_args["progress"]).table
 
-    def at_level(x, executor, plan, share: float, last: bool) -> tuple[Point, list[dict]]:
+    def at_level(x, executor, plan, share: float, last: bool) -> tuple[Point, RunTable]:
         level = look_level(confidence, looks, len(conditions), share)
-        rows: list[dict] = []
+        rows = RunTable([knob])
         batch = seeds
         while True:
-            rows += runs_at(plan, x, batch, executor)
+            rows.extend(runs_at(plan, x, batch, executor))
             steady = steadiness(rows, drifts, servers)
             # before the longest run only suspect growth sends the point on; there, it is judged
             point = judge(x, rows, conditions, level, steady if last else _calm(steady),
@@ -779,11 +790,11 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
             if len(rows) >= cap:
                 point.decision = UNDECIDED
                 break
-            batch = more_seeds([r["seed"] for r in rows], min(len(rows), cap - len(rows)))
+            batch = more_seeds(rows.values("seed"), min(len(rows), cap - len(rows)))
         return point, rows
 
     def run(x, executor) -> Point:
-        kept: list[dict] = []
+        kept = RunTable([knob])
         previous = None
         base = plan_at(x, given)
         for factor, share in zip(levels, level_shares(len(levels))):
@@ -792,14 +803,14 @@ def _point_runner(program, knob, conditions, seeds, cap, confidence, settle, rec
             plan = base if factor == 1 else plan_at(x, settings_)
             point, rows = at_level(x, executor, plan, share, last)
             point.horizon = None if factor == 1 else {k: v for k, v in settings_.items() if v is not None}
-            kept += [{**r, "horizon_factor": factor} for r in rows]
+            kept.extend(rows, horizon_factor=factor)
             growth = point.steadiness.growth
             point.persistent = previous is not None and growth > 0 and growth >= PERSISTS * previous
             previous = growth
             if last or point.decision == VIOLATES or not point.steadiness.suspect():
                 break
         point.warnings = _advice(rows, conditions, observes, plan.settings[0])
-        records.extend({**r, "decision": point.decision} for r in kept)
+        records.extend(kept, decision=point.decision)
         if on_point is not None:
             on_point(point)
         return point

@@ -219,12 +219,19 @@ def _futures(fn, pool, tasks, todo, shared=None):
 
 
 WORKER_WAIT = 30.0      # seconds a Dask scheduler with no workers has to get one
+KEPT = "help: the runs that finished are kept (in the Sweep's records, and with cache=DIR on disk): a rerun with the cache computes only the rest"
+
+
+def _address(client) -> str:
+    return getattr(getattr(client, "scheduler", None), "address", None) or ""
 
 
 def _dask(fn, client, tasks, todo, shared=None):
     """The runs on a Dask cluster. A scheduler with no worker is given WORKER_WAIT seconds to
     get one; a scheduler lost, or a run that keeps killing its workers, is an SqError (exit 2)
     naming it, not an internal error -- the runs that finished are kept (cache=DIR)."""
+    from concurrent.futures import CancelledError  # noqa: PLC0415
+
     distributed = require("distributed", "a Dask executor")
     _wait_for_a_worker(client)
     if shared:      # each point's IR once to the cluster, under a fresh key (a digest as the key
@@ -238,11 +245,13 @@ def _dask(fn, client, tasks, todo, shared=None):
     try:
         for fut in distributed.as_completed(futures):
             yield index[fut.key], fut.result()
-    except (OSError, TimeoutError, distributed.KilledWorker, distributed.comm.CommClosedError) as e:
-        raise SqError(f"the Dask cluster failed the study ({type(e).__name__}: {e}): the scheduler was lost, "
-                      "or a run kept killing its workers (out of memory?)", phase="run",
-                      notes=("help: the runs that finished are kept with cache=DIR, and a rerun computes "
-                             "only the rest",)) from None
+    except distributed.KilledWorker as e:
+        raise SqError(f"the Dask cluster failed the study: a run kept killing its workers (out of memory?) ({e})",
+                      phase="run", notes=(KEPT,)) from None
+    except (OSError, TimeoutError, distributed.comm.CommClosedError, CancelledError) as e:
+        # (the client cancels the futures of a scheduler it lost: "scheduler-connection-lost")
+        raise SqError(f"the Dask scheduler {_address(client)} was lost in the middle of the study "
+                      f"({type(e).__name__})", phase="run", notes=(KEPT,)) from None
     finally:
         try:
             client.cancel(futures)
@@ -256,6 +265,6 @@ def _wait_for_a_worker(client) -> None:
             return
         client.wait_for_workers(1, timeout=WORKER_WAIT)
     except (TimeoutError, OSError) as e:
-        raise SqError(f"the Dask scheduler {getattr(client.scheduler, 'address', '')} has no workers "
+        raise SqError(f"the Dask scheduler {_address(client)} has no workers "
                       f"(waited {WORKER_WAIT:g} s; {type(e).__name__})", phase="run",
                       notes=("help: start some (`dask worker ADDRESS`), or run without --scheduler",)) from None

@@ -5,7 +5,16 @@ replays (`arrive replay … window(window_from, window_to)`, the two `let`s
 named below) into windows of W seconds of trace time and runs one capacity
 search (`sq.capacity`, direction "min") per window, with the window's own
 traffic: the program compiled with `window_from`, `window_to` set to the
-window, its horizon the window's length over the replay speed. The answer per
+window. Its runs go on DRAIN windows past the window's start with nothing more
+arriving, so every request of the window is served and measured (a window's
+traffic is transient: judged at its end, a busy window would always look like
+a growing overload).
+
+A window does not start empty: the trace's `lead_in` seconds before it (one
+window by default, less at the trace's start) are replayed first, on the same
+deployment, and excluded by the warm-up; so a window entered at a busy time
+sees the backlog the deployment under test carries into it. (`lead_in=0`
+starts each window empty.) The answer per
 window keeps its bracket and every run (`Capacity`); over the windows it gives
 the peak, the 95th percentile and the mean deployment, and the deployment-hours
 of following the answers against keeping the peak all the time: the lower
@@ -22,6 +31,7 @@ import numpy as np
 from sq.errors import SqError
 
 WINDOW_LETS = ("window_from", "window_to")
+DRAIN = 4       # a window's runs last this many windows from its start (the last DRAIN - 1 drain it)
 
 
 @dataclass(frozen=True)
@@ -56,10 +66,11 @@ class OverTime:
 
 
 def capacity_over_time(path: str | os.PathLike, knob: str, slo, *, window: float, sets: dict | None = None,
-                       defs: dict | None = None, warmup: float | None = None, on_window=None,
-                       **capacity_kwargs) -> OverTime:
-    """One capacity search per window of W trace seconds (module docstring); the other keywords
-    are `sq.capacity`'s (seeds, tol, lo, hi, jobs, …)."""
+                       defs: dict | None = None, warmup: float | None = None, lead_in: float | None = None,
+                       on_window=None, **capacity_kwargs) -> OverTime:
+    """One capacity search per window of W trace seconds, each after a lead-in of `lead_in` trace
+    seconds (None: W) excluded by the warm-up, `warmup` more on top (module docstring); the
+    other keywords are `sq.capacity`'s (seeds, tol, lo, hi, jobs, …)."""
     from sq.study.capacity import capacity
     from sq.frontend.compile import compile_program
     from sq.traces import read_trace
@@ -67,6 +78,9 @@ def capacity_over_time(path: str | os.PathLike, knob: str, slo, *, window: float
 
     if not (isinstance(window, (int, float)) and window > 0 and math.isfinite(window)):
         raise SqError(f"--over-time: a window is a positive number of seconds, found {window!r}", phase="settings")
+    lead_in = window if lead_in is None else lead_in
+    if not (isinstance(lead_in, (int, float)) and lead_in >= 0 and math.isfinite(lead_in)):
+        raise SqError(f"--lead-in: a lead-in is a number of seconds >= 0, found {lead_in!r}", phase="settings")
     sets = dict(sets or {})
     base = compile_program(path, sets=sets, defs=defs)
     replay = base.arrival.get("Replay") if isinstance(base.arrival, dict) else None
@@ -83,12 +97,16 @@ def capacity_over_time(path: str | os.PathLike, knob: str, slo, *, window: float
     trace = resolve_path(base.trace, path)
     span = float(read_trace(trace).corpus().arrival.max())
     starts = tuple(float(t) for t in np.arange(0.0, span + (span == 0), window))
+    # the runs drain the window: running a value longer to see whether it settles (capacity's
+    # `settle`) adds no traffic, and would stretch the warm-up past the lead-in's end
+    capacity_kwargs.setdefault("settle", 1)
     results = []
     for t0 in starts:
-        program = compile_program(path, sets={**sets, "window_from": t0, "window_to": t0 + window}, defs=defs)
-        horizon = window / replay["speed"]
-        result = capacity(program, knob, slo, direction="min", horizon=horizon,
-                          warmup=0.0 if warmup is None else warmup, **capacity_kwargs)
+        lead = min(lead_in, t0)
+        program = compile_program(path, sets={**sets, "window_from": t0 - lead, "window_to": t0 + window},
+                                  defs=defs)
+        result = capacity(program, knob, slo, direction="min", horizon=(lead + DRAIN * window) / replay["speed"],
+                          warmup=lead / replay["speed"] + (0.0 if warmup is None else warmup), **capacity_kwargs)
         results.append(result)
         if on_window is not None:
             on_window(t0, result)

@@ -1,8 +1,9 @@
 """A study's plan: its points checked and compiled once, and the small tasks that run them.
 
-`Plan(program, grid, horizon=, warmup=, arrivals=, metrics=)` checks the grid, compiles every
-point once (with the study's run settings applied before linking, as `sq run --horizon` does)
-and checks the metrics asked for at every point. `plan.tasks(seeds)` makes one `Task` per
+`Plan(program, grid, horizon=, warmup=, arrivals=, metrics=)` checks the grid, compiles each
+point once (with the study's run settings applied before linking, as `sq run --horizon` does),
+window by window as its runs are reached (`WINDOW`), and checks the metrics asked for at every
+point. `plan.tasks(seeds)` makes one `Task` per
 (point, seed): the point's index, the seed and a reference to the point's IR (`PointIR`), which
 pickles as its digest only -- the IR itself travels once per worker (`Executor.run`'s `shared`:
 the process pool's initializer, Dask's `scatter`), not once per run. `sq.sweep` runs a plan
@@ -27,16 +28,24 @@ from sq.errors import SqError
 from sq.results import metrics as sq_metrics
 
 
-class Plan:
-    """A study's points, checked and compiled once.
+WINDOW = 64     # points compiled ahead of their runs: a larger grid compiles window after window
 
-    `points` ({name: value} each, in grid order), `names` (the swept names), `programs` (one
-    compiled Program per point), `irs` (one `PointIR` per point: the IR the workers run, the
-    run settings written in), `extra` (the observe metrics asked for beyond every run's own),
-    `metric_columns` (what a run's record holds, over every point), `settings` (horizon, warmup
-    and arrivals in effect at each point). Seeds are not part of a plan: `tasks(seeds)` makes
-    the runs of any list of checked seeds (`seed_list`), so seeds can be added to a point
-    without compiling it again.
+
+class Plan:
+    """A study's points, checked and compiled once, window by window.
+
+    `points` ({name: value} each, in grid order), `names` (the swept names), `extra` (the
+    observe metrics asked for beyond every run's own). A plan of up to WINDOW points compiles
+    and checks every point when it is made, so every error comes before any run; a larger one
+    compiles the first WINDOW then, and each further window when its first run is scheduled
+    (`compile_upto`, which `run_plan` calls): a grid of a million points never holds a million
+    programs, and an interrupted study compiled only what it reached. What the compiled points
+    hold: `programs` (one compiled Program each), `irs` (one `PointIR` each: the IR the workers
+    run, the run settings written in), `settings` (horizon, warmup and arrivals in effect),
+    `metric_columns` (what a run's record holds, over those points); `compiled` counts them
+    (`compile_all()` compiles the rest). Seeds are not part of a plan: `tasks(seeds)` makes the
+    runs of any list of checked seeds (`seed_list`) for the compiled points, so seeds can be
+    added to a point without compiling it again.
     """
 
     def __init__(self, program, grid=None, *, horizon=None, warmup=None, arrivals=None, metrics=None,
@@ -48,39 +57,57 @@ class Plan:
         # 300 and 300.0 are one setting (as they are one IR, and one cache key)
         horizon, warmup = (float(x) if isinstance(x, int) and not isinstance(x, bool) else x
                            for x in (horizon, warmup))
-        run = dict(horizon=horizon, warmup=warmup, arrivals=arrivals)
-        self.programs = [compile_point(program, point, run) for point in self.points]
-        self.extra = tuple(m.name for m in _metrics_at_every_point(metrics or (), self.programs, self.points)
-                           if m.observe is not None)
-        self.irs, self.settings, columns = [], [], {}
-        for p in self.programs:
-            d = _ir_dict(p, horizon, warmup, arrivals)
+        self._run = dict(horizon=horizon, warmup=warmup, arrivals=arrivals)
+        self._metrics = metrics or ()
+        self.extra: tuple[str, ...] = ()
+        self.programs, self.irs, self.settings = [], [], []
+        self._columns: dict[str, None] = {}
+        self.compile_upto(WINDOW)
+
+    @property
+    def compiled(self) -> int:
+        return len(self.programs)
+
+    def compile_upto(self, n: int) -> None:
+        """Compile and check the points before index n (those not compiled yet)."""
+        for i in range(self.compiled, min(n, len(self.points))):
+            point = self.points[i]
+            p = compile_point(self.program, point, self._run)
+            checked = _metrics_at(self._metrics, p, point if i else None)
+            if i == 0:
+                self.extra = tuple(m.name for m in checked if m.observe is not None)
+            d = _ir_dict(p, self._run["horizon"], self._run["warmup"], self._run["arrivals"])
+            self.programs.append(p)
             self.irs.append(PointIR(run_deep(json.dumps, d, separators=(",", ":"))))
             self.settings.append({"horizon": d["horizon"], "warmup": d.get("warmup", 0.0),
                                   "arrivals": d.get("arrivals")})
             # a point's arrays may be larger than the first point's: every point's metrics
-            columns.update(dict.fromkeys(sq_metrics.program_metric_names(d)))
-        self.metric_columns = [*columns, *dict.fromkeys(self.extra)]
+            self._columns.update(dict.fromkeys(sq_metrics.program_metric_names(d)))
+
+    def compile_all(self) -> None:
+        self.compile_upto(len(self.points))
+
+    @property
+    def metric_columns(self) -> list[str]:
+        return [*self._columns, *dict.fromkeys(self.extra)]
 
     def __repr__(self) -> str:
         return f"Plan(names={self.names}, points={len(self.points)}, metrics={len(self.metric_columns)})"
 
-    def tasks(self, seeds: list[int]) -> list[Task]:
-        """One task per (point, seed), point by point (seeds checked by `seed_list`)."""
-        return [Task(i, seed, ir, self.extra) for i, ir in enumerate(self.irs) for seed in seeds]
+    def tasks(self, seeds: list[int], points=None) -> list[Task]:
+        """One task per (point, seed), point by point (seeds checked by `seed_list`), for the
+        compiled points, or for the indices `points` (compiled)."""
+        points = range(self.compiled) if points is None else points
+        return [Task(i, seed, self.irs[i], self.extra) for i in points for seed in seeds]
 
-    def shared(self) -> dict[str, str]:
-        """What every worker needs once: each point's IR text by its digest."""
-        return {ir.digest: ir.text for ir in self.irs}
+    def shared(self, points=None) -> dict[str, str]:
+        """What every worker needs once: each point's IR text by its digest (of the compiled
+        points, or of the indices `points`)."""
+        points = range(self.compiled) if points is None else points
+        return {self.irs[i].digest: self.irs[i].text for i in points}
 
     def provenance(self, seeds: list[int]) -> dict:
         return study_provenance(self.program, seeds, self.settings, self.extra)
-
-    def records(self, seeds: list[int], results) -> list[dict]:
-        """The finished runs' rows, in task order: swept values, seed, metrics."""
-        labels = ((point, seed) for point in self.points for seed in seeds)
-        return [{**{n: point.get(n) for n in self.names}, "seed": seed, **record}
-                for (point, seed), record in zip(labels, results) if record is not None]
 
     def label(self, task: Task) -> tuple[dict, int]:
         return self.points[task.point], task.seed
@@ -190,16 +217,16 @@ def _lowered(ir_json: str):
 
 
 
-def _metrics_at_every_point(metrics, programs, points) -> list:
-    """The metrics asked for, checked against every point's program (a pool `kv[2]` exists only
-    where the array has three members): an SqError naming the first point that lacks one."""
-    checked = sq_metrics.check_metrics(metrics, programs[0])
-    for program, point in zip(programs[1:], points[1:]):
-        try:
-            sq_metrics.check_metrics(metrics, program)
-        except SqError as err:
-            raise SqError(f"{err.message} at {_describe(point)}", phase="settings", notes=err.notes) from None
-    return checked
+def _metrics_at(metrics, program, point: dict | None) -> list:
+    """The metrics asked for, checked against one point's program (a pool `kv[2]` exists only
+    where the array has three members): an SqError naming the point (None: the first, which
+    needs no name: its error is the plain one)."""
+    try:
+        return sq_metrics.check_metrics(metrics, program)
+    except SqError as err:
+        if point is None:
+            raise
+        raise SqError(f"{err.message} at {_describe(point)}", phase="settings", notes=err.notes) from None
 
 
 

@@ -15,16 +15,20 @@ import hashlib
 import json
 import math
 import os
-from contextlib import closing
-from dataclasses import dataclass, field
+from array import array
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from sq.results import metrics as sq_metrics
 from sq._support._optional import require
 from sq.results.confidence import ratio_interval, t_interval
+from sq.results.stats import pooled_interval
 from sq._support.deep import run_deep
-from sq.study.executors import Executor
-from sq.study.plan import (SUMMARY_COLUMNS, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
+from sq.study.executors import Executor, owned, process_pool
+from sq.study.plan import (SUMMARY_COLUMNS, WINDOW, Plan, Task, _describe, _same_value, check_runs, record_names, run_task,
                            seed_list)
 # where capacity and the CLI have long found them
 from sq.study.plan import compile_point, compiled_from, distinct_values, grid_points, study_provenance  # noqa: F401
@@ -32,19 +36,21 @@ from sq.errors import SqError
 from sq._support.files import Unreadable, build_fingerprint, open_for_writing, path_argument, read_text, write_atomic
 from sq.engine.progress import check_progress, count_bar
 from sq.results.stats import SUMMARY_QUANTILES
-from sq.results.steady import in_steady_state
+from sq.results.runs import MISSING, RunTable, value_key
+from sq.results.steady import unsteady_runs
 
 # -- the results -------------------------------------------------------------------------
 
-@dataclass
 class Sweep:
-    """The runs of a study (`sq.sweep`): one record per (point, seed), in grid order then
-    seed order, placed by task whatever executor ran them.
+    """The runs of a study (`sq.sweep`): one row per (point, seed), in grid order then seed
+    order, placed by task whatever executor ran them.
 
-    `names` (the swept `let`s), `records` (dicts: the swept values, `seed`, every metric of
-    `sq.results.metrics` and the extra ones asked for), `metrics` (the metric columns),
-    `provenance` (program, overrides, defs, sq version and build, seeds, run settings),
-    `total` (runs asked for: more than len(records) after a Ctrl-C).
+    `names` (the swept `let`s), `table` (a `sq.results.runs.RunTable`: one numpy array per
+    column -- `seed`, every metric of `sq.results.metrics` and the extra ones asked for -- and
+    each row's point), `records` (the same rows as dicts, made when asked), `metrics` (the
+    metric columns), `provenance` (program, overrides, defs, sq version and build, seeds, run
+    settings), `total` (runs asked for: more than len(records) after a Ctrl-C).
+    `Sweep(names, records, provenance, total)` takes records as a list of dicts or a RunTable.
 
     Tables: `runs` / `to_pandas()` (one row per run), `summary(confidence, flat=True |
     flat=False | long=True)` (per point: mean, Student-t half-width, n), `summary_records`,
@@ -53,16 +59,24 @@ class Sweep:
     metric a point lacks (CSV: empty, JSON: null).
     """
 
-    names: list[str]                  # the swept `let` names, in grid order
-    records: list[dict]               # {name: value, ..., "seed": s, metric: float, ...}
-    provenance: dict = field(default_factory=dict)  # program, sq version, settings, seeds
-    total: int | None = None          # runs the study asked for (more than len(records) if interrupted)
-    # the metric columns the plan's runs record: the tables' columns while no run has finished
-    metric_columns: list[str] = field(default_factory=list, repr=False)
+    def __init__(self, names, records=(), provenance: dict | None = None, total: int | None = None,
+                 metric_columns=()):
+        self.names: list[str] = list(names)          # the swept `let` names, in grid order
+        self.table = RunTable.of(records, self.names)
+        self.provenance: dict = {} if provenance is None else provenance   # program, sq version, settings, seeds
+        self.total = total      # runs the study asked for (more than len(records) if interrupted)
+        # the metric columns the plan's runs record: the tables' columns while no run has finished
+        self.metric_columns: list[str] = list(metric_columns)
 
     def __repr__(self) -> str:  # the records can be thousands of rows
-        total = self.total if self.total is not None else len(self.records)
-        return f"Sweep(names={self.names}, runs={len(self.records)} of {total}, metrics={len(self.metrics)})"
+        total = self.total if self.total is not None else len(self.table)
+        return f"Sweep(names={self.names}, runs={len(self.table)} of {total}, metrics={len(self.metrics)})"
+
+    @property
+    def records(self) -> list[dict]:
+        """The runs as dicts {name: value, ..., "seed": s, metric: number, ...} (made from
+        `table` at each call; a metric a point lacks is not in its rows)."""
+        return list(self.table.records())
 
     @property
     def metrics(self) -> list[str]:
@@ -70,14 +84,14 @@ class Sweep:
         whose arrays differ in size hold different stages and pools: `stage.engine[3].util`
         only where there are four); `metric_columns` while no run has finished."""
         keys = set(self.names) | {"seed"}
-        columns = dict.fromkeys(k for r in self.records for k in r) if self.records else self.metric_columns
+        columns = self.table.keys() if len(self.table) else self.metric_columns
         return [k for k in columns if k not in keys]
 
     @property
     def runs(self):
         """The runs as a pandas DataFrame (one row per record)."""
-        pd = require("pandas", "Sweep.runs")
-        return pd.DataFrame.from_records(self.records, columns=self._columns())
+        require("pandas", "Sweep.runs")
+        return self.table.frame(self._columns())
 
     def _columns(self) -> list[str]:
         return [*self.names, "seed", *self.metrics]
@@ -98,12 +112,12 @@ class Sweep:
             return pd.DataFrame.from_records(self.summary_records(confidence), columns=columns)
         stats = ("mean", "half_width", "n")
         points, cells = [], []
-        for runs in self._by_point().values():
-            points.append(tuple(runs[0].get(n) for n in self.names))
+        for runs in self._by_point():
+            points.append(_first_point(runs))
             row = []
             for m in self.metrics:
                 mean, half = point_interval(runs, m, confidence)
-                row.append((mean, half, sum(m in r for r in runs)))
+                row.append((mean, half, int(runs.holds(m).sum())))
             cells.append(row)
         if long:
             return pd.DataFrame.from_records(
@@ -121,20 +135,18 @@ class Sweep:
             frame[(m, "n")] = frame[(m, "n")].astype("int64")
         return frame
 
-    def _by_point(self) -> dict[tuple, list[dict]]:
-        groups: dict[tuple, list[dict]] = {}
-        for r in self.records:
-            groups.setdefault(tuple(_key(r.get(n)) for n in self.names), []).append(r)
-        return groups
+    def _by_point(self) -> list[RunTable]:
+        """Each point's runs (a RunTable each), points in order of first appearance."""
+        return [self.table.take(rows) for rows in self.table.groups().values()]
 
     def summary_records(self, confidence: float = 0.95) -> list[dict]:
         """`summary` as a list of dicts (no pandas needed)."""
         rows = []
         metrics = self.metrics
-        for runs in self._by_point().values():
-            row = {n: runs[0].get(n) for n in self.names}
+        for runs in self._by_point():
+            row = dict(zip(self.names, _first_point(runs)))
             row["n"] = len(runs)
-            row["unsteady"] = sum(not in_steady_state(r) for r in runs)
+            row["unsteady"] = unsteady_runs(runs)
             for m in metrics:  # NaN where the point has no such stage or pool
                 row[m], row[m + "±"] = point_interval(runs, m, confidence)
             rows.append(row)
@@ -149,8 +161,10 @@ class Sweep:
         if metric not in self.metrics:
             raise SqError(f"compare: `{metric}` is not a metric of the sweep", phase="settings",
                           notes=(f"help: e.g. {', '.join(self.metrics[:8])}, …",))
-        by_seed = {r["seed"]: r for r in a_runs if metric in r}
-        pairs = [(by_seed[r["seed"]][metric], r[metric]) for r in b_runs if r["seed"] in by_seed and metric in r]
+        a_held, b_held = (runs.holds(metric) & runs.holds("seed") for runs in (a_runs, b_runs))
+        by_seed = dict(zip(a_runs.values("seed", a_held), a_runs.values(metric, a_held)))
+        pairs = [(by_seed[seed], y) for seed, y in zip(b_runs.values("seed", b_held), b_runs.values(metric, b_held))
+                 if seed in by_seed]
         if not pairs:
             raise SqError("compare: the two points have no seed in common", phase="settings")
         mean, half = t_interval([y - x for x, y in pairs], confidence)
@@ -164,42 +178,57 @@ class Sweep:
                           "{name: value}", phase="settings")
         return {self.names[0]: value}
 
-    def _point_runs(self, value, which: str) -> list[dict]:
+    def _point_runs(self, value, which: str) -> RunTable:
         point = self._point_of(value)
         if set(point) != set(self.names):
             raise SqError(f"compare: point {which} names {', '.join(point) or 'nothing'}; the sweep's points "
                           f"name {', '.join(self.names)}", phase="settings")
         key = {n: _same_value(v) for n, v in point.items()}
-        runs = [r for r in self.records if all(_same_value(r.get(n)) == v for n, v in key.items())]
-        if not runs:
+        at = [all(_same_value(None if v is MISSING else v) == key[n] for n, v in zip(self.names, p))
+              for p in self.table.points]
+        rows = np.asarray(at, bool)[self.table.point[:len(self.table)]] if at else np.zeros(0, bool)
+        if not rows.any():
             raise SqError(f"compare: the sweep has no runs at {_describe(point)}", phase="settings")
-        return runs
+        return self.table.take(rows)
 
     # -- writing ------------------------------------------------------------------------
     def to_csv(self, path) -> None:
-        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`."""
+        """The runs as CSV (no pandas needed): NaN and infinities as `nan`, `inf`. The first line
+        is a comment, `# sq.provenance: {...}` (the provenance as JSON), then the header:
+        `pandas.read_csv(path, comment="#")` reads the table."""
         import csv  # noqa: PLC0415
 
         columns = self._columns()
         with _open_for_writing(path, "to_csv", newline="") as f:
+            f.write(f"# {PROVENANCE}: {self._provenance_json()}\n")    # read_csv(path, comment="#")
             w = csv.writer(f)
             w.writerow(columns)
-            for r in self.records:
-                w.writerow([_csv_cell(r.get(c)) for c in columns])
+            w.writerows(zip(*(self._cells(c, _csv_cell) for c in columns)))
 
     def to_json(self, path=None, lines: bool = True) -> str | None:
         """The runs as JSON lines, one object per run, or (lines=False) one array of them, one
         per line (no pandas needed); NaN and infinities are written null, as JSON has no
-        spelling for them. Without a path the text is returned; with one it is written there
+        spelling for them. The first object is the provenance, `{"sq.provenance": {...}}` (no
+        run has that key: it is no metric's or `let`'s name). Without a path the text is returned; with one it is written there
         (atomically) and None returned."""
         columns = self._columns()
-        rows = [json.dumps({c: json_cell(r.get(c)) for c in columns}, allow_nan=False) for r in self.records]
+        keys = [json.dumps(c) + ": " for c in columns]
+        cells = [[key + v for v in self._cells(c, _json_text)] for key, c in zip(keys, columns)]
+        rows = [f'{{"{PROVENANCE}": {self._provenance_json()}}}']
+        rows += ["{" + ", ".join(row) + "}" for row in zip(*cells)]
         text = "".join(row + "\n" for row in rows) if lines else "[" + ",\n".join(rows) + "]\n"
         if path is None:
             return text
         with _open_for_writing(path, "to_json") as f:
             f.write(text)
         return None
+
+    def _cells(self, column: str, spelled) -> list:
+        """A column's cells, each spelled by `spelled` (None for a cell the row does not hold)."""
+        if column in self.names:
+            return [spelled(v) for v in self.table.swept(column)]
+        array, absent = self.table.masked(column)
+        return [spelled(None) if a else spelled(v) for v, a in zip(array.tolist(), absent.tolist())]
 
     def to_pandas(self):
         """The runs as a pandas DataFrame, one row per run: swept names, seed, metrics (`runs`)."""
@@ -212,50 +241,54 @@ class Sweep:
         full -- some (point, seed) has no run: an interrupted study, points that are not a
         product -- is an SqError naming a missing run (`runs` holds any set of runs)."""
         xr = require("xarray", "Sweep.to_xarray")
-        import numpy as np  # noqa: PLC0415
-
+        table = self.table
         dims = [*self.names, "seed"]
-        places: list[dict] = [{} for _ in dims]          # per dimension: value key -> its index
-        coords: list[list] = [[] for _ in dims]
-        cells: dict[tuple, dict] = {}
-        for r in self.records:
-            at = []
-            for place, values, d in zip(places, coords, dims):
-                key = _same_value(_key(r.get(d)))
-                if key not in place:
-                    place[key] = len(values)
-                    values.append(_key(r.get(d)))
-                at.append(place[key])
-            cells[tuple(at)] = r
+        coords, places = [], []                          # per dimension: its values; each row's index
+        for d in dims:
+            values = table.swept(d) if d in self.names else self._cells(d, lambda v: v)
+            index: dict = {}
+            first: list = []
+            at = [index.setdefault(_same_value(value_key(v)), len(index)) for v in values]
+            for v, i in zip(values, at):
+                if i == len(first):
+                    first.append(value_key(v))
+            coords.append(first)
+            places.append(np.asarray(at, np.intp))
         shape = tuple(len(values) for values in coords)
-        if len(cells) != math.prod(shape) or not cells:
-            missing = next((i for i in np.ndindex(*shape) if i not in cells), None)
-            where = (_describe({d: coords[k][i] for k, (d, i) in enumerate(zip(dims, missing))})
+        flat = np.ravel_multi_index(places, shape) if len(table) else np.zeros(0, np.intp)
+        last = len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1]     # a cell's last run wins
+        filled = np.zeros(math.prod(shape), bool)
+        filled[flat] = True
+        if len(last) != math.prod(shape) or not len(last):
+            empty = np.flatnonzero(~filled)
+            missing = np.unravel_index(empty[0], shape) if len(empty) else None
+            where = (_describe({d: coords[k][int(i)] for k, (d, i) in enumerate(zip(dims, missing))})
                      if missing is not None else "any point")
             raise SqError(f"Sweep.to_xarray: the grid is not full: no run at {where} "
-                          f"({len(cells)} of {math.prod(shape)} runs)", phase="settings",
+                          f"({len(last)} of {math.prod(shape)} runs)", phase="settings",
                           notes=("help: `runs` (to_pandas) holds the runs of a partial grid",))
         variables = {}
         for m in self.metrics:
-            column = np.full(shape, np.nan)
-            for at, r in cells.items():
-                v = r.get(m)
-                column[at] = np.nan if v is None else v
-            variables[m] = (dims, column)
+            column = np.full(math.prod(shape), np.nan)
+            column[flat[last]] = _floats(*table.masked(m))[last]
+            variables[m] = (dims, column.reshape(shape))
         return xr.Dataset(variables, coords={d: values for d, values in zip(dims, coords)},
-                          attrs={"provenance": json.dumps(self.provenance, default=str)})
+                          attrs={"provenance": self._provenance_json()})
 
     def to_parquet(self, path) -> None:
-        """The runs as a Parquet file (needs pyarrow)."""
-        pa = require("pyarrow", "Sweep.to_parquet")
+        """The runs as a Parquet file (needs pyarrow): the table's arrays handed to Arrow."""
+        require("pyarrow", "Sweep.to_parquet")
         pq = require("pyarrow.parquet", "Sweep.to_parquet")
-        columns = self._columns()
-        table = pa.Table.from_pylist([{c: r.get(c) for c in columns} for r in self.records])
+        table = self.table.arrow(self._columns())
         # what made the runs, in the file's own metadata (pyarrow.parquet.read_schema(path).metadata)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"sq.provenance": json.dumps(
-            self.provenance, default=str).encode()})
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PROVENANCE.encode(): self._provenance_json().encode()})
         with _open_for_writing(path, "to_parquet", binary=True) as f:
             pq.write_table(table, f)
+
+    def _provenance_json(self) -> str:
+        """The provenance as one line of JSON, what every writer stores (a non-finite setting as null)."""
+        return json.dumps(_nulled(self.provenance), default=str, allow_nan=False)
 
     def write(self, path) -> None:
         """`to_csv`, `to_parquet` or `to_json` by the file's extension (.csv, .parquet, .jsonl;
@@ -276,27 +309,38 @@ class Sweep:
         return plot_summary(self, x, y, by=by, slo=slo, ax=ax, confidence=confidence, logx=logx, logy=logy)
 
 
-def point_interval(runs: list[dict], metric: str, confidence: float) -> tuple[float, float]:
-    """(mean, half-width) of a metric over a point's runs: the Student-t interval of the runs'
-    values, or for a share (`OBS.le(X)`) the ratio interval weighted by each run's count."""
+def point_interval(runs, metric: str, confidence: float) -> tuple[float, float]:
+    """(mean, half-width) of a metric over a point's runs (a RunTable, or a list of records):
+    the Student-t interval of the runs' values, for a share (`OBS.le(X)`) the ratio interval
+    weighted by each run's count, for a pooled quantile (`OBS.p99@pooled`) the quantile of all
+    the runs' samples with the interval of `sq.results.stats.pooled_interval`."""
+    runs = RunTable.of(runs)
+    q = sq_metrics.pooled_level(metric)
+    if q is not None:
+        tails = runs.values(metric)
+        if not all(isinstance(t, sq_metrics.Tail) for t in tails):
+            raise SqError(f"`{metric}` is pooled from the runs' samples, which these records do not hold "
+                          "(a table read back keeps only each run's own quantile)", phase="settings")
+        return pooled_interval(tails, q, confidence)
     count = sq_metrics.weight_column(metric)
-    if count is not None and all(count in r for r in runs):
-        have = [r for r in runs if metric in r]
-        return ratio_interval([r[metric] for r in have], [r[count] for r in have], confidence)
-    return t_interval([r[metric] for r in runs if metric in r], confidence)
+    if count is not None and runs.holds(count).all():
+        have = runs.holds(metric)
+        return ratio_interval(runs.values(metric), runs.values(count, have), confidence)
+    return t_interval(runs.values(metric), confidence)
 
 
 TAIL_SAMPLES = 100      # samples beyond a quantile a run needs for its own quantile to be trusted
 MSER_SHARE = 0.10       # a warm-up MSER-5 would lengthen by more than this share of the window is short
 
 
-def tail_advice(runs: list[dict], metric: str, horizon: float, warmup: float) -> str | None:
+def tail_advice(runs, metric: str, horizon: float, warmup: float) -> str | None:
     """A warning when a quantile metric (`OBS.p99`) rests on fewer than TAIL_SAMPLES samples
     beyond it in the average run (n·(1 - q)): a run's own p99 of few samples is biased low;
-    names the horizon that would give enough (the samples grow with the measured window)."""
+    names the horizon that would give enough (the samples grow with the measured window).
+    `runs`: a point's RunTable, or a list of records."""
     observe, _, name = metric.rpartition(".")
     q = dict(SUMMARY_QUANTILES).get(name)
-    counts = [r[f"{observe}.count"] for r in runs if f"{observe}.count" in r]
+    counts = RunTable.of(runs).values(f"{observe}.count")
     if q is None or not 0.0 < q < 1.0 or not counts:
         return None
     beyond = math.fsum(counts) / len(counts) * (1.0 - q)
@@ -308,12 +352,12 @@ def tail_advice(runs: list[dict], metric: str, horizon: float, warmup: float) ->
             f"(warm-up {warmup:g}) would give {TAIL_SAMPLES}")
 
 
-def warmup_advice(runs: list[dict], observe: str, horizon: float, warmup: float) -> str | None:
+def warmup_advice(runs, observe: str, horizon: float, warmup: float) -> str | None:
     """A warning when MSER-5 (`OBS.mser`) would start the statistics more than MSER_SHARE of the
     measured window later than the warm-up given in three runs of four (its lower quartile over
-    the runs: on a stable run MSER-5 sometimes cuts a burst by chance); names that warm-up."""
-    column = f"{observe}.mser"
-    cuts = sorted(r[column] for r in runs if column in r and not math.isnan(r[column]))
+    the runs: on a stable run MSER-5 sometimes cuts a burst by chance); names that warm-up.
+    `runs`: a point's RunTable, or a list of records."""
+    cuts = sorted(v for v in RunTable.of(runs).values(f"{observe}.mser") if not math.isnan(v))
     if not cuts:
         return None
     quartile = cuts[len(cuts) // 4]
@@ -341,6 +385,10 @@ class Comparison:
                 f"± {self.half_width:.2g} ({self.confidence:.0%}, paired over {self.n} seeds)")
 
 
+# the key of the provenance in every file a Sweep writes: the CSV's first (comment) line, the JSON's first
+# object, the Parquet file's metadata
+PROVENANCE = "sq.provenance"
+
 WRITERS = {".csv": ("to_csv", {}), ".parquet": ("to_parquet", {}), ".jsonl": ("to_json", {}),
            ".json": ("to_json", {"lines": False})}
 
@@ -351,8 +399,27 @@ def _open_for_writing(path, who: str, **options):
                                               "was given): write them again once there is room",), **options)
 
 
-def _key(v):
-    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+def _first_point(runs: RunTable) -> tuple:
+    """The swept values of a point's first run (None for a name it lacks)."""
+    return tuple(None if v is MISSING else v for v in runs.points[runs.point[0]])
+
+
+def _floats(array: np.ndarray, absent: np.ndarray) -> np.ndarray:
+    """A column as floats, NaN where a row does not hold it (or holds None)."""
+    if array.dtype.kind == "O":
+        return np.array([np.nan if a or v is None else v for v, a in zip(array.tolist(), absent.tolist())],
+                        np.float64)
+    return np.where(absent, np.nan, array.astype(np.float64))
+
+
+def _json_text(v) -> str:
+    """A cell as JSON text (`json_cell`: NaN and infinities null), as `json.dumps` spells it: a
+    float by its repr, an int by its digits (the two asked first: a table holds mostly these)."""
+    if type(v) is float:
+        return repr(v) if math.isfinite(v) else "null"
+    if type(v) is int:
+        return repr(v)
+    return json.dumps(json_cell(v), allow_nan=False)
 
 
 def _csv_cell(v):
@@ -362,6 +429,15 @@ def _csv_cell(v):
 def json_cell(v):
     """A value as JSON holds it: a NaN or infinite float becomes null."""
     return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _nulled(v):
+    """`json_cell` of every value inside lists and dicts."""
+    if isinstance(v, dict):
+        return {k: _nulled(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_nulled(x) for x in v]
+    return json_cell(v)
 
 
 # -- the sweep ------------------------------------------------------------------------
@@ -384,10 +460,12 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
     Each (point, seed) run equals `sq.run(sq.compile(program, sets=point), seed=seed,
     horizon=..., warmup=..., arrivals=...)`; each point is compiled once (`Plan`). Every
-    argument is checked, and every point compiled, before any run: bad input is an SqError
+    argument is checked, and every point of the first window (`plan.WINDOW` points) compiled,
+    before any run, a later window when its first run is scheduled: bad input is an SqError
     (phase "settings", or the compiler's), a run sq refuses is an SqError naming the point and
     seed (its phase and notes kept). A Ctrl-C stops the sweep and raises KeyboardInterrupt
-    with the finished runs as its `sweep` attribute (and in the cache).
+    with the finished runs as its `sweep` attribute (and in the cache); an SqError in the
+    middle of the runs (a run refused, a Dask scheduler lost) carries them the same way.
     """
     check_progress(progress, "sweep")
     seeds = seed_list(seeds)
@@ -397,42 +475,120 @@ def sweep(program, grid, seeds, *, horizon=None, warmup=None, arrivals=None, exe
 
 def run_plan(plan: Plan, seeds: list[int], *, executor=None, jobs=None, cache=None, progress=None,
              who: str = "sweep") -> Sweep:
-    """Run a `Plan` (its points compiled and checked) with checked seeds (`seed_list`): what
-    `sweep` does after its checks. `sq sweep` and `sq.capacity` call it with a plan they made
-    once (capacity: batch after batch of seeds at one value)."""
+    """Run a `Plan` with checked seeds (`seed_list`): what `sweep` does after its checks. `sq
+    sweep` and `sq.capacity` call it with a plan they made once (capacity: batch after batch of
+    seeds at one value). The points run window by window (`plan.WINDOW`), each window compiled
+    when its first run is scheduled."""
     check_runs(len(plan.points), len(seeds), who)
     store = _Cache(cache) if cache is not None else None
     pool = Executor(executor, jobs, who)  # checked before any run
-    tasks = plan.tasks(seeds)
-    results: list[dict | None] = [store.get(t) if store else None for t in tasks]
-    result = Sweep(plan.names, [], plan.provenance(seeds), len(tasks), plan.metric_columns)
+    total = len(plan.points) * len(seeds)
+    runs = _Runs(plan, seeds, store)
+    result = Sweep(plan.names, (), {}, total)
     try:
-        _collect(plan, tasks, pool, store, results, progress, who)
-    except KeyboardInterrupt as interrupt:
-        if store:  # the interrupt may have come between a run's end and its write
-            for task, record in zip(tasks, results):
-                if record is not None and store.get(task) is None:
-                    store.put(task, record)
-        result.records = plan.records(seeds, results)
-        interrupt.sweep = result
+        runs.look_up(range(plan.compiled))
+        with _window_pool(pool, len(plan.points), who) as runner, \
+                count_bar(progress, total, len(runs), "run") as bar:
+            for start in range(0, len(plan.points), WINDOW):
+                points = range(start, min(start + WINDOW, len(plan.points)))
+                if points.stop > plan.compiled:
+                    plan.compile_upto(points.stop)
+                    bar.update(runs.look_up(points))
+                _collect(plan, runner, runs, bar, who, points)
+    except (KeyboardInterrupt, SqError) as stop:
+        # a Ctrl-C, a lost scheduler, a run sq refuses: the runs that finished go with the error
+        if isinstance(stop, KeyboardInterrupt):
+            runs.keep_last()     # it may have come between a run's end and its write
+        stop.sweep = _finished(result, plan, seeds, runs)
         raise
-    result.records = plan.records(seeds, results)
+    return _finished(result, plan, seeds, runs)
+
+
+def _finished(result: Sweep, plan: Plan, seeds: list[int], runs: "_Runs") -> Sweep:
+    """The Sweep of the runs finished, with what the points compiled so far say of them."""
+    result.table = runs.in_task_order()
+    result.provenance = plan.provenance(seeds)
+    result.metric_columns = plan.metric_columns
     return result
 
 
-def _collect(plan: Plan, tasks: list, pool, store, results: list, progress, who: str) -> None:
-    """Run what `results` lacks, filling it (and the cache) as runs finish."""
-    finished = pool.run(run_task, tasks, [i for i, r in enumerate(results) if r is None], plan.shared())
-    done = sum(r is not None for r in results)
-    with closing(finished), count_bar(progress, len(tasks), done, "run") as bar:
+class _Runs:
+    """A study's finished runs as they arrive: a RunTable (each window's cached runs first),
+    each row's task, the tasks of the compiled points, and the cache runs are written to."""
+
+    def __init__(self, plan: Plan, seeds: list[int], store):
+        self.plan, self.seeds, self.store = plan, seeds, store
+        self.table = RunTable(plan.names)
+        self.ids = [self.table.point_id(tuple(p.get(n) for n in plan.names)) for p in plan.points]
+        self.tasks: list[Task | None] = [None] * (len(plan.points) * len(seeds))
+        self.done = bytearray(len(self.tasks))
+        self.task = array("q")          # each row's task index
+        self.last = None                # the run being kept, until it is in the cache
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+    def look_up(self, points: range) -> int:
+        """Make the tasks of compiled points, and keep what the cache holds of them: how many."""
+        found = 0
+        for i, task in enumerate(self.plan.tasks(self.seeds, points), points.start * len(self.seeds)):
+            self.tasks[i] = task
+            record = self.store.get(task) if self.store else None
+            if record is not None:
+                self._add(i, record)
+                found += 1
+        return found
+
+    def _add(self, i: int, record: dict) -> None:
+        task = self.tasks[i]
+        self.table.add_run(self.ids[task.point], task.seed, record)
+        self.task.append(i)
+        self.done[i] = 1
+
+    def missing(self, points: range) -> list[int]:
+        """The tasks of `points` without a run yet."""
+        n = len(self.seeds)
+        return [i for i in range(points.start * n, points.stop * n) if not self.done[i]]
+
+    def keep(self, i: int, record: dict) -> None:
+        """A finished run: into the table, then into the cache."""
+        self.last = (i, record)
+        self._add(i, record)
+        if self.store:
+            self.store.put(self.tasks[i], record)
+        self.last = None
+
+    def keep_last(self) -> None:
+        """Write the run an interrupt caught between the table and the cache."""
+        if self.last is not None and self.store and self.done[self.last[0]]:
+            self.store.put(self.tasks[self.last[0]], self.last[1])
+
+    def in_task_order(self) -> RunTable:
+        return self.table.take(np.argsort(np.frombuffer(self.task, np.int64), kind="stable"))
+
+
+@contextmanager
+def _window_pool(pool: Executor, points: int, who: str):
+    """The executor the windows share: the one given, except that a grid of several windows on
+    worker processes gets one pool for all of them (not one started per window), each task
+    then carrying its point's IR (the IRs of later windows do not exist when it starts)."""
+    if pool.kind != "processes" or points <= WINDOW or pool.jobs == 1:
+        yield pool
+        return
+    with owned(process_pool(pool.jobs), who) as processes:
+        yield Executor(processes, pool.jobs, who)
+
+
+def _collect(plan: Plan, pool, runs: _Runs, bar, who: str, points: range) -> None:
+    """Run the tasks of `points` that `runs` lacks, keeping each (and caching it) as it finishes."""
+    finished = pool.run(run_task, runs.tasks, runs.missing(points), plan.shared(points))
+    with closing(finished):
         for i, record in finished:
             if "error" in record:
-                point, seed = plan.label(tasks[i])
+                point, seed = plan.label(runs.tasks[i])
                 raise SqError(f"{who}: the run at {_describe(point)} seed {seed} failed:\n{record['error']}",
                               phase=record.get("phase", "run"), notes=record.get("notes", ()))
-            results[i] = record
-            if store:
-                store.put(tasks[i], record)
+            runs.keep(i, record)
             bar.update(1)
 
 
@@ -478,9 +634,9 @@ class _Cache:
         record = stored.get("record")
         if not isinstance(record, dict) or list(record) != record_names(task) \
                 or not all(type(v) in (float, int) for v in record.values()) \
-                or stored.get("sum") != _checksum(key, record):
+                or stored.get("sum") != _checksum(key, record, stored.get("tails")):
             return None
-        return record
+        return _with_tails(record, stored.get("tails"), task)
 
     def put(self, task: Task, record: dict) -> None:
         """Store a record beside its key and checksum, written atomically (a temporary file
@@ -488,12 +644,23 @@ class _Cache:
         key = task_key(task)
         path = self._path(task)
         path.parent.mkdir(exist_ok=True)
-        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record), "record": record})])
+        tails = {k: [v.count, v.top.tolist()] for k, v in record.items() if isinstance(v, sq_metrics.Tail)}
+        write_atomic(path, [json.dumps({"key": key, "sum": _checksum(key, record, tails), "record": record,
+                                        "tails": tails})])
 
 
 RECORD_LIMIT = 1 << 20      # a run's record is a few KB: anything far larger is not one
 
 
-def _checksum(key: str, record: dict) -> str:
-    """The digest of a record with its key: a record moved under another key fails it too."""
-    return hashlib.sha256(json.dumps([key, record]).encode()).hexdigest()
+def _checksum(key: str, record: dict, tails) -> str:
+    """The digest of a record with its key (and its pooled metrics' samples): a record moved
+    under another key fails it too."""
+    return hashlib.sha256(json.dumps([key, record, tails]).encode()).hexdigest()
+
+
+def _with_tails(record: dict, tails, task: Task) -> dict | None:
+    """A stored record with its pooled metrics' samples put back (`metrics.Tail`); None when
+    one is missing or malformed."""
+    pooled = [m for m in task.extra if sq_metrics.pooled_level(m) is not None]
+    if not pooled:
+        return record

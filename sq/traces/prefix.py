@@ -11,7 +11,7 @@ used blocks are evicted while more than `capacity` are held.
 A run with `trace "F" prefix(C);` applies the same rule at each `turn;` (the
 engine's `prefix_lookup`, sq/engine/_session.pxi, over the tables `engine_tables`
 makes), so a replay in arrival order finds exactly what `leading_hits` finds
-(tests/test_prefix_cache.py).
+(tests/traces/test_prefix_cache.py).
 """
 from __future__ import annotations
 

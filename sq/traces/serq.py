@@ -4,7 +4,7 @@ A workload with `trace "F.csv" [ordered];` replays recorded sessions. This
 module reads the file into a `TraceCorpus` -- flat numpy arrays the engine
 indexes without touching Python objects -- and states, as small pure
 functions, what the engine does with it. Everything here matches pyserq 0.1.2
-(`pyserq.read_trace` and runs), which tests/test_trace.py checks.
+(`pyserq.read_trace` and runs), which tests/traces/test_trace.py checks.
 
 The file (read once, when the run starts)
 -----------------------------------------

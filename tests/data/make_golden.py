@@ -1,4 +1,4 @@
-"""Record the answers the suite checks sq against when pyserq is not installed (see tests/golden.py).
+"""Record the answers the suite checks sq against when pyserq is not installed (see tests/helpers/golden.py).
 
 Run once with pyserq 0.1.2 installed, from anywhere:
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyserq
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import golden  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # the repository root, for tests.helpers
+from tests.helpers import golden  # noqa: E402
 
 U64 = (1 << 64) - 1
 U32 = (1 << 32) - 1

@@ -4,7 +4,7 @@ make them fail?
 Each mutation below edits the engine's source the way a plausible speed-up could (an order of
 same-instant work changed, a tie broken the other way). For each one the script copies the tree
 (tracked files and the built extensions) into a temporary folder, applies the edit there, rebuilds,
-and runs the default differential sample (tests/test_random_programs.py as the default run selects
+and runs the default differential sample (tests/differential/test_random_programs.py as the default run selects
 it) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
 fails on is killed by it. Your worktree and its build are never touched.
 
@@ -99,8 +99,8 @@ MUTATIONS = (
 )
 
 SAMPLES = {
-    "default": ["tests/test_random_programs.py"],
-    "exact": ["tests/test_random_programs.py", "-m", "exact"],
+    "default": ["tests/differential/test_random_programs.py"],
+    "exact": ["tests/differential/test_random_programs.py", "-m", "exact"],
 }
 
 

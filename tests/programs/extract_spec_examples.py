@@ -7,7 +7,7 @@ Run once by hand (it needs pyserq 0.1.2, the reference, to label each example):
 Files are named `chNN_MM.sq` (chapter, 1-based index of the example in that
 chapter). An example whose first line is `// lib/NAME.sq` is a library the
 other examples `use`: it is written to spec/lib/NAME.sq instead. Each program
-gets a `// sq-test:` header (see tests/oracle.py):
+gets a `// sq-test:` header (see tests/helpers/oracle.py):
 
 * the spec says that chapter examples run with `run { horizon 100; }` unless
   stated otherwise, so an example the reference rejects only for the missing
@@ -30,9 +30,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parents[1]))   # the repository root, for tests.helpers
 
-from oracle import headline, pyserq_compile  # noqa: E402
+from tests.helpers.oracle import headline, pyserq_compile  # noqa: E402
 
 FENCE = re.compile(r"^```serq[^\n]*\n(.*?)^```", re.S | re.M)
 

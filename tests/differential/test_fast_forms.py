@@ -1,0 +1,146 @@
+"""The engine's set-up-time decisions (issue 12) change no result: each is checked on programs that
+take it and on near misses that must not, against pyserq 0.1.2's JSON text.
+
+* Expression shapes (sq/engine/_expr.pxi, ExprShape): a constant, an attribute, `now`, another context
+  variable, two leaves and one of + - * /, a draw whose arguments are constants; anything else runs
+  on the stack machine.
+* Statement forms (sq/engine/_session.pxi, StmtForm): a `run` of one fifo, ps or delay stage with no index,
+  `growing`, other stages or mode (its work drawn without an evaluation when the draw's one
+  argument is a constant); a `set` of `now`; an `observe` of `now - attribute`; any other `run`,
+  `set` or `observe` takes the general statement.
+* `record`'s common sample (room in its arrays, a 4-byte serial, turn 0) and the rest (growth,
+  turns stored once one is not 0).
+* Per-program resets (State.session_extras): a session's job, flow, token and hold fields are reset
+  at spawn only where pools or step stages read them, and an ending session releases holds, growth
+  and leases only where pools exist.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.oracle import REFERENCE_MISSING, same_json
+
+pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
+
+
+def _observed(report: dict) -> dict:
+    return {name: o["count"] for name, o in report["observes"].items()}
+
+
+# Every observe's expression is one shape (or a near miss of one); `x` and `y` are attributes set at
+# run time, so nothing folds at compile time.
+EXPRESSIONS = {
+    "num": "2.5",
+    "attr": "x",
+    "now": "now",
+    "serial": "serial",
+    "add": "x + 1", "sub": "now - t0", "mul": "2 * x", "div": "x / y", "div0": "x / z",
+    "add_ctx": "now + serial", "since": "now - t1", "since_serial": "now - serial",
+    "until": "t0 - now", "now_minus_num": "now - 1",
+    "draw1": "~exp(1)", "draw2": "~uniform(0.1, 2)", "draw_h2": "~h2(1, 4)",
+    # near misses: the stack machine
+    "three": "x + y + 1", "neg": "-x", "nested": "(x + 1) * 2", "compare": "x < y",
+    "pow": "x ^ 2", "min": "min(x, y)", "draw_attr": "~exp(x)", "draw_mixed": "~uniform(0, x)",
+    "draw_plus": "~exp(1) + 1", "plus_draw": "1 + ~exp(1)", "fn": "abs(x)", "not": "!x",
+}
+
+
+def _expressions_program() -> str:
+    observes = " ".join(f"observe {name} = {expr};" for name, expr in EXPRESSIONS.items())
+    return ("stage s : fifo(1);\nrun { horizon 200; seed 5; }\n"
+            "workload { arrive poisson(0.8); }\n"
+            "session { set t0 = now; set t1 = now * 1; set x = ~uniform(0.5, 3); set y = serial + 1; set z = 0;\n"
+            f"  run s (~exp(1)); {observes} }}\n")
+
+
+def test_every_expression_shape_and_its_near_misses_are_pyserqs_json_text():
+    counts = _observed(same_json(_expressions_program()))
+    assert set(counts) == set(EXPRESSIONS)
+    assert min(counts.values()) > 100, counts
+
+
+@pytest.mark.parametrize("phi", ["1", "2", "present", "min(present, 2)", "1 + present / 4"])
+def test_a_ps_rate_of_each_shape_is_pyserqs_json_text(phi):
+    # φ is evaluated with `present` bound: a constant, another context variable, a near miss
+    same_json(f"stage p : ps({phi});\nrun {{ horizon 300; seed 2; }}\nworkload {{ arrive poisson(0.9); }}\n"
+               "session { set t0 = now; run p (~h2(1, 4)); observe r = now - t0; }\n")
+
+
+@pytest.mark.parametrize("gap", ["~exp(2)", "0.5", "~uniform(0.2, 0.8)", "~exp(1) * 0.5"])
+def test_an_arrival_gap_of_each_shape_is_pyserqs_json_text(gap):
+    same_json(f"stage s : fifo(2);\nrun {{ horizon 300; seed 4; }}\nworkload {{ arrive renewal({gap}); }}\n"
+               "session { set t0 = now; run s (~exp(1.5)); observe r = now - t0; }\n")
+
+
+# One `run` per program: the fast form (one fifo, ps or delay stage, plain) and its near misses.
+RUNS = {
+    "fifo": ("stage s : fifo(2);", "run s (~exp(1.8));"),
+    "ps": ("stage s : ps(1);", "run s (~exp(1));"),
+    "delay": ("stage s : delay;", "run s (~exp(1));"),
+    "draw2_work": ("stage s : fifo(1);", "run s (~uniform(0.2, 1.6));"),
+    "attr_work": ("stage s : fifo(1);", "set w = ~exp(1); run s (w);"),
+    "zero_work": ("stage s : fifo(1);", "run s (floor(serial / 2) * 2 == serial ? 0 : ~exp(1));"),
+    "negative_work": ("stage s : fifo(1);", "run s (floor(serial / 3) * 3 == serial ? -1 : ~exp(1));"),
+    "nan_work": ("stage s : fifo(1);", "set z = 0; run s (floor(serial / 4) * 4 == serial ? z / z : ~exp(1));"),
+    "indexed": ("stage s[3] : fifo(1);", "run s[serial - 3 * floor(serial / 3)] (~exp(2.5));"),
+    "indexed_const": ("stage s[2] : fifo(1);", "run s[1] (~exp(1));"),
+    # a shared stage's own run is a flow, not a job
+    "shared_one": ("share maxmin;\nstage s : ps(1); stage t : ps(2);",
+                   "run s (~exp(0.5)); run s, t (~exp(0.5));"),
+    "shared": ("share maxmin;\nstage s : ps(1); stage t : ps(2);", "run s, t (~exp(1));"),
+    "two_runs": ("stage s : fifo(1); stage t : ps(1);", "run s (~exp(0.5)); run t (~exp(0.5));"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_each_run_form_and_its_near_misses_are_pyserqs_json_text(name):
+    stages, run = RUNS[name]
+    report = same_json(f"{stages}\nrun {{ horizon 300; seed 3; }}\nworkload {{ arrive poisson(0.9); }}\n"
+                        f"session {{ set t0 = now; {run} observe r = now - t0; }}\n")
+    assert _observed(report)["r"] > 100
+
+
+def test_a_step_stage_run_is_pyserqs_json_text():
+    # a run on a step stage (prefill/decode modes, growing) never takes the fast form; a plain run
+    # beside it does, in a program whose sessions reset their job, flow and token fields
+    report = same_json("pool kv { cap 4000; block 16; preempt lifo; }\n"
+               "stage e : step { budget 256; chunk 64; cost 0.004 + 2e-5 * tokens; memory kv; }\n"
+               "stage f : fifo(1);\nrun { horizon 60; seed 3; }\n"
+               "workload { arrive poisson(6); session { set p = 50 + floor(~uniform(0, 200)); "
+               "set o = 1 + floor(~exp(20)); request; } }\n"
+               "server { run f (0.01); hold kv (p) { run e prefill (p) growing kv; run e decode (o) growing kv; } "
+               "observe done = now; }\n")
+    assert report["stages"][0]["mean_decodes"] > 0 and _observed(report)["done"] > 100
+
+
+@pytest.mark.parametrize("arrive", ["poisson(0.9)", "closed(3)"])
+def test_sessions_with_pools_reset_what_pools_read_as_pyserq(arrive):
+    # pools: spawn resets job, flow and holds; ending sessions release holds and leases (closed
+    # workloads spawn again from end_session)
+    report = same_json("pool mem { cap 4; }\nstage s : fifo(2); stage t : ps(1);\n"
+                        f"run {{ horizon 400; seed 6; }}\nworkload {{ arrive {arrive}; }}\n"
+                        "session { set t0 = now; hold mem (1 + serial - 2 * floor(serial / 2)) { run s (~exp(1)); } "
+                        "hold mem (1) { run t (~exp(0.5)); } lease mem (~exp(2)); run s (~exp(0.3)); "
+                        "observe r = now - t0; }\n")
+    assert _observed(report)["r"] > 50
+
+
+def test_pools_without_holds_are_pyserqs_json_text():
+    # declared pools that no hold takes: sessions skip the hold resets and releases
+    report = same_json("pool idle { cap 1; } pool kv { cap 8; block 2; evict lru; }\nstage s : fifo(1);\n"
+                        "run { horizon 300; seed 8; }\nworkload { arrive poisson(0.9); }\n"
+                        "session { set t0 = now; run s (~exp(1)); observe r = now - t0; "
+                        "observe u = used(kv) + free(idle) + holders(kv) + queued(idle); }\n")
+    assert _observed(report)["u"] > 100
+
+
+def test_observes_of_time_since_a_stamp_with_a_warmup_and_turns_are_pyserqs_json_text():
+    # `now - t0` records only once warm; turns 0 (before the first `turn`), 1, 2 ... reach the
+    # records (the common sample while every turn is 0, stored turns after), next to a general observe
+    report = same_json("stage s : fifo(1); stage d : delay;\nrun { horizon 400; warmup 50; seed 9; }\n"
+                        "workload { arrive poisson(0.3); turn { set more = ~bernoulli(0.7); } "
+                        "session { set t0 = now; run d (~exp(1)); observe r = now - t0; "
+                        "loop { turn; request; run d (~exp(2)); branch (!more) { end; } } } }\n"
+                        "server { set t0 = now; run s (~exp(1)); observe r = now - t0; "
+                        "observe r2 = (now - t0) * 2; }\n")
+    assert _observed(report)["r"] > _observed(report)["r2"] > 100

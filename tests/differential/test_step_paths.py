@@ -1,0 +1,167 @@
+"""The step engine's shortcuts (issue 12, the chat row) against pyserq 0.1.2's JSON text, digit for digit.
+
+Each shortcut has a general path it must agree with, and each program below makes the engine take
+one or the other: iteration totals summed as jobs are assigned (and summed afresh after an
+admission ran a session, after a preemption, and on an exclusive stage); a budget or chunk that is
+one constant, read as set up, and one that is an expression; cached prefixes evicted by the lru
+loop without spills or traces (many blocks at once when every number is whole, else one at a
+time), and by the general loop when evictions are traced; an iteration's time shares written
+only where they are nonzero; a shaped cost read from its leaves' places; a cost at or below 0
+(or NaN) clamped to 0 without fmax, -0 kept; assigned job ids checked at an iteration's end only
+after a resident left; a job's later decode tokens continuing its turn's gaps (token_again).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sq
+from tests.helpers.oracle import REFERENCE_MISSING
+
+pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
+
+# the conversations both engines below serve: turns with think time, a run and a warm-up
+TURNS = """
+run { horizon 240; warmup 20; seed 5; }
+workload {
+  arrive poisson(0.8);
+  hidden o;
+  init { set K = 0; }
+  turn { set n = K == 0 ? floor(~uniform(300, 1500)) : floor(~uniform(20, 300));
+         set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
+  session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
+}
+"""
+
+# Multi-turn chat (examples/multi-turn/vllm.sq, shorter, a smaller card): `admit via` admissions
+# during planning, the prefix cache evicted a block at a time, kv totals in the cost.
+CHAT = """
+let bs = 16;
+pool seqs { cap 64; admit via engine; }
+pool kv { cap KV; block bs; evict lru; preempt lifo; }
+stage engine : step { budget BUDGET; chunk CHUNK; cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);
+                      memory kv; SERVE }
+stage user : delay;
+""" + TURNS + """server {
+  set prompt = K + n;
+  hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(engine)) {
+    set ctx = max(prompt, computed);
+    observe hit = cached / prompt;
+    run engine prefill (ctx - cached) growing kv;
+    run engine decode (prompt + o - ctx) growing kv;
+  } cache (inf);
+  set K = prompt + o;
+  observe turn_end = now;
+}
+"""
+
+
+def _chat(kv="12288", budget="2048", chunk="512", serve="", block="16", whole=True):
+    source = CHAT.replace("KV", kv).replace("BUDGET", budget).replace("CHUNK", chunk).replace("SERVE", serve)
+    source = source.replace("let bs = 16;", f"let bs = {block};") if block else source.replace("block bs;", "")
+    return source if whole else source.replace("floor(~uniform(300, 1500))", "~uniform(300, 1500)")
+
+
+def _same_as_pyserq(source: str) -> dict:
+    ours = sq.run(sq.compile(source=source)).json()
+    theirs = pyserq.run(pyserq.compile(source=source)).json()
+    assert ours == theirs
+    return json.loads(ours)
+
+
+PLANNING = [
+    ("constant budget and chunk", _chat()),
+    ("budget and chunk read totals", _chat(budget="1024 + 64 * residents", chunk="256 + residents")),
+    ("exclusive prefill", _chat(serve="serve exclusive prefill;")),
+    ("a small card: preemptions", _chat(kv="4096")),
+    # evictions many blocks at once where every number is whole, one block at a time where not
+    ("fractional prompts", _chat(whole=False)),
+    ("a fractional block", _chat(block="2.5")),
+    ("no blocks", _chat(block="")),
+]
+
+
+@pytest.mark.parametrize("name, source", PLANNING, ids=[name for name, _ in PLANNING])
+def test_step_planning_paths_are_pyserqs_json_text(name, source):
+    report = _same_as_pyserq(source)
+    engine, kv = report["stages"][0], report["pools"][1]
+    assert engine["mean_decodes"] > 0 and engine["prefill_only"] + engine["mixed"] > 0, "no mixed work"
+    assert kv["evicted_units"] > 0, "nothing evicted"
+    if "preemptions" in name:
+        assert kv["preemptions"] > 0, "nothing preempted"
+
+
+def test_traced_evictions_take_the_general_loop_to_the_same_report(tmp_path):
+    # tracing evictions keeps make_room's general loop (each piece is logged): same report
+    program = sq.compile(source=_chat())
+    with open(tmp_path / "evictions.txt", "w") as f:
+        traced = sq.run(program, trace_evictions=f).json()
+    assert (tmp_path / "evictions.txt").stat().st_size > 0
+    assert traced == sq.run(program).json()
+
+
+@pytest.mark.parametrize("cost", [
+    "0.01 - 2e-5 * tokens",                                  # below 0 for a full chunk: 0
+    "tokens > 300 ? -(0 * tokens) : 0.01",                   # -0 stays -0
+    "tokens > 300 ? 0 * (1 / (tokens - tokens)) : 0.01",     # NaN: 0
+])
+def test_an_iteration_cost_at_or_below_zero_is_clamped_as_pyserq(cost):
+    source = _chat().replace("cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);", f"cost {cost};")
+    assert f"cost {cost};" in source
+    report = _same_as_pyserq(source.replace("horizon 240", "horizon 60"))
+    assert report["stages"][0]["iterations"] > 0
+
+
+# Prefill and decode on two step stages sharing kv: one stage's growth preempts residents of the
+# other while its iteration runs, so that iteration's end finds assigned jobs gone (end_iteration
+# checks job ids only after a resident left; otherwise every assigned job is still there).
+DISAGGREGATED = """
+let bs = 16;
+pool seqs { cap 64; admit via pre; }
+pool kv { cap 6144; block bs; evict lru; preempt lifo; }
+stage pre : step { budget 2048; chunk 512; cost 0.008 + 2e-5 * tokens; memory kv; }
+stage dec : step { budget 256; cost 0.006 + 4e-8 * kv_decode; memory kv; }
+stage user : delay;
+""" + TURNS + """server {
+  set prompt = K + n;
+  hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(pre)) {
+    set ctx = max(prompt, computed);
+    run pre prefill (ctx - cached) growing kv;
+    run dec decode (prompt + o - ctx) growing kv;
+  } cache (inf);
+  set K = prompt + o;
+  observe turn_end = now;
+}
+"""
+
+
+def test_residents_preempted_during_another_stages_iteration_as_pyserq():
+    report = _same_as_pyserq(DISAGGREGATED)
+    assert report["pools"][1]["preemptions"] > 0, "nothing preempted"
+    assert all(stage["iterations"] > 0 for stage in report["stages"][:2])
+
+
+# Decode-only turns: a turn's first token starts its gaps afresh, the rest continue them; a job
+# slot is reused by the next turn's decode job (token_again is taken only after a decode token of
+# the same job, never for a reused slot's first token).
+DECODE_TURNS = """
+pool kv { cap 4096; block 16; }
+stage engine : step { budget 256; cost 0.006 + 2e-5 * tokens; memory kv; }
+stage user : delay;
+run { horizon 120; warmup 10; seed 3; }
+workload {
+  arrive poisson(2);
+  turn { set o = 1 + floor(~exp(40)); set more = ~bernoulli(0.7); }
+  session { loop { turn; request; branch (!more) { end; } run user (~exp(2)); } }
+}
+server {
+  hold kv (16) { run engine decode (o) growing kv; }
+  observe turn_end = now;
+}
+"""
+
+
+def test_decode_tokens_gaps_per_turn_as_pyserq():
+    engine = _same_as_pyserq(DECODE_TURNS)["stages"][0]
+    assert engine["iterations"] > 0 and engine["itl_p99"] < 0.1, "a gap across turns"
