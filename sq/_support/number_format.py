@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import sys
 
-__all__ = ["display", "debug", "brief", "json_number"]
+from sq._support import _number_text
+
+__all__ = ["display", "debug", "brief", "json_number", "json_members"]
 
 
 def _digits(x: float) -> tuple[str, int]:
@@ -29,14 +31,9 @@ def _digits(x: float) -> tuple[str, int]:
 def _positional(x: float) -> str:
     """A finite x in positional notation, never an exponent: `1e20` is `100000000000000000000`,
     `1e-7` is `0.0000001`, `-0.0` is `-0`. The digits after the shortest ones are zeros
-    (`77068433900444864.0` prints as `77068433900444860`, as Rust does)."""
-    sign = "-" if math.copysign(1.0, x) < 0 else ""
-    digits, point = _digits(abs(x))
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return sign + digits + "0" * (point - len(digits))
-    return f"{sign}{digits[:point]}.{digits[point:]}"
+    (`77068433900444864.0` prints as `77068433900444860`, as Rust does). Written in C
+    (`sq._support._number_text`): a report prints ~30 numbers per run."""
+    return _number_text.positional(x)
 
 
 def _exponent(x: float) -> str:
@@ -93,14 +90,7 @@ def json_number(x) -> str:
     """A number in a report's JSON as 0.1.2 writes it: an integer (a counter) as an integer;
     a float as `display` writes it; `null` for NaN and ±inf."""
     if type(x) is float:
-        # the common case, quickly: where repr writes x positionally (1e-4 <= |x| < 1e16) its
-        # digits are _positional's, and only its `.0` is not Display's
-        if not math.isfinite(x):
-            return "null"
-        text = repr(x)
-        if "e" in text:
-            return _positional(x)
-        return text[:-2] if text.endswith(".0") else text
+        return _number_text.json_number_of_float(x)
     # numpy's scalars count too; without numpy loaded there are none (the compiler writes
     # numbers without loading it)
     np = sys.modules.get("numpy")
@@ -110,3 +100,11 @@ def json_number(x) -> str:
         return str(int(x))
     x = float(x)
     return _positional(x) if math.isfinite(x) else "null"
+
+
+def json_members(keys: tuple[str, ...], values) -> str:
+    """The members `"k":v` of a report's JSON object, joined by commas: `keys` are their texts
+    (`'"mean":'`), each value is written by `json_number`, None as `null` and a str (a name:
+    serQ writes names unescaped) in quotes. In C for floats, ints and None (a report per run)."""
+    return _number_text.json_members(keys, values, json_number)
+

@@ -12,8 +12,9 @@ pyserq 0.1.2 to the last bit. Two things guard that order:
 """
 import numpy as np
 
-from libc.math cimport exp, floor, isfinite, log, INFINITY, NAN
+from libc.math cimport exp, floor, isfinite, log, sqrt, INFINITY, NAN
 from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
 
 from sq.results._itl cimport Bucket, bucket_add, itl_bucket
 from sq.results._sketch cimport total_order_key, from_total_order_key
@@ -68,6 +69,52 @@ def time_means(areas, double start, double end):
     return out
 
 
+cdef double half_width(const double* means, Py_ssize_t k, double t) noexcept nogil:
+    """t · sqrt(s²/k) over k batch means (s² their sample variance, sums left to right), NaN
+    where s² is: `m = sum(means) / k; var = sum((x - m) * (x - m)) / (k - 1)`."""
+    cdef double m = 0.0, var = 0.0, kk = <double> k
+    cdef Py_ssize_t i
+    for i in range(k):
+        m += means[i]
+    m /= kk
+    for i in range(k):
+        var += (means[i] - m) * (means[i] - m)
+    var /= kk - 1.0
+    return t * sqrt(var / kk) if var == var else NAN
+
+
+def means_half_width(const double[::1] means, double t):
+    """`half_width` of an array of batch means."""
+    return half_width(&means[0] if means.shape[0] else NULL, means.shape[0], t)
+
+
+def batch_half_width(const double[::1] xs, Py_ssize_t batches, double t):
+    """`half_width` of the `batch_means` of xs (at least one sample per batch): the two in one
+    call, without an array of the means (an observe's CI, once per run of a sweep)."""
+    if batches < 1 or xs.shape[0] // batches < 1:
+        raise ValueError("batch_half_width needs at least one sample per batch")
+    cdef double* means = <double*> malloc(batches * sizeof(double))
+    cdef double h
+    if means == NULL:
+        raise MemoryError()
+    with nogil:
+        batch_means_into(xs, batches, means)
+        h = half_width(means, batches, t)
+    free(means)
+    return h
+
+
+cdef void batch_means_into(const double[::1] xs, Py_ssize_t batches, double* out) noexcept nogil:
+    """`batch_means` written to out[0 .. batches)."""
+    cdef Py_ssize_t size = xs.shape[0] // batches, b, i
+    cdef double s
+    for b in range(batches):
+        s = -0.0
+        for i in range(b * size, (b + 1) * size):
+            s += xs[i]
+        out[b] = s / <double>size
+
+
 def batch_means(const double[::1] xs, Py_ssize_t batches):
     """The means of `batches` consecutive batches of `len(xs) // batches`
     samples (the tail dropped): each batch summed left to right, then
@@ -77,18 +124,12 @@ def batch_means(const double[::1] xs, Py_ssize_t batches):
     it equals a sum started from the batch's first sample (a cumulative
     sum); the batch size must be at least 1.
     """
-    cdef Py_ssize_t size = xs.shape[0] // batches, b, i
-    if batches < 1 or size < 1:
+    if batches < 1 or xs.shape[0] // batches < 1:
         raise ValueError("batch_means needs at least one sample per batch")
     means = np.empty(batches, dtype=np.float64)
     cdef double[::1] out = means
-    cdef double s
     with nogil:
-        for b in range(batches):
-            s = -0.0
-            for i in range(b * size, (b + 1) * size):
-                s += xs[i]
-            out[b] = s / <double>size
+        batch_means_into(xs, batches, &out[0])
     return means
 
 
@@ -105,9 +146,66 @@ def total_order_keys(const double[::1] xs):
     return keys
 
 
+cdef int64_t select_key(int64_t* keys, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """The k-th smallest (0-based) of n keys, reordering them (quickselect, the median of three
+    as pivot; the k-th smallest value is the same whatever the algorithm)."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j, mid
+    cdef int64_t pivot, t
+    while hi - lo > 16:
+        mid = lo + (hi - lo) // 2
+        # order keys[lo], keys[mid], keys[hi]; the middle one is the pivot
+        if keys[mid] < keys[lo]:
+            keys[mid], keys[lo] = keys[lo], keys[mid]
+        if keys[hi] < keys[lo]:
+            keys[hi], keys[lo] = keys[lo], keys[hi]
+        if keys[hi] < keys[mid]:
+            keys[hi], keys[mid] = keys[mid], keys[hi]
+        pivot = keys[mid]
+        i, j = lo, hi
+        while i <= j:
+            while keys[i] < pivot:
+                i += 1
+            while pivot < keys[j]:
+                j -= 1
+            if i <= j:
+                t = keys[i]
+                keys[i] = keys[j]
+                keys[j] = t
+                i += 1
+                j -= 1
+        # [lo, j] <= pivot <= [i, hi], and what lies between equals the pivot
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return pivot
+    for i in range(lo + 1, hi + 1):     # a few left: insertion sort
+        t = keys[i]
+        j = i - 1
+        while j >= lo and keys[j] > t:
+            keys[j + 1] = keys[j]
+            j -= 1
+        keys[j + 1] = t
+    return keys[k]
+
+
 def order_statistic(const double[::1] xs, Py_ssize_t rank):
-    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all."""
-    return order_statistics(xs, np.array([rank], dtype=np.int64))[0]
+    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all: one rank (the
+    JSON's p99) selected in C, without numpy's arrays."""
+    cdef Py_ssize_t i, n = xs.shape[0]
+    if not 1 <= rank <= n:
+        raise ValueError("rank out of range")
+    cdef int64_t* keys = <int64_t*> malloc(n * sizeof(int64_t))
+    cdef int64_t key
+    if keys == NULL:
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            keys[i] = total_order_key(xs[i])
+        key = select_key(keys, n, rank - 1)
+    free(keys)
+    return from_total_order_key(key)
 
 
 def order_statistics(const double[::1] xs, const int64_t[::1] ranks):

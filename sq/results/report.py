@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from sq.results import steady
 from sq._support._optional import require
 from sq.errors import SqError
 from sq._support.files import make_folder, path_argument, write_atomic
-from sq._support.number_format import display, json_number
+from sq._support.number_format import display, json_members, json_number
 from sq.results.raw import GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
 
 SERQ_VERSION = "0.1.2"
@@ -254,18 +255,19 @@ def _json_fields(row_type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(row_type) if f.metadata.get("serq") is not False)
 
 
+@functools.cache
+def _json_object(names: tuple[str, ...]):
+    """(the member texts `'"name":'`, a getter of the values in order) of a JSON object with these fields."""
+    return tuple(f'"{name}":' for name in names), operator.attrgetter(*names)
+
+
+def _object_json(obj, names: tuple[str, ...]) -> str:
+    keys, values = _json_object(names)
+    return "{" + json_members(keys, values(obj)) + "}"
+
+
 def _row_json(row) -> str:
-    parts = []
-    for name in _json_fields(type(row)):
-        value = getattr(row, name)
-        if name == "name":
-            text = _name(value)
-        elif value is None:
-            text = "null"
-        else:
-            text = json_number(value)
-        parts.append(f'"{name}":{text}')
-    return "{" + ",".join(parts) + "}"
+    return _object_json(row, _json_fields(type(row)))
 
 
 # -- the report ------------------------------------------------------------------
@@ -275,6 +277,10 @@ def _rows(*columns, chunk: int = 1 << 16):
     streams to its file without a Python object per number of a whole column (issue 14)."""
     for start in range(0, len(columns[0]), chunk):
         yield from zip(*(np.asarray(c)[start:start + chunk].tolist() for c in columns))
+
+
+# the report's own members of its JSON, in order, before observes, gauges, stages and pools
+_HEAD_FIELDS = ("serq_version", "horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live")
 
 
 @dataclass
@@ -382,17 +388,9 @@ class Report:
             path, provenance = None, path
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
-        n = json_number
-        head = (f'"serq_version":"{self.serq_version}","horizon":{n(self.horizon)},'
-                f'"end":{n(self.end)},"warmup":{n(self.warmup)},"seed":{n(self.seed)},'
-                f'"events":{n(self.events)},"arrivals":{n(self.arrivals)},'
-                f'"ended":{n(self.ended)},"turns":{n(self.turns)},"mean_live":{n(self.mean_live)}')
-        observes = ",".join(
-            _name(o.name) + ":{" + ",".join(f'"{k}":{n(getattr(o, k))}' for k in Observe.JSON_FIELDS) + "}"
-            for o in self.observes.values())
-        gauges = ",".join(
-            _name(g.name) + ":{" + ",".join(f'"{k}":{n(getattr(g, k))}' for k in Gauge.JSON_FIELDS) + "}"
-            for g in self.gauges.values())
+        head = _object_json(self, _HEAD_FIELDS)[1:-1]
+        observes = ",".join(_name(o.name) + ":" + _object_json(o, Observe.JSON_FIELDS) for o in self.observes.values())
+        gauges = ",".join(_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS) for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)
         # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)

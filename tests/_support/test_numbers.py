@@ -18,7 +18,7 @@ import pytest
 
 import sq
 from sq.errors import SqError
-from sq._support.number_format import brief, debug, display, json_number
+from sq._support.number_format import brief, debug, display, json_members, json_number
 
 
 def _values() -> list[float]:
@@ -65,6 +65,21 @@ def test_every_form_reads_back_to_the_same_double():
             assert float(text) == x and math.copysign(1, float(text)) == math.copysign(1, x), (form, x, text)
         assert json_number(x) == display(x)          # a finite float: the same text in JSON
         assert len(brief(x)) <= 24, (x, brief(x))     # sq's own messages never run to hundreds of digits
+
+
+def test_json_members_write_each_value_as_a_report_does():
+    import numpy as np
+
+    keys = ('"a":', '"b":', '"c":', '"d":', '"e":', '"f":', '"g":')
+    values = (1e-7, 3, None, "engine", np.int32(-4), np.float64(2.5e20), math.nan)
+    assert json_members(keys, values) == \
+        '"a":0.0000001,"b":3,"c":null,"d":"engine","e":-4,"f":250000000000000000000,"g":null'
+    assert json_members(keys[:2], iter([0.5, -0.0])) == '"a":0.5,"b":-0'
+    for wrong in (True, np.bool_(False)):    # a report number is never a bool
+        with pytest.raises(TypeError):
+            json_members(keys[:1], (wrong,))
+    with pytest.raises(ValueError):
+        json_members(keys, (1.0,))
 
 
 def test_a_run_time_error_prints_a_tiny_time_briefly():

@@ -148,6 +148,21 @@ def test_order_statistic(xs, q):
     assert same(stats.quantile(xs, q), literal_order_statistic(xs, rank))
 
 
+@pytest.mark.parametrize("shape", ["random", "sorted", "reversed", "few values", "all equal", "organ pipe"])
+def test_order_statistic_selects_every_rank_of_long_samples(shape):
+    # the one-rank selection (quickselect in C) on the orders that trouble one: ties, presorted
+    rng = np.random.default_rng(7)
+    n = 3001
+    xs = {"random": rng.standard_normal(n), "sorted": np.sort(rng.standard_normal(n)),
+          "reversed": np.sort(rng.standard_normal(n))[::-1].copy(), "few values": rng.integers(-2, 3, n) * 0.5,
+          "all equal": np.full(n, -0.0), "organ pipe": np.concatenate([np.arange(1500.0), np.arange(1501.0)[::-1]])}[shape]
+    xs[::97] = -0.0
+    xs[::89] = 0.0
+    want = sorted(xs.tolist(), key=total_order)
+    for rank in [1, 2, 17, n // 2, n - 30, n - 1, n, *rng.integers(1, n + 1, 40).tolist()]:
+        assert same(_stats.order_statistic(xs, rank), want[rank - 1]), rank
+
+
 def test_order_statistic_rejects_a_rank_outside_the_samples():
     for rank in (0, 3):
         with pytest.raises(ValueError):
