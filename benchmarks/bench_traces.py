@@ -25,11 +25,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 
 def write_trace(path: str, rows: int, seed: int = 1, gz: bool = False) -> None:
-    """`rows` requests over a day: one in 5 without a fraction, the others with 1 to 6 digits."""
+    """`rows` requests over a day, token counts uniform (a reader's test: the shapes do not matter)."""
     rng = np.random.default_rng(seed)
     micros = np.sort(rng.integers(0, 86_400_000_000, rows))
-    new = rng.integers(1, 8000, rows)
-    out = rng.integers(1, 800, rows)
+    write_rows(path, micros, rng.integers(1, 8000, rows), rng.integers(1, 800, rows), rng, gz)
+
+
+def write_rows(path: str, micros: np.ndarray, new: np.ndarray, out: np.ndarray, rng,
+               gz: bool = False) -> None:
+    """The Azure 2024 text of sorted arrival times (µs from 2024-05-10 00:00 UTC, under a month) and
+    token counts: one stamp in 5 without a fraction, the others with 1 to 6 digits, as in the real file."""
+    rows = len(micros)
     digits = rng.integers(0, 7, rows)
     digits[rng.random(rows) < 0.2] = 0
     opener = gzip.open if gz else open
@@ -38,9 +44,10 @@ def write_trace(path: str, rows: int, seed: int = 1, gz: bool = False) -> None:
         lines = []
         for us, n, o, d in zip(micros.tolist(), new.tolist(), out.tolist(), digits.tolist()):
             s, frac = divmod(us, 1_000_000)
-            h, rest = divmod(s, 3600)
+            day, rest = divmod(s, 86_400)
+            h, rest = divmod(rest, 3600)
             m, sec = divmod(rest, 60)
-            stamp = f"2024-05-10 {h:02d}:{m:02d}:{sec:02d}"
+            stamp = f"2024-05-{10 + day:02d} {h:02d}:{m:02d}:{sec:02d}"
             if d:
                 stamp += "." + f"{frac:06d}"[:d]
             lines.append(f"{stamp}+00:00,{n},{o}\n")

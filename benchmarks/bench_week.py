@@ -1,0 +1,153 @@
+"""A week of traffic: N requests of an Azure-2024-conv-style trace through a vLLM-like program, per run.
+
+Issue 27 asks for a week of production traffic (27 M requests, Azure 2024 conv) through a
+vLLM-like program in at most 2 minutes per run on one core, memory bounded with
+`--samples none`. For each N this writes a synthetic trace of N requests over a week into a
+temporary folder (deleted after, never committed), then runs
+
+    python -m sq run benchmarks/week_replay.sq --trace T --horizon 604800 --samples none --json
+
+in a child process of its own and prints the child's CPU time (user + sys), wall time and peak
+RSS, and the CPU time per request. A second child only reads the trace (sq.read_trace), so the
+memory the trace itself takes can be told from the run's.
+
+    python benchmarks/bench_week.py [--sizes 100000,1000000,5000000] [--replicas R]
+
+The engine replicas R default to ceil(16 N / 27 M): the full week runs on 16 (week_replay.sq says
+why), and a smaller N on proportionally fewer, so each replica carries about the load it would in
+the full week (mean 2.8 requests/s) and batches as many sequences per iteration. With 16
+replicas whatever N, a small N would leave each replica nearly idle, one iteration per sequence,
+and overstate the events per request.
+
+The trace: arrivals from a rate with a daily cycle (peak 1.6x the mean in the afternoon, trough
+0.4x at night) and quieter weekend days; prompts lognormal (median ~760, mean ~1,150 tokens) and
+answers lognormal (median ~150, mean ~210), the shapes of the Azure 2023 conv trace (the 2024
+week's are alike), clipped at 16,000 and 1,000 tokens.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from bench_traces import write_rows   # noqa: E402  (one writer of the Azure 2024 text)
+
+PROGRAM = os.path.join(HERE, "week_replay.sq")
+WEEK = 7 * 86_400
+FULL_WEEK, FULL_REPLICAS = 27_000_000, 16    # issue 27's week and the replicas that serve it
+PROMPT = (6.63, 0.99)     # log-mean, log-sd of ContextTokens (Azure 2023 conv's fit)
+ANSWER = (5.02, 0.86)     # of GeneratedTokens
+MAX_PROMPT, MAX_ANSWER = 16_000, 1_000
+
+
+def rate_shape(minutes: np.ndarray) -> np.ndarray:
+    """The relative rate at each minute of the week: a daily cycle, weekend days at 60%."""
+    hour = (minutes / 60) % 24
+    daily = 1 + 0.6 * np.sin(2 * np.pi * (hour - 9) / 24)
+    weekend = (minutes // 1440) % 7 >= 5
+    return daily * np.where(weekend, 0.6, 1.0)
+
+
+def week_arrivals(rng, n: int) -> np.ndarray:
+    """n sorted arrival times (µs) over a week, drawn from rate_shape by inverting its CDF."""
+    edges = np.arange(WEEK // 60 + 1, dtype=np.float64)
+    cdf = np.concatenate([[0.0], np.cumsum(rate_shape(edges[:-1]))])
+    cdf /= cdf[-1]
+    minutes = np.interp(np.sort(rng.random(n)), cdf, edges)
+    return np.minimum((minutes * 60e6).astype(np.int64), WEEK * 1_000_000 - 1)
+
+
+def tokens(rng, shape, n: int, cap: int) -> np.ndarray:
+    return np.clip(np.rint(rng.lognormal(*shape, n)), 1, cap).astype(np.int64)
+
+
+def write_week(path: str, n: int, seed: int = 1) -> None:
+    rng = np.random.default_rng(seed)
+    micros = week_arrivals(rng, n)
+    write_rows(path, micros, tokens(rng, PROMPT, n, MAX_PROMPT), tokens(rng, ANSWER, n, MAX_ANSWER), rng)
+
+
+def child(args: list[str], out_path: str) -> dict:
+    """Run `python ARGS` from the checkout's root; its own rusage (os.wait4), wall time, stdout."""
+    t0 = time.perf_counter()
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"child failed ({proc.returncode}): {' '.join(args)}\n{proc.stderr.read().decode()}")
+    with open(out_path) as f:
+        text = f.read()
+    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": wall,
+            "rss_mib": usage.ru_maxrss / 1024, "stdout": text}   # ru_maxrss is in KiB on Linux
+
+
+def auto_replicas(n: int) -> int:
+    return max(1, -(-FULL_REPLICAS * n // FULL_WEEK))
+
+
+def measure(n: int, folder: str, replicas: int) -> dict:
+    trace = os.path.join(folder, f"week-{n}.csv")
+    write_week(trace, n)
+    size = os.path.getsize(trace)
+    read = child(["-c", f"import sq; print(len(sq.read_trace({trace!r})))"], os.path.join(folder, "read.txt"))
+    run = child(["-m", "sq", "run", PROGRAM, "--trace", trace, "--horizon", str(WEEK), "--warmup", "3600",
+                 "--set", f"R={replicas}", "--samples", "none", "--json", "--no-progress"],
+                os.path.join(folder, "run.json"))
+    os.remove(trace)
+    report = json.loads(run["stdout"])
+    return {"n": n, "r": replicas, "mb": size / 1e6, "read": read, "run": run, "report": report}
+
+
+def summary(report: dict) -> str:
+    """What shows the load was stable: every request served, TTFT low, the engines not saturated."""
+    ttft = report["observes"]["ttft"]
+    busy = max(stage["utilization"] for stage in report["stages"])
+    batch = sum(st["mean_decode_batch"] for st in report["stages"]) / len(report["stages"])
+    return (f"ended {report['ended']:,}, ttft mean {ttft['mean']:.3f} s p99 {ttft['p99']:.3f} s, "
+            f"utilization max {busy:.2f}, decode batch {batch:.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000",
+                        help="comma-separated request counts (default 100000,1000000)")
+    parser.add_argument("--replicas", type=int, help="engine replicas R (default ceil(16 N / 27 M))")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"{'requests':>10} {'R':>3} {'trace MB':>8} {'CPU s':>7} {'wall s':>7} {'µs/req':>6} "
+          f"{'events/req':>10} {'iter/req':>8} {'RSS MiB':>7} {'read-only RSS MiB':>17}")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            r = measure(n, folder, args.replicas or auto_replicas(n))
+            rows.append(r)
+            rep, run = r["report"], r["run"]
+            iterations = sum(st["iterations"] for st in rep["stages"])
+            print(f"{n:>10,} {r['r']:>3} {r['mb']:>8.0f} {run['cpu']:>7.1f} {run['wall']:>7.1f} "
+                  f"{run['cpu'] / n * 1e6:>6.1f} {rep['events'] / n:>10.1f} {iterations / n:>8.1f} "
+                  f"{run['rss_mib']:>7.0f} {r['read']['rss_mib']:>17.0f}   {summary(rep)}", flush=True)
+    if len(rows) >= 2:
+        a, b = rows[-2], rows[-1]
+        span = b["n"] - a["n"]
+        rss = (b["run"]["rss_mib"] - a["run"]["rss_mib"]) * 2**20 / span
+        read = (b["read"]["rss_mib"] - a["read"]["rss_mib"]) * 2**20 / span
+        per_req = b["run"]["cpu"] / b["n"]
+        print(f"the last two sizes: {rss:.0f} B of peak RSS per request, {read:.0f} B of it reading the trace")
+        print(f"27 M requests, extrapolated linearly from {b['n']:,} (an extrapolation, not a run): "
+              f"{per_req * FULL_WEEK:.0f} s CPU (target 120 s), "
+              f"{(b['run']['rss_mib'] * 2**20 + rss * (FULL_WEEK - b['n'])) / 2**30:.1f} GiB peak RSS")
+
+
+if __name__ == "__main__":
+    main()
