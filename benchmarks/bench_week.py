@@ -8,8 +8,10 @@ temporary folder (deleted after, never committed), then runs
     python -m sq run benchmarks/week_replay.sq --trace T --horizon 604800 --samples none --json
 
 in a child process of its own and prints the child's CPU time (user + sys), wall time and peak
-RSS, and the CPU time per request. A second child only reads the trace (sq.read_trace), so the
-memory the trace itself takes can be told from the run's.
+RSS, and the CPU time per request, events and step iterations per request. Two more children
+give the peak RSS of only reading the trace (`read`: sq.read_trace) and of reading it and making
+the corpus a run replays (`load`: sq.traces.corpus), so the trace's memory can be told from the
+run's. The trace is written by a child as well: Linux starts a child's peak RSS at its parent's.
 
     python benchmarks/bench_week.py [--sizes 100000,1000000,5000000] [--replicas R]
 
@@ -98,15 +100,19 @@ def auto_replicas(n: int) -> int:
 
 def measure(n: int, folder: str, replicas: int) -> dict:
     trace = os.path.join(folder, f"week-{n}.csv")
-    write_week(trace, n)
+    # written by a child too: Linux starts a child's peak RSS at its parent's, so this process stays small
+    child(["-c", f"import sys; sys.path.insert(0, {HERE!r}); import bench_week; bench_week.write_week({trace!r}, {n})"],
+          os.path.join(folder, "write.txt"))
     size = os.path.getsize(trace)
     read = child(["-c", f"import sq; print(len(sq.read_trace({trace!r})))"], os.path.join(folder, "read.txt"))
+    load = child(["-c", f"from sq.traces import corpus; print(len(corpus({trace!r})))"],   # what a run loads
+                 os.path.join(folder, "load.txt"))
     run = child(["-m", "sq", "run", PROGRAM, "--trace", trace, "--horizon", str(WEEK), "--warmup", "3600",
                  "--set", f"R={replicas}", "--samples", "none", "--json", "--no-progress"],
                 os.path.join(folder, "run.json"))
     os.remove(trace)
     report = json.loads(run["stdout"])
-    return {"n": n, "r": replicas, "mb": size / 1e6, "read": read, "run": run, "report": report}
+    return {"n": n, "r": replicas, "mb": size / 1e6, "read": read, "load": load, "run": run, "report": report}
 
 
 def summary(report: dict) -> str:
@@ -126,7 +132,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'requests':>10} {'R':>3} {'trace MB':>8} {'CPU s':>7} {'wall s':>7} {'µs/req':>6} "
-          f"{'events/req':>10} {'iter/req':>8} {'RSS MiB':>7} {'read-only RSS MiB':>17}")
+          f"{'events/req':>10} {'iter/req':>8} {'RSS MiB':>7} {'read':>5} {'load':>5}")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for n in sizes:
@@ -136,14 +142,15 @@ def main() -> None:
             iterations = sum(st["iterations"] for st in rep["stages"])
             print(f"{n:>10,} {r['r']:>3} {r['mb']:>8.0f} {run['cpu']:>7.1f} {run['wall']:>7.1f} "
                   f"{run['cpu'] / n * 1e6:>6.1f} {rep['events'] / n:>10.1f} {iterations / n:>8.1f} "
-                  f"{run['rss_mib']:>7.0f} {r['read']['rss_mib']:>17.0f}   {summary(rep)}", flush=True)
+                  f"{run['rss_mib']:>7.0f} {r['read']['rss_mib']:>5.0f} {r['load']['rss_mib']:>5.0f}   {summary(rep)}", flush=True)
     if len(rows) >= 2:
         a, b = rows[-2], rows[-1]
         span = b["n"] - a["n"]
         rss = (b["run"]["rss_mib"] - a["run"]["rss_mib"]) * 2**20 / span
-        read = (b["read"]["rss_mib"] - a["read"]["rss_mib"]) * 2**20 / span
+        read, load = ((b[k]["rss_mib"] - a[k]["rss_mib"]) * 2**20 / span for k in ("read", "load"))
         per_req = b["run"]["cpu"] / b["n"]
-        print(f"the last two sizes: {rss:.0f} B of peak RSS per request, {read:.0f} B of it reading the trace")
+        print(f"the last two sizes: {rss:.0f} B of peak RSS per request; reading the trace alone {read:.0f} B, "
+              f"reading it and making the run's corpus {load:.0f} B")
         print(f"27 M requests, extrapolated linearly from {b['n']:,} (an extrapolation, not a run): "
               f"{per_req * FULL_WEEK:.0f} s CPU (target 120 s), "
               f"{(b['run']['rss_mib'] * 2**20 + rss * (FULL_WEEK - b['n'])) / 2**30:.1f} GiB peak RSS")
