@@ -21,8 +21,8 @@ the full week (mean 2.8 requests/s) and batches as many sequences per iteration.
 replicas whatever N, a small N would leave each replica nearly idle, one iteration per sequence,
 and overstate the events per request.
 
-The trace: arrivals from a rate with a daily cycle (peak 1.6x the mean in the afternoon, trough
-0.4x at night) and quieter weekend days; prompts lognormal (median ~760, mean ~1,150 tokens) and
+The trace: arrivals from a rate with a daily cycle (peak 1.6x the weekday mean in the afternoon, trough
+0.4x at night) and quieter weekend days; prompts lognormal (median ~760, mean ~1,230 tokens) and
 answers lognormal (median ~150, mean ~210), the shapes of the Azure 2023 conv trace (the 2024
 week's are alike), clipped at 16,000 and 1,000 tokens.
 """
