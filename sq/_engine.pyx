@@ -461,12 +461,13 @@ cdef object _set_trace(State* st, lowered, seed):
         st.pfx_cap = lowered.prefix_cap
         st.slot_hit_blocks, st.slot_prompt_blocks = lowered.slot_prefix
     st.replay_at = <const double*> data_of(replay_at)
-    st.replay_of = <const int64_t*> data_of(replay_of)
+    # None: arrival i replays corpus session i; a one-turn corpus: session t is row t (no offsets)
+    st.replay_of = <const int64_t*> data_of(replay_of) if replay_of is not None else NULL
     st.replay_n = len(replay_at)
     st.trace_turns = <const double*> data_of(trace_turns)
-    st.trace_start = <const int64_t*> data_of(trace_start)
-    st.trace_len = <const int64_t*> data_of(trace_len)
-    st.trace_sessions = len(trace_len)
+    st.trace_start = <const int64_t*> data_of(trace_start) if trace_start is not None else NULL
+    st.trace_len = <const int64_t*> data_of(trace_len) if trace_len is not None else NULL
+    st.trace_sessions = len(trace_len) if trace_len is not None else len(trace_turns) // 4
     st.trace_ordered = lowered.trace_ordered
     st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
     return trace_turns, trace_start, trace_len, replay_at, replay_of, prefix
@@ -744,7 +745,9 @@ def _row_name(names, indices, k):
 
 def _trace_arrays(lowered, seed):
     """The trace corpus as flat arrays (read now: a trace file is read when the run starts), and
-    `arrive replay`'s schedule (its times and corpus sessions; empty without one)."""
+    `arrive replay`'s schedule (its times and corpus sessions; empty without one). A one-turn
+    corpus has no offsets and counts (None), an identity schedule no sessions (None): the engine
+    takes row t, session i (sq/traces/serq.py TraceCorpus, sq/traces/replay.py)."""
     if not lowered.trace:
         return R.EMPTY_F64, R.EMPTY_I64, R.EMPTY_I64, R.EMPTY_F64, R.EMPTY_I64, None
     from sq.traces import corpus as read_corpus       # only a replay loads the readers

@@ -134,8 +134,8 @@ cdef int spawn(State* st) noexcept nogil:
     st.sess.attrs[base + st.slot_serial] = <double> st.sess.serial[slot]
     if st.trace_sessions > 0:
         # replay: the schedule's session; ordered: serial mod L; otherwise one draw on the trace stream
-        if st.arrival_kind == A_REPLAY:
-            st.sess.trace_of[slot] = st.replay_of[st.replay_spawned]
+        if st.arrival_kind == A_REPLAY:     # (no replay_of: arrival i replays corpus session i)
+            st.sess.trace_of[slot] = st.replay_of[st.replay_spawned] if st.replay_of != NULL else st.replay_spawned
             st.replay_spawned += 1
         elif st.trace_ordered:
             st.sess.trace_of[slot] = st.sess.serial[slot] % st.trace_sessions
@@ -244,17 +244,20 @@ cdef void exec_block(State* st, int32_t pc, int32_t slot, sq_rng* rng) noexcept 
 cdef void next_trace_turn(State* st, int32_t slot, int64_t base) noexcept nogil:
     """Load the session's next trace turn; past the last one only `more` (0) changes."""
     cdef int64_t t = st.sess.trace_of[slot], k = st.sess.trace_next[slot]
+    # no trace_len: every corpus session is one turn, session t's on row t
+    cdef int64_t count = st.trace_len[t] if st.trace_len != NULL else 1
+    cdef int64_t row = (st.trace_start[t] if st.trace_start != NULL else t) + k
     cdef const TraceTurn* turn
-    if k < st.trace_len[t]:
-        turn = &(<const TraceTurn*> st.trace_turns)[st.trace_start[t] + k]
+    if k < count:
+        turn = &(<const TraceTurn*> st.trace_turns)[row]
         st.sess.attrs[base + st.slot_new] = turn.new
         st.sess.attrs[base + st.slot_out] = turn.out
         st.sess.attrs[base + st.slot_think] = turn.think
         st.sess.attrs[base + st.slot_forced] = turn.forced
         st.sess.trace_next[slot] = k + 1
-        st.sess.attrs[base + st.slot_more] = 1.0 if k + 1 < st.trace_len[t] else 0.0
+        st.sess.attrs[base + st.slot_more] = 1.0 if k + 1 < count else 0.0
         if st.pfx_cap >= 0:
-            prefix_lookup(st, base, st.trace_start[t] + k)
+            prefix_lookup(st, base, row)
     else:
         st.sess.attrs[base + st.slot_more] = 0.0
 

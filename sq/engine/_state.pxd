@@ -505,12 +505,12 @@ cdef struct State:
     Flows flows                # flows over shared stages
     # trace replay: the corpus, and each session's corpus session and next turn
     const double* trace_turns     # 4 per turn: new, out, think, forced
-    const int64_t* trace_start    # per corpus session: its first turn
-    const int64_t* trace_len   # per corpus session: its turns
+    const int64_t* trace_start    # per corpus session: its first turn (NULL with trace_len: session t is row t)
+    const int64_t* trace_len   # per corpus session: its turns (NULL: one each, a one-turn corpus)
     int64_t trace_sessions        # 0: no trace
     # arrive replay (an extension): each arrival's time and corpus session (sq/traces/replay.py)
     const double* replay_at       # per arrival: its time (simulated time)
-    const int64_t* replay_of      # per arrival: its corpus session
+    const int64_t* replay_of      # per arrival: its corpus session (NULL: arrival i replays session i)
     int64_t replay_n              # arrivals in the schedule
     int64_t replay_next           # the next arrival to schedule
     int64_t replay_spawned        # arrivals spawned: the next one replays replay_of[replay_spawned]

@@ -74,6 +74,12 @@ class Records:
 
     def corpus(self):
         """The replay corpus: sessions in order of arrival, each session's turns in turn order."""
+        if int(self.session.max()) == len(self) - 1:        # every record a session of its own
+            return self._one_turn_corpus()
+        return self._session_corpus()
+
+    def _session_corpus(self):
+        """`corpus()` of sessions of any number of turns."""
         from sq.traces.serq import TraceCorpus
         arrival = self.arrival if self.arrival is not None else np.zeros(len(self))
         # a stable sort by (session, turn, arrival) keeps file order among equals
@@ -95,6 +101,22 @@ class Records:
         blocks, block_offset = self._blocks_of(order[rows])
         return TraceCorpus(path=self.path, turns=np.ascontiguousarray(turns[rows]), offset=offset, count=count,
                            arrival=np.ascontiguousarray(first[by_time]) if self.arrival is not None else None,
+                           blocks=blocks, block_offset=block_offset)
+
+    def _one_turn_corpus(self):
+        """`corpus()` when every session is one turn: the records in order of arrival (file order
+        among equals), no offsets or counts (TraceCorpus), no copy when the file is in order."""
+        from sq.traces.serq import TraceCorpus
+        arrival = self.arrival
+        order = None
+        if arrival is not None and not bool(np.all(arrival[1:] >= arrival[:-1])):
+            order = np.argsort(arrival, kind="stable")
+            arrival = arrival[order]
+        turns = np.zeros((len(self), 4))       # think 0 after a session's last turn, forced 0
+        turns[:, 0] = self.new if order is None else self.new[order]
+        turns[:, 1] = self.out if order is None else self.out[order]
+        blocks, block_offset = self._blocks_of(np.arange(len(self)) if order is None else order)
+        return TraceCorpus(path=self.path, turns=turns, offset=None, count=None, arrival=arrival,
                            blocks=blocks, block_offset=block_offset)
 
     def _blocks_of(self, records: np.ndarray):

@@ -1,7 +1,9 @@
 """`arrive replay`: the arrival schedule a run follows, made from the corpus before the run starts.
 
 The engine walks two arrays: `at` (each arrival's time, non-decreasing) and `of`
-(the corpus session it replays). They are made here, in this order:
+(the corpus session it replays; None when arrival i replays session i, as a whole
+trace replayed once does: no copy of a week's 8 B a request). They are made here,
+in this order:
 
 1. window(from, to): the corpus sessions whose recorded arrival is in [from, to),
    their times moved back by `from` (the run starts at the window's start);
@@ -24,7 +26,7 @@ import numpy as np
 from sq.errors import SqError
 
 
-def schedule(arrival: np.ndarray | None, replay: dict, rng, path: str) -> tuple[np.ndarray, np.ndarray]:
+def schedule(arrival: np.ndarray | None, replay: dict, rng, path: str) -> tuple[np.ndarray, np.ndarray | None]:
     """(at, of): the run's arrival times and the corpus session of each (module docstring); `rng`
     is the run's trace stream (anything with `random_f64()`), drawn only for keep(p) < 1."""
     if arrival is None:
@@ -33,19 +35,30 @@ def schedule(arrival: np.ndarray | None, replay: dict, rng, path: str) -> tuple[
                                           "replay a trace with timestamps (Azure, BurstGPT, Mooncake, "
                                           "Bailian, vLLM results, Vidur), or arrive by a process",))
     at = np.asarray(arrival, dtype=np.float64)
-    of = np.arange(len(at), dtype=np.int64)
+    of = None                                    # arrival i replays corpus session i
     if replay["window"] is not None:
         lo, hi = replay["window"]
         inside = (at >= lo) & (at < hi)
-        at, of = at[inside] - lo, of[inside]
+        if not inside.all():
+            of = np.flatnonzero(inside)
+            at = at[of]
+        if lo != 0:                              # x - 0 is x: no copy for a window from 0
+            at = at - lo
     copies = int(replay["copies"])
     if copies > 1:
         at = np.concatenate([at + j * replay["shift"] for j in range(copies)])
-        of = np.tile(of, copies)
+        of = np.tile(_sessions(of, len(at) // copies), copies)
         order = np.argsort(at, kind="stable")
         at, of = at[order], of[order]
     if replay["keep"] < 1:
         p = replay["keep"]
         kept = np.fromiter((rng.random_f64() < p for _ in range(len(at))), dtype=bool, count=len(at))
-        at, of = at[kept], of[kept]
-    return np.ascontiguousarray(at / replay["speed"]), np.ascontiguousarray(of)
+        at, of = at[kept], _sessions(of, len(kept))[kept]
+    if replay["speed"] != 1:                     # x / 1 is x: no copy at the recorded pace
+        at = at / replay["speed"]
+    return np.ascontiguousarray(at), None if of is None else np.ascontiguousarray(of, dtype=np.int64)
+
+
+def _sessions(of, n: int) -> np.ndarray:
+    """The schedule's corpus sessions as an array (`of` None: the first n, in order)."""
+    return np.arange(n, dtype=np.int64) if of is None else of

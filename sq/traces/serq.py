@@ -94,12 +94,15 @@ class TraceCorpus:
     `turns[offset[s] + k]` is turn k (from 0) of corpus session s, as
     (new, out, think, forced); `count[s] >= 1` turns per session. `turns` is
     C-contiguous, so `turns.reshape(-1)[4 * row + field]` is the same datum.
+    A corpus of one-turn sessions (a trace without sessions: Azure, Vidur, ...)
+    has no offset and count (None): session s is row s, which saves 16 B a
+    request of a week-long trace (`first`, `turns_in` read both kinds).
     """
 
     path: str                 # as opened and as the messages name it
     turns: np.ndarray         # float64, shape (rows, 4)
-    offset: np.ndarray        # int64, shape (sessions,)
-    count: np.ndarray         # int64, shape (sessions,)
+    offset: np.ndarray | None  # int64, shape (sessions,); None: one turn a session
+    count: np.ndarray | None   # int64, shape (sessions,); None: one turn a session
     # each session's recorded arrival (s from the first record), sorted; None: serQ's format has
     # no times (an extension: formats with times are read by sq.traces)
     arrival: np.ndarray | None = None
@@ -109,11 +112,21 @@ class TraceCorpus:
     block_offset: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.count)
+        return len(self.turns) if self.count is None else len(self.count)
+
+    def first(self, session: int) -> int:
+        """The row of the session's first turn."""
+        return session if self.offset is None else int(self.offset[session])
+
+    def turns_in(self, session: int) -> int:
+        """The session's turns."""
+        return 1 if self.count is None else int(self.count[session])
 
     def sessions(self) -> list[list[tuple[float, float, float, float]]]:
         """The corpus in `pyserq.read_trace`'s shape: sessions of (new, out, think, forced)."""
         rows = [tuple(float(v) for v in row) for row in self.turns]
+        if self.count is None:
+            return [[row] for row in rows]
         return [rows[o:o + c] for o, c in zip(self.offset.tolist(), self.count.tolist())]
 
 
@@ -176,10 +189,10 @@ def turn_of(corpus: TraceCorpus, session: int, turn_no: int) -> dict[str, float]
     """
     if turn_no < 1:
         raise ValueError(f"turn_no counts from 1, got {turn_no}")
-    count = int(corpus.count[session])
+    count = corpus.turns_in(session)
     if turn_no > count:
         return {"more": 0.0}
-    row = corpus.turns[int(corpus.offset[session]) + turn_no - 1]
+    row = corpus.turns[corpus.first(session) + turn_no - 1]
     fields = {name: float(v) for name, v in zip(FIELDS, row)}
     fields["more"] = 1.0 if turn_no < count else 0.0
     return fields

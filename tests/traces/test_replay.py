@@ -105,6 +105,25 @@ def test_window_copies_and_keep():
     assert np.array_equal(_times(CONV, "replay keep(0.25)", seed=1)[1], kept[1])
 
 
+def test_a_whole_trace_at_its_pace_is_scheduled_without_copies():
+    """The schedule of a trace replayed once at its pace is the corpus's arrivals themselves and
+    no sessions (arrival i replays session i: 16 B a request of a week-long trace not held twice);
+    a window that leaves some out, copies or a speed make arrays (test_window_copies_and_keep runs both)."""
+    from sq.traces.replay import schedule
+    arrival = np.array([0.0, 1.0, 1.0, 4.0])
+    plain = {"window": None, "copies": 1, "shift": 0.0, "keep": 1.0, "speed": 1.0}
+    at, of = schedule(arrival, plain, None, "t")
+    assert at is arrival and of is None
+    at, of = schedule(arrival, {**plain, "window": [0.0, math.inf]}, None, "t")
+    assert at is arrival and of is None
+    at, of = schedule(arrival, {**plain, "window": [1.0, 4.0]}, None, "t")
+    assert at.tolist() == [0.0, 0.0] and of.tolist() == [1, 2]
+    at, of = schedule(arrival, {**plain, "copies": 2, "shift": 0.5}, None, "t")
+    assert at.tolist() == [0.0, 0.5, 1.0, 1.0, 1.5, 1.5, 4.0, 4.5] and of.tolist() == [0, 0, 1, 2, 1, 2, 3, 3]
+    at, of = schedule(arrival, {**plain, "speed": 2.0}, None, "t")
+    assert at.tolist() == [0.0, 0.5, 0.5, 2.0] and of is None
+
+
 def test_sessions_replay_their_turns(tmp_path):
     trace = tmp_path / "b2.csv"
     trace.write_text("Session ID,Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Elapsed time\n"

@@ -80,6 +80,24 @@ def test_vidur(tmp_path):
     assert r.format == "vidur" and r.arrival.tolist() == [0.0, 0.25] and r.new.tolist() == [10, 1000]
 
 
+def test_one_turn_corpus_equals_the_sessions_layout_without_offsets(tmp_path):
+    """A trace without sessions makes a corpus of one-turn sessions: no offsets or counts (16 B a
+    request less), and the same turns, arrivals and blocks as the layout of sessions of any length."""
+    rows = [{"timestamp": t, "input_length": n, "output_length": n % 7 + 1, "hash_ids": list(range(n % 4))}
+            for t, n in ((5, 10), (2, 20), (5, 30), (0, 40), (2, 50), (9, 60))]     # out of order, ties
+    for text in ("".join(json.dumps(x) + "\n" for x in rows),
+                 "".join(json.dumps(x) + "\n" for x in sorted(rows, key=lambda x: x["timestamp"]))):
+        r = read_trace(_write(tmp_path / "m.jsonl", text))
+        one, general = r.corpus(), r._session_corpus()
+        assert one.offset is None and one.count is None and len(one) == len(general) == 6
+        assert general.offset.tolist() == list(range(6)) and general.count.tolist() == [1] * 6
+        assert np.array_equal(one.turns, general.turns) and np.array_equal(one.arrival, general.arrival)
+        assert np.array_equal(one.blocks, general.blocks) and np.array_equal(one.block_offset, general.block_offset)
+        assert one.sessions() == general.sessions()
+    # by arrival, file order among equals
+    assert [s[0][0] for s in one.sessions()] == [40, 20, 50, 10, 30, 60]
+
+
 def test_mooncake_blocks_and_millisecond_times(tmp_path):
     rows = [{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [0, 1]},
             {"timestamp": 1500, "input_length": 700, "output_length": 7, "hash_ids": [0, 2]},
