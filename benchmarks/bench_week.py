@@ -78,11 +78,12 @@ def write_week(path: str, n: int, seed: int = 1) -> None:
     write_rows(path, micros, tokens(rng, PROMPT, n, MAX_PROMPT), tokens(rng, ANSWER, n, MAX_ANSWER), rng)
 
 
-def child(args: list[str], out_path: str) -> dict:
-    """Run `python ARGS` from the checkout's root; its own rusage (os.wait4), wall time, stdout."""
+def child(args: list[str], out_path: str, cwd: str = ROOT) -> dict:
+    """Run `python ARGS` from the checkout's root (or `cwd`, another checkout: its `sq` is the one
+    imported); its own rusage (os.wait4), wall time, stdout."""
     t0 = time.perf_counter()
     with open(out_path, "w") as out:
-        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=out, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([sys.executable, *args], cwd=cwd, stdout=out, stderr=subprocess.PIPE)
         _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0

@@ -73,7 +73,7 @@ def capacity_over_time(path: str | os.PathLike, knob: str, slo, *, window: float
     other keywords are `sq.capacity`'s (seeds, tol, lo, hi, jobs, …)."""
     from sq.study.capacity import capacity
     from sq.frontend.compile import compile_program
-    from sq.traces import read_trace
+    from sq.traces import corpus
     from sq.traces.serq import resolve_path
 
     if not (isinstance(window, (int, float)) and window > 0 and math.isfinite(window)):
@@ -95,7 +95,7 @@ def capacity_over_time(path: str | os.PathLike, knob: str, slo, *, window: float
         raise SqError("--over-time sets the replay's window: write `arrive replay window(window_from, "
                       "window_to)` with `let window_from = 0; let window_to = inf;`", phase="settings") from None
     trace = resolve_path(base.trace, path)
-    span = float(read_trace(trace).corpus().arrival.max())
+    span = float(corpus(trace).arrival.max())         # (read once: the runs in this process reuse it)
     starts = tuple(float(t) for t in np.arange(0.0, span + (span == 0), window))
     # the runs drain the window: running a value longer to see whether it settles (capacity's
     # `settle`) adds no traffic, and would stretch the warm-up past the lead-in's end

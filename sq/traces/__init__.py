@@ -21,12 +21,41 @@ def read_trace(path: str | os.PathLike, format: str | None = None, *, pandas: bo
     return records.to_pandas() if pandas else records
 
 
+# the last corpus read, by its file's identity: the runs of a study (a capacity search per window
+# of a week-long trace: hundreds of runs in each worker) read their trace once a process, not once
+# a run. One entry, so a process holds at most the last trace it replayed.
+_last: dict = {}
+
+
 def corpus(path: str):
-    """The corpus a run replays from `path` (sq.traces.serq.TraceCorpus), in any supported format."""
+    """The corpus a run replays from `path` (sq.traces.serq.TraceCorpus), in any supported format;
+    the same file again (path, inode, size and modification time) is not read again."""
+    key = _identity(path)
+    if key is not None and _last.get("key") == key:
+        return _last["corpus"]
+    found = _read_corpus(path)
+    for a in (found.turns, found.offset, found.count, found.arrival, found.blocks, found.block_offset):
+        if a is not None:
+            a.flags.writeable = False           # shared by the runs that follow
+    _last.clear()
+    if key is not None:
+        _last.update(key=key, corpus=found)
+    return found
+
+
+def _read_corpus(path: str):
     from sq.traces.serq import read_trace as read_serq
     if sniff(path) == "serq":
         return read_serq(path)
     return read_records(path).corpus()
+
+
+def _identity(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None                            # the reader says why
+    return os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 __all__ = ["FORMATS", "Records", "corpus", "read_trace"]

@@ -98,6 +98,20 @@ def test_one_turn_corpus_equals_the_sessions_layout_without_offsets(tmp_path):
     assert [s[0][0] for s in one.sessions()] == [40, 20, 50, 10, 30, 60]
 
 
+def test_a_corpus_is_read_once_until_its_file_changes(tmp_path):
+    """The runs of a study replay one trace: the corpus is read once a process, again when the file
+    changes, and its arrays cannot be written (the runs share them)."""
+    from sq.traces import corpus
+    path = _write(tmp_path / "v.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,10,3\n0.75,20,2\n")
+    first = corpus(path)
+    assert corpus(path) is first and not first.turns.flags.writeable
+    _write(tmp_path / "v.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,10,3\n0.75,20,2\n1,30,1\n")
+    again = corpus(path)
+    assert again is not first and again.turns[:, 0].tolist() == [10, 20, 30]
+    other = _write(tmp_path / "w.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,7,1\n")
+    assert corpus(other).turns[:, 0].tolist() == [7] and corpus(path) is not again     # one entry
+
+
 def test_mooncake_blocks_and_millisecond_times(tmp_path):
     rows = [{"timestamp": 0, "input_length": 1024, "output_length": 5, "hash_ids": [0, 1]},
             {"timestamp": 1500, "input_length": 700, "output_length": 7, "hash_ids": [0, 2]},
