@@ -13,7 +13,10 @@ give the peak RSS of only reading the trace (`read`: sq.read_trace) and of readi
 the corpus a run replays (`load`: sq.traces.corpus), so the trace's memory can be told from the
 run's. The trace is written by a child as well: Linux starts a child's peak RSS at its parent's.
 
-    python benchmarks/bench_week.py [--sizes 100000,1000000,5000000] [--replicas R]
+    python benchmarks/bench_week.py [--sizes 100000,1000000,5000000] [--replicas R] [--checkout DIR]
+
+`--checkout DIR` runs another built checkout (its sq and its benchmarks/week_replay.sq), e.g.
+/work/wt/base, to compare with this one on the same traces.
 
 The engine replicas R default to ceil(16 N / 27 M): the full week runs on 16 (week_replay.sq says
 why), and a smaller N on proportionally fewer, so each replica carries about the load it would in
@@ -99,18 +102,20 @@ def auto_replicas(n: int) -> int:
     return max(1, -(-FULL_REPLICAS * n // FULL_WEEK))
 
 
-def measure(n: int, folder: str, replicas: int) -> dict:
+def measure(n: int, folder: str, replicas: int, checkout: str = ROOT) -> dict:
     trace = os.path.join(folder, f"week-{n}.csv")
     # written by a child too: Linux starts a child's peak RSS at its parent's, so this process stays small
     child(["-c", f"import sys; sys.path.insert(0, {HERE!r}); import bench_week; bench_week.write_week({trace!r}, {n})"],
           os.path.join(folder, "write.txt"))
     size = os.path.getsize(trace)
-    read = child(["-c", f"import sq; print(len(sq.read_trace({trace!r})))"], os.path.join(folder, "read.txt"))
+    read = child(["-c", f"import sq; print(len(sq.read_trace({trace!r})))"], os.path.join(folder, "read.txt"),
+                 checkout)
     load = child(["-c", f"from sq.traces import corpus; print(len(corpus({trace!r})))"],   # what a run loads
-                 os.path.join(folder, "load.txt"))
-    run = child(["-m", "sq", "run", PROGRAM, "--trace", trace, "--horizon", str(WEEK), "--warmup", "3600",
+                 os.path.join(folder, "load.txt"), checkout)
+    program = os.path.join(checkout, "benchmarks", "week_replay.sq")
+    run = child(["-m", "sq", "run", program, "--trace", trace, "--horizon", str(WEEK), "--warmup", "3600",
                  "--set", f"R={replicas}", "--samples", "none", "--json", "--no-progress"],
-                os.path.join(folder, "run.json"))
+                os.path.join(folder, "run.json"), checkout)
     os.remove(trace)
     report = json.loads(run["stdout"])
     return {"n": n, "r": replicas, "mb": size / 1e6, "read": read, "load": load, "run": run, "report": report}
@@ -130,6 +135,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000",
                         help="comma-separated request counts (default 100000,1000000)")
     parser.add_argument("--replicas", type=int, help="engine replicas R (default ceil(16 N / 27 M))")
+    parser.add_argument("--checkout", default=ROOT, help="the built checkout whose sq runs (default this one)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'requests':>10} {'R':>3} {'trace MB':>8} {'CPU s':>7} {'wall s':>7} {'µs/req':>6} "
@@ -137,7 +143,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for n in sizes:
-            r = measure(n, folder, args.replicas or auto_replicas(n))
+            r = measure(n, folder, args.replicas or auto_replicas(n), os.path.abspath(args.checkout))
             rows.append(r)
             rep, run = r["report"], r["run"]
             iterations = sum(st["iterations"] for st in rep["stages"])
