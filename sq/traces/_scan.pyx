@@ -3,8 +3,12 @@
 
 A file is read in chunks of `CHUNK` bytes (the caller's file object: plain or gzip),
 so memory holds one chunk and the columns built so far, never the file. Each
-chunk's complete lines are parsed in C with the GIL released; the columns of a
-chunk are numpy arrays sized by its line count and joined at the end.
+chunk's complete lines are parsed in C with the GIL released, straight into the
+columns, sized from the file's size at the first chunk's bytes a line (with a
+quarter to spare: pages not yet written take no memory), grown by doubling if
+that was short (`ndarray.resize`, which zeroes what it adds) and cut to their
+length at the end: no second copy of the columns, as joining a list of
+per-chunk arrays needed (the peak of reading a week-long trace).
 
 What a field is, per column (a byte code, given by sq/traces/formats.py):
 
@@ -414,9 +418,10 @@ cdef inline bint _same(const char* a, const char* b, int n) noexcept nogil:
 
 
 # ---- the driver ---------------------------------------------------------------------------------
-def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b""):
+def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b"", int64_t size=0):
     """Scan `stream` (a binary file object, positioned at the first data line, which is line
     `first_line` of the file; `head` the bytes already read past that point) into columns.
+    `size`: the bytes left to read if known (a plain file), to size the columns once.
 
     CSV when `keys` is None: `kinds` has one code per field. JSON lines otherwise: one code
     per key. Returns a list of columns in `kinds` order: a float64 array for `n`, an int64
@@ -445,7 +450,9 @@ def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b""):
     for i in range(len(key_bytes)):
         kp[i] = <const char*> key_bytes[i]
         kl[i] = len(key_bytes[i])
-    parts = [[] for _ in range(nk)]
+    parts = [[] for _ in range(nk)]          # the `a` columns' per-chunk arrays, joined at the end
+    cols = _columns(kinds_b)                   # the other columns, grown in place
+    cdef int64_t total = 0, cap = 0
     done = False
     while not done:
         more = stream.read(CHUNK)
@@ -464,32 +471,25 @@ def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b""):
         if not chunk:
             continue
         lines = chunk.count(b"\n") + 1
-        cols = []
+        if total + lines > cap:
+            # the first chunk's lines a byte over what is left, and a quarter more; then doubling
+            cap = max(2 * cap, total + lines, (size * lines // len(chunk)) * 5 // 4 if cap == 0 else 0)
+            _grow(cols, cap)
         for i in range(nk):
             c = kc[i]
             if c == c'n':
-                a = np.empty(lines, np.float64)
-                num[i] = <double*> cnp.PyArray_DATA(a)
-                cols.append(a)
+                num[i] = <double*> cnp.PyArray_DATA(cols[i]) + total
             elif c == c't':
-                a = np.empty(lines, np.int64)
-                f = np.empty(lines, np.float64)
-                ints[i] = <int64_t*> cnp.PyArray_DATA(a)
-                frac[i] = <double*> cnp.PyArray_DATA(f)
-                cols.append((a, f))
+                ints[i] = <int64_t*> cnp.PyArray_DATA(cols[i][0]) + total
+                frac[i] = <double*> cnp.PyArray_DATA(cols[i][1]) + total
             elif c == c'k':
-                a = np.empty(lines, np.int64)
-                ints[i] = <int64_t*> cnp.PyArray_DATA(a)
-                cols.append(a)
+                ints[i] = <int64_t*> cnp.PyArray_DATA(cols[i]) + total
             elif c == c'a':
                 flat = np.empty(len(chunk) // 2 + 1, np.int64)      # an integer takes 2 bytes or more
                 counts = np.zeros(lines, np.int64)
                 flat_p = <int64_t*> cnp.PyArray_DATA(flat)
                 counts_p = <int64_t*> cnp.PyArray_DATA(counts)
                 flat_cap = len(flat)
-                cols.append((flat, counts))
-            else:
-                cols.append(None)
         b = <const char*> chunk
         e = b + len(chunk)
         flat_n = 0
@@ -501,28 +501,39 @@ def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b""):
                 rows = csv_chunk(b, e, kc, nk, num, ints, frac, 0, &fault)
         if rows < 0:
             raise ScanError(line_no + fault.line, fault.col + 1, _message(fault, kinds, keys))
+        total += rows
         for i in range(nk):
-            c = kc[i]
-            if c == c'n' or c == c'k':
-                parts[i].append(cols[i][:rows])
-            elif c == c't':
-                parts[i].append((cols[i][0][:rows], cols[i][1][:rows]))
-            elif c == c'a':
-                parts[i].append((cols[i][0][:flat_n].copy(), cols[i][1][:rows]))
+            if kc[i] == c'a':
+                parts[i].append((flat[:flat_n].copy(), counts[:rows]))
         line_no += chunk.count(b"\n")
-    out = []
+    _grow(cols, total)
     for i in range(nk):
-        c = kc[i]
-        if c == c'n':
-            out.append(_join([p for p in parts[i]], np.float64))
-        elif c == c'k':
-            out.append(_join([p for p in parts[i]], np.int64))
-        elif c == c't' or c == c'a':
-            out.append((_join([p[0] for p in parts[i]], np.int64),
-                        _join([p[1] for p in parts[i]], np.float64 if c == c't' else np.int64)))
+        if kc[i] == c'a':
+            cols[i] = (_join([p[0] for p in parts[i]], np.int64), _join([p[1] for p in parts[i]], np.int64))
+    return cols
+
+
+def _columns(bytes kinds):
+    """Empty columns of `kinds` (module docstring; None for `s`, and for `a`: scan joins its chunks')."""
+    cols = []
+    for c in kinds:
+        if c == ord("n"):
+            cols.append(np.empty(0, np.float64))
+        elif c == ord("t"):
+            cols.append((np.empty(0, np.int64), np.empty(0, np.float64)))
+        elif c == ord("k"):
+            cols.append(np.empty(0, np.int64))
         else:
-            out.append(None)
-    return out
+            cols.append(None)
+    return cols
+
+
+def _grow(cols, int64_t n):
+    """Every column of `_columns` resized to n rows in place (realloc: the rows so far kept)."""
+    for col in cols:
+        for a in (col if isinstance(col, tuple) else (col,)):
+            if a is not None:
+                a.resize(n, refcheck=False)
 
 
 def _join(arrays, dtype):

@@ -160,20 +160,30 @@ def read_records(path: str | os.PathLike, format: str | None = None) -> Records:
             if name not in names:
                 raise _error(path, number, 1, line, f"{fmt.title}: no {'key' if fmt.json else 'column'} `{name}`",
                              fmt.help())
-        cols = _scan(stream, fmt, names, roles, path, number, line)
+        cols = _scan(stream, fmt, names, roles, path, number, line, _left(stream))
     return _records(path, fmt, roles, cols)
 
 
-def _scan(stream, fmt, names, roles, path, number, header):
+def _left(stream) -> int:
+    """The bytes of a plain file past the stream's position (0: not known, a gzip)."""
+    if isinstance(getattr(stream, "raw", None), gzip.GzipFile):      # its fileno is the packed file's
+        return 0
+    try:
+        return max(os.fstat(stream.fileno()).st_size - stream.tell(), 0)
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return 0
+
+
+def _scan(stream, fmt, names, roles, path, number, header, size=0):
     by_name = {name: role for role, name in roles.items()}
     try:
         if fmt.json:
             keys = list(roles.values())
             kinds = "".join(fmt.kinds.get(by_name[k], "n") for k in keys)
-            out = scan(stream, kinds, keys=keys, first_line=number, head=header.encode() + b"\n")
+            out = scan(stream, kinds, keys=keys, first_line=number, head=header.encode() + b"\n", size=size)
             return {by_name[k]: col for k, col in zip(keys, out)}
         kinds = "".join(fmt.kinds.get(by_name[n], "n") if n in by_name else "s" for n in names)
-        out = scan(stream, kinds, first_line=number + 1)
+        out = scan(stream, kinds, first_line=number + 1, size=size)
         return {by_name[n]: col for n, col in zip(names, out) if n in by_name}
     except ScanError as e:
         raise _error(path, e.line, e.col, _line_of(path, e.line), e.message, fmt.help()) from None
