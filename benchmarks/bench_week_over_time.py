@@ -15,7 +15,7 @@ of the client (the child) and of each worker, and their peak RSS: what the searc
 whether a worker holds more than one trace.
 
     python benchmarks/bench_week_over_time.py [--requests 1000000] [--window 21600] [--workers 2]
-        [--checkout DIR]
+        [--speed K] [--checkout DIR]
 
 `--checkout` runs another checkout's sq (a built one, e.g. /work/wt/base), client and workers
 alike (the workers get it first on PYTHONPATH; they say which sq they imported).
@@ -51,12 +51,14 @@ def sq_file() -> str:
     return sq.__file__
 
 
-def program_for(trace: str, folder: str) -> str:
-    """week_replay.sq with `trace "…"` naming `trace` (capacity has no --trace)."""
+def program_for(trace: str, folder: str, speed: float) -> str:
+    """week_replay.sq with `trace "…"` naming `trace` (capacity has no --trace), replayed `speed`
+    times faster (`arrive replay(speed)`: the week's traffic `speed` times denser)."""
     with open(PROGRAM) as f:
         text = f.read()
     text, n = re.subn(r'trace "[^"]*";', f'trace "{trace}";', text)
-    assert n == 1, "week_replay.sq names one trace"
+    text, m = re.subn(r"arrive replay\(1\)", f"arrive replay({speed:g})", text)
+    assert n == m == 1, "week_replay.sq names one trace, replayed at its pace"
     path = os.path.join(folder, "week_over_time.sq")
     with open(path, "w") as f:
         f.write(text)
@@ -68,6 +70,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1_000_000, help="requests in the week (default 1,000,000)")
     parser.add_argument("--window", type=float, default=21_600, help="seconds per window (default 6 h)")
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (default 2)")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="replay the week this many times faster: denser traffic, the same runs (default 1)")
     parser.add_argument("--hi", type=int, default=4, help="the most replicas searched (default 4)")
     parser.add_argument("--checkout", default=ROOT, help="the checkout whose sq runs (default this one)")
     args = parser.parse_args()
@@ -80,7 +84,7 @@ def main() -> None:
         trace = os.path.join(folder, f"week-{args.requests}.csv")
         child(["-c", f"import sys; sys.path.insert(0, {HERE!r}); import bench_week; "
                      f"bench_week.write_week({trace!r}, {args.requests})"], os.path.join(folder, "write.txt"))
-        program = program_for(trace, folder)
+        program = program_for(trace, folder, args.speed)
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, host="127.0.0.1", processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
             before = client.run(usage)
@@ -94,7 +98,7 @@ def main() -> None:
             after = client.run(usage)
     result = json.loads(run["stdout"])
     workers = [(after[w]["cpu"] - before[w]["cpu"], after[w]["rss_mib"]) for w in after]
-    print(f"{args.requests:,} requests over a week, windows of {args.window:g} s, {args.workers} Dask workers "
+    print(f"{args.requests:,} requests over a week (replayed at {args.speed:g}x), windows of {args.window:g} s, {args.workers} Dask workers "
           f"on 127.0.0.1, SLO {SLO}, R searched in 1..{args.hi}, seeds 1..2; the workers' sq: {', '.join(imported)}")
     print("answers per window:", " ".join("-" if v is None else f"{v:g}" for v in result["values"]))
     print(f"peak {result['peak']:g}  p95 {result['p95']:g}  mean {result['mean']:.3g}  replica-hours "
