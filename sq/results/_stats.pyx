@@ -13,8 +13,8 @@ pyserq 0.1.2 to the last bit. Two things guard that order:
 import numpy as np
 
 from libc.math cimport exp, floor, isfinite, log, sqrt, INFINITY, NAN
-from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int32_t, int64_t, uint64_t, INT64_MIN, INT64_MAX
+from libc.stdlib cimport calloc, free, malloc
 
 from sq.results._itl cimport Bucket, bucket_add, itl_bucket
 from sq.results._sketch cimport total_order_key, from_total_order_key
@@ -190,45 +190,326 @@ cdef int64_t select_key(int64_t* keys, Py_ssize_t n, Py_ssize_t k) noexcept nogi
     return keys[k]
 
 
-def order_statistic(const double[::1] xs, Py_ssize_t rank):
-    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all: one rank (the
-    JSON's p99) selected in C, without numpy's arrays."""
-    cdef Py_ssize_t i, n = xs.shape[0]
-    if not 1 <= rank <= n:
-        raise ValueError("rank out of range")
-    cdef int64_t* keys = <int64_t*> malloc(n * sizeof(int64_t))
+cdef void select_ranks(int64_t* keys, Py_ssize_t n, const Py_ssize_t* at, Py_ssize_t m,
+                       int64_t* out) noexcept nogil:
+    """out[j] = the at[j]-th smallest (0-based) of n keys, for positions `at` ascending, from one
+    partitioning: after a selection every key before the position is <= the one at it and every
+    key after it >=, so each later position is selected among the keys above the last one."""
+    cdef Py_ssize_t j, base = 0
+    for j in range(m):
+        if j and at[j] == at[j - 1]:
+            out[j] = out[j - 1]
+            continue
+        out[j] = select_key(keys + base, n - base, at[j] - base)
+        base = at[j] + 1
+
+
+# -- one pass over an observation's samples ---------------------------------------
+
+cdef enum:
+    # below this many samples every key is kept and the ranks selected among them all
+    WHOLE_BELOW = 1 << 15
+    # a longer array is first read at this many evenly spaced places, whose order statistics
+    # bracket each rank's key: the pass then keeps only the keys inside the brackets
+    PROBES = 1 << 13
+    # brackets filled by one pass (the report asks for seven ranks at most; more take more passes)
+    PASS_BRACKETS = 8
+
+
+# ranks a bracket missed since the module was loaded (the tests read it: `missed_brackets`)
+cdef Py_ssize_t brackets_missed = 0
+
+
+def missed_brackets():
+    """How many ranks a bracket missed (selected among all the keys instead) so far."""
+    return brackets_missed
+
+
+cdef struct Bracket:
+    int64_t lo, hi          # the keys kept: lo <= key <= hi
+    Py_ssize_t below        # keys < lo
+    Py_ssize_t seen         # keys in [lo, hi] (more than cap: the bracket is of no use)
+    Py_ssize_t cap
+    int64_t* keys
+
+
+cdef inline void bracket_add(Bracket* b, int64_t key) noexcept nogil:
+    """Count the key if below the bracket, keep it if inside: without a branch (the share
+    inside is a coin toss for the p50), a key past the room written to its spare last slot."""
+    b.below += key < b.lo
+    b.keys[b.seen if b.seen < b.cap else b.cap] = key
+    # lo <= key <= hi as one unsigned comparison
+    b.seen += <uint64_t> key - <uint64_t> b.lo <= <uint64_t> b.hi - <uint64_t> b.lo
+
+
+cdef bint bracket_holds(Bracket* b, Py_ssize_t rank) noexcept nogil:
+    """Whether the rank-th smallest key (1-based) is among the bracket's kept keys."""
+    return b.seen <= b.cap and b.below < rank <= b.below + b.seen
+
+
+cdef Py_ssize_t probe_rank(Py_ssize_t rank, Py_ssize_t n, double side) noexcept nogil:
+    """The rank among PROBES evenly spaced keys that lies beyond the rank-th of n on `side` (-1
+    below, +1 above) with a wide margin: eight binomial standard deviations and eight more
+    (the samples of a queue are correlated, which widens the spread of the probes' ranks);
+    -1 or PROBES when it falls outside the probes."""
+    cdef double p = (<double> rank - 0.5) / <double> n
+    cdef double at = p * PROBES + side * (8.0 * sqrt(PROBES * p * (1.0 - p)) + 8.0)
+    if at < 0.0:
+        return -1
+    if at >= PROBES:
+        return PROBES
+    return <Py_ssize_t> at
+
+
+cdef int brackets_from_probes(const double[::1] xs, const Py_ssize_t* ranks, Py_ssize_t m,
+                              Bracket* out) noexcept nogil:
+    """out[j]: a bracket for ranks[j] (1-based, ascending) from the order statistics of PROBES
+    evenly spaced samples; its keys' room twice what the probes foretell. 0, or -1 out of memory."""
+    cdef Py_ssize_t n = xs.shape[0], i, j, lo, hi
+    cdef int64_t* probes = <int64_t*> malloc(PROBES * sizeof(int64_t))
+    cdef Py_ssize_t* at = <Py_ssize_t*> malloc(2 * m * sizeof(Py_ssize_t))
+    cdef int64_t* key_at = <int64_t*> malloc(2 * m * sizeof(int64_t))
+    if probes == NULL or at == NULL or key_at == NULL:
+        free(probes); free(at); free(key_at)
+        return -1
+    for i in range(PROBES):
+        probes[i] = total_order_key(xs[<Py_ssize_t> ((<int64_t> i * n) // PROBES)])
+    for j in range(m):
+        # clamped into the probes for the selection; outside them the bracket is open
+        at[2 * j] = max(probe_rank(ranks[j], n, -1.0), 0)
+        at[2 * j + 1] = min(probe_rank(ranks[j], n, 1.0), PROBES - 1)
+    sort_positions(at, 2 * m)
+    select_ranks(probes, PROBES, at, 2 * m, key_at)
+    for j in range(m):
+        lo, hi = probe_rank(ranks[j], n, -1.0), probe_rank(ranks[j], n, 1.0)
+        out[j].lo = INT64_MIN if lo < 0 else key_at[position_of(at, 2 * m, lo)]
+        out[j].hi = INT64_MAX if hi >= PROBES else key_at[position_of(at, 2 * m, hi)]
+        out[j].below = out[j].seen = 0
+        out[j].cap = min(n, 2 * (max(hi, 0) - max(lo, 0) + 1) * (n // PROBES + 1) + 1024)
+        out[j].keys = <int64_t*> malloc((out[j].cap + 1) * sizeof(int64_t))
+    free(probes); free(at); free(key_at)
+    for j in range(m):
+        if out[j].keys == NULL:
+            return -1
+    return 0
+
+
+cdef void sort_positions(Py_ssize_t* at, Py_ssize_t m) noexcept nogil:
+    """Insertion sort of a few positions."""
+    cdef Py_ssize_t i, j, t
+    for i in range(1, m):
+        t = at[i]
+        j = i - 1
+        while j >= 0 and at[j] > t:
+            at[j + 1] = at[j]
+            j -= 1
+        at[j + 1] = t
+
+
+cdef Py_ssize_t position_of(const Py_ssize_t* at, Py_ssize_t m, Py_ssize_t p) noexcept nogil:
+    cdef Py_ssize_t j
+    for j in range(m):
+        if at[j] == p:
+            return j
+    return -1
+
+
+cdef struct Pass:
+    # what one pass over the samples computes, each part when asked for
+    bint moments            # Welford's n, mean and M2, as `welford`
+    double mean, m2
+    Py_ssize_t batches      # > 0: the batch means, as `batch_means`, into means[]
+    double* means
+    Py_ssize_t nb           # brackets the keys are kept in
+    bint whole              # one bracket, every key in it, shared by the ranks (else one a rank)
+    Bracket* brackets
+
+
+cdef struct Running:
+    # Welford's moments and the batch sums, as the pass goes
+    bint moments
+    double mean, m2
+    Py_ssize_t size, used, b, fill      # batch size, samples batched, complete batches, this one's
+    double s
+    double* means
+
+
+cdef inline void running_add(Running* a, double x, Py_ssize_t i) noexcept nogil:
+    """Sample i: the very steps of `welford` and of `batch_means_into`, in their order."""
+    cdef double d
+    if a.moments:
+        d = x - a.mean
+        a.mean += d / <double>(i + 1)
+        a.m2 += d * (x - a.mean)
+    if i < a.used:
+        a.s += x
+        a.fill += 1
+        if a.fill == a.size:
+            a.means[a.b] = a.s / <double> a.size
+            a.b += 1
+            a.s = -0.0
+            a.fill = 0
+
+
+cdef void sample_pass(const double[::1] xs, Pass* p) noexcept nogil:
+    """The samples read once, in record order: each part performs the very operations of its
+    own loop (`welford`, `batch_means_into`), so the results are theirs to the bit. The one
+    bracket of the JSON's p99 kept in local variables (a bracket in memory costs a store and a
+    reload per sample on its chain); more brackets in a local array, up to PASS_BRACKETS in
+    this pass, the rest in further passes over the keys alone."""
+    cdef Py_ssize_t n = xs.shape[0], i, r, first
+    cdef Py_ssize_t nb = min(p.nb, PASS_BRACKETS)
+    cdef Running a
+    cdef Bracket one
+    cdef Bracket br[PASS_BRACKETS]
     cdef int64_t key
-    if keys == NULL:
-        raise MemoryError()
-    with nogil:
+    a.moments, a.mean, a.m2, a.s, a.b, a.fill, a.means = p.moments, 0.0, 0.0, -0.0, 0, 0, p.means
+    a.size = n // p.batches if p.batches > 0 else 0
+    a.used = a.size * p.batches
+    if nb == 0:
         for i in range(n):
-            keys[i] = total_order_key(xs[i])
-        key = select_key(keys, n, rank - 1)
+            running_add(&a, xs[i], i)
+    elif nb == 1:
+        one = p.brackets[0]
+        for i in range(n):
+            running_add(&a, xs[i], i)
+            bracket_add(&one, total_order_key(xs[i]))
+        p.brackets[0] = one
+    else:
+        for r in range(nb):
+            br[r] = p.brackets[r]
+        for i in range(n):
+            running_add(&a, xs[i], i)
+            key = total_order_key(xs[i])
+            for r in range(nb):
+                bracket_add(&br[r], key)
+        for r in range(nb):
+            p.brackets[r] = br[r]
+    p.mean, p.m2 = a.mean, a.m2
+    first = PASS_BRACKETS
+    while first < p.nb:
+        nb = min(p.nb - first, PASS_BRACKETS)
+        for r in range(nb):
+            br[r] = p.brackets[first + r]
+        for i in range(n):
+            key = total_order_key(xs[i])
+            for r in range(nb):
+                bracket_add(&br[r], key)
+        for r in range(nb):
+            p.brackets[first + r] = br[r]
+        first += PASS_BRACKETS
+
+
+cdef int select_whole(const double[::1] xs, const Py_ssize_t* at, Py_ssize_t m, int64_t* out) noexcept nogil:
+    """out[j] = the at[j]-th smallest key (0-based, ascending) of every sample's; -1 out of memory."""
+    cdef Py_ssize_t n = xs.shape[0], i
+    cdef int64_t* keys = <int64_t*> malloc(n * sizeof(int64_t))
+    if keys == NULL:
+        return -1
+    for i in range(n):
+        keys[i] = total_order_key(xs[i])
+    select_ranks(keys, n, at, m, out)
     free(keys)
-    return from_total_order_key(key)
+    return 0
 
 
-def order_statistics(const double[::1] xs, const int64_t[::1] ranks):
-    """The ranks-th smallest elements (1-based) in IEEE totalOrder, bits and all.
+def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, double t, tuple ranks):
+    """(mean, M2, half-width, order statistics) of the samples from one pass over them:
 
-    One selection on the keys (introselect, linear time per rank) picks the
-    very elements a total-order sort would put at those ranks: equal keys are
-    equal bit patterns.
+    * mean, M2: `welford`'s (when `moments`; else 0.0);
+    * half-width: `half_width` over `batch_means(xs, batches)` with t (when batches > 0; else NaN);
+    * order statistics: for each rank (1-based, ascending) the rank-th smallest sample in IEEE
+      totalOrder, bits and all, as a tuple.
+
+    The ranks of a short array are selected among all the samples' keys; a long one is first
+    probed at PROBES evenly spaced places, whose order statistics bracket each rank (widely),
+    and the pass keeps only the keys inside each bracket (about 1 % of them for the p99), among
+    which the rank is selected. A bracket that missed its rank (a sample whose order the probes
+    misread) falls back on selecting among all the keys: the value is the same either way.
     """
-    cdef Py_ssize_t j, n = xs.shape[0]
-    for j in range(ranks.shape[0]):
-        if not 1 <= ranks[j] <= n:
-            raise ValueError("rank out of range")
-    keys = total_order_keys(xs)
-    # the distinct positions, ascending (np.unique would import numpy.ma on its first call: ~10 ms)
-    kth = np.array(sorted({r - 1 for r in ranks}), dtype=np.int64)
-    keys.partition(kth)
-    cdef int64_t[::1] k = keys
-    res = np.empty(ranks.shape[0], dtype=np.float64)
-    cdef double[::1] out = res
-    for j in range(ranks.shape[0]):
-        out[j] = from_total_order_key(k[ranks[j] - 1])
-    return res
+    cdef Py_ssize_t n = xs.shape[0], m = len(ranks), j, nb
+    cdef Pass p
+    if batches > 0 and n // batches < 1:
+        raise ValueError("sample_statistics needs at least one sample per batch")
+    cdef Py_ssize_t* rank = <Py_ssize_t*> malloc((m + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* at = <Py_ssize_t*> malloc((m + 1) * sizeof(Py_ssize_t))
+    cdef int64_t* key = <int64_t*> malloc((m + 1) * sizeof(int64_t))
+    p.means = <double*> malloc((batches + 1) * sizeof(double))
+    p.whole = n < WHOLE_BELOW
+    nb = 1 if p.whole else m
+    p.brackets = <Bracket*> calloc(nb + 1, sizeof(Bracket))
+    try:
+        if rank == NULL or at == NULL or key == NULL or p.means == NULL or p.brackets == NULL:
+            raise MemoryError()
+        for j in range(m):
+            rank[j] = ranks[j]
+            if not 1 <= rank[j] <= n or (j and rank[j] < rank[j - 1]):
+                raise ValueError("ranks are ascending, from 1 to the number of samples")
+        p.moments, p.batches, p.nb = moments, batches, nb if m else 0
+        if p.nb:
+            with nogil:
+                if p.whole:     # every key kept: one bracket open at both ends
+                    p.brackets[0].lo, p.brackets[0].hi, p.brackets[0].cap = INT64_MIN, INT64_MAX, n
+                    p.brackets[0].keys = <int64_t*> malloc((n + 1) * sizeof(int64_t))
+                    j = 0 if p.brackets[0].keys != NULL else -1
+                else:
+                    j = brackets_from_probes(xs, rank, m, p.brackets)
+            if j < 0:
+                raise MemoryError()
+        with nogil:
+            sample_pass(xs, &p)
+            j = select_in_brackets(xs, &p, rank, m, at, key)
+        if j < 0:
+            raise MemoryError()
+        h = half_width(p.means, batches, t) if batches > 0 else NAN
+        return p.mean, p.m2, h, tuple([from_total_order_key(key[j]) for j in range(m)])
+    finally:
+        for j in range(nb if p.brackets != NULL else 0):
+            free(p.brackets[j].keys)
+        free(p.brackets); free(p.means); free(rank); free(at); free(key)
+
+
+cdef int select_in_brackets(const double[::1] xs, Pass* p, const Py_ssize_t* rank, Py_ssize_t m,
+                            Py_ssize_t* at, int64_t* out) noexcept nogil:
+    """out[j]: the rank[j]-th smallest key, from the brackets the pass filled (one shared by all
+    ranks, or one each), else from all the keys. 0, or -1 out of memory."""
+    cdef Py_ssize_t j, missed = 0
+    cdef Bracket* b
+    if m == 0:
+        return 0
+    if p.whole:
+        for j in range(m):
+            at[j] = rank[j] - 1
+        select_ranks(p.brackets[0].keys, p.brackets[0].seen, at, m, out)
+        return 0
+    for j in range(m):
+        b = &p.brackets[j]
+        if bracket_holds(b, rank[j]):
+            out[j] = select_key(b.keys, b.seen, rank[j] - b.below - 1)
+        else:
+            at[missed] = rank[j] - 1
+            missed += 1
+    if missed == 0:
+        return 0
+    global brackets_missed
+    brackets_missed += missed
+    # the ranks the brackets missed, from all the keys (`at` ascending, as the ranks are)
+    cdef int64_t* whole = <int64_t*> malloc(missed * sizeof(int64_t))
+    if whole == NULL or select_whole(xs, at, missed, whole) < 0:
+        free(whole)
+        return -1
+    missed = 0
+    for j in range(m):
+        if not bracket_holds(&p.brackets[j], rank[j]):
+            out[j] = whole[missed]
+            missed += 1
+    free(whole)
+    return 0
+
+
+def order_statistics(const double[::1] xs, tuple ranks):
+    """The ranks-th smallest samples (1-based, ascending) in IEEE totalOrder, bits and all."""
+    return sample_statistics(xs, False, 0, NAN, ranks)[3]
 
 
 # -- gauges: a step function over [start, end] -----------------------------------
