@@ -151,6 +151,8 @@ cdef int64_t select_key(int64_t* keys, Py_ssize_t n, Py_ssize_t k) noexcept nogi
     as pivot; the k-th smallest value is the same whatever the algorithm)."""
     cdef Py_ssize_t lo = 0, hi = n - 1, i, j, mid
     cdef int64_t pivot, t
+    if k == 0 or k == n - 1:    # the least or the greatest (a report's min and max): one scan
+        return select_end(keys, n, k == 0)
     while hi - lo > 16:
         mid = lo + (hi - lo) // 2
         # order keys[lo], keys[mid], keys[hi]; the middle one is the pivot
@@ -190,6 +192,17 @@ cdef int64_t select_key(int64_t* keys, Py_ssize_t n, Py_ssize_t k) noexcept nogi
     return keys[k]
 
 
+cdef int64_t select_end(int64_t* keys, Py_ssize_t n, bint least) noexcept nogil:
+    """The least (or greatest) of n keys, swapped to the first (or last) place: what a
+    selection of that end leaves (every other key on its one side)."""
+    cdef Py_ssize_t i, at = 0 if least else n - 1, best = at
+    for i in range(n):
+        if (keys[i] < keys[best]) if least else (keys[i] > keys[best]):
+            best = i
+    keys[at], keys[best] = keys[best], keys[at]
+    return keys[at]
+
+
 cdef void select_ranks(int64_t* keys, Py_ssize_t n, const Py_ssize_t* at, Py_ssize_t m,
                        int64_t* out) noexcept nogil:
     """out[j] = the at[j]-th smallest (0-based) of n keys, for positions `at` ascending, from one
@@ -207,13 +220,13 @@ cdef void select_ranks(int64_t* keys, Py_ssize_t n, const Py_ssize_t* at, Py_ssi
 # -- one pass over an observation's samples ---------------------------------------
 
 cdef enum:
-    # below this many samples every key is kept and the ranks selected among them all
+    # below this many samples, or for more than one rank, every key is kept and the ranks are
+    # selected among them all
     WHOLE_BELOW = 1 << 15
-    # a longer array is first read at this many evenly spaced places, whose order statistics
-    # bracket each rank's key: the pass then keeps only the keys inside the brackets
+    # the one rank of a longer array (the JSON's p99) is first bracketed by the order
+    # statistics of its keys at this many evenly spaced places: the pass keeps only the keys
+    # inside the bracket
     PROBES = 1 << 13
-    # brackets filled by one pass (the report asks for seven ranks at most; more take more passes)
-    PASS_BRACKETS = 8
 
 
 # ranks a bracket missed since the module was loaded (the tests read it: `missed_brackets`)
@@ -230,12 +243,11 @@ cdef struct Bracket:
     Py_ssize_t below        # keys < lo
     Py_ssize_t seen         # keys in [lo, hi] (more than cap: the bracket is of no use)
     Py_ssize_t cap
-    int64_t* keys
+    int64_t* keys           # cap + 1 places: a key past the room goes to the spare last one
 
 
 cdef inline void bracket_add(Bracket* b, int64_t key) noexcept nogil:
-    """Count the key if below the bracket, keep it if inside: without a branch (the share
-    inside is a coin toss for the p50), a key past the room written to its spare last slot."""
+    """Count the key if below the bracket, keep it if inside, without a branch."""
     b.below += key < b.lo
     b.keys[b.seen if b.seen < b.cap else b.cap] = key
     # lo <= key <= hi as one unsigned comparison
@@ -261,68 +273,28 @@ cdef Py_ssize_t probe_rank(Py_ssize_t rank, Py_ssize_t n, double side) noexcept 
     return <Py_ssize_t> at
 
 
-cdef int brackets_from_probes(const double[::1] xs, const Py_ssize_t* ranks, Py_ssize_t m,
-                              Bracket* out) noexcept nogil:
-    """out[j]: a bracket for ranks[j] (1-based, ascending) from the order statistics of PROBES
-    evenly spaced samples; its keys' room twice what the probes foretell. 0, or -1 out of memory."""
-    cdef Py_ssize_t n = xs.shape[0], i, j, lo, hi
+cdef int bracket_from_probes(const double[::1] xs, Py_ssize_t rank, Bracket* out) noexcept nogil:
+    """A bracket for the rank (1-based) from the order statistics of PROBES evenly spaced
+    samples, open on a side the probes do not reach; room for twice the keys the probes
+    foretell. 0, or -1 out of memory."""
+    cdef Py_ssize_t n = xs.shape[0], i
+    cdef Py_ssize_t lo = probe_rank(rank, n, -1.0), hi = probe_rank(rank, n, 1.0)
+    cdef Py_ssize_t at[2]
+    cdef int64_t key_at[2]
     cdef int64_t* probes = <int64_t*> malloc(PROBES * sizeof(int64_t))
-    cdef Py_ssize_t* at = <Py_ssize_t*> malloc(2 * m * sizeof(Py_ssize_t))
-    cdef int64_t* key_at = <int64_t*> malloc(2 * m * sizeof(int64_t))
-    if probes == NULL or at == NULL or key_at == NULL:
-        free(probes); free(at); free(key_at)
+    if probes == NULL:
         return -1
     for i in range(PROBES):
         probes[i] = total_order_key(xs[<Py_ssize_t> ((<int64_t> i * n) // PROBES)])
-    for j in range(m):
-        # clamped into the probes for the selection; outside them the bracket is open
-        at[2 * j] = max(probe_rank(ranks[j], n, -1.0), 0)
-        at[2 * j + 1] = min(probe_rank(ranks[j], n, 1.0), PROBES - 1)
-    sort_positions(at, 2 * m)
-    select_ranks(probes, PROBES, at, 2 * m, key_at)
-    for j in range(m):
-        lo, hi = probe_rank(ranks[j], n, -1.0), probe_rank(ranks[j], n, 1.0)
-        out[j].lo = INT64_MIN if lo < 0 else key_at[position_of(at, 2 * m, lo)]
-        out[j].hi = INT64_MAX if hi >= PROBES else key_at[position_of(at, 2 * m, hi)]
-        out[j].below = out[j].seen = 0
-        out[j].cap = min(n, 2 * (max(hi, 0) - max(lo, 0) + 1) * (n // PROBES + 1) + 1024)
-        out[j].keys = <int64_t*> malloc((out[j].cap + 1) * sizeof(int64_t))
-    free(probes); free(at); free(key_at)
-    for j in range(m):
-        if out[j].keys == NULL:
-            return -1
-    return 0
-
-
-cdef void sort_positions(Py_ssize_t* at, Py_ssize_t m) noexcept nogil:
-    """Insertion sort of a few positions."""
-    cdef Py_ssize_t i, j, t
-    for i in range(1, m):
-        t = at[i]
-        j = i - 1
-        while j >= 0 and at[j] > t:
-            at[j + 1] = at[j]
-            j -= 1
-        at[j + 1] = t
-
-
-cdef Py_ssize_t position_of(const Py_ssize_t* at, Py_ssize_t m, Py_ssize_t p) noexcept nogil:
-    cdef Py_ssize_t j
-    for j in range(m):
-        if at[j] == p:
-            return j
-    return -1
-
-
-cdef struct Pass:
-    # what one pass over the samples computes, each part when asked for
-    bint moments            # Welford's n, mean and M2, as `welford`
-    double mean, m2
-    Py_ssize_t batches      # > 0: the batch means, as `batch_means`, into means[]
-    double* means
-    Py_ssize_t nb           # brackets the keys are kept in
-    bint whole              # one bracket, every key in it, shared by the ranks (else one a rank)
-    Bracket* brackets
+    at[0], at[1] = max(lo, 0), min(hi, PROBES - 1)
+    select_ranks(probes, PROBES, at, 2, key_at)
+    free(probes)
+    out.lo = INT64_MIN if lo < 0 else key_at[0]
+    out.hi = INT64_MAX if hi >= PROBES else key_at[1]
+    out.below = out.seen = 0
+    out.cap = min(n, 2 * (at[1] - at[0] + 1) * (n // PROBES + 1) + 1024)
+    out.keys = <int64_t*> malloc((out.cap + 1) * sizeof(int64_t))
+    return 0 if out.keys != NULL else -1
 
 
 cdef struct Running:
@@ -351,53 +323,22 @@ cdef inline void running_add(Running* a, double x, Py_ssize_t i) noexcept nogil:
             a.fill = 0
 
 
-cdef void sample_pass(const double[::1] xs, Pass* p) noexcept nogil:
-    """The samples read once, in record order: each part performs the very operations of its
-    own loop (`welford`, `batch_means_into`), so the results are theirs to the bit. The one
-    bracket of the JSON's p99 kept in local variables (a bracket in memory costs a store and a
-    reload per sample on its chain); more brackets in a local array, up to PASS_BRACKETS in
-    this pass, the rest in further passes over the keys alone."""
-    cdef Py_ssize_t n = xs.shape[0], i, r, first
-    cdef Py_ssize_t nb = min(p.nb, PASS_BRACKETS)
-    cdef Running a
+cdef void sample_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nogil:
+    """The samples read once, in record order: the moments and batch sums perform the very
+    operations of their own loops (`welford`, `batch_means_into`), so the results are theirs
+    to the bit; every key goes through the bracket b (if any), held in local variables (in
+    memory it would cost a store and a reload per sample on its chain)."""
+    cdef Py_ssize_t n = xs.shape[0], i
     cdef Bracket one
-    cdef Bracket br[PASS_BRACKETS]
-    cdef int64_t key
-    a.moments, a.mean, a.m2, a.s, a.b, a.fill, a.means = p.moments, 0.0, 0.0, -0.0, 0, 0, p.means
-    a.size = n // p.batches if p.batches > 0 else 0
-    a.used = a.size * p.batches
-    if nb == 0:
+    if b == NULL:
         for i in range(n):
-            running_add(&a, xs[i], i)
-    elif nb == 1:
-        one = p.brackets[0]
-        for i in range(n):
-            running_add(&a, xs[i], i)
-            bracket_add(&one, total_order_key(xs[i]))
-        p.brackets[0] = one
-    else:
-        for r in range(nb):
-            br[r] = p.brackets[r]
-        for i in range(n):
-            running_add(&a, xs[i], i)
-            key = total_order_key(xs[i])
-            for r in range(nb):
-                bracket_add(&br[r], key)
-        for r in range(nb):
-            p.brackets[r] = br[r]
-    p.mean, p.m2 = a.mean, a.m2
-    first = PASS_BRACKETS
-    while first < p.nb:
-        nb = min(p.nb - first, PASS_BRACKETS)
-        for r in range(nb):
-            br[r] = p.brackets[first + r]
-        for i in range(n):
-            key = total_order_key(xs[i])
-            for r in range(nb):
-                bracket_add(&br[r], key)
-        for r in range(nb):
-            p.brackets[first + r] = br[r]
-        first += PASS_BRACKETS
+            running_add(a, xs[i], i)
+        return
+    one = b[0]
+    for i in range(n):
+        running_add(a, xs[i], i)
+        bracket_add(&one, total_order_key(xs[i]))
+    b[0] = one
 
 
 cdef int select_whole(const double[::1] xs, const Py_ssize_t* at, Py_ssize_t m, int64_t* out) noexcept nogil:
@@ -421,90 +362,57 @@ def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, do
     * order statistics: for each rank (1-based, ascending) the rank-th smallest sample in IEEE
       totalOrder, bits and all, as a tuple.
 
-    The ranks of a short array are selected among all the samples' keys; a long one is first
-    probed at PROBES evenly spaced places, whose order statistics bracket each rank (widely),
-    and the pass keeps only the keys inside each bracket (about 1 % of them for the p99), among
-    which the rank is selected. A bracket that missed its rank (a sample whose order the probes
-    misread) falls back on selecting among all the keys: the value is the same either way.
+    Several ranks, or the ranks of a short array, are selected among all the samples' keys
+    from one partitioning. The one rank of a long array (the JSON's p99) is first bracketed by
+    the order statistics of PROBES evenly spaced samples (widely), the pass keeps only the
+    keys inside the bracket (~2 % of them for the p99), and the rank is selected among them;
+    a bracket that missed its rank (samples whose order the probes misread) falls back on all
+    the keys: the value is the same either way.
     """
-    cdef Py_ssize_t n = xs.shape[0], m = len(ranks), j, nb
-    cdef Pass p
+    cdef Py_ssize_t n = xs.shape[0], m = len(ranks), j
+    cdef int status = 0
+    cdef Running a
+    cdef Bracket b
+    cdef bint bracketed = m == 1 and n >= WHOLE_BELOW
     if batches > 0 and n // batches < 1:
         raise ValueError("sample_statistics needs at least one sample per batch")
-    cdef Py_ssize_t* rank = <Py_ssize_t*> malloc((m + 1) * sizeof(Py_ssize_t))
+    for j in range(m):
+        if not 1 <= ranks[j] <= n or (j and ranks[j] < ranks[j - 1]):
+            raise ValueError("ranks are ascending, from 1 to the number of samples")
     cdef Py_ssize_t* at = <Py_ssize_t*> malloc((m + 1) * sizeof(Py_ssize_t))
     cdef int64_t* key = <int64_t*> malloc((m + 1) * sizeof(int64_t))
-    p.means = <double*> malloc((batches + 1) * sizeof(double))
-    p.whole = n < WHOLE_BELOW
-    nb = 1 if p.whole else m
-    p.brackets = <Bracket*> calloc(nb + 1, sizeof(Bracket))
+    a.moments, a.mean, a.m2, a.s, a.b, a.fill = moments, 0.0, 0.0, -0.0, 0, 0
+    a.size = n // batches if batches > 0 else 0
+    a.used = a.size * batches
+    a.means = <double*> malloc((batches + 1) * sizeof(double))
+    b.keys = NULL
     try:
-        if rank == NULL or at == NULL or key == NULL or p.means == NULL or p.brackets == NULL:
+        if at == NULL or key == NULL or a.means == NULL:
             raise MemoryError()
         for j in range(m):
-            rank[j] = ranks[j]
-            if not 1 <= rank[j] <= n or (j and rank[j] < rank[j - 1]):
-                raise ValueError("ranks are ascending, from 1 to the number of samples")
-        p.moments, p.batches, p.nb = moments, batches, nb if m else 0
-        if p.nb:
-            with nogil:
-                if p.whole:     # every key kept: one bracket open at both ends
-                    p.brackets[0].lo, p.brackets[0].hi, p.brackets[0].cap = INT64_MIN, INT64_MAX, n
-                    p.brackets[0].keys = <int64_t*> malloc((n + 1) * sizeof(int64_t))
-                    j = 0 if p.brackets[0].keys != NULL else -1
-                else:
-                    j = brackets_from_probes(xs, rank, m, p.brackets)
-            if j < 0:
-                raise MemoryError()
+            at[j] = ranks[j] - 1
         with nogil:
-            sample_pass(xs, &p)
-            j = select_in_brackets(xs, &p, rank, m, at, key)
-        if j < 0:
+            if bracketed:
+                status = bracket_from_probes(xs, at[0] + 1, &b)
+            if status == 0:
+                sample_pass(xs, &a, &b if bracketed else NULL)
+                if bracketed and bracket_holds(&b, at[0] + 1):
+                    key[0] = select_key(b.keys, b.seen, at[0] - b.below)
+                elif m:
+                    status = select_whole(xs, at, m, key)
+                    if bracketed:
+                        count_missed()
+        if status < 0:
             raise MemoryError()
-        h = half_width(p.means, batches, t) if batches > 0 else NAN
-        return p.mean, p.m2, h, tuple([from_total_order_key(key[j]) for j in range(m)])
+        h = half_width(a.means, batches, t) if batches > 0 else NAN
+        return a.mean, a.m2, h, tuple([from_total_order_key(key[j]) for j in range(m)])
     finally:
-        for j in range(nb if p.brackets != NULL else 0):
-            free(p.brackets[j].keys)
-        free(p.brackets); free(p.means); free(rank); free(at); free(key)
+        free(b.keys); free(a.means); free(at); free(key)
 
 
-cdef int select_in_brackets(const double[::1] xs, Pass* p, const Py_ssize_t* rank, Py_ssize_t m,
-                            Py_ssize_t* at, int64_t* out) noexcept nogil:
-    """out[j]: the rank[j]-th smallest key, from the brackets the pass filled (one shared by all
-    ranks, or one each), else from all the keys. 0, or -1 out of memory."""
-    cdef Py_ssize_t j, missed = 0
-    cdef Bracket* b
-    if m == 0:
-        return 0
-    if p.whole:
-        for j in range(m):
-            at[j] = rank[j] - 1
-        select_ranks(p.brackets[0].keys, p.brackets[0].seen, at, m, out)
-        return 0
-    for j in range(m):
-        b = &p.brackets[j]
-        if bracket_holds(b, rank[j]):
-            out[j] = select_key(b.keys, b.seen, rank[j] - b.below - 1)
-        else:
-            at[missed] = rank[j] - 1
-            missed += 1
-    if missed == 0:
-        return 0
+cdef void count_missed() noexcept nogil:
     global brackets_missed
-    brackets_missed += missed
-    # the ranks the brackets missed, from all the keys (`at` ascending, as the ranks are)
-    cdef int64_t* whole = <int64_t*> malloc(missed * sizeof(int64_t))
-    if whole == NULL or select_whole(xs, at, missed, whole) < 0:
-        free(whole)
-        return -1
-    missed = 0
-    for j in range(m):
-        if not bracket_holds(&p.brackets[j], rank[j]):
-            out[j] = whole[missed]
-            missed += 1
-    free(whole)
-    return 0
+    brackets_missed += 1
 
 
 def order_statistics(const double[::1] xs, tuple ranks):
