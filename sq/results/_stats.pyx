@@ -13,8 +13,8 @@ pyserq 0.1.2 to the last bit. Two things guard that order:
 import numpy as np
 
 from libc.math cimport exp, floor, isfinite, log, sqrt, INFINITY, NAN
-from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int32_t, int64_t, uint64_t, INT64_MIN, INT64_MAX
+from libc.stdlib cimport calloc, free, malloc
 
 from sq.results._itl cimport Bucket, bucket_add, itl_bucket
 from sq.results._sketch cimport total_order_key, from_total_order_key
@@ -151,6 +151,8 @@ cdef int64_t select_key(int64_t* keys, Py_ssize_t n, Py_ssize_t k) noexcept nogi
     as pivot; the k-th smallest value is the same whatever the algorithm)."""
     cdef Py_ssize_t lo = 0, hi = n - 1, i, j, mid
     cdef int64_t pivot, t
+    if k == 0 or k == n - 1:    # the least or the greatest (a report's min and max): one scan
+        return select_end(keys, n, k == 0)
     while hi - lo > 16:
         mid = lo + (hi - lo) // 2
         # order keys[lo], keys[mid], keys[hi]; the middle one is the pivot
@@ -190,45 +192,232 @@ cdef int64_t select_key(int64_t* keys, Py_ssize_t n, Py_ssize_t k) noexcept nogi
     return keys[k]
 
 
-def order_statistic(const double[::1] xs, Py_ssize_t rank):
-    """The rank-th smallest element (1-based) in IEEE totalOrder, bits and all: one rank (the
-    JSON's p99) selected in C, without numpy's arrays."""
-    cdef Py_ssize_t i, n = xs.shape[0]
-    if not 1 <= rank <= n:
-        raise ValueError("rank out of range")
-    cdef int64_t* keys = <int64_t*> malloc(n * sizeof(int64_t))
-    cdef int64_t key
-    if keys == NULL:
-        raise MemoryError()
-    with nogil:
+cdef int64_t select_end(int64_t* keys, Py_ssize_t n, bint least) noexcept nogil:
+    """The least (or greatest) of n keys, swapped to the first (or last) place: what a
+    selection of that end leaves (every other key on its one side)."""
+    cdef Py_ssize_t i, at = 0 if least else n - 1, best = at
+    for i in range(n):
+        if (keys[i] < keys[best]) if least else (keys[i] > keys[best]):
+            best = i
+    keys[at], keys[best] = keys[best], keys[at]
+    return keys[at]
+
+
+cdef void select_ranks(int64_t* keys, Py_ssize_t n, const Py_ssize_t* at, Py_ssize_t m,
+                       int64_t* out) noexcept nogil:
+    """out[j] = the at[j]-th smallest (0-based) of n keys, for positions `at` ascending, from one
+    partitioning: after a selection every key before the position is <= the one at it and every
+    key after it >=, so each later position is selected among the keys above the last one."""
+    cdef Py_ssize_t j, base = 0
+    for j in range(m):
+        if j and at[j] == at[j - 1]:
+            out[j] = out[j - 1]
+            continue
+        out[j] = select_key(keys + base, n - base, at[j] - base)
+        base = at[j] + 1
+
+
+# -- one pass over an observation's samples ---------------------------------------
+
+cdef enum:
+    # below this many samples, or for more than one rank, every key is kept and the ranks are
+    # selected among them all
+    WHOLE_BELOW = 1 << 15
+    # the one rank of a longer array (the JSON's p99) is first bracketed by the order
+    # statistics of its keys at this many evenly spaced places: the pass keeps only the keys
+    # inside the bracket
+    PROBES = 1 << 13
+
+
+# ranks a bracket missed since the module was loaded (the tests read it: `missed_brackets`)
+cdef Py_ssize_t brackets_missed = 0
+
+
+def missed_brackets():
+    """How many ranks a bracket missed (selected among all the keys instead) so far."""
+    return brackets_missed
+
+
+cdef struct Bracket:
+    int64_t lo, hi          # the keys kept: lo <= key <= hi
+    Py_ssize_t below        # keys < lo
+    Py_ssize_t seen         # keys in [lo, hi] (more than cap: the bracket is of no use)
+    Py_ssize_t cap
+    int64_t* keys           # cap + 1 places: a key past the room goes to the spare last one
+
+
+cdef inline void bracket_add(Bracket* b, int64_t key) noexcept nogil:
+    """Count the key if below the bracket, keep it if inside, without a branch."""
+    b.below += key < b.lo
+    b.keys[b.seen if b.seen < b.cap else b.cap] = key
+    # lo <= key <= hi as one unsigned comparison
+    b.seen += <uint64_t> key - <uint64_t> b.lo <= <uint64_t> b.hi - <uint64_t> b.lo
+
+
+cdef bint bracket_holds(Bracket* b, Py_ssize_t rank) noexcept nogil:
+    """Whether the rank-th smallest key (1-based) is among the bracket's kept keys."""
+    return b.seen <= b.cap and b.below < rank <= b.below + b.seen
+
+
+cdef Py_ssize_t probe_rank(Py_ssize_t rank, Py_ssize_t n, double side) noexcept nogil:
+    """The rank among PROBES evenly spaced keys that lies beyond the rank-th of n on `side` (-1
+    below, +1 above) with a wide margin: eight binomial standard deviations and eight more
+    (the samples of a queue are correlated, which widens the spread of the probes' ranks);
+    -1 or PROBES when it falls outside the probes."""
+    cdef double p = (<double> rank - 0.5) / <double> n
+    cdef double at = p * PROBES + side * (8.0 * sqrt(PROBES * p * (1.0 - p)) + 8.0)
+    if at < 0.0:
+        return -1
+    if at >= PROBES:
+        return PROBES
+    return <Py_ssize_t> at
+
+
+cdef int bracket_from_probes(const double[::1] xs, Py_ssize_t rank, Bracket* out) noexcept nogil:
+    """A bracket for the rank (1-based) from the order statistics of PROBES evenly spaced
+    samples, open on a side the probes do not reach; room for twice the keys the probes
+    foretell. 0, or -1 out of memory."""
+    cdef Py_ssize_t n = xs.shape[0], i
+    cdef Py_ssize_t lo = probe_rank(rank, n, -1.0), hi = probe_rank(rank, n, 1.0)
+    cdef Py_ssize_t at[2]
+    cdef int64_t key_at[2]
+    cdef int64_t* probes = <int64_t*> malloc(PROBES * sizeof(int64_t))
+    if probes == NULL:
+        return -1
+    for i in range(PROBES):
+        probes[i] = total_order_key(xs[<Py_ssize_t> ((<int64_t> i * n) // PROBES)])
+    at[0], at[1] = max(lo, 0), min(hi, PROBES - 1)
+    select_ranks(probes, PROBES, at, 2, key_at)
+    free(probes)
+    out.lo = INT64_MIN if lo < 0 else key_at[0]
+    out.hi = INT64_MAX if hi >= PROBES else key_at[1]
+    out.below = out.seen = 0
+    out.cap = min(n, 2 * (at[1] - at[0] + 1) * (n // PROBES + 1) + 1024)
+    out.keys = <int64_t*> malloc((out.cap + 1) * sizeof(int64_t))
+    return 0 if out.keys != NULL else -1
+
+
+cdef struct Running:
+    # Welford's moments and the batch sums, as the pass goes
+    bint moments
+    double mean, m2
+    Py_ssize_t size, used, b, fill      # batch size, samples batched, complete batches, this one's
+    double s
+    double* means
+
+
+cdef inline void running_add(Running* a, double x, Py_ssize_t i) noexcept nogil:
+    """Sample i: the very steps of `welford` and of `batch_means_into`, in their order."""
+    cdef double d
+    if a.moments:
+        d = x - a.mean
+        a.mean += d / <double>(i + 1)
+        a.m2 += d * (x - a.mean)
+    if i < a.used:
+        a.s += x
+        a.fill += 1
+        if a.fill == a.size:
+            a.means[a.b] = a.s / <double> a.size
+            a.b += 1
+            a.s = -0.0
+            a.fill = 0
+
+
+cdef void sample_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nogil:
+    """The samples read once, in record order: the moments and batch sums perform the very
+    operations of their own loops (`welford`, `batch_means_into`), so the results are theirs
+    to the bit; every key goes through the bracket b (if any), held in local variables (in
+    memory it would cost a store and a reload per sample on its chain)."""
+    cdef Py_ssize_t n = xs.shape[0], i
+    cdef Bracket one
+    if b == NULL:
         for i in range(n):
-            keys[i] = total_order_key(xs[i])
-        key = select_key(keys, n, rank - 1)
+            running_add(a, xs[i], i)
+        return
+    one = b[0]
+    for i in range(n):
+        running_add(a, xs[i], i)
+        bracket_add(&one, total_order_key(xs[i]))
+    b[0] = one
+
+
+cdef int select_whole(const double[::1] xs, const Py_ssize_t* at, Py_ssize_t m, int64_t* out) noexcept nogil:
+    """out[j] = the at[j]-th smallest key (0-based, ascending) of every sample's; -1 out of memory."""
+    cdef Py_ssize_t n = xs.shape[0], i
+    cdef int64_t* keys = <int64_t*> malloc(n * sizeof(int64_t))
+    if keys == NULL:
+        return -1
+    for i in range(n):
+        keys[i] = total_order_key(xs[i])
+    select_ranks(keys, n, at, m, out)
     free(keys)
-    return from_total_order_key(key)
+    return 0
 
 
-def order_statistics(const double[::1] xs, const int64_t[::1] ranks):
-    """The ranks-th smallest elements (1-based) in IEEE totalOrder, bits and all.
+def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, double t, tuple ranks):
+    """(mean, M2, half-width, order statistics) of the samples from one pass over them:
 
-    One selection on the keys (introselect, linear time per rank) picks the
-    very elements a total-order sort would put at those ranks: equal keys are
-    equal bit patterns.
+    * mean, M2: `welford`'s (when `moments`; else 0.0);
+    * half-width: `half_width` over `batch_means(xs, batches)` with t (when batches > 0; else NaN);
+    * order statistics: for each rank (1-based, ascending) the rank-th smallest sample in IEEE
+      totalOrder, bits and all, as a tuple.
+
+    Several ranks, or the ranks of a short array, are selected among all the samples' keys
+    from one partitioning. The one rank of a long array (the JSON's p99) is first bracketed by
+    the order statistics of PROBES evenly spaced samples (widely), the pass keeps only the
+    keys inside the bracket (~2 % of them for the p99), and the rank is selected among them;
+    a bracket that missed its rank (samples whose order the probes misread) falls back on all
+    the keys: the value is the same either way.
     """
-    cdef Py_ssize_t j, n = xs.shape[0]
-    for j in range(ranks.shape[0]):
-        if not 1 <= ranks[j] <= n:
-            raise ValueError("rank out of range")
-    keys = total_order_keys(xs)
-    # the distinct positions, ascending (np.unique would import numpy.ma on its first call: ~10 ms)
-    kth = np.array(sorted({r - 1 for r in ranks}), dtype=np.int64)
-    keys.partition(kth)
-    cdef int64_t[::1] k = keys
-    res = np.empty(ranks.shape[0], dtype=np.float64)
-    cdef double[::1] out = res
-    for j in range(ranks.shape[0]):
-        out[j] = from_total_order_key(k[ranks[j] - 1])
-    return res
+    cdef Py_ssize_t n = xs.shape[0], m = len(ranks), j
+    cdef int status = 0
+    cdef Running a
+    cdef Bracket b
+    cdef bint bracketed = m == 1 and n >= WHOLE_BELOW
+    if batches > 0 and n // batches < 1:
+        raise ValueError("sample_statistics needs at least one sample per batch")
+    for j in range(m):
+        if not 1 <= ranks[j] <= n or (j and ranks[j] < ranks[j - 1]):
+            raise ValueError("ranks are ascending, from 1 to the number of samples")
+    cdef Py_ssize_t* at = <Py_ssize_t*> malloc((m + 1) * sizeof(Py_ssize_t))
+    cdef int64_t* key = <int64_t*> malloc((m + 1) * sizeof(int64_t))
+    a.moments, a.mean, a.m2, a.s, a.b, a.fill = moments, 0.0, 0.0, -0.0, 0, 0
+    a.size = n // batches if batches > 0 else 0
+    a.used = a.size * batches
+    a.means = <double*> malloc((batches + 1) * sizeof(double))
+    b.keys = NULL
+    try:
+        if at == NULL or key == NULL or a.means == NULL:
+            raise MemoryError()
+        for j in range(m):
+            at[j] = ranks[j] - 1
+        with nogil:
+            if bracketed:
+                status = bracket_from_probes(xs, at[0] + 1, &b)
+            if status == 0:
+                sample_pass(xs, &a, &b if bracketed else NULL)
+                if bracketed and bracket_holds(&b, at[0] + 1):
+                    key[0] = select_key(b.keys, b.seen, at[0] - b.below)
+                elif m:
+                    status = select_whole(xs, at, m, key)
+                    if bracketed:
+                        count_missed()
+        if status < 0:
+            raise MemoryError()
+        h = half_width(a.means, batches, t) if batches > 0 else NAN
+        return a.mean, a.m2, h, tuple([from_total_order_key(key[j]) for j in range(m)])
+    finally:
+        free(b.keys); free(a.means); free(at); free(key)
+
+
+cdef void count_missed() noexcept nogil:
+    global brackets_missed
+    brackets_missed += 1
+
+
+def order_statistics(const double[::1] xs, tuple ranks):
+    """The ranks-th smallest samples (1-based, ascending) in IEEE totalOrder, bits and all."""
+    return sample_statistics(xs, False, 0, NAN, ranks)[3]
 
 
 # -- gauges: a step function over [start, end] -----------------------------------

@@ -104,11 +104,6 @@ class Observe:
         return stats.quantile(self.samples, q)
 
 
-def _moments(samples) -> dict[str, float]:
-    mean, cv2 = stats.observe_moments(samples)
-    return {"mean": mean, "cv2": cv2}
-
-
 def _summary_fields(o: Observe) -> dict[str, float]:
     """Every statistic of a run that kept only the summary (they come together)."""
     return vars(stats.summary_stats(o.summary))
@@ -116,11 +111,10 @@ def _summary_fields(o: Observe) -> dict[str, float]:
 
 # An Observe's statistics computed on first read: field name -> what computes it from the
 # samples (with the other fields computed alongside).
-_LAZY = {"mean": _moments, "cv2": _moments, "ci": lambda xs: {"ci": stats.observe_ci(xs)},
-         **dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics),
-         # the JSON's one order statistic, alone (a third of the time of all seven: a sweep's
-         # runs each give their JSON); the others, when read, compute it again, the same way
-         "p99": lambda xs: {"p99": stats.quantile(xs, dict(stats.SUMMARY_QUANTILES)["p99"])}}
+_LAZY = {**dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics),
+         # the JSON's statistics from one pass over the samples (the JSON reads them all); the
+         # other order statistics, when read, select the p99 again, the same way
+         **dict.fromkeys(("mean", "cv2", "ci", "p99"), stats.json_statistics)}
 
 
 # The engine's arrays are taken as they are, checked by type (a call into numpy per array of

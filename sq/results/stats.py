@@ -65,7 +65,11 @@ def ieee_div(x: float, y: float) -> float:
 
 def welford(xs) -> Moments:
     """`d = x - m; m += d/k; M2 += d*(x - m)`, in record order; NaN where undefined."""
-    n, mean, m2 = _stats.welford(_as_f64(xs))
+    return _moments(*_stats.welford(_as_f64(xs)))
+
+
+def _moments(n: int, mean: float, m2: float) -> Moments:
+    """Welford's running (n, mean, M2) as Moments: NaN where undefined."""
     return Moments(n, mean if n else NAN, m2 / (n - 1) if n >= 2 else NAN)
 
 
@@ -113,15 +117,18 @@ def quantile(xs, q: float) -> float:
 
 
 def quantiles(xs, qs) -> tuple[float, ...]:
-    """`quantile(xs, q)` for every q in `qs`, from one selection over the samples."""
+    """`quantile(xs, q)` for every q in `qs`, from one pass and one selection over the samples."""
     xs = _as_f64(xs)
     n = len(xs)
     if n == 0:
         return (NAN,) * len(qs)
-    if len(qs) == 1:    # the JSON's p99 alone: selected in C without numpy's arrays
-        return (_stats.order_statistic(xs, _rank(qs[0], n)),)
-    ranks = np.array([_rank(q, n) for q in qs], dtype=np.int64)
-    return tuple(_stats.order_statistics(xs, ranks).tolist())
+    ranks = [_rank(q, n) for q in qs]
+    order = sorted(range(len(ranks)), key=ranks.__getitem__)    # the kernel takes them ascending
+    values = _stats.order_statistics(xs, tuple(ranks[i] for i in order))
+    out = [NAN] * len(ranks)
+    for i, v in zip(order, values):
+        out[i] = v
+    return tuple(out)
 
 
 # The order statistics every observation reports beyond pyserq's p99, by field name: min and
@@ -188,21 +195,32 @@ def _summary_rank(s: ObserveSummary, rank: int) -> float:
 
 def observe_stats(samples) -> ObserveStats:
     xs = _as_f64(samples)
-    mean, cv2 = observe_moments(xs)
-    return ObserveStats(len(xs), mean, observe_ci(xs), cv2, **order_statistics(xs))
+    return ObserveStats(len(xs), **_one_pass(xs, SUMMARY_QUANTILES))
 
 
-# The three parts of `observe_stats`, each computed alone by a report that reads only some fields.
-
-def observe_moments(xs) -> tuple[float, float]:
-    """(mean, cv2) of the samples: Welford's, NaN where undefined (cv2 needs two samples)."""
-    m = welford(xs)
-    return m.mean, (m.cv2 if m.n >= 2 else NAN)
+# The JSON's order statistic (pyserq's report has no other).
+JSON_QUANTILES = (("p99", 0.99),)
 
 
-def observe_ci(xs) -> float:
-    """The batch-means half-width; +inf below CI_MIN_SAMPLES samples."""
-    return batch_half_width(xs) if len(xs) >= CI_MIN_SAMPLES else INF
+def json_statistics(xs) -> dict[str, float]:
+    """The statistics of the samples that the JSON report gives beyond their count: mean, ci,
+    cv2 and p99, from one pass over them (the same values as `observe_stats`'s)."""
+    return _one_pass(_as_f64(xs), JSON_QUANTILES)
+
+
+def _one_pass(xs: np.ndarray, quantiles) -> dict[str, float]:
+    """mean, ci, cv2 and the `quantiles` ((name, q) pairs, q ascending) by field name, from
+    one pass over the samples: Welford's moments, the batch means and the order statistics'
+    keys read together (`_stats.sample_statistics`)."""
+    n = len(xs)
+    batches = BATCHES if n >= CI_MIN_SAMPLES else 0
+    ranks = tuple([_rank(q, n) for _, q in quantiles]) if n else ()
+    mean, m2, ci, values = _stats.sample_statistics(xs, True, batches, T_19, ranks)
+    out = {"mean": mean if n else NAN, "ci": ci if batches else INF,
+           "cv2": ieee_div(m2 / (n - 1), mean * mean) if n >= 2 else NAN}
+    for (name, _), value in zip(quantiles, values or (NAN,) * len(quantiles)):
+        out[name] = value
+    return out
 
 
 def order_statistics(xs) -> dict[str, float]:

@@ -144,29 +144,120 @@ payload_nan = st.integers(1, 2 ** 51 - 1).flatmap(
                 min_size=1, max_size=120), st.floats(0.0, 1.0))
 def test_order_statistic(xs, q):
     rank = min(max(math.ceil(q * len(xs)), 1), len(xs))
-    assert same(_stats.order_statistic(f64(xs), rank), literal_order_statistic(xs, rank))
+    assert same(_stats.order_statistics(f64(xs), (rank,))[0], literal_order_statistic(xs, rank))
     assert same(stats.quantile(xs, q), literal_order_statistic(xs, rank))
 
 
-@pytest.mark.parametrize("shape", ["random", "sorted", "reversed", "few values", "all equal", "organ pipe"])
-def test_order_statistic_selects_every_rank_of_long_samples(shape):
-    # the one-rank selection (quickselect in C) on the orders that trouble one: ties, presorted
-    rng = np.random.default_rng(7)
-    n = 3001
-    xs = {"random": rng.standard_normal(n), "sorted": np.sort(rng.standard_normal(n)),
-          "reversed": np.sort(rng.standard_normal(n))[::-1].copy(), "few values": rng.integers(-2, 3, n) * 0.5,
-          "all equal": np.full(n, -0.0), "organ pipe": np.concatenate([np.arange(1500.0), np.arange(1501.0)[::-1]])}[shape]
-    xs[::97] = -0.0
-    xs[::89] = 0.0
+def report_ranks(n):
+    """The ranks of every order statistic the report gives (SUMMARY_QUANTILES), ascending."""
+    return tuple(min(max(math.ceil(q * n), 1), n) for _, q in stats.SUMMARY_QUANTILES)
+
+
+def shaped(shape, n, rng):
+    """n samples of a shape that troubles a selection: ties, presorted, runs, a queue's
+    correlated response times (what the report's long observations are), NaNs of both signs."""
+    xs = {"random": lambda: rng.standard_normal(n),
+          "sorted": lambda: np.sort(rng.standard_normal(n)),
+          "reversed": lambda: np.sort(rng.standard_normal(n))[::-1].copy(),
+          "few values": lambda: rng.integers(-2, 3, n) * 0.5,
+          "all equal": lambda: np.full(n, -0.0),
+          "organ pipe": lambda: np.concatenate([np.arange(n // 2 + 0.0), np.arange(n - n // 2 + 0.0)[::-1]]),
+          "queue": lambda: lindley(rng.exponential(1 / 0.9, n), rng.exponential(1.0, n)),
+          "NaNs": lambda: np.where(rng.random(n) < 0.02, np.where(rng.random(n) < 0.5, NEG_NAN, POS_NAN),
+                                   rng.exponential(1.0, n))}[shape]()
+    if shape != "NaNs":
+        xs[::97] = -0.0
+        xs[::89] = 0.0
+    return xs
+
+
+def lindley(gaps, services):
+    """An M/M/1 queue's response times: waits by Lindley's recursion, plus the service."""
+    out, w = np.empty(len(gaps)), 0.0
+    for i, (a, s) in enumerate(zip(gaps.tolist(), services.tolist())):
+        w = max(w + s - a, 0.0) if i else 0.0
+        out[i] = w + s
+    return out
+
+
+SHAPES = ["random", "sorted", "reversed", "few values", "all equal", "organ pipe", "queue", "NaNs"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("n", [3001, 70001])
+def test_every_rank_the_report_uses_is_the_sorted_samples(shape, n):
+    # the selection of several ranks from one partitioning of all the keys, and of one rank
+    # alone (a long array's, n >= 2**15, from the bracket its probes give), against a full
+    # sort in total order
+    rng = np.random.default_rng(n + SHAPES.index(shape))
+    xs = shaped(shape, n, rng)
     want = sorted(xs.tolist(), key=total_order)
-    for rank in [1, 2, 17, n // 2, n - 30, n - 1, n, *rng.integers(1, n + 1, 40).tolist()]:
-        assert same(_stats.order_statistic(xs, rank), want[rank - 1]), rank
+    ranks = sorted({*report_ranks(n), 2, 17, n // 2, n - 30, n - 1, *rng.integers(1, n + 1, 20).tolist()})
+    got = _stats.order_statistics(xs, tuple(ranks))
+    for rank, value in zip(ranks, got):
+        assert same(value, want[rank - 1]), rank
+    # one rank at a time, and each as the JSON's lone p99 is selected
+    for rank in report_ranks(n):
+        assert same(_stats.order_statistics(xs, (rank,))[0], want[rank - 1]), rank
 
 
-def test_order_statistic_rejects_a_rank_outside_the_samples():
-    for rank in (0, 3):
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40000), st.sampled_from(SHAPES), st.integers(0, 2 ** 32 - 1))
+def test_report_ranks_of_any_length(n, shape, seed):
+    xs = shaped(shape, n, np.random.default_rng(seed))
+    want = sorted(xs.tolist(), key=total_order)
+    ranks = report_ranks(n)
+    for rank, value in zip(ranks, _stats.order_statistics(xs, ranks)):
+        assert same(value, want[rank - 1]), rank
+
+
+def test_a_bracket_that_misses_its_rank_falls_back_on_every_key():
+    # large values everywhere but at the probes' places: the probes see only zeros, so the
+    # bracket they give holds too few keys (or too many) and the rank is selected among all
+    n = 1 << 16
+    xs = np.random.default_rng(3).exponential(1.0, n) + 10.0
+    xs[(np.arange(1 << 13) * n) // (1 << 13)] = 0.0
+    want = np.sort(xs)
+    for rank in report_ranks(n)[1:-1]:
+        before = _stats.missed_brackets()
+        assert same(_stats.order_statistics(xs, (rank,))[0], want[rank - 1])
+        assert _stats.missed_brackets() == before + 1, rank
+
+
+def test_long_correlated_samples_need_no_fallback():
+    # the probes' margin is wide enough for a queue's correlated samples: the pass alone
+    # gives the rank (the speed the bracket is for)
+    rng = np.random.default_rng(11)
+    n = 200_000
+    xs = lindley(rng.exponential(1 / 0.9, n), rng.exponential(1.0, n))
+    want = np.sort(xs)
+    before = _stats.missed_brackets()
+    for rank in report_ranks(n):
+        assert same(_stats.order_statistics(xs, (rank,))[0], want[rank - 1])
+    assert _stats.missed_brackets() == before
+
+
+@pytest.mark.parametrize("n", [0, 1, 39, 40, 41, 1000, 40000])
+def test_one_pass_is_each_kernel_alone(n):
+    # Welford's moments, the batch-means half-width and the ranks read together give what
+    # each kernel gives alone, to the bit
+    xs = shaped("queue", n, np.random.default_rng(n)) if n else f64([])
+    ranks = report_ranks(n) if n else ()
+    batches = 20 if n >= 40 else 0
+    mean, m2, h, values = _stats.sample_statistics(xs, True, batches, 2.093, ranks)
+    k, want_mean, want_m2 = _stats.welford(xs)
+    assert same(mean, want_mean) and same(m2, want_m2)
+    if batches:
+        assert same(h, _stats.batch_half_width(xs, 20, 2.093))
+    assert values == _stats.order_statistics(xs, ranks)
+
+
+def test_sample_statistics_rejects_ranks_out_of_order_or_range():
+    for ranks in ((0,), (3,), (2, 1)):
         with pytest.raises(ValueError):
-            _stats.order_statistic(f64([1.0, 2.0]), rank)
+            _stats.sample_statistics(f64([1.0, 2.0]), False, 0, 2.0, ranks)
+    with pytest.raises(ValueError):
+        _stats.sample_statistics(f64([1.0]), True, 2, 2.0, ())
 
 
 # -- gauges ----------------------------------------------------------------------------------
