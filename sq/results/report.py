@@ -87,8 +87,20 @@ class Observe:
         compute = _LAZY.get(attr)
         if compute is None:
             raise AttributeError(f"'Observe' object has no attribute {attr!r}")
-        vars(self).update(_summary_fields(self) if self.samples is None else compute(self.samples))
-        return vars(self)[attr]
+        return self._computed(attr, compute)
+
+    def _computed(self, attr: str, compute):
+        kept = vars(self)
+        kept.update(_summary_fields(self) if self.samples is None else compute(self.samples))
+        return kept[attr]
+
+    def json_values(self) -> tuple:
+        """The JSON_FIELDS' values, those not read yet computed here (a first read through
+        __getattr__ comes after a failed lookup, whose AttributeError costs more than the
+        JSON's few statistics on a short run's samples)."""
+        kept = vars(self)
+        return tuple(kept[name] if name in kept else self._computed(name, _LAZY[name])
+                     for name in Observe.JSON_FIELDS)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.SUMMARY_FIELDS)
@@ -114,13 +126,15 @@ def _summary_fields(o: Observe) -> dict[str, float]:
     return vars(stats.summary_stats(o.summary))
 
 
+_P99 = dict(stats.SUMMARY_QUANTILES)["p99"]
+
 # An Observe's statistics computed on first read: field name -> what computes it from the
 # samples (with the other fields computed alongside).
 _LAZY = {"mean": _moments, "cv2": _moments, "ci": lambda xs: {"ci": stats.observe_ci(xs)},
          **dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics),
          # the JSON's one order statistic, alone (a third of the time of all seven: a sweep's
          # runs each give their JSON); the others, when read, compute it again, the same way
-         "p99": lambda xs: {"p99": stats.quantile(xs, dict(stats.SUMMARY_QUANTILES)["p99"])}}
+         "p99": lambda xs: {"p99": stats.quantile(xs, _P99)}}
 
 
 # The engine's arrays are taken as they are, checked by type (a call into numpy per array of
@@ -199,15 +213,24 @@ class Stage:
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
         completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
         itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
-        p50, p99 = stats.itl_quantiles(itl)
+        mean_itl, p50, p99 = _itl_fields(itl) if itl.n else _NO_ITL
         number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
             (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
         # the fields in order, positionally (_ROW_CALL)
         return cls(raw.name, raw.index, number, busy, completed, _ratio(completed, end - warmup),
                    _mean(raw.wait_mean, raw.waits), _mean(raw.service_mean, raw.services), int(raw.iterations),
                    prefill_only, decode_only, mixed, decodes, _mean(raw.decode_batch_mean, raw.decode_batches),
-                   _mean(raw.decode_step_mean, raw.decode_steps), stats.itl_mean(itl), p50, p99,
+                   _mean(raw.decode_step_mean, raw.decode_steps), mean_itl, p50, p99,
                    _mean(raw.budget_use, ()), _mean(raw.batch, ()))
+
+
+def _itl_fields(itl) -> tuple[float, float, float]:
+    """A stage row's inter-token fields (mean_itl, itl_p50, itl_p99) from its histogram."""
+    return (stats.itl_mean(itl), *stats.itl_quantiles(itl))
+
+
+# those of a stage without tokens (every stage but a step stage's, every run): computed once
+_NO_ITL = _itl_fields(stats.itl_histogram(()))
 
 
 @dataclass
@@ -264,6 +287,9 @@ def _json_object(names: tuple[str, ...]):
 def _object_json(obj, names: tuple[str, ...]) -> str:
     keys, values = _json_object(names)
     return "{" + json_members(keys, values(obj)) + "}"
+
+
+_OBSERVE_KEYS = _json_object(Observe.JSON_FIELDS)[0]
 
 
 def _row_json(row) -> str:
@@ -389,7 +415,8 @@ class Report:
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
         head = _object_json(self, _HEAD_FIELDS)[1:-1]
-        observes = ",".join(_name(o.name) + ":" + _object_json(o, Observe.JSON_FIELDS) for o in self.observes.values())
+        observes = ",".join(_name(o.name) + ":{" + json_members(_OBSERVE_KEYS, o.json_values()) + "}"
+                            for o in self.observes.values())
         gauges = ",".join(_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS) for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)
