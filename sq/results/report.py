@@ -365,6 +365,7 @@ class Report:
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
         warmup, end = float(raw.warmup), float(raw.end)
+        warnings, growth, arrivals_measured = steady.of_run(raw)
         # the fields in order, positionally (_ROW_CALL); provenance is set by sq.run
         return cls(
             float(raw.horizon), end, warmup, int(raw.seed), int(raw.events), int(raw.arrivals), int(raw.ended),
@@ -377,10 +378,10 @@ class Report:
             list(getattr(raw, "iteration_trace", None) or []),
             list(getattr(raw, "eviction_trace", None) or []),
             list(getattr(raw, "pool_dump", None) or []),
-            steady.warnings(raw),
+            warnings,
             getattr(raw, "stopped", None),
-            steady.live_growth(raw),
-            steady.arrivals_measured(raw),
+            growth,
+            arrivals_measured,
         )
 
     # lookups, as pyserq's Report has them
