@@ -99,8 +99,10 @@ class Observe:
         __getattr__ comes after a failed lookup, whose AttributeError costs more than the
         JSON's few statistics on a short run's samples)."""
         kept = vars(self)
-        return tuple(kept[name] if name in kept else self._computed(name, _LAZY[name])
-                     for name in Observe.JSON_FIELDS)
+        for name in Observe.JSON_FIELDS:
+            if name not in kept:
+                self._computed(name, _LAZY[name])
+        return _OBSERVE_VALUES(self)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.SUMMARY_FIELDS)
@@ -289,7 +291,7 @@ def _object_json(obj, names: tuple[str, ...]) -> str:
     return "{" + json_members(keys, values(obj)) + "}"
 
 
-_OBSERVE_KEYS = _json_object(Observe.JSON_FIELDS)[0]
+_OBSERVE_KEYS, _OBSERVE_VALUES = _json_object(Observe.JSON_FIELDS)
 
 
 def _row_json(row) -> str:
