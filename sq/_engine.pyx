@@ -267,7 +267,12 @@ assert issubclass(_AREA, tuple) and issubclass(_RUNNING, tuple) and len(_AREA._f
 
 
 cdef object _running(R, Running* r):
-    return sq_pair(_RUNNING, r.n, r.mean if r.n > 0 else NAN)
+    if r.n == 0:
+        return _NO_RUNNING      # what most rows keep of most means: one shared (immutable) pair
+    return sq_pair(_RUNNING, r.n, r.mean)
+
+
+_NO_RUNNING = sq_pair(_RUNNING, 0, NAN)
 
 
 def itl_histogram_of(gaps):
@@ -877,7 +882,12 @@ cdef object _pool_dump_lines(State* st, lowered):
 
 
 cdef object _area(R, Area* a):
+    if a.integral == 0.0 and a.value == 0.0 and not signbit(a.integral) and not signbit(a.value):
+        return _ZERO_AREA       # a step stage's areas on every other stage: one shared (immutable) pair
     return sq_pair(_AREA, a.integral, a.value)
+
+
+_ZERO_AREA = sq_pair(_AREA, 0.0, 0.0)
 
 
 cdef str _kind_name(int32_t kind):

@@ -482,35 +482,79 @@ cdef bint grow(void** p, size_t size) noexcept nogil:
 
 
 # ---- families of tables (per session, job, lease, flow slot): each listed once -------------
+# A family's tables live in one malloc'ed block, one after the other in the family's list order
+# (each rounded up to TABLE_ALIGN bytes): growing a family is one malloc, a copy per table and
+# one free, and a run's tables cost a few allocations instead of one per table. The block starts
+# TABLE_HEAD bytes before the family's first table, where it keeps its capacity in slots (what
+# the next resize copies), so a family needs no field beyond its tables' pointers.
+cdef enum:
+    TABLE_HEAD = 64
+    TABLE_ALIGN = 16
+
 cdef struct Tables:
     # what a family's list of tables (session_tables, job_tables, lease_tables, flow_tables) does
-    # to each table in it: grow it to `cap` slots, free it (cap 0), or, `measuring`, nothing;
-    # either way `slot_bytes` adds up what one slot takes (what the memory bound charges a slot)
+    # to each table in it: `measuring`, nothing (but count); else place it in `block` at `bytes`
+    # (the block's end so far), its first `old_cap` slots copied from the old block `old`.
+    # Either way `slot_bytes` adds up what one slot takes (what the memory bound charges a slot)
+    # and `bytes` what the tables take at `cap` slots.
     int64_t cap
     bint measuring
     int64_t slot_bytes
+    size_t bytes
+    char* block                 # the new block's first table (NULL: cap 0, the tables freed)
+    char* old                   # the old block's first table (NULL: none yet)
+    int64_t old_cap
+    int32_t placed              # tables placed so far
 
 ctypedef bint (*Family)(State* st, Tables* t) noexcept nogil
 
 
+cdef inline size_t table_bytes(int64_t cap, size_t per_slot) noexcept nogil:
+    return (<size_t> cap * per_slot + (TABLE_ALIGN - 1)) & ~(<size_t> (TABLE_ALIGN - 1))
+
+
 cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
-    """One table of a family, `per_slot` bytes a slot. False: out of memory."""
-    t.slot_bytes += per_slot
+    """One table of a family, `per_slot` bytes a slot (see Tables). Always True (a family's
+    list is an `and` of these: the allocation that can fail is resize's one block)."""
+    cdef size_t at = t.bytes
+    cdef int64_t keep
+    t.bytes += table_bytes(t.cap, per_slot)
     if t.measuring:
+        t.slot_bytes += per_slot
         return True
-    if t.cap > 0:
-        return grow(p, t.cap * per_slot)
-    free(p[0])
-    p[0] = NULL
+    if t.placed == 0:       # the family's first table starts the old block
+        t.old = <char*> p[0]
+        t.old_cap = (<int64_t*> (t.old - TABLE_HEAD))[0] if t.old != NULL else 0
+    t.placed += 1
+    if t.block == NULL:
+        p[0] = NULL
+        return True
+    keep = min(t.old_cap, t.cap)
+    if keep > 0 and per_slot > 0:
+        memcpy(t.block + at, p[0], <size_t> keep * per_slot)
+    p[0] = t.block + at
     return True
 
 
 cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
-    """A family's tables at `cap` slots, or all freed (cap 0). False: out of memory (the
-    tables grown so far keep their new size)."""
+    """A family's tables at `cap` slots (their slots up to the old capacity kept), or all freed
+    (cap 0). False: out of memory (the tables are then as they were)."""
     cdef Tables t
-    t.cap, t.measuring, t.slot_bytes = cap, False, 0
-    return family(st, &t)
+    cdef char* head = NULL
+    memset(&t, 0, sizeof(Tables))
+    t.cap, t.measuring = cap, True
+    family(st, &t)              # the block's size
+    if cap > 0:
+        head = <char*> malloc(TABLE_HEAD + t.bytes)
+        if head == NULL:
+            return False
+        (<int64_t*> head)[0] = cap
+        t.block = head + TABLE_HEAD
+    t.measuring, t.bytes = False, 0
+    family(st, &t)              # each table placed, its slots copied
+    if t.old != NULL:
+        free(t.old - TABLE_HEAD)
+    return True
 
 
 cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noexcept nogil:

@@ -92,26 +92,31 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions, dump_pools=dump_pools,
                    check_invariants=check_invariants, max_memory=max_memory, samples=samples, progress=progress,
                    wall_limit=wall_limit, timeline=timeline, timeline_window=timeline_window)
-    tracker = None
+    if options == _PLAIN_RUN:
+        # a plain run (a sweep's): the engine's defaults, nothing to open, check or track
+        return _run_engine(lowered, program, changes, {}, None, started)
     with contextlib.ExitStack() as opened:      # trace files given as paths: closed however the run ends
-        if options == _PLAIN_RUN:
-            options = {}    # a plain run (a sweep's): the engine's defaults, nothing to check or track
-        else:
-            options = _engine_options(lowered, changes, opened, **options)
-            tracker = options["progress"]
-        try:
-            raw = _ENGINE.run(lowered, **changes, **options)
-        except BaseException as exc:
-            # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
-            if tracker is not None:
-                tracker.close()
-            # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
-            if getattr(exc, "raw", None) is not None:
-                exc.report = _report(exc.raw, program, started)
-            # a run-time error about a statement: the program text knows where it is written
-            if isinstance(exc, SqError) and exc.item is not None and hasattr(program, "locate"):
-                raise program.locate(exc) from None
-            raise
+        options = _engine_options(lowered, changes, opened, **options)
+        return _run_engine(lowered, program, changes, options, options["progress"], started)
+
+
+def _run_engine(lowered, program, changes: dict, options: dict, tracker, started: float):
+    """The engine's run of a lowered program with checked settings and options, and its Report.
+    A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
+    ran as `.report`; a run-time error about a statement is placed in the program's text."""
+    try:
+        raw = _ENGINE.run(lowered, **changes, **options)
+    except BaseException as exc:
+        # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
+        if tracker is not None:
+            tracker.close()
+        # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
+        if getattr(exc, "raw", None) is not None:
+            exc.report = _report(exc.raw, program, started)
+        # a run-time error about a statement: the program text knows where it is written
+        if isinstance(exc, SqError) and exc.item is not None and hasattr(program, "locate"):
+            raise program.locate(exc) from None
+        raise
     if tracker is not None:
         tracker.finish(raw.end, raw.events, raw.arrivals)
     return _report(raw, program, started)

@@ -87,8 +87,22 @@ class Observe:
         compute = _LAZY.get(attr)
         if compute is None:
             raise AttributeError(f"'Observe' object has no attribute {attr!r}")
-        vars(self).update(_summary_fields(self) if self.samples is None else compute(self.samples))
-        return vars(self)[attr]
+        return self._computed(attr, compute)
+
+    def _computed(self, attr: str, compute):
+        kept = vars(self)
+        kept.update(_summary_fields(self) if self.samples is None else compute(self.samples))
+        return kept[attr]
+
+    def json_values(self) -> tuple:
+        """The JSON_FIELDS' values, those not read yet computed here (a first read through
+        __getattr__ comes after a failed lookup, whose AttributeError costs more than the
+        JSON's few statistics on a short run's samples)."""
+        kept = vars(self)
+        for name in Observe.JSON_FIELDS:
+            if name not in kept:
+                self._computed(name, _LAZY[name])
+        return _OBSERVE_VALUES(self)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.SUMMARY_FIELDS)
@@ -193,15 +207,24 @@ class Stage:
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
         completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
         itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
-        p50, p99 = stats.itl_quantiles(itl)
+        mean_itl, p50, p99 = _itl_fields(itl) if itl.n else _NO_ITL
         number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
             (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
         # the fields in order, positionally (_ROW_CALL)
         return cls(raw.name, raw.index, number, busy, completed, _ratio(completed, end - warmup),
                    _mean(raw.wait_mean, raw.waits), _mean(raw.service_mean, raw.services), int(raw.iterations),
                    prefill_only, decode_only, mixed, decodes, _mean(raw.decode_batch_mean, raw.decode_batches),
-                   _mean(raw.decode_step_mean, raw.decode_steps), stats.itl_mean(itl), p50, p99,
+                   _mean(raw.decode_step_mean, raw.decode_steps), mean_itl, p50, p99,
                    _mean(raw.budget_use, ()), _mean(raw.batch, ()))
+
+
+def _itl_fields(itl) -> tuple[float, float, float]:
+    """A stage row's inter-token fields (mean_itl, itl_p50, itl_p99) from its histogram."""
+    return (stats.itl_mean(itl), *stats.itl_quantiles(itl))
+
+
+# those of a stage without tokens (every stage but a step stage's, every run): computed once
+_NO_ITL = _itl_fields(stats.itl_histogram(()))
 
 
 @dataclass
@@ -258,6 +281,9 @@ def _json_object(names: tuple[str, ...]):
 def _object_json(obj, names: tuple[str, ...]) -> str:
     keys, values = _json_object(names)
     return "{" + json_members(keys, values(obj)) + "}"
+
+
+_OBSERVE_KEYS, _OBSERVE_VALUES = _json_object(Observe.JSON_FIELDS)
 
 
 def _row_json(row) -> str:
@@ -333,6 +359,7 @@ class Report:
     @classmethod
     def from_results(cls, raw: RawResults) -> "Report":
         warmup, end = float(raw.warmup), float(raw.end)
+        warnings, growth, arrivals_measured = steady.of_run(raw)
         # the fields in order, positionally (_ROW_CALL); provenance is set by sq.run
         return cls(
             float(raw.horizon), end, warmup, int(raw.seed), int(raw.events), int(raw.arrivals), int(raw.ended),
@@ -345,10 +372,10 @@ class Report:
             list(getattr(raw, "iteration_trace", None) or []),
             list(getattr(raw, "eviction_trace", None) or []),
             list(getattr(raw, "pool_dump", None) or []),
-            steady.warnings(raw),
+            warnings,
             getattr(raw, "stopped", None),
-            steady.live_growth(raw),
-            steady.arrivals_measured(raw),
+            growth,
+            arrivals_measured,
         )
 
     # lookups, as pyserq's Report has them
@@ -383,7 +410,8 @@ class Report:
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
         head = _object_json(self, _HEAD_FIELDS)[1:-1]
-        observes = ",".join(_name(o.name) + ":" + _object_json(o, Observe.JSON_FIELDS) for o in self.observes.values())
+        observes = ",".join(_name(o.name) + ":{" + json_members(_OBSERVE_KEYS, o.json_values()) + "}"
+                            for o in self.observes.values())
         gauges = ",".join(_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS) for g in self.gauges.values())
         stages = ",".join(_row_json(s) for s in self.stages)
         pools = ",".join(_row_json(p) for p in self.pools)

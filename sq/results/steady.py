@@ -43,15 +43,33 @@ class Growth:
     rate: float        # growth per unit of time: (second - first) / (T / 2)
 
 
+def of_run(raw: RawResults) -> tuple[list[str], float, float]:
+    """(`warnings`, `live_growth`, `arrivals_measured`) of a run, in one call: what a report
+    built per run keeps of its steady state."""
+    window = _halves(raw)
+    if window is None:
+        return [], math.nan, arrivals_measured(raw)
+    return _warnings(raw, *window), _live_growth(raw, *window), arrivals_measured(raw)
+
+
+def _halves(raw: RawResults):
+    """(middle, warmup, end) of a run whose measured window has two halves, else None (the run
+    ended before its middle)."""
+    mid = raw.middle
+    warmup, end = float(raw.warmup), float(raw.end)
+    if mid is None or not (mid.time > warmup and end > mid.time):
+        return None
+    return mid, warmup, end
+
+
 def warnings(raw: RawResults) -> list[str]:
     """One line naming what grows and how fast, or nothing when the run looks steady."""
-    mid = raw.middle
-    if mid is None:
-        return []
-    warmup, end = float(raw.warmup), float(raw.end)
+    window = _halves(raw)
+    return [] if window is None else _warnings(raw, *window)
+
+
+def _warnings(raw: RawResults, mid, warmup: float, end: float) -> list[str]:
     span = end - warmup
-    if not (mid.time > warmup and end > mid.time):
-        return []
     arrivals = raw.arrivals - mid.warm_arrivals
     series = [("live sessions", mid.live, raw.live)]
     series += [(f"pool `{row_label(p.name, p.index)}` queue", q, p.queue) for p, q in zip(raw.pools, mid.queues)]
@@ -72,10 +90,11 @@ def live_growth(raw: RawResults) -> float:
     of time; NaN when the run ended before the middle. A stable run in steady state shows 0 on
     average, so over a study's seeds this is the slope test of `sq.study.capacity` (their
     t-interval excludes 0 only for growth; one run alone cannot tell growth from a swing)."""
-    mid = raw.middle
-    warmup, end = float(raw.warmup), float(raw.end)
-    if mid is None or not (mid.time > warmup and end > mid.time):
-        return float("nan")
+    window = _halves(raw)
+    return math.nan if window is None else _live_growth(raw, *window)
+
+
+def _live_growth(raw: RawResults, mid, warmup: float, end: float) -> float:
     first = mid.live / (mid.time - warmup)
     second = (raw.live.integral - mid.live) / (end - mid.time)
     return (second - first) / ((end - warmup) / 2.0)
