@@ -128,6 +128,14 @@ cdef inline double draw1_value(State* st, const int32_t* c, sq_rng* rng) noexcep
     return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
 
 
+cdef inline double draw2_value(State* st, const int32_t* c, sq_rng* rng) noexcept nogil:
+    """The value of an XS_DRAW2 expression whose code starts at c: a draw with two constant arguments."""
+    cdef double args[2]
+    args[0] = st.consts[c[0 + XONE_ARG]]
+    args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
+    return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
+
+
 cdef inline bint is_leaf(int32_t op) noexcept nogil:
     return op == X_NUM or op == X_ATTR or op == X_CTX
 
@@ -222,7 +230,6 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     stack machine, with the same operations in the same order. A step stage's cost has its own
     shape: `evaluate_cost`."""
     cdef const int32_t* c = st.code + off
-    cdef double args[2]
     cdef unsigned char shape = st.shapes[off]
     if shape == XS_NOW:
         return st.now
@@ -245,9 +252,7 @@ cdef double evaluate(State* st, int32_t off, int slot, sq_rng* rng, double prese
     elif shape == XS_DRAW1:
         return draw1_value(st, c, rng)
     elif shape == XS_DRAW2:
-        args[0] = st.consts[c[0 + XONE_ARG]]
-        args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
-        return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
+        return draw2_value(st, c, rng)
     return evaluate_vm(st, off, slot, rng, present)
 
 

@@ -130,6 +130,8 @@ cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
         pc += SV_LEN      # (past the run when the loop ends: pc is read only before)
     if st.shapes[st.lone.work] == XS_DRAW1:
         w = draw1_value(st, st.code + st.lone.work, &st.rng_session)
+    elif st.shapes[st.lone.work] == XS_DRAW2:      # (M/G/1's `~h2(1, 4)`: no call of evaluate)
+        w = draw2_value(st, st.code + st.lone.work, &st.rng_session)
     else:
         w = evaluate(st, st.lone.work, slot, &st.rng_session, NAN)
         if st.error.code:

@@ -77,10 +77,14 @@ MUTATIONS = (
     Mutation("events-lifo-at-a-tie", "events at one time are handled last scheduled first", (
                  ("_arrays.pxi", "return x.t < y.t or (x.t == y.t and x.seq < y.seq)",
                   "return x.t < y.t or (x.t == y.t and x.seq > y.seq)"),
+                 ("_arrays.pxi", "return (x.t < y.t) | ((x.t == y.t) & (x.seq < y.seq))",     # before_flag
+                  "return (x.t < y.t) | ((x.t == y.t) & (x.seq > y.seq))"),
              )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
+                 ("_arrays.pxi", "return (x.tag < y.tag) | ((x.tag == y.tag) & (x.id < y.id))",     # before_flag
+                  "return (x.tag < y.tag) | ((x.tag == y.tag) & (x.id > y.id))"),
              )),
     Mutation("admit-before-growers", "a pool admits waiting holds before it retries its waiting growers", (
                  ("_pools.pxi", "            retry_growers(st, k)\n            try_admit(st, k)\n",
