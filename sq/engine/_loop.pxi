@@ -53,17 +53,27 @@ cdef inline void sample_pools(State* st) noexcept nogil:
     # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
     # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
     cdef int32_t k
-    cdef Pool* p
     k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
     while k < st.n_pools:
-        p = &st.pools[k]
-        area_set(&p.used_area, st.now, p.used)
-        area_set(&p.cached_area, st.now, p.cached)
-        area_count(&p.queue_area, st.now, p.qlen)
-        area_count(&p.holders_area, st.now, p.nholders)
-        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
-            unmark_row(st.pools_sampled, k)
+        sample_pool(st, k)
         k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+
+
+cdef inline void sample_lone_pool(State* st) noexcept nogil:
+    """sample_pools for a program of one pool: its row tested without the row set's search."""
+    if row_marked(st.pools_sampled, 0):
+        sample_pool(st, 0)
+
+
+cdef inline void sample_pool(State* st, int32_t k) noexcept nogil:
+    """Pool k's areas (it is in the sampled rows)."""
+    cdef Pool* p = &st.pools[k]
+    area_set(&p.used_area, st.now, p.used)
+    area_set(&p.cached_area, st.now, p.cached)
+    area_count(&p.queue_area, st.now, p.qlen)
+    area_count(&p.holders_area, st.now, p.nholders)
+    if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+        unmark_row(st.pools_sampled, k)
 
 
 cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
@@ -132,8 +142,9 @@ cdef inline void settle(State* st) noexcept nogil:
     if st.error.code:
         return
     # pools with nothing waiting and nothing to sample (idle ones) leave settle_passes nothing to do
-    if (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))) \
-            or st.n_ps_first < st.n_stages or st.flows.dirty:
+    # (a program with a ps or step stage goes there anyway: its pools' rows are not looked at here)
+    if st.n_ps_first < st.n_stages or st.flows.dirty \
+            or (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))):
         if st.ps_lone >= 0 and not st.flows.dirty:
             # the stages pass of one ps stage, without settle_passes' call (most events of a
             # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
@@ -157,13 +168,19 @@ cdef void settle_passes(State* st) noexcept nogil:
         settle_pools(st)
         if st.error.code:
             return
-    if st.n_ps_first < st.n_stages:
+    if st.step_lone >= 0:
+        settle_lone_step(st, st.step_lone)
+        if st.error.code:
+            return
+    elif st.n_ps_first < st.n_stages:
         settle_stages(st)
         if st.error.code:
             return
     if st.flows.dirty:
         flows_recompute(st)
-    if st.n_pools > 0:
+    if st.n_pools == 1:
+        sample_lone_pool(st)
+    elif st.n_pools > 0:
         sample_pools(st)
 
 
@@ -218,6 +235,13 @@ cdef inline void settle_stages(State* st) noexcept nogil:
             reschedule_stage(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
+
+
+cdef inline void settle_lone_step(State* st, int32_t k) noexcept nogil:
+    """settle_stages when its pass is step stage k alone: whether an event is pending at `now`
+    is read as the pass begins, and nothing in the pass before the stage changes the events."""
+    if not st.stages[k].inflight and step_has_work(st, k) and not pending_now(st):
+        start_iteration(st, k)
 
 
 cdef inline bint pending_now(State* st) noexcept nogil:
