@@ -141,9 +141,13 @@ cdef inline void settle(State* st) noexcept nogil:
     run_ready(st)
     if st.error.code:
         return
+    if st.step_lone >= 0:
+        settle_step_passes(st)
+        if st.error.code:
+            return
     # pools with nothing waiting and nothing to sample (idle ones) leave settle_passes nothing to do
     # (a program with a ps or step stage goes there anyway: its pools' rows are not looked at here)
-    if st.n_ps_first < st.n_stages or st.flows.dirty \
+    elif st.n_ps_first < st.n_stages or st.flows.dirty \
             or (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))):
         if st.ps_lone >= 0 and not st.flows.dirty:
             # the stages pass of one ps stage, without settle_passes' call (most events of a
@@ -164,20 +168,44 @@ cdef inline void settle(State* st) noexcept nogil:
 
 cdef void settle_passes(State* st) noexcept nogil:
     """Steps 2 to 4 of settle, and the pools' areas of step 5 (a program with pools comes here)."""
-    if st.n_pools > 0 and rows_any(st.pools_waiting):
-        settle_pools(st)
-        if st.error.code:
-            return
-    if st.step_lone >= 0:
-        settle_lone_step(st, st.step_lone)
-        if st.error.code:
-            return
-    elif st.n_ps_first < st.n_stages:
+    if pools_pass(st) < 0:
+        return
+    if st.n_ps_first < st.n_stages:
         settle_stages(st)
         if st.error.code:
             return
     if st.flows.dirty:
         flows_recompute(st)
+    sample_every_pool(st)
+
+
+cdef inline void settle_step_passes(State* st) noexcept nogil:
+    """settle_passes for a program whose stages pass is one step stage (step_lone), inline in
+    settle: the stage visited without settle_stages' loop. Whether an event is pending at `now`
+    is read as that pass begins: nothing before the stage changes the events."""
+    cdef int32_t k = st.step_lone
+    if pools_pass(st) < 0:
+        return
+    if not st.stages[k].inflight and step_has_work(st, k) and not pending_now(st):
+        start_iteration(st, k)
+        if st.error.code:
+            return
+    if st.flows.dirty:
+        flows_recompute(st)
+    sample_every_pool(st)
+
+
+cdef inline int pools_pass(State* st) noexcept nogil:
+    """Step 2 of settle when some pool has holds or growers waiting (-1: an error)."""
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
+        if st.error.code:
+            return -1
+    return 0
+
+
+cdef inline void sample_every_pool(State* st) noexcept nogil:
+    """The pools' areas of step 5 (a lone pool without the row set's search)."""
     if st.n_pools == 1:
         sample_lone_pool(st)
     elif st.n_pools > 0:
@@ -235,13 +263,6 @@ cdef inline void settle_stages(State* st) noexcept nogil:
             reschedule_stage(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
-
-
-cdef inline void settle_lone_step(State* st, int32_t k) noexcept nogil:
-    """settle_stages when its pass is step stage k alone: whether an event is pending at `now`
-    is read as the pass begins, and nothing in the pass before the stage changes the events."""
-    if not st.stages[k].inflight and step_has_work(st, k) and not pending_now(st):
-        start_iteration(st, k)
 
 
 cdef inline bint pending_now(State* st) noexcept nogil:
