@@ -217,6 +217,7 @@ class Linker:
         self.let_spans: dict[str, Any] = {}
         self.let_overrides: dict[str, frozenset] = {}   # a let -> the --set names its value comes from
         self.arrive_value: Any = None                  # the arrival's rate or gap, as written
+        self.arrive_rate: Any = None                   # a renewal's `rate(r)`, as written: its errors point there
         self.setting_values: dict[str, Any] = {}       # run setting -> its value as written (not overridden)
         self.pools: dict[str, Family] = {}
         self.stages: dict[str, Family] = {}
@@ -1199,6 +1200,7 @@ class Linker:
             prog.arrival = {arrive.form.capitalize(): _saturate_u64(n)}
         elif arrive.form == "renewal" and arrive.options:       # an extension: `renewal(g) rate(r)`
             (_, (rate,)), = arrive.options
+            self.arrive_rate = rate
             prog.arrival = {"RenewalRate": {"gap": self.expr(arrive.value), "rate": self.expr(rate)}}
         elif arrive.form == "renewal":
             prog.arrival = {"Renewal": self.expr(arrive.value)}
@@ -1354,6 +1356,7 @@ class Linker:
         if shares:
             put(("share",), shares[-1])
         put(("arrival",), self.arrive_value, self.override_notes(self.arrive_value))
+        put(("arrival", "rate"), self.arrive_rate, self.override_notes(self.arrive_rate))
         for key, value in self.setting_values.items():
             put(("run", key), value, self.override_notes(value))
         for item, node in self.stmt_nodes.items():     # a run-time error names its statement

@@ -173,7 +173,7 @@ def operational_time(expr, horizon: float, cells: int = OPERATIONAL_CELLS):
         if len(bad):
             k = bad[0]
             raise SqError(f"the renewal's rate at time {left[k] + (x + 1) * width / 2:g} is {r[k]:g}: "
-                          f"a rate must be finite and >= 0", phase="run", item=("arrival",))
+                          f"a rate must be finite and >= 0", phase="run", item=("arrival", "rate"))
         mean += w / 2 * r
     cum = np.empty(cells + 1)
     cum[0] = 0.0

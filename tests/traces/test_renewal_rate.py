@@ -54,3 +54,11 @@ def test_operational_time_table():
         _times("renewal(1) rate(1 - now)", 10, 1)
     with pytest.raises(SqError, match="a renewal.s rate may read only"):
         _times("renewal(1) rate(now + serial)", 10, 1)
+
+
+def test_a_bad_rate_is_placed_at_the_rate_not_the_gap():
+    source = "run { horizon 10; }\nworkload { arrive renewal(~exp(1)) rate(1 - now); }\nsession { }\n"
+    with pytest.raises(SqError, match="must be finite and >= 0") as caught:
+        sq.run(sq.compile(source=source))
+    line = source.splitlines()[1]
+    assert caught.value.span.line == 2 and caught.value.span.col - 1 > line.index("rate(")
