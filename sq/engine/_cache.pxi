@@ -399,14 +399,19 @@ cdef void evict_lru(State* st, Pool* p, double need, double pieces) noexcept nog
     p.evicted_units = evicted
 
 
-cdef void make_room(State* st, Pool* p, double need) noexcept nogil:
-    """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits."""
+cdef inline void make_room(State* st, Pool* p, double need) noexcept nogil:
+    """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits.
+    It fits, the common case: no call."""
+    if p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
+        evict_until_fits(st, p, need)
+
+
+cdef void evict_until_fits(State* st, Pool* p, double need) noexcept nogil:
+    """make_room's evictions, `need` not fitting and some entry cached."""
     cdef int64_t best
     cdef double piece, pieces
     cdef Entry gone                 # copied only for a spill
     cdef double* owned
-    if not (p.used + p.cached + need > p.cap + EPS and p.nentries > 0):
-        return                              # it fits: the common case
     # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
     pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
     if p.evict_count == 0 and p.spill_to < 0 and not st.traces.evicts and not st.error.code:

@@ -667,15 +667,21 @@ cdef void leave_growers(State* st, int32_t slot) noexcept nogil:
     st.sess.grow_at[slot] = -1
 
 
-cdef void try_every_pool(State* st) noexcept nogil:
+cdef inline void try_every_pool(State* st) noexcept nogil:
     """Growers, then admission, pool by pool: only pools with holds or growers waiting (the
-    others' passes do nothing), in row order as if every pool were visited."""
+    others' passes do nothing), in row order as if every pool were visited. A pool with no
+    growers whose holds are admitted only by its stage's iterations (`admit via`) has nothing
+    to do here either: it stays marked for admit_one, without the calls (settle comes here at
+    every event while such a queue waits)."""
     cdef int32_t k = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
+    cdef Pool* p
     while k < st.n_pools:
-        retry_growers(st, k)
-        try_admit(st, k)
-        if st.error.code:
-            return
-        if st.pools[k].qlen == 0 and st.pools[k].ngrowers == 0:
+        p = &st.pools[k]
+        if p.ngrowers > 0 or (p.qlen > 0 and st.admit_via[k] < 0):
+            retry_growers(st, k)
+            try_admit(st, k)
+            if st.error.code:
+                return
+        if p.qlen == 0 and p.ngrowers == 0:
             unmark_row(st.pools_waiting, k)
         k = <int32_t> next_row(st.pools_waiting, k + 1, st.n_pools)

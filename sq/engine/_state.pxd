@@ -314,7 +314,7 @@ cdef struct Jobs:
     # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
     int64_t* frame              # the owner's innermost open frame entry on `growing` (-1: none)
     int64_t* units_at           # its only open frame entry on the stage's memory (-1: none, -2: several)
-    char* decoding              # a step job one of whose decode tokens was its owner's last token (token_again)
+    char* decoding              # a step job one of whose decode tokens was its owner's last token (end_iteration)
 
 cdef struct Leases:
     # hold allocations kept after the body. Rows of ended leases are reused (a generation makes

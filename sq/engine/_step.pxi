@@ -521,17 +521,6 @@ cdef void token(State* st, int32_t k, int32_t slot, bint decode, bint counts) no
     st.sess.itl_preempted[slot] = 0
 
 
-cdef inline void token_again(State* st, int32_t k, int32_t slot) noexcept nogil:
-    """token() for a decode token of a job whose previous decode token was its owner's last
-    token: what token() left is still there (the owner waits in the job, a preemption removes
-    the job, and the turn cannot move meanwhile), so the token continues the turn's tokens and
-    only the gap and its time are new."""
-    if st.warm and histogram_add(&st.stages[k].itl, st.now - st.sess.itl_last[slot]) < 0:
-        fail(st, E_MEMORY, -1, 0, 0, 0)
-        return
-    st.sess.itl_last[slot] = st.now
-
-
 cdef inline Area* kind_area(Stage* s, int kind) noexcept nogil:
     """The time share an iteration of this kind counts in (NULL: none)."""
     if kind == 1:
@@ -573,8 +562,19 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     """Apply the iteration's tokens; finished jobs leave the residents and complete, in assignment order."""
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
-    cdef int32_t j
+    cdef int32_t j, owner
     cdef bint finished, decode, left = s.iter_left
+    # A decode token of a job whose previous decode token was its owner's last token continues
+    # the turn's tokens (what token() left is still there: the owner waits in the job, a
+    # preemption removes the job, the turn cannot move meanwhile), so only its gap and time are
+    # new. Most such gaps equal the histogram's last one (a step's tokens share it), and
+    # histogram_add then only counts: those counts and the gaps' sum are kept in locals over the
+    # loop and written back (`again`) before anything else reads the histogram; the sum is the
+    # same left-to-right sum.
+    cdef Histogram* h = &s.itl
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap
+    cdef int64_t again = 0
+    cdef bint warm = st.warm
     s.inflight = 0
     iteration_areas_end(st, s)
     s.iter_kind = 0
@@ -588,12 +588,28 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
         st.jobs.work[j] -= s.a_tok[r]
         finished = st.jobs.work[j] <= EPS
         decode = st.jobs.mode[j] == M_DECODE
+        owner = st.jobs.owner[j]
         if decode and st.jobs.decoding[j]:
-            token_again(st, k, st.jobs.owner[j])
+            if warm:
+                gap = now - st.sess.itl_last[owner]
+                if gap == last_gap and gap > 0.0:
+                    total += gap
+                    again += 1
+                else:
+                    histogram_again(h, total, &again)
+                    if histogram_add(h, gap) < 0:
+                        fail(st, E_MEMORY, -1, 0, 0, 0)
+                        return
+                    total = h.total
+                    last_gap = h.last_gap
+            st.sess.itl_last[owner] = now
         else:
-            token(st, k, st.jobs.owner[j], decode, decode or finished)
+            histogram_again(h, total, &again)
+            token(st, k, owner, decode, decode or finished)
+            total = h.total
+            last_gap = h.last_gap
             # (its next decode token then continues the turn, as the turn is a number)
-            st.jobs.decoding[j] = decode and st.sess.itl_turn[st.jobs.owner[j]] == st.sess.itl_turn[st.jobs.owner[j]]
+            st.jobs.decoding[j] = decode and st.sess.itl_turn[owner] == st.sess.itl_turn[owner]
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
             # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
@@ -601,6 +617,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             nfin += 1
         else:
             s.a_id[r] = -1
+    histogram_again(h, total, &again)
     if nfin > 0:                        # (most iterations finish no one)
         leave_marked(st, s)
         for r in range(s.na):
@@ -609,6 +626,15 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
                 if st.error.code:
                     return
     s.na = 0
+
+
+cdef inline void histogram_again(Histogram* h, double total, int64_t* again) noexcept nogil:
+    """end_iteration's tokens counted in locals (gaps equal to the last one) go into the histogram."""
+    if again[0]:
+        h.n += again[0]
+        h.total = total
+        h.last_cell.count += again[0]
+        again[0] = 0
 
 
 cdef void leave_marked(State* st, Stage* s) noexcept nogil:

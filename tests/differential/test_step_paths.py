@@ -8,7 +8,8 @@ loop without spills or traces (many blocks at once when every number is whole, e
 time), and by the general loop when evictions are traced; an iteration's time shares written
 only where they are nonzero; a shaped cost read from its leaves' places; a cost at or below 0
 (or NaN) clamped to 0 without fmax, -0 kept; assigned job ids checked at an iteration's end only
-after a resident left; a job's later decode tokens continuing its turn's gaps (token_again).
+after a resident left; a job's later decode tokens continuing its turn's gaps (end_iteration's shortcut, their
+counts kept in locals when the gap repeats).
 """
 from __future__ import annotations
 
@@ -143,7 +144,7 @@ def test_residents_preempted_during_another_stages_iteration_as_pyserq():
 
 
 # Decode-only turns: a turn's first token starts its gaps afresh, the rest continue them; a job
-# slot is reused by the next turn's decode job (token_again is taken only after a decode token of
+# slot is reused by the next turn's decode job (end_iteration's shortcut is taken only after a decode token of
 # the same job, never for a reused slot's first token).
 DECODE_TURNS = """
 pool kv { cap 4096; block 16; }

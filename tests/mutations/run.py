@@ -95,8 +95,8 @@ MUTATIONS = (
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
              )),
     Mutation("admit-before-growers", "a pool admits waiting holds before it retries its waiting growers", (
-                 ("_pools.pxi", "        retry_growers(st, k)\n        try_admit(st, k)\n",
-                  "        try_admit(st, k)\n        retry_growers(st, k)\n"),
+                 ("_pools.pxi", "            retry_growers(st, k)\n            try_admit(st, k)\n",
+                  "            try_admit(st, k)\n            retry_growers(st, k)\n"),
              )),
     Mutation("queue-tie-last", "holds waiting with equal `queue by` keys: the one queued last goes first", (
                  ("_pools.pxi", "        if q == 0 or keys_smaller(&keys[n], keys, n):",
