@@ -581,6 +581,7 @@ cdef object _set_stages(State* st, lowered):
     st.ps_lone = -1
     if passes == 1 and st.n_pools == 0 and st.stages[st.n_ps_first].kind == K_PS:
         st.ps_lone = st.n_ps_first
+    st.step_lone = st.n_ps_first if passes == 1 and st.stages[st.n_ps_first].kind == K_STEP else -1
     return (serve_keys,)
 
 

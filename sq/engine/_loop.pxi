@@ -53,17 +53,27 @@ cdef inline void sample_pools(State* st) noexcept nogil:
     # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
     # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
     cdef int32_t k
-    cdef Pool* p
     k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
     while k < st.n_pools:
-        p = &st.pools[k]
-        area_set(&p.used_area, st.now, p.used)
-        area_set(&p.cached_area, st.now, p.cached)
-        area_count(&p.queue_area, st.now, p.qlen)
-        area_count(&p.holders_area, st.now, p.nholders)
-        if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
-            unmark_row(st.pools_sampled, k)
+        sample_pool(st, k)
         k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+
+
+cdef inline void sample_lone_pool(State* st) noexcept nogil:
+    """sample_pools for a program of one pool: its row tested without the row set's search."""
+    if row_marked(st.pools_sampled, 0):
+        sample_pool(st, 0)
+
+
+cdef inline void sample_pool(State* st, int32_t k) noexcept nogil:
+    """Pool k's areas (it is in the sampled rows)."""
+    cdef Pool* p = &st.pools[k]
+    area_set(&p.used_area, st.now, p.used)
+    area_set(&p.cached_area, st.now, p.cached)
+    area_count(&p.queue_area, st.now, p.qlen)
+    area_count(&p.holders_area, st.now, p.nholders)
+    if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
+        unmark_row(st.pools_sampled, k)
 
 
 cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
@@ -131,9 +141,14 @@ cdef inline void settle(State* st) noexcept nogil:
     run_ready(st)
     if st.error.code:
         return
+    if st.step_lone >= 0:
+        settle_step_passes(st)
+        if st.error.code:
+            return
     # pools with nothing waiting and nothing to sample (idle ones) leave settle_passes nothing to do
-    if (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))) \
-            or st.n_ps_first < st.n_stages or st.flows.dirty:
+    # (a program with a ps or step stage goes there anyway: its pools' rows are not looked at here)
+    elif st.n_ps_first < st.n_stages or st.flows.dirty \
+            or (st.n_pools > 0 and (rows_any(st.pools_waiting) or rows_any(st.pools_sampled))):
         if st.ps_lone >= 0 and not st.flows.dirty:
             # the stages pass of one ps stage, without settle_passes' call (most events of a
             # processor-sharing model leave it clean: a superseded finish, an arrival elsewhere)
@@ -153,17 +168,47 @@ cdef inline void settle(State* st) noexcept nogil:
 
 cdef void settle_passes(State* st) noexcept nogil:
     """Steps 2 to 4 of settle, and the pools' areas of step 5 (a program with pools comes here)."""
-    if st.n_pools > 0 and rows_any(st.pools_waiting):
-        settle_pools(st)
-        if st.error.code:
-            return
+    if pools_pass(st) < 0:
+        return
     if st.n_ps_first < st.n_stages:
         settle_stages(st)
         if st.error.code:
             return
     if st.flows.dirty:
         flows_recompute(st)
-    if st.n_pools > 0:
+    sample_every_pool(st)
+
+
+cdef inline void settle_step_passes(State* st) noexcept nogil:
+    """settle_passes for a program whose stages pass is one step stage (step_lone), inline in
+    settle: the stage visited without settle_stages' loop. Whether an event is pending at `now`
+    is read as that pass begins: nothing before the stage changes the events."""
+    cdef int32_t k = st.step_lone
+    if pools_pass(st) < 0:
+        return
+    if not st.stages[k].inflight and step_has_work(st, k) and not pending_now(st):
+        start_iteration(st, k)
+        if st.error.code:
+            return
+    if st.flows.dirty:
+        flows_recompute(st)
+    sample_every_pool(st)
+
+
+cdef inline int pools_pass(State* st) noexcept nogil:
+    """Step 2 of settle when some pool has holds or growers waiting (-1: an error)."""
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        settle_pools(st)
+        if st.error.code:
+            return -1
+    return 0
+
+
+cdef inline void sample_every_pool(State* st) noexcept nogil:
+    """The pools' areas of step 5 (a lone pool without the row set's search)."""
+    if st.n_pools == 1:
+        sample_lone_pool(st)
+    elif st.n_pools > 0:
         sample_pools(st)
 
 

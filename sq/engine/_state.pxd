@@ -431,6 +431,8 @@ cdef struct State:
                                # is rescheduled only once the pass has read pending_now
     int32_t ps_lone            # the one ps stage when settle's passes are its alone (no pools, no
                                # other ps or step stage), else -1: settle checks it inline
+    int32_t step_lone          # the one step stage when it is the stages pass alone (no ps or
+                               # other step stage), else -1: settle_passes visits it directly
     int32_t n_pools            # pools
     int32_t n_observes         # observes
     int32_t n_gauges           # gauges

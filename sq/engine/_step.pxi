@@ -308,37 +308,23 @@ cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, do
             n.kvp += job_units(st, j, s.memory)
 
 
-cdef void start_iteration(State* st, int32_t k) noexcept nogil:
-    """Plan one iteration (§4.5.3): serve residents in order within the budget, then admit."""
-    cdef Stage* s = &st.stages[k]
-    cdef double budget, chunk, left, tokens, attention = 0.0, need, duration
-    cdef IterTotals n
-    cdef bint excl = s.excl, resident_prefill = False, is_prefill, in_order
+cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk, IterTotals* n,
+                          double* attention, bint excl, bint in_order) noexcept nogil:
+    """start_iteration's pass over the residents (and the admissions when none is left): the
+    assignment in s.a_*, its totals in *n unless the result is 0 (then they are summed over the
+    final assignment afterwards), -1 on an error."""
+    cdef double left = budget, tokens, need
+    cdef bint resident_prefill = False, is_prefill
     # The totals are summed as jobs are assigned, unless an exclusive stage may drop its
     # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
     # (then they are summed over the final assignments, as before)
     cdef bint summed = not excl
-    cdef int32_t mode
+    cdef int32_t mode, j, owner, row
     cdef int64_t r, fj
-    cdef int32_t j, owner, row
-    memset(&n, 0, sizeof(n))
-    set_totals(st, s)
-    budget = step_budget(st, s)
-    if st.error.code:
-        return
-    chunk = step_chunk(st, s)
-    if st.error.code:
-        return
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
         for r in range(s.nres):
             if st.jobs.mode[s.res[r]] == M_PREFILL:
                 resident_prefill = True
-    left = budget
-    s.na = 0
-    s.iter_left = False
-    st.serve_stamp += 1
-    st.iter_preempted = 0
-    in_order = s.serve_count == 0 or excl
     if in_order:
         s.cursor = 0                    # a new pass: no one is served yet
     while True:
@@ -347,13 +333,13 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         else:
             j = next_by_keys(st, s)
             if st.error.code:
-                return
+                return -1
             if j >= 0:
                 st.jobs.served[j] = st.serve_stamp
         if j < 0:
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
-                    return
+                    return -1
                 summed = False          # the admitted session ran: the totals are read afresh
                 continue
             break
@@ -378,25 +364,55 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
             if need > EPS and not grow_now(st, &st.pools[row], fj, need) \
                     and not grow_or_wait(st, owner, row, fj, need, j):
                 if st.error.code:
-                    return
+                    return -1
                 continue
             if is_prefill:
-                attention += tokens * (st.sess.frame_pos[fj] + tokens / 2.0)
+                attention[0] += tokens * (st.sess.frame_pos[fj] + tokens / 2.0)
             if not excl:
                 st.sess.frame_pos[fj] += tokens    # the computed position moves when planned
                 mark_grown(st, fj)
         elif is_prefill:
-            attention += tokens * tokens / 2.0
+            attention[0] += tokens * tokens / 2.0
         if excl and is_prefill:
             s.na = 0                    # a lone prefill replaces the tentative decodes
             left = budget
         if assign_push(st, s, j, tokens) < 0:
-            return
+            return -1
         if summed:                      # the totals below, in the same order
-            count_assigned(st, s, j, mode, tokens, &n)
+            count_assigned(st, s, j, mode, tokens, n)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
+    return summed
+
+
+cdef void start_iteration(State* st, int32_t k) noexcept nogil:
+    """Plan one iteration (§4.5.3): serve residents in order within the budget, then admit."""
+    cdef Stage* s = &st.stages[k]
+    cdef double budget, chunk, attention = 0.0, duration
+    cdef IterTotals n
+    cdef int summed
+    cdef int64_t r, fj
+    cdef int32_t j
+    memset(&n, 0, sizeof(n))
+    set_totals(st, s)
+    budget = step_budget(st, s)
+    if st.error.code:
+        return
+    chunk = step_chunk(st, s)
+    if st.error.code:
+        return
+    s.na = 0
+    s.iter_left = False
+    st.serve_stamp += 1
+    st.iter_preempted = 0
+    # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
+    if not s.excl and s.serve_count == 0:
+        summed = plan_pass(st, s, k, budget, chunk, &n, &attention, False, True)
+    else:
+        summed = plan_pass(st, s, k, budget, chunk, &n, &attention, s.excl, s.excl or s.serve_count == 0)
+    if summed < 0:
+        return
     # jobs preempted meanwhile leave the selection (their tokens are not applied); only a
     # preemption removes a resident's job while its stage plans
     if st.iter_preempted:
@@ -408,7 +424,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                 s.a_tok[fj] = s.a_tok[r]
                 fj += 1
         s.na = fj
-    if excl:
+    if s.excl:
         for r in range(s.na):
             j = s.a_job[r]
             if st.jobs.growing[j] >= 0:

@@ -49,12 +49,12 @@ MUTATIONS = (
     Mutation("iteration-without-waiting", "an idle step stage plans its iteration before the other "
              "events of the instant are handled", (
                  ("_loop.pxi", "                if not pending:\n", "                if pending >= -1:\n"),
+                 # (settle_step_passes: the stages pass of a lone step stage)
+                 ("_loop.pxi", "step_has_work(st, k) and not pending_now(st):", "step_has_work(st, k):"),
              )),
     Mutation("stages-before-pools", "settle's stages pass runs before the pools pass", (
-                 ("_loop.pxi", """    if st.n_pools > 0 and rows_any(st.pools_waiting):
-        settle_pools(st)
-        if st.error.code:
-            return
+                 ("_loop.pxi", """    if pools_pass(st) < 0:
+        return
     if st.n_ps_first < st.n_stages:
         settle_stages(st)
         if st.error.code:
@@ -63,10 +63,22 @@ MUTATIONS = (
         settle_stages(st)
         if st.error.code:
             return
-    if st.n_pools > 0 and rows_any(st.pools_waiting):
-        settle_pools(st)
+    if pools_pass(st) < 0:
+        return
+"""),
+                 # (settle_step_passes: the stages pass of a lone step stage)
+                 ("_loop.pxi", """    if pools_pass(st) < 0:
+        return
+    if not st.stages[k].inflight and step_has_work(st, k) and not pending_now(st):
+        start_iteration(st, k)
         if st.error.code:
             return
+""", """    if not st.stages[k].inflight and step_has_work(st, k) and not pending_now(st):
+        start_iteration(st, k)
+        if st.error.code:
+            return
+    if pools_pass(st) < 0:
+        return
 """),
              )),
     Mutation("pools-pass-once", "the pools pass and the sessions it readies do not repeat until "
