@@ -36,7 +36,7 @@ import numpy as np
 
 from sq.errors import SqError
 from sq.results.report import Observe
-from sq.results.stats import SUMMARY_QUANTILES, quantile
+from sq.results.stats import SUMMARY_QUANTILES, mean_or_nan, quantile
 
 # observe statistics: the report's Observe fields (its order statistics by the p99's quantile)
 OBSERVE_FIELDS = Observe.SUMMARY_FIELDS
@@ -222,7 +222,8 @@ def _drift(o, metric: Metric, report) -> float:
     cut = int(np.searchsorted(o.times, middle, side="left"))
     if cut == 0 or cut == len(samples):
         return NAN
-    first, second = float(np.mean(samples[:cut])), float(np.mean(samples[cut:]))
+    # running (Welford) means: a sum of observations past 1e154 would pass the largest double
+    first, second = mean_or_nan(samples[:cut]), mean_or_nan(samples[cut:])
     return (second - first) / ((end - start) / 2.0)
 
 

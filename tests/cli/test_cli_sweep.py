@@ -433,6 +433,7 @@ session { set u = ~uniform(0, 1); set t0 = now; run s (~exp(1)); observe big = u
 """
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")   # (the drift's means summed past the largest double)
 def test_observations_past_1e154_summarize_as_inf(tmp_path, capsys):
     """Squares of such observations pass the largest double: the summary's half-widths are inf,
     and the sweep and the capacity search end normally (they crashed after every run)."""
