@@ -41,17 +41,54 @@ def seq_sum(const double[::1] xs):
     return s
 
 
+cdef struct Running:
+    # Welford's moments and the batch sums, as the pass goes
+    bint moments
+    double mean, m2
+    Py_ssize_t size, used, b, fill      # batch size, samples batched, complete batches, this one's
+    double s
+    double* means
+
+
+cdef inline void running_start(Running* a, bint moments, Py_ssize_t n, Py_ssize_t batches,
+                               double* means) noexcept nogil:
+    """Nothing read yet: the moments from m = M2 = 0 (if `moments`), `batches` batch means of
+    n // batches samples to `means` (none if batches is 0)."""
+    a.moments, a.mean, a.m2, a.s, a.b, a.fill = moments, 0.0, 0.0, -0.0, 0, 0
+    a.size = n // batches if batches > 0 else 0
+    a.used = a.size * batches
+    a.means = means
+
+
+cdef inline void running_add(Running* a, double x, Py_ssize_t i) noexcept nogil:
+    """Sample i (samples in record order): Welford's `d = x - m; m += d/k; M2 += d*(x - m)`,
+    and its batch's sum, started from -0.0 (the neutral element: the same as a sum started
+    from the batch's first sample) and divided by the batch size when complete. The one
+    definition of both: `welford`, `batch_means` and `sample_statistics` all read through it."""
+    cdef double d
+    if a.moments:
+        d = x - a.mean
+        a.mean += d / <double>(i + 1)
+        a.m2 += d * (x - a.mean)
+    if i < a.used:
+        a.s += x
+        a.fill += 1
+        if a.fill == a.size:
+            a.means[a.b] = a.s / <double> a.size
+            a.b += 1
+            a.s = -0.0
+            a.fill = 0
+
+
 def welford(const double[::1] xs):
     """(n, mean, M2) of `d = x - m; m += d/k; M2 += d*(x - m)`, from m = M2 = 0."""
-    cdef double mean = 0.0, m2 = 0.0, d, x
+    cdef Running a
     cdef Py_ssize_t i, n = xs.shape[0]
+    running_start(&a, True, n, 0, NULL)
     with nogil:
         for i in range(n):
-            x = xs[i]
-            d = x - mean
-            mean += d / <double>(i + 1)
-            m2 += d * (x - mean)
-    return n, mean, m2
+            running_add(&a, xs[i], i)
+    return n, a.mean, a.m2
 
 
 def time_means(areas, double start, double end):
@@ -106,13 +143,11 @@ def batch_half_width(const double[::1] xs, Py_ssize_t batches, double t):
 
 cdef void batch_means_into(const double[::1] xs, Py_ssize_t batches, double* out) noexcept nogil:
     """`batch_means` written to out[0 .. batches)."""
-    cdef Py_ssize_t size = xs.shape[0] // batches, b, i
-    cdef double s
-    for b in range(batches):
-        s = -0.0
-        for i in range(b * size, (b + 1) * size):
-            s += xs[i]
-        out[b] = s / <double>size
+    cdef Running a
+    cdef Py_ssize_t i
+    running_start(&a, False, xs.shape[0], batches, out)
+    for i in range(a.used):
+        running_add(&a, xs[i], i)
 
 
 def batch_means(const double[::1] xs, Py_ssize_t batches):
@@ -297,36 +332,9 @@ cdef int bracket_from_probes(const double[::1] xs, Py_ssize_t rank, Bracket* out
     return 0 if out.keys != NULL else -1
 
 
-cdef struct Running:
-    # Welford's moments and the batch sums, as the pass goes
-    bint moments
-    double mean, m2
-    Py_ssize_t size, used, b, fill      # batch size, samples batched, complete batches, this one's
-    double s
-    double* means
-
-
-cdef inline void running_add(Running* a, double x, Py_ssize_t i) noexcept nogil:
-    """Sample i: the very steps of `welford` and of `batch_means_into`, in their order."""
-    cdef double d
-    if a.moments:
-        d = x - a.mean
-        a.mean += d / <double>(i + 1)
-        a.m2 += d * (x - a.mean)
-    if i < a.used:
-        a.s += x
-        a.fill += 1
-        if a.fill == a.size:
-            a.means[a.b] = a.s / <double> a.size
-            a.b += 1
-            a.s = -0.0
-            a.fill = 0
-
-
 cdef void sample_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nogil:
-    """The samples read once, in record order: the moments and batch sums perform the very
-    operations of their own loops (`welford`, `batch_means_into`), so the results are theirs
-    to the bit; every key goes through the bracket b (if any), held in local variables (in
+    """The samples read once, in record order: the moments and batch sums through running_add,
+    as `welford` and `batch_means` compute them alone (the same values to the bit); every key goes through the bracket b (if any), held in local variables (in
     memory it would cost a store and a reload per sample on its chain)."""
     cdef Py_ssize_t n = xs.shape[0], i
     cdef Bracket one
@@ -381,10 +389,7 @@ def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, do
             raise ValueError("ranks are ascending, from 1 to the number of samples")
     cdef Py_ssize_t* at = <Py_ssize_t*> malloc((m + 1) * sizeof(Py_ssize_t))
     cdef int64_t* key = <int64_t*> malloc((m + 1) * sizeof(int64_t))
-    a.moments, a.mean, a.m2, a.s, a.b, a.fill = moments, 0.0, 0.0, -0.0, 0, 0
-    a.size = n // batches if batches > 0 else 0
-    a.used = a.size * batches
-    a.means = <double*> malloc((batches + 1) * sizeof(double))
+    running_start(&a, moments, n, batches, <double*> malloc((batches + 1) * sizeof(double)))
     b.keys = NULL
     try:
         if at == NULL or key == NULL or a.means == NULL:
