@@ -148,9 +148,10 @@ cdef bint shortest(double x, uint64_t* digits, int* exp10) noexcept nogil:
     vm_exact = even and (pm & mask) == 0         # the lower end is, and is in the interval
     if not even and (pp & mask) == 0:
         vp -= 1                                  # the upper end is an integer outside the interval
-    # drop digits while a coarser decimal is still inside (vm, vp]; `last` is the last
-    # digit dropped from x's image, vr_exact whether all dropped before it were zeros
-    while vp // 10 > vm // 10:
+    # drop digits while a coarser decimal is still inside (vm, vp], then while the lower end,
+    # when it is exact and included, ends in a zero (once the first test fails it stays false);
+    # `last` is the last digit dropped from x's image, vr_exact whether all before it were zeros
+    while vp // 10 > vm // 10 or (vm_exact and vm % 10 == 0 and vm != 0):
         vm_exact = vm_exact and vm % 10 == 0
         vr_exact = vr_exact and last == 0
         last = <int> (vr % 10)
@@ -158,14 +159,6 @@ cdef bint shortest(double x, uint64_t* digits, int* exp10) noexcept nogil:
         vp //= 10
         vm //= 10
         removed += 1
-    if vm_exact:                                 # the lower end itself, when included, may be shorter
-        while vm % 10 == 0 and vm != 0:
-            vr_exact = vr_exact and last == 0
-            last = <int> (vr % 10)
-            vr //= 10
-            vp //= 10
-            vm //= 10
-            removed += 1
     if vr_exact and last == 5 and vr % 2 == 0:
         last = 4                                 # an exact tie: the even digit
     digits[0] = vr + ((vr == vm and not vm_exact) or last >= 5)
