@@ -29,6 +29,7 @@ cdef extern from "Python.h":
     void PyMem_Free(void* p)
     str PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
     const char* PyUnicode_AsUTF8AndSize(object u, Py_ssize_t* size) except NULL
+    long long PyLong_AsLongLongAndOverflow(object v, int* overflow) except? -1
 
 
 cdef extern from *:
@@ -84,7 +85,7 @@ cdef Py_ssize_t write_int(char* out, int64_t v) noexcept:
     cdef char digits[24]
     cdef Py_ssize_t n = 0, k = 0
     cdef bint negative = v < 0
-    cdef unsigned long long u = <unsigned long long> (-v if negative else v)
+    cdef unsigned long long u = (0 - <unsigned long long> v) if negative else <unsigned long long> v   # (-INT64_MIN too)
     if negative:
         out[0] = b'-'
         k = 1
@@ -255,6 +256,17 @@ cdef Py_ssize_t write_positional(char* out, double x) except -1:
     return place_point(out, k, digits, n, point)
 
 
+cdef int text_add_int(Text* t, object v) except -1:
+    """An int's decimal digits: in C when it fits in 64 bits (a report's counts), else str's."""
+    cdef int overflow = 0
+    cdef long long i = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        return text_add_str(t, str(v))
+    text_room(t, 24)
+    t.size += write_int(t.data + t.size, i)
+    return 0
+
+
 cdef int text_add_json_float(Text* t, double x) except -1:
     if not isfinite(x):
         return text_add(t, b"null", 4)
@@ -298,7 +310,7 @@ def json_members(tuple keys, values, other):
             elif v is None:
                 text_add(&t, b"null", 4)
             elif type(v) is int:
-                text_add_str(&t, str(v))
+                text_add_int(&t, v)
             elif type(v) is str:
                 text_add(&t, b'"', 1)
                 text_add_str(&t, <str> v)
