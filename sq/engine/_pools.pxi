@@ -59,8 +59,7 @@ cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
         p.queue = p.queue_base + p.qhead
     p.queue[p.qlen] = slot
     p.qlen += 1
-    mark_row(st.pools_waiting, p - st.pools)
-    mark_row(st.pools_sampled, p - st.pools)
+    queued(st, p)
     return 0
 
 
@@ -93,8 +92,17 @@ cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.queue = p.queue_base + p.qhead
     p.queue[0] = slot
     p.qlen += 1
-    mark_row(st.pools_waiting, p - st.pools)
-    mark_row(st.pools_sampled, p - st.pools)
+    queued(st, p)
+
+
+cdef inline void queued(State* st, Pool* p) noexcept nogil:
+    """A hold joined p's queue: the pool has holds waiting and is sampled, and a stage that admits
+    from it may start an iteration."""
+    cdef int64_t k = p - st.pools
+    mark_row(st.pools_waiting, k)
+    mark_row(st.pools_sampled, k)
+    if st.admit_via[k] >= 0:
+        mark_row(st.steps_ready, st.admit_via[k])
 
 
 cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:

@@ -138,6 +138,7 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             return -1
         s.res_cap = s.res_cap * 2 + 16
     st.jobs.decoding[j] = 0
+    mark_row(st.steps_ready, s - st.stages)
     at = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
     memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
@@ -576,6 +577,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef int64_t again = 0
     cdef bint warm = st.warm
     s.inflight = 0
+    mark_row(st.steps_ready, k)
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
