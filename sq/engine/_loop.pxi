@@ -16,8 +16,13 @@
 #   reads its integrals, the gaps it missed are added in their order with its old values (lag_*),
 #   the very operations 0.1.2 makes, in the same order. A row's lag_at counts the gaps already
 #   added; -1: the row is sampled as it is visited (newly marked, or restarted at the warm-up).
-# With many replicas most rows of most events are unchanged (another replica's iteration ended),
-# so an event costs what it changes, plus the value test of each marked row.
+# A sample visits only the rows that may have changed: a pool touched since the family's last
+# sample (touch_pool, wherever its used, cached, queue or holders move, and wherever it is marked
+# sampled), a step stage touched (its number moves only as residents join and leave), and every
+# other sampled stage (fifo, ps, delay and shared stages are tested). A visit compares the row's
+# values with its areas' (to the bit) and defers it if they are the same. With many replicas most
+# rows of most events are unchanged (another replica's iteration ended), so an event costs what
+# it changes. Debug mode checks that every deferred row's values are its areas' (INV_DEFERRED).
 
 cdef extern from *:
     """
@@ -40,14 +45,15 @@ cdef inline void sample_areas(State* st) noexcept nogil:
     """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
     cdef int64_t ns, s, w, k
     cdef uint64_t sb, b
-    cdef const uint64_t* words
+    cdef uint64_t* words
     if st.n_stages == 1:
         sample_lone_stage(st)
         return
     area_set(&st.live_area, st.now, <double> st.live)
     if lag_tick(&st.stage_lag, st.now):
         lag_flush_stages(st)
-    # the marked rows, word by word (sample_stage only ever unmarks the row it visits)
+    # the sampled rows but the untouched step stages, word by word (a visit only ever unmarks
+    # the row it visits)
     ns = <int64_t> st.stages_sampled[0]
     words = st.stages_sampled + 1 + ns
     for s in range(ns):
@@ -55,7 +61,8 @@ cdef inline void sample_areas(State* st) noexcept nogil:
         while sb != 0:
             w = (s << 6) + __builtin_ctzll(sb)
             sb &= sb - 1
-            b = words[w]
+            b = words[w] & (~st.step_rows[w] | st.stages_touched[w])
+            st.stages_touched[w] = 0
             while b != 0:
                 k = (w << 6) + __builtin_ctzll(b)
                 b &= b - 1
@@ -112,10 +119,10 @@ cdef inline double busy_value(Stage* s) noexcept nogil:
 
 
 cdef inline void sample_pools(State* st) noexcept nogil:
-    """The pools' part of step 5 of settle."""
+    """The pools' part of step 5 of settle: the sampled pools touched since the last sample."""
     cdef int64_t ns, s, w, k
     cdef uint64_t sb, b
-    cdef const uint64_t* words
+    cdef uint64_t* words
     if lag_tick(&st.pool_lag, st.now):
         lag_flush_pools(st)
     ns = <int64_t> st.pools_sampled[0]
@@ -125,11 +132,17 @@ cdef inline void sample_pools(State* st) noexcept nogil:
         while sb != 0:
             w = (s << 6) + __builtin_ctzll(sb)
             sb &= sb - 1
-            b = words[w]
+            b = words[w] & st.pools_touched[w]
+            st.pools_touched[w] = 0
             while b != 0:
                 k = (w << 6) + __builtin_ctzll(b)
                 b &= b - 1
                 sample_pool(st, <int32_t> k)
+
+
+cdef inline void touch_pool(State* st, Pool* p) noexcept nogil:
+    """Pool p's used, cached, queue or holders moved (or may have): its next sample visits it."""
+    touch_row(st.pools_touched, p - st.pools)
 
 
 cdef inline void sample_lone_pool(State* st) noexcept nogil:
@@ -290,12 +303,14 @@ cdef void restart_areas(State* st) noexcept nogil:
     area_restart(&st.live_area, st.now)
     for k in range(st.n_pools):
         st.pools[k].lag_at = -1
+        touch_pool(st, &st.pools[k])
         area_restart(&st.pools[k].used_area, st.now)
         area_restart(&st.pools[k].cached_area, st.now)
         area_restart(&st.pools[k].queue_area, st.now)
         area_restart(&st.pools[k].holders_area, st.now)
     for k in range(st.n_stages):
         st.stages[k].lag_at = -1
+        touch_row(st.stages_touched, k)
         area_restart(&st.stages[k].number, st.now)
         area_restart(&st.stages[k].busy_area, st.now)
         area_restart(&st.stages[k].prefill_only, st.now)

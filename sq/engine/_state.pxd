@@ -498,6 +498,11 @@ cdef struct State:
     uint64_t* pools_waiting    # a pool that may have waiting holds or growers
     uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero
     uint64_t* stages_sampled   # a stage whose areas may be nonzero (step and shared stages: always)
+    # which sampled rows changed since the family's last sample (one bit a row, laid out as the row
+    # words of pools_sampled and stages_sampled, no summary): the others' samples are deferred
+    uint64_t* pools_touched    # a pool whose used, cached, queue or holders changed (touch_pool)
+    uint64_t* stages_touched   # a step stage whose number changed (the other stages are tested: see step_rows)
+    uint64_t* step_rows        # the step stages (not shared): whether each stage's changes are touched
     uint64_t* steps_ready      # a step stage that may start an iteration (idle with work): settle_stages
                                # visits only these when its pass holds step stages alone
     bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone

@@ -103,6 +103,10 @@ MUTATIONS = (
     h += vh * d
 """),
              )),
+    Mutation("release-untouched", "a release gives back a pool's units without touching the pool, so "
+             "its time averages go on being deferred at the old value", (
+                 ("_pools.pxi", "    p.used -= alloc\n    touch_pool(st, p)\n", "    p.used -= alloc\n"),
+             )),
     Mutation("events-lifo-at-a-tie", "events at one time are handled last scheduled first", (
                  ("_arrays.pxi", "return x.t < y.t or (x.t == y.t and x.seq < y.seq)",
                   "return x.t < y.t or (x.t == y.t and x.seq > y.seq)"),
