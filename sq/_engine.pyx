@@ -592,7 +592,7 @@ cdef object _set_stages(State* st, lowered):
                 st.n_ps_end = k + 1
             st.n_ps_first = k
             passes += 1
-    st.steps_only = passes > 0
+    st.steps_only = passes > 1      # (a lone step stage is visited directly: settle_step_passes)
     for k in range(st.n_ps_first, st.n_ps_end):
         if st.stages[k].kind == K_PS:
             st.steps_only = False

@@ -141,8 +141,17 @@ cdef inline void sample_pools(State* st) noexcept nogil:
 
 
 cdef inline void touch_pool(State* st, Pool* p) noexcept nogil:
-    """Pool p's used, cached, queue or holders moved (or may have): its next sample visits it."""
-    touch_row(st.pools_touched, p - st.pools)
+    """Pool p's used, cached, queue or holders moved (or may have): its next sample visits it (a
+    lone pool is sampled at every settle: sample_lone_pool)."""
+    if st.n_pools > 1:
+        touch_row(st.pools_touched, p - st.pools)
+
+
+cdef inline void touch_step(State* st, int64_t k) noexcept nogil:
+    """Step stage k's number moved: its next sample visits it (a lone stage is sampled at every
+    settle: sample_lone_stage)."""
+    if st.n_stages > 1:
+        touch_row(st.stages_touched, k)
 
 
 cdef inline void sample_lone_pool(State* st) noexcept nogil:
@@ -310,7 +319,7 @@ cdef void restart_areas(State* st) noexcept nogil:
         area_restart(&st.pools[k].holders_area, st.now)
     for k in range(st.n_stages):
         st.stages[k].lag_at = -1
-        touch_row(st.stages_touched, k)
+        touch_step(st, k)
         area_restart(&st.stages[k].number, st.now)
         area_restart(&st.stages[k].busy_area, st.now)
         area_restart(&st.stages[k].prefill_only, st.now)
@@ -449,7 +458,7 @@ cdef inline void settle_stages(State* st) noexcept nogil:
     the first ps stage rescheduled ahead of a step stage, whichever comes first: nothing before
     either has changed the events yet.
 
-    A pass of step stages alone visits only those in steps_ready (marked when an iteration ends,
+    A pass of several step stages alone (steps_only) visits only those in steps_ready (marked when an iteration ends,
     a resident joins or a hold queues for the stage's admission: the only ways an idle stage
     gets work), read afresh as the pass goes on like the stages it would visit; the others could
     not start. A visit unmarks a stage that is running or has no work."""

@@ -105,7 +105,7 @@ cdef inline void queued(State* st, Pool* p) noexcept nogil:
     mark_row(st.pools_waiting, k)
     mark_row(st.pools_sampled, k)
     touch_pool(st, p)
-    if st.admit_via[k] >= 0:
+    if st.steps_only and st.admit_via[k] >= 0:
         mark_row(st.steps_ready, st.admit_via[k])
 
 

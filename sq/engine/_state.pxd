@@ -505,7 +505,8 @@ cdef struct State:
     uint64_t* step_rows        # the step stages (not shared): whether each stage's changes are touched
     uint64_t* steps_ready      # a step stage that may start an iteration (idle with work): settle_stages
                                # visits only these when its pass holds step stages alone
-    bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone
+    bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone, more
+                               # than one (steps_ready is kept only then)
     Lag pool_lag               # the sampled pools' deferred samples
     Lag stage_lag              # the sampled stages' deferred samples
     int64_t next_entry_seq     # the seq the next cache touch gets (Entry.seq)
