@@ -15,6 +15,13 @@ cdef struct Area:
     double last                # when it was last sampled (simulated time)
     double integral            # value × time so far (since warmup)
 
+cdef struct Lag:
+    # one family's samples (the pools', or the stages') deferred for rows that did not change: the
+    # gap (now - the previous sample) of each sample since the log began (see _loop.pxi, sample_pool)
+    double* gap                # LAG_CAP gaps (simulated time)
+    int64_t n                  # gaps logged
+    double at                  # when the family was last sampled (simulated time)
+
 cdef struct Event:
     double t                   # when it happens (simulated time)
     int64_t seq                # schedule order: breaks ties in t (schedule writes both)
@@ -81,6 +88,8 @@ cdef struct Stage:
     # time averages and completion samples
     Area number                # jobs present (n) over time (the report's mean number)
     Area busy_area             # servers busy over time (utilization)
+    int64_t lag_at             # the stage family's gaps already added to number and busy (-1: sampled
+                               # at its next visit, not deferred; see Lag)
     Running waits              # per completed job: time from enqueue to start (simulated time)
     Running services           # per completed job: time from start to end
     # a shared stage (chapter 06): its constant capacity (0: not shared) and the rates of its flows
@@ -202,6 +211,7 @@ cdef struct Pool:
     Area cached_area           # cached over time
     Area queue_area            # waiting holds over time
     Area holders_area          # live holders over time
+    int64_t lag_at             # the pool family's gaps already added to its four areas (-1: see Stage.lag_at)
     double mid_queue           # queue_area's integral over [warmup, mid] (see State.mid_time)
     Running waits              # per admission: time from joining the queue to admission (simulated time)
     int64_t admissions         # holds admitted
@@ -488,6 +498,17 @@ cdef struct State:
     uint64_t* pools_waiting    # a pool that may have waiting holds or growers
     uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero
     uint64_t* stages_sampled   # a stage whose areas may be nonzero (step and shared stages: always)
+    # which sampled rows changed since the family's last sample (one bit a row, laid out as the row
+    # words of pools_sampled and stages_sampled, no summary): the others' samples are deferred
+    uint64_t* pools_touched    # a pool whose used, cached, queue or holders changed (touch_pool)
+    uint64_t* stages_touched   # a step stage whose number changed (the other stages are tested: see step_rows)
+    uint64_t* step_rows        # the step stages (not shared): whether each stage's changes are touched
+    uint64_t* steps_ready      # a step stage that may start an iteration (idle with work): settle_stages
+                               # visits only these when its pass holds step stages alone
+    bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone, more
+                               # than one (steps_ready is kept only then)
+    Lag pool_lag               # the sampled pools' deferred samples
+    Lag stage_lag              # the sampled stages' deferred samples
     int64_t next_entry_seq     # the seq the next cache touch gets (Entry.seq)
     int64_t next_dead          # dead entries made so far (their keys follow DEAD_KEY)
     # step stages

@@ -138,6 +138,9 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             return -1
         s.res_cap = s.res_cap * 2 + 16
     st.jobs.decoding[j] = 0
+    if st.steps_only:
+        mark_row(st.steps_ready, s - st.stages)
+    touch_step(st, s - st.stages)       # (its number moved: new_job)
     at = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
     memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
@@ -155,6 +158,7 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
         if s.res[r] == j:
             memmove(&s.res[r], &s.res[r + 1], (s.nres - r - 1) * sizeof(int32_t))
             s.nres -= 1
+            touch_step(st, s - st.stages)       # (its number moved: remove_job)
             s.iter_left = True
             if r < s.cursor:
                 s.cursor -= 1
@@ -251,7 +255,7 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
     for i in range(n):
         if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
             return False
-    queue_take(p, q)
+    queue_take(st, p, q)
     admit(st, slot, fi, off, n)
     # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
     slot = ready_next(st) if not st.error.code else -1
@@ -576,6 +580,8 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef int64_t again = 0
     cdef bint warm = st.warm
     s.inflight = 0
+    if st.steps_only:
+        mark_row(st.steps_ready, k)
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
@@ -619,6 +625,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             s.a_id[r] = -1
     histogram_again(h, total, &again)
     if nfin > 0:                        # (most iterations finish no one)
+        touch_step(st, k)               # (complete_job moves its number)
         leave_marked(st, s)
         for r in range(s.na):
             if s.a_id[r] >= 0:
