@@ -328,22 +328,14 @@ cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, do
             n.kvp += job_units(st, j, s.memory)
 
 
-cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk, IterTotals* n,
+cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk,
                           double* attention, bint excl, bint in_order) noexcept nogil:
     """start_iteration's pass over the residents (and the admissions when none is left): the
-    assignment in s.a_*, its totals in *n unless the result is 0 (then they are summed over the
-    final assignment afterwards), -1 on an error."""
+    assignment in s.assigned (0, or -1 on an error)."""
     cdef double left = budget, tokens, need
-    cdef bint resident_prefill = False, is_prefill, kv = st.kv_iteration
-    # The totals are summed as jobs are assigned, unless an exclusive stage may drop its
-    # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
-    # (then they are summed over the final assignments, as before). They are a local (kept in
-    # registers) until the pass ends.
-    cdef bint summed = not excl
-    cdef IterTotals t
+    cdef bint resident_prefill = False, is_prefill
     cdef int32_t mode, j, owner, row
     cdef int64_t r, fj
-    memset(&t, 0, sizeof(t))
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
         for r in range(s.nres):
             if st.jobs.mode[s.res[r]] == M_PREFILL:
@@ -364,11 +356,6 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
                     return -1
-                # The admitted session ran. Only the KV totals may read what it can change
-                # without preempting (the owners' allocations; a preemption recounts anyway);
-                # modes and tokens stay: without KV totals the running sums stand.
-                if kv:
-                    summed = False      # the totals are read afresh
                 continue
             break
         mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
@@ -406,13 +393,10 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return -1
-        if summed:                      # the totals below, in the same order
-            count_assigned(st, s, j, mode, tokens, &t, kv)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
-    n[0] = t
-    return summed
+    return 0
 
 
 cdef void start_iteration(State* st, int32_t k) noexcept nogil:
@@ -420,10 +404,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef double budget, chunk, attention = 0.0, duration
     cdef IterTotals n
-    cdef int summed
+    cdef int planned
     cdef int64_t r, fj
     cdef int32_t j
-    memset(&n, 0, sizeof(n))
+    cdef bint kv = st.kv_iteration
     set_totals(st, s)
     budget = step_budget(st, s)
     if st.error.code:
@@ -437,12 +421,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.iter_preempted = 0
     # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
     if not s.excl and s.serve_count == 0:
-        summed = plan_pass(st, s, k, budget, chunk, &n, &attention, False, True)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True)
     else:
-        summed = plan_pass(st, s, k, budget, chunk, &n, &attention, s.excl, s.excl or s.serve_count == 0)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0)
     s.pass_open = False
     s.stamped = False
-    if summed < 0:
+    if planned < 0:
         return
     # jobs preempted meanwhile leave the selection (their tokens are not applied); only a
     # preemption removes a resident's job while its stage plans
@@ -463,11 +447,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    if not summed or st.iter_preempted:
-        memset(&n, 0, sizeof(n))
-        for r in range(s.na):
-            j = s.assigned[r].job
-            count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, st.kv_iteration)
+    # the totals over the final assignment, in its order (a loop without calls but job_units'
+    # rare one: its sums stay in registers, which the planning loop's calls would not let them)
+    memset(&n, 0, sizeof(n))
+    for r in range(s.na):
+        j = s.assigned[r].job
+        count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
     st.ctxv[CTX_NTOK] = n.ntok
     st.ctxv[CTX_NDEC] = n.ndec
     st.ctxv[CTX_NPRE] = n.npre
