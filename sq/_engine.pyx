@@ -140,9 +140,7 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].q)
         free(st.stages[k].heap)
         free(st.stages[k].res)
-        free(st.stages[k].a_job)
-        free(st.stages[k].a_id)
-        free(st.stages[k].a_tok)
+        free(st.stages[k].assigned)
         free(st.stages[k].itl.cells)
     for k in range(st.n_observes if st.observes != NULL else 0):
         free(st.observes[k].values.p)

@@ -64,6 +64,14 @@ cdef struct PsEntry:
     int64_t id                 # the job's id (a stale entry's id no longer matches its slot)
     int32_t job                # the job slot
 
+cdef struct Assigned:
+    # one entry of a step iteration's assignment: its fields together, as the plan writes them and
+    # the iteration's end reads them, resident after resident
+    int64_t id                 # the job's id when planned (a job removed meanwhile has another,
+                               # or a free slot's -1)
+    double tok                 # tokens scheduled
+    int32_t job                # the job slot
+
 cdef struct Stage:
     int32_t kind               # K_FIFO, K_PS, K_DELAY or K_STEP (set at set-up from the lowered table)
     int32_t servers            # fifo: servers (c); set at set-up
@@ -116,12 +124,17 @@ cdef struct Stage:
     # residents before `cursor` are served in the planning pass (set to 0 as a pass starts, kept so
     # as residents join and leave), so a pass in resident order costs O(residents), not O(residents²)
     int64_t cursor             # (see above)
+    # While an in-order pass plans (`pass_open`), the residents it has served are those before the
+    # cursor, until a resident joins before it (an admission the pass ran, admitted no later than a
+    # served one): from then on (`stamped`) the pass tells them by their stamps (Jobs.served), as
+    # a `serve by` pass always does. Most passes see no such join and write no stamp.
+    bint pass_open             # (see above)
+    bint stamped               # (see above)
     int inflight               # an iteration is running (set by start_iteration, cleared at its end)
     bint iter_left           # a resident left (leave_residents) since this iteration's planning began
     int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
-    int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
-    int64_t* a_id              # (see a_job)
-    double* a_tok              # (see a_job): tokens scheduled
+    Assigned* assigned         # the iteration's assignment, in serving order (as it ends, the jobs
+                               # it finishes are listed at its front: end_iteration)
     int64_t na                 # entries in the assignment
     int64_t a_cap              # entries the assignment arrays have room for
     int iter_kind            # 1 prefill only, 2 decode only, 3 mixed, 0 none
@@ -319,7 +332,7 @@ cdef struct Jobs:
     char* started              # its service has started
     int32_t* mode              # M_PLAIN, M_PREFILL or M_DECODE (a step job's phase)
     int32_t* growing            # the job's `growing` pool row (-1: none)
-    int64_t* served             # the serving pass that last served the job
+    int64_t* served             # the serving pass that last served the job (stamped passes only: Stage.stamped)
     # a step job's owner cannot open or close a hold while the job is resident (it waits in the
     # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
     int64_t* frame              # the owner's innermost open frame entry on `growing` (-1: none)
