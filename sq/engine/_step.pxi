@@ -438,6 +438,18 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         memset(&n, 0, sizeof(n))
         for r in range(s.na):
             count_assigned(st, s, s.a_job[r], st.jobs.mode[s.a_job[r]], s.a_tok[r], &n)
+    duration = begin_iteration(st, s, k, &n, attention, budget)
+    if duration < 0:
+        return                          # the cost failed
+    schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
+
+
+cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n, double attention,
+                                   double budget) noexcept nogil:
+    """The planned iteration (its assignment in s.a_*, its totals in n) begins: its context and
+    cost, its counts, running means and areas. Its duration; the caller schedules its end
+    (start_iteration; steady_run keeps it off the event list). -1: the cost failed."""
+    cdef double duration
     st.ctxv[CTX_NTOK] = n.ntok
     st.ctxv[CTX_NDEC] = n.ndec
     st.ctxv[CTX_NPRE] = n.npre
@@ -450,7 +462,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if not duration > 0.0:              # fmax(0.0, cost) without the call: -0.0 stays -0.0, NaN gives 0.0
         duration = -0.0 if duration == 0.0 and signbit(duration) else 0.0
     if st.error.code:
-        return
+        return -1.0
     s.iterations += 1
     if st.traces.iters:
         log_iteration(st, s)
@@ -472,8 +484,88 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.inflight = 1
     iteration_areas_start(st, s)
     s.iter_epoch += 1
-    schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
+    return duration
 
+
+
+# ---- a steady decode run: the plan that repeats ------------------------------------------------
+# steady_run (_loop.pxi) repeats the lone step stage's iterations without the event list while
+# the plan that settle would make after an iteration's end is provably the one just ended. When
+# plan_unchanged holds, start_iteration's plan_pass (in order, not exclusive) would visit the
+# residents res[0 .. nres) in order and, for each, take exactly the branch that assigns it the
+# tokens it holds in a_tok[r]: a decode (no attention, no chunk), its want min(1, work) not cut by
+# what is left of the constant budget, nothing stalled (no owner waiting to grow, its frame
+# found), and the budget not spent before the last resident (plan_pass would stop there). A grow
+# is due where the position plus the tokens passes the allocation; at most one resident may need
+# one, and only one grow_now grants without evicting (grow_need <= 0, or grow_fits and not
+# must_evict): a refusal would preempt or stall, an eviction may spill, and a second grow would
+# see the first's. After the last resident an admission is tried only while some pool waits,
+# which steady_run rules out; the budget and chunk are constants, so nothing is evaluated or drawn
+# before the cost. plan_again then redoes what that plan writes, in its order: the grow
+# (grow_now itself), the positions and their `grown` marks, a_id (the jobs' ids), the totals in
+# assignment order, iter_left and iter_preempted cleared, the cursor past the residents; the
+# served stamps are skipped (only a plan reads them, after taking a new stamp); the rest is
+# begin_iteration, shared with start_iteration.
+cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, int64_t* grower) noexcept nogil:
+    """Whether start_iteration's plan now would be the assignment's first na entries again
+    (what the iteration just ended ran), every resident a decode given the same tokens; *grower:
+    the resident whose allocation grows (-1: none)."""
+    cdef double left = s.budget_k, tokens, need
+    cdef int64_t r, fj
+    cdef int32_t j, row
+    grower[0] = -1
+    if na != s.nres or na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed or not s.chunk_fixed:
+        return False
+    for r in range(na):
+        j = s.res[r]
+        if s.a_job[r] != j or st.jobs.mode[j] != M_DECODE:
+            return False
+        tokens = min_of(want_of(M_DECODE, st.jobs.work[j], s.chunk_k), left)
+        if not (tokens > 0 and tokens == s.a_tok[r]):
+            return False
+        row = st.jobs.growing[j]
+        if row >= 0:
+            fj = st.jobs.frame[j]
+            if st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0:
+                return False
+            need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
+            if need > EPS:
+                if grower[0] >= 0:
+                    return False
+                grower[0] = r
+                need = grow_need(st, &st.pools[row], fj, need)
+                if need > 0 and not (grow_fits(&st.pools[row], need) and not must_evict(&st.pools[row], need)):
+                    return False
+        left -= tokens
+        if left <= 0 and r < na - 1:
+            return False
+    return True
+
+
+cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, int64_t grower) noexcept nogil:
+    """start_iteration where plan_unchanged holds: the same assignment planned again (the plan's
+    writes redone in its order) and begun. Its duration (-1: the cost failed)."""
+    cdef IterTotals n
+    cdef int64_t r, fj
+    cdef int32_t j
+    memset(&n, 0, sizeof(n))
+    set_totals(st, s)
+    s.na = na
+    s.iter_left = False
+    st.iter_preempted = 0
+    for r in range(na):
+        j = s.a_job[r]
+        if st.jobs.growing[j] >= 0:
+            fj = st.jobs.frame[j]
+            if r == grower:             # granted (plan_unchanged)
+                grow_now(st, &st.pools[st.jobs.growing[j]], fj,
+                         st.sess.frame_pos[fj] + s.a_tok[r] - st.sess.frame_alloc[fj])
+            st.sess.frame_pos[fj] += s.a_tok[r]
+            mark_grown(st, fj)
+        s.a_id[r] = st.jobs.id[j]
+        count_assigned(st, s, j, M_DECODE, s.a_tok[r], &n)
+    s.cursor = s.nres
+    return begin_iteration(st, s, k, &n, 0.0, s.budget_k)
 
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r
