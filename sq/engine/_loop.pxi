@@ -597,6 +597,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef int32_t k = e.a
     cdef Stage* s = &st.stages[k]
     cdef int64_t na, grower
+    cdef bint again = False         # a repeated end: the tests of the last instant held
     cdef double duration
     cdef Event end
     cdef Event* nxt
@@ -607,8 +608,14 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             return 0
         if st.error.code:
             return -1
-        if ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
-                or pending_now(st) or not plan_unchanged(st, s, na, &grower):
+        if again:
+            # the previous iteration's tests held and only its end ran since (the earliest other
+            # event was after it, so still nothing is pending; no session ran, so no pool waits)
+            if ready_any(st) or s.inflight or not plan_unchanged(st, s, na, &grower, True):
+                settle(st)
+                return 0
+        elif ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
+                or pending_now(st) or not plan_unchanged(st, s, na, &grower, False):
             settle(st)
             return 0
         duration = plan_again(st, s, k, na, grower)   # settle's step 3, as start_iteration
@@ -637,3 +644,4 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
         if not event_begins(st, &end):
             return -1
         e = &end
+        again = True

@@ -506,19 +506,23 @@ cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n
 # assignment order, iter_left and iter_preempted cleared, the cursor past the residents; the
 # served stamps are skipped (only a plan reads them, after taking a new stamp); the rest is
 # begin_iteration, shared with start_iteration.
-cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, int64_t* grower) noexcept nogil:
+cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, int64_t* grower, bint again) noexcept nogil:
     """Whether start_iteration's plan now would be the assignment's first na entries again
     (what the iteration just ended ran), every resident a decode given the same tokens; *grower:
-    the resident whose allocation grows (-1: none)."""
+    the resident whose allocation grows (-1: none). `again`: this held at the previous iteration
+    of the same steady run, and nothing but that iteration's end (no finish) has run since: the
+    stage's settings, the residents, their jobs' modes, rows and frames and their owners' stalls
+    are as they were, so only what an iteration moves (work, positions, allocations) is read."""
     cdef double left = s.budget_k, tokens, need
     cdef int64_t r, fj
     cdef int32_t j, row
     grower[0] = -1
-    if na != s.nres or na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed or not s.chunk_fixed:
+    if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
+                                       or not s.chunk_fixed)):
         return False
     for r in range(na):
-        j = s.res[r]
-        if s.a_job[r] != j or st.jobs.mode[j] != M_DECODE:
+        j = s.a_job[r]
+        if not again and (s.res[r] != j or st.jobs.mode[j] != M_DECODE):
             return False
         tokens = min_of(want_of(M_DECODE, st.jobs.work[j], s.chunk_k), left)
         if not (tokens > 0 and tokens == s.a_tok[r]):
@@ -526,7 +530,7 @@ cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, int64_t* grower
         row = st.jobs.growing[j]
         if row >= 0:
             fj = st.jobs.frame[j]
-            if st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0:
+            if not again and (st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0):
                 return False
             need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
             if need > EPS:
