@@ -596,7 +596,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     the ordinary path takes over: settle, or the end scheduled."""
     cdef int32_t k = e.a
     cdef Stage* s = &st.stages[k]
-    cdef int64_t na, grower
+    cdef int64_t na
     cdef bint again = False         # a repeated end: the tests of the last instant held
     cdef double duration
     cdef Event end
@@ -611,14 +611,14 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
         if again:
             # the previous iteration's tests held and only its end ran since (the earliest other
             # event was after it, so still nothing is pending; no session ran, so no pool waits)
-            if ready_any(st) or s.inflight or not plan_unchanged(st, s, na, &grower, True):
+            if ready_any(st) or s.inflight or not plan_unchanged(st, s, na, True):
                 settle(st)
                 return 0
         elif ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
-                or pending_now(st) or not plan_unchanged(st, s, na, &grower, False):
+                or pending_now(st) or not plan_unchanged(st, s, na, False):
             settle(st)
             return 0
-        duration = plan_again(st, s, k, na, grower)   # settle's step 3, as start_iteration
+        duration = plan_again(st, s, k, na)           # settle's step 3, as start_iteration
         if duration < 0:
             return 0
         sample_every_pool(st)                           # its step 5 (the flows are clean)

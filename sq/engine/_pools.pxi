@@ -449,12 +449,13 @@ cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
 
 cdef inline double grow_need(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     """What growing frame entry j's allocation by `units` takes of pool p (rounded up to blocks;
-    <= 0: nothing), and grow_now grants it iff it is <= 0 or grow_fits."""
+    <= 0: nothing); grow_now grants it iff it is <= 0 or grow_fits."""
     return round_up(p, st.sess.frame_alloc[j] + units) - st.sess.frame_alloc[j]
 
 
-cdef inline bint grow_fits(Pool* p, double need) noexcept nogil:
-    return p.used + need <= p.cap + EPS
+cdef inline bint grow_fits(Pool* p, double used, double need) noexcept nogil:
+    """Whether a grow taking `need` fits pool p, p.used being `used`."""
+    return used + need <= p.cap + EPS
 
 
 cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
@@ -462,7 +463,7 @@ cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     cdef double need = grow_need(st, p, j, units)
     if need <= 0:
         return True
-    if grow_fits(p, need):
+    if grow_fits(p, p.used, need):
         make_room(st, p, need)
         p.used += need
         mark_row(st.pools_sampled, p - st.pools)

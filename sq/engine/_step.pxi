@@ -496,27 +496,28 @@ cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n
 # tokens it holds in a_tok[r]: a decode (no attention, no chunk), its want min(1, work) not cut by
 # what is left of the constant budget, nothing stalled (no owner waiting to grow, its frame
 # found), and the budget not spent before the last resident (plan_pass would stop there). A grow
-# is due where the position plus the tokens passes the allocation; at most one resident may need
-# one, and only one grow_now grants without evicting (grow_need <= 0, or grow_fits and not
-# must_evict): a refusal would preempt or stall, an eviction may spill, and a second grow would
-# see the first's. After the last resident an admission is tried only while some pool waits,
-# which steady_run rules out; the budget and chunk are constants, so nothing is evaluated or drawn
-# before the cost. plan_again then redoes what that plan writes, in its order: the grow
-# (grow_now itself), the positions and their `grown` marks, a_id (the jobs' ids), the totals in
-# assignment order, iter_left and iter_preempted cleared, the cursor past the residents; the
-# served stamps are skipped (only a plan reads them, after taking a new stamp); the rest is
-# begin_iteration, shared with start_iteration.
-cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, int64_t* grower, bint again) noexcept nogil:
+# is due where the position plus the tokens passes the allocation; each due grow must be granted
+# by grow_now without evicting (grow_need <= 0, or grow_fits and not must_evict), read with the
+# pool's `used` as the grows before it in the plan leave it (all on one pool: a refusal would
+# preempt or stall, an eviction may spill). Each resident is another session's job (a session
+# has one job at a time), so one resident's position moves no other's. After the last resident
+# an admission is tried only while some pool waits, which steady_run rules out; the budget and
+# chunk are constants, so nothing is evaluated or drawn before the cost. plan_again then redoes
+# what that plan writes, in its order: per resident the grow (grow_now itself), the position and
+# its `grown` mark, a_id (the job's id) and the totals; iter_left and iter_preempted cleared, the
+# cursor past the residents; the served stamps are skipped (only a plan reads them, after taking
+# a new stamp); the rest is begin_iteration, shared with start_iteration.
+cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, bint again) noexcept nogil:
     """Whether start_iteration's plan now would be the assignment's first na entries again
-    (what the iteration just ended ran), every resident a decode given the same tokens; *grower:
-    the resident whose allocation grows (-1: none). `again`: this held at the previous iteration
-    of the same steady run, and nothing but that iteration's end (no finish) has run since: the
-    stage's settings, the residents, their jobs' modes, rows and frames and their owners' stalls
-    are as they were, so only what an iteration moves (work, positions, allocations) is read."""
-    cdef double left = s.budget_k, tokens, need
+    (what the iteration just ended ran), every resident a decode given the same tokens. `again`:
+    this held at the previous iteration of the same steady run, and nothing but that iteration's
+    end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
+    and frames and their owners' stalls are as they were, so only what an iteration moves (work,
+    positions, allocations) is read."""
+    cdef double left = s.budget_k, tokens, need, used = 0.0
     cdef int64_t r, fj
-    cdef int32_t j, row
-    grower[0] = -1
+    cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
+    cdef Pool* p
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
                                        or not s.chunk_fixed)):
         return False
@@ -534,22 +535,28 @@ cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, int64_t* grower
                 return False
             need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
             if need > EPS:
-                if grower[0] >= 0:
+                p = &st.pools[row]
+                if grown < 0:
+                    grown = row
+                    used = p.used
+                elif row != grown:
                     return False
-                grower[0] = r
-                need = grow_need(st, &st.pools[row], fj, need)
-                if need > 0 and not (grow_fits(&st.pools[row], need) and not must_evict(&st.pools[row], need)):
-                    return False
+                need = grow_need(st, p, fj, need)
+                if need > 0:
+                    if not grow_fits(p, used, need) or must_evict(p, used, need):
+                        return False
+                    used += need           # (grow_now's p.used += need)
         left -= tokens
         if left <= 0 and r < na - 1:
             return False
     return True
 
 
-cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, int64_t grower) noexcept nogil:
+cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same assignment planned again (the plan's
     writes redone in its order) and begun. Its duration (-1: the cost failed)."""
     cdef IterTotals n
+    cdef double need
     cdef int64_t r, fj
     cdef int32_t j
     memset(&n, 0, sizeof(n))
@@ -561,9 +568,9 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, int64_
         j = s.a_job[r]
         if st.jobs.growing[j] >= 0:
             fj = st.jobs.frame[j]
-            if r == grower:             # granted (plan_unchanged)
-                grow_now(st, &st.pools[st.jobs.growing[j]], fj,
-                         st.sess.frame_pos[fj] + s.a_tok[r] - st.sess.frame_alloc[fj])
+            need = st.sess.frame_pos[fj] + s.a_tok[r] - st.sess.frame_alloc[fj]
+            if need > EPS:
+                grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
             st.sess.frame_pos[fj] += s.a_tok[r]
             mark_grown(st, fj)
         s.a_id[r] = st.jobs.id[j]

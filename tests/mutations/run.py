@@ -106,6 +106,15 @@ MUTATIONS = (
                  ("_pools.pxi", "        if q == 0 or keys_smaller(&keys[n], keys, n):",
                   "        if q == 0 or not keys_smaller(keys, &keys[n], n):"),
              )),
+    Mutation("steady-end-first-at-a-tie", "a steady run takes its iteration's end off the event list "
+             "also when another event falls at the same time (that event, scheduled earlier, comes first)", (
+                 ("_loop.pxi", "(nxt == NULL or nxt.t > end.t)", "(nxt == NULL or nxt.t >= end.t)"),
+             )),
+    Mutation("steady-instant-unread", "a steady run's repeated iteration ends skip the end of the instant "
+             "before them (gauges not read, the window's middle not taken)", (
+                 ("_loop.pxi", "        instant_over(st, &end)          # (no poll due: it does not stop the run)\n",
+                  "        st.steps = 0\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
