@@ -25,6 +25,7 @@ pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   
 import sq  # noqa: E402
 from sq import _engine  # noqa: E402
 from sq.results.report import Report  # noqa: E402
+from tests.differential.test_step_paths import _chat  # noqa: E402
 from tests.helpers.diff_runner import Reference, compare  # noqa: E402
 
 
@@ -77,34 +78,9 @@ PROGRAMS = {
     "long decodes, a horizon mid-run": _decode_engine("poisson(0.05)", work="5000",
                                                       run="horizon 123.456; warmup 61.2;"),
     "an arrival limit": _decode_engine("poisson(2.0)", run="horizon 200; warmup 5; arrivals 40;"),
-    # the multi-turn chat: the prefix cache, evictions while growing, a delay stage beside
-    "cached chat": """
-let bs = 16;
-pool seqs { cap 64; admit via engine; }
-pool kv { cap 6144; block bs; evict lru; preempt lifo; }
-stage engine : step { budget 2048; chunk 512; cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);
-                      memory kv; }
-stage user : delay;
-run { horizon 200; warmup 20; seed 5; }
-workload {
-  arrive poisson(0.8);
-  hidden o;
-  init { set K = 0; }
-  turn { set n = K == 0 ? floor(~uniform(300, 1500)) : floor(~uniform(20, 300));
-         set o = 1 + floor(~exp(120)); set more = ~bernoulli(0.7); }
-  session { loop { turn; request; branch (!more) { end; } run user (~exp(8)); } }
-}
-server {
-  set prompt = K + n;
-  hold seqs (1), kv (min(max(prompt, computed), room)) at admission (room = budget_left(engine)) {
-    set ctx = max(prompt, computed);
-    run engine prefill (ctx - cached) growing kv;
-    run engine decode (prompt + o - ctx) growing kv;
-  } cache (inf);
-  set K = prompt + o;
-  observe turn_end = now;
-}
-""",
+    # the multi-turn chat (test_step_paths' card, smaller): the prefix cache, evictions while
+    # growing, `admit via` admissions, a delay stage beside
+    "cached chat": _chat(kv="6144"),
 }
 
 # the stages pass is not one step stage: no steady runs
