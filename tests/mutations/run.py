@@ -124,8 +124,10 @@ MUTATIONS = (
 )
 
 SAMPLES = {
-    "default": ["tests/differential/test_random_programs.py"],
-    "exact": ["tests/differential/test_random_programs.py", "-m", "exact"],
+    # (test_steady_runs: the steady path's edges, which generated programs rarely reach: gauges read
+    # and the window's middle taken at the instants a steady run repeats)
+    "default": ["tests/differential/test_random_programs.py", "tests/differential/test_steady_runs.py"],
+    "exact": ["tests/differential/test_random_programs.py", "tests/differential/test_steady_runs.py", "-m", "exact"],
 }
 
 
