@@ -336,6 +336,16 @@ def lone_queues(on=None):
     return bool(lone_enabled), lone_runs
 
 
+def steady_runs(on=None):
+    """Whether a lone step stage's steady decode runs repeat off the event list (steady_run in
+    sq/engine/_loop.pxi), and how many iterations have so far: (enabled, iterations). `on` True or
+    False sets it first (tests compare the two paths)."""
+    global steady_enabled
+    if on is not None:
+        steady_enabled = bool(on)
+    return bool(steady_enabled), steady_repeats
+
+
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
@@ -358,7 +368,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    global lone_runs
+    global lone_runs, steady_repeats
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -386,6 +396,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             run_loop(st)
         if st.lone.stage >= 0:
             lone_runs += 1
+        steady_repeats += st.steady_repeats
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run", item=_error_item(st, lowered))
@@ -598,6 +609,7 @@ cdef object _set_stages(State* st, lowered):
     if passes == 1 and st.n_pools == 0 and st.stages[st.n_ps_first].kind == K_PS:
         st.ps_lone = st.n_ps_first
     st.step_lone = st.n_ps_first if passes == 1 and st.stages[st.n_ps_first].kind == K_STEP else -1
+    st.steady_stage = st.step_lone if steady_enabled else -1
     return (serve_keys,)
 
 

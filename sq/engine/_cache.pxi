@@ -406,9 +406,14 @@ cdef void evict_lru(State* st, Pool* p, double need, double pieces) noexcept nog
 cdef inline void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits.
     It fits, the common case: no call."""
-    if p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
+    if must_evict(p, p.used, need):
         touch_pool(st, p)
         evict_until_fits(st, p, need)
+
+
+cdef inline bint must_evict(Pool* p, double used, double need) noexcept nogil:
+    """Whether make_room(p, need) evicts anything, p.used being `used`."""
+    return used + p.cached + need > p.cap + EPS and p.nentries > 0
 
 
 cdef void evict_until_fits(State* st, Pool* p, double need) noexcept nogil:

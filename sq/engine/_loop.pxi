@@ -658,10 +658,17 @@ cdef void handle(State* st, Event* e) noexcept nogil:
                 return
         spawn(st)
     elif e.kind == EV_ITER_END:
-        if e.c == st.stages[e.a].iter_epoch and st.stages[e.a].inflight:
-            end_iteration(st, e.a)
+        iteration_end(st, e)
     else:
         handle_rare(st, e)
+
+
+cdef inline bint iteration_end(State* st, Event* e) noexcept nogil:
+    """A step iteration's end e: its tokens applied, unless it is stale (False: it was)."""
+    if e.c == st.stages[e.a].iter_epoch and st.stages[e.a].inflight:
+        end_iteration(st, e.a)
+        return True
+    return False
 
 
 cdef void handle_rare(State* st, Event* e) noexcept nogil:
@@ -773,9 +780,90 @@ cdef void general_loop(State* st) noexcept nogil:
         e = pop_event(st, nxt)
         if not event_begins(st, &e):
             return
-        handle(st, &e)
-        if st.error.code:
-            return
-        settle(st)
+        if e.kind == EV_ITER_END and e.a == st.steady_stage:
+            if steady_run(st, &e) < 0:      # handled and settled, and the iterations that repeat
+                return
+        else:
+            handle(st, &e)
+            if st.error.code:
+                return
+            settle(st)
         if st.check:
             check_invariants_now(st)
+
+
+cdef bint steady_enabled = True     # False: no steady runs (steady_stage -1; tests compare the two paths)
+cdef int64_t steady_repeats = 0     # iterations repeated off the event list, over all runs (tests read it)
+
+
+cdef int steady_run(State* st, Event* e) noexcept nogil:
+    """general_loop's handling and settling of an iteration end e of the lone step stage
+    (step_lone), popped and begun; then, while the instant that follows only starts the iteration
+    just ended again, a *steady decode run*: those iterations repeated without the event list, the
+    general settle or plan_pass. 0: the last instant is settled (its invariants not yet checked),
+    and the next event is on the list; -1: handling e failed (general_loop returns).
+
+    An iteration end's instant is replaced only when `settle` would do nothing but start the
+    iteration plan_again makes and sample the areas (spec 09 §9.5): nothing ready (no resident
+    finished: a finish readies its session), no pool waiting (the pools pass does nothing and no
+    admission is tried), the flows clean, the stage idle, nothing else pending at `now`, and
+    plan_unchanged (_step.pxi). The iteration's end is then taken off the list only when
+    general_loop would pop it next with nothing else between: it ends after `now` (its instant is
+    another), by the horizon, strictly before the earliest other event (a tie goes to the other,
+    whose serial is older), the arrival limit not reached, and no poll due (a poll may stop the
+    run with the end pending). Each repeated end still takes its serial (as `schedule` would:
+    later ties are broken by serials), reads the gauges and the window's middle (instant_over),
+    counts as an event (event_begins) and is applied by end_iteration, so now, the areas, running
+    means, ITL gaps, counters and traces move exactly as through the list. When any test fails,
+    the ordinary path takes over: settle, or the end scheduled."""
+    cdef int32_t k = e.a
+    cdef Stage* s = &st.stages[k]
+    cdef int64_t na
+    cdef bint again = False         # a repeated end: the tests of the last instant held
+    cdef double duration
+    cdef Event end
+    cdef Event* nxt
+    while True:
+        na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
+        if not iteration_end(st, e):
+            settle(st)
+            return 0
+        if st.error.code:
+            return -1
+        if again:
+            # the previous iteration's tests held and only its end ran since (the earliest other
+            # event was after it, so still nothing is pending; no session ran, so no pool waits)
+            if ready_any(st) or s.inflight or not plan_unchanged(st, s, na, True):
+                settle(st)
+                return 0
+        elif ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
+                or pending_now(st) or not plan_unchanged(st, s, na, False):
+            settle(st)
+            return 0
+        duration = plan_again(st, s, k, na)           # settle's step 3, as start_iteration
+        if duration < 0:
+            return 0
+        sample_every_pool(st)                           # its step 5 (the flows are clean)
+        sample_areas(st)
+        end.t = st.now + duration
+        nxt = next_event(st)
+        if not (end.t > st.now and end.t <= st.horizon and (nxt == NULL or nxt.t > end.t)
+                and st.events < st.poll_at and not (st.limit > 0 and st.arrivals >= st.limit and st.live == 0)):
+            schedule(st, end.t, EV_ITER_END, k, 0, s.iter_epoch)
+            return 0
+        end.seq = st.seq                # the serial schedule gives it
+        st.seq += 1
+        st.steady_repeats += 1
+        end.kind = EV_ITER_END
+        end.a = k
+        end.b = 0
+        end.c = s.iter_epoch
+        if st.check:
+            check_invariants_now(st)
+            if st.error.code:
+                return 0
+        instant_over(st, &end)          # (no poll due: it does not stop the run)
+        if not event_begins(st, &end):
+            return -1
+        e = &end
+        again = True

@@ -461,12 +461,23 @@ cdef int64_t innermost(State* st, int32_t slot, int32_t row) noexcept nogil:
     return -1
 
 
+cdef inline double grow_need(State* st, Pool* p, int64_t j, double units) noexcept nogil:
+    """What growing frame entry j's allocation by `units` takes of pool p (rounded up to blocks;
+    <= 0: nothing); grow_now grants it iff it is <= 0 or grow_fits."""
+    return round_up(p, st.sess.frame_alloc[j] + units) - st.sess.frame_alloc[j]
+
+
+cdef inline bint grow_fits(Pool* p, double used, double need) noexcept nogil:
+    """Whether a grow taking `need` fits pool p, p.used being `used`."""
+    return used + need <= p.cap + EPS
+
+
 cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     """Grow the hold's allocation by `units` (rounded up to blocks) if it fits; True when granted."""
-    cdef double need = round_up(p, st.sess.frame_alloc[j] + units) - st.sess.frame_alloc[j]
+    cdef double need = grow_need(st, p, j, units)
     if need <= 0:
         return True
-    if p.used + need <= p.cap + EPS:
+    if grow_fits(p, p.used, need):
         make_room(st, p, need)
         p.used += need
         touch_pool(st, p)

@@ -457,6 +457,18 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     for r in range(s.na):
         j = s.assigned[r].job
         count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
+    duration = begin_iteration(st, s, k, &n, attention, budget)
+    if duration < 0:
+        return                          # the cost failed
+    schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
+
+
+cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n, double attention,
+                                   double budget) noexcept nogil:
+    """The planned iteration (its assignment in s.assigned, its totals in n) begins: its context
+    and cost, its counts, running means and areas. Its duration; the caller schedules its end
+    (start_iteration; steady_run keeps it off the event list). -1: the cost failed."""
+    cdef double duration
     st.ctxv[CTX_NTOK] = n.ntok
     st.ctxv[CTX_NDEC] = n.ndec
     st.ctxv[CTX_NPRE] = n.npre
@@ -469,7 +481,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if not duration > 0.0:              # fmax(0.0, cost) without the call: -0.0 stays -0.0, NaN gives 0.0
         duration = -0.0 if duration == 0.0 and signbit(duration) else 0.0
     if st.error.code:
-        return
+        return -1.0
     s.iterations += 1
     if st.traces.iters:
         log_iteration(st, s)
@@ -491,8 +503,100 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.inflight = 1
     iteration_areas_start(st, s)
     s.iter_epoch += 1
-    schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)
+    return duration
 
+
+
+# ---- a steady decode run: the plan that repeats ------------------------------------------------
+# steady_run (_loop.pxi) repeats the lone step stage's iterations without the event list while
+# the plan that settle would make after an iteration's end is provably the one just ended. When
+# plan_unchanged holds, start_iteration's plan_pass (in order, not exclusive) would visit the
+# residents res[0 .. nres) in order and, for each, take exactly the branch that assigns it the
+# tokens its entry assigned[r] holds: a decode (no attention, no chunk), its want min(1, work) not cut by
+# what is left of the constant budget, nothing stalled (no owner waiting to grow, its frame
+# found), and the budget not spent before the last resident (plan_pass would stop there). A grow
+# is due where the position plus the tokens passes the allocation; each due grow must be granted
+# by grow_now without evicting (grow_need <= 0, or grow_fits and not must_evict), read with the
+# pool's `used` as the grows before it in the plan leave it (all on one pool: a refusal would
+# preempt or stall, an eviction may spill). Each resident is another session's job (a session
+# has one job at a time), so one resident's position moves no other's. After the last resident
+# an admission is tried only while some pool waits, which steady_run rules out; the budget and
+# chunk are constants, so nothing is evaluated or drawn before the cost. plan_again then redoes
+# what that plan writes, in its order: per resident the grow (grow_now itself), the position and
+# its `grown` mark, the entry's id (the job's) and the totals; iter_left and iter_preempted cleared, the
+# cursor past the residents; the served stamps are skipped (only a plan reads them, after taking
+# a new stamp); the rest is begin_iteration, shared with start_iteration.
+cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, bint again) noexcept nogil:
+    """Whether start_iteration's plan now would be the assignment's first na entries again
+    (what the iteration just ended ran), every resident a decode given the same tokens. `again`:
+    this held at the previous iteration of the same steady run, and nothing but that iteration's
+    end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
+    and frames and their owners' stalls are as they were, so only what an iteration moves (work,
+    positions, allocations) is read."""
+    cdef double left = s.budget_k, tokens, need, used = 0.0
+    cdef int64_t r, fj
+    cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
+    cdef Pool* p
+    if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
+                                       or not s.chunk_fixed)):
+        return False
+    for r in range(na):
+        j = s.assigned[r].job
+        if not again and (s.res[r] != j or st.jobs.mode[j] != M_DECODE):
+            return False
+        tokens = min_of(want_of(M_DECODE, st.jobs.work[j], s.chunk_k), left)
+        if not (tokens > 0 and tokens == s.assigned[r].tok):
+            return False
+        row = st.jobs.growing[j]
+        if row >= 0:
+            fj = st.jobs.frame[j]
+            if not again and (st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0):
+                return False
+            need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
+            if need > EPS:
+                p = &st.pools[row]
+                if grown < 0:
+                    grown = row
+                    used = p.used
+                elif row != grown:
+                    return False
+                need = grow_need(st, p, fj, need)
+                if need > 0:
+                    if not grow_fits(p, used, need) or must_evict(p, used, need):
+                        return False
+                    used += need           # (grow_now's p.used += need)
+        left -= tokens
+        if left <= 0 and r < na - 1:
+            return False
+    return True
+
+
+cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na) noexcept nogil:
+    """start_iteration where plan_unchanged holds: the same assignment planned again (the plan's
+    writes redone in its order) and begun. Its duration (-1: the cost failed)."""
+    cdef IterTotals n
+    cdef double need
+    cdef int64_t r, fj
+    cdef int32_t j
+    cdef bint kv = st.kv_iteration
+    memset(&n, 0, sizeof(n))
+    set_totals(st, s)
+    s.na = na
+    s.iter_left = False
+    st.iter_preempted = 0
+    for r in range(na):
+        j = s.assigned[r].job
+        if st.jobs.growing[j] >= 0:
+            fj = st.jobs.frame[j]
+            need = st.sess.frame_pos[fj] + s.assigned[r].tok - st.sess.frame_alloc[fj]
+            if need > EPS:
+                grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
+            st.sess.frame_pos[fj] += s.assigned[r].tok
+            mark_grown(st, fj)
+        s.assigned[r].id = st.jobs.id[j]
+        count_assigned(st, s, j, M_DECODE, s.assigned[r].tok, &n, kv)
+    s.cursor = s.nres
+    return begin_iteration(st, s, k, &n, 0.0, s.budget_k)
 
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r

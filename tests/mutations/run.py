@@ -5,7 +5,7 @@ Each mutation below edits the engine's source the way a plausible speed-up could
 same-instant work changed, a tie broken the other way). For each one the script copies the tree
 (tracked files and the built extensions) into a temporary folder, applies the edit there, rebuilds,
 and runs the default differential sample (tests/differential/test_random_programs.py as the default run selects
-it) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
+it, and tests/differential/test_steady_runs.py) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
 fails on is killed by it. Your worktree and its build are never touched.
 
     python tests/mutations/run.py                       # every mutation, both samples
@@ -127,6 +127,15 @@ MUTATIONS = (
                  ("_pools.pxi", "        if q == 0 or keys_smaller(&keys[n], keys, n):",
                   "        if q == 0 or not keys_smaller(keys, &keys[n], n):"),
              )),
+    Mutation("steady-end-first-at-a-tie", "a steady run takes its iteration's end off the event list "
+             "also when another event falls at the same time (that event, scheduled earlier, comes first)", (
+                 ("_loop.pxi", "(nxt == NULL or nxt.t > end.t)", "(nxt == NULL or nxt.t >= end.t)"),
+             )),
+    Mutation("steady-instant-unread", "a steady run's repeated iteration ends skip the end of the instant "
+             "before them (gauges not read, the window's middle not taken)", (
+                 ("_loop.pxi", "        instant_over(st, &end)          # (no poll due: it does not stop the run)\n",
+                  "        st.steps = 0\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
@@ -135,9 +144,13 @@ MUTATIONS = (
              )),
 )
 
+# The default sample: the generated programs, and the differential files of fast paths they
+# rarely reach (test_steady_runs: gauges read and the window's middle taken while a steady run
+# repeats; test_replicas: rows whose time averages are deferred while others move).
+FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py"]
 SAMPLES = {
-    "default": ["tests/differential/test_random_programs.py"],
-    "exact": ["tests/differential/test_random_programs.py", "-m", "exact"],
+    "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
+    "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
 }
 
 
