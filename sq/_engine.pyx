@@ -327,13 +327,16 @@ cdef object _contig(object a, object dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def lone_queues(on=None):
+def lone_queues(on=None, fifo=None):
     """Whether a program that is one open queue runs in its own loop (sq/engine/_one_queue.pxi), and how many
-    runs have: (enabled, runs). `on` True or False sets it first (tests compare the two loops)."""
-    global lone_enabled
+    runs have: (enabled, runs, fifo enabled, fifo runs). `on` True or False sets it first, `fifo` whether a
+    lone fifo stage takes fifo_loop rather than lone_loop (tests compare the loops)."""
+    global lone_enabled, fifo_enabled
     if on is not None:
         lone_enabled = bool(on)
-    return bool(lone_enabled), lone_runs
+    if fifo is not None:
+        fifo_enabled = bool(fifo)
+    return bool(lone_enabled), lone_runs, bool(fifo_enabled), fifo_runs
 
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
@@ -358,7 +361,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    global lone_runs
+    global lone_runs, fifo_runs
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -386,6 +389,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             run_loop(st)
         if st.lone.stage >= 0:
             lone_runs += 1
+            fifo_runs += st.lone.fifo
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run", item=_error_item(st, lowered))

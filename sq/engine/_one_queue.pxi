@@ -17,6 +17,8 @@
 
 cdef bint lone_enabled = True     # False: every program runs in the general loop (tests compare the two)
 cdef int64_t lone_runs = 0        # runs that took the lone loop (tests tell which loop a run took)
+cdef bint fifo_enabled = True     # False: a lone fifo stage runs in lone_loop, not fifo_loop (tests compare the two)
+cdef int64_t fifo_runs = 0        # runs that took fifo_loop
 
 
 cdef void lone_plan(State* st) noexcept nogil:
@@ -26,6 +28,7 @@ cdef void lone_plan(State* st) noexcept nogil:
     cdef int32_t pc = st.session_pc, k, attr, work, shape
     cdef uint64_t stamped = 0      # the attributes (< 64) the session stamps with `now` before its run
     st.lone.stage = -1
+    st.lone.fifo = False
     # (pools may be declared: only holds and step stages use one, and such a program has neither,
     # so they stay idle, as settle would leave them; gauges are read between instants by
     # instant_over, as in the general loop, and read only what both loops keep alike: the stages'
@@ -62,7 +65,9 @@ cdef void lone_plan(State* st) noexcept nogil:
         pc += SV_LEN
     if st.forms[pc] != S_END:
         return
+    st.lone.to_run = (st.lone.run_pc - st.session_pc) // SV_LEN + 1
     st.lone.stage = code[st.lone.run_pc + SR_STAGE + REF_BASE]
+    st.lone.fifo = fifo_enabled and st.stages[st.lone.stage].kind == K_FIFO
 
 
 cdef void lone_loop(State* st) noexcept nogil:
@@ -112,6 +117,70 @@ cdef void lone_loop(State* st) noexcept nogil:
         area_set(&s.busy_area, st.now, busy_value(s))
 
 
+cdef void fifo_loop(State* st) noexcept nogil:
+    """lone_loop for a fifo stage (c servers): the same events, handled in the same order through
+    the same functions (new_session, new_job, join_fifo, job_done, begin_service, lone_leave,
+    area_set), without what only other stages need: the stage kind's dispatch, the stale-finish
+    test (a fifo job leaves only by its finish), the ps stage's reschedule and a shared stage's
+    busy value. The session's statements through its run count as steps at once while they
+    cannot reach the instant's bound (lone_arrival counts them one by one past it)."""
+    cdef Event e
+    cdef Event* nxt
+    cdef int32_t k = st.lone.stage, slot, j
+    cdef Stage* s = &st.stages[k]
+    cdef double w, arrived
+    while not st.error.code:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
+            break
+        if nxt.t > st.now and instant_over(st, nxt):
+            break
+        e = pop_event(st, nxt)
+        if not event_begins(st, &e):
+            return
+        if e.kind == EV_FINISH:
+            # lone_finish for a fifo job: its session observes and ends once the server has
+            # taken the next job in line
+            j = <int32_t> e.b
+            arrived = st.jobs.enq[j]
+            slot = job_done(st, s, j)
+            s.busy -= 1
+            if s.qlen > 0 and begin_service(st, s, k, ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)) < 0:
+                return
+            if lone_leave(st, slot, arrived) < 0:
+                return
+        elif e.kind == EV_ARRIVE:
+            if st.limit == 0 or st.arrivals + 1 < st.limit:
+                if next_arrival(st) < 0:
+                    return
+            if st.steps + st.lone.to_run > st.step_limit:
+                # lone_arrival counts the statements one by one, to the one that fails
+                slot = lone_arrival(st, s, k)
+                if slot == FAILED or (slot >= 0 and lone_leave(st, slot, st.now) < 0):
+                    return
+            else:
+                slot = new_session(st)
+                if slot < 0:
+                    return
+                st.steps += st.lone.to_run
+                w = lone_work(st, slot)
+                if st.error.code:
+                    return
+                if w > 0:
+                    j = new_job(st, s, k, slot, w)
+                    if j < 0 or join_fifo(st, s, k, j) < 0:
+                        return
+                elif lone_leave(st, slot, st.now) < 0:     # zero work: it goes on now
+                    return
+        else:
+            handle_rare(st, &e)       # the end of the warm-up
+        area_set(&st.live_area, st.now, <double> st.live)
+        area_set(&s.number, st.now, <double> s.n)
+        area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
+
+
 cdef enum:
     NOBODY = -1     # lone_arrival, lone_finish: no session goes on in this instant
     FAILED = -2     # the run failed
@@ -128,14 +197,9 @@ cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
         if stuck(st, slot, pc):
             return FAILED
         pc += SV_LEN      # (past the run when the loop ends: pc is read only before)
-    if st.shapes[st.lone.work] == XS_DRAW1:
-        w = draw1_value(st, st.code + st.lone.work, &st.rng_session)
-    elif st.shapes[st.lone.work] == XS_DRAW2:      # (M/G/1's `~h2(1, 4)`: no call of evaluate)
-        w = draw2_value(st, st.code + st.lone.work, &st.rng_session)
-    else:
-        w = evaluate(st, st.lone.work, slot, &st.rng_session, NAN)
-        if st.error.code:
-            return FAILED
+    w = lone_work(st, slot)
+    if st.error.code:
+        return FAILED
     if not (w > 0):
         return slot         # zero work: no job
     j = new_job(st, s, k, slot, w)
@@ -148,6 +212,15 @@ cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
     else:
         j = begin_service(st, s, k, j)     # delay
     return FAILED if j < 0 else NOBODY
+
+
+cdef inline double lone_work(State* st, int32_t slot) noexcept nogil:
+    """The session's work for its run, drawn on the session stream (st.error set if it failed)."""
+    if st.shapes[st.lone.work] == XS_DRAW1:
+        return draw1_value(st, st.code + st.lone.work, &st.rng_session)
+    if st.shapes[st.lone.work] == XS_DRAW2:      # (M/G/1's `~h2(1, 4)`: no call of evaluate)
+        return draw2_value(st, st.code + st.lone.work, &st.rng_session)
+    return evaluate(st, st.lone.work, slot, &st.rng_session, NAN)
 
 
 cdef inline int32_t lone_finish(State* st, Stage* s, Event* e, double* arrived) noexcept nogil:
@@ -167,6 +240,15 @@ cdef inline int lone_leave(State* st, int32_t slot, double arrived) noexcept nog
     """The session after its run: each observe of `now - stamp` (the stamp is its arrival time),
     then its end."""
     cdef int32_t pc = st.lone.after_pc, i
+    if st.steps + st.lone.n_observes + 1 <= st.step_limit:
+        # none of the session's statements can take its instant past the bound: they are counted
+        # at once (the same count; past the bound the loop below tells which statement failed)
+        st.steps += st.lone.n_observes + 1
+        if st.warm:
+            for i in range(st.lone.n_observes):
+                if record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, st.sess.serial[slot], 0.0) < 0:
+                    return -1
+        return end_session(st, slot)
     for i in range(st.lone.n_observes):
         if stuck(st, slot, pc):
             return -1
