@@ -117,18 +117,63 @@ cdef void lone_loop(State* st) noexcept nogil:
         area_set(&s.busy_area, st.now, busy_value(s))
 
 
+cdef struct FifoJob:
+    # a lone fifo stage's job, all that fifo_loop keeps of it and its session
+    double enq                 # when it joined (its session's arrival: the stamps' value)
+    double at                  # waiting: its work; in service: when its service started
+    int64_t serial             # its session's serial
+
+
+cdef struct FifoLine:
+    # fifo_loop's own data: the jobs waiting (a ring, in arrival order) and those in service
+    # (one row per server; a finish event carries the row), with the rows free
+    FifoJob* line
+    int64_t cap                # a power of two
+    int64_t head
+    int64_t n
+    FifoJob* serving           # per server row
+    int32_t* idle              # the free server rows, a stack
+    int32_t nidle
+
+
 cdef void fifo_loop(State* st) noexcept nogil:
-    """lone_loop for a fifo stage (c servers): the same events, handled in the same order through
-    the same functions (new_session, new_job, join_fifo, job_done, begin_service, lone_leave,
-    area_set), without what only other stages need: the stage kind's dispatch, the stale-finish
-    test (a fifo job leaves only by its finish), the ps stage's reschedule and a shared stage's
-    busy value. The session's statements through its run count as steps at once while they
-    cannot reach the instant's bound (lone_arrival counts them one by one past it)."""
+    """lone_loop for a fifo stage of c servers, with its own data: a session is its job, and a
+    job is its arrival time, its serial and its work (then its start), in a ring while it waits
+    and in its server's row while served; the run's session and job tables are not written.
+    The same events happen in the same order as in lone_loop, through the same event list (its
+    seqs, ties and NaN order), with the same arithmetic: job_measured, record_as, area_set,
+    running_add, session_in and session_out are the ones the general path uses. The tables
+    still grow (and are charged to the memory bound) where lone_loop's would: a session slot is
+    taken when more sessions are live than ever before, a job slot likewise (spare slots are
+    reused first there, so the slots in use are always the live ones). A session's statements
+    count as steps at once while they cannot pass the instant's bound (fifo_steps)."""
+    cdef FifoLine q
+    cdef int32_t k = st.lone.stage, row
+    cdef Stage* s = &st.stages[k]
+    q.cap = 64
+    q.head = q.n = 0
+    q.line = <FifoJob*> malloc(q.cap * sizeof(FifoJob))
+    q.serving = <FifoJob*> malloc(s.servers * sizeof(FifoJob))
+    q.idle = <int32_t*> malloc(s.servers * sizeof(int32_t))
+    if q.line == NULL or q.serving == NULL or q.idle == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+    else:
+        q.nidle = s.servers
+        for row in range(s.servers):
+            q.idle[row] = s.servers - 1 - row      # row 0 first
+        fifo_events(st, s, k, &q)
+    free(q.line)
+    free(q.serving)
+    free(q.idle)
+
+
+cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexcept nogil:
+    """fifo_loop's events (its data set up)."""
     cdef Event e
     cdef Event* nxt
-    cdef int32_t k = st.lone.stage, slot, j
-    cdef Stage* s = &st.stages[k]
-    cdef double w, arrived
+    cdef FifoJob job
+    cdef double w
+    cdef int32_t row
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
@@ -141,44 +186,129 @@ cdef void fifo_loop(State* st) noexcept nogil:
         if not event_begins(st, &e):
             return
         if e.kind == EV_FINISH:
-            # lone_finish for a fifo job: its session observes and ends once the server has
-            # taken the next job in line
-            j = <int32_t> e.b
-            arrived = st.jobs.enq[j]
-            slot = job_done(st, s, j)
+            # job_done and next_in_line: the server's row takes the next job in line, then the
+            # session that finished goes on
+            row = <int32_t> e.b
+            job = q.serving[row]
+            s.n -= 1
+            job_measured(st, s, job.enq, job.at)
             s.busy -= 1
-            if s.qlen > 0 and begin_service(st, s, k, ring_pop(s.q, s.qcap, &s.qhead, &s.qlen)) < 0:
-                return
-            if lone_leave(st, slot, arrived) < 0:
+            if q.n > 0:
+                fifo_serve(st, s, k, q, row, fifo_next(q))
+                if st.error.code:
+                    return
+            else:
+                q.idle[q.nidle] = row
+                q.nidle += 1
+            if fifo_leave(st, job.serial, job.enq) < 0:
                 return
         elif e.kind == EV_ARRIVE:
             if st.limit == 0 or st.arrivals + 1 < st.limit:
                 if next_arrival(st) < 0:
                     return
-            if st.steps + st.lone.to_run > st.step_limit:
-                # lone_arrival counts the statements one by one, to the one that fails
-                slot = lone_arrival(st, s, k)
-                if slot == FAILED or (slot >= 0 and lone_leave(st, slot, st.now) < 0):
+            # new_session: a slot when more are live than ever before (session_alloc)
+            if st.live == st.sess.high and session_alloc(st) < 0:
+                return
+            job.serial = session_in(st)
+            job.enq = st.now
+            if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+                return
+            w = lone_work(st, -1)
+            if st.error.code:
+                return
+            if w > 0:
+                # new_job and join_fifo
+                if s.n == st.jobs.high and job_alloc(st) < 0:
                     return
-            else:
-                slot = new_session(st)
-                if slot < 0:
+                if s.n == 0:
+                    mark_row(st.stages_sampled, k)
+                s.n += 1
+                st.next_job_id += 1
+                job.at = w
+                if s.busy < s.servers:
+                    q.nidle -= 1
+                    fifo_serve(st, s, k, q, q.idle[q.nidle], job)
+                elif fifo_wait(st, q, job) < 0:
                     return
-                st.steps += st.lone.to_run
-                w = lone_work(st, slot)
-                if st.error.code:
-                    return
-                if w > 0:
-                    j = new_job(st, s, k, slot, w)
-                    if j < 0 or join_fifo(st, s, k, j) < 0:
-                        return
-                elif lone_leave(st, slot, st.now) < 0:     # zero work: it goes on now
-                    return
+            elif fifo_leave(st, job.serial, st.now) < 0:      # zero work: the session goes on now
+                return
         else:
             handle_rare(st, &e)       # the end of the warm-up
+        if st.error.code:
+            return
         area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
+
+
+cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t row, FifoJob job) noexcept nogil:
+    """begin_service: the job (its `at` its work) starts now in the server's row."""
+    cdef double end = st.now + job.at
+    s.busy += 1
+    job.at = st.now
+    q.serving[row] = job
+    push_event(st, end, EV_FINISH, k, row, 0)     # (st.error is set if it failed)
+
+
+cdef inline FifoJob fifo_next(FifoLine* q) noexcept nogil:
+    cdef FifoJob job = q.line[q.head]
+    q.head = (q.head + 1) & (q.cap - 1)
+    q.n -= 1
+    return job
+
+
+cdef int fifo_wait(State* st, FifoLine* q, FifoJob job) noexcept nogil:
+    """The job joins the waiting line (ring_push's growth: the ring doubled, its order kept)."""
+    cdef int64_t i
+    cdef FifoJob* p
+    if q.n == q.cap:
+        p = <FifoJob*> malloc(2 * q.cap * sizeof(FifoJob))
+        if p == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        for i in range(q.n):
+            p[i] = q.line[(q.head + i) & (q.cap - 1)]
+        free(q.line)
+        q.line = p
+        q.head = 0
+        q.cap *= 2
+    q.line[(q.head + q.n) & (q.cap - 1)] = job
+    q.n += 1
+    return 0
+
+
+cdef inline bint fifo_steps(State* st, int64_t serial, int32_t pc, int32_t n, bint only_all) noexcept nogil:
+    """n statements of the session from pc (SV_LEN apart) count as steps of the instant, as
+    `stuck` counts them one by one: True when one is too many (the run failed at it). With
+    only_all they are counted only if all fit (True, nothing counted, when they do not: the
+    caller counts them one by one between its other work)."""
+    cdef int32_t i
+    if st.steps + n <= st.step_limit:
+        st.steps += n
+        return False
+    if only_all:
+        return True
+    for i in range(n):
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail_as(st, E_STUCK, serial, 0, pc + i * SV_LEN, 0)
+            return True
+    return False
+
+
+cdef inline int fifo_leave(State* st, int64_t serial, double arrived) noexcept nogil:
+    """lone_leave for fifo_loop's session: each observe of `now - stamp`, then its end."""
+    cdef int32_t pc = st.lone.after_pc, i
+    cdef bint counted = not fifo_steps(st, serial, pc, st.lone.n_observes + 1, True)
+    for i in range(st.lone.n_observes):
+        if not counted and fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
+            return -1
+        if st.warm and record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, serial, 0.0) < 0:
+            return -1
+    if not counted and fifo_steps(st, serial, pc + st.lone.n_observes * SV_LEN, 1, False):
+        return -1
+    session_out(st)
+    return 0
 
 
 cdef enum:
@@ -240,15 +370,6 @@ cdef inline int lone_leave(State* st, int32_t slot, double arrived) noexcept nog
     """The session after its run: each observe of `now - stamp` (the stamp is its arrival time),
     then its end."""
     cdef int32_t pc = st.lone.after_pc, i
-    if st.steps + st.lone.n_observes + 1 <= st.step_limit:
-        # none of the session's statements can take its instant past the bound: they are counted
-        # at once (the same count; past the bound the loop below tells which statement failed)
-        st.steps += st.lone.n_observes + 1
-        if st.warm:
-            for i in range(st.lone.n_observes):
-                if record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, st.sess.serial[slot], 0.0) < 0:
-                    return -1
-        return end_session(st, slot)
     for i in range(st.lone.n_observes):
         if stuck(st, slot, pc):
             return -1
