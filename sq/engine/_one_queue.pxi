@@ -168,12 +168,15 @@ cdef void fifo_loop(State* st) noexcept nogil:
 
 
 cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexcept nogil:
-    """fifo_loop's events (its data set up)."""
+    """fifo_loop's events (its data set up). Each event ends with at most one service begun (in
+    `row`, of `job`) and then at most one session going on (observing and ending), in that order
+    as in lone_loop: one place for each, so gcc inlines both."""
     cdef Event e
     cdef Event* nxt
-    cdef FifoJob job
+    cdef FifoJob job, done
     cdef double w
     cdef int32_t row
+    cdef bint leaving
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
@@ -185,23 +188,22 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
         e = pop_event(st, nxt)
         if not event_begins(st, &e):
             return
+        row = -1            # no service begins
+        leaving = False     # no session goes on
         if e.kind == EV_FINISH:
             # job_done and next_in_line: the server's row takes the next job in line, then the
-            # session that finished goes on
-            row = <int32_t> e.b
-            job = q.serving[row]
+            # session whose job is done goes on
+            done = q.serving[<int32_t> e.b]
             s.n -= 1
-            job_measured(st, s, job.enq, job.at)
+            job_measured(st, s, done.enq, done.at)
             s.busy -= 1
             if q.n > 0:
-                fifo_serve(st, s, k, q, row, fifo_next(q))
-                if st.error.code:
-                    return
+                row = <int32_t> e.b
+                job = fifo_next(q)
             else:
-                q.idle[q.nidle] = row
+                q.idle[q.nidle] = <int32_t> e.b
                 q.nidle += 1
-            if fifo_leave(st, job.serial, job.enq) < 0:
-                return
+            leaving = True
         elif e.kind == EV_ARRIVE:
             if st.limit == 0 or st.arrivals + 1 < st.limit:
                 if next_arrival(st) < 0:
@@ -227,14 +229,19 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
                 job.at = w
                 if s.busy < s.servers:
                     q.nidle -= 1
-                    fifo_serve(st, s, k, q, q.idle[q.nidle], job)
+                    row = q.idle[q.nidle]
                 elif fifo_wait(st, q, job) < 0:
                     return
-            elif fifo_leave(st, job.serial, st.now) < 0:      # zero work: the session goes on now
-                return
+            else:
+                done = job         # zero work: the session goes on now
+                leaving = True
         else:
             handle_rare(st, &e)       # the end of the warm-up
-        if st.error.code:
+        if row >= 0:
+            fifo_serve(st, s, k, q, row, job)
+            if st.error.code:
+                return
+        if leaving and fifo_leave(st, done.serial, done.enq) < 0:
             return
         area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
