@@ -92,6 +92,11 @@ MUTATIONS = (
                  ("_arrays.pxi", "return (x.t < y.t) | ((x.t == y.t) & (x.seq < y.seq))",     # before_flag
                   "return (x.t < y.t) | ((x.t == y.t) & (x.seq > y.seq))"),
              )),
+    Mutation("fifo-loop-serves-last-come", "a lone fifo stage's freed server takes the job that joined the "
+             "line last (fifo_loop's own waiting line, sq/engine/_one_queue.pxi)", (
+                 ("_one_queue.pxi", "    cdef FifoJob job = q.line[q.head]\n    q.head = (q.head + 1) & (q.cap - 1)\n",
+                  "    cdef FifoJob job = q.line[(q.head + q.n - 1) & (q.cap - 1)]\n"),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
