@@ -120,7 +120,8 @@ MUTATIONS = (
 )
 
 SAMPLES = {
-    "default": ["tests/differential/test_random_programs.py"],
+    # (with the lone fifo loop's targeted checks against pyserq: the random programs seldom take it)
+    "default": ["tests/differential/test_random_programs.py", "tests/differential/test_fifo_loop.py"],
     "exact": ["tests/differential/test_random_programs.py", "-m", "exact"],
 }
 
