@@ -5,7 +5,7 @@ Each mutation below edits the engine's source the way a plausible speed-up could
 same-instant work changed, a tie broken the other way). For each one the script copies the tree
 (tracked files and the built extensions) into a temporary folder, applies the edit there, rebuilds,
 and runs the default differential sample (tests/differential/test_random_programs.py as the default run selects
-it) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
+it, and tests/differential/test_fifo_loop.py) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
 fails on is killed by it. Your worktree and its build are never touched.
 
     python tests/mutations/run.py                       # every mutation, both samples
