@@ -12,6 +12,9 @@
 # traffic, settle's tests for pools, flows and other stages, which stay idle).
 # tests/engine/test_lone_queue.py holds its reports and errors to the general loop's, byte for byte.
 # With it M/M/1 takes 27 % fewer instructions than before it (benchmarks/README.md, sixth pass).
+# A fifo stage takes fifo_loop: the same events with the queue's own data (a session is its job:
+# arrival time, work then start, serial), the session and job tables grown but not written
+# (benchmarks/README.md, "Issue 27, fourth round: the fifo queues": M/M/1 -15 % instructions).
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
 
