@@ -193,21 +193,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             return
         row = -1            # no service begins
         leaving = False     # no session goes on
-        if e.kind == EV_FINISH:
-            # job_done and next_in_line: the server's row takes the next job in line, then the
-            # session whose job is done goes on
-            done = q.serving[<int32_t> e.b]
-            s.n -= 1
-            job_measured(st, s, done.enq, done.at)
-            s.busy -= 1
-            if q.n > 0:
-                row = <int32_t> e.b
-                job = fifo_next(q)
-            else:
-                q.idle[q.nidle] = <int32_t> e.b
-                q.nidle += 1
-            leaving = True
-        elif e.kind == EV_ARRIVE:
+        if e.kind == EV_ARRIVE:
             if st.limit == 0 or st.arrivals + 1 < st.limit:
                 if next_arrival(st) < 0:
                     return
@@ -238,6 +224,20 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             else:
                 done = job         # zero work: the session goes on now
                 leaving = True
+        elif e.kind == EV_FINISH:
+            # job_done and next_in_line: the server's row takes the next job in line, then the
+            # session whose job is done goes on
+            done = q.serving[<int32_t> e.b]
+            s.n -= 1
+            job_measured(st, s, done.enq, done.at)
+            s.busy -= 1
+            if q.n > 0:
+                row = <int32_t> e.b
+                job = fifo_next(q)
+            else:
+                q.idle[q.nidle] = <int32_t> e.b
+                q.nidle += 1
+            leaving = True
         else:
             handle_rare(st, &e)       # the end of the warm-up
         if row >= 0:
