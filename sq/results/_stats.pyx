@@ -262,6 +262,10 @@ cdef enum:
     # statistics of its keys at this many evenly spaced places: the pass keeps only the keys
     # inside the bracket
     PROBES = 1 << 13
+    # one rank among the greatest this many of a shorter array (the JSON's p99 of up to 6,400
+    # samples) is selected from the greatest keys kept in a sorted run while scanning, not
+    # from a copy of every key partitioned
+    TOP_MAX = 64
 
 
 # ranks a bracket missed since the module was loaded (the tests read it: `missed_brackets`)
@@ -349,6 +353,31 @@ cdef void sample_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nog
     b[0] = one
 
 
+cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:
+    """The c-th greatest key of the samples (1 <= c <= min(TOP_MAX, n)): the c greatest seen so
+    far are kept ascending in `top`; a key above the least of them displaces it. (A key equal
+    to that least one may stay out: the c-th greatest value is the same.)"""
+    cdef int64_t top[TOP_MAX]
+    cdef int64_t key
+    cdef Py_ssize_t n = xs.shape[0], i, j, filled = 0
+    for i in range(n):
+        key = total_order_key(xs[i])
+        if filled < c:                       # the first c keys, by insertion
+            j = filled
+            while j > 0 and top[j - 1] > key:
+                top[j] = top[j - 1]
+                j -= 1
+            top[j] = key
+            filled += 1
+        elif key > top[0]:
+            j = 1
+            while j < c and top[j] < key:
+                top[j - 1] = top[j]
+                j += 1
+            top[j - 1] = key
+    return top[0]
+
+
 cdef int select_whole(const double[::1] xs, const Py_ssize_t* at, Py_ssize_t m, int64_t* out) noexcept nogil:
     """out[j] = the at[j]-th smallest key (0-based, ascending) of every sample's; -1 out of memory."""
     cdef Py_ssize_t n = xs.shape[0], i
@@ -371,7 +400,8 @@ def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, do
       totalOrder, bits and all, as a tuple.
 
     Several ranks, or the ranks of a short array, are selected among all the samples' keys
-    from one partitioning. The one rank of a long array (the JSON's p99) is first bracketed by
+    from one partitioning, but for one rank among the TOP_MAX greatest of a short array (a
+    short run's p99), kept while scanning. The one rank of a long array (the JSON's p99) is first bracketed by
     the order statistics of PROBES evenly spaced samples (widely), the pass keeps only the
     keys inside the bracket (~2 % of them for the p99), and the rank is selected among them;
     a bracket that missed its rank (samples whose order the probes misread) falls back on all
@@ -403,6 +433,8 @@ def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, do
                 sample_pass(xs, &a, &b if bracketed else NULL)
                 if bracketed and bracket_holds(&b, at[0] + 1):
                     key[0] = select_key(b.keys, b.seen, at[0] - b.below)
+                elif m == 1 and not bracketed and n - at[0] <= TOP_MAX:
+                    key[0] = select_top(xs, n - at[0])
                 elif m:
                     status = select_whole(xs, at, m, key)
                     if bracketed:

@@ -286,8 +286,16 @@ def _object_json(obj, names: tuple[str, ...]) -> str:
 _OBSERVE_KEYS, _OBSERVE_VALUES = _json_object(Observe.JSON_FIELDS)
 
 
+@functools.cache
+def _row_object(row_type):
+    """`_json_object` of a stage's or pool's row type (one cache lookup by type per row: a
+    lookup by the fields' names hashes their tuple each time)."""
+    return _json_object(_json_fields(row_type))
+
+
 def _row_json(row) -> str:
-    return _object_json(row, _json_fields(type(row)))
+    keys, values = _row_object(type(row))
+    return "{" + json_members(keys, values(row)) + "}"
 
 
 # -- the report ------------------------------------------------------------------
@@ -301,6 +309,7 @@ def _rows(*columns, chunk: int = 1 << 16):
 
 # the report's own members of its JSON, in order, before observes, gauges, stages and pools
 _HEAD_FIELDS = ("serq_version", "horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live")
+_HEAD_KEYS, _HEAD_VALUES = _json_object(_HEAD_FIELDS)
 
 
 @dataclass
@@ -409,7 +418,7 @@ class Report:
             path, provenance = None, path
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
-        head = _object_json(self, _HEAD_FIELDS)[1:-1]
+        head = json_members(_HEAD_KEYS, _HEAD_VALUES(self))
         observes = ",".join(_name(o.name) + ":{" + json_members(_OBSERVE_KEYS, o.json_values()) + "}"
                             for o in self.observes.values())
         gauges = ",".join(_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS) for g in self.gauges.values())

@@ -75,6 +75,9 @@ def test_json_members_write_each_value_as_a_report_does():
     assert json_members(keys, values) == \
         '"a":0.0000001,"b":3,"c":null,"d":"engine","e":-4,"f":250000000000000000000,"g":null'
     assert json_members(keys[:2], iter([0.5, -0.0])) == '"a":0.5,"b":-0'
+    # ints: in C within 64 bits, through str beyond
+    ints = (0, -1, 2 ** 63 - 1, -2 ** 63, 2 ** 64, -(2 ** 70), 10 ** 30)
+    assert json_members(keys, ints) == ",".join(f"{k}{v}" for k, v in zip(keys, ints))
     for wrong in (True, np.bool_(False)):    # a report number is never a bool
         with pytest.raises(TypeError):
             json_members(keys[:1], (wrong,))

@@ -201,6 +201,19 @@ def test_every_rank_the_report_uses_is_the_sorted_samples(shape, n):
         assert same(_stats.order_statistics(xs, (rank,))[0], want[rank - 1]), rank
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 1000, 5000])
+def test_one_rank_among_the_greatest_is_the_sorted_samples(shape, n):
+    # a short array's lone rank near its top (a short run's p99) is kept while scanning: every
+    # rank from the greatest down to 66 below it (past TOP_MAX = 64: partitioned), against a sort
+    rng = np.random.default_rng(n * 31 + SHAPES.index(shape))
+    xs = shaped(shape, n, rng)
+    want = sorted(xs.tolist(), key=total_order)
+    for rank in range(n, max(0, n - 66), -1):
+        assert same(_stats.order_statistics(xs, (rank,))[0], want[rank - 1]), rank
+        assert same(_stats.sample_statistics(xs, True, 0, 2.093, (rank,))[3][0], want[rank - 1]), rank
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 40000), st.sampled_from(SHAPES), st.integers(0, 2 ** 32 - 1))
 def test_report_ranks_of_any_length(n, shape, seed):
