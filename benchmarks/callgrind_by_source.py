@@ -10,7 +10,10 @@ function that line is in:
         --callgrind-out-file=cg.out python SCRIPT
     python benchmarks/callgrind_by_source.py cg.out [--per N] [--top 40]
 
-`--per N` divides by N (events, iterations, sessions) to give instructions per that unit.
+`--per N` divides by N (events, iterations, sessions) to give instructions per that unit;
+`--event Bcm` counts mispredicted branches instead (a run with `--branch-sim=yes`: callgrind's
+own simple predictor, which knows no branch history, so a branch whose outcome an earlier one
+already told is counted too; read it as where the coin tosses are, not as the CPU's count).
 Time samples the same way (perf's software clock; a VM has no hardware counters):
 
     perf record -e cpu-clock -F 5000 -o perf.data python SCRIPT
@@ -54,10 +57,13 @@ def functions(source: Path) -> tuple[list[int], list[str]]:
     return lines, names
 
 
-def counts(out: Path, c_file: Path) -> dict[int, int]:
-    """Instructions per line of the generated C file."""
-    text = subprocess.run(["callgrind_annotate", "--auto=yes", "--show-percs=no", str(out), str(c_file)],
-                          capture_output=True, text=True, check=True).stdout
+def counts(out: Path, c_file: Path, event: str = "Ir") -> dict[int, int]:
+    """Counts of one event (Ir: instructions; Bcm: mispredicted conditional branches, from
+    `--branch-sim=yes`) per line of the generated C file."""
+    # one event shown: with several columns a call's inclusive line ("N N N => f") would not be
+    # told from a line's own cost
+    text = subprocess.run(["callgrind_annotate", f"--show={event}", "--auto=yes", "--show-percs=no", str(out),
+                           str(c_file)], capture_output=True, text=True, check=True).stdout
     per_line, line = {}, None
     in_file = False
     for row in text.splitlines():
@@ -65,13 +71,16 @@ def counts(out: Path, c_file: Path) -> dict[int, int]:
             in_file = Path(row.split(":", 1)[1].strip()).name == c_file.name
             line = None
             continue
+        if row.startswith("The following files") or "events annotated" in row:
+            in_file = False     # past the listings: the totals after them are not a line's
+            continue
         if not in_file:
             continue
         m = re.match(r"^-- line (\d+) -+$", row)
         if m:
             line = int(m.group(1))
             continue
-        if line is None or re.match(r"^\s*[\d,]+\s+=>", row):    # (a call's inclusive cost)
+        if line is None or "=>" in row:    # (a call's inclusive cost)
             continue
         m = re.match(r"^\s*([\d,]+|\.)\s", row)
         if m:
@@ -114,12 +123,13 @@ if __name__ == "__main__":
     ap.add_argument("out", type=Path, nargs="?", help="callgrind's output file")
     ap.add_argument("--perf", type=Path, help="perf report --sort srcline's listing, instead of callgrind's")
     ap.add_argument("--c-file", type=Path, default=ROOT / "sq" / "_engine.c")
+    ap.add_argument("--event", default="Ir", help="callgrind's event counted (Ir; Bcm with --branch-sim=yes)")
     ap.add_argument("--per", type=float, default=1.0)
     ap.add_argument("--top", type=int, default=40)
     a = ap.parse_args()
     c_file = a.c_file.resolve()
-    total = by_function(perf_counts(a.perf, c_file) if a.perf else counts(a.out, c_file), c_file)
+    total = by_function(perf_counts(a.perf, c_file) if a.perf else counts(a.out, c_file, a.event), c_file)
     whole = sum(total.values())
-    print(f"{whole / a.per:12.1f}  all (per {a.per:g})")
+    print(f"{whole / a.per:12.2f}  all (per {a.per:g})")
     for name, n in total.most_common(a.top):
-        print(f"{n / a.per:12.1f}  {100 * n / whole:5.1f} %  {name}")
+        print(f"{n / a.per:12.2f}  {100 * n / whole:5.1f} %  {name}")

@@ -140,9 +140,7 @@ cdef void free_state(State* st) noexcept:
         free(st.stages[k].q)
         free(st.stages[k].heap)
         free(st.stages[k].res)
-        free(st.stages[k].a_job)
-        free(st.stages[k].a_id)
-        free(st.stages[k].a_tok)
+        free(st.stages[k].assigned)
         free(st.stages[k].itl.cells)
     for k in range(st.n_observes if st.observes != NULL else 0):
         free(st.observes[k].values.p)
@@ -168,6 +166,8 @@ cdef void free_state(State* st) noexcept:
             free(st.pools[k].growers)
     free(st.shapes); free(st.forms)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
+    free(st.steps_ready); free(st.pool_lag.gap); free(st.stage_lag.gap)
+    free(st.pools_touched); free(st.stages_touched); free(st.step_rows)
     resize(st, session_tables, 0)
     resize(st, job_tables, 0)
     resize(st, lease_tables, 0)
@@ -497,9 +497,13 @@ cdef object _set_pools(State* st, lowered):
     st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
     st.pools_waiting = rows_new(st.n_pools)
     st.pools_sampled = rows_new(st.n_pools)
-    if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL:
+    st.pools_touched = <uint64_t*> calloc(st.n_pools // 64 + 1, sizeof(uint64_t))
+    st.pool_lag.gap = <double*> malloc(LAG_CAP * sizeof(double))
+    if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
+            or st.pools_touched == NULL or st.pool_lag.gap == NULL:
         raise MemoryError()
     for k in range(st.n_pools):
+        st.pools[k].lag_at = -1
         st.pools[k].cap = (<double*> data_of(caps))[k]
         st.pools[k].block = (<double*> data_of(blocks))[k]
         st.pools[k].key_start = (<int32_t*> data_of(kstart))[k]
@@ -529,7 +533,12 @@ cdef object _set_stages(State* st, lowered):
     st.serve_keys = <const int32_t*> data_of(serve_keys)
     st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
     st.stages_sampled = rows_new(st.n_stages)
-    if st.stages == NULL or st.stages_sampled == NULL:
+    st.steps_ready = rows_new(st.n_stages)
+    st.stages_touched = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
+    st.step_rows = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
+    st.stage_lag.gap = <double*> malloc(LAG_CAP * sizeof(double))
+    if st.stages == NULL or st.stages_sampled == NULL or st.steps_ready == NULL or st.stages_touched == NULL or st.step_rows == NULL \
+            or st.stage_lag.gap == NULL:
         raise MemoryError()
     if not flows_new(st, max(1, lowered.max_flow_stages), lowered.share_maxmin):
         raise MemoryError()
@@ -549,6 +558,9 @@ cdef object _set_stages(State* st, lowered):
         st.stages[k].memory = (<int32_t*> data_of(step_memory))[k]
         st.stages[k].share_cap = (<double*> data_of(shared))[k]
         st.stages[k].kind = (<int32_t*> data_of(kinds))[k]
+        st.stages[k].lag_at = -1
+        if st.stages[k].kind == K_STEP and not st.stages[k].share_cap > 0:
+            touch_row(st.step_rows, k)
         st.stages[k].servers = (<int32_t*> data_of(servers))[k]
         st.stages[k].phi = (<int32_t*> data_of(phis))[k]
         m = st.stages[k].memory
@@ -582,6 +594,10 @@ cdef object _set_stages(State* st, lowered):
                 st.n_ps_end = k + 1
             st.n_ps_first = k
             passes += 1
+    st.steps_only = passes > 1      # (a lone step stage is visited directly: settle_step_passes)
+    for k in range(st.n_ps_first, st.n_ps_end):
+        if st.stages[k].kind == K_PS:
+            st.steps_only = False
     st.ps_lone = -1
     if passes == 1 and st.n_pools == 0 and st.stages[st.n_ps_first].kind == K_PS:
         st.ps_lone = st.n_ps_first
@@ -804,6 +820,7 @@ cdef object _finish(State* st, double horizon, double warmup, object limit, SqEr
     else:
         end = horizon
     st.now = end
+    lag_catch_up(st)        # the samples each unchanged row deferred (sq/engine/_loop.pxi)
     if not st.mid_taken and end >= st.mid_time:
         take_mid(st)
     area_set(&st.live_area, end, st.live_area.value)

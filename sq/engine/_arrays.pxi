@@ -184,6 +184,11 @@ cdef inline void mark_row(uint64_t* bits, int64_t k) noexcept nogil:
     bits[1 + (w >> 6)] |= (<uint64_t> 1) << (w & 63)
 
 
+cdef inline void touch_row(uint64_t* words, int64_t k) noexcept nogil:
+    """Set row k's bit in a plain bit array (no summary words: pools_touched, stages_touched)."""
+    words[k >> 6] |= (<uint64_t> 1) << (k & 63)
+
+
 cdef inline bint row_marked(const uint64_t* bits, int64_t k) noexcept nogil:
     return (bits[1 + <int64_t> bits[0] + (k >> 6)] >> (k & 63)) & 1
 

@@ -175,6 +175,7 @@ cdef double consume_entry(State* st, Pool* p, int32_t slot, bint bounded, double
         kept = p.entries[e]
         own = kept.size
         p.cached -= own
+        touch_pool(st, p)
         remove_entry(p, e)
     if bounded:
         if own > r:
@@ -191,7 +192,8 @@ cdef double consume_entry(State* st, Pool* p, int32_t slot, bint bounded, double
     return own
 
 
-cdef void drop_entry(Pool* p, int64_t serial) noexcept nogil:
+cdef void drop_entry(State* st, Pool* p, int64_t serial) noexcept nogil:
+    touch_pool(st, p)
     take_entry(p, serial)   # `drop` is not an eviction
 
 
@@ -224,6 +226,7 @@ cdef int add_entry(State* st, Pool* p, int64_t key, double size) noexcept nogil:
     e.seq = st.next_entry_seq
     st.next_entry_seq += 1
     p.cached += size
+    touch_pool(st, p)
     mark_row(st.pools_sampled, p - st.pools)
     if lru_pool(p):
         p.lru[p.nentries - 1] = p.nentries - 1
@@ -303,6 +306,7 @@ cdef void spill(State* st, Pool* p, Entry* e, double piece) noexcept nogil:
         st.next_entry_seq += 1
         lru_touched(tier, k)
         tier.cached += piece
+        touch_pool(st, tier)
         mark_row(st.pools_sampled, tier - st.pools)
     else:
         if add_entry(st, tier, e.key, piece) < 0:
@@ -403,6 +407,7 @@ cdef inline void make_room(State* st, Pool* p, double need) noexcept nogil:
     """Evict cached prefixes (lru: smallest (last, seq)), a block at a time, until `need` fits.
     It fits, the common case: no call."""
     if p.used + p.cached + need > p.cap + EPS and p.nentries > 0:
+        touch_pool(st, p)
         evict_until_fits(st, p, need)
 
 

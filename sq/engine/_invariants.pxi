@@ -16,6 +16,7 @@ cdef enum Invariant:
     INV_LRU = 10        # an lru pool's heap out of order, or not naming each entry once
     INV_RESIDENT_FRAMES = 11   # a resident's frame entries, found when it joined, no longer its owner's
     INV_ITER_AREAS = 12 # a step stage's time shares not holding what its iteration is (iteration_areas_*)
+    INV_DEFERRED = 13   # a row whose samples are deferred changed without a touch (sample_pool, sample_stage)
 
 # Sums of many allocations carry rounding; the engine itself fits within EPS.
 cdef extern from *:
@@ -57,6 +58,9 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
             return INV_RESIDENT_FRAMES
         if s.kind == K_STEP and not iteration_areas_hold(s):
             return INV_ITER_AREAS
+        if s.lag_at >= 0 and not (same_bits(<double> s.n, s.number.value)
+                                  and same_bits(busy_value(s), s.busy_area.value)):
+            return INV_DEFERRED
         jobs -= s.n
         shared = shared or s.share_cap > 0
     # a flow is one job counted on each of its stages, so the tally holds only without flows
@@ -84,6 +88,10 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
             return INV_HOLDERS
         if lru_pool(p) and not lru_ordered(p):
             return INV_LRU
+        if p.lag_at >= 0 and not (same_bits(p.used, p.used_area.value) and same_bits(p.cached, p.cached_area.value)
+                                  and same_bits(<double> p.qlen, p.queue_area.value)
+                                  and same_bits(<double> p.nholders, p.holders_area.value)):
+            return INV_DEFERRED
     return 0
 
 
@@ -203,6 +211,7 @@ _INVARIANT_TEXT = {
     INV_LRU: "pool row {}: its lru heap is out of order or does not name each cached prefix once",
     INV_RESIDENT_FRAMES: "stage row {}: a resident's hold entries changed while it was resident",
     INV_ITER_AREAS: "stage row {}: its iteration time shares do not hold what its iteration is",
+    INV_DEFERRED: "row {}: its time averages were deferred, but its values moved without a touch",
 }
 
 

@@ -3,41 +3,111 @@
 # every function here runs without the GIL.
 
 
-# ---- the loop ----------------------------------------------------------------------------------
+# ---- the time averages (step 5 of settle) -----------------------------------------------------
+# 0.1.2 samples every area at every settle: integral += value * (now - last), last = now. Two
+# savings keep its integrals to the bit:
+# - a row that holds 0 in every area and still does is left out (sampling it would add 0 x a finite
+#   gap: the horizon is finite, so is every event's time); a row marked in stages_sampled or
+#   pools_sampled may be nonzero, the others are not visited at all;
+# - a marked row whose values did not change since its last sample is not sampled either: its
+#   additions are deferred. Each family (pools, stages) logs the gap of each of its samples
+#   (now - the family's previous sample, the same subtraction an area makes: every deferred row's
+#   `last` is that previous sample's time) in a Lag; when the row's values change, or something
+#   reads its integrals, the gaps it missed are added in their order with its old values (lag_*),
+#   the very operations 0.1.2 makes, in the same order. A row's lag_at counts the gaps already
+#   added; -1: the row is sampled as it is visited (newly marked, or restarted at the warm-up).
+# A sample visits only the rows that may have changed: a pool touched since the family's last
+# sample (touch_pool, wherever its used, cached, queue or holders move, and wherever it is marked
+# sampled), a step stage touched (its number moves only as residents join and leave), and every
+# other sampled stage (fifo, ps, delay and shared stages are tested). A visit compares the row's
+# values with its areas' (to the bit) and defers it if they are the same. With many replicas most
+# rows of most events are unchanged (another replica's iteration ended), so an event costs what
+# it changes. Debug mode checks that every deferred row's values are its areas' (INV_DEFERRED).
+
+cdef extern from *:
+    """
+    /* whether two doubles are the same bits (a sample would leave the area's value as it is) */
+    static inline int sq_same_bits(double a, double b) {
+        uint64_t x, y;
+        memcpy(&x, &a, sizeof x);
+        memcpy(&y, &b, sizeof y);
+        return x == y;
+    }
+    """
+    bint same_bits "sq_same_bits"(double a, double b) nogil
+
+
+cdef enum:
+    LAG_CAP = 1024       # gaps a Lag holds; when full, every deferred row catches up (lag_flush_*)
+
+
 cdef inline void sample_areas(State* st) noexcept nogil:
     """Step 5 of settle but the pools' areas (settle_passes samples them): inline in run_loop."""
-    cdef int32_t k
+    cdef int64_t ns, s, w, k
+    cdef uint64_t sb, b
+    cdef uint64_t* words
     if st.n_stages == 1:
         sample_lone_stage(st)
         return
     area_set(&st.live_area, st.now, <double> st.live)
-    k = <int32_t> next_row(st.stages_sampled, 0, st.n_stages)
-    while k < st.n_stages:
-        sample_stage(st, k)
-        k = <int32_t> next_row(st.stages_sampled, k + 1, st.n_stages)
+    if lag_tick(&st.stage_lag, st.now):
+        lag_flush_stages(st)
+    # the sampled rows but the untouched step stages, word by word (a visit only ever unmarks
+    # the row it visits)
+    ns = <int64_t> st.stages_sampled[0]
+    words = st.stages_sampled + 1 + ns
+    for s in range(ns):
+        sb = st.stages_sampled[1 + s]
+        while sb != 0:
+            w = (s << 6) + __builtin_ctzll(sb)
+            sb &= sb - 1
+            b = words[w] & (~st.step_rows[w] | st.stages_touched[w])
+            st.stages_touched[w] = 0
+            while b != 0:
+                k = (w << 6) + __builtin_ctzll(b)
+                b &= b - 1
+                sample_stage(st, <int32_t> k)
     if st.tl != NULL:
         tl_pools(st)
 
 
 cdef inline void sample_lone_stage(State* st) noexcept nogil:
     """sample_areas for a program of one stage (a plain queue): its row tested without the row
-    set's search."""
+    set's search, and never deferred."""
     area_set(&st.live_area, st.now, <double> st.live)
     if row_marked(st.stages_sampled, 0):
-        sample_stage(st, 0)
+        area_set(&st.stages[0].number, st.now, <double> st.stages[0].n)
+        area_set(&st.stages[0].busy_area, st.now, busy_value(&st.stages[0]))
+        stage_idle(st, 0)
     if st.tl != NULL:
         tl_pools(st)
 
 
 cdef inline void sample_stage(State* st, int32_t k) noexcept nogil:
-    """Stage k's areas (it is in the sampled rows)."""
+    """Stage k's areas (it is in the sampled rows): deferred while unchanged."""
     cdef Stage* s = &st.stages[k]
-    area_set(&s.number, st.now, <double> s.n)
-    area_set(&s.busy_area, st.now, busy_value(s))
-    # a step stage's time shares are integrated at its iterations' ends (not here); it stays
-    # sampled once used, as its busy area may be mid-iteration
+    cdef double n = <double> s.n, busy = busy_value(s)
+    if s.lag_at >= 0:
+        if same_bits(n, s.number.value) and same_bits(busy, s.busy_area.value):
+            return
+        lag_stage(s, &st.stage_lag)
+        s.number.value = n
+        s.busy_area.value = busy
+    else:
+        area_set(&s.number, st.now, n)
+        area_set(&s.busy_area, st.now, busy)
+    s.lag_at = st.stage_lag.n
+    stage_idle(st, k)
+
+
+cdef inline void stage_idle(State* st, int32_t k) noexcept nogil:
+    """A stage sampled at 0 leaves the sampled rows (a step stage's time shares are integrated at
+    its iterations' ends, not here; it stays sampled once used, as its busy area may be
+    mid-iteration)."""
+    cdef Stage* s = &st.stages[k]
     if s.kind != K_STEP and s.n == 0 and not s.share_cap > 0:
         unmark_row(st.stages_sampled, k)
+        s.lag_at = -1
 
 
 cdef inline double busy_value(Stage* s) noexcept nogil:
@@ -49,31 +119,81 @@ cdef inline double busy_value(Stage* s) noexcept nogil:
 
 
 cdef inline void sample_pools(State* st) noexcept nogil:
-    """The pools' part of step 5 of settle."""
-    # A row left out holds 0 in every area and still holds 0: sampling it would add 0 x (now - last)
-    # to each integral and change nothing the report reads (`last` matters only under a nonzero value).
-    cdef int32_t k
-    k = <int32_t> next_row(st.pools_sampled, 0, st.n_pools)
-    while k < st.n_pools:
-        sample_pool(st, k)
-        k = <int32_t> next_row(st.pools_sampled, k + 1, st.n_pools)
+    """The pools' part of step 5 of settle: the sampled pools touched since the last sample."""
+    cdef int64_t ns, s, w, k
+    cdef uint64_t sb, b
+    cdef uint64_t* words
+    if lag_tick(&st.pool_lag, st.now):
+        lag_flush_pools(st)
+    ns = <int64_t> st.pools_sampled[0]
+    words = st.pools_sampled + 1 + ns
+    for s in range(ns):
+        sb = st.pools_sampled[1 + s]
+        while sb != 0:
+            w = (s << 6) + __builtin_ctzll(sb)
+            sb &= sb - 1
+            b = words[w] & st.pools_touched[w]
+            st.pools_touched[w] = 0
+            while b != 0:
+                k = (w << 6) + __builtin_ctzll(b)
+                b &= b - 1
+                sample_pool(st, <int32_t> k)
+
+
+cdef inline void touch_pool(State* st, Pool* p) noexcept nogil:
+    """Pool p's used, cached, queue or holders moved (or may have): its next sample visits it (a
+    lone pool is sampled at every settle: sample_lone_pool)."""
+    if st.n_pools > 1:
+        touch_row(st.pools_touched, p - st.pools)
+
+
+cdef inline void touch_step(State* st, int64_t k) noexcept nogil:
+    """Step stage k's number moved: its next sample visits it (a lone stage is sampled at every
+    settle: sample_lone_stage)."""
+    if st.n_stages > 1:
+        touch_row(st.stages_touched, k)
 
 
 cdef inline void sample_lone_pool(State* st) noexcept nogil:
-    """sample_pools for a program of one pool: its row tested without the row set's search."""
+    """sample_pools for a program of one pool: its row tested without the row set's search, and
+    never deferred."""
     if row_marked(st.pools_sampled, 0):
-        sample_pool(st, 0)
+        sample_pool_now(st, &st.pools[0])
+        pool_idle(st, 0)
 
 
 cdef inline void sample_pool(State* st, int32_t k) noexcept nogil:
-    """Pool k's areas (it is in the sampled rows)."""
+    """Pool k's areas (it is in the sampled rows): deferred while unchanged."""
     cdef Pool* p = &st.pools[k]
+    if p.lag_at >= 0:
+        if same_bits(p.used, p.used_area.value) and same_bits(p.cached, p.cached_area.value) \
+                and same_bits(<double> p.qlen, p.queue_area.value) \
+                and same_bits(<double> p.nholders, p.holders_area.value):
+            return
+        lag_pool(p, &st.pool_lag)
+        p.used_area.value = p.used
+        p.cached_area.value = p.cached
+        p.queue_area.value = <double> p.qlen
+        p.holders_area.value = <double> p.nholders
+    else:
+        sample_pool_now(st, p)
+    p.lag_at = st.pool_lag.n
+    pool_idle(st, k)
+
+
+cdef inline void sample_pool_now(State* st, Pool* p) noexcept nogil:
     area_set(&p.used_area, st.now, p.used)
     area_set(&p.cached_area, st.now, p.cached)
     area_count(&p.queue_area, st.now, p.qlen)
     area_count(&p.holders_area, st.now, p.nholders)
+
+
+cdef inline void pool_idle(State* st, int32_t k) noexcept nogil:
+    """A pool sampled at 0 in every area leaves the sampled rows."""
+    cdef Pool* p = &st.pools[k]
     if p.used == 0 and p.cached == 0 and p.qlen == 0 and p.nholders == 0:
         unmark_row(st.pools_sampled, k)
+        p.lag_at = -1
 
 
 cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
@@ -82,6 +202,91 @@ cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
     value the report reads is the same +0)."""
     if n != 0 or a.value != 0:
         area_set(a, now, <double> n)
+
+
+cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
+    """Log a family's sample at now (True: the log was full, so its rows must catch up first,
+    lag_flush_*, and the caller logs again)."""
+    if g.n == LAG_CAP:
+        return True
+    g.gap[g.n] = now - g.at
+    g.at = now
+    g.n += 1
+    return False
+
+
+cdef void lag_stage(Stage* s, Lag* g) noexcept nogil:
+    """The stage's deferred samples, in order: number and busy catch up to the family's last sample."""
+    cdef double n = s.number.integral, busy = s.busy_area.integral, vn = s.number.value, vb = s.busy_area.value, d
+    cdef int64_t i
+    if s.lag_at == g.n:
+        return
+    for i in range(s.lag_at, g.n):
+        d = g.gap[i]
+        n += vn * d
+        busy += vb * d
+    s.number.integral = n
+    s.busy_area.integral = busy
+    s.number.last = s.busy_area.last = g.at
+    s.lag_at = g.n
+
+
+cdef void lag_pool(Pool* p, Lag* g) noexcept nogil:
+    """The pool's deferred samples, in order: its four areas catch up to the family's last sample
+    (an area a count left at 0 adds +0 here, as it would have when it next moved)."""
+    cdef double u = p.used_area.integral, c = p.cached_area.integral
+    cdef double q = p.queue_area.integral, h = p.holders_area.integral
+    cdef double vu = p.used_area.value, vc = p.cached_area.value
+    cdef double vq = p.queue_area.value, vh = p.holders_area.value, d
+    cdef int64_t i
+    if p.lag_at == g.n:
+        return
+    for i in range(p.lag_at, g.n):
+        d = g.gap[i]
+        u += vu * d
+        c += vc * d
+        q += vq * d
+        h += vh * d
+    p.used_area.integral = u
+    p.cached_area.integral = c
+    p.queue_area.integral = q
+    p.holders_area.integral = h
+    p.used_area.last = p.cached_area.last = p.queue_area.last = p.holders_area.last = g.at
+    p.lag_at = g.n
+
+
+cdef void lag_flush_pools(State* st) noexcept nogil:
+    """Every deferred pool catches up and the pools' log starts again (sample_pools logs now next)."""
+    cdef int32_t k
+    for k in range(st.n_pools):
+        if st.pools[k].lag_at >= 0:
+            lag_pool(&st.pools[k], &st.pool_lag)
+            st.pools[k].lag_at = 0
+    st.pool_lag.n = 0
+    lag_tick(&st.pool_lag, st.now)
+
+
+cdef void lag_flush_stages(State* st) noexcept nogil:
+    """Every deferred stage catches up and the stages' log starts again."""
+    cdef int32_t k
+    for k in range(st.n_stages):
+        if st.stages[k].lag_at >= 0:
+            lag_stage(&st.stages[k], &st.stage_lag)
+            st.stages[k].lag_at = 0
+    st.stage_lag.n = 0
+    lag_tick(&st.stage_lag, st.now)
+
+
+cdef void lag_catch_up(State* st) noexcept nogil:
+    """Every deferred row catches up, before its integrals are read (the middle of the window,
+    the run's end)."""
+    cdef int32_t k
+    for k in range(st.n_pools):
+        if st.pools[k].lag_at >= 0:
+            lag_pool(&st.pools[k], &st.pool_lag)
+    for k in range(st.n_stages):
+        if st.stages[k].lag_at >= 0:
+            lag_stage(&st.stages[k], &st.stage_lag)
 
 
 cdef inline double area_until(Area* a, double t) noexcept nogil:
@@ -93,6 +298,7 @@ cdef void take_mid(State* st) noexcept nogil:
     """The integrals at the middle of the measured window (no event falls strictly between
     now and mid_time, so the values held now are held until then)."""
     cdef int32_t k
+    lag_catch_up(st)
     st.mid_taken = 1
     st.mid_live = area_until(&st.live_area, st.mid_time)
     for k in range(st.n_pools):
@@ -100,14 +306,20 @@ cdef void take_mid(State* st) noexcept nogil:
 
 
 cdef void restart_areas(State* st) noexcept nogil:
+    """The end of the warm-up: every time average restarts at now (their deferred samples, before
+    it, are dropped: each row is sampled afresh at its next visit)."""
     cdef int32_t k
     area_restart(&st.live_area, st.now)
     for k in range(st.n_pools):
+        st.pools[k].lag_at = -1
+        touch_pool(st, &st.pools[k])
         area_restart(&st.pools[k].used_area, st.now)
         area_restart(&st.pools[k].cached_area, st.now)
         area_restart(&st.pools[k].queue_area, st.now)
         area_restart(&st.pools[k].holders_area, st.now)
     for k in range(st.n_stages):
+        st.stages[k].lag_at = -1
+        touch_step(st, k)
         area_restart(&st.stages[k].number, st.now)
         area_restart(&st.stages[k].busy_area, st.now)
         area_restart(&st.stages[k].prefill_only, st.now)
@@ -244,10 +456,17 @@ cdef inline void settle_stages(State* st) noexcept nogil:
     iteration of cost 0) holds back no step stage after it; 0.1.2 starts the iteration with the
     jobs already there. It is read lazily, at the first step stage that could start or before
     the first ps stage rescheduled ahead of a step stage, whichever comes first: nothing before
-    either has changed the events yet."""
-    cdef int32_t k
+    either has changed the events yet.
+
+    A pass of several step stages alone (steps_only) visits only those in steps_ready (marked when an iteration ends,
+    a resident joins or a hold queues for the stage's admission: the only ways an idle stage
+    gets work), read afresh as the pass goes on like the stages it would visit; the others could
+    not start. A visit unmarks a stage that is running or has no work."""
+    cdef int32_t k = st.n_ps_first
     cdef int pending = -1           # not read yet
-    for k in range(st.n_ps_first, st.n_ps_end):
+    if st.steps_only:
+        k = <int32_t> next_row(st.steps_ready, k, st.n_ps_end)
+    while k < st.n_ps_end:
         if st.stages[k].kind == K_STEP:
             # an iteration waits for the whole instant (every event at `now` handled)
             if not st.stages[k].inflight and step_has_work(st, k):
@@ -257,12 +476,15 @@ cdef inline void settle_stages(State* st) noexcept nogil:
                     start_iteration(st, k)
                     if st.error.code:
                         return
+            else:
+                unmark_row(st.steps_ready, k)
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:
             if pending < 0 and k < st.n_step_end:
                 pending = pending_now(st)
             reschedule_stage(st, k)     # φ may fail as well as the schedule: the flag says either
             if st.error.code:
                 return
+        k = <int32_t> next_row(st.steps_ready, k + 1, st.n_ps_end) if st.steps_only else k + 1
 
 
 cdef inline bint pending_now(State* st) noexcept nogil:

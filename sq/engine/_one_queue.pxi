@@ -77,9 +77,17 @@ cdef void lone_loop(State* st) noexcept nogil:
     """run_loop's events for a program that is one open queue (lone_plan)."""
     cdef Event e
     cdef Event* nxt
-    cdef int32_t k = st.lone.stage, leaving
+    cdef int32_t k = st.lone.stage, leaving, n
     cdef Stage* s = &st.stages[k]
     cdef double arrived
+    # a ps stage of constant, finite φ: its rates φ / n for n < LONE_RATES, each divided once
+    # (ps_rate's division, so the same value)
+    cdef double rates[LONE_RATES]
+    cdef bint fixed = s.kind == K_PS and s.phi_fixed and isfinite(s.phi_k)
+    if fixed:
+        rates[0] = 0.0
+        for n in range(1, LONE_RATES):
+            rates[n] = s.phi_k / <double> n
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
@@ -110,14 +118,24 @@ cdef void lone_loop(State* st) noexcept nogil:
                 return
         elif leaving == FAILED:
             return
-        if s.dirty and reschedule(st, k) < 0:     # (only a ps stage is ever dirty)
-            return
+        if s.dirty:     # reschedule (only a ps stage is ever dirty)
+            if fixed and s.hlen < LONE_RATES:
+                # ps_rate's rate, divided ahead; its ps_virtual is left out, as it would not change
+                # V: the join or finish of this event brought V to now, and V + rate · 0 is V for
+                # a finite rate, V never being -0 (it starts at +0; a sum is -0 only when both
+                # terms are)
+                s.dirty = 0
+                s.rate = rates[s.hlen]
+            else:
+                ps_rate(st, s)      # (φ may fail: the loop stops on the flag)
+            if next_ps_finish(st, s, k) < 0:
+                return
         # settle's samples: live sessions and the stage's areas, sampled even while they hold 0
         # (sample_areas leaves such a row out because sampling it would add 0 and change nothing;
         # the program's other stages are never used)
         area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
-        area_set(&s.busy_area, st.now, busy_value(s))
+        area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
 
 
 cdef struct FifoJob:
@@ -324,6 +342,7 @@ cdef inline int fifo_leave(State* st, int64_t serial, double arrived) noexcept n
 cdef enum:
     NOBODY = -1     # lone_arrival, lone_finish: no session goes on in this instant
     FAILED = -2     # the run failed
+    LONE_RATES = 64     # lone_loop's table of a constant φ's rates: φ / n for n below this
 
 
 cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:

@@ -18,6 +18,7 @@ cdef int holders_push(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.holders_gen[p.holders_len] = st.sess.hgen[h]
     p.holders_len += 1
     p.nholders += 1
+    touch_pool(st, p)
     mark_row(st.pools_sampled, p - st.pools)
     st.sess.pools_touched[slot] = 1
     st.sess.hcount[h] += 1
@@ -34,6 +35,7 @@ cdef void holders_remove(State* st, Pool* p, int32_t slot) noexcept nogil:
     if st.sess.hcount[h] == 0:
         return
     p.nholders -= st.sess.hcount[h]
+    touch_pool(st, p)
     st.sess.hcount[h] = 0
     st.sess.hgen[h] += 1
     if p.holders_len > 2 * p.nholders + 16:
@@ -59,14 +61,14 @@ cdef int queue_push(State* st, Pool* p, int32_t slot) noexcept nogil:
         p.queue = p.queue_base + p.qhead
     p.queue[p.qlen] = slot
     p.qlen += 1
-    mark_row(st.pools_waiting, p - st.pools)
-    mark_row(st.pools_sampled, p - st.pools)
+    queued(st, p)
     return 0
 
 
-cdef void queue_take(Pool* p, int64_t q) noexcept nogil:
+cdef void queue_take(State* st, Pool* p, int64_t q) noexcept nogil:
     """Remove the q-th waiting hold, keeping the others' order."""
     cdef int64_t i
+    touch_pool(st, p)
     if q == 0:
         p.qhead += 1
         p.queue += 1
@@ -93,8 +95,18 @@ cdef void queue_push_front(State* st, Pool* p, int32_t slot) noexcept nogil:
     p.queue = p.queue_base + p.qhead
     p.queue[0] = slot
     p.qlen += 1
-    mark_row(st.pools_waiting, p - st.pools)
-    mark_row(st.pools_sampled, p - st.pools)
+    queued(st, p)
+
+
+cdef inline void queued(State* st, Pool* p) noexcept nogil:
+    """A hold joined p's queue: the pool has holds waiting and is sampled, and a stage that admits
+    from it may start an iteration."""
+    cdef int64_t k = p - st.pools
+    mark_row(st.pools_waiting, k)
+    mark_row(st.pools_sampled, k)
+    touch_pool(st, p)
+    if st.steps_only and st.admit_via[k] >= 0:
+        mark_row(st.steps_ready, st.admit_via[k])
 
 
 cdef inline int64_t frame_of(State* st, int32_t slot, int32_t d) noexcept nogil:
@@ -214,7 +226,7 @@ cdef void try_admit(State* st, int32_t pk) noexcept nogil:
         for i in range(n):
             if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
                 return
-        queue_take(p, q)
+        queue_take(st, p, q)
         admit(st, slot, fi, off, n)
         if st.error.code:
             return
@@ -253,6 +265,7 @@ cdef void admit(State* st, int32_t slot, int64_t fi, int32_t off, int32_t n) noe
         a = round_up(p, st.scratch[2 * i])          # the units, not the reserve, are allocated
         make_room(st, p, a)
         p.used += a
+        touch_pool(st, p)
         mark_row(st.pools_sampled, p - st.pools)
         if holders_push(st, p, slot) < 0:
             return
@@ -280,6 +293,7 @@ cdef void release_units(State* st, int32_t slot, int32_t row, double alloc, doub
     cdef Pool* p = &st.pools[row]
     cdef double keep
     p.used -= alloc
+    touch_pool(st, p)
     holders_remove(st, p, slot)
     if cache >= 0:
         keep = clamp0(evaluate(st, cache, slot, &st.rng_session, NAN))
@@ -455,6 +469,7 @@ cdef bint grow_now(State* st, Pool* p, int64_t j, double units) noexcept nogil:
     if p.used + need <= p.cap + EPS:
         make_room(st, p, need)
         p.used += need
+        touch_pool(st, p)
         mark_row(st.pools_sampled, p - st.pools)
         st.sess.frame_alloc[j] += need
         return True
@@ -541,6 +556,7 @@ cdef void leave_queue(State* st, int32_t slot) noexcept nogil:
             p.queue[q] = p.queue[i]
             q += 1
     p.qlen = q
+    touch_pool(st, p)
     st.sess.waiting[slot] = 0
     st.sess.resumed[slot] = 0
 

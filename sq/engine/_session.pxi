@@ -516,7 +516,7 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
                 if member_k < 0:
                     return
             if op == S_DROP:
-                drop_entry(&st.pools[code[pc + SPOOL_REF + REF_BASE] + member_k], st.sess.serial[slot])
+                drop_entry(st, &st.pools[code[pc + SPOOL_REF + REF_BASE] + member_k], st.sess.serial[slot])
             else:
                 release_pool(st, slot, <int32_t> (code[pc + SPOOL_REF + REF_BASE] + member_k))
                 if st.error.code:

@@ -283,7 +283,13 @@ cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
     """A dirty ps stage: evaluate φ(present = n) once and schedule the next finish. Inline in
     settle's pass of a lone ps stage (one call per arrival and per departure)."""
     cdef Stage* s = &st.stages[k]
-    cdef double phi, delay
+    ps_rate(st, s)      # (φ may fail: the flag says so, and the caller reads it)
+    return next_ps_finish(st, s, k)
+
+
+cdef inline void ps_rate(State* st, Stage* s) noexcept nogil:
+    """reschedule's first half: the virtual time brought to now, and the rate φ(n) / n."""
+    cdef double phi
     s.dirty = 0
     s.V = ps_virtual(s, st.now)
     s.Vt = st.now
@@ -292,6 +298,11 @@ cdef inline int reschedule(State* st, int32_t k) noexcept nogil:
         s.rate = phi / <double> s.hlen
     else:
         s.rate = 0.0
+
+
+cdef inline int next_ps_finish(State* st, Stage* s, int32_t k) noexcept nogil:
+    """reschedule's second half: older finishes become stale and the least tag's is scheduled."""
+    cdef double delay
     s.epoch += 1
     if s.hlen > 0 and s.rate > 0:
         delay = (s.heap[0].tag - s.V) / s.rate

@@ -15,6 +15,13 @@ cdef struct Area:
     double last                # when it was last sampled (simulated time)
     double integral            # value × time so far (since warmup)
 
+cdef struct Lag:
+    # one family's samples (the pools', or the stages') deferred for rows that did not change: the
+    # gap (now - the previous sample) of each sample since the log began (see _loop.pxi, sample_pool)
+    double* gap                # LAG_CAP gaps (simulated time)
+    int64_t n                  # gaps logged
+    double at                  # when the family was last sampled (simulated time)
+
 cdef struct Event:
     double t                   # when it happens (simulated time)
     int64_t seq                # schedule order: breaks ties in t (schedule writes both)
@@ -57,6 +64,14 @@ cdef struct PsEntry:
     int64_t id                 # the job's id (a stale entry's id no longer matches its slot)
     int32_t job                # the job slot
 
+cdef struct Assigned:
+    # one entry of a step iteration's assignment: its fields together, as the plan writes them and
+    # the iteration's end reads them, resident after resident
+    int64_t id                 # the job's id when planned (a job removed meanwhile has another,
+                               # or a free slot's -1)
+    double tok                 # tokens scheduled
+    int32_t job                # the job slot
+
 cdef struct Stage:
     int32_t kind               # K_FIFO, K_PS, K_DELAY or K_STEP (set at set-up from the lowered table)
     int32_t servers            # fifo: servers (c); set at set-up
@@ -81,6 +96,8 @@ cdef struct Stage:
     # time averages and completion samples
     Area number                # jobs present (n) over time (the report's mean number)
     Area busy_area             # servers busy over time (utilization)
+    int64_t lag_at             # the stage family's gaps already added to number and busy (-1: sampled
+                               # at its next visit, not deferred; see Lag)
     Running waits              # per completed job: time from enqueue to start (simulated time)
     Running services           # per completed job: time from start to end
     # a shared stage (chapter 06): its constant capacity (0: not shared) and the rates of its flows
@@ -107,12 +124,17 @@ cdef struct Stage:
     # residents before `cursor` are served in the planning pass (set to 0 as a pass starts, kept so
     # as residents join and leave), so a pass in resident order costs O(residents), not O(residents²)
     int64_t cursor             # (see above)
+    # While an in-order pass plans (`pass_open`), the residents it has served are those before the
+    # cursor, until a resident joins before it (an admission the pass ran, admitted no later than a
+    # served one): from then on (`stamped`) the pass tells them by their stamps (Jobs.served), as
+    # a `serve by` pass always does. Most passes see no such join and write no stamp.
+    bint pass_open             # (see above)
+    bint stamped               # (see above)
     int inflight               # an iteration is running (set by start_iteration, cleared at its end)
     bint iter_left           # a resident left (leave_residents) since this iteration's planning began
     int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
-    int32_t* a_job           # the iteration's assignment: job slot, job id, tokens
-    int64_t* a_id              # (see a_job)
-    double* a_tok              # (see a_job): tokens scheduled
+    Assigned* assigned         # the iteration's assignment, in serving order (as it ends, the jobs
+                               # it finishes are listed at its front: end_iteration)
     int64_t na                 # entries in the assignment
     int64_t a_cap              # entries the assignment arrays have room for
     int iter_kind            # 1 prefill only, 2 decode only, 3 mixed, 0 none
@@ -202,6 +224,7 @@ cdef struct Pool:
     Area cached_area           # cached over time
     Area queue_area            # waiting holds over time
     Area holders_area          # live holders over time
+    int64_t lag_at             # the pool family's gaps already added to its four areas (-1: see Stage.lag_at)
     double mid_queue           # queue_area's integral over [warmup, mid] (see State.mid_time)
     Running waits              # per admission: time from joining the queue to admission (simulated time)
     int64_t admissions         # holds admitted
@@ -309,7 +332,7 @@ cdef struct Jobs:
     char* started              # its service has started
     int32_t* mode              # M_PLAIN, M_PREFILL or M_DECODE (a step job's phase)
     int32_t* growing            # the job's `growing` pool row (-1: none)
-    int64_t* served             # the serving pass that last served the job
+    int64_t* served             # the serving pass that last served the job (stamped passes only: Stage.stamped)
     # a step job's owner cannot open or close a hold while the job is resident (it waits in the
     # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
     int64_t* frame              # the owner's innermost open frame entry on `growing` (-1: none)
@@ -490,6 +513,17 @@ cdef struct State:
     uint64_t* pools_waiting    # a pool that may have waiting holds or growers
     uint64_t* pools_sampled    # a pool whose used, cached, queue or holders may be nonzero
     uint64_t* stages_sampled   # a stage whose areas may be nonzero (step and shared stages: always)
+    # which sampled rows changed since the family's last sample (one bit a row, laid out as the row
+    # words of pools_sampled and stages_sampled, no summary): the others' samples are deferred
+    uint64_t* pools_touched    # a pool whose used, cached, queue or holders changed (touch_pool)
+    uint64_t* stages_touched   # a step stage whose number changed (the other stages are tested: see step_rows)
+    uint64_t* step_rows        # the step stages (not shared): whether each stage's changes are touched
+    uint64_t* steps_ready      # a step stage that may start an iteration (idle with work): settle_stages
+                               # visits only these when its pass holds step stages alone
+    bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone, more
+                               # than one (steps_ready is kept only then)
+    Lag pool_lag               # the sampled pools' deferred samples
+    Lag stage_lag              # the sampled stages' deferred samples
     int64_t next_entry_seq     # the seq the next cache touch gets (Entry.seq)
     int64_t next_dead          # dead entries made so far (their keys follow DEAD_KEY)
     # step stages

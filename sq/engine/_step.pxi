@@ -138,13 +138,29 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             return -1
         s.res_cap = s.res_cap * 2 + 16
     st.jobs.decoding[j] = 0
+    if st.steps_only:
+        mark_row(st.steps_ready, s - st.stages)
+    touch_step(st, s - st.stages)       # (its number moved: new_job)
     at = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
     memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
     s.nres += 1
     if at < s.cursor:
+        if s.pass_open and not s.stamped:
+            stamp_served(st, s, at)
         s.cursor = at               # everything before it is still served; it is not
     return 0
+
+
+cdef void stamp_served(State* st, Stage* s, int64_t at) noexcept nogil:
+    """A resident joined at `at`, before the open pass's cursor: the residents the pass has served
+    (those before the cursor, now with the newcomer among them) are stamped, and the rest of the
+    pass tells the served by their stamps."""
+    cdef int64_t r
+    for r in range(s.cursor + 1):
+        if r != at:
+            st.jobs.served[s.res[r]] = st.serve_stamp
+    s.stamped = True
 
 
 cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
@@ -155,6 +171,7 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
         if s.res[r] == j:
             memmove(&s.res[r], &s.res[r + 1], (s.nres - r - 1) * sizeof(int32_t))
             s.nres -= 1
+            touch_step(st, s - st.stages)       # (its number moved: remove_job)
             s.iter_left = True
             if r < s.cursor:
                 s.cursor -= 1
@@ -164,9 +181,15 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
 cdef inline int32_t next_in_order(State* st, Stage* s) noexcept nogil:
     """The next resident in admission order not yet served in this pass (-1: none), read afresh
     at each call (admissions join residents meanwhile; the cursor is kept as they join and leave),
-    and marked served: the cursor passes it."""
+    and marked served: the cursor passes it (and, in a stamped pass, its stamp is set)."""
     cdef int64_t r
     cdef int32_t j
+    if not s.stamped:               # the served are those before the cursor
+        r = s.cursor
+        if r < s.nres:
+            s.cursor = r + 1
+            return s.res[r]
+        return -1
     for r in range(s.cursor, s.nres):
         j = s.res[r]
         if st.jobs.served[j] != st.serve_stamp:
@@ -251,7 +274,7 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
     for i in range(n):
         if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], st.scratch[2 * i + 1]):
             return False
-    queue_take(p, q)
+    queue_take(st, p, q)
     admit(st, slot, fi, off, n)
     # the admitted session (and whatever it readies) runs until it blocks, ends or joins a stage
     slot = ready_next(st) if not st.error.code else -1
@@ -265,19 +288,19 @@ cdef bint admit_one(State* st, int32_t k, double left) noexcept nogil:
 
 
 cdef inline int assign_push(State* st, Stage* s, int32_t j, double tokens) noexcept nogil:
+    cdef Assigned* a
     if s.na == s.a_cap and assign_grow(st, s) < 0:
         return -1
-    s.a_job[s.na] = j
-    s.a_id[s.na] = st.jobs.id[j]
-    s.a_tok[s.na] = tokens
+    a = &s.assigned[s.na]
+    a.job = j
+    a.id = st.jobs.id[j]
+    a.tok = tokens
     s.na += 1
     return 0
 
 
 cdef int assign_grow(State* st, Stage* s) noexcept nogil:
-    if not grow(<void**> &s.a_job, (s.a_cap * 2 + 16) * sizeof(int32_t)) \
-            or not grow(<void**> &s.a_id, (s.a_cap * 2 + 16) * sizeof(int64_t)) \
-            or not grow(<void**> &s.a_tok, (s.a_cap * 2 + 16) * sizeof(double)):
+    if not grow(<void**> &s.assigned, (s.a_cap * 2 + 16) * sizeof(Assigned)):
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return -1
     s.a_cap = s.a_cap * 2 + 16
@@ -291,34 +314,30 @@ cdef struct IterTotals:
 
 
 cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, double tokens,
-                                IterTotals* n) noexcept nogil:
-    """Add job j's assignment of `tokens` (its mode given) to the iteration's totals."""
+                                IterTotals* n, bint kv) noexcept nogil:
+    """Add job j's assignment of `tokens` (its mode given) to the iteration's totals (`kv`:
+    st.kv_iteration, read once by the caller: the stores around a call may alias it)."""
     cdef double units
     n.ntok += tokens
     if mode == M_DECODE:
         n.ndec += 1.0
-        if st.kv_iteration:
+        if kv:
             units = job_units(st, j, s.memory)
             n.kvb += units
             if units > n.kvm:
                 n.kvm = units
     else:
         n.npre += tokens
-        if st.kv_iteration:
+        if kv:
             n.kvp += job_units(st, j, s.memory)
 
 
-cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk, IterTotals* n,
+cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk,
                           double* attention, bint excl, bint in_order) noexcept nogil:
     """start_iteration's pass over the residents (and the admissions when none is left): the
-    assignment in s.a_*, its totals in *n unless the result is 0 (then they are summed over the
-    final assignment afterwards), -1 on an error."""
+    assignment in s.assigned (0, or -1 on an error)."""
     cdef double left = budget, tokens, need
     cdef bint resident_prefill = False, is_prefill
-    # The totals are summed as jobs are assigned, unless an exclusive stage may drop its
-    # tentative decodes, a preemption may drop assigned jobs, or an admission ran a session
-    # (then they are summed over the final assignments, as before)
-    cdef bint summed = not excl
     cdef int32_t mode, j, owner, row
     cdef int64_t r, fj
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
@@ -327,6 +346,7 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
                 resident_prefill = True
     if in_order:
         s.cursor = 0                    # a new pass: no one is served yet
+        s.pass_open = True              # (start_iteration closes it)
     while True:
         if in_order:
             j = next_in_order(st, s)
@@ -340,7 +360,6 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             if left > 0 and not st.iter_preempted and admit_one(st, k, budget if excl else left):
                 if st.error.code:
                     return -1
-                summed = False          # the admitted session ran: the totals are read afresh
                 continue
             break
         mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
@@ -378,12 +397,10 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return -1
-        if summed:                      # the totals below, in the same order
-            count_assigned(st, s, j, mode, tokens, n)
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
-    return summed
+    return 0
 
 
 cdef void start_iteration(State* st, int32_t k) noexcept nogil:
@@ -391,10 +408,10 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef double budget, chunk, attention = 0.0, duration
     cdef IterTotals n
-    cdef int summed
+    cdef int planned
     cdef int64_t r, fj
     cdef int32_t j
-    memset(&n, 0, sizeof(n))
+    cdef bint kv = st.kv_iteration
     set_totals(st, s)
     budget = step_budget(st, s)
     if st.error.code:
@@ -408,36 +425,38 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     st.iter_preempted = 0
     # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
     if not s.excl and s.serve_count == 0:
-        summed = plan_pass(st, s, k, budget, chunk, &n, &attention, False, True)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True)
     else:
-        summed = plan_pass(st, s, k, budget, chunk, &n, &attention, s.excl, s.excl or s.serve_count == 0)
-    if summed < 0:
+        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0)
+    s.pass_open = False
+    s.stamped = False
+    if planned < 0:
         return
     # jobs preempted meanwhile leave the selection (their tokens are not applied); only a
     # preemption removes a resident's job while its stage plans
     if st.iter_preempted:
         fj = 0
         for r in range(s.na):
-            if st.jobs.id[s.a_job[r]] == s.a_id[r]:
-                s.a_job[fj] = s.a_job[r]
-                s.a_id[fj] = s.a_id[r]
-                s.a_tok[fj] = s.a_tok[r]
+            if st.jobs.id[s.assigned[r].job] == s.assigned[r].id:
+                s.assigned[fj] = s.assigned[r]
                 fj += 1
         s.na = fj
     if s.excl:
         for r in range(s.na):
-            j = s.a_job[r]
+            j = s.assigned[r].job
             if st.jobs.growing[j] >= 0:
                 fj = st.jobs.frame[j]
                 if fj >= 0:
-                    st.sess.frame_pos[fj] += s.a_tok[r]
+                    st.sess.frame_pos[fj] += s.assigned[r].tok
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    if not summed or st.iter_preempted:
-        memset(&n, 0, sizeof(n))
-        for r in range(s.na):
-            count_assigned(st, s, s.a_job[r], st.jobs.mode[s.a_job[r]], s.a_tok[r], &n)
+    # the totals over the final assignment, in its order (a loop without calls but job_units'
+    # rare one: its sums stay in registers, which the planning loop's calls would not let them)
+    memset(&n, 0, sizeof(n))
+    for r in range(s.na):
+        j = s.assigned[r].job
+        count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
     st.ctxv[CTX_NTOK] = n.ntok
     st.ctxv[CTX_NDEC] = n.ndec
     st.ctxv[CTX_NPRE] = n.npre
@@ -484,11 +503,11 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return
     for r in range(s.na):
-        j = s.a_job[r]
+        j = s.assigned[r].job
         owner = st.jobs.owner[j]
         if larr_push(&st.traces.it_serial, st.sess.serial[owner]) < 0 \
                 or larr_push(&st.traces.it_turn, turn_of(st.sess.attrs[<int64_t> owner * st.n_attrs + st.slot_turn])) < 0 \
-                or larr_push(&st.traces.it_mode, st.jobs.mode[j]) < 0 or darr_push(&st.traces.it_tokens, s.a_tok[r]) < 0:
+                or larr_push(&st.traces.it_mode, st.jobs.mode[j]) < 0 or darr_push(&st.traces.it_tokens, s.assigned[r].tok) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
     trace_logged(st)
@@ -575,17 +594,20 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap
     cdef int64_t again = 0
     cdef bint warm = st.warm
+    cdef Assigned* a
     s.inflight = 0
+    if st.steps_only:
+        mark_row(st.steps_ready, k)
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
     for r in range(s.na):
-        j = s.a_job[r]
+        a = &s.assigned[r]
+        j = a.job
         # (a job is removed from the residents only by leave_residents: if none left, all are there)
-        if left and st.jobs.id[j] != s.a_id[r]:
-            s.a_id[r] = -1              # removed since the start
-            continue
-        st.jobs.work[j] -= s.a_tok[r]
+        if left and st.jobs.id[j] != a.id:
+            continue                    # removed since the start
+        st.jobs.work[j] -= a.tok
         finished = st.jobs.work[j] <= EPS
         decode = st.jobs.mode[j] == M_DECODE
         owner = st.jobs.owner[j]
@@ -612,19 +634,19 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             st.jobs.decoding[j] = decode and st.sess.itl_turn[owner] == st.sess.itl_turn[owner]
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
-            # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later
+            # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later.
+            # They are listed in order at the assignment's front (its entries before r are read).
             st.jobs.served[j] = -2
+            s.assigned[nfin].job = j
             nfin += 1
-        else:
-            s.a_id[r] = -1
     histogram_again(h, total, &again)
     if nfin > 0:                        # (most iterations finish no one)
-        leave_marked(st, s)
-        for r in range(s.na):
-            if s.a_id[r] >= 0:
-                complete_job(st, s, s.a_job[r])
-                if st.error.code:
-                    return
+        touch_step(st, k)               # (complete_job moves its number)
+        leave_finished(st, s, nfin)
+        for r in range(nfin):
+            complete_job(st, s, s.assigned[r].job)
+            if st.error.code:
+                return
     s.na = 0
 
 
@@ -635,6 +657,15 @@ cdef inline void histogram_again(Histogram* h, double total, int64_t* again) noe
         h.total = total
         h.last_cell.count += again[0]
         again[0] = 0
+
+
+cdef inline void leave_finished(State* st, Stage* s, int64_t nfin) noexcept nogil:
+    """The jobs an iteration finished (the assignment's first nfin, marked -2) leave the residents:
+    a lone one found by its place (most often the one finishing), several in one pass."""
+    if nfin == 1:
+        leave_residents(st, s, s.assigned[0].job)
+    else:
+        leave_marked(st, s)
 
 
 cdef void leave_marked(State* st, Stage* s) noexcept nogil:

@@ -1,8 +1,10 @@
 """The step engine's shortcuts (issue 12, the chat row) against pyserq 0.1.2's JSON text, digit for digit.
 
 Each shortcut has a general path it must agree with, and each program below makes the engine take
-one or the other: iteration totals summed as jobs are assigned (and summed afresh after an
-admission ran a session, after a preemption, and on an exclusive stage); a budget or chunk that is
+one or the other: iteration totals summed over the final assignment (after admissions ran sessions,
+after preemptions dropped assigned jobs, on an exclusive stage, with and without KV totals); an
+in-order pass telling its served residents by its cursor, and by their stamps once an admission
+joined before it; a budget or chunk that is
 one constant, read as set up, and one that is an expression; cached prefixes evicted by the lru
 loop without spills or traces (many blocks at once when every number is whole, else one at a
 time), and by the general loop when evictions are traced; an iteration's time shares written
@@ -166,3 +168,45 @@ server {
 def test_decode_tokens_gaps_per_turn_as_pyserq():
     engine = _same_as_pyserq(DECODE_TURNS)["stages"][0]
     assert engine["iterations"] > 0 and engine["itl_p99"] < 0.1, "a gap across turns"
+
+
+# The cost reads no KV total (tokens, decoders, prefilled only), so no KV sum is made: the
+# totals of assignments that admissions in the planning pass add to; the prefix cache, two pools
+# and lifo preemptions as in the chat above.
+TOKEN_COST = "cost 0.008 + 2e-5 * tokens + 1e-4 * decoders + 3e-6 * prefilled;"
+
+
+@pytest.mark.parametrize("kv", ["12288", "4096"])
+def test_token_totals_through_admissions_without_kv_totals_as_pyserq(kv):
+    source = _chat(kv=kv).replace("cost 0.008 + max(4e-8 * (kv_decode + kv_prefill), 2e-5 * tokens);", TOKEN_COST)
+    assert TOKEN_COST in source
+    report = _same_as_pyserq(source)
+    assert report["pools"][0]["admissions"] > 0 and report["pools"][1]["evicted_units"] > 0
+    if kv == "4096":
+        assert report["pools"][1]["preemptions"] > 0, "nothing preempted"
+
+
+# Residents that hold no KV (admitted never: their admission number is +inf) sit last; a session
+# the planning pass admits joins before them, behind the pass's cursor when they were served
+# already: the pass then tells its served residents by their stamps (join_residents). Held
+# sessions grow at block boundaries and preempt the newest (lifo), or wait to grow (none).
+MIXED = """
+pool kv { cap 1200; block 16; admit via engine; preempt PREEMPT; }
+stage engine : step { budget 512; chunk 128; cost 0.01 + 0.0001 * tokens; memory kv; }
+run { horizon 300; warmup 10; seed 7; }
+workload { arrive poisson(12);
+           init { set n = ~uniform(10, 200); set o = ~uniform(10, 60); set free = ~bernoulli(0.3); }
+           session { request; } }
+server { set t0 = now;
+  branch (free) { run engine prefill (n); run engine decode (o); }
+  branch (!free) { hold kv (n) { run engine prefill (n) growing kv; run engine decode (o) growing kv; } }
+  observe response = now - t0; }
+"""
+
+
+@pytest.mark.parametrize("preempt", ["lifo", "none"])
+def test_admissions_joining_before_the_served_residents_as_pyserq(preempt):
+    report = _same_as_pyserq(MIXED.replace("PREEMPT", preempt))
+    kv = report["pools"][0]
+    assert kv["admissions"] > 0 and report["stages"][0]["iterations"] > 0
+    assert (kv["preemptions"] > 0) == (preempt == "lifo")

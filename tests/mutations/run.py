@@ -86,6 +86,27 @@ MUTATIONS = (
                  ("_loop.pxi", "        if st.error.code or not rows_any(st.pools_waiting):\n            return\n",
                   "        return\n"),
              )),
+    Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
+             "(value x the summed gaps) instead of one addition per sample, in order", (
+                 ("_loop.pxi", """    for i in range(p.lag_at, g.n):
+        d = g.gap[i]
+        u += vu * d
+        c += vc * d
+        q += vq * d
+        h += vh * d
+""", """    d = 0.0
+    for i in range(p.lag_at, g.n):
+        d += g.gap[i]
+    u += vu * d
+    c += vc * d
+    q += vq * d
+    h += vh * d
+"""),
+             )),
+    Mutation("release-untouched", "a release gives back a pool's units without touching the pool, so "
+             "its time averages go on being deferred at the old value", (
+                 ("_pools.pxi", "    p.used -= alloc\n    touch_pool(st, p)\n", "    p.used -= alloc\n"),
+             )),
     Mutation("events-lifo-at-a-tie", "events at one time are handled last scheduled first", (
                  ("_arrays.pxi", "return x.t < y.t or (x.t == y.t and x.seq < y.seq)",
                   "return x.t < y.t or (x.t == y.t and x.seq > y.seq)"),

@@ -1,0 +1,115 @@
+"""Many replicas behind a router against pyserq 0.1.2's JSON text, digit for digit.
+
+With R replicas an event changes one replica or a few, so the engine defers the time averages of
+the rows an event left unchanged (a pool's used, cached, queue and holders; a stage's number and
+busy time) and adds their samples later, in order (sq/engine/_loop.pxi, sample_pool); and its
+stages pass visits only the step stages that may start an iteration (`steps_ready`). 0.1.2 samples
+every area of every replica at every event and visits every stage, so any addition skipped,
+merged or reordered, or any stage not visited when it could start, shows in these reports:
+replicas busy under a least-loaded router; replicas left idle for thousands of events (their
+rows deferred past the log's length, and their cached KV kept sampled); iterations of every
+replica ending at the same instants (gaps of 0 in the log); gauges; one replica preempting while
+the others idle; ps, step and fifo replicas together (a stages pass not of step stages alone,
+and rows that leave the sampled set).
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sq
+from tests.helpers.oracle import REFERENCE_MISSING
+
+pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
+
+ENGINE = """
+let R = 16;
+pool seqs[R] { cap 64; admit via engine; }
+pool kv[R] { cap KVCAP; block 16; evict lru; preempt lifo; }
+stage engine[R] : step { budget 1024; chunk 256; cost COST; memory kv; }
+run { horizon HORIZON; warmup 5; seed 3; }
+workload {
+  arrive ARRIVE;
+  hidden o;
+  init { set n = floor(~uniform(20, 900)); set o = 1 + floor(~exp(40)); }
+  session { request; }
+}
+server {
+  ROUTE
+  set t0 = now;
+  hold seqs[r] (1), kv[r] (min(n, room)) at admission (room = budget_left(engine[r])) {
+    run engine[r] prefill (n - cached) growing kv[r];
+    observe ttft = now - t0;
+    run engine[r] decode (o) growing kv[r];
+  } cache (inf);
+  observe latency = now - t0;
+}
+GAUGES
+"""
+
+LEAST_LOADED = "choose r in R by (holders(seqs[r]) + queued(seqs[r]), r);"
+
+
+def _engine(kv="8192", cost="0.008 + 2e-5 * tokens", horizon="60", arrive="poisson(20)", route=LEAST_LOADED,
+            gauges=""):
+    source = ENGINE
+    for name, value in (("KVCAP", kv), ("COST", cost), ("HORIZON", horizon), ("ARRIVE", arrive),
+                        ("ROUTE", route), ("GAUGES", gauges)):
+        source = source.replace(name, value)
+    return source
+
+
+MIXED = """
+let R = 6;
+pool kv[R] { cap 4096; block 16; evict lru; }
+stage pre[R] : ps(1);
+stage engine[R] : step { budget 512; chunk 128; cost 0.01 + 1e-5 * tokens; memory kv; }
+stage post[R] : fifo(1);
+run { horizon 150; warmup 10; seed 9; }
+workload { arrive poisson(12); hidden o;
+  init { set n = floor(~uniform(10, 400)); set o = 1 + floor(~exp(20)); } session { request; } }
+server {
+  choose r in R by (holders(kv[r]) + queued(kv[r]), r);
+  set t0 = now;
+  run pre[r] (~exp(0.05));
+  hold kv[r] (n) { run engine[r] prefill (n - cached) growing kv[r]; run engine[r] decode (o) growing kv[r]; } cache (inf);
+  run post[r] (~exp(0.03));
+  observe latency = now - t0;
+}
+"""
+
+PROGRAMS = [
+    ("least-loaded router, 16 busy replicas", _engine()),
+    # the first replicas take the load; the others idle (a few never start, their rows unmarked),
+    # and the lightly used ones keep their cached KV sampled unchanged for thousands of events
+    ("idle replicas", _engine(arrive="poisson(6)", horizon="300",
+                              route="choose r in R by (holders(seqs[r]) > 3 ? 100 + r : r);")),
+    # a constant cost: every replica's iterations end at the same instants
+    ("busy at the same instants", _engine(cost="0.25", arrive="batch(200)")),
+    ("gauges of one replica's pools", _engine(gauges="gauge kv0 = used(kv[0]); gauge q3 = queued(seqs[3]);")),
+    # half the requests go to replica 0, whose card is small for them: it preempts while the
+    # others (1/30 of the load each) mostly idle
+    ("preemption on one replica", _engine(kv="1200", arrive="poisson(8)",
+                                          route="set r = ~bernoulli(0.5) ? 0 : 1 + floor(~uniform(0, R - 1));")),
+    ("ps, step and fifo replicas", MIXED),
+]
+
+
+@pytest.mark.parametrize("source", [p for _, p in PROGRAMS], ids=[name for name, _ in PROGRAMS])
+def test_replicas_same_as_pyserq(source):
+    ours = sq.run(sq.compile(source=source)).json()
+    theirs = pyserq.run(pyserq.compile(source=source)).json()
+    assert ours == theirs
+
+
+def test_the_programs_reach_what_they_name():
+    """Each program makes the case its name says (else the comparison above tests less)."""
+    reports = {name: json.loads(sq.run(sq.compile(source=source)).json()) for name, source in PROGRAMS}
+    idle = [s["utilization"] for s in reports["idle replicas"]["stages"]]
+    assert idle[0] > 0.5 and 0 < idle[2] < 0.05 and idle[-1] == 0
+    preempted = [p["preemptions"] for p in reports["preemption on one replica"]["pools"] if p["name"] == "kv"]
+    busy = [s["utilization"] for s in reports["preemption on one replica"]["stages"]]
+    assert preempted[0] > 10 * max(preempted[1:]) and max(busy[1:]) < 0.3 < busy[0]
+    assert reports["least-loaded router, 16 busy replicas"]["events"] > 3 * 1024   # the log fills
+    assert [s["name"] for s in reports["ps, step and fifo replicas"]["stages"]][::6] == ["pre", "engine", "post"]
