@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from sq.engine._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw,
+from sq.engine._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw, sq_draw_exp, SQ_DIST_EXP,
                                 SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                                 SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
 from sq.results._itl cimport Histogram, histogram_add
@@ -327,13 +327,16 @@ cdef object _contig(object a, object dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def lone_queues(on=None):
+def lone_queues(on=None, fifo=None):
     """Whether a program that is one open queue runs in its own loop (sq/engine/_one_queue.pxi), and how many
-    runs have: (enabled, runs). `on` True or False sets it first (tests compare the two loops)."""
-    global lone_enabled
+    runs have: (enabled, runs, fifo enabled, fifo runs). `on` True or False sets it first, `fifo` whether a
+    lone fifo stage takes fifo_loop rather than lone_loop (tests compare the loops)."""
+    global lone_enabled, fifo_enabled
     if on is not None:
         lone_enabled = bool(on)
-    return bool(lone_enabled), lone_runs
+    if fifo is not None:
+        fifo_enabled = bool(fifo)
+    return bool(lone_enabled), lone_runs, bool(fifo_enabled), fifo_runs
 
 
 def steady_runs(on=None):
@@ -368,7 +371,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    global lone_runs, steady_repeats
+    global lone_runs, fifo_runs, steady_repeats
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -396,6 +399,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             run_loop(st)
         if st.lone.stage >= 0:
             lone_runs += 1
+            fifo_runs += st.lone.fifo
         steady_repeats += st.steady_repeats
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:

@@ -267,10 +267,15 @@ cdef inline int64_t turn_of(double x) noexcept nogil:
 
 
 cdef inline void fail(State* st, int code, int slot, double value, int64_t a, int64_t b) noexcept nogil:
+    fail_as(st, code, st.sess.serial[slot] if slot >= 0 else -1, value, a, b)
+
+
+cdef inline void fail_as(State* st, int code, int64_t serial, double value, int64_t a, int64_t b) noexcept nogil:
+    """`fail` in the session of this serial (-1: none)."""
     if st.error.code != E_NONE:
         return
     st.error.code = code
-    st.error.serial = st.sess.serial[slot] if slot >= 0 else -1
+    st.error.serial = serial
     st.error.time = st.now
     st.error.value = value
     st.error.a = a

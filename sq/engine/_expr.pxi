@@ -125,6 +125,8 @@ cdef inline double since_value(State* st, const int32_t* c, int slot) noexcept n
 
 cdef inline double draw1_value(State* st, const int32_t* c, sq_rng* rng) noexcept nogil:
     """The value of an XS_DRAW1 expression whose code starts at c: a draw with one constant argument."""
+    if c[0 + XONE_LEN + XSAMPLE_DIST] == SQ_DIST_EXP:       # sq_draw's case for it, inline (`~exp(1)`)
+        return sq_draw_exp(rng, &st.consts[c[0 + XONE_ARG]])
     return sq_draw(rng, c[0 + XONE_LEN + XSAMPLE_DIST], &st.consts[c[0 + XONE_ARG]])
 
 

@@ -757,7 +757,9 @@ cdef void run_loop(State* st) noexcept nogil:
     settle(st)
     if st.check:
         check_invariants_now(st)
-    if st.lone.stage >= 0:
+    if st.lone.stage >= 0 and st.lone.fifo:
+        fifo_loop(st)     # a program that is one open fifo queue (sq/engine/_one_queue.pxi)
+    elif st.lone.stage >= 0:
         lone_loop(st)     # a program that is one open queue (sq/engine/_one_queue.pxi)
     else:
         general_loop(st)

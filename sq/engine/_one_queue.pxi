@@ -12,11 +12,16 @@
 # traffic, settle's tests for pools, flows and other stages, which stay idle).
 # tests/engine/test_lone_queue.py holds its reports and errors to the general loop's, byte for byte.
 # With it M/M/1 takes 27 % fewer instructions than before it (benchmarks/README.md, sixth pass).
+# A fifo stage takes fifo_loop: the same events with the queue's own data (a session is its job:
+# arrival time, work then start, serial), the session and job tables grown but not written
+# (benchmarks/README.md, "Issue 27, fourth round: the fifo queues": M/M/1 -15 % instructions).
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
 
 cdef bint lone_enabled = True     # False: every program runs in the general loop (tests compare the two)
 cdef int64_t lone_runs = 0        # runs that took the lone loop (tests tell which loop a run took)
+cdef bint fifo_enabled = True     # False: a lone fifo stage runs in lone_loop, not fifo_loop (tests compare the two)
+cdef int64_t fifo_runs = 0        # runs that took fifo_loop
 
 
 cdef void lone_plan(State* st) noexcept nogil:
@@ -26,6 +31,7 @@ cdef void lone_plan(State* st) noexcept nogil:
     cdef int32_t pc = st.session_pc, k, attr, work, shape
     cdef uint64_t stamped = 0      # the attributes (< 64) the session stamps with `now` before its run
     st.lone.stage = -1
+    st.lone.fifo = False
     # (pools may be declared: only holds and step stages use one, and such a program has neither,
     # so they stay idle, as settle would leave them; gauges are read between instants by
     # instant_over, as in the general loop, and read only what both loops keep alike: the stages'
@@ -62,7 +68,9 @@ cdef void lone_plan(State* st) noexcept nogil:
         pc += SV_LEN
     if st.forms[pc] != S_END:
         return
+    st.lone.to_run = (st.lone.run_pc - st.session_pc) // SV_LEN + 1
     st.lone.stage = code[st.lone.run_pc + SR_STAGE + REF_BASE]
+    st.lone.fifo = fifo_enabled and st.stages[st.lone.stage].kind == K_FIFO
 
 
 cdef void lone_loop(State* st) noexcept nogil:
@@ -130,6 +138,207 @@ cdef void lone_loop(State* st) noexcept nogil:
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
 
 
+cdef struct FifoJob:
+    # a lone fifo stage's job, all that fifo_loop keeps of it and its session
+    double enq                 # when it joined (its session's arrival: the stamps' value)
+    double at                  # waiting: its work; in service: when its service started
+    int64_t serial             # its session's serial
+
+
+cdef struct FifoLine:
+    # fifo_loop's own data: the jobs waiting (a ring, in arrival order) and those in service
+    # (one row per server; a finish event carries the row), with the rows free
+    FifoJob* line
+    int64_t cap                # a power of two
+    int64_t head
+    int64_t n
+    FifoJob* serving           # per server row
+    int32_t* idle              # the free server rows, a stack
+    int32_t nidle
+
+
+cdef void fifo_loop(State* st) noexcept nogil:
+    """lone_loop for a fifo stage of c servers, with its own data: a session is its job, and a
+    job is its arrival time, its serial and its work (then its start), in a ring while it waits
+    and in its server's row while served; the run's session and job tables are not written.
+    The same events happen in the same order as in lone_loop, through the same event list (its
+    seqs, ties and NaN order), with the same arithmetic: job_measured, record_as, area_set,
+    running_add, session_in and session_out are the ones the general path uses. The tables
+    still grow (and are charged to the memory bound) where lone_loop's would: a session slot is
+    taken when more sessions are live than ever before, a job slot likewise (spare slots are
+    reused first there, so the slots in use are always the live ones). A session's statements
+    count as steps at once while they cannot pass the instant's bound (fifo_steps)."""
+    cdef FifoLine q
+    cdef int32_t k = st.lone.stage, row
+    cdef Stage* s = &st.stages[k]
+    q.cap = 64
+    q.head = q.n = 0
+    q.line = <FifoJob*> malloc(q.cap * sizeof(FifoJob))
+    q.serving = <FifoJob*> malloc(s.servers * sizeof(FifoJob))
+    q.idle = <int32_t*> malloc(s.servers * sizeof(int32_t))
+    if q.line == NULL or q.serving == NULL or q.idle == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+    else:
+        q.nidle = s.servers
+        for row in range(s.servers):
+            q.idle[row] = s.servers - 1 - row      # row 0 first
+        fifo_events(st, s, k, &q)
+    free(q.line)
+    free(q.serving)
+    free(q.idle)
+
+
+cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexcept nogil:
+    """fifo_loop's events (its data set up). Each event ends with at most one service begun (in
+    `row`, of `job`) and then at most one session going on (observing and ending), in that order
+    as in lone_loop: one place for each, so gcc inlines both."""
+    cdef Event e
+    cdef Event* nxt
+    cdef FifoJob job, done
+    cdef double w
+    cdef int32_t row
+    cdef bint leaving
+    while not st.error.code:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
+            break
+        if nxt.t > st.now and instant_over(st, nxt):
+            break
+        e = pop_event(st, nxt)
+        if not event_begins(st, &e):
+            return
+        row = -1            # no service begins
+        leaving = False     # no session goes on
+        if e.kind == EV_ARRIVE:
+            if st.limit == 0 or st.arrivals + 1 < st.limit:
+                if next_arrival(st) < 0:
+                    return
+            # new_session: a slot when more are live than ever before (session_alloc)
+            if st.live == st.sess.high and session_alloc(st) < 0:
+                return
+            job.serial = session_in(st)
+            job.enq = st.now
+            if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+                return
+            w = lone_work(st, -1)
+            if st.error.code:
+                return
+            if w > 0:
+                # new_job and join_fifo
+                if s.n == st.jobs.high and job_alloc(st) < 0:
+                    return
+                if s.n == 0:
+                    mark_row(st.stages_sampled, k)
+                s.n += 1
+                st.next_job_id += 1
+                job.at = w
+                if s.busy < s.servers:
+                    q.nidle -= 1
+                    row = q.idle[q.nidle]
+                elif fifo_wait(st, q, job) < 0:
+                    return
+            else:
+                done = job         # zero work: the session goes on now
+                leaving = True
+        elif e.kind == EV_FINISH:
+            # job_done and next_in_line: the server's row takes the next job in line, then the
+            # session whose job is done goes on
+            done = q.serving[<int32_t> e.b]
+            s.n -= 1
+            job_measured(st, s, done.enq, done.at)
+            s.busy -= 1
+            if q.n > 0:
+                row = <int32_t> e.b
+                job = fifo_next(q)
+            else:
+                q.idle[q.nidle] = <int32_t> e.b
+                q.nidle += 1
+            leaving = True
+        else:
+            handle_rare(st, &e)       # the end of the warm-up
+        if row >= 0:
+            fifo_serve(st, s, k, q, row, job)
+            if st.error.code:
+                return
+        if leaving and fifo_leave(st, done.serial, done.enq) < 0:
+            return
+        area_set(&st.live_area, st.now, <double> st.live)
+        area_set(&s.number, st.now, <double> s.n)
+        area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
+
+
+cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t row, FifoJob job) noexcept nogil:
+    """begin_service: the job (its `at` its work) starts now in the server's row."""
+    cdef double end = st.now + job.at
+    s.busy += 1
+    job.at = st.now
+    q.serving[row] = job
+    push_event(st, end, EV_FINISH, k, row, 0)     # (st.error is set if it failed)
+
+
+cdef inline FifoJob fifo_next(FifoLine* q) noexcept nogil:
+    cdef FifoJob job = q.line[q.head]
+    q.head = (q.head + 1) & (q.cap - 1)
+    q.n -= 1
+    return job
+
+
+cdef int fifo_wait(State* st, FifoLine* q, FifoJob job) noexcept nogil:
+    """The job joins the waiting line (ring_push's growth: the ring doubled, its order kept)."""
+    cdef int64_t i
+    cdef FifoJob* p
+    if q.n == q.cap:
+        p = <FifoJob*> malloc(2 * q.cap * sizeof(FifoJob))
+        if p == NULL:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
+        for i in range(q.n):
+            p[i] = q.line[(q.head + i) & (q.cap - 1)]
+        free(q.line)
+        q.line = p
+        q.head = 0
+        q.cap *= 2
+    q.line[(q.head + q.n) & (q.cap - 1)] = job
+    q.n += 1
+    return 0
+
+
+cdef inline bint fifo_steps(State* st, int64_t serial, int32_t pc, int32_t n, bint only_all) noexcept nogil:
+    """n statements of the session from pc (SV_LEN apart) count as steps of the instant, as
+    `stuck` counts them one by one: True when one is too many (the run failed at it). With
+    only_all they are counted only if all fit (True, nothing counted, when they do not: the
+    caller counts them one by one between its other work)."""
+    cdef int32_t i
+    if st.steps + n <= st.step_limit:
+        st.steps += n
+        return False
+    if only_all:
+        return True
+    for i in range(n):
+        st.steps += 1
+        if st.steps > st.step_limit:
+            fail_as(st, E_STUCK, serial, 0, pc + i * SV_LEN, 0)
+            return True
+    return False
+
+
+cdef inline int fifo_leave(State* st, int64_t serial, double arrived) noexcept nogil:
+    """lone_leave for fifo_loop's session: each observe of `now - stamp`, then its end."""
+    cdef int32_t pc = st.lone.after_pc, i
+    cdef bint counted = not fifo_steps(st, serial, pc, st.lone.n_observes + 1, True)
+    for i in range(st.lone.n_observes):
+        if not counted and fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
+            return -1
+        if st.warm and record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, serial, 0.0) < 0:
+            return -1
+    if not counted and fifo_steps(st, serial, pc + st.lone.n_observes * SV_LEN, 1, False):
+        return -1
+    session_out(st)
+    return 0
+
+
 cdef enum:
     NOBODY = -1     # lone_arrival, lone_finish: no session goes on in this instant
     FAILED = -2     # the run failed
@@ -147,14 +356,9 @@ cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
         if stuck(st, slot, pc):
             return FAILED
         pc += SV_LEN      # (past the run when the loop ends: pc is read only before)
-    if st.shapes[st.lone.work] == XS_DRAW1:
-        w = draw1_value(st, st.code + st.lone.work, &st.rng_session)
-    elif st.shapes[st.lone.work] == XS_DRAW2:      # (M/G/1's `~h2(1, 4)`: no call of evaluate)
-        w = draw2_value(st, st.code + st.lone.work, &st.rng_session)
-    else:
-        w = evaluate(st, st.lone.work, slot, &st.rng_session, NAN)
-        if st.error.code:
-            return FAILED
+    w = lone_work(st, slot)
+    if st.error.code:
+        return FAILED
     if not (w > 0):
         return slot         # zero work: no job
     j = new_job(st, s, k, slot, w)
@@ -167,6 +371,15 @@ cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:
     else:
         j = begin_service(st, s, k, j)     # delay
     return FAILED if j < 0 else NOBODY
+
+
+cdef inline double lone_work(State* st, int32_t slot) noexcept nogil:
+    """The session's work for its run, drawn on the session stream (st.error set if it failed)."""
+    if st.shapes[st.lone.work] == XS_DRAW1:
+        return draw1_value(st, st.code + st.lone.work, &st.rng_session)
+    if st.shapes[st.lone.work] == XS_DRAW2:      # (M/G/1's `~h2(1, 4)`: no call of evaluate)
+        return draw2_value(st, st.code + st.lone.work, &st.rng_session)
+    return evaluate(st, st.lone.work, slot, &st.rng_session, NAN)
 
 
 cdef inline int32_t lone_finish(State* st, Stage* s, Event* e, double* arrived) noexcept nogil:

@@ -117,11 +117,23 @@ cdef inline int32_t new_session(State* st) noexcept nogil:
     cdef int32_t slot = session_alloc(st)
     if slot < 0:
         return -1
-    st.sess.serial[slot] = st.next_serial
+    st.sess.serial[slot] = session_in(st)
+    return slot
+
+
+cdef inline int64_t session_in(State* st) noexcept nogil:
+    """A session arrives: counted live and arrived; returns its serial."""
     st.next_serial += 1
     st.live += 1
     st.arrivals += 1
-    return slot
+    return st.next_serial - 1
+
+
+cdef inline void session_out(State* st) noexcept nogil:
+    """A session ends: no longer live, and counted ended once measuring."""
+    st.live -= 1
+    if st.warm:
+        st.ended += 1
 
 
 cdef int spawn(State* st) noexcept nogil:
@@ -177,9 +189,7 @@ cdef inline int end_session(State* st, int32_t slot) noexcept nogil:
     if st.tl != NULL:
         tl_session_end(st, slot)
     st.sess.alive[slot] = 0
-    st.live -= 1
-    if st.warm:
-        st.ended += 1
+    session_out(st)
     st.sess.spare[st.sess.nspare] = slot
     st.sess.nspare += 1
     if st.arrival_kind == A_CLOSED:

@@ -180,21 +180,26 @@ cdef inline int finish_job(State* st, Stage* s, int32_t j) noexcept nogil:
 cdef inline int32_t job_done(State* st, Stage* s, int32_t j) noexcept nogil:
     """The job is done: record its wait and service, update the estimators, free it. Returns its
     owner's slot (-1: a spill's transfer, nobody's)."""
-    cdef double start = st.jobs.start[j], wait = st.jobs.start[j] - st.jobs.enq[j]
-    cdef double service = st.now - st.jobs.start[j]
     cdef int32_t owner = st.jobs.owner[j]
     s.n -= 1
     if owner >= 0:
         st.sess.job[owner] = -1
+    job_measured(st, s, st.jobs.enq[j], st.jobs.start[j])
+    if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
+        tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
+    job_free(st, j)
+    return owner
+
+
+cdef inline void job_measured(State* st, Stage* s, double enq, double start) noexcept nogil:
+    """A job of stage s that joined at `enq` and started at `start` is done now: its wait and
+    service, in the stage's means and estimators."""
+    cdef double wait = start - enq, service = st.now - start
     if st.warm:
         running_add(&s.waits, wait)
         running_add(&s.services, service)
     if st.estimates:
         estimate(s, start, wait, service)
-    if st.tl != NULL and s.kind != K_STEP:      # a step stage's iterations are its timeline
-        tl_service_end(st, <int32_t> (s - st.stages), j, "job" if owner >= 0 else "transfer")
-    job_free(st, j)
-    return owner
 
 
 cdef inline double ewma(double mean, double x) noexcept nogil:

@@ -7,7 +7,9 @@ fifo, ps or delay stage (no index, `growing` or mode) whose work is a constant o
 constant arguments, zero or more `observe NAME = now - X;` of stamped attributes, and its end
 (gauges may watch it); no holds, init or turn blocks, trace replay, timeline or invariant checks; no step or shared
 stage declared beside it (declared pools stay idle: only holds and step stages use one). `sq._engine.lone_queues(False)` sends every program to the general
-loop; its count of lone runs tells which loop a run took.
+loop; its count of lone runs tells which loop a run took. A fifo stage takes fifo_loop, the lone loop
+without the other stages' cases; `lone_queues(fifo=False)` sends it to lone_loop, and each in-shape program
+here is held to all three loops.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def lone_restored():
     try:
         yield
     finally:
-        _engine.lone_queues(True)
+        _engine.lone_queues(True, fifo=True)
 
 
 def _source(stages: str, body: str, arrive: str = "poisson(0.9)", settings: str = "horizon 300; seed 3;") -> str:
@@ -60,19 +62,33 @@ def _outcome(program, step_limit=None, **options) -> str:
 
 
 def _both_loops(program, **options) -> tuple[str, bool]:
-    """The outcome with the lone loop enabled and with it disabled, asserted equal; returns it and
-    whether the first run took the lone loop."""
-    assert _engine.lone_queues(True)[0]
-    before = _engine.lone_queues()[1]
+    """The outcome with the lone loop enabled (a fifo stage's fifo_loop on, then off: lone_loop) and
+    with it disabled, asserted equal; returns it and whether the first run took the lone loop."""
+    assert _engine.lone_queues(True, fifo=True)[0]
+    before, fifo_before = _engine.lone_queues()[1], _engine.lone_queues()[3]
     lone = _outcome(program, **options)
     taken = _engine.lone_queues()[1] - before
+    fifo_taken = _engine.lone_queues()[3] - fifo_before
+    _engine.lone_queues(fifo=False)
+    lone_loop = _outcome(program, **options)
+    assert _engine.lone_queues()[3] == fifo_before + fifo_taken      # fifo_loop off: not taken
     _engine.lone_queues(False)
     general = _outcome(program, **options)
-    assert taken in (0, 1) and _engine.lone_queues()[1] == before + taken     # disabled: not taken
-    if lone != general and lone[0] == general[0] == "{":
-        pytest.fail(f"lone and general reports differ at {first_difference(json.loads(lone), json.loads(general))}")
-    assert lone == general
+    assert taken in (0, 1) and _engine.lone_queues()[1] == before + 2 * taken     # disabled: not taken
+    assert fifo_taken <= taken
+    for other, name in ((lone_loop, "lone_loop's"), (general, "the general loop's")):
+        if lone != other and lone[0] == other[0] == "{":
+            pytest.fail(f"the report and {name} differ at {first_difference(json.loads(lone), json.loads(other))}")
+        assert lone == other, name
     return lone, bool(taken)
+
+
+def _takes_fifo_loop(source: str) -> bool:
+    """Whether the lone loop runs the program in fifo_loop (a fifo stage) rather than lone_loop."""
+    _engine.lone_queues(True, fifo=True)
+    before = _engine.lone_queues()[3]
+    sq.run(sq.compile(source=source))
+    return _engine.lone_queues()[3] == before + 1
 
 
 # name: (source, sq.run options); each takes the lone loop and runs as in the general loop
@@ -209,6 +225,16 @@ def test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop(name
         assert outcome.startswith("SqError") and FAILS[name] in outcome, outcome
     else:
         assert not outcome.startswith("SqError"), outcome
+
+
+@pytest.mark.parametrize("name", ["fifo1", "fifo3", "gauges", "ties_fifo2", "zero_work", "inf_work_fifo"])
+def test_a_lone_fifo_stage_takes_fifo_loop(name):
+    assert _takes_fifo_loop(IN_SHAPE[name][0])
+
+
+@pytest.mark.parametrize("name", ["ps1", "delay", "ties_ps", "inf_work_delay"])
+def test_a_lone_ps_or_delay_stage_takes_lone_loop(name):
+    assert not _takes_fifo_loop(IN_SHAPE[name][0])
 
 
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))

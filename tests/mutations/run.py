@@ -113,6 +113,11 @@ MUTATIONS = (
                  ("_arrays.pxi", "return (x.t < y.t) | ((x.t == y.t) & (x.seq < y.seq))",     # before_flag
                   "return (x.t < y.t) | ((x.t == y.t) & (x.seq > y.seq))"),
              )),
+    Mutation("fifo-loop-serves-last-come", "a lone fifo stage's freed server takes the job that joined the "
+             "line last (fifo_loop's own waiting line, sq/engine/_one_queue.pxi)", (
+                 ("_one_queue.pxi", "    cdef FifoJob job = q.line[q.head]\n    q.head = (q.head + 1) & (q.cap - 1)\n",
+                  "    cdef FifoJob job = q.line[(q.head + q.n - 1) & (q.cap - 1)]\n"),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
@@ -146,8 +151,10 @@ MUTATIONS = (
 
 # The default sample: the generated programs, and the differential files of fast paths they
 # rarely reach (test_steady_runs: gauges read and the window's middle taken while a steady run
-# repeats; test_replicas: rows whose time averages are deferred while others move).
-FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py"]
+# repeats; test_replicas: rows whose time averages are deferred while others move; test_fifo_loop:
+# a lone fifo stage's own loop, which the random programs seldom take).
+FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
+              "tests/differential/test_fifo_loop.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],

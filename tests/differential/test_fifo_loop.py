@@ -1,0 +1,73 @@
+"""A lone fifo stage's own loop (fifo_loop, sq/engine/_one_queue.pxi) against pyserq 0.1.2: the
+report's JSON text, at each edge of that path — servers 1, 2 and 8, arrivals and finishes at one
+instant, a warm-up (also at a tie), the horizon in mid-service, several stamps and observes, gauges
+read between instants, work of zero or infinity — and a program just outside the shape, which the
+lone loop leaves to the general one. Each program is checked to take the loop it is meant to.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.oracle import needs_reference, same_json
+
+_engine = pytest.importorskip("sq._engine")
+
+LETS = "let hi = inf; let minus = -1;\n"
+
+
+def _program(stage: str, work: str, arrive: str, settings: str, body: str | None = None, extra: str = "") -> str:
+    body = body or f"set t0 = now; run s ({work}); observe r = now - t0;"
+    return (f"{LETS}stage s : {stage};\n{extra}\nrun {{ {settings} }}\n"
+            f"workload {{ arrive {arrive}; }}\nsession {{ {body} }}\n")
+
+
+IN_SHAPE = {
+    "mm1": _program("fifo(1)", "~exp(1)", "poisson(0.9)", "horizon 400; seed 4;"),
+    "mm2": _program("fifo(2)", "~exp(1)", "poisson(1.7)", "horizon 400; seed 5;"),
+    "mm8": _program("fifo(8)", "~exp(1)", "poisson(7.2)", "horizon 120; seed 6;"),
+    "mm8_overloaded": _program("fifo(8)", "~exp(1)", "poisson(9)", "horizon 80; seed 7;"),
+    # deterministic gaps and work: arrivals and finishes at one instant, in every order
+    "ties_1": _program("fifo(1)", "1", "renewal(1)", "horizon 40;"),
+    "ties_2": _program("fifo(2)", "1.5", "renewal(0.5)", "horizon 40;"),
+    "ties_8": _program("fifo(8)", "2", "renewal(0.25)", "horizon 30;"),
+    "ties_8_queued": _program("fifo(8)", "4", "renewal(0.25)", "horizon 30;"),
+    "ties_h2_det": _program("fifo(2)", "~det(1)", "renewal(~det(0.5))", "horizon 30; warmup 5;"),
+    "warmup": _program("fifo(2)", "~exp(1)", "poisson(1.6)", "horizon 400; warmup 60; seed 8;"),
+    "warmup_at_a_tie": _program("fifo(1)", "1", "renewal(1)", "horizon 30; warmup 10;"),
+    "warmup_at_a_tie_8": _program("fifo(8)", "2", "renewal(0.25)", "horizon 30; warmup 10;"),
+    "horizon_mid_service": _program("fifo(1)", "3", "renewal(1)", "horizon 100.5;"),
+    "horizon_mid_service_8": _program("fifo(8)", "~uniform(1, 9)", "poisson(1.5)", "horizon 50.25; seed 9;"),
+    "several_observes": _program("fifo(2)", "~exp(1.1)", "poisson(1.5)", "horizon 300; seed 10;",
+                                 body="set a = now; set b = now; run s (~exp(1.1)); observe ra = now - a; "
+                                      "observe rb = now - b; observe ra = now - a;"),
+    "no_stamp": _program("fifo(1)", "~exp(1)", "poisson(0.5)", "horizon 300;", body="run s (~exp(1));"),
+    "gauges": _program("fifo(8)", "~exp(1)", "poisson(7)", "horizon 60; warmup 10; seed 11;",
+                       extra="gauge q = queue(s); gauge b = busy(s); gauge l = est_lambda(s); "
+                             "gauge e = est_wait(s);"),
+    "zero_work": _program("fifo(1)", "~bernoulli(0.5)", "poisson(1.5)", "horizon 200; warmup 20;"),
+    "negative_work": _program("fifo(2)", "~uniform(minus, 1.5)", "poisson(1)", "horizon 200;"),
+    "inf_work": _program("fifo(2)", "hi", "poisson(0.5)", "horizon 30;"),
+    "h2_work": _program("fifo(8)", "~h2(1, 4)", "poisson(6)", "horizon 100; seed 12;"),
+    "renewal_gaps": _program("fifo(2)", "~erlang(3, 1.5)", "renewal(~uniform(0.5, 1.5))", "horizon 300; seed 13;"),
+}
+
+# just outside the shape (the work reads the session): the general loop runs it
+OUTSIDE = _program("fifo(2)", "", "poisson(1.5)", "horizon 200;",
+                   body="set t0 = now; run s (now - t0 + 1); observe r = now - t0;")
+
+
+@needs_reference
+@pytest.mark.parametrize("name", sorted(IN_SHAPE))
+def test_fifo_loop_reports_pyserqs_json_text(name):
+    _engine.lone_queues(True, fifo=True)
+    before = _engine.lone_queues()[3]
+    same_json(IN_SHAPE[name])
+    assert _engine.lone_queues()[3] == before + 1, "fifo_loop was not taken"
+
+
+@needs_reference
+def test_a_program_just_outside_the_shape_falls_back_and_reports_pyserqs_json_text():
+    _engine.lone_queues(True, fifo=True)
+    lone, fifo = _engine.lone_queues()[1], _engine.lone_queues()[3]
+    same_json(OUTSIDE)
+    assert _engine.lone_queues()[1] == lone and _engine.lone_queues()[3] == fifo
