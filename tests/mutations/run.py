@@ -103,9 +103,11 @@ MUTATIONS = (
     h += vh * d
 """),
              )),
-    Mutation("release-untouched", "a release gives back a pool's units without touching the pool, so "
+    # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
+    # right after it, so dropping it changes nothing; a granted grow has no second touch)
+    Mutation("grow-untouched", "a granted grow takes a pool's units without touching the pool, so "
              "its time averages go on being deferred at the old value", (
-                 ("_pools.pxi", "    p.used -= alloc\n    touch_pool(st, p)\n", "    p.used -= alloc\n"),
+                 ("_pools.pxi", "        p.used += need\n        touch_pool(st, p)\n", "        p.used += need\n"),
              )),
     Mutation("events-lifo-at-a-tie", "events at one time are handled last scheduled first", (
                  ("_arrays.pxi", "return x.t < y.t or (x.t == y.t and x.seq < y.seq)",
