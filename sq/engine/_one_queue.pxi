@@ -34,8 +34,9 @@ cdef void lone_plan(State* st) noexcept nogil:
     st.lone.fifo = False
     # (pools may be declared: only holds and step stages use one, and such a program has neither,
     # so they stay idle, as settle would leave them; gauges are read between instants by
-    # instant_over, as in the general loop, and read only what both loops keep alike: the stages'
-    # and pools' state, the job tables, the clock and the streams)
+    # instant_over, as in the general loop, and read only what the loops keep alike: the stages'
+    # and pools' state, the clock and the streams; not the job tables, which fifo_loop leaves
+    # unwritten: `work(…)`, the one function that reads them, is refused in a gauge)
     if not lone_enabled or st.n_holds > 0 or st.tl != NULL or st.check \
             or st.init_pc >= 0 or st.turn_pc >= 0 or st.trace_sessions > 0 or st.session_pc < 0 \
             or not (st.arrival_kind == A_POISSON or st.arrival_kind == A_RENEWAL):

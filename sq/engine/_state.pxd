@@ -423,7 +423,8 @@ cdef struct Lone:
     int32_t n_observes         # observes of `now - <a stamp of the arrival>` after the run
     int32_t work               # the run's work: an expression of constants and draws (code offset)
     int32_t to_run             # the session's statements through its run (its stamps and the run)
-    bint fifo                  # the stage is fifo and no gauge reads the job tables: fifo_loop runs it
+    bint fifo                  # the stage is fifo: fifo_loop runs it (no gauge reads the job tables it
+                               # leaves unwritten: `work(…)`, the one that would, is refused in a gauge)
 
 cdef struct State:
     # the lowered program
