@@ -122,6 +122,7 @@ include "engine/_timeline.pxi"
 include "engine/_session.pxi"
 include "engine/_loop.pxi"
 include "engine/_one_queue.pxi"
+include "engine/_one_ps.pxi"
 
 
 # ---- Python side: set up, run, collect ----------------------------------------------------------
@@ -327,16 +328,19 @@ cdef object _contig(object a, object dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def lone_queues(on=None, fifo=None):
+def lone_queues(on=None, fifo=None, ps=None):
     """Whether a program that is one open queue runs in its own loop (sq/engine/_one_queue.pxi), and how many
-    runs have: (enabled, runs, fifo enabled, fifo runs). `on` True or False sets it first, `fifo` whether a
-    lone fifo stage takes fifo_loop rather than lone_loop (tests compare the loops)."""
-    global lone_enabled, fifo_enabled
+    runs have: (enabled, runs, fifo enabled, fifo runs, ps enabled, ps runs). `on` True or False sets it
+    first, `fifo` whether a lone fifo stage takes fifo_loop rather than lone_loop, `ps` whether a lone ps
+    stage takes ps_loop (sq/engine/_one_ps.pxi) rather than lone_loop (tests compare the loops)."""
+    global lone_enabled, fifo_enabled, ps_enabled
     if on is not None:
         lone_enabled = bool(on)
     if fifo is not None:
         fifo_enabled = bool(fifo)
-    return bool(lone_enabled), lone_runs, bool(fifo_enabled), fifo_runs
+    if ps is not None:
+        ps_enabled = bool(ps)
+    return bool(lone_enabled), lone_runs, bool(fifo_enabled), fifo_runs, bool(ps_enabled), ps_runs
 
 
 def steady_runs(on=None):
@@ -371,7 +375,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    global lone_runs, fifo_runs, steady_repeats
+    global lone_runs, fifo_runs, ps_runs, steady_repeats
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -400,6 +404,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         if st.lone.stage >= 0:
             lone_runs += 1
             fifo_runs += st.lone.fifo
+            ps_runs += st.lone.ps
         steady_repeats += st.steady_repeats
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:

@@ -759,6 +759,8 @@ cdef void run_loop(State* st) noexcept nogil:
         check_invariants_now(st)
     if st.lone.stage >= 0 and st.lone.fifo:
         fifo_loop(st)     # a program that is one open fifo queue (sq/engine/_one_queue.pxi)
+    elif st.lone.stage >= 0 and st.lone.ps:
+        ps_loop(st)       # a program that is one open ps queue (sq/engine/_one_ps.pxi)
     elif st.lone.stage >= 0:
         lone_loop(st)     # a program that is one open queue (sq/engine/_one_queue.pxi)
     else:

@@ -32,6 +32,7 @@ cdef void lone_plan(State* st) noexcept nogil:
     cdef uint64_t stamped = 0      # the attributes (< 64) the session stamps with `now` before its run
     st.lone.stage = -1
     st.lone.fifo = False
+    st.lone.ps = False
     # (pools may be declared: only holds and step stages use one, and such a program has neither,
     # so they stay idle, as settle would leave them; gauges are read between instants by
     # instant_over, as in the general loop, and read only what the loops keep alike: the stages'
@@ -72,23 +73,45 @@ cdef void lone_plan(State* st) noexcept nogil:
     st.lone.to_run = (st.lone.run_pc - st.session_pc) // SV_LEN + 1
     st.lone.stage = code[st.lone.run_pc + SR_STAGE + REF_BASE]
     st.lone.fifo = fifo_enabled and st.stages[st.lone.stage].kind == K_FIFO
+    st.lone.ps = ps_enabled and st.stages[st.lone.stage].kind == K_PS
+
+
+cdef inline bint lone_rates(Stage* s, double* rates) noexcept nogil:
+    """Whether ps stage s has a constant, finite φ; if so its rates φ / n for n < LONE_RATES are
+    put in `rates`, each divided once (ps_rate's division, so the same value)."""
+    cdef int32_t n
+    if not (s.phi_fixed and isfinite(s.phi_k)):
+        return False
+    rates[0] = 0.0
+    for n in range(1, LONE_RATES):
+        rates[n] = s.phi_k / <double> n
+    return True
+
+
+cdef inline int lone_reschedule(State* st, Stage* s, int32_t k, bint fixed, const double* rates) noexcept nogil:
+    """`reschedule` of a lone ps stage (dirty after this event's join or finish): its rate, from
+    the table of lone_rates when it holds it (`fixed`), and its next finish."""
+    if fixed and s.hlen < LONE_RATES:
+        # ps_rate's rate, divided ahead; its ps_virtual is left out, as it would not change
+        # V: the join or finish of this event brought V to now, and V + rate · 0 is V for
+        # a finite rate, V never being -0 (it starts at +0; a sum is -0 only when both
+        # terms are)
+        s.dirty = 0
+        s.rate = rates[s.hlen]
+    else:
+        ps_rate(st, s)      # (φ may fail: the loop stops on the flag)
+    return next_ps_finish(st, s, k)
 
 
 cdef void lone_loop(State* st) noexcept nogil:
     """run_loop's events for a program that is one open queue (lone_plan)."""
     cdef Event e
     cdef Event* nxt
-    cdef int32_t k = st.lone.stage, leaving, n
+    cdef int32_t k = st.lone.stage, leaving
     cdef Stage* s = &st.stages[k]
     cdef double arrived
-    # a ps stage of constant, finite φ: its rates φ / n for n < LONE_RATES, each divided once
-    # (ps_rate's division, so the same value)
     cdef double rates[LONE_RATES]
-    cdef bint fixed = s.kind == K_PS and s.phi_fixed and isfinite(s.phi_k)
-    if fixed:
-        rates[0] = 0.0
-        for n in range(1, LONE_RATES):
-            rates[n] = s.phi_k / <double> n
+    cdef bint fixed = s.kind == K_PS and lone_rates(s, rates)
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
@@ -119,18 +142,8 @@ cdef void lone_loop(State* st) noexcept nogil:
                 return
         elif leaving == FAILED:
             return
-        if s.dirty:     # reschedule (only a ps stage is ever dirty)
-            if fixed and s.hlen < LONE_RATES:
-                # ps_rate's rate, divided ahead; its ps_virtual is left out, as it would not change
-                # V: the join or finish of this event brought V to now, and V + rate · 0 is V for
-                # a finite rate, V never being -0 (it starts at +0; a sum is -0 only when both
-                # terms are)
-                s.dirty = 0
-                s.rate = rates[s.hlen]
-            else:
-                ps_rate(st, s)      # (φ may fail: the loop stops on the flag)
-            if next_ps_finish(st, s, k) < 0:
-                return
+        if s.dirty and lone_reschedule(st, s, k, fixed, rates) < 0:     # (only a ps stage is ever dirty)
+            return
         # settle's samples: live sessions and the stage's areas, sampled even while they hold 0
         # (sample_areas leaves such a row out because sampling it would add 0 and change nothing;
         # the program's other stages are never used)

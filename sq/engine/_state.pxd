@@ -425,6 +425,7 @@ cdef struct Lone:
     int32_t to_run             # the session's statements through its run (its stamps and the run)
     bint fifo                  # the stage is fifo: fifo_loop runs it (no gauge reads the job tables it
                                # leaves unwritten: `work(…)`, the one that would, is refused in a gauge)
+    bint ps                    # the stage is ps: ps_loop runs it (sq/engine/_one_ps.pxi; the same holds)
 
 cdef struct State:
     # the lowered program

@@ -8,8 +8,8 @@ constant arguments, zero or more `observe NAME = now - X;` of stamped attributes
 (gauges may watch it); no holds, init or turn blocks, trace replay, timeline or invariant checks; no step or shared
 stage declared beside it (declared pools stay idle: only holds and step stages use one). `sq._engine.lone_queues(False)` sends every program to the general
 loop; its count of lone runs tells which loop a run took. A fifo stage takes fifo_loop, the lone loop
-without the other stages' cases; `lone_queues(fifo=False)` sends it to lone_loop, and each in-shape program
-here is held to all three loops.
+without the other stages' cases, and a ps stage ps_loop (sq/engine/_one_ps.pxi); `lone_queues(fifo=False,
+ps=False)` sends them to lone_loop, and each in-shape program here is held to all three loops.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def lone_restored():
     try:
         yield
     finally:
-        _engine.lone_queues(True, fifo=True)
+        _engine.lone_queues(True, fifo=True, ps=True)
 
 
 def _source(stages: str, body: str, arrive: str = "poisson(0.9)", settings: str = "horizon 300; seed 3;") -> str:
@@ -62,20 +62,23 @@ def _outcome(program, step_limit=None, **options) -> str:
 
 
 def _both_loops(program, **options) -> tuple[str, bool]:
-    """The outcome with the lone loop enabled (a fifo stage's fifo_loop on, then off: lone_loop) and
-    with it disabled, asserted equal; returns it and whether the first run took the lone loop."""
-    assert _engine.lone_queues(True, fifo=True)[0]
-    before, fifo_before = _engine.lone_queues()[1], _engine.lone_queues()[3]
+    """The outcome with the lone loop enabled (a fifo stage's fifo_loop or a ps stage's ps_loop on,
+    then off: lone_loop) and with it disabled, asserted equal; returns it and whether the first run
+    took the lone loop."""
+    assert _engine.lone_queues(True, fifo=True, ps=True)[0]
+    before, fifo_before, ps_before = (_engine.lone_queues()[i] for i in (1, 3, 5))
     lone = _outcome(program, **options)
     taken = _engine.lone_queues()[1] - before
     fifo_taken = _engine.lone_queues()[3] - fifo_before
-    _engine.lone_queues(fifo=False)
+    ps_taken = _engine.lone_queues()[5] - ps_before
+    _engine.lone_queues(fifo=False, ps=False)
     lone_loop = _outcome(program, **options)
     assert _engine.lone_queues()[3] == fifo_before + fifo_taken      # fifo_loop off: not taken
+    assert _engine.lone_queues()[5] == ps_before + ps_taken          # ps_loop off: not taken
     _engine.lone_queues(False)
     general = _outcome(program, **options)
     assert taken in (0, 1) and _engine.lone_queues()[1] == before + 2 * taken     # disabled: not taken
-    assert fifo_taken <= taken
+    assert fifo_taken + ps_taken <= taken
     for other, name in ((lone_loop, "lone_loop's"), (general, "the general loop's")):
         if lone != other and lone[0] == other[0] == "{":
             pytest.fail(f"the report and {name} differ at {first_difference(json.loads(lone), json.loads(other))}")
@@ -83,12 +86,13 @@ def _both_loops(program, **options) -> tuple[str, bool]:
     return lone, bool(taken)
 
 
-def _takes_fifo_loop(source: str) -> bool:
-    """Whether the lone loop runs the program in fifo_loop (a fifo stage) rather than lone_loop."""
-    _engine.lone_queues(True, fifo=True)
-    before = _engine.lone_queues()[3]
+def _takes(source: str, loop: int) -> bool:
+    """Whether the lone loop runs the program in fifo_loop (loop 3: a fifo stage) or ps_loop (loop 5:
+    a ps stage) rather than lone_loop."""
+    _engine.lone_queues(True, fifo=True, ps=True)
+    before = _engine.lone_queues()[loop]
     sq.run(sq.compile(source=source))
-    return _engine.lone_queues()[3] == before + 1
+    return _engine.lone_queues()[loop] == before + 1
 
 
 # name: (source, sq.run options); each takes the lone loop and runs as in the general loop
@@ -229,12 +233,17 @@ def test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop(name
 
 @pytest.mark.parametrize("name", ["fifo1", "fifo3", "gauges", "ties_fifo2", "zero_work", "inf_work_fifo"])
 def test_a_lone_fifo_stage_takes_fifo_loop(name):
-    assert _takes_fifo_loop(IN_SHAPE[name][0])
+    assert _takes(IN_SHAPE[name][0], 3) and not _takes(IN_SHAPE[name][0], 5)
 
 
-@pytest.mark.parametrize("name", ["ps1", "delay", "ties_ps", "inf_work_delay"])
-def test_a_lone_ps_or_delay_stage_takes_lone_loop(name):
-    assert not _takes_fifo_loop(IN_SHAPE[name][0])
+@pytest.mark.parametrize("name", ["ps1", "ps_present", "ps_rate_draw", "ties_ps"])
+def test_a_lone_ps_stage_takes_ps_loop(name):
+    assert _takes(IN_SHAPE[name][0], 5) and not _takes(IN_SHAPE[name][0], 3)
+
+
+@pytest.mark.parametrize("name", ["delay", "inf_work_delay"])
+def test_a_lone_delay_stage_takes_lone_loop(name):
+    assert not _takes(IN_SHAPE[name][0], 3) and not _takes(IN_SHAPE[name][0], 5)
 
 
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))

@@ -1,0 +1,151 @@
+# A lone ps stage's own loop (issue 27, fifth round): lone_loop's events for a program that is one
+# open queue at a ps stage (lone_plan's shape), with the queue's own data as fifo_loop keeps it: a
+# session is its job, and a job is its arrival time (which is also its start: a ps job is served
+# from the moment it joins) and its session's serial, in a row that its ps heap entry names (the
+# entry's `job`). The session and job tables grow, charged, where lone_loop's would, but are not
+# written (no gauge reads them: `work(…)`, the one function that would, is refused in a gauge).
+# A stale finish (one a reschedule superseded) is taken off at the pop: in lone_loop it changes
+# nothing after event_begins but the areas' split at its time, their values unchanged.
+# tests/engine/test_lone_queue.py holds its reports and errors to lone_loop's and the general
+# loop's, byte for byte; tests/differential/test_ps_loop.py to pyserq's JSON text.
+# Included by sq/_engine.pyx after _one_queue.pxi (whose pieces it shares); it runs without the GIL.
+
+
+cdef bint ps_enabled = True       # False: a lone ps stage runs in lone_loop, not ps_loop (tests compare the two)
+cdef int64_t ps_runs = 0          # runs that took ps_loop
+
+
+cdef struct PsJob:
+    # a lone ps stage's job, all that ps_loop keeps of it and its session
+    double enq                 # when it joined: its session's arrival (the stamps' value) and its start
+    int64_t serial             # its session's serial
+
+
+cdef struct PsRows:
+    # ps_loop's jobs: a job's row is its ps heap entry's `job`; the free rows are a stack
+    PsJob* row
+    int32_t* free
+    int32_t nfree
+    int32_t cap
+
+
+cdef void ps_loop(State* st) noexcept nogil:
+    """lone_loop for a ps stage, with its own rows (PsRows) instead of the session and job tables."""
+    cdef PsRows t
+    t.cap = 0
+    t.nfree = 0
+    t.row = NULL
+    t.free = NULL
+    if ps_rows_grow(st, &t) == 0:
+        ps_events(st, &st.stages[st.lone.stage], st.lone.stage, &t)
+    free(t.row)
+    free(t.free)
+
+
+cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
+    """Twice the rows (64 at first), the new ones free (taken lowest first). Called with none free."""
+    cdef int32_t cap = 2 * t.cap if t.cap else 64, i
+    cdef PsJob* row = <PsJob*> realloc(t.row, cap * sizeof(PsJob))
+    if row != NULL:
+        t.row = row
+    cdef int32_t* spare = <int32_t*> realloc(t.free, cap * sizeof(int32_t))
+    if spare != NULL:
+        t.free = spare
+    if row == NULL or spare == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    for i in range(cap - t.cap):
+        t.free[i] = cap - 1 - i
+    t.nfree = cap - t.cap
+    t.cap = cap
+    return 0
+
+
+cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept nogil:
+    """ps_loop's events (its rows set up): each ends with at most one session going on (observing
+    and ending), then the stage's reschedule and the area samples, in lone_loop's order."""
+    cdef Event e
+    cdef Event* nxt
+    cdef PsJob job
+    cdef int32_t row
+    cdef bint leaving
+    cdef double w
+    cdef double rates[LONE_RATES]
+    cdef bint fixed = lone_rates(s, rates)
+    while not st.error.code:
+        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+            break
+        nxt = next_event(st)
+        if nxt == NULL or nxt.t > st.horizon:
+            break
+        if nxt.t > st.now and instant_over(st, nxt):
+            break
+        e = pop_event(st, nxt)
+        if not event_begins(st, &e):
+            return
+        if e.kind == EV_FINISH and e.c != s.epoch:
+            # a stale finish (finishing_job's test): no job, no session, the stage not dirty; of
+            # settle's samples only the split at now is left, as each area holds the value the
+            # event before set (gauges, the window's middle and the poll read, never change it)
+            area_set(&st.live_area, st.now, st.live_area.value)
+            area_set(&s.number, st.now, s.number.value)
+            area_set(&s.busy_area, st.now, s.busy_area.value)
+            continue
+        leaving = False     # no session goes on
+        if e.kind == EV_ARRIVE:
+            if st.limit == 0 or st.arrivals + 1 < st.limit:
+                if next_arrival(st) < 0:
+                    return
+            # new_session: a slot when more are live than ever before (session_alloc)
+            if st.live == st.sess.high and session_alloc(st) < 0:
+                return
+            job.serial = session_in(st)
+            job.enq = st.now
+            if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+                return
+            w = lone_work(st, -1)
+            if st.error.code:
+                return
+            if w > 0:
+                if ps_join(st, s, k, t, job, w) < 0:
+                    return
+            else:
+                leaving = True      # zero work: no job, the session goes on now
+        elif e.kind == EV_FINISH:
+            # ps_done (the least tag leaves, V carried to now), then job_done: the session goes on
+            row = ps_done(st, s)
+            job = t.row[row]
+            t.free[t.nfree] = row
+            t.nfree += 1
+            s.n -= 1
+            job_measured(st, s, job.enq, job.enq)
+            leaving = True
+        else:
+            handle_rare(st, &e)       # the end of the warm-up
+        if leaving and fifo_leave(st, job.serial, job.enq) < 0:
+            return
+        if s.dirty and lone_reschedule(st, s, k, fixed, rates) < 0:
+            return
+        area_set(&st.live_area, st.now, <double> st.live)
+        area_set(&s.number, st.now, <double> s.n)
+        area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
+
+
+cdef inline int ps_join(State* st, Stage* s, int32_t k, PsRows* t, PsJob job, double w) noexcept nogil:
+    """new_job and join_ps: the job of work w joins (its tag the virtual time its work is done at)."""
+    cdef int32_t row
+    if s.n == st.jobs.high and job_alloc(st) < 0:     # (a slot when more jobs are live than ever before)
+        return -1
+    if s.n == 0:
+        mark_row(st.stages_sampled, k)
+    s.n += 1
+    if t.nfree == 0 and ps_rows_grow(st, t) < 0:
+        return -1
+    t.nfree -= 1
+    row = t.free[t.nfree]
+    t.row[row] = job
+    s.V = ps_virtual(s, st.now)
+    s.Vt = st.now
+    s.dirty = 1
+    st.next_job_id += 1
+    return ps_push(st, s, s.V + w, st.next_job_id - 1, row)
