@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from sq.engine._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_range_u32, sq_draw, sq_draw_exp, SQ_DIST_EXP,
+                                sq_h2, sq_h2_of, sq_draw_h2_of, SQ_DIST_H2,
                                 SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                                 SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
 from sq.results._itl cimport Histogram, histogram_add

@@ -138,6 +138,18 @@ cdef inline double draw2_value(State* st, const int32_t* c, sq_rng* rng) noexcep
     return sq_draw(rng, c[2 * XONE_LEN + XSAMPLE_DIST], args)
 
 
+cdef inline bint draw2_h2(State* st, const int32_t* c, sq_h2* h) noexcept nogil:
+    """Whether the XS_DRAW2 expression whose code starts at c is an h2 draw; if so its phases, for
+    sq_draw_h2_of (which then draws what draw2_value would)."""
+    cdef double args[2]
+    if c[2 * XONE_LEN + XSAMPLE_DIST] != SQ_DIST_H2:
+        return False
+    args[0] = st.consts[c[0 + XONE_ARG]]
+    args[1] = st.consts[c[0 + XONE_LEN + XONE_ARG]]
+    h[0] = sq_h2_of(args)
+    return True
+
+
 cdef inline bint is_leaf(int32_t op) noexcept nogil:
     return op == X_NUM or op == X_ATTR or op == X_CTX
 

@@ -64,7 +64,7 @@ cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
 cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept nogil:
     """ps_loop's events (its rows set up): each ends with at most one session going on (observing
     and ending), then the stage's reschedule and the area samples, in lone_loop's order."""
-    cdef Event e
+    cdef Event e, cur        # cur: the stage's current finish (seq NO_EVENT: none pending)
     cdef Event* nxt
     cdef PsJob job
     cdef int32_t row
@@ -72,21 +72,35 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
     cdef double w
     cdef double rates[LONE_RATES]
     cdef bint fixed = lone_rates(s, rates)
+    # an h2 work of constant arguments (M/G/1-PS's `~h2(1, 4)`) drawn from its phases, set once
+    cdef sq_h2 h2
+    h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
+    cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
+    cur.seq = NO_EVENT
+    cur.kind = EV_FINISH
+    cur.a = k
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
         nxt = next_event(st)
+        if cur.seq != NO_EVENT and (nxt == NULL or before(&cur, nxt)):
+            nxt = &cur
         if nxt == NULL or nxt.t > st.horizon:
             break
         if nxt.t > st.now and instant_over(st, nxt):
             break
-        e = pop_event(st, nxt)
+        if nxt == &cur:
+            e = cur
+            cur.seq = NO_EVENT
+        else:
+            e = pop_event(st, nxt)
         if not event_begins(st, &e):
             return
         if e.kind == EV_FINISH and e.c != s.epoch:
-            # a stale finish (finishing_job's test): no job, no session, the stage not dirty; of
-            # settle's samples only the split at now is left, as each area holds the value the
-            # event before set (gauges, the window's middle and the poll read, never change it)
+            # a stale finish (finishing_job's test; the only finishes on the event list, as the
+            # current one is kept in `cur`): no job, no session, the stage not dirty; of settle's
+            # samples only the split at now is left, as each area holds the value the event
+            # before set (gauges, the window's middle and the poll read, never change it)
             area_set(&st.live_area, st.now, st.live_area.value)
             area_set(&s.number, st.now, s.number.value)
             area_set(&s.busy_area, st.now, s.busy_area.value)
@@ -103,9 +117,12 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             job.enq = st.now
             if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
                 return
-            w = lone_work(st, -1)
-            if st.error.code:
-                return
+            if h2_work:
+                w = sq_draw_h2_of(&st.rng_session, &h2)
+            else:
+                w = lone_work(st, -1)
+                if st.error.code:
+                    return
             if w > 0:
                 if ps_join(st, s, k, t, job, w) < 0:
                     return
@@ -124,8 +141,10 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             handle_rare(st, &e)       # the end of the warm-up
         if leaving and fifo_leave(st, job.serial, job.enq) < 0:
             return
-        if s.dirty and lone_reschedule(st, s, k, fixed, rates) < 0:
-            return
+        if s.dirty:
+            lone_rate(st, s, fixed, rates)
+            if ps_next_finish(st, s, &cur) < 0:
+                return
         area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
@@ -149,3 +168,22 @@ cdef inline int ps_join(State* st, Stage* s, int32_t k, PsRows* t, PsJob job, do
     s.dirty = 1
     st.next_job_id += 1
     return ps_push(st, s, s.V + w, st.next_job_id - 1, row)
+
+
+cdef inline int ps_next_finish(State* st, Stage* s, Event* cur) noexcept nogil:
+    """next_ps_finish with the stage's current finish kept in `cur` instead of on the event list:
+    a finish still pending there is superseded (stale), so it joins the list as it is (its time
+    and seq: where next_ps_finish put it), and the new one takes `cur` with the seq push_event
+    would give it. The events, their order and seqs are next_ps_finish's."""
+    s.epoch += 1
+    if cur.seq != NO_EVENT:
+        if event_insert(st, cur[0]) < 0:
+            return -1
+        cur.seq = NO_EVENT
+    if s.hlen > 0 and s.rate > 0:
+        cur.t = st.now + ps_delay(s)
+        cur.seq = st.seq
+        st.seq += 1
+        cur.b = s.heap[0].job
+        cur.c = s.epoch
+    return 0

@@ -88,9 +88,9 @@ cdef inline bint lone_rates(Stage* s, double* rates) noexcept nogil:
     return True
 
 
-cdef inline int lone_reschedule(State* st, Stage* s, int32_t k, bint fixed, const double* rates) noexcept nogil:
-    """`reschedule` of a lone ps stage (dirty after this event's join or finish): its rate, from
-    the table of lone_rates when it holds it (`fixed`), and its next finish."""
+cdef inline void lone_rate(State* st, Stage* s, bint fixed, const double* rates) noexcept nogil:
+    """`reschedule`'s first half (ps_rate) for a lone ps stage, dirty after this event's join or
+    finish: its rate, from the table of lone_rates when it holds it (`fixed`)."""
     if fixed and s.hlen < LONE_RATES:
         # ps_rate's rate, divided ahead; its ps_virtual is left out, as it would not change
         # V: the join or finish of this event brought V to now, and V + rate · 0 is V for
@@ -100,7 +100,6 @@ cdef inline int lone_reschedule(State* st, Stage* s, int32_t k, bint fixed, cons
         s.rate = rates[s.hlen]
     else:
         ps_rate(st, s)      # (φ may fail: the loop stops on the flag)
-    return next_ps_finish(st, s, k)
 
 
 cdef void lone_loop(State* st) noexcept nogil:
@@ -142,8 +141,10 @@ cdef void lone_loop(State* st) noexcept nogil:
                 return
         elif leaving == FAILED:
             return
-        if s.dirty and lone_reschedule(st, s, k, fixed, rates) < 0:     # (only a ps stage is ever dirty)
-            return
+        if s.dirty:     # reschedule (only a ps stage is ever dirty)
+            lone_rate(st, s, fixed, rates)
+            if next_ps_finish(st, s, k) < 0:
+                return
         # settle's samples: live sessions and the stage's areas, sampled even while they hold 0
         # (sample_areas leaves such a row out because sampling it would add 0 and change nothing;
         # the program's other stages are never used)

@@ -47,6 +47,13 @@ cdef extern from "distributions.h" nogil:
     double sq_draw_uniform(sq_rng* rng, const double* args)
     double sq_draw_erlang(sq_rng* rng, const double* args)
     double sq_draw_h2(sq_rng* rng, const double* args)
+    # h2's probability and phase means for its arguments, once; a draw of them
+    ctypedef struct sq_h2:
+        double p
+        double mean1
+        double mean2
+    sq_h2 sq_h2_of(const double* args)
+    double sq_draw_h2_of(sq_rng* rng, const sq_h2* h)
     double sq_draw_bernoulli(sq_rng* rng, const double* args)
     # Dispatch by code; an unknown code draws nothing and returns NaN.
     double sq_draw(sq_rng* rng, int code, const double* args)

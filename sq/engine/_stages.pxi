@@ -302,11 +302,15 @@ cdef inline void ps_rate(State* st, Stage* s) noexcept nogil:
 
 cdef inline int next_ps_finish(State* st, Stage* s, int32_t k) noexcept nogil:
     """reschedule's second half: older finishes become stale and the least tag's is scheduled."""
-    cdef double delay
     s.epoch += 1
     if s.hlen > 0 and s.rate > 0:
-        delay = (s.heap[0].tag - s.V) / s.rate
-        if not (delay >= 0):                # max(delay, 0), a NaN losing (inf * 0 in V when φ = inf)
-            delay = 0
-        return push_event(st, st.now + delay, EV_FINISH, k, s.heap[0].job, s.epoch)
+        return push_event(st, st.now + ps_delay(s), EV_FINISH, k, s.heap[0].job, s.epoch)
     return 0
+
+
+cdef inline double ps_delay(Stage* s) noexcept nogil:
+    """How long until the job of the least tag is done at the stage's rate (s.hlen > 0, s.rate > 0)."""
+    cdef double delay = (s.heap[0].tag - s.V) / s.rate
+    if not (delay >= 0):                # max(delay, 0), a NaN losing (inf * 0 in V when φ = inf)
+        delay = 0
+    return delay

@@ -71,12 +71,35 @@ static inline double sq_draw_erlang(sq_rng* rng, const double* args) {
     return sum;
 }
 
-/* Balanced two-phase hyperexponential; a cv2 below 1 behaves as 1. */
+/* Balanced two-phase hyperexponential; a cv2 below 1 behaves as 1. Its first phase's
+ * probability and the phases' means depend on the arguments alone: a loop whose draws have
+ * constant arguments computes them once (sq_h2_of) and draws with sq_draw_h2_of, the same values. */
+static inline double sq_h2_p(double cv2_arg) {
+    double cv2 = sq_fmax_rust(cv2_arg, 1.0);
+    return 0.5 * (1.0 + sqrt((cv2 - 1.0) / (cv2 + 1.0)));
+}
+static inline double sq_h2_mean1(double mean, double p) { return mean / (2.0 * p); }
+static inline double sq_h2_mean2(double mean, double p) { return mean / (2.0 * (1.0 - p)); }
+
 static inline double sq_draw_h2(sq_rng* rng, const double* args) {
     double mean = args[0];
-    double cv2 = sq_fmax_rust(args[1], 1.0);
-    double p = 0.5 * (1.0 + sqrt((cv2 - 1.0) / (cv2 + 1.0)));
-    double phase_mean = sq_rng_random_f64(rng) < p ? mean / (2.0 * p) : mean / (2.0 * (1.0 - p));
+    double p = sq_h2_p(args[1]);
+    double phase_mean = sq_rng_random_f64(rng) < p ? sq_h2_mean1(mean, p) : sq_h2_mean2(mean, p);
+    return sq_exp_of_mean(rng, phase_mean);
+}
+
+typedef struct { double p, mean1, mean2; } sq_h2;
+
+static inline sq_h2 sq_h2_of(const double* args) {
+    sq_h2 h;
+    h.p = sq_h2_p(args[1]);
+    h.mean1 = sq_h2_mean1(args[0], h.p);
+    h.mean2 = sq_h2_mean2(args[0], h.p);
+    return h;
+}
+
+static inline double sq_draw_h2_of(sq_rng* rng, const sq_h2* h) {
+    double phase_mean = sq_rng_random_f64(rng) < h->p ? h->mean1 : h->mean2;
     return sq_exp_of_mean(rng, phase_mean);
 }
 
