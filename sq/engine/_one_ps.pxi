@@ -72,6 +72,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
     cdef double w
     cdef double rates[LONE_RATES]
     cdef bint fixed = lone_rates(s, rates)
+    cdef int64_t limit = st.limit           # (the run's settings, in locals: the loop's stores may alias st's)
+    cdef double horizon = st.horizon
     # an h2 work of constant arguments (M/G/1-PS's `~h2(1, 4)`) drawn from its phases, set once
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
@@ -80,12 +82,12 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
     cur.kind = EV_FINISH
     cur.a = k
     while not st.error.code:
-        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+        if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
         nxt = next_event(st)
         if cur.seq != NO_EVENT and (nxt == NULL or before(&cur, nxt)):
             nxt = &cur
-        if nxt == NULL or nxt.t > st.horizon:
+        if nxt == NULL or nxt.t > horizon:
             break
         if nxt.t > st.now and instant_over(st, nxt):
             break
@@ -107,7 +109,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             continue
         leaving = False     # no session goes on
         if e.kind == EV_ARRIVE:
-            if st.limit == 0 or st.arrivals + 1 < st.limit:
+            if limit == 0 or st.arrivals + 1 < limit:
                 if next_arrival(st) < 0:
                     return
             # new_session: a slot when more are live than ever before (session_alloc)
@@ -135,7 +137,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             t.free[t.nfree] = row
             t.nfree += 1
             s.n -= 1
-            job_measured(st, s, job.enq, job.enq)
+            ps_measured(st, s, job.enq)
             leaving = True
         else:
             handle_rare(st, &e)       # the end of the warm-up
@@ -187,3 +189,14 @@ cdef inline int ps_next_finish(State* st, Stage* s, Event* cur) noexcept nogil:
         cur.b = s.heap[0].job
         cur.c = s.epoch
     return 0
+
+
+cdef inline void ps_measured(State* st, Stage* s, double start) noexcept nogil:
+    """job_measured for a ps job that started at `start` (when it joined): its wait is 0, and the
+    waits' running mean, +0 from the run's start, stays +0 with it ((0 - +0) / n is +0), so only
+    its count moves; no division."""
+    if st.warm:
+        s.waits.n += 1
+        running_add(&s.services, st.now - start)
+    if st.estimates:
+        estimate(s, start, 0.0, st.now - start)
