@@ -120,6 +120,23 @@ MUTATIONS = (
                  ("_one_queue.pxi", "    cdef FifoJob job = q.line[q.head]\n    q.head = (q.head + 1) & (q.cap - 1)\n",
                   "    cdef FifoJob job = q.line[(q.head + q.n - 1) & (q.cap - 1)]\n"),
              )),
+    Mutation("ps-loop-stale-unsplit", "a lone ps stage's stale finish (ps_loop, sq/engine/_one_ps.pxi) leaves "
+             "the time averages unsampled: one product over the span it would have split in two", (
+                 ("_one_ps.pxi", """            area_set(&st.live_area, st.now, st.live_area.value)
+            area_set(&s.number, st.now, s.number.value)
+            area_set(&s.busy_area, st.now, s.busy_area.value)
+            continue
+""", """            continue
+"""),
+             )),
+    Mutation("ps-loop-superseded-dropped", "ps_loop drops a superseded finish instead of putting it on "
+             "the event list (it changes no job, but pyserq handles it as an event)", (
+                 ("_one_ps.pxi", """        if event_insert(st, cur[0]) < 0:
+            return -1
+        cur.seq = NO_EVENT
+""", """        cur.seq = NO_EVENT
+"""),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
@@ -154,9 +171,10 @@ MUTATIONS = (
 # The default sample: the generated programs, and the differential files of fast paths they
 # rarely reach (test_steady_runs: gauges read and the window's middle taken while a steady run
 # repeats; test_replicas: rows whose time averages are deferred while others move; test_fifo_loop:
-# a lone fifo stage's own loop, which the random programs seldom take).
+# a lone fifo stage's own loop, which the random programs seldom take; test_ps_loop: a lone ps
+# stage's, likewise).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
-              "tests/differential/test_fifo_loop.py"]
+              "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
