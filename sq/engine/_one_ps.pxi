@@ -91,47 +91,13 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             break
         if nxt.t > st.now and instant_over(st, nxt):
             break
-        if nxt == &cur:
-            e = cur
-            cur.seq = NO_EVENT
-        else:
-            e = pop_event(st, nxt)
-        if not event_begins(st, &e):
-            return
-        if e.kind == EV_FINISH and e.c != s.epoch:
-            # a stale finish (finishing_job's test; the only finishes on the event list, as the
-            # current one is kept in `cur`): no job, no session, the stage not dirty; of settle's
-            # samples only the split at now is left, as each area holds the value the event
-            # before set (gauges, the window's middle and the poll read, never change it)
-            area_set(&st.live_area, st.now, st.live_area.value)
-            area_set(&s.number, st.now, s.number.value)
-            area_set(&s.busy_area, st.now, s.busy_area.value)
-            continue
         leaving = False     # no session goes on
-        if e.kind == EV_ARRIVE:
-            if limit == 0 or st.arrivals + 1 < limit:
-                if next_arrival(st) < 0:
-                    return
-            # new_session: a slot when more are live than ever before (session_alloc)
-            if st.live == st.sess.high and session_alloc(st) < 0:
+        if nxt == &cur:
+            # the current finish: ps_done (the least tag leaves, V carried to now), then job_done;
+            # its session goes on
+            cur.seq = NO_EVENT
+            if not event_begins(st, &cur):
                 return
-            job.serial = session_in(st)
-            job.enq = st.now
-            if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
-                return
-            if h2_work:
-                w = sq_draw_h2_of(&st.rng_session, &h2)
-            else:
-                w = lone_work(st, -1)
-                if st.error.code:
-                    return
-            if w > 0:
-                if ps_join(st, s, k, t, job, w) < 0:
-                    return
-            else:
-                leaving = True      # zero work: no job, the session goes on now
-        elif e.kind == EV_FINISH:
-            # ps_done (the least tag leaves, V carried to now), then job_done: the session goes on
             row = ps_done(st, s)
             job = t.row[row]
             t.free[t.nfree] = row
@@ -140,7 +106,43 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             ps_measured(st, s, job.enq)
             leaving = True
         else:
-            handle_rare(st, &e)       # the end of the warm-up
+            e = pop_event(st, nxt)
+            if not event_begins(st, &e):
+                return
+            if e.kind == EV_ARRIVE:
+                if limit == 0 or st.arrivals + 1 < limit:
+                    if next_arrival(st) < 0:
+                        return
+                # new_session: a slot when more are live than ever before (session_alloc)
+                if st.live == st.sess.high and session_alloc(st) < 0:
+                    return
+                job.serial = session_in(st)
+                job.enq = st.now
+                if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+                    return
+                if h2_work:
+                    w = sq_draw_h2_of(&st.rng_session, &h2)
+                else:
+                    w = lone_work(st, -1)
+                    if st.error.code:
+                        return
+                if w > 0:
+                    if ps_join(st, s, k, t, job, w) < 0:
+                        return
+                else:
+                    leaving = True      # zero work: no job, the session goes on now
+            elif e.kind == EV_FINISH:
+                # a stale finish (finishing_job's e.c != s.epoch): every finish on the event list
+                # is one, the current one being in `cur`. No job, no session, the stage not
+                # dirty; of settle's samples only the split at now is left, as each area holds
+                # the value the event before set (gauges, the window's middle and the poll read,
+                # never change it)
+                area_set(&st.live_area, st.now, st.live_area.value)
+                area_set(&s.number, st.now, s.number.value)
+                area_set(&s.busy_area, st.now, s.busy_area.value)
+                continue
+            else:
+                handle_rare(st, &e)       # the end of the warm-up
         if leaving and fifo_leave(st, job.serial, job.enq) < 0:
             return
         if s.dirty:

@@ -122,11 +122,11 @@ MUTATIONS = (
              )),
     Mutation("ps-loop-stale-unsplit", "a lone ps stage's stale finish (ps_loop, sq/engine/_one_ps.pxi) leaves "
              "the time averages unsampled: one product over the span it would have split in two", (
-                 ("_one_ps.pxi", """            area_set(&st.live_area, st.now, st.live_area.value)
-            area_set(&s.number, st.now, s.number.value)
-            area_set(&s.busy_area, st.now, s.busy_area.value)
-            continue
-""", """            continue
+                 ("_one_ps.pxi", """                area_set(&st.live_area, st.now, st.live_area.value)
+                area_set(&s.number, st.now, s.number.value)
+                area_set(&s.busy_area, st.now, s.busy_area.value)
+                continue
+""", """                continue
 """),
              )),
     Mutation("ps-loop-superseded-dropped", "ps_loop drops a superseded finish instead of putting it on "
