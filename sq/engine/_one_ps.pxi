@@ -137,8 +137,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
                 # dirty; of settle's samples only the split at now is left, as each area holds
                 # the value the event before set (gauges, the window's middle and the poll read,
                 # never change it)
-                area_set(&st.live_area, st.now, st.live_area.value)
                 area_set(&s.number, st.now, s.number.value)
+                st.live_area = s.number     # (live sessions: as below)
                 area_set(&s.busy_area, st.now, s.busy_area.value)
                 continue
             else:
@@ -149,8 +149,12 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             lone_rate(st, s, fixed, rates)
             if ps_next_finish(st, s, &cur) < 0:
                 return
-        area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
+        # live sessions: area_set(&st.live_area, st.now, st.live) computes what the line above
+        # did, as the two areas are equal at every sample: after each event every live session's
+        # job is at the stage (a session without work ends in the event it arrives in), both
+        # start at 0 (settle's sample at time 0 finds neither), and the warm-up restarts both
+        st.live_area = s.number
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
 
 
