@@ -518,10 +518,16 @@ cdef void read_gauges(State* st) noexcept nogil:
 
 cdef inline int next_arrival(State* st) noexcept nogil:
     """Schedule the next open arrival (the first one too), unless the limit is reached. A poisson
-    gap is drawn inline (in the arrival's handling); a renewal's gap by `next_renewal`."""
+    gap is drawn inline (in the arrival's handling: the four loops that handle one), the other
+    kinds by `next_arrival_other`, out of line so that this stays small enough for gcc to inline."""
     if st.arrival_kind == A_POISSON:
         schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
         return 0
+    return next_arrival_other(st)
+
+
+cdef int next_arrival_other(State* st) noexcept nogil:
+    """next_arrival of a kind other than poisson (a renewal's gap by `next_renewal`)."""
     if st.arrival_kind == A_POISSON_NOW:
         return next_thinned(st)
     if st.arrival_kind == A_REPLAY:
