@@ -391,11 +391,6 @@ cdef inline int push_event(State* st, double t, int kind, int a, int64_t b, int6
     e.a = a
     e.b = b
     e.c = c
-    return event_insert(st, e)
-
-
-cdef inline int event_insert(State* st, Event e) noexcept nogil:
-    """push_event's second half: event e (its seq taken) joins the list."""
     if st.soon.seq == NO_EVENT:
         if st.hlen == 0 or before(&e, &st.heap[0]):
             st.soon = e

@@ -183,10 +183,15 @@ cdef inline int ps_next_finish(State* st, Stage* s, Event* cur) noexcept nogil:
     a finish still pending there is superseded (stale), so it joins the list as it is (its time
     and seq: where next_ps_finish put it), and the new one takes `cur` with the seq push_event
     would give it. The events, their order and seqs are next_ps_finish's."""
+    cdef int64_t seq
     s.epoch += 1
     if cur.seq != NO_EVENT:
-        if event_insert(st, cur[0]) < 0:
+        # push_event as it was pushed: with the seq it took then (st.seq set back for the push)
+        seq = st.seq
+        st.seq = cur.seq
+        if push_event(st, cur.t, EV_FINISH, cur.a, cur.b, cur.c) < 0:
             return -1
+        st.seq = seq
         cur.seq = NO_EVENT
     if s.hlen > 0 and s.rate > 0:
         cur.t = st.now + ps_delay(s)

@@ -131,11 +131,9 @@ MUTATIONS = (
              )),
     Mutation("ps-loop-superseded-dropped", "ps_loop drops a superseded finish instead of putting it on "
              "the event list (it changes no job, but pyserq handles it as an event)", (
-                 ("_one_ps.pxi", """        if event_insert(st, cur[0]) < 0:
+                 ("_one_ps.pxi", """        if push_event(st, cur.t, EV_FINISH, cur.a, cur.b, cur.c) < 0:
             return -1
-        cur.seq = NO_EVENT
-""", """        cur.seq = NO_EVENT
-"""),
+""", ""),
              )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
