@@ -58,20 +58,15 @@ IN_SHAPE = {
 # just outside the shape (the work reads the session): the general loop runs it
 OUTSIDE = _program("1", "", "poisson(0.8)", "horizon 200;",
                    body="set t0 = now; run s (now - t0 + 1); observe r = now - t0;")
+CASES = {**{name: (source, True) for name, source in IN_SHAPE.items()}, "just_outside_the_shape": (OUTSIDE, False)}
 
 
 @needs_reference
-@pytest.mark.parametrize("name", sorted(IN_SHAPE))
-def test_ps_loop_reports_pyserqs_json_text(name):
-    _engine.lone_queues(True, ps=True)
-    before = _engine.lone_queues()[5]
-    same_json(IN_SHAPE[name])
-    assert _engine.lone_queues()[5] == before + 1, "ps_loop was not taken"
-
-
-@needs_reference
-def test_a_program_just_outside_the_shape_falls_back_and_reports_pyserqs_json_text():
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape(name):
+    source, in_shape = CASES[name]
     _engine.lone_queues(True, ps=True)
     lone, ps = _engine.lone_queues()[1], _engine.lone_queues()[5]
-    same_json(OUTSIDE)
-    assert _engine.lone_queues()[1] == lone and _engine.lone_queues()[5] == ps
+    same_json(source)
+    taken = (_engine.lone_queues()[1] - lone, _engine.lone_queues()[5] - ps)
+    assert taken == ((1, 1) if in_shape else (0, 0)), "ps_loop taken or not taken against the shape"
