@@ -15,6 +15,7 @@
 # A fifo stage takes fifo_loop: the same events with the queue's own data (a session is its job:
 # arrival time, work then start, serial), the session and job tables grown but not written
 # (benchmarks/README.md, "Issue 27, fourth round: the fifo queues": M/M/1 -15 % instructions).
+# A ps stage takes ps_loop (sq/engine/_one_ps.pxi), likewise with its own data.
 # Included by sq/_engine.pyx; every function here runs without the GIL.
 
 
