@@ -20,10 +20,14 @@ cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
 
 
 cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
-    """A step job joins: the frame entries its iterations read (see Jobs.frame)."""
-    cdef int32_t slot = st.jobs.owner[j], d, i, n
-    cdef int64_t fi, e, found = -1
-    st.jobs.frame[j] = innermost(st, slot, st.jobs.growing[j]) if st.jobs.growing[j] >= 0 else -1
+    """A step job joins: the frame entries its iterations read (see Jobs.frame). A job growing
+    the stage's memory (the common case) finds both in one walk of its owner's holds: the
+    innermost entry on that pool is the first one in the deepest frame holding it."""
+    cdef int32_t slot = st.jobs.owner[j], d, i, n, deepest = -1
+    cdef int64_t fi, e, found = -1, inner = -1
+    cdef bint same = st.jobs.growing[j] == memory
+    if not same:
+        st.jobs.frame[j] = innermost(st, slot, st.jobs.growing[j]) if st.jobs.growing[j] >= 0 else -1
     if memory >= 0:
         for d in range(st.sess.depth[slot]):
             fi = frame_of(st, slot, d)
@@ -32,6 +36,11 @@ cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
                 e = fi * st.hold_pools_max + i
                 if st.sess.frame_active[e] and st.sess.frame_member[e] == memory:
                     found = e if found == -1 else -2
+                    if d > deepest:
+                        deepest = d
+                        inner = e
+    if same:
+        st.jobs.frame[j] = inner         # (memory -1: growing -1, and the frame -1)
     st.jobs.units_at[j] = found
 
 
