@@ -7,7 +7,9 @@ window's middle, counts as an event and is applied by end_iteration. Each progra
 one of the path's edges: an arrival, a delay's end or the warm-up's end exactly at an iteration's
 end (either scheduled first), a resident finishing (also after a fractional last token),
 block boundaries (a grow inside a run, two at once, a refusal that preempts right after a steady
-stretch), the prefix cache's evictions, gauges, costs that read `now`, the pool, the stage's work
+stretch), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
+or not provably so: units reading the pool, a queue in key order), the prefix cache's evictions
+while growing, gauges, costs that read `now`, the pool, the stage's work
 or a draw, a budget cut short, two step stages (no steady runs), the horizon and the arrival limit
 ending a run mid-stretch. Every program is compared with pyserq on the report and the iteration
 trace, sq checking its invariants after each instant (tests.helpers.diff_runner.compare); and run
