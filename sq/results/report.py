@@ -62,11 +62,14 @@ class Observe:
     SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
 
     def __init__(self, name: str, samples: np.ndarray | None, times: np.ndarray | None,
-                 sessions: np.ndarray | None, turns: np.ndarray | None, summary: ObserveSummary | None = None):
+                 sessions: np.ndarray | None, turns: np.ndarray | None, summary: ObserveSummary | None = None,
+                 moments: tuple[float, float] | None = None):
         self.name = name
         self.samples, self.times, self.sessions, self.turns = samples, times, sessions, turns
         self.summary = summary
         self.count = summary.n if samples is None else len(samples)
+        # the engine's Welford (mean, M2) of exactly these samples, or None (computed from them)
+        self._moments = moments
 
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
@@ -75,12 +78,15 @@ class Observe:
         times, samples = _floats(raw.times), _floats(raw.samples)
         # ids keep the engine's narrow integer types (widening would copy them all)
         sessions, turns = _integers(raw.sessions), _integers(raw.turns)
+        moments = raw.moments
         if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
             # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
             # slicing keeps views of the engine's arrays instead of copying them.
             first = int(times.searchsorted(warmup, side="left"))
-            samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
-        return cls(raw.name, samples, times, sessions, turns)
+            if first:   # (the engine records only once warm: its moments are of every sample)
+                samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
+                moments = None
+        return cls(raw.name, samples, times, sessions, turns, None, moments)
 
     def __getattr__(self, attr: str):
         # called only for an attribute not set yet: a statistic read for the first time
@@ -91,7 +97,7 @@ class Observe:
 
     def _computed(self, attr: str, compute):
         kept = vars(self)
-        kept.update(_summary_fields(self) if self.samples is None else compute(self.samples))
+        kept.update(_summary_fields(self) if self.samples is None else compute(self))
         return kept[attr]
 
     def json_values(self) -> tuple:
@@ -125,10 +131,18 @@ def _summary_fields(o: Observe) -> dict[str, float]:
 
 # An Observe's statistics computed on first read: field name -> what computes it from the
 # samples (with the other fields computed alongside).
-_LAZY = {**dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics),
+def _order_statistics(o: Observe) -> dict[str, float]:
+    return stats.order_statistics(o.samples)
+
+
+def _json_statistics(o: Observe) -> dict[str, float]:
+    return stats.json_statistics(o.samples, o._moments)
+
+
+_LAZY = {**dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), _order_statistics),
          # the JSON's statistics from one pass over the samples (the JSON reads them all); the
          # other order statistics, when read, select the p99 again, the same way
-         **dict.fromkeys(("mean", "cv2", "ci", "p99"), stats.json_statistics)}
+         **dict.fromkeys(("mean", "cv2", "ci", "p99"), _json_statistics)}
 
 
 # The engine's arrays are taken as they are, checked by type (a call into numpy per array of
