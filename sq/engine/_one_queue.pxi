@@ -258,6 +258,12 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
     cdef int32_t row
     cdef int counted
     cdef bint leaving, replace
+    cdef double until = fifo_until(st)
+    # every live session is a job of the stage between events (a session of zero work ends in
+    # the event it began), so the live sessions' area and the stage's jobs' area, alike when the
+    # loop starts (both held 0 since time 0), take the same samples and stay alike: one is
+    # sampled and copied (bitwise alike, -0.0 included, or each sampled as it is)
+    cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
     while not st.error.code:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
@@ -271,8 +277,13 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             nxt = &st.arrival
         if nxt.t > st.horizon:
             break
-        if nxt.t > st.now and instant_over(st, nxt):
-            break
+        if nxt.t > st.now:
+            if nxt.t > until or st.events >= st.poll_at:
+                if instant_over(st, nxt):
+                    break
+                until = fifo_until(st)
+            else:
+                st.steps = 0        # (instant_over with nothing else to do)
         row = -1            # no service begins
         leaving = False     # no session goes on
         replace = False     # the service begun is pushed (not put in place of the finish)
@@ -343,9 +354,20 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             fifo_serve(st, s, k, q, row, job, replace)
         if leaving and fifo_leave(st, done.serial, done.enq, counted) < 0:
             return
-        area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
+        if alike:
+            st.live_area = s.number
+        else:
+            area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
+
+
+cdef inline double fifo_until(State* st) noexcept nogil:
+    """Until when instant_over has nothing to do but clear the steps, its poll aside: the middle
+    of the window if it is not taken yet (-inf: gauges are read at every instant)."""
+    if st.n_gauges > 0:
+        return -INFINITY
+    return INFINITY if st.mid_taken else st.mid_time
 
 
 cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t row, FifoJob job,
