@@ -264,7 +264,11 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
     # loop starts (both held 0 since time 0), take the same samples and stay alike: one is
     # sampled and copied (bitwise alike, -0.0 included, or each sampled as it is)
     cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
-    while not st.error.code:
+    cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
+    # (every failure below returns at once: the flag is tested once, here)
+    if st.error.code:
+        return
+    while True:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
         # next_event's choice between the arrival slot and the rest (here fifo_loop's heap)
@@ -288,7 +292,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
         leaving = False     # no session goes on
         replace = False     # the service begun is pushed (not put in place of the finish)
         if nxt == &st.arrival:
-            counted = fifo_begins(st, nxt, st.lone.to_run)
+            counted = fifo_begins(st, nxt, to_run)
             if counted < 0:
                 return
             st.arrival.t = INFINITY     # (pop_event)
@@ -301,7 +305,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
                 return
             job.serial = session_in(st)
             job.enq = st.now
-            if not counted and fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+            if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
             w = lone_work(st, -1)
@@ -327,7 +331,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
         elif nxt.kind == EV_FINISH:
             # job_done and next_in_line: the server's row takes the next job in line (its
             # finish in place of this one), then the session whose job is done goes on
-            counted = fifo_begins(st, nxt, st.lone.n_observes + 1)
+            counted = fifo_begins(st, nxt, to_end)
             if counted < 0:
                 return
             row = <int32_t> nxt.b
