@@ -2,7 +2,8 @@
 report's JSON text, at each edge of that path — servers 1, 2 and 8, arrivals and finishes at one
 instant, a warm-up (also at a tie), the horizon in mid-service, several stamps and observes, gauges
 read between instants, work of zero or infinity — a poisson(0) arrival, which fifo_loop leaves to
-the lone loop, and a program just outside the shape, which the lone loop leaves to the general one. Each program is checked to take the loop it is meant to.
+the lone loop, and a program just outside the shape, which the lone loop leaves to the general one.
+Each program is checked to take the loop it is meant to.
 """
 from __future__ import annotations
 
