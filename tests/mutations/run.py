@@ -148,6 +148,11 @@ MUTATIONS = (
                  ("_loop.pxi", "        instant_over(st, &end)          # (no poll due: it does not stop the run)\n",
                   "        st.steps = 0\n"),
              )),
+    Mutation("steady-admission-unread", "a steady run goes on while a hold waits for the stage's admission "
+             "without testing that its head still does not fit (admission_refused)", (
+                 ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
+                  "st.hold_pools_max + i]], need):\n            return True\n    return True\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
