@@ -120,6 +120,11 @@ MUTATIONS = (
                  ("_one_queue.pxi", "    cdef FifoJob job = q.line[q.head]\n    q.head = (q.head + 1) & (q.cap - 1)\n",
                   "    cdef FifoJob job = q.line[(q.head + q.n - 1) & (q.cap - 1)]\n"),
              )),
+    Mutation("fifo-loop-finish-on-top", "in fifo_loop's own event heap (sq/engine/_one_queue.pxi) a finish that "
+             "begins the next service leaves that service's finish on top, not sifted down to its place "
+             "(right for one server, not for more)", (
+                 ("_one_queue.pxi", "        heap_down(q.ends, 0, q.nends, e)\n", "        q.ends[0] = e\n"),
+             )),
     Mutation("ps-loop-stale-unsplit", "a lone ps stage's stale finish (ps_loop, sq/engine/_one_ps.pxi) leaves "
              "the time averages unsampled: one product over the span it would have split in two", (
                  ("_one_ps.pxi", """                area_set(&s.number, st.now, s.number.value)
