@@ -143,7 +143,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
                 continue
             else:
                 handle_rare(st, &e)       # the end of the warm-up
-        if leaving and fifo_leave(st, job.serial, job.enq) < 0:
+        if leaving and fifo_leave(st, job.serial, job.enq, False) < 0:     # (its steps counted there)
             return
         if s.dirty:
             lone_rate(st, s, fixed, rates)
