@@ -822,7 +822,9 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t na
     cdef bint again = False         # a repeated end: the tests of the last instant held
-    cdef double duration
+    cdef int plan
+    cdef double duration = 0.0      # the iteration just begun's, and its totals: n
+    cdef IterTotals n
     cdef Event end
     cdef Event* nxt
     while True:
@@ -835,14 +837,25 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
         if again:
             # the previous iteration's tests held and only its end ran since (the earliest other
             # event was after it, so still nothing is pending; no session ran, so no pool waits)
-            if ready_any(st) or s.inflight or not plan_unchanged(st, s, na, True):
+            if ready_any(st) or s.inflight:
                 settle(st)
                 return 0
+            plan = plan_unchanged(st, s, na, True)
         elif ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
-                or pending_now(st) or not plan_unchanged(st, s, na, False):
+                or pending_now(st):
             settle(st)
             return 0
-        duration = plan_again(st, s, k, na)           # settle's step 3, as start_iteration
+        else:
+            plan = plan_unchanged(st, s, na, False)
+        if plan == PLAN_CHANGED:
+            settle(st)
+            return 0
+        # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
+        # totals) keeps its duration when its cost reads only them
+        if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
+            duration = plan_again(st, s, k, na, &n, True, duration)
+        else:
+            duration = plan_again(st, s, k, na, &n, False, 0.0)
         if duration < 0:
             return 0
         sample_every_pool(st)                           # its step 5 (the flows are clean)
