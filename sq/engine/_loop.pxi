@@ -823,6 +823,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef int64_t na
     cdef bint again = False         # a repeated end: the tests of the last instant held
     cdef int plan
+    cdef int64_t quiet = 0          # the repeats to come planned the same with no grow due (plan_unchanged)
+    cdef bint checked               # this plan was read by plan_unchanged (not a quiet repeat)
     cdef double duration = 0.0      # the iteration just begun's, and its totals: n
     cdef IterTotals n
     cdef Event end
@@ -840,22 +842,31 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             if ready_any(st) or s.inflight:
                 settle(st)
                 return 0
-            plan = plan_unchanged(st, s, na, True)
+            checked = quiet == 0
+            if checked:
+                plan = plan_unchanged(st, s, na, True, &quiet)
+            else:
+                quiet -= 1
+                plan = PLAN_SAME
         elif ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
                 or pending_now(st):
             settle(st)
             return 0
         else:
-            plan = plan_unchanged(st, s, na, False)
+            checked = True
+            plan = plan_unchanged(st, s, na, False, &quiet)
         if plan == PLAN_CHANGED:
             settle(st)
             return 0
         # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
         # totals) keeps its duration when its cost reads only them
         if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
-            duration = plan_again(st, s, k, na, &n, True, duration)
+            if checked:
+                duration = plan_again(st, s, k, na, &n, True, True, duration)
+            else:
+                duration = plan_again(st, s, k, na, &n, True, False, duration)
         else:
-            duration = plan_again(st, s, k, na, &n, False, 0.0)
+            duration = plan_again(st, s, k, na, &n, False, True, 0.0)
         if duration < 0:
             return 0
         sample_every_pool(st)                           # its step 5 (the flows are clean)

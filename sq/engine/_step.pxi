@@ -559,19 +559,40 @@ cdef enum:
     PLAN_TOKENS = 2     # the same residents and branches, some resident's tokens new
 
 
-cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again) noexcept nogil:
+# Quiet repeats. Where every resident of a PLAN_SAME plan is given 1 token, the t-th iteration
+# repeating it (t >= 1; nothing but their ends between, each taking 1 from the work and adding 1
+# to the position) is planned the same with no grow due while for every resident work - t >= 1
+# (its tokens stay min(1, work - t, left) = 1: the same budget left before it; and it does not
+# finish) and, growing, position + t + 1 <= allocation (need = position + tokens - allocation
+# stays <= EPS). Subtracting 1 from a work >= 1 is exact; the positions' additions may round,
+# by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
+# the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
+# So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
+# test (none is due) and without marking the frames grown (the plan before them did).
+cdef extern from *:
+    """
+    #define SQ_QUIET_MAX 1024.0
+    #define SQ_QUIET_POSITIONS 4294967296.0
+    """
+    const double QUIET_MAX "SQ_QUIET_MAX"
+    const double QUIET_POSITIONS "SQ_QUIET_POSITIONS"     # 2^32
+
+
+cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`: this held at the previous
     iteration of the same steady run, and nothing but that iteration's end (no finish) has run
     since: the stage's settings, the residents, their jobs' modes, rows and frames and their
     owners' stalls are as they were, so only what an iteration moves (work, positions,
-    allocations) is read."""
-    cdef double left = s.budget_k, tokens, need, used = 0.0
+    allocations) is read. *quiet: how many iterations after this one, each repeating it, are
+    known to plan the same with no grow due (see QUIET_MAX), 0 unless PLAN_SAME."""
+    cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef int64_t r, fj
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
     cdef int plan = PLAN_SAME
     cdef Pool* p
+    quiet[0] = 0
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
                                        or not s.chunk_fixed)):
         return PLAN_CHANGED
@@ -584,12 +605,23 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again) noex
             return PLAN_CHANGED
         if tokens != s.assigned[r].tok:
             plan = PLAN_TOKENS
+        # (the smallest count over the residents; a NaN count gives none)
+        if tokens != 1.0:
+            q = 0.0
+        x = st.jobs.work[j] - 1.0
+        if not (x >= q):
+            q = x
         row = st.jobs.growing[j]
         if row >= 0:
             fj = st.jobs.frame[j]
             if not again and (st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0):
                 return PLAN_CHANGED
-            need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
+            pos = st.sess.frame_pos[fj]
+            alloc = st.sess.frame_alloc[fj]
+            x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
+            if not (x >= q):
+                q = x
+            need = pos + tokens - alloc
             if need > EPS:
                 p = &st.pools[row]
                 if grown < 0:
@@ -605,15 +637,18 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again) noex
         left -= tokens
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
+    if plan == PLAN_SAME and q >= 1.0:
+        quiet[0] = <int64_t> q
     return plan
 
 
 cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
-                              double duration) noexcept nogil:
+                              bint grows, double duration) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
     writes redone in its order) and begun. `same`: the iteration repeats the previous one of the
     run, whose totals n holds and whose cost, `duration`, is this one's (Stage.cost_repeats), so only
-    the positions and grows are redone. Its duration (-1: the cost failed)."""
+    the positions and grows are redone. `grows` False: a quiet repeat (no grow due, the frames
+    marked grown). Its duration (-1: the cost failed)."""
     cdef double need, left = s.budget_k
     cdef int64_t r, fj
     cdef int32_t j
@@ -632,11 +667,13 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
             left -= a.tok
         if st.jobs.growing[j] >= 0:
             fj = st.jobs.frame[j]
-            need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
-            if need > EPS:
-                grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
+            if grows:
+                need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
+                if need > EPS:
+                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
             st.sess.frame_pos[fj] += a.tok
-            mark_grown(st, fj)
+            if grows:
+                mark_grown(st, fj)
         if not same:
             a.id = st.jobs.id[j]
             count_assigned(st, s, j, M_DECODE, a.tok, n, kv)
