@@ -86,21 +86,12 @@ MUTATIONS = (
                  ("_loop.pxi", "        if st.error.code or not rows_any(st.pools_waiting):\n            return\n",
                   "        return\n"),
              )),
-    Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
-             "(value x the summed gaps) instead of one addition per sample, in order", (
-                 ("_loop.pxi", """    for i in range(p.lag_at, g.n):
-        d = g.gap[i]
-        u += vu * d
-        c += vc * d
-        q += vq * d
-        h += vh * d
-""", """    d = 0.0
-    for i in range(p.lag_at, g.n):
-        d += g.gap[i]
-    u += vu * d
-    c += vc * d
-    q += vq * d
-    h += vh * d
+    Mutation("deferred-areas-summed", "a pool's or stage's deferred time-average samples are added as one "
+             "product (value x the summed gaps: the time since its last sample) instead of one addition per "
+             "sample, in order", (
+                 ("_loop.pxi", """        for i in range(at, g.n):
+            x += v * g.gap[i]
+""", """        x += v * (g.at - a.last)
 """),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
@@ -142,6 +133,15 @@ MUTATIONS = (
              "before them (gauges not read, the window's middle not taken)", (
                  ("_loop.pxi", "        instant_over(st, &end)          # (no poll due: it does not stop the run)\n",
                   "        st.steps = 0\n"),
+             )),
+    Mutation("steady-repeat-cost-reads-now", "a steady run's iteration repeating the one before keeps its "
+             "duration though its (linear) cost reads `now`", (
+                 ("_step.pxi", "            s.cost_repeats = False      # `now`, or a context another moment sets\n",
+                  "            pass\n"),
+             )),
+    Mutation("quiet-repeats-overrun", "a steady run counts one quiet repeat more per resident than its work "
+             "allows (the last token planned as a whole one)", (
+                 ("_step.pxi", "        x = st.jobs.work[j] - 1.0\n", "        x = st.jobs.work[j]\n"),
              )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
