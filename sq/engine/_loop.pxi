@@ -216,37 +216,61 @@ cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
 
 
 # An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which
-# leaves its integral as it is (an integral is never -0: it starts at +0, and x + -x is +0), so
-# lag_area adds only an area's nonzero value; each area's gaps are still added in their order.
-cdef inline void lag_area(Area* a, Lag* g, int64_t at) noexcept nogil:
-    """Area a's deferred samples from the family's gap `at` on, in order."""
-    cdef double x = a.integral, v = a.value
-    cdef int64_t i
-    if v != 0.0:
-        for i in range(at, g.n):
-            x += v * g.gap[i]
-        a.integral = x
-    a.last = g.at
-
-
+# leaves its integral as it is (an integral is never -0: it starts at +0, and x + -x is +0): a
+# stage holding 0 in both areas (an idle replica) adds nothing, and a pool whose queue holds 0
+# (most often) adds no queue, whose cached holds 0 too (a seqs pool) only its used and holders;
+# each area's gaps are added in their order.
 cdef void lag_stage(Stage* s, Lag* g) noexcept nogil:
     """The stage's deferred samples, in order: number and busy catch up to the family's last sample."""
+    cdef double n = s.number.integral, busy = s.busy_area.integral, vn = s.number.value, vb = s.busy_area.value, d
+    cdef int64_t i
     if s.lag_at == g.n:
         return
-    lag_area(&s.number, g, s.lag_at)
-    lag_area(&s.busy_area, g, s.lag_at)
+    if vn != 0.0 or vb != 0.0:
+        for i in range(s.lag_at, g.n):
+            d = g.gap[i]
+            n += vn * d
+            busy += vb * d
+        s.number.integral = n
+        s.busy_area.integral = busy
+    s.number.last = s.busy_area.last = g.at
     s.lag_at = g.n
 
 
 cdef void lag_pool(Pool* p, Lag* g) noexcept nogil:
     """The pool's deferred samples, in order: its four areas catch up to the family's last sample
     (an area a count left at 0 adds +0 here, as it would have when it next moved)."""
+    cdef double u = p.used_area.integral, c = p.cached_area.integral
+    cdef double q = p.queue_area.integral, h = p.holders_area.integral
+    cdef double vu = p.used_area.value, vc = p.cached_area.value
+    cdef double vq = p.queue_area.value, vh = p.holders_area.value, d
+    cdef int64_t i
     if p.lag_at == g.n:
         return
-    lag_area(&p.used_area, g, p.lag_at)
-    lag_area(&p.cached_area, g, p.lag_at)
-    lag_area(&p.queue_area, g, p.lag_at)
-    lag_area(&p.holders_area, g, p.lag_at)
+    if vc == 0.0 and vq == 0.0:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            h += vh * d
+    elif vq == 0.0:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            c += vc * d
+            h += vh * d
+        p.cached_area.integral = c
+    else:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            c += vc * d
+            q += vq * d
+            h += vh * d
+        p.cached_area.integral = c
+        p.queue_area.integral = q
+    p.used_area.integral = u
+    p.holders_area.integral = h
+    p.used_area.last = p.cached_area.last = p.queue_area.last = p.holders_area.last = g.at
     p.lag_at = g.n
 
 

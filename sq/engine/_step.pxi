@@ -543,9 +543,9 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
 # resident an admission is tried only while some pool waits, which steady_run rules out; the
 # budget and chunk are constants, so nothing is evaluated or drawn before the cost (the Budget
 # moment's context, set_totals, is read by nothing then: the cost's context overwrites it).
-# plan_again then redoes what that plan writes, in its order: per resident its tokens, the grow
-# (grow_now itself), the position and its `grown` mark, the entry's id (the job's) and the
-# totals; iter_left and iter_preempted cleared, the cursor past the residents; the served stamps
+# plan_unchanged writes a resident's new tokens into its entry; plan_again then redoes what that
+# plan writes, in its order: per resident the grow (grow_now itself), the position and its
+# `grown` mark, the entry's id (the job's) and the totals; iter_left and iter_preempted cleared, the cursor past the residents; the served stamps
 # are skipped (only a plan reads them, after taking a new stamp); the rest is begin_iteration's.
 #
 # An iteration that repeats the previous one of the same run (the same residents, not one
@@ -578,19 +578,27 @@ cdef extern from *:
     const double QUIET_POSITIONS "SQ_QUIET_POSITIONS"     # 2^32
 
 
+cdef enum:
+    # quiet repeats are counted for this many residents at most: with more, a block boundary of
+    # one or another is most often within two tokens (a count of 0), and counting costs each plan
+    QUIET_RESIDENTS = 6
+
+
 cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
-    new ones (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`: this held at the previous
+    new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`: this held at the previous
     iteration of the same steady run, and nothing but that iteration's end (no finish) has run
     since: the stage's settings, the residents, their jobs' modes, rows and frames and their
     owners' stalls are as they were, so only what an iteration moves (work, positions,
     allocations) is read. *quiet: how many iterations after this one, each repeating it, are
-    known to plan the same with no grow due (see QUIET_MAX), 0 unless PLAN_SAME."""
+    known to plan the same with no grow due (see QUIET_MAX; counted for QUIET_RESIDENTS at most),
+    0 unless PLAN_SAME."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef int64_t r, fj
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
     cdef int plan = PLAN_SAME
+    cdef bint counting = na <= QUIET_RESIDENTS
     cdef Pool* p
     quiet[0] = 0
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
@@ -605,12 +613,14 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             return PLAN_CHANGED
         if tokens != s.assigned[r].tok:
             plan = PLAN_TOKENS
-        # (the smallest count over the residents; a NaN count gives none)
-        if tokens != 1.0:
-            q = 0.0
-        x = st.jobs.work[j] - 1.0
-        if not (x >= q):
-            q = x
+            s.assigned[r].tok = tokens      # (should the plan change, start_iteration writes the entries afresh)
+        if counting:
+            # (the smallest count over the residents; a NaN count gives none)
+            if tokens != 1.0:
+                q = 0.0
+            x = st.jobs.work[j] - 1.0
+            if not (x >= q):
+                q = x
         row = st.jobs.growing[j]
         if row >= 0:
             fj = st.jobs.frame[j]
@@ -618,9 +628,10 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 return PLAN_CHANGED
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
-            x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
-            if not (x >= q):
-                q = x
+            if counting:
+                x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
+                if not (x >= q):
+                    q = x
             need = pos + tokens - alloc
             if need > EPS:
                 p = &st.pools[row]
@@ -637,7 +648,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         left -= tokens
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
-    if plan == PLAN_SAME and q >= 1.0:
+    if counting and plan == PLAN_SAME and q >= 1.0:
         quiet[0] = <int64_t> q
     return plan
 
@@ -649,7 +660,7 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
     run, whose totals n holds and whose cost, `duration`, is this one's (Stage.cost_repeats), so only
     the positions and grows are redone. `grows` False: a quiet repeat (no grow due, the frames
     marked grown). Its duration (-1: the cost failed)."""
-    cdef double need, left = s.budget_k
+    cdef double need
     cdef int64_t r, fj
     cdef int32_t j
     cdef bint kv = st.kv_iteration
@@ -662,9 +673,6 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
     for r in range(na):
         a = &s.assigned[r]
         j = a.job
-        if not same:
-            a.tok = min_of(want_of(M_DECODE, st.jobs.work[j], s.chunk_k), left)
-            left -= a.tok
         if st.jobs.growing[j] >= 0:
             fj = st.jobs.frame[j]
             if grows:

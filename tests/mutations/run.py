@@ -86,12 +86,49 @@ MUTATIONS = (
                  ("_loop.pxi", "        if st.error.code or not rows_any(st.pools_waiting):\n            return\n",
                   "        return\n"),
              )),
-    Mutation("deferred-areas-summed", "a pool's or stage's deferred time-average samples are added as one "
-             "product (value x the summed gaps: the time since its last sample) instead of one addition per "
-             "sample, in order", (
-                 ("_loop.pxi", """        for i in range(at, g.n):
-            x += v * g.gap[i]
-""", """        x += v * (g.at - a.last)
+    Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
+             "(value x the summed gaps) instead of one addition per sample, in order", (
+                 ("_loop.pxi", """    if vc == 0.0 and vq == 0.0:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            h += vh * d
+""", """    if vc == 0.0 and vq == 0.0:
+        d = 0.0
+        for i in range(p.lag_at, g.n):
+            d += g.gap[i]
+        u += vu * d
+        h += vh * d
+"""),
+                 ("_loop.pxi", """    elif vq == 0.0:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            c += vc * d
+            h += vh * d
+""", """    elif vq == 0.0:
+        d = 0.0
+        for i in range(p.lag_at, g.n):
+            d += g.gap[i]
+        u += vu * d
+        c += vc * d
+        h += vh * d
+"""),
+                 ("_loop.pxi", """    else:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            c += vc * d
+            q += vq * d
+            h += vh * d
+""", """    else:
+        d = 0.0
+        for i in range(p.lag_at, g.n):
+            d += g.gap[i]
+        u += vu * d
+        c += vc * d
+        q += vq * d
+        h += vh * d
 """),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
