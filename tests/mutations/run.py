@@ -37,6 +37,16 @@ class Mutation:
     edits: tuple      # (file name under sq/, text, replacement), each text found exactly once
 
 
+def _summed(branch: str, areas: str) -> tuple:
+    """deferred-areas-summed's edit of one of lag_pool's loops (its areas by their sums' names):
+    the gaps summed first, then each area's value times the sum."""
+    loop = f"{branch}        for i in range(p.lag_at, g.n):\n"
+    added = "".join(f"{{}}{a} += v{a} * d\n" for a in areas)
+    return ("_loop.pxi", loop + "            d = g.gap[i]\n" + added.format(*["            "] * len(areas)),
+            f"{branch}        d = 0.0\n        for i in range(p.lag_at, g.n):\n            d += g.gap[i]\n"
+            + added.format(*["        "] * len(areas)))
+
+
 MUTATIONS = (
     Mutation("6531a92", "the stages pass asks afresh at each step stage whether an event is pending "
              "now, after the ps stages before it rescheduled (commit 6531a92's change)", (
@@ -88,48 +98,9 @@ MUTATIONS = (
              )),
     Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
              "(value x the summed gaps) instead of one addition per sample, in order", (
-                 ("_loop.pxi", """    if vc == 0.0 and vq == 0.0:
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-            h += vh * d
-""", """    if vc == 0.0 and vq == 0.0:
-        d = 0.0
-        for i in range(p.lag_at, g.n):
-            d += g.gap[i]
-        u += vu * d
-        h += vh * d
-"""),
-                 ("_loop.pxi", """    elif vq == 0.0:
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-            c += vc * d
-            h += vh * d
-""", """    elif vq == 0.0:
-        d = 0.0
-        for i in range(p.lag_at, g.n):
-            d += g.gap[i]
-        u += vu * d
-        c += vc * d
-        h += vh * d
-"""),
-                 ("_loop.pxi", """    else:
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-            c += vc * d
-            q += vq * d
-            h += vh * d
-""", """    else:
-        d = 0.0
-        for i in range(p.lag_at, g.n):
-            d += g.gap[i]
-        u += vu * d
-        c += vc * d
-        q += vq * d
-        h += vh * d
-"""),
+                 _summed("    if vc == 0.0 and vq == 0.0:\n", "uh"),
+                 _summed("    elif vq == 0.0:\n", "uch"),
+                 _summed("    else:\n", "ucqh"),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
     # right after it, so dropping it changes nothing; a granted grow has no second touch)
