@@ -951,11 +951,13 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
         if not st.keep_samples:
             observes.append(R.ObserveRaw(name=lowered.observe_names[k], summary=_summary(R, &st.observes[k].summary)))
             continue
-        # name, samples, times, sessions, turns (the arrays are taken: nothing is recorded after this)
+        # name, samples, times, sessions, turns, summary, moments (the arrays are taken: nothing is
+        # recorded after this)
         st.observes[k].room = 0
         observes.append(R.ObserveRaw(lowered.observe_names[k], darr_numpy(&st.observes[k].values),
                                      darr_numpy(&st.observes[k].times), serials_numpy(&st.observes[k].serials),
-                                     turns_numpy(&st.observes[k].turns)))
+                                     turns_numpy(&st.observes[k].turns), None,
+                                     (st.observes[k].mean, st.observes[k].m2)))
     gauges = []
     for k in range(st.n_gauges):
         if not st.keep_samples:

@@ -416,6 +416,13 @@ cdef inline bint must_evict(Pool* p, double used, double need) noexcept nogil:
     return used + p.cached + need > p.cap + EPS and p.nentries > 0
 
 
+cdef inline bint plain_evictions(State* st, Pool* p) noexcept nogil:
+    """Whether p's evictions change nothing but p's own cache (evict_lru): lru order (no `evict by`
+    keys to evaluate), no spill into another pool, no eviction trace. (A grow's grant never
+    depends on them: grow_now tests `used` alone and makes room only once it has granted.)"""
+    return p.evict_count == 0 and p.spill_to < 0 and not st.traces.evicts
+
+
 cdef void evict_until_fits(State* st, Pool* p, double need) noexcept nogil:
     """make_room's evictions, `need` not fitting and some entry cached."""
     cdef int64_t best
@@ -424,7 +431,7 @@ cdef void evict_until_fits(State* st, Pool* p, double need) noexcept nogil:
     cdef double* owned
     # more pieces than the cache held means spills keep refilling it (0.1.2 hangs there)
     pieces = (p.cached / p.block if p.block > 0 else <double> p.nentries) * 2.0 + 64.0
-    if p.evict_count == 0 and p.spill_to < 0 and not st.traces.evicts and not st.error.code:
+    if plain_evictions(st, p) and not st.error.code:
         evict_lru(st, p, need, pieces)
         return
     memset(&gone, 0, sizeof(Entry))         # (gcc can't see that only a spill reads it)

@@ -826,8 +826,10 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
 
     An iteration end's instant is replaced only when `settle` would do nothing but start the
     iteration plan_again makes and sample the areas (spec 09 §9.5): nothing ready (no resident
-    finished: a finish readies its session), no pool waiting (the pools pass does nothing and no
-    admission is tried), the flows clean, the stage idle, nothing else pending at `now`, and
+    finished: a finish readies its session), no pool waiting unless admission_refused (_pools.pxi:
+    the pools pass does nothing, and the admission the plan tries after its residents is refused
+    without a draw or a write, and stays so through the run: no session runs in it and `used`
+    only grows), the flows clean, the stage idle, nothing else pending at `now`, and
     plan_unchanged (_step.pxi). The iteration's end is then taken off the list only when
     general_loop would pop it next with nothing else between: it ends after `now` (its instant is
     another), by the horizon, strictly before the earliest other event (a tie goes to the other,
@@ -857,7 +859,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             return -1
         if again:
             # the previous iteration's tests held and only its end ran since (the earliest other
-            # event was after it, so still nothing is pending; no session ran, so no pool waits)
+            # event was after it, so still nothing is pending; no session ran, so the pools wait
+            # as they did, and an admission refused then is still: `used` has only grown)
             if ready_any(st) or s.inflight:
                 settle(st)
                 return 0
@@ -867,7 +870,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             else:
                 quiet -= 1
                 plan = PLAN_SAME
-        elif ready_any(st) or s.inflight or st.flows.dirty or (st.n_pools > 0 and rows_any(st.pools_waiting)) \
+        elif ready_any(st) or s.inflight or st.flows.dirty \
+                or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
                 or pending_now(st):
             settle(st)
             return 0

@@ -712,3 +712,55 @@ cdef inline void try_every_pool(State* st) noexcept nogil:
         if p.qlen == 0 and p.ngrowers == 0:
             unmark_row(st.pools_waiting, k)
         k = <int32_t> next_row(st.pools_waiting, k + 1, st.n_pools)
+
+
+cdef inline bint fixed_while_waiting(State* st, int32_t off) noexcept nogil:
+    """Whether the expression at off reads nothing a waiting hold's admission could see change: a
+    constant, or one of the session's own attributes (only its own statements set them, and a
+    waiting session runs none). Its evaluation draws nothing and writes nothing."""
+    return st.shapes[off] == XS_NUM or st.shapes[off] == XS_ATTR
+
+
+cdef bint admission_refused(State* st, int32_t k) noexcept nogil:
+    """Whether settle would leave every waiting pool as it is, and the admission step stage k tries
+    at the end of its plan (admit_one) is refused, and stays refused while no session runs and the
+    pools' `used` only grows (steady_run, _loop.pxi). The pools pass does nothing: every waiting
+    pool has holds queued, no growers and admits only through stage k. admit_one's head is the
+    queue's front, taken without reading keys (fifo, or a resumed hold), and its hold's units and
+    reserves are fixed while it waits (fixed_while_waiting: evaluating them changes nothing), so
+    they are what admit_one would read; some pool of the hold does not fit them now, and `fits`
+    only grows stricter as `used` grows."""
+    cdef int32_t pk = <int32_t> next_row(st.pools_waiting, 0, st.n_pools), head = -1, slot, off, n, i, e
+    cdef int64_t fi
+    cdef double u, need
+    cdef Pool* p
+    while pk < st.n_pools:
+        p = &st.pools[pk]
+        if p.ngrowers > 0 or p.qlen == 0 or st.admit_via[pk] != k:
+            return False
+        if head < 0:
+            head = pk                   # admitting_pool's: the first pool waiting for stage k
+        pk = <int32_t> next_row(st.pools_waiting, pk + 1, st.n_pools)
+    if head < 0:
+        return False
+    p = &st.pools[head]
+    slot = p.queue[0]
+    if p.key_count != 0 and not st.sess.resumed[slot]:
+        return False                    # next_waiting would read the keys
+    fi = frame_of(st, slot, st.sess.depth[slot] - 1)
+    off = st.hold_offsets[st.sess.frame_hold[fi]]
+    n = st.holds[off + H_NPOOLS]
+    for i in range(n):
+        e = off + H_HEAD_LEN + HP_LEN * i
+        if not fixed_while_waiting(st, st.holds[e + HP_UNITS]) \
+                or (st.holds[e + HP_RESERVE] >= 0 and not fixed_while_waiting(st, st.holds[e + HP_RESERVE])):
+            return False
+    for i in range(n):
+        e = off + H_HEAD_LEN + HP_LEN * i
+        u = clamp0(evaluate(st, st.holds[e + HP_UNITS], slot, &st.rng_session, NAN))
+        need = u
+        if st.holds[e + HP_RESERVE] >= 0:
+            need = fmax(u, clamp0(evaluate(st, st.holds[e + HP_RESERVE], slot, &st.rng_session, NAN)))
+        if not fits(&st.pools[st.sess.frame_member[fi * st.hold_pools_max + i]], need):
+            return True
+    return False

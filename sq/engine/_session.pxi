@@ -206,10 +206,16 @@ cdef inline int record_as(State* st, int32_t obs, double v, int64_t serial, doub
     """Observe `obs` records v, by the session of this serial at this turn (its `turn` attribute)."""
     cdef Observe* o = &st.observes[obs]
     cdef int64_t n = o.values.n
+    cdef double d
     if not st.keep_samples:
         return record_summary(st, o, v)
     if charge(st, 24) < 0:         # value, time, serial, turn
         return -1
+    # Welford's step for the (n+1)-th value, as sq.results._stats.running_add takes it: the
+    # division chain runs here, hidden among the events, not as one long chain in the report
+    d = v - o.mean
+    o.mean += d / <double> (n + 1)
+    o.m2 += d * (v - o.mean)
     # the common case: room in the arrays, a serial that fits 4 bytes and turn 0 (not stored)
     if n < o.room and serial <= NARROW_SERIAL_MAX and not (turn >= 1.0):
         o.values.p[n] = v

@@ -263,6 +263,9 @@ cdef struct Observe:
     Serials serials
     Turns turns
     int64_t room            # rows `record` may add without growing, widening or storing a turn (0: none)
+    # Welford's mean and M2 of the values so far, as they are recorded (the report's mean and cv2
+    # when it keeps every value: sq.results.stats.welford's steps, off the report's critical path)
+    double mean, m2
     Summary summary         # instead of the four above when the run keeps no samples
 
 cdef struct Gauge:

@@ -20,10 +20,14 @@ cdef double owner_units(State* st, int32_t slot, int32_t row) noexcept nogil:
 
 
 cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
-    """A step job joins: the frame entries its iterations read (see Jobs.frame)."""
-    cdef int32_t slot = st.jobs.owner[j], d, i, n
-    cdef int64_t fi, e, found = -1
-    st.jobs.frame[j] = innermost(st, slot, st.jobs.growing[j]) if st.jobs.growing[j] >= 0 else -1
+    """A step job joins: the frame entries its iterations read (see Jobs.frame). A job growing
+    the stage's memory (the common case) finds both in one walk of its owner's holds: the
+    innermost entry on that pool is the first one in the deepest frame holding it."""
+    cdef int32_t slot = st.jobs.owner[j], d, i, n, deepest = -1
+    cdef int64_t fi, e, found = -1, inner = -1
+    cdef bint same = st.jobs.growing[j] == memory
+    if not same:
+        st.jobs.frame[j] = innermost(st, slot, st.jobs.growing[j]) if st.jobs.growing[j] >= 0 else -1
     if memory >= 0:
         for d in range(st.sess.depth[slot]):
             fi = frame_of(st, slot, d)
@@ -32,6 +36,11 @@ cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
                 e = fi * st.hold_pools_max + i
                 if st.sess.frame_active[e] and st.sess.frame_member[e] == memory:
                     found = e if found == -1 else -2
+                    if d > deepest:
+                        deepest = d
+                        inner = e
+    if same:
+        st.jobs.frame[j] = inner         # (memory -1: growing -1, and the frame -1)
     st.jobs.units_at[j] = found
 
 
@@ -536,17 +545,21 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
 # fraction: the one iteration a run's tokens change), nothing stalled (no owner waiting to grow,
 # its frame found), and the budget not spent before the last resident (plan_pass would stop
 # there). A grow is due where the position plus the tokens passes the allocation; each due grow
-# must be granted by grow_now without evicting (grow_need <= 0, or grow_fits and not must_evict),
-# read with the pool's `used` as the grows before it in the plan leave it (all on one pool: a
-# refusal would preempt or stall, an eviction may spill). Each resident is another session's job
-# (a session has one job at a time), so one resident's position moves no other's. After the last
-# resident an admission is tried only while some pool waits, which steady_run rules out; the
-# budget and chunk are constants, so nothing is evaluated or drawn before the cost (the Budget
-# moment's context, set_totals, is read by nothing then: the cost's context overwrites it).
-# plan_unchanged writes a resident's new tokens into its entry; plan_again then redoes what that
-# plan writes, in its order: per resident the grow (grow_now itself), the position and its
-# `grown` mark, the entry's id (the job's) and the totals; iter_left and iter_preempted cleared, the cursor past the residents; the served stamps
-# are skipped (only a plan reads them, after taking a new stamp); the rest is begin_iteration's.
+# must be granted by grow_now (grow_need <= 0, or grow_fits), read with the pool's `used` as the
+# grows before it in the plan leave it (all on one pool: a refusal would preempt or stall), and
+# evict nothing unless the pool's evictions are plain (an eviction may otherwise spill, be traced
+# or read keys: not must_evict, or plain_evictions; the grant never depends on them). Each
+# resident is another session's job (a session has one job at a time), so one resident's position
+# moves no other's. After the last resident an admission is tried only while some pool waits, and
+# steady_run lets a pool wait only where that admission is refused (admission_refused,
+# _pools.pxi: nothing it evaluates draws or writes); the budget and chunk are constants, so
+# nothing is evaluated or drawn before the cost (the Budget moment's context, set_totals, is read
+# by nothing then: the cost's context overwrites it). plan_unchanged writes a resident's new
+# tokens into its entry; plan_again then redoes what that plan writes, in its order: per resident
+# the grow (grow_now itself), the position and its `grown` mark, the entry's id (the job's) and
+# the totals; iter_left and iter_preempted cleared, the cursor past the residents; the served
+# stamps are skipped (only a plan reads them, after taking a new stamp); the rest is
+# begin_iteration's.
 #
 # An iteration that repeats the previous one of the same run (the same residents, not one
 # finished, each given the same tokens: PLAN_SAME) has that one's totals, so the same context;
@@ -587,11 +600,11 @@ cdef enum:
 cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
-    new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`: this held at the previous
-    iteration of the same steady run, and nothing but that iteration's end (no finish) has run
-    since: the stage's settings, the residents, their jobs' modes, rows and frames and their
-    owners' stalls are as they were, so only what an iteration moves (work, positions,
-    allocations) is read. *quiet: how many iterations after this one, each repeating it, are
+    new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
+    this held at the previous iteration of the same steady run, and nothing but that iteration's
+    end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
+    and frames and their owners' stalls are as they were, so only what an iteration moves (work,
+    positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
     known to plan the same with no grow due (see QUIET_MAX; counted for QUIET_RESIDENTS at most),
     0 unless PLAN_SAME."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
@@ -642,7 +655,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                     return PLAN_CHANGED
                 need = grow_need(st, p, fj, need)
                 if need > 0:
-                    if not grow_fits(p, used, need) or must_evict(p, used, need):
+                    if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
                         return PLAN_CHANGED
                     used += need           # (grow_now's p.used += need)
         left -= tokens

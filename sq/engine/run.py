@@ -36,6 +36,11 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     """
     started = time.perf_counter()
     lowered = lower_program(program)
+    if horizon is None and warmup is None and arrivals is None and (
+            trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
+            wall_limit, timeline, timeline_window) == _PLAIN_RUN:
+        # a plain run (a sweep's): only the seed to check, the engine's defaults
+        return _run_plain(lowered, program, seed, started)
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
@@ -89,15 +94,34 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
                                arrivals=arrivals)
     if _ENGINE is None:
         _load_run_modules()
-    options = dict(trace_iterations=trace_iterations, trace_evictions=trace_evictions, dump_pools=dump_pools,
-                   check_invariants=check_invariants, max_memory=max_memory, samples=samples, progress=progress,
-                   wall_limit=wall_limit, timeline=timeline, timeline_window=timeline_window)
-    if options == _PLAIN_RUN:
+    if (trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
+            wall_limit, timeline, timeline_window) == _PLAIN_RUN:
         # a plain run (a sweep's): the engine's defaults, nothing to open, check or track
         return _run_engine(lowered, program, changes, {}, None, started)
     with contextlib.ExitStack() as opened:      # trace files given as paths: closed however the run ends
-        options = _engine_options(lowered, changes, opened, **options)
+        options = _engine_options(lowered, changes, opened, trace_iterations=trace_iterations,
+                                  trace_evictions=trace_evictions, dump_pools=dump_pools,
+                                  check_invariants=check_invariants, max_memory=max_memory, samples=samples,
+                                  progress=progress, wall_limit=wall_limit, timeline=timeline,
+                                  timeline_window=timeline_window)
         return _run_engine(lowered, program, changes, options, options["progress"], started)
+
+
+# run_lowered's options (trace_iterations .. timeline_window, in this order) at their defaults: a run
+# with these passes the engine none of them. A tuple, compared with the options' tuple (a sweep
+# asks per run: building and comparing a dict of them cost more)
+_OPTIONS = ("trace_iterations", "trace_evictions", "dump_pools", "check_invariants", "max_memory", "samples",
+            "progress", "wall_limit", "timeline", "timeline_window")
+_PLAIN_RUN = tuple(run_lowered.__kwdefaults__[name] for name in _OPTIONS)
+
+
+def _run_plain(lowered, program, seed, started: float):
+    """run_lowered of a plain run (`_plain` options, no setting but the seed): the seed checked as
+    run_lowered checks it, then the engine and the Report."""
+    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=None, warmup=None, arrivals=None)
+    if _ENGINE is None:
+        _load_run_modules()
+    return _run_engine(lowered, program, changes, {}, None, started)
 
 
 def _run_engine(lowered, program, changes: dict, options: dict, tracker, started: float):
@@ -159,11 +183,6 @@ def _trace_sink(name: str, sink, opened):
         return sink
     raise SqError(f"run: {name} is True, a path, an open text file or a callable, found {sink!r}",
                   phase="settings")
-
-
-# run_lowered's options at their defaults: a run with these passes the engine none of them
-_PLAIN_RUN = {name: value for name, value in run_lowered.__kwdefaults__.items()
-              if name not in ("seed", "horizon", "warmup", "arrivals", "started")}
 
 
 # The engine and the Report, imported by the first run (they load numpy, which `import sq` does not).

@@ -339,9 +339,13 @@ cdef int bracket_from_probes(const double[::1] xs, Py_ssize_t rank, Bracket* out
 cdef void sample_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nogil:
     """The samples read once, in record order: the moments and batch sums through running_add,
     as `welford` and `batch_means` compute them alone (the same values to the bit); every key goes through the bracket b (if any), held in local variables (in
-    memory it would cost a store and a reload per sample on its chain)."""
+    memory it would cost a store and a reload per sample on its chain). Without the moments
+    (the engine kept them) the batches are summed batch by batch (`batch_pass`)."""
     cdef Py_ssize_t n = xs.shape[0], i
     cdef Bracket one
+    if not a.moments:
+        batch_pass(xs, a, b)
+        return
     if b == NULL:
         for i in range(n):
             running_add(a, xs[i], i)
@@ -351,6 +355,51 @@ cdef void sample_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nog
         running_add(a, xs[i], i)
         bracket_add(&one, total_order_key(xs[i]))
     b[0] = one
+
+
+cdef void batch_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nogil:
+    """sample_pass without the moments: running_add's batch sums (each from -0.0, left to right,
+    divided by the batch size when complete: the same operations in the same order, each batch
+    its own sum) taken four batches side by side, so that four sums' additions overlap instead
+    of one chain of them; every key through the bracket b (if any; the kept keys' order does
+    not matter to the selection)."""
+    cdef Py_ssize_t n = xs.shape[0], j, k = 0, size = a.size
+    cdef Py_ssize_t full = a.used // size if size > 0 else 0
+    cdef double s0, s1, s2, s3
+    cdef const double* x = &xs[0] if n else NULL
+    cdef Bracket one
+    if b != NULL:
+        one = b[0]
+    while k + 4 <= full:
+        s0 = s1 = s2 = s3 = -0.0
+        for j in range(k * size, (k + 1) * size):
+            s0 += x[j]
+            s1 += x[j + size]
+            s2 += x[j + 2 * size]
+            s3 += x[j + 3 * size]
+            if b != NULL:
+                bracket_add(&one, total_order_key(x[j]))
+                bracket_add(&one, total_order_key(x[j + size]))
+                bracket_add(&one, total_order_key(x[j + 2 * size]))
+                bracket_add(&one, total_order_key(x[j + 3 * size]))
+        a.means[k] = s0 / <double> size
+        a.means[k + 1] = s1 / <double> size
+        a.means[k + 2] = s2 / <double> size
+        a.means[k + 3] = s3 / <double> size
+        k += 4
+    while k < full:
+        s0 = -0.0
+        for j in range(k * size, (k + 1) * size):
+            s0 += x[j]
+            if b != NULL:
+                bracket_add(&one, total_order_key(x[j]))
+        a.means[k] = s0 / <double> size
+        k += 1
+    a.b = full
+    if b != NULL:
+        for j in range(full * size, n):
+            bracket_add(&one, total_order_key(x[j]))
+        b[0] = one
 
 
 cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:

@@ -157,6 +157,9 @@ class ObserveRaw:
     # the session's `turn_no` then: the engine hands uint32 (a record saturates it to 32 bits)
     turns: np.ndarray = field(default_factory=_i64)
     summary: ObserveSummary | None = None   # samples="none": this instead of the arrays
+    # (mean, M2) of every sample by Welford's steps in record order, as the engine kept them while
+    # recording (`sq.results.stats.welford`'s to the bit); None: computed from the samples
+    moments: tuple[float, float] | None = None
 
 
 @dataclass

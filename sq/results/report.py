@@ -62,25 +62,29 @@ class Observe:
     SUMMARY_FIELDS = ("count", "mean", "ci", "cv2", *(name for name, _ in stats.SUMMARY_QUANTILES))
 
     def __init__(self, name: str, samples: np.ndarray | None, times: np.ndarray | None,
-                 sessions: np.ndarray | None, turns: np.ndarray | None, summary: ObserveSummary | None = None):
+                 sessions: np.ndarray | None, turns: np.ndarray | None, summary: ObserveSummary | None = None,
+                 moments: tuple[float, float] | None = None):
         self.name = name
         self.samples, self.times, self.sessions, self.turns = samples, times, sessions, turns
         self.summary = summary
         self.count = summary.n if samples is None else len(samples)
+        # the engine's Welford (mean, M2) of exactly these samples, or None (computed from them)
+        self._moments = moments
 
     @classmethod
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         if raw.summary is not None:
             return cls(raw.name, None, None, None, None, raw.summary)
-        times, samples = _floats(raw.times), _floats(raw.samples)
-        # ids keep the engine's narrow integer types (widening would copy them all)
-        sessions, turns = _integers(raw.sessions), _integers(raw.turns)
+        times, samples, sessions, turns = _observe_arrays(raw)
+        moments = raw.moments
         if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
             # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
             # slicing keeps views of the engine's arrays instead of copying them.
             first = int(times.searchsorted(warmup, side="left"))
-            samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
-        return cls(raw.name, samples, times, sessions, turns)
+            if first:   # (the engine records only once warm: its moments are of every sample)
+                samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
+                moments = None
+        return cls(raw.name, samples, times, sessions, turns, None, moments)
 
     def __getattr__(self, attr: str):
         # called only for an attribute not set yet: a statistic read for the first time
@@ -91,7 +95,7 @@ class Observe:
 
     def _computed(self, attr: str, compute):
         kept = vars(self)
-        kept.update(_summary_fields(self) if self.samples is None else compute(self.samples))
+        kept.update(_summary_fields(self) if self.samples is None else compute(self))
         return kept[attr]
 
     def json_values(self) -> tuple:
@@ -125,10 +129,18 @@ def _summary_fields(o: Observe) -> dict[str, float]:
 
 # An Observe's statistics computed on first read: field name -> what computes it from the
 # samples (with the other fields computed alongside).
-_LAZY = {**dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), stats.order_statistics),
+def _order_statistics(o: Observe) -> dict[str, float]:
+    return stats.order_statistics(o.samples)
+
+
+def _json_statistics(o: Observe) -> dict[str, float]:
+    return stats.json_statistics(o.samples, o._moments)
+
+
+_LAZY = {**dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), _order_statistics),
          # the JSON's statistics from one pass over the samples (the JSON reads them all); the
          # other order statistics, when read, select the p99 again, the same way
-         **dict.fromkeys(("mean", "cv2", "ci", "p99"), stats.json_statistics)}
+         **dict.fromkeys(("mean", "cv2", "ci", "p99"), _json_statistics)}
 
 
 # The engine's arrays are taken as they are, checked by type (a call into numpy per array of
@@ -138,6 +150,17 @@ _FLOAT64 = np.dtype(np.float64)
 
 def _floats(xs) -> np.ndarray:
     return xs if type(xs) is np.ndarray and xs.dtype is _FLOAT64 else np.asarray(xs, dtype=np.float64)
+
+
+def _observe_arrays(raw: ObserveRaw) -> tuple:
+    """An observe's times, samples, sessions and turns as arrays: the engine's (float64 values,
+    narrow integer ids: widening would copy them all) as they are, tested together in one call
+    (one per array cost more, per observe and run); others converted."""
+    t, x, s, k = raw.times, raw.samples, raw.sessions, raw.turns
+    if type(t) is np.ndarray and type(x) is np.ndarray and type(s) is np.ndarray and type(k) is np.ndarray \
+            and t.dtype is _FLOAT64 and x.dtype is _FLOAT64 and s.dtype.kind in "iu" and k.dtype.kind in "iu":
+        return t, x, s, k
+    return _floats(t), _floats(x), _integers(s), _integers(k)
 
 
 def _integers(xs) -> np.ndarray:
@@ -205,16 +228,20 @@ class Stage:
 
     @classmethod
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
-        completed = raw.service_mean.n if raw.service_mean is not None else len(raw.services)
+        wait, service, batch, step = raw.wait_mean, raw.service_mean, raw.decode_batch_mean, raw.decode_step_mean
+        completed = service.n if service is not None else len(raw.services)
         itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
         mean_itl, p50, p99 = _itl_fields(itl) if itl.n else _NO_ITL
         number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
             (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
-        # the fields in order, positionally (_ROW_CALL)
+        # the fields in order, positionally (_ROW_CALL); `_mean` written out where the engine's
+        # running mean is the usual case (a call per field of every row and run costs more)
         return cls(raw.name, raw.index, number, busy, completed, _ratio(completed, end - warmup),
-                   _mean(raw.wait_mean, raw.waits), _mean(raw.service_mean, raw.services), int(raw.iterations),
-                   prefill_only, decode_only, mixed, decodes, _mean(raw.decode_batch_mean, raw.decode_batches),
-                   _mean(raw.decode_step_mean, raw.decode_steps), mean_itl, p50, p99,
+                   wait.mean if wait is not None else _mean(wait, raw.waits),
+                   service.mean if service is not None else _mean(service, raw.services), int(raw.iterations),
+                   prefill_only, decode_only, mixed, decodes,
+                   batch.mean if batch is not None else _mean(batch, raw.decode_batches),
+                   step.mean if step is not None else _mean(step, raw.decode_steps), mean_itl, p50, p99,
                    _mean(raw.budget_use, ()), _mean(raw.batch, ()))
 
 
@@ -263,7 +290,7 @@ class Pool:
 
 def _ratio(count: int, span: float) -> float:
     """count / span with IEEE results (inf, NaN) instead of ZeroDivisionError."""
-    return stats.ieee_div(float(count), float(span))
+    return count / span if span and type(span) is float else stats.ieee_div(float(count), float(span))
 
 
 @functools.cache
@@ -369,18 +396,21 @@ class Report:
     def from_results(cls, raw: RawResults) -> "Report":
         warmup, end = float(raw.warmup), float(raw.end)
         warnings, growth, arrivals_measured = steady.of_run(raw)
+        iteration_trace, eviction_trace, pool_dump = (getattr(raw, "iteration_trace", None),
+                                                      getattr(raw, "eviction_trace", None),
+                                                      getattr(raw, "pool_dump", None))
         # the fields in order, positionally (_ROW_CALL); provenance is set by sq.run
         return cls(
             float(raw.horizon), end, warmup, int(raw.seed), int(raw.events), int(raw.arrivals), int(raw.ended),
-            int(raw.turns), stats.time_mean(raw.live.integral, raw.live.value, warmup, end),
+            int(raw.turns), stats.time_means((raw.live,), warmup, end)[0],
             {o.name: Observe.from_raw(o, warmup) for o in raw.observes},
-            {g.name: Gauge.from_raw(g, warmup, end) for g in raw.gauges},
+            {g.name: Gauge.from_raw(g, warmup, end) for g in raw.gauges} if raw.gauges else {},
             [Stage.from_raw(s, warmup, end) for s in raw.stages],
-            [Pool.from_raw(p, warmup, end) for p in raw.pools],
+            [Pool.from_raw(p, warmup, end) for p in raw.pools] if raw.pools else [],
             SERQ_VERSION,
-            list(getattr(raw, "iteration_trace", None) or []),
-            list(getattr(raw, "eviction_trace", None) or []),
-            list(getattr(raw, "pool_dump", None) or []),
+            list(iteration_trace) if iteration_trace else [],
+            list(eviction_trace) if eviction_trace else [],
+            list(pool_dump) if pool_dump else [],
             warnings,
             getattr(raw, "stopped", None),
             growth,
@@ -419,11 +449,13 @@ class Report:
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
         head = json_members(_HEAD_KEYS, _HEAD_VALUES(self))
-        observes = ",".join(_name(o.name) + ":{" + json_members(_OBSERVE_KEYS, o.json_values()) + "}"
-                            for o in self.observes.values())
-        gauges = ",".join(_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS) for g in self.gauges.values())
-        stages = ",".join(_row_json(s) for s in self.stages)
-        pools = ",".join(_row_json(p) for p in self.pools)
+        # (lists, not generators, joined: a generator costs more to make than a row or two to write)
+        observes = ",".join([_name(o.name) + ":{" + json_members(_OBSERVE_KEYS, o.json_values()) + "}"
+                             for o in self.observes.values()])
+        gauges = ",".join([_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS)
+                           for g in self.gauges.values()]) if self.gauges else ""
+        stages = ",".join([_row_json(s) for s in self.stages])
+        pools = ",".join([_row_json(p) for p in self.pools]) if self.pools else ""
         # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
         stopped = f',"stopped":"{self.stopped}"' if self.stopped else ""
         extra = ',"provenance":' + self._provenance_json() if provenance else ""

@@ -202,20 +202,24 @@ def observe_stats(samples) -> ObserveStats:
 JSON_QUANTILES = (("p99", 0.99),)
 
 
-def json_statistics(xs) -> dict[str, float]:
+def json_statistics(xs, moments: tuple[float, float] | None = None) -> dict[str, float]:
     """The statistics of the samples that the JSON report gives beyond their count: mean, ci,
-    cv2 and p99, from one pass over them (the same values as `observe_stats`'s)."""
-    return _one_pass(_as_f64(xs), JSON_QUANTILES)
+    cv2 and p99, from one pass over them (the same values as `observe_stats`'s). `moments`:
+    Welford's (mean, M2) of these samples when already known (the engine keeps them as it
+    records), else computed in the pass."""
+    return _one_pass(_as_f64(xs), JSON_QUANTILES, moments)
 
 
-def _one_pass(xs: np.ndarray, quantiles) -> dict[str, float]:
+def _one_pass(xs: np.ndarray, quantiles, moments: tuple[float, float] | None = None) -> dict[str, float]:
     """mean, ci, cv2 and the `quantiles` ((name, q) pairs, q ascending) by field name, from
-    one pass over the samples: Welford's moments, the batch means and the order statistics'
-    keys read together (`_stats.sample_statistics`)."""
+    one pass over the samples: Welford's moments (unless given), the batch means and the order
+    statistics' keys read together (`_stats.sample_statistics`)."""
     n = len(xs)
     batches = BATCHES if n >= CI_MIN_SAMPLES else 0
     ranks = tuple([_rank(q, n) for _, q in quantiles]) if n else ()
-    mean, m2, ci, values = _stats.sample_statistics(xs, True, batches, T_19, ranks)
+    mean, m2, ci, values = _stats.sample_statistics(xs, moments is None, batches, T_19, ranks)
+    if moments is not None:
+        mean, m2 = moments
     out = {"mean": mean if n else NAN, "ci": ci if batches else INF,
            "cv2": ieee_div(m2 / (n - 1), mean * mean) if n >= 2 else NAN}
     for (name, _), value in zip(quantiles, values or (NAN,) * len(quantiles)):

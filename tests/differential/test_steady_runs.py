@@ -7,12 +7,15 @@ window's middle, counts as an event and is applied by end_iteration. Each progra
 one of the path's edges: an arrival, a delay's end or the warm-up's end exactly at an iteration's
 end (either scheduled first), a resident finishing (also after a fractional last token),
 block boundaries (a grow inside a run, two at once, a refusal that preempts right after a steady
-stretch), the prefix cache's evictions, gauges, costs that read `now`, the pool, the stage's work
-or a draw, linear costs (of the residents, `now`, the decodes' KV), a budget cut short, two step
-stages (no steady runs), the horizon and the arrival limit ending a run mid-stretch. Every program is compared with pyserq on the report and the iteration
-trace, sq checking its invariants after each instant (tests.helpers.diff_runner.compare); and run
-by sq with steady runs on and off, whose JSON texts must be equal, the runs on having repeated
-iterations where the program has steady stretches at all.
+stretch), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
+or not provably so: units reading the pool, a queue in key order), the prefix cache's evictions
+while growing, gauges, costs that read `now`, the pool, the stage's work or a draw, linear costs
+(of the residents, `now`, the decodes' KV), a budget cut short, two step stages (no steady runs),
+the horizon and the arrival limit ending a run mid-stretch. Every program is compared with
+pyserq on the report and the iteration trace, sq checking its invariants after each instant
+(tests.helpers.diff_runner.compare); and run by sq with steady runs on and off, whose JSON texts
+must be equal, the runs on having repeated iterations where the program has steady stretches at
+all.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from tests.helpers.diff_runner import Reference, compare  # noqa: E402
 
 def _decode_engine(arrive: str, *, cost: str = "0.01 + 0.0001 * tokens", pool: str = "cap 4000; block 16;",
                    budget: str = "512", work: str = "~uniform(10, 100)", run: str = "horizon 60; warmup 5;",
-                   extra: str = "", body: str = "", session: str = "request;") -> str:
+                   extra: str = "", body: str = "", session: str = "request;", hold: str = "kv (n)") -> str:
     """Issue 27's light engine, its knobs exposed."""
     return f"""
 pool kv {{ {pool} preempt lifo; admit via engine; }}
@@ -39,7 +42,7 @@ stage engine : step {{ budget {budget}; chunk 256; cost {cost}; memory kv; }}
 {extra}
 workload {{ arrive {arrive}; init {{ set n = ~uniform(10, 200); set o = {work}; }} session {{ {session} }} }}
 server {{ set t0 = now;
-  hold kv (n) {{ run engine prefill (n) growing kv; observe ttft = now - t0; run engine decode (o) growing kv; }}
+  hold {hold} {{ run engine prefill (n) growing kv; observe ttft = now - t0; run engine decode (o) growing kv; }}
   {body}
   observe response = now - t0; }}
 run {{ {run} }}
@@ -83,6 +86,17 @@ PROGRAMS = {
     "long decodes, a horizon mid-run": _decode_engine("poisson(0.05)", work="5000",
                                                       run="horizon 123.456; warmup 61.2;"),
     "an arrival limit": _decode_engine("poisson(2.0)", run="horizon 200; warmup 5; arrivals 40;"),
+    # a card too small for the load: holds wait for the stage's admission at most iteration ends;
+    # a steady run goes on while the queue's head cannot fit (admission_refused) and stops where
+    # it would be admitted
+    "holds waiting, refused while decoding": _decode_engine("poisson(8.0)", pool="cap 1500; block 16;"),
+    "holds waiting, a constant hold with a reserve": _decode_engine("poisson(8.0)", pool="cap 1500; block 16;",
+                                                                    hold="kv (48) reserve (n)"),
+    # the head's units read the pool, or the queue is in key order: the refusal is not read, the
+    # plan tries its admission
+    "holds waiting, units reading the pool": _decode_engine("poisson(8.0)", pool="cap 1500; block 16;",
+                                                            hold="kv (n + 0 * used(kv))"),
+    "holds waiting in key order": _decode_engine("poisson(8.0)", pool="cap 1500; block 16; queue by (o);"),
     # the multi-turn chat (test_step_paths' card, smaller): the prefix cache, evictions while
     # growing, `admit via` admissions, a delay stage beside
     "cached chat": _chat(kv="6144"),

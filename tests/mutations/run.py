@@ -151,6 +151,11 @@ MUTATIONS = (
              "allows (the last token planned as a whole one)", (
                  ("_step.pxi", "        x = st.jobs.work[j] - 1.0\n", "        x = st.jobs.work[j]\n"),
              )),
+    Mutation("steady-admission-unread", "a steady run goes on while a hold waits for the stage's admission "
+             "without testing that its head still does not fit (admission_refused)", (
+                 ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
+                  "st.hold_pools_max + i]], need):\n            return True\n    return True\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),

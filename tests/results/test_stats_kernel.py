@@ -265,6 +265,21 @@ def test_one_pass_is_each_kernel_alone(n):
     assert values == _stats.order_statistics(xs, ranks)
 
 
+@pytest.mark.parametrize("n", [40, 41, 999, 1000, 6401, 40000, 1 << 16])
+@pytest.mark.parametrize("batches", [20, 7, 3, 1])
+def test_pass_without_moments_is_each_kernel_alone(n, batches):
+    # the moments known (the engine kept them): the batches summed four side by side, the keys
+    # bracketed (a long array), kept while scanning (a short one's p99) or all selected, give
+    # what each kernel gives alone, to the bit
+    xs = shaped("queue", n, np.random.default_rng(n + batches))
+    xs[::97] = -xs[::97]
+    for ranks in ((stats._rank(0.99, n),), (1,), (n,), report_ranks(n)):
+        mean, m2, h, values = _stats.sample_statistics(xs, False, batches, 2.093, ranks)
+        assert (mean, m2) == (0.0, 0.0)
+        assert same(h, _stats.batch_half_width(xs, batches, 2.093))
+        assert values == _stats.order_statistics(xs, ranks)
+
+
 def test_sample_statistics_rejects_ranks_out_of_order_or_range():
     for ranks in ((0,), (3,), (2, 1)):
         with pytest.raises(ValueError):
