@@ -71,7 +71,10 @@ cdef void lone_plan(State* st) noexcept nogil:
         return
     st.lone.to_run = (st.lone.run_pc - st.session_pc) // SV_LEN + 1
     st.lone.stage = code[st.lone.run_pc + SR_STAGE + REF_BASE]
-    st.lone.fifo = fifo_enabled and st.stages[st.lone.stage].kind == K_FIFO
+    # (fifo_loop's own event heap orders by (t, seq), which needs every time a number: poisson(0)'s
+    # gap can be -log(1 - 0) / 0, a NaN, so that program stays in lone_loop)
+    st.lone.fifo = fifo_enabled and st.stages[st.lone.stage].kind == K_FIFO \
+        and not (st.arrival_kind == A_POISSON and not (st.arrival_rate > 0))
 
 
 cdef void lone_loop(State* st) noexcept nogil:
@@ -148,7 +151,9 @@ cdef struct FifoJob:
 
 cdef struct FifoLine:
     # fifo_loop's own data: the jobs waiting (a ring, in arrival order) and those in service
-    # (one row per server; a finish event carries the row), with the rows free
+    # (one row per server; a finish event carries the row), with the rows free; and its events
+    # but the arrival (which stays in its slot): the servers' finishes and the end of the
+    # warm-up, at most c + 1, a binary heap by (t, seq) of its own
     FifoJob* line
     int64_t cap                # a power of two
     int64_t head
@@ -156,19 +161,27 @@ cdef struct FifoLine:
     FifoJob* serving           # per server row
     int32_t* idle              # the free server rows, a stack
     int32_t nidle
+    Event* ends                # the heap; ends[0] holds an empty event (t inf, seq NO_EVENT) while it is empty
+    int64_t nends
 
 
 cdef void fifo_loop(State* st) noexcept nogil:
     """lone_loop for a fifo stage of c servers, with its own data: a session is its job, and a
     job is its arrival time, its serial and its work (then its start), in a ring while it waits
     and in its server's row while served; the run's session and job tables are not written.
-    The same events happen in the same order as in lone_loop, through the same event list (its
-    seqs, ties and NaN order), with the same arithmetic: job_measured, record_as, area_set,
-    running_add, session_in and session_out are the ones the general path uses. The tables
-    still grow (and are charged to the memory bound) where lone_loop's would: a session slot is
-    taken when more sessions are live than ever before, a job slot likewise (spare slots are
-    reused first there, so the slots in use are always the live ones). A session's statements
-    count as steps at once while they cannot pass the instant's bound (fifo_steps)."""
+    The same events happen in the same order as in lone_loop, with the same seqs: the events
+    but the arrival are moved into fifo_loop's own heap of at most c + 1 (fifo_ends), which
+    orders them by (t, seq) as the run's event list does, and a finish that begins the next
+    service in its row replaces its own event there (one sift instead of a pop and a push).
+    lone_plan leaves out the one program whose times could be NaN (poisson(0): a gap of
+    -log(1 - 0) / 0), where the event list's order would depend on its heap's layout; with
+    every time a number the order of (t, seq) is total, the same in any heap. The arithmetic
+    is the same: job_measured, record_as, area_set, running_add, session_in and session_out
+    are the ones the general path uses. The tables still grow (and are charged to the memory
+    bound) where lone_loop's would: a session slot is taken when more sessions are live than
+    ever before, a job slot likewise (spare slots are reused first there, so the slots in use
+    are always the live ones). A session's statements count as steps at once while they cannot
+    pass the instant's bound (fifo_begins, fifo_steps)."""
     cdef FifoLine q
     cdef int32_t k = st.lone.stage, row
     cdef Stage* s = &st.stages[k]
@@ -177,16 +190,61 @@ cdef void fifo_loop(State* st) noexcept nogil:
     q.line = <FifoJob*> malloc(q.cap * sizeof(FifoJob))
     q.serving = <FifoJob*> malloc(s.servers * sizeof(FifoJob))
     q.idle = <int32_t*> malloc(s.servers * sizeof(int32_t))
-    if q.line == NULL or q.serving == NULL or q.idle == NULL:
+    q.ends = <Event*> malloc((s.servers + st.hlen + 2) * sizeof(Event))
+    if q.line == NULL or q.serving == NULL or q.idle == NULL or q.ends == NULL:
         fail(st, E_MEMORY, -1, 0, 0, 0)
     else:
         q.nidle = s.servers
         for row in range(s.servers):
             q.idle[row] = s.servers - 1 - row      # row 0 first
+        fifo_ends(st, &q)
         fifo_events(st, s, k, &q)
     free(q.line)
     free(q.serving)
     free(q.idle)
+    free(q.ends)
+
+
+cdef void fifo_ends(State* st, FifoLine* q) noexcept nogil:
+    """fifo_loop's heap of events, from the run's event list (the end of the warm-up, if it is
+    pending: no session has begun, so no finish is), which is left empty."""
+    cdef int64_t i
+    q.nends = 0
+    q.ends[0].t = INFINITY
+    q.ends[0].seq = NO_EVENT
+    if st.soon.seq != NO_EVENT:
+        fifo_push(q, st.soon)
+        st.soon.seq = NO_EVENT
+    for i in range(st.hlen):
+        fifo_push(q, st.heap[i])
+    st.hlen = 0
+
+
+cdef inline void fifo_push(FifoLine* q, Event e) noexcept nogil:
+    heap_up(q.ends, q.nends, e)      # a new leaf only moves up (room for c + 1 was made)
+    q.nends += 1
+
+
+cdef inline void fifo_pop(FifoLine* q) noexcept nogil:
+    """Take the earliest event (ends[0]) out of fifo_loop's heap."""
+    q.nends -= 1
+    if q.nends > 0:
+        heap_down(q.ends, 0, q.nends, q.ends[q.nends])
+    else:
+        q.ends[0].t = INFINITY
+        q.ends[0].seq = NO_EVENT
+
+
+cdef inline int fifo_begins(State* st, Event* e, int32_t n) noexcept nogil:
+    """event_begins, with the n steps of the statements that follow the event in its session
+    counted too when all fit the instant's bound: 1 (all counted), 0 (the event's step only:
+    the caller counts the others one by one, where they fail) or -1 (the run failed)."""
+    if st.steps + 1 + n <= st.step_limit:
+        st.now = e.t
+        st.events += 1
+        st.steps += 1 + n
+        return 1
+    return 0 if event_begins(st, e) else -1
 
 
 cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexcept nogil:
@@ -198,21 +256,47 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
     cdef FifoJob job, done
     cdef double w
     cdef int32_t row
-    cdef bint leaving
-    while not st.error.code:
+    cdef int counted
+    cdef bint leaving, replace
+    cdef double until = fifo_until(st)
+    # every live session is a job of the stage between events (a session of zero work ends in
+    # the event it began), so the live sessions' area and the stage's jobs' area, alike when the
+    # loop starts (both held 0 since time 0), take the same samples and stay alike: one is
+    # sampled and copied (bitwise alike, -0.0 included, or each sampled as it is)
+    cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
+    cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
+    # (every failure below returns at once: the flag is tested once, here)
+    if st.error.code:
+        return
+    while True:
         if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
             break
-        nxt = next_event(st)
-        if nxt == NULL or nxt.t > st.horizon:
+        # next_event's choice between the arrival slot and the rest (here fifo_loop's heap)
+        nxt = q.ends
+        if before(&st.arrival, nxt):
+            nxt = &st.arrival
+        elif nxt.seq == NO_EVENT:
+            if st.arrival.seq == NO_EVENT:
+                break
+            nxt = &st.arrival
+        if nxt.t > st.horizon:
             break
-        if nxt.t > st.now and instant_over(st, nxt):
-            break
-        e = pop_event(st, nxt)
-        if not event_begins(st, &e):
-            return
+        if nxt.t > st.now:
+            if nxt.t > until or st.events >= st.poll_at:
+                if instant_over(st, nxt):
+                    break
+                until = fifo_until(st)
+            else:
+                st.steps = 0        # (instant_over with nothing else to do)
         row = -1            # no service begins
         leaving = False     # no session goes on
-        if e.kind == EV_ARRIVE:
+        replace = False     # the service begun is pushed (not put in place of the finish)
+        if nxt == &st.arrival:
+            counted = fifo_begins(st, nxt, to_run)
+            if counted < 0:
+                return
+            st.arrival.t = INFINITY     # (pop_event)
+            st.arrival.seq = NO_EVENT
             if st.limit == 0 or st.arrivals + 1 < st.limit:
                 if next_arrival(st) < 0:
                     return
@@ -221,8 +305,9 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
                 return
             job.serial = session_in(st)
             job.enq = st.now
-            if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+            if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                 return
+            counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
             w = lone_work(st, -1)
             if st.error.code:
                 return
@@ -243,40 +328,72 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             else:
                 done = job         # zero work: the session goes on now
                 leaving = True
-        elif e.kind == EV_FINISH:
-            # job_done and next_in_line: the server's row takes the next job in line, then the
-            # session whose job is done goes on
-            done = q.serving[<int32_t> e.b]
+        elif nxt.kind == EV_FINISH:
+            # job_done and next_in_line: the server's row takes the next job in line (its
+            # finish in place of this one), then the session whose job is done goes on
+            counted = fifo_begins(st, nxt, to_end)
+            if counted < 0:
+                return
+            row = <int32_t> nxt.b
+            done = q.serving[row]
             s.n -= 1
             job_measured(st, s, done.enq, done.at)
             s.busy -= 1
             if q.n > 0:
-                row = <int32_t> e.b
                 job = fifo_next(q)
+                replace = True
             else:
-                q.idle[q.nidle] = <int32_t> e.b
+                q.idle[q.nidle] = row
                 q.nidle += 1
+                row = -1
+                fifo_pop(q)
             leaving = True
         else:
+            if not event_begins(st, nxt):
+                return
+            e = nxt[0]
+            fifo_pop(q)
             handle_rare(st, &e)       # the end of the warm-up
         if row >= 0:
-            fifo_serve(st, s, k, q, row, job)
-            if st.error.code:
-                return
-        if leaving and fifo_leave(st, done.serial, done.enq) < 0:
+            fifo_serve(st, s, k, q, row, job, replace)
+        if leaving and fifo_leave(st, done.serial, done.enq, counted) < 0:
             return
-        area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.number, st.now, <double> s.n)
+        if alike:
+            st.live_area = s.number
+        else:
+            area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
 
 
-cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t row, FifoJob job) noexcept nogil:
-    """begin_service: the job (its `at` its work) starts now in the server's row."""
-    cdef double end = st.now + job.at
+cdef inline double fifo_until(State* st) noexcept nogil:
+    """Until when instant_over has nothing to do but clear the steps, its poll aside: the middle
+    of the window if it is not taken yet (-inf: gauges are read at every instant)."""
+    if st.n_gauges > 0:
+        return -INFINITY
+    return INFINITY if st.mid_taken else st.mid_time
+
+
+cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t row, FifoJob job,
+                            bint replace) noexcept nogil:
+    """begin_service: the job (its `at` its work) starts now in the server's row; its finish
+    (push_event's seq) is pushed, or put in place of the earliest event (replace: the finish
+    that freed the row)."""
+    cdef Event e
+    e.t = st.now + job.at
+    e.seq = st.seq
+    st.seq += 1
+    e.kind = EV_FINISH
+    e.a = k
+    e.b = row
+    e.c = 0
     s.busy += 1
     job.at = st.now
     q.serving[row] = job
-    push_event(st, end, EV_FINISH, k, row, 0)     # (st.error is set if it failed)
+    if replace:
+        heap_down(q.ends, 0, q.nends, e)
+    else:
+        fifo_push(q, e)
 
 
 cdef inline FifoJob fifo_next(FifoLine* q) noexcept nogil:
@@ -325,10 +442,11 @@ cdef inline bint fifo_steps(State* st, int64_t serial, int32_t pc, int32_t n, bi
     return False
 
 
-cdef inline int fifo_leave(State* st, int64_t serial, double arrived) noexcept nogil:
-    """lone_leave for fifo_loop's session: each observe of `now - stamp`, then its end."""
+cdef inline int fifo_leave(State* st, int64_t serial, double arrived, bint counted) noexcept nogil:
+    """lone_leave for fifo_loop's session: each observe of `now - stamp`, then its end (their
+    steps already counted when `counted`)."""
     cdef int32_t pc = st.lone.after_pc, i
-    cdef bint counted = not fifo_steps(st, serial, pc, st.lone.n_observes + 1, True)
+    counted = counted or not fifo_steps(st, serial, pc, st.lone.n_observes + 1, True)
     for i in range(st.lone.n_observes):
         if not counted and fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
             return -1

@@ -1,8 +1,9 @@
 """A lone fifo stage's own loop (fifo_loop, sq/engine/_one_queue.pxi) against pyserq 0.1.2: the
 report's JSON text, at each edge of that path — servers 1, 2 and 8, arrivals and finishes at one
 instant, a warm-up (also at a tie), the horizon in mid-service, several stamps and observes, gauges
-read between instants, work of zero or infinity — and a program just outside the shape, which the
-lone loop leaves to the general one. Each program is checked to take the loop it is meant to.
+read between instants, work of zero or infinity — a poisson(0) arrival, which fifo_loop leaves to
+the lone loop, and a program just outside the shape, which the lone loop leaves to the general one.
+Each program is checked to take the loop it is meant to.
 """
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ IN_SHAPE = {
 OUTSIDE = _program("fifo(2)", "", "poisson(1.5)", "horizon 200;",
                    body="set t0 = now; run s (now - t0 + 1); observe r = now - t0;")
 
+# in shape, but fifo_loop's own event heap needs every time a number, and poisson(0)'s gap may be
+# -log(1 - 0) / 0, a NaN: lone_loop runs it (the first session arrives at 0, the next at inf)
+RATE_ZERO = _program("fifo(1)", "~exp(1)", "poisson(0)", "horizon 50;")
+
 
 @needs_reference
 @pytest.mark.parametrize("name", sorted(IN_SHAPE))
@@ -71,3 +76,11 @@ def test_a_program_just_outside_the_shape_falls_back_and_reports_pyserqs_json_te
     lone, fifo = _engine.lone_queues()[1], _engine.lone_queues()[3]
     same_json(OUTSIDE)
     assert _engine.lone_queues()[1] == lone and _engine.lone_queues()[3] == fifo
+
+
+@needs_reference
+def test_poisson_zero_takes_the_lone_loop_not_fifo_loop_and_reports_pyserqs_json_text():
+    _engine.lone_queues(True, fifo=True)
+    lone, fifo = _engine.lone_queues()[1], _engine.lone_queues()[3]
+    same_json(RATE_ZERO)
+    assert _engine.lone_queues()[1] == lone + 1 and _engine.lone_queues()[3] == fifo

@@ -119,6 +119,11 @@ MUTATIONS = (
                  ("_one_queue.pxi", "    cdef FifoJob job = q.line[q.head]\n    q.head = (q.head + 1) & (q.cap - 1)\n",
                   "    cdef FifoJob job = q.line[(q.head + q.n - 1) & (q.cap - 1)]\n"),
              )),
+    Mutation("fifo-loop-finish-on-top", "in fifo_loop's own event heap (sq/engine/_one_queue.pxi) a finish that "
+             "begins the next service leaves that service's finish on top, not sifted down to its place "
+             "(right for one server, not for more)", (
+                 ("_one_queue.pxi", "        heap_down(q.ends, 0, q.nends, e)\n", "        q.ends[0] = e\n"),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
