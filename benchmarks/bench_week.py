@@ -125,7 +125,9 @@ def summary(report: dict) -> str:
     """What shows the load was stable: every request served, TTFT low, the engines not saturated."""
     ttft = report["observes"]["ttft"]
     busy = max(stage["utilization"] for stage in report["stages"])
-    batch = sum(st["mean_decode_batch"] for st in report["stages"]) / len(report["stages"])
+    # (a replica the router never chose has no decode batch: at a light load it picks the first idle one)
+    batches = [st["mean_decode_batch"] for st in report["stages"] if st["mean_decode_batch"] is not None]
+    batch = sum(batches) / len(batches) if batches else float("nan")
     return (f"ended {report['ended']:,}, ttft mean {ttft['mean']:.3f} s p99 {ttft['p99']:.3f} s, "
             f"utilization max {busy:.2f}, decode batch {batch:.1f}")
 

@@ -215,18 +215,24 @@ cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
     return False
 
 
+# An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which
+# leaves its integral as it is (an integral is never -0: it starts at +0, and x + -x is +0): a
+# stage holding 0 in both areas (an idle replica) adds nothing, and a pool whose queue holds 0
+# (most often) adds no queue, whose cached holds 0 too (a seqs pool) only its used and holders;
+# each area's gaps are added in their order.
 cdef void lag_stage(Stage* s, Lag* g) noexcept nogil:
     """The stage's deferred samples, in order: number and busy catch up to the family's last sample."""
     cdef double n = s.number.integral, busy = s.busy_area.integral, vn = s.number.value, vb = s.busy_area.value, d
     cdef int64_t i
     if s.lag_at == g.n:
         return
-    for i in range(s.lag_at, g.n):
-        d = g.gap[i]
-        n += vn * d
-        busy += vb * d
-    s.number.integral = n
-    s.busy_area.integral = busy
+    if vn != 0.0 or vb != 0.0:
+        for i in range(s.lag_at, g.n):
+            d = g.gap[i]
+            n += vn * d
+            busy += vb * d
+        s.number.integral = n
+        s.busy_area.integral = busy
     s.number.last = s.busy_area.last = g.at
     s.lag_at = g.n
 
@@ -241,15 +247,28 @@ cdef void lag_pool(Pool* p, Lag* g) noexcept nogil:
     cdef int64_t i
     if p.lag_at == g.n:
         return
-    for i in range(p.lag_at, g.n):
-        d = g.gap[i]
-        u += vu * d
-        c += vc * d
-        q += vq * d
-        h += vh * d
+    if vc == 0.0 and vq == 0.0:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            h += vh * d
+    elif vq == 0.0:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            c += vc * d
+            h += vh * d
+        p.cached_area.integral = c
+    else:
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+            c += vc * d
+            q += vq * d
+            h += vh * d
+        p.cached_area.integral = c
+        p.queue_area.integral = q
     p.used_area.integral = u
-    p.cached_area.integral = c
-    p.queue_area.integral = q
     p.holders_area.integral = h
     p.used_area.last = p.cached_area.last = p.queue_area.last = p.holders_area.last = g.at
     p.lag_at = g.n
@@ -832,7 +851,11 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t na
     cdef bint again = False         # a repeated end: the tests of the last instant held
-    cdef double duration
+    cdef int plan
+    cdef int64_t quiet = 0          # the repeats to come planned the same with no grow due (plan_unchanged)
+    cdef bint checked               # this plan was read by plan_unchanged (not a quiet repeat)
+    cdef double duration = 0.0      # the iteration just begun's, and its totals: n
+    cdef IterTotals n
     cdef Event end
     cdef Event* nxt
     while True:
@@ -846,15 +869,35 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             # the previous iteration's tests held and only its end ran since (the earliest other
             # event was after it, so still nothing is pending; no session ran, so the pools wait
             # as they did, and an admission refused then is still: `used` has only grown)
-            if ready_any(st) or s.inflight or not plan_unchanged(st, s, na, True):
+            if ready_any(st) or s.inflight:
                 settle(st)
                 return 0
+            checked = quiet == 0
+            if checked:
+                plan = plan_unchanged(st, s, na, True, &quiet)
+            else:
+                quiet -= 1
+                plan = PLAN_SAME
         elif ready_any(st) or s.inflight or st.flows.dirty \
                 or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
-                or pending_now(st) or not plan_unchanged(st, s, na, False):
+                or pending_now(st):
             settle(st)
             return 0
-        duration = plan_again(st, s, k, na)           # settle's step 3, as start_iteration
+        else:
+            checked = True
+            plan = plan_unchanged(st, s, na, False, &quiet)
+        if plan == PLAN_CHANGED:
+            settle(st)
+            return 0
+        # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
+        # totals) keeps its duration when its cost reads only them
+        if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
+            if checked:
+                duration = plan_again(st, s, k, na, &n, True, True, duration)
+            else:
+                duration = plan_again(st, s, k, na, &n, True, False, duration)
+        else:
+            duration = plan_again(st, s, k, na, &n, False, True, 0.0)
         if duration < 0:
             return 0
         sample_every_pool(st)                           # its step 5 (the flows are clean)

@@ -110,6 +110,7 @@ cdef struct Stage:
     int cost_shape              # the cost's form (CostShape: the stack machine, or a shape over leaves; evaluate_cost)
     bint cost_direct            # ... a shape whose every leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
     const double* cost_leaf[6]
+    bint cost_repeats           # ... and every leaf a constant or an iteration total: the same totals, the same cost (steady_run)
     bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
     bint chunk_fixed           # (see budget_fixed)
     double budget_k            # the constant budget (tokens) when budget_fixed

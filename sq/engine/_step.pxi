@@ -64,15 +64,20 @@ cdef bint constant_at(State* st, int32_t off, double* value) noexcept nogil:
 
 cdef bint step_cost_leaves(State* st, Stage* s) noexcept nogil:
     """Where each leaf of a shaped cost (CostShape) is read, when each is one fixed place
-    (Stage.cost_leaf, decided at set-up; evaluate_cost reads them)."""
+    (Stage.cost_leaf, decided at set-up; evaluate_cost reads them); and whether each leaf is a
+    constant or one of the totals an iteration's Cost moment sets (Stage.cost_repeats)."""
     cdef const int32_t* c = st.code + s.cost_e
     cdef int32_t at[6]
     cdef int i, n = 3 if s.cost_shape == COST_LINEAR else 6
     at[0], at[1], at[2], at[3], at[4], at[5] = 0, CS_L1, CS_L2, CS_L3, CS_L4, CS_L5    # (CL_L1, CL_L2 are CS_L1, CS_L2)
+    s.cost_repeats = True
     for i in range(n):
         s.cost_leaf[i] = leaf_address(st, c + at[i])
         if s.cost_leaf[i] == NULL:
+            s.cost_repeats = False
             return False
+        if c[at[i]] == X_CTX and not (CTX_NTOK <= c[at[i] + XONE_ARG] <= CTX_ATTN or c[at[i] + XONE_ARG] == CTX_KVM):
+            s.cost_repeats = False      # `now`, or a context another moment sets
     return True
 
 
@@ -477,6 +482,14 @@ cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n
     """The planned iteration (its assignment in s.assigned, its totals in n) begins: its context
     and cost, its counts, running means and areas. Its duration; the caller schedules its end
     (start_iteration; steady_run keeps it off the event list). -1: the cost failed."""
+    cdef double duration = iteration_cost(st, s, n, attention)
+    if duration < 0:
+        return -1.0
+    return iteration_begins(st, s, k, n, duration, budget)
+
+
+cdef inline double iteration_cost(State* st, Stage* s, IterTotals* n, double attention) noexcept nogil:
+    """The iteration's context (its Cost moment) and its duration (-1: the cost failed)."""
     cdef double duration
     st.ctxv[CTX_NTOK] = n.ntok
     st.ctxv[CTX_NDEC] = n.ndec
@@ -491,6 +504,12 @@ cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n
         duration = -0.0 if duration == 0.0 and signbit(duration) else 0.0
     if st.error.code:
         return -1.0
+    return duration
+
+
+cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* n, double duration,
+                                    double budget) noexcept nogil:
+    """The iteration of this duration begins: its counts, running means and areas (returns duration)."""
     s.iterations += 1
     if st.traces.iters:
         log_iteration(st, s)
@@ -518,97 +537,173 @@ cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n
 
 # ---- a steady decode run: the plan that repeats ------------------------------------------------
 # steady_run (_loop.pxi) repeats the lone step stage's iterations without the event list while
-# the plan that settle would make after an iteration's end is provably the one just ended. When
-# plan_unchanged holds, start_iteration's plan_pass (in order, not exclusive) would visit the
-# residents res[0 .. nres) in order and, for each, take exactly the branch that assigns it the
-# tokens its entry assigned[r] holds: a decode (no attention, no chunk), its want min(1, work) not cut by
-# what is left of the constant budget, nothing stalled (no owner waiting to grow, its frame
-# found), and the budget not spent before the last resident (plan_pass would stop there). A grow
-# is due where the position plus the tokens passes the allocation; each due grow must be granted
-# by grow_now (grow_need <= 0, or grow_fits), read with the pool's `used` as the grows before it in
-# the plan leave it (all on one pool: a refusal would preempt or stall), and evict nothing unless
-# the pool's evictions are plain (an eviction may otherwise spill, be traced or read keys: not
-# must_evict, or plain_evictions; the grant never depends on them). Each resident is another
-# session's job (a session has one job at a time), so one resident's position moves no other's.
-# After the last resident an admission is tried only while some pool waits, and steady_run lets a
-# pool wait only where that admission is refused (admission_refused, _pools.pxi: nothing it
-# evaluates draws or writes); the budget and chunk are constants, so nothing is evaluated or
-# drawn before the cost. plan_again then redoes
-# what that plan writes, in its order: per resident the grow (grow_now itself), the position and
-# its `grown` mark, the entry's id (the job's) and the totals; iter_left and iter_preempted cleared, the
-# cursor past the residents; the served stamps are skipped (only a plan reads them, after taking
-# a new stamp); the rest is begin_iteration, shared with start_iteration.
-cdef inline bint plan_unchanged(State* st, Stage* s, int64_t na, bint again) noexcept nogil:
-    """Whether start_iteration's plan now would be the assignment's first na entries again
-    (what the iteration just ended ran), every resident a decode given the same tokens. `again`:
+# the plan that settle would make after an iteration's end is provably the one just ended's, each
+# resident's tokens read afresh. When plan_unchanged holds, start_iteration's plan_pass (in order,
+# not exclusive) would visit the residents res[0 .. nres) in order and, for each, take exactly the
+# branch that assigns it its tokens: a decode (no attention, no chunk), its want min(1, work) cut
+# only by what is left of the constant budget and still > 0 (a decode's last token is most often a
+# fraction: the one iteration a run's tokens change), nothing stalled (no owner waiting to grow,
+# its frame found), and the budget not spent before the last resident (plan_pass would stop
+# there). A grow is due where the position plus the tokens passes the allocation; each due grow
+# must be granted by grow_now (grow_need <= 0, or grow_fits), read with the pool's `used` as the
+# grows before it in the plan leave it (all on one pool: a refusal would preempt or stall), and
+# evict nothing unless the pool's evictions are plain (an eviction may otherwise spill, be traced
+# or read keys: not must_evict, or plain_evictions; the grant never depends on them). Each
+# resident is another session's job (a session has one job at a time), so one resident's position
+# moves no other's. After the last resident an admission is tried only while some pool waits, and
+# steady_run lets a pool wait only where that admission is refused (admission_refused,
+# _pools.pxi: nothing it evaluates draws or writes); the budget and chunk are constants, so
+# nothing is evaluated or drawn before the cost (the Budget moment's context, set_totals, is read
+# by nothing then: the cost's context overwrites it). plan_unchanged writes a resident's new
+# tokens into its entry; plan_again then redoes what that plan writes, in its order: per resident
+# the grow (grow_now itself), the position and its `grown` mark, the entry's id (the job's) and
+# the totals; iter_left and iter_preempted cleared, the cursor past the residents; the served
+# stamps are skipped (only a plan reads them, after taking a new stamp); the rest is
+# begin_iteration's.
+#
+# An iteration that repeats the previous one of the same run (the same residents, not one
+# finished, each given the same tokens: PLAN_SAME) has that one's totals, so the same context;
+# when its cost reads nothing else (Stage.cost_repeats, and no KV sums among the totals, which
+# a grow moves) it has the same duration too, and plan_again redoes only the positions and grows
+# and begins it with those (iteration_begins).
+cdef enum:
+    PLAN_CHANGED = 0    # plan_unchanged: the plan is another; settle makes it
+    PLAN_SAME = 1       # every resident given the tokens its entry holds
+    PLAN_TOKENS = 2     # the same residents and branches, some resident's tokens new
+
+
+# Quiet repeats. Where every resident of a PLAN_SAME plan is given 1 token, the t-th iteration
+# repeating it (t >= 1; nothing but their ends between, each taking 1 from the work and adding 1
+# to the position) is planned the same with no grow due while for every resident work - t >= 1
+# (its tokens stay min(1, work - t, left) = 1: the same budget left before it; and it does not
+# finish) and, growing, position + t + 1 <= allocation (need = position + tokens - allocation
+# stays <= EPS). Subtracting 1 from a work >= 1 is exact; the positions' additions may round,
+# by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
+# the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
+# So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
+# test (none is due) and without marking the frames grown (the plan before them did).
+cdef extern from *:
+    """
+    #define SQ_QUIET_MAX 1024.0
+    #define SQ_QUIET_POSITIONS 4294967296.0
+    """
+    const double QUIET_MAX "SQ_QUIET_MAX"
+    const double QUIET_POSITIONS "SQ_QUIET_POSITIONS"     # 2^32
+
+
+cdef enum:
+    # quiet repeats are counted for this many residents at most: with more, a block boundary of
+    # one or another is most often within two tokens (a count of 0), and counting costs each plan
+    QUIET_RESIDENTS = 6
+
+
+cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
+    """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
+    (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
+    new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
     this held at the previous iteration of the same steady run, and nothing but that iteration's
     end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
-    positions, allocations) is read."""
-    cdef double left = s.budget_k, tokens, need, used = 0.0
+    positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
+    known to plan the same with no grow due (see QUIET_MAX; counted for QUIET_RESIDENTS at most),
+    0 unless PLAN_SAME."""
+    cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef int64_t r, fj
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
+    cdef int plan = PLAN_SAME
+    cdef bint counting = na <= QUIET_RESIDENTS
     cdef Pool* p
+    quiet[0] = 0
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
                                        or not s.chunk_fixed)):
-        return False
+        return PLAN_CHANGED
     for r in range(na):
         j = s.assigned[r].job
         if not again and (s.res[r] != j or st.jobs.mode[j] != M_DECODE):
-            return False
+            return PLAN_CHANGED
         tokens = min_of(want_of(M_DECODE, st.jobs.work[j], s.chunk_k), left)
-        if not (tokens > 0 and tokens == s.assigned[r].tok):
-            return False
+        if not (tokens > 0):
+            return PLAN_CHANGED
+        if tokens != s.assigned[r].tok:
+            plan = PLAN_TOKENS
+            s.assigned[r].tok = tokens      # (should the plan change, start_iteration writes the entries afresh)
+        if counting:
+            # (the smallest count over the residents; a NaN count gives none)
+            if tokens != 1.0:
+                q = 0.0
+            x = st.jobs.work[j] - 1.0
+            if not (x >= q):
+                q = x
         row = st.jobs.growing[j]
         if row >= 0:
             fj = st.jobs.frame[j]
             if not again and (st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0):
-                return False
-            need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
+                return PLAN_CHANGED
+            pos = st.sess.frame_pos[fj]
+            alloc = st.sess.frame_alloc[fj]
+            if counting:
+                x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
+                if not (x >= q):
+                    q = x
+            need = pos + tokens - alloc
             if need > EPS:
                 p = &st.pools[row]
                 if grown < 0:
                     grown = row
                     used = p.used
                 elif row != grown:
-                    return False
+                    return PLAN_CHANGED
                 need = grow_need(st, p, fj, need)
                 if need > 0:
                     if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
-                        return False
+                        return PLAN_CHANGED
                     used += need           # (grow_now's p.used += need)
         left -= tokens
         if left <= 0 and r < na - 1:
-            return False
-    return True
+            return PLAN_CHANGED
+    if counting and plan == PLAN_SAME and q >= 1.0:
+        quiet[0] = <int64_t> q
+    return plan
 
 
-cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na) noexcept nogil:
-    """start_iteration where plan_unchanged holds: the same assignment planned again (the plan's
-    writes redone in its order) and begun. Its duration (-1: the cost failed)."""
-    cdef IterTotals n
+cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
+                              bint grows, double duration) noexcept nogil:
+    """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
+    writes redone in its order) and begun. `same`: the iteration repeats the previous one of the
+    run, whose totals n holds and whose cost, `duration`, is this one's (Stage.cost_repeats), so only
+    the positions and grows are redone. `grows` False: a quiet repeat (no grow due, the frames
+    marked grown). Its duration (-1: the cost failed)."""
     cdef double need
     cdef int64_t r, fj
     cdef int32_t j
     cdef bint kv = st.kv_iteration
-    memset(&n, 0, sizeof(n))
-    set_totals(st, s)
+    cdef Assigned* a
+    if not same:
+        memset(n, 0, sizeof(IterTotals))
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
     for r in range(na):
-        j = s.assigned[r].job
+        a = &s.assigned[r]
+        j = a.job
         if st.jobs.growing[j] >= 0:
             fj = st.jobs.frame[j]
-            need = st.sess.frame_pos[fj] + s.assigned[r].tok - st.sess.frame_alloc[fj]
-            if need > EPS:
-                grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
-            st.sess.frame_pos[fj] += s.assigned[r].tok
-            mark_grown(st, fj)
-        s.assigned[r].id = st.jobs.id[j]
-        count_assigned(st, s, j, M_DECODE, s.assigned[r].tok, &n, kv)
+            if grows:
+                need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
+                if need > EPS:
+                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
+            st.sess.frame_pos[fj] += a.tok
+            if grows:
+                mark_grown(st, fj)
+        if not same:
+            a.id = st.jobs.id[j]
+            count_assigned(st, s, j, M_DECODE, a.tok, n, kv)
     s.cursor = s.nres
-    return begin_iteration(st, s, k, &n, 0.0, s.budget_k)
+    if not same:
+        duration = iteration_cost(st, s, n, 0.0)
+        if duration < 0:
+            return -1.0
+    return iteration_begins(st, s, k, n, duration, s.budget_k)
 
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r

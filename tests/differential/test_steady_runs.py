@@ -9,12 +9,13 @@ end (either scheduled first), a resident finishing (also after a fractional last
 block boundaries (a grow inside a run, two at once, a refusal that preempts right after a steady
 stretch), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
 or not provably so: units reading the pool, a queue in key order), the prefix cache's evictions
-while growing, gauges, costs that read `now`, the pool, the stage's work
-or a draw, a budget cut short, two step stages (no steady runs), the horizon and the arrival limit
-ending a run mid-stretch. Every program is compared with pyserq on the report and the iteration
-trace, sq checking its invariants after each instant (tests.helpers.diff_runner.compare); and run
-by sq with steady runs on and off, whose JSON texts must be equal, the runs on having repeated
-iterations where the program has steady stretches at all.
+while growing, gauges, costs that read `now`, the pool, the stage's work or a draw, linear costs
+(of the residents, `now`, the decodes' KV), a budget cut short, two step stages (no steady runs),
+the horizon and the arrival limit ending a run mid-stretch. Every program is compared with
+pyserq on the report and the iteration trace, sq checking its invariants after each instant
+(tests.helpers.diff_runner.compare); and run by sq with steady runs on and off, whose JSON texts
+must be equal, the runs on having repeated iterations where the program has steady stretches at
+all.
 """
 from __future__ import annotations
 
@@ -73,6 +74,11 @@ PROGRAMS = {
     "costs reading now, the pool and the work": _decode_engine(
         "poisson(2.0)", cost="0.01 + 1e-7 * used(kv) + 1e-6 * work(engine) + 1e-9 * now"),
     "a cost with a draw": _decode_engine("poisson(2.0)", cost="0.005 + ~exp(0.005) * tokens"),
+    # linear costs, their leaves read where set-up found them: of the residents (an iteration
+    # repeating the one before keeps its duration), reading `now` or the decodes' KV (it does not)
+    "a linear cost of the residents": _decode_engine("poisson(2.0)", cost="0.005 + 0.002 * residents"),
+    "a linear cost reading now": _decode_engine("poisson(2.0)", cost="0.01 + 1e-5 * now"),
+    "a linear cost of the decodes' KV": _decode_engine("poisson(2.0)", cost="0.01 + 1e-6 * kv_decode"),
     "a cost reading budget_left": _decode_engine("poisson(2.0)", cost="0.01 + 1e-6 * budget_left(engine)"),
     "a budget with a draw (no steady runs)": _decode_engine("poisson(2.0)", budget="500 + ~uniform(0, 24)"),
     "gauges": _decode_engine("poisson(2.0)", extra="gauge kv_used = used(kv); gauge busy = busy(engine);"),

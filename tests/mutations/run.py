@@ -37,6 +37,16 @@ class Mutation:
     edits: tuple      # (file name under sq/, text, replacement), each text found exactly once
 
 
+def _summed(branch: str, areas: str) -> tuple:
+    """deferred-areas-summed's edit of one of lag_pool's loops (its areas by their sums' names):
+    the gaps summed first, then each area's value times the sum."""
+    loop = f"{branch}        for i in range(p.lag_at, g.n):\n"
+    added = "".join(f"{{}}{a} += v{a} * d\n" for a in areas)
+    return ("_loop.pxi", loop + "            d = g.gap[i]\n" + added.format(*["            "] * len(areas)),
+            f"{branch}        d = 0.0\n        for i in range(p.lag_at, g.n):\n            d += g.gap[i]\n"
+            + added.format(*["        "] * len(areas)))
+
+
 MUTATIONS = (
     Mutation("6531a92", "the stages pass asks afresh at each step stage whether an event is pending "
              "now, after the ps stages before it rescheduled (commit 6531a92's change)", (
@@ -88,20 +98,9 @@ MUTATIONS = (
              )),
     Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
              "(value x the summed gaps) instead of one addition per sample, in order", (
-                 ("_loop.pxi", """    for i in range(p.lag_at, g.n):
-        d = g.gap[i]
-        u += vu * d
-        c += vc * d
-        q += vq * d
-        h += vh * d
-""", """    d = 0.0
-    for i in range(p.lag_at, g.n):
-        d += g.gap[i]
-    u += vu * d
-    c += vc * d
-    q += vq * d
-    h += vh * d
-"""),
+                 _summed("    if vc == 0.0 and vq == 0.0:\n", "uh"),
+                 _summed("    elif vq == 0.0:\n", "uch"),
+                 _summed("    else:\n", "ucqh"),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
     # right after it, so dropping it changes nothing; a granted grow has no second touch)
@@ -162,6 +161,15 @@ MUTATIONS = (
              "before them (gauges not read, the window's middle not taken)", (
                  ("_loop.pxi", "        instant_over(st, &end)          # (no poll due: it does not stop the run)\n",
                   "        st.steps = 0\n"),
+             )),
+    Mutation("steady-repeat-cost-reads-now", "a steady run's iteration repeating the one before keeps its "
+             "duration though its (linear) cost reads `now`", (
+                 ("_step.pxi", "            s.cost_repeats = False      # `now`, or a context another moment sets\n",
+                  "            pass\n"),
+             )),
+    Mutation("quiet-repeats-overrun", "a steady run counts one quiet repeat more per resident than its work "
+             "allows (the last token planned as a whole one)", (
+                 ("_step.pxi", "        x = st.jobs.work[j] - 1.0\n", "        x = st.jobs.work[j]\n"),
              )),
     Mutation("steady-admission-unread", "a steady run goes on while a hold waits for the stage's admission "
              "without testing that its head still does not fit (admission_refused)", (
