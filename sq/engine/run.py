@@ -36,17 +36,14 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     """
     started = time.perf_counter()
     lowered = lower_program(program)
-    if horizon is None and warmup is None and arrivals is None and (
-            trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
-            wall_limit, timeline, timeline_window) == _PLAIN_RUN:
+    options = (trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
+               wall_limit, timeline, timeline_window)       # (in _OPTIONS' order)
+    if horizon is None and warmup is None and arrivals is None and options == _PLAIN_RUN:
         # a plain run (a sweep's): only the seed to check, the engine's defaults
-        return _run_plain(lowered, program, seed, started)
+        return _run_plain(lowered, program, _checked(lowered, seed), started)
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                       started=started, trace_iterations=trace_iterations, trace_evictions=trace_evictions,
-                       dump_pools=dump_pools, check_invariants=check_invariants,
-                       max_memory=max_memory, samples=samples, progress=progress, wall_limit=wall_limit,
-                       timeline=timeline, timeline_window=timeline_window)
+                       started=started, **dict(zip(_OPTIONS, options)))
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
@@ -66,8 +63,7 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
                       phase="settings")
     if seed is None and horizon is None and warmup is None and arrivals is None:
         return lowered
-    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
-                               arrivals=arrivals)
+    changes = _checked(lowered, seed, horizon, warmup, arrivals)
     import dataclasses
 
     return dataclasses.replace(lowered, **changes)
@@ -90,14 +86,13 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
     A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
     ran as `.report`."""
     started = time.perf_counter() if started is None else started
-    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
-                               arrivals=arrivals)
-    if _ENGINE is None:
-        _load_run_modules()
+    changes = _checked(lowered, seed, horizon, warmup, arrivals)
     if (trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
             wall_limit, timeline, timeline_window) == _PLAIN_RUN:
         # a plain run (a sweep's): the engine's defaults, nothing to open, check or track
-        return _run_engine(lowered, program, changes, {}, None, started)
+        return _run_plain(lowered, program, changes, started)
+    if _ENGINE is None:
+        _load_run_modules()
     with contextlib.ExitStack() as opened:      # trace files given as paths: closed however the run ends
         options = _engine_options(lowered, changes, opened, trace_iterations=trace_iterations,
                                   trace_evictions=trace_evictions, dump_pools=dump_pools,
@@ -115,10 +110,15 @@ _OPTIONS = ("trace_iterations", "trace_evictions", "dump_pools", "check_invarian
 _PLAIN_RUN = tuple(run_lowered.__kwdefaults__[name] for name in _OPTIONS)
 
 
-def _run_plain(lowered, program, seed, started: float):
-    """run_lowered of a plain run (`_plain` options, no setting but the seed): the seed checked as
-    run_lowered checks it, then the engine and the Report."""
-    changes = settings.checked(*settings.of_program(lowered), seed=seed, horizon=None, warmup=None, arrivals=None)
+def _checked(lowered, seed, horizon=None, warmup=None, arrivals=None) -> dict:
+    """The run's settings, checked against the lowered program's (settings.checked)."""
+    return settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
+                            arrivals=arrivals)
+
+
+def _run_plain(lowered, program, changes: dict, started: float):
+    """A plain run (every option at its default, _PLAIN_RUN) with checked settings: nothing to
+    open, check or track; the engine and the Report."""
     if _ENGINE is None:
         _load_run_modules()
     return _run_engine(lowered, program, changes, {}, None, started)
