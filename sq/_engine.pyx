@@ -346,12 +346,13 @@ def lone_queues(on=None, fifo=None, ps=None):
 
 def steady_runs(on=None):
     """Whether a lone step stage's steady decode runs repeat off the event list (steady_run in
-    sq/engine/_loop.pxi), and how many iterations have so far: (enabled, iterations). `on` True or
-    False sets it first (tests compare the two paths)."""
+    sq/engine/_loop.pxi), and one of several step stages' iteration ends may begin the same plan
+    again without settle (step_again); how many iterations each has so far: (enabled, repeated
+    off the list, begun by step_again). `on` True or False sets both first (tests compare the paths)."""
     global steady_enabled
     if on is not None:
         steady_enabled = bool(on)
-    return bool(steady_enabled), steady_repeats
+    return bool(steady_enabled), steady_repeats, steps_repeated
 
 
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
@@ -376,7 +377,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    global lone_runs, fifo_runs, ps_runs, steady_repeats
+    global lone_runs, fifo_runs, ps_runs, steady_repeats, steps_repeated
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -407,6 +408,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             fifo_runs += st.lone.fifo
             ps_runs += st.lone.ps
         steady_repeats += st.steady_repeats
+        steps_repeated += st.steps_repeated
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run", item=_error_item(st, lowered))
@@ -620,6 +622,7 @@ cdef object _set_stages(State* st, lowered):
         st.ps_lone = st.n_ps_first
     st.step_lone = st.n_ps_first if passes == 1 and st.stages[st.n_ps_first].kind == K_STEP else -1
     st.steady_stage = st.step_lone if steady_enabled else -1
+    st.steps_again = st.steps_only and steady_enabled
     return (serve_keys,)
 
 

@@ -812,6 +812,9 @@ cdef void general_loop(State* st) noexcept nogil:
         if e.kind == EV_ITER_END and e.a == st.steady_stage:
             if steady_run(st, &e) < 0:      # handled and settled, and the iterations that repeat
                 return
+        elif e.kind == EV_ITER_END and st.steps_again:
+            if step_again(st, &e) < 0:      # handled and settled
+                return
         else:
             handle(st, &e)
             if st.error.code:
@@ -823,6 +826,73 @@ cdef void general_loop(State* st) noexcept nogil:
 
 cdef bint steady_enabled = True     # False: no steady runs (steady_stage -1; tests compare the two paths)
 cdef int64_t steady_repeats = 0     # iterations repeated off the event list, over all runs (tests read it)
+cdef int64_t steps_repeated = 0     # iterations step_again began, over all runs (tests read it)
+
+
+cdef int step_again(State* st, Event* e) noexcept nogil:
+    """general_loop's handling and settling of an iteration end e of one of several step stages
+    (steps_only: R replicas), popped and begun. 0: the instant is settled; -1: handling e failed.
+
+    Where settle (spec 09 §9.5) would do nothing but start the iteration just ended again and
+    sample the areas, that iteration is begun by plan_again, as steady_run's first iteration is,
+    without settle's passes and plan_pass; its end goes on the event list as start_iteration's
+    would (other replicas' events come between). The tests, each what settle would find (step_clear):
+    nothing ready (no resident finished); the pools pass does nothing (every waiting pool has no
+    growers, and its queue, if any, is admitted only by a stage's iterations, not this one's:
+    the plan's admission after its residents finds no pool, admitting_pool); the stages pass
+    would start no other stage (each other stage marked in steps_ready is running or has no work:
+    it is unmarked, as the pass's visit would); the flows clean; no other event pending at `now`;
+    and plan_unchanged (again False: everything read afresh). Otherwise settle runs, as ever."""
+    cdef int32_t k = e.a
+    cdef Stage* s = &st.stages[k]
+    cdef int64_t na = s.na, quiet
+    cdef double duration
+    cdef IterTotals n
+    if not iteration_end(st, e):
+        settle(st)
+        return 0
+    if st.error.code:
+        return -1
+    if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st) \
+            or plan_unchanged(st, s, na, False, &quiet) == PLAN_CHANGED:
+        settle(st)
+        return 0
+    duration = plan_again(st, s, k, na, &n, False, True, 0.0)
+    if duration < 0:
+        return 0                        # the cost failed (the flag is set)
+    if schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) < 0:
+        return 0
+    st.steps_repeated += 1
+    sample_every_pool(st)               # settle's step 5
+    sample_areas(st)
+    return 0
+
+
+cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
+    """step_again's tests of settle's pools pass and stages pass, stage k's iteration just ended:
+    True when the pools pass would change nothing (a waiting pool with neither growers nor a
+    queue is unmarked, as it would) and the plan of stage k would try no admission, and the
+    stages pass would start no stage but k (another marked one, running or without work, is
+    unmarked, as its visit would)."""
+    cdef int32_t pk, j
+    cdef Pool* p
+    if st.n_pools > 0 and rows_any(st.pools_waiting):
+        pk = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
+        while pk < st.n_pools:
+            p = &st.pools[pk]
+            if p.ngrowers > 0 or (p.qlen > 0 and (st.admit_via[pk] < 0 or st.admit_via[pk] == k)):
+                return False
+            if p.qlen == 0:
+                unmark_row(st.pools_waiting, pk)
+            pk = <int32_t> next_row(st.pools_waiting, pk + 1, st.n_pools)
+    j = <int32_t> next_row(st.steps_ready, st.n_ps_first, st.n_ps_end)
+    while j < st.n_ps_end:
+        if j != k:
+            if not st.stages[j].inflight and step_has_work(st, j):
+                return False
+            unmark_row(st.steps_ready, j)
+        j = <int32_t> next_row(st.steps_ready, j + 1, st.n_ps_end)
+    return True
 
 
 cdef int steady_run(State* st, Event* e) noexcept nogil:

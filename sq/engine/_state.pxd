@@ -466,6 +466,8 @@ cdef struct State:
                                # other step stage), else -1: settle_passes visits it directly
     int32_t steady_stage       # step_lone when steady decode runs are enabled (steady_run), else -1
     int64_t steady_repeats     # iterations steady_run repeated without the event list (tests read it)
+    bint steps_again           # steps_only and steady runs enabled: an iteration end may take step_again
+    int64_t steps_repeated     # iterations step_again began without settle (tests read it)
     int32_t n_pools            # pools
     int32_t n_observes         # observes
     int32_t n_gauges           # gauges
