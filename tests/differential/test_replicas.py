@@ -11,14 +11,22 @@ rows deferred past the log's length, and their cached KV kept sampled); iteratio
 replica ending at the same instants (gaps of 0 in the log); gauges; one replica preempting while
 the others idle; ps, step and fifo replicas together (a stages pass not of step stages alone,
 and rows that leave the sampled set).
+
+The week's engine itself (benchmarks/week_replay.sq, whose `arrive replay` pyserq cannot run) is
+compared too, its workload made poisson, on 2 to 16 replicas, lightly and heavily loaded: most of
+its iteration ends take step_again (sq/engine/_loop.pxi: settle would only begin the same decode
+plan again), the others settle.
 """
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 import sq
+from sq import _engine as compiled   # (_engine below is this file's program maker)
 from tests.helpers.oracle import REFERENCE_MISSING
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
@@ -113,3 +121,48 @@ def test_the_programs_reach_what_they_name():
     assert preempted[0] > 10 * max(preempted[1:]) and max(busy[1:]) < 0.3 < busy[0]
     assert reports["least-loaded router, 16 busy replicas"]["events"] > 3 * 1024   # the log fills
     assert [s["name"] for s in reports["ps, step and fifo replicas"]["stages"]][::6] == ["pre", "engine", "post"]
+
+
+WEEK = Path(__file__).resolve().parents[2] / "benchmarks" / "week_replay.sq"
+
+
+def _week(replicas: int, rate: str, horizon: str) -> str:
+    """week_replay.sq's engine and router on `replicas` replicas, fed by poisson(rate) arrivals of
+    prompts and answers drawn in the session instead of a trace replayed."""
+    source = re.sub(r"^//.*\n", "", WEEK.read_text(), flags=re.M)
+    source = re.sub(r"workload \{.*?\n\}\n", "workload {\n  arrive poisson(%s);\n  hidden out;\n"
+                    "  init { set new = 1 + floor(~exp(700)); set out = 1 + floor(~exp(200)); }\n"
+                    "  session { request; }\n}\n" % rate, source, flags=re.S)
+    source, lets = re.subn(r"let R = \d+;", f"let R = {replicas};", source)
+    source, runs = re.subn(r"run \{[^}]*\}", f"run {{ horizon {horizon}; warmup 10; seed 1; }}", source)
+    assert lets == runs == 1 and "poisson" in source
+    return source
+
+
+# (replicas, arrivals a second, horizon): ~0.4 a replica a second (decode batches of ~1.1, most
+# replicas idle between requests) and ~3 (every replica iterating, batches of ~5.5)
+WEEK_RUNS = [(2, "0.8", "200"), (2, "6", "60"), (4, "1.6", "200"), (4, "12", "40"), (8, "3.2", "120"),
+             (8, "24", "30"), (16, "6.4", "120"), (16, "48", "20")]
+
+
+@pytest.mark.parametrize("replicas,rate,horizon", WEEK_RUNS,
+                         ids=[f"R{r}-rate{rate}" for r, rate, _ in WEEK_RUNS])
+def test_the_weeks_engine_same_as_pyserq(replicas, rate, horizon):
+    source = _week(replicas, rate, horizon)
+    before = compiled.steady_runs()[2]
+    ours = sq.run(sq.compile(source=source)).json()
+    began = compiled.steady_runs()[2] - before
+    assert ours == pyserq.run(pyserq.compile(source=source)).json()
+    assert began > json.loads(ours)["events"] / 2, "step_again was seldom taken"
+
+
+def test_the_weeks_engine_with_and_without_step_again():
+    source = _week(8, "3.2", "120")
+    try:
+        compiled.steady_runs(False)
+        before = compiled.steady_runs()[2]
+        off = sq.run(sq.compile(source=source)).json()
+        assert compiled.steady_runs()[2] == before
+    finally:
+        compiled.steady_runs(True)
+    assert sq.run(sq.compile(source=source)).json() == off

@@ -176,6 +176,16 @@ MUTATIONS = (
                  ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
                   "st.hold_pools_max + i]], need):\n            return True\n    return True\n"),
              )),
+    Mutation("step-again-admission-unread", "an iteration end of one of several step stages begins the same "
+             "plan again (step_again) while a hold waits for that stage's own admission", (
+                 ("_loop.pxi", "(p.qlen > 0 and (st.admit_via[pk] < 0 or st.admit_via[pk] == k))",
+                  "(p.qlen > 0 and st.admit_via[pk] < 0)"),
+             )),
+    Mutation("step-again-other-stage-unread", "step_again begins its stage's plan again while another step "
+             "stage, held back by an event pending at the same instant, could start (the pass would start it first)", (
+                 ("_loop.pxi", "            if not st.stages[j].inflight and step_has_work(st, j):\n                return False\n",
+                  ""),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
