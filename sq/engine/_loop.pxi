@@ -842,24 +842,45 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     the plan's admission after its residents finds no pool, admitting_pool); the stages pass
     would start no other stage (each other stage marked in steps_ready is running or has no work:
     it is unmarked, as the pass's visit would); the flows clean; no other event pending at `now`;
-    and plan_unchanged (again False: everything read afresh). Otherwise settle runs, as ever."""
+    and plan_unchanged. That is read afresh unless the stage's last iteration was begun here and
+    no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
+    (work, positions, allocations) is read, as in a steady run (again), and while the quiet
+    repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
+    no plan is read and no grow is due. What other replicas' events do between cannot change
+    the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
+    mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
+    Otherwise settle runs, as ever."""
     cdef int32_t k = e.a
     cdef Stage* s = &st.stages[k]
-    cdef int64_t na = s.na, quiet
+    cdef int64_t na = s.na
     cdef double duration
+    cdef int plan
     cdef IterTotals n
     if not iteration_end(st, e):
         settle(st)
         return 0
     if st.error.code:
         return -1
-    if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st) \
-            or plan_unchanged(st, s, na, False, &quiet) == PLAN_CHANGED:
+    if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st):
         settle(st)
         return 0
-    duration = plan_again(st, s, k, na, &n, False, True, 0.0)
+    # (each call with its flags written out, so the compiler makes each its own copy)
+    if s.plan_kept and s.quiet > 0:
+        s.quiet -= 1
+        duration = plan_again(st, s, k, na, &n, False, False, 0.0)   # (the plan counting it marked the frames grown)
+    else:
+        if s.plan_kept:
+            plan = plan_unchanged(st, s, na, True, &s.quiet)
+        else:
+            plan = plan_unchanged(st, s, na, False, &s.quiet)
+        if plan == PLAN_CHANGED:
+            s.plan_kept = False
+            settle(st)
+            return 0
+        duration = plan_again(st, s, k, na, &n, False, True, 0.0)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
+    s.plan_kept = True
     if schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) < 0:
         return 0
     st.steps_repeated += 1

@@ -133,6 +133,12 @@ cdef struct Stage:
     bint stamped               # (see above)
     int inflight               # an iteration is running (set by start_iteration, cleared at its end)
     bint iter_left           # a resident left (leave_residents) since this iteration's planning began
+    # step_again (_loop.pxi) began this stage's iteration by plan_again, and no resident has joined
+    # or left since (join_residents, leave_residents, leave_marked; start_iteration clears it too):
+    # its next plan_unchanged reads only what an iteration moves (again), or none is made while
+    # `quiet` (that plan's count of repeats planned the same with no grow due) lasts
+    bint plan_kept
+    int64_t quiet
     int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
     Assigned* assigned         # the iteration's assignment, in serving order (as it ends, the jobs
                                # it finishes are listed at its front: end_iteration)

@@ -152,6 +152,7 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             return -1
         s.res_cap = s.res_cap * 2 + 16
     st.jobs.decoding[j] = 0
+    s.plan_kept = False
     if st.steps_only:
         mark_row(st.steps_ready, s - st.stages)
     touch_step(st, s - st.stages)       # (its number moved: new_job)
@@ -185,6 +186,7 @@ cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
         if s.res[r] == j:
             memmove(&s.res[r], &s.res[r + 1], (s.nres - r - 1) * sizeof(int32_t))
             s.nres -= 1
+            s.plan_kept = False
             touch_step(st, s - st.stages)       # (its number moved: remove_job)
             s.iter_left = True
             if r < s.cursor:
@@ -435,6 +437,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         return
     s.na = 0
     s.iter_left = False
+    s.plan_kept = False
     st.serve_stamp += 1
     st.iter_preempted = 0
     # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
@@ -887,6 +890,7 @@ cdef void leave_marked(State* st, Stage* s) noexcept nogil:
             k += 1
     s.nres = k
     s.cursor = 0
+    s.plan_kept = False
 
 
 cdef double budget_left(State* st, int32_t k, int slot) noexcept nogil:
