@@ -201,6 +201,14 @@ cdef inline void unmark_row(uint64_t* bits, int64_t k) noexcept nogil:
         bits[1 + (w >> 6)] &= ~((<uint64_t> 1) << (w & 63))
 
 
+cdef inline bint row_alone(const uint64_t* bits, int64_t k) noexcept nogil:
+    """Whether row k's bit is the set's only one (tested in a set of one summary word, up to 4096
+    rows; a larger set says False, and its caller looks further)."""
+    cdef int64_t w = k >> 6
+    return (bits[0] == 1 and bits[1] == (<uint64_t> 1) << w
+            and bits[2 + w] == (<uint64_t> 1) << (k & 63))
+
+
 cdef inline bint rows_any(const uint64_t* bits) noexcept nogil:
     """Whether some row's bit is set (one summary word up to 4096 rows)."""
     cdef int64_t i

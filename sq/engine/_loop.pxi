@@ -226,7 +226,15 @@ cdef void lag_stage(Stage* s, Lag* g) noexcept nogil:
     cdef int64_t i
     if s.lag_at == g.n:
         return
-    if vn != 0.0 or vb != 0.0:
+    if vb == 1.0:
+        # (a stage holding a job: 1 x gap is the gap itself, to the bit)
+        for i in range(s.lag_at, g.n):
+            d = g.gap[i]
+            n += vn * d
+            busy += d
+        s.number.integral = n
+        s.busy_area.integral = busy
+    elif vn != 0.0 or vb != 0.0:
         for i in range(s.lag_at, g.n):
             d = g.gap[i]
             n += vn * d
@@ -247,7 +255,14 @@ cdef void lag_pool(Pool* p, Lag* g) noexcept nogil:
     cdef int64_t i
     if p.lag_at == g.n:
         return
-    if vc == 0.0 and vq == 0.0:
+    # (a pool whose every holder holds 1 unit, a replica's sequence slots: its used and holders
+    # areas hold the same values at the same samples, so the same integrals; one is made)
+    if vc == 0.0 and vq == 0.0 and same_bits(vu, vh) and same_bits(u, h):
+        for i in range(p.lag_at, g.n):
+            d = g.gap[i]
+            u += vu * d
+        h = u
+    elif vc == 0.0 and vq == 0.0:
         for i in range(p.lag_at, g.n):
             d = g.gap[i]
             u += vu * d
@@ -906,6 +921,8 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
             if p.qlen == 0:
                 unmark_row(st.pools_waiting, pk)
             pk = <int32_t> next_row(st.pools_waiting, pk + 1, st.n_pools)
+    if row_alone(st.steps_ready, k):
+        return True                     # (most often: end_iteration marked it, and none else is)
     j = <int32_t> next_row(st.steps_ready, st.n_ps_first, st.n_ps_end)
     while j < st.n_ps_end:
         if j != k:

@@ -98,7 +98,8 @@ MUTATIONS = (
              )),
     Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
              "(value x the summed gaps) instead of one addition per sample, in order", (
-                 _summed("    if vc == 0.0 and vq == 0.0:\n", "uh"),
+                 _summed("    if vc == 0.0 and vq == 0.0 and same_bits(vu, vh) and same_bits(u, h):\n", "u"),
+                 _summed("    elif vc == 0.0 and vq == 0.0:\n", "uh"),
                  _summed("    elif vq == 0.0:\n", "uch"),
                  _summed("    else:\n", "ucqh"),
              )),
@@ -185,6 +186,10 @@ MUTATIONS = (
              "stage, held back by an event pending at the same instant, could start (the pass would start it first)", (
                  ("_loop.pxi", "            if not st.stages[j].inflight and step_has_work(st, j):\n                return False\n",
                   ""),
+             )),
+    Mutation("step-again-kept-after-leave", "a resident leaving (preempted) leaves its stage's plan kept, so "
+             "step_again's next plan of it reads only what an iteration moves, or none in a quiet repeat", (
+                 ("_step.pxi", "            s.nres -= 1\n            s.plan_kept = False\n", "            s.nres -= 1\n"),
              )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
