@@ -87,6 +87,23 @@ server {
 }
 """
 
+# two step stages on one KV pool: a's grows preempt b's residents in the middle of b's iterations
+# (step_again's kept plan must be dropped: the victim's hold waits at q, which only a admits)
+SHARED = """
+pool q { cap 64; admit via a; }
+pool kv { cap 1536; block 64; evict lru; preempt lifo; }
+stage a : step { budget 256; cost 0.01; memory kv; }
+stage b : step { budget 256; cost 0.013; memory kv; }
+run { horizon 300; seed 2; }
+workload { arrive poisson(2); hidden o;
+  init { set o = 1 + floor(~uniform(20, 400)); set n = floor(~uniform(16, 200)); set r = ~bernoulli(0.5); }
+  session { request; } }
+server { set t0 = now;
+  branch (r) { hold q (1), kv (n) { run a prefill (n) growing kv; run a decode (o) growing kv; } }
+  branch (!r) { hold q (1), kv (n) { run b prefill (n) growing kv; run b decode (o) growing kv; } }
+  observe latency = now - t0; }
+"""
+
 PROGRAMS = [
     ("least-loaded router, 16 busy replicas", _engine()),
     # the first replicas take the load; the others idle (a few never start, their rows unmarked),
@@ -101,6 +118,7 @@ PROGRAMS = [
     ("preemption on one replica", _engine(kv="1200", arrive="poisson(8)",
                                           route="set r = ~bernoulli(0.5) ? 0 : 1 + floor(~uniform(0, R - 1));")),
     ("ps, step and fifo replicas", MIXED),
+    ("two step stages, one preempting the other's residents", SHARED),
 ]
 
 
