@@ -346,6 +346,60 @@ cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, do
             n.kvp += job_units(st, j, s.memory)
 
 
+cdef inline bint plan_decodes(State* st, Stage* s, double* left_out) noexcept nogil:
+    """plan_pass's visits of the residents from the cursor on, as next_in_order gives them (in
+    order, not exclusive, no stamps), while each is a decode whose visit calls nothing: its tokens
+    > 0, its owner not stalled, no grow due and its frame marked grown already (mark_grown would
+    return at once), room in the assignment. Each such visit makes plan_pass's writes, in its
+    order (the position, the entry, what is left), with the tables' pointers in locals: nothing
+    here is a call or a store that may move them. The first other resident is left to plan_pass's
+    own visit (the cursor before it). True: the budget is spent (plan_pass's pass ends)."""
+    cdef int64_t r = s.cursor, nres = s.nres, na = s.na, cap = s.a_cap, fj
+    cdef int32_t j
+    cdef double left = left_out[0], tokens, pos
+    cdef bint spent = False
+    cdef int32_t* res = s.res
+    cdef int32_t* mode = st.jobs.mode
+    cdef double* work = st.jobs.work
+    cdef int32_t* growing = st.jobs.growing
+    cdef int32_t* owner = st.jobs.owner
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef int64_t* grow_at = st.sess.grow_at
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    cdef char* grown = st.sess.frame_grown
+    cdef Assigned* a = s.assigned
+    while r < nres and na < cap:
+        j = res[r]
+        if mode[j] != M_DECODE:
+            break
+        tokens = min_of(min_of(1.0, work[j]), left)     # min_of(want_of(M_DECODE, ...), left)
+        if not (tokens > 0):
+            break
+        if growing[j] >= 0:
+            fj = frame[j]
+            if grow_at[owner[j]] >= 0 or fj < 0 or not grown[fj]:
+                break
+            pos = frame_pos[fj] + tokens
+            if pos - frame_alloc[fj] > EPS:
+                break                   # a grow is due
+            frame_pos[fj] = pos
+        a[na].job = j
+        a[na].id = ids[j]
+        a[na].tok = tokens
+        na += 1
+        r += 1
+        left -= tokens
+        if left <= 0:
+            spent = True
+            break
+    s.cursor = r
+    s.na = na
+    left_out[0] = left
+    return spent
+
+
 cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk,
                           double* attention, bint excl, bint in_order) noexcept nogil:
     """start_iteration's pass over the residents (and the admissions when none is left): the
@@ -362,6 +416,8 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
         s.cursor = 0                    # a new pass: no one is served yet
         s.pass_open = True              # (start_iteration closes it)
     while True:
+        if in_order and not excl and not s.stamped and plan_decodes(st, s, &left):
+            break                       # the budget is spent
         if in_order:
             j = next_in_order(st, s)
         else:
@@ -812,9 +868,14 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
-    for r in range(s.na):
+    r = 0
+    while True:
+        r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
+        if r >= s.na:
+            break
         a = &s.assigned[r]
         j = a.job
+        r += 1
         # (a job is removed from the residents only by leave_residents: if none left, all are there)
         if left and st.jobs.id[j] != a.id:
             continue                    # removed since the start
@@ -859,6 +920,49 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             if st.error.code:
                 return
     s.na = 0
+
+
+cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint warm, double now,
+                                double last_gap, double* total, int64_t* again, int64_t* nfin) noexcept nogil:
+    """end_iteration's visits of the assignment's entries from r on while each is a decode token
+    continuing its turn whose gap, when warm, is the histogram's last one (counted in *again and
+    *total, as end_iteration's own visit counts it), of a job not removed: the same writes (the
+    work, the owner's last token time, a finished job listed at the assignment's front), with the
+    tables' pointers in locals (nothing here is a call). The first other entry is left to
+    end_iteration's own visit: its index (s.na when none)."""
+    cdef int64_t na = s.na
+    cdef int32_t j, owner
+    cdef double gap, w
+    cdef Assigned* a
+    cdef Assigned* entries = s.assigned
+    cdef int64_t* ids = st.jobs.id
+    cdef int32_t* mode = st.jobs.mode
+    cdef char* decoding = st.jobs.decoding
+    cdef int32_t* owners = st.jobs.owner
+    cdef double* work = st.jobs.work
+    cdef double* itl_last = st.sess.itl_last
+    cdef int64_t* served = st.jobs.served
+    while r < na:
+        a = &entries[r]
+        j = a.job
+        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:
+            break
+        owner = owners[j]
+        if warm:
+            gap = now - itl_last[owner]
+            if not (gap == last_gap and gap > 0.0):
+                break
+            total[0] += gap
+            again[0] += 1
+        w = work[j] - a.tok
+        work[j] = w
+        itl_last[owner] = now
+        if w <= EPS:
+            served[j] = -2
+            entries[nfin[0]].job = j
+            nfin[0] += 1
+        r += 1
+    return r
 
 
 cdef inline void histogram_again(Histogram* h, double total, int64_t* again) noexcept nogil:
