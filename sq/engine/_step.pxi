@@ -346,17 +346,18 @@ cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, do
             n.kvp += job_units(st, j, s.memory)
 
 
-cdef inline bint plan_decodes(State* st, Stage* s, double* left_out) noexcept nogil:
+cdef inline bint plan_decodes(State* st, Stage* s, double* left_out, IterTotals* n) noexcept nogil:
     """plan_pass's visits of the residents from the cursor on, as next_in_order gives them (in
     order, not exclusive, no stamps), while each is a decode whose visit calls nothing: its tokens
     > 0, its owner not stalled, no grow due and its frame marked grown already (mark_grown would
     return at once), room in the assignment. Each such visit makes plan_pass's writes, in its
     order (the position, the entry, what is left), with the tables' pointers in locals: nothing
     here is a call or a store that may move them. The first other resident is left to plan_pass's
-    own visit (the cursor before it). True: the budget is spent (plan_pass's pass ends)."""
+    own visit (the cursor before it). Each entry's tokens and decode are added to n's token
+    totals, as plan_pass adds them. True: the budget is spent (plan_pass's pass ends)."""
     cdef int64_t r = s.cursor, nres = s.nres, na = s.na, cap = s.a_cap, fj
     cdef int32_t j
-    cdef double left = left_out[0], tokens, pos
+    cdef double left = left_out[0], tokens, pos, ntok = n.ntok, ndec = n.ndec
     cdef bint spent = False
     cdef int32_t* res = s.res
     cdef int32_t* mode = st.jobs.mode
@@ -390,6 +391,8 @@ cdef inline bint plan_decodes(State* st, Stage* s, double* left_out) noexcept no
         a[na].tok = tokens
         na += 1
         r += 1
+        ntok += tokens
+        ndec += 1.0
         left -= tokens
         if left <= 0:
             spent = True
@@ -397,13 +400,17 @@ cdef inline bint plan_decodes(State* st, Stage* s, double* left_out) noexcept no
     s.cursor = r
     s.na = na
     left_out[0] = left
+    n.ntok = ntok
+    n.ndec = ndec
     return spent
 
 
 cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk,
-                          double* attention, bint excl, bint in_order) noexcept nogil:
+                          double* attention, bint excl, bint in_order, IterTotals* n) noexcept nogil:
     """start_iteration's pass over the residents (and the admissions when none is left): the
-    assignment in s.assigned (0, or -1 on an error)."""
+    assignment in s.assigned (0, or -1 on an error), and n's token totals (ntok, npre, ndec)
+    summed over its entries as they are pushed (count_assigned's sums without the KV ones; an
+    exclusive pass's are not its final assignment's)."""
     cdef double left = budget, tokens, need
     cdef bint resident_prefill = False, is_prefill
     cdef int32_t mode, j, owner, row
@@ -416,7 +423,7 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
         s.cursor = 0                    # a new pass: no one is served yet
         s.pass_open = True              # (start_iteration closes it)
     while True:
-        if in_order and not excl and not s.stamped and plan_decodes(st, s, &left):
+        if in_order and not excl and not s.stamped and plan_decodes(st, s, &left, n):
             break                       # the budget is spent
         if in_order:
             j = next_in_order(st, s)
@@ -467,6 +474,11 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return -1
+        n.ntok += tokens
+        if mode == M_DECODE:
+            n.ndec += 1.0
+        else:
+            n.npre += tokens
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
@@ -493,11 +505,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_left = False
     st.serve_stamp += 1
     st.iter_preempted = 0
+    memset(&n, 0, sizeof(n))
     # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
     if not s.excl and s.serve_count == 0:
-        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True, &n)
     else:
-        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0, &n)
     s.pass_open = False
     s.stamped = False
     if planned < 0:
@@ -521,12 +534,15 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    # the totals over the final assignment, in its order (a loop without calls but job_units'
-    # rare one: its sums stay in registers, which the planning loop's calls would not let them)
-    memset(&n, 0, sizeof(n))
-    for r in range(s.na):
-        j = s.assigned[r].job
-        count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
+    # the totals over the final assignment, in its order: plan_pass's token sums are those
+    # where every entry it pushed is in it (no preemption removed one, no exclusive prefill
+    # replaced the decodes) and no KV sums are made; else a loop without calls but job_units'
+    # rare one (its sums stay in registers, which the planning loop's calls would not let them)
+    if kv or st.iter_preempted or s.excl:
+        memset(&n, 0, sizeof(n))
+        for r in range(s.na):
+            j = s.assigned[r].job
+            count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
     duration = begin_iteration(st, s, k, &n, attention, budget)
     if duration < 0:
         return                          # the cost failed
