@@ -865,7 +865,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j, owner
-    cdef bint finished, decode, left = s.iter_left
+    cdef bint finished, decode, left = s.iter_left, plain
     # A decode token of a job whose previous decode token was its owner's last token continues
     # the turn's tokens (what token() left is still there: the owner waits in the job, a
     # preemption removes the job, the turn cannot move meanwhile), so only its gap and time are
@@ -885,8 +885,10 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_kind = 0
     s.iter_decodes = 0
     r = 0
+    plain = s.na >= PLAIN_ENTRIES
     while True:
-        r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
+        if plain:
+            r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
         if r >= s.na:
             break
         a = &s.assigned[r]
@@ -936,6 +938,12 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             if st.error.code:
                 return
     s.na = 0
+
+
+cdef enum:
+    # end_iteration takes end_decodes for this many entries or more: for fewer its set-up costs
+    # more than its loop saves (the light engine's one to three residents)
+    PLAIN_ENTRIES = 4
 
 
 cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint warm, double now,
