@@ -191,10 +191,10 @@ MUTATIONS = (
              "preemption dropped an entry they count", (
                  ("_step.pxi", "    if kv or st.iter_preempted or s.excl:\n", "    if kv or s.excl:\n"),
              )),
-    Mutation("end-iteration-removed-read", "end_iteration applies the tokens of an entry whose job was "
+    Mutation("end-decodes-removed-read", "end_decodes applies the tokens of an entry whose job was "
              "removed during the iteration (its id not tested after a resident left)", (
-                 ("_step.pxi", "        if left and ids[j] != a.id:\n            continue",
-                  "        if False:\n            continue"),
+                 ("_step.pxi", "        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:",
+                  "        if mode[j] != M_DECODE or not decoding[j]:"),
              )),
 )
 
