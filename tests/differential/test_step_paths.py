@@ -243,3 +243,16 @@ def test_decode_residents_planned_and_ended_in_the_plain_loops_as_pyserq(budget,
         assert engine["mean_decodes"] > 10 and kv["preemptions"] > 0, "not the heavy row's shape"
     else:
         assert engine["mean_number"] > 8 and engine["mean_decodes"] > 7, "the decodes do not spend the budget"
+
+
+def test_token_totals_after_a_preemption_of_a_served_resident_are_the_final_assignments():
+    # Served newest first, a grower preempts (lifo) a resident served already in the pass being
+    # planned: pyserq panics there (docs/differences.md); sq drops the victim's entry, and the
+    # iteration's totals must then be the final assignment's, not the sums the plan made as it
+    # pushed. A cost that also reads a KV sum (times 0) makes them afresh: the same durations.
+    source = HEAVY.replace("BUDGET", "512").replace("memory kv;", "memory kv; serve by (-admission);")
+    cost = "0.01 + 0.0001*tokens + 1e-4 * decoders + 3e-6 * prefilled"
+    summed = sq.run(sq.compile(source=source.replace("COST", cost))).json()
+    afresh = sq.run(sq.compile(source=source.replace("COST", cost + " + 0 * kv_decode"))).json()
+    assert summed == afresh
+    assert json.loads(summed)["pools"][0]["preemptions"] > 0, "nothing preempted"
