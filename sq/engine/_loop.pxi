@@ -71,6 +71,24 @@ cdef inline void sample_areas(State* st) noexcept nogil:
         tl_pools(st)
 
 
+cdef inline void sample_repeat(State* st) noexcept nogil:
+    """sample_areas at an iteration a steady run repeats (steady_run), after sample_every_pool.
+    Since the previous sample (the run's iteration before) only that iteration's end and this
+    plan ran: no event else and no session, so the live count and every stage's values are as
+    they were, and no stage was touched or newly marked. That sample visited every sampled stage
+    but the untouched step stages and left each one it kept deferred (lag_at >= 0), so this
+    visit would defer each again and change nothing: only the log of gaps moves (a lone stage
+    is never deferred: sample_lone_stage)."""
+    if st.n_stages == 1:
+        sample_lone_stage(st)
+        return
+    area_set(&st.live_area, st.now, <double> st.live)
+    if lag_tick(&st.stage_lag, st.now):
+        lag_flush_stages(st)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
 cdef inline void sample_lone_stage(State* st) noexcept nogil:
     """sample_areas for a program of one stage (a plain queue): its row tested without the row
     set's search, and never deferred."""
@@ -854,6 +872,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef int plan
     cdef int64_t quiet = 0          # the repeats to come planned the same with no grow due (plan_unchanged)
     cdef bint checked               # this plan was read by plan_unchanged (not a quiet repeat)
+    cdef bint grows = False         # plan_unchanged found a grow taking units (KV totals move)
     cdef double duration = 0.0      # the iteration just begun's, and its totals: n
     cdef IterTotals n
     cdef Event end
@@ -874,10 +893,11 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             checked = quiet == 0
             if checked:
-                plan = plan_unchanged(st, s, na, True, &quiet)
+                plan = plan_unchanged(st, s, na, True, &quiet, &grows)
             else:
                 quiet -= 1
                 plan = PLAN_SAME
+                grows = False
         elif ready_any(st) or s.inflight or st.flows.dirty \
                 or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
                 or pending_now(st):
@@ -885,13 +905,14 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             return 0
         else:
             checked = True
-            plan = plan_unchanged(st, s, na, False, &quiet)
+            plan = plan_unchanged(st, s, na, False, &quiet, &grows)
         if plan == PLAN_CHANGED:
             settle(st)
             return 0
         # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
-        # totals) keeps its duration when its cost reads only them
-        if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
+        # totals: its KV sums too where no grow takes units) keeps its duration when its cost
+        # reads only them
+        if again and plan == PLAN_SAME and s.cost_repeats and not (st.kv_iteration and grows):
             if checked:
                 duration = plan_again(st, s, k, na, &n, True, True, duration)
             else:
@@ -901,7 +922,10 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
         if duration < 0:
             return 0
         sample_every_pool(st)                           # its step 5 (the flows are clean)
-        sample_areas(st)
+        if again:
+            sample_repeat(st)
+        else:
+            sample_areas(st)
         end.t = st.now + duration
         nxt = next_event(st)
         if not (end.t > st.now and end.t <= st.horizon and (nxt == NULL or nxt.t > end.t)

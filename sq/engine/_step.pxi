@@ -562,10 +562,12 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
 # begin_iteration's.
 #
 # An iteration that repeats the previous one of the same run (the same residents, not one
-# finished, each given the same tokens: PLAN_SAME) has that one's totals, so the same context;
-# when its cost reads nothing else (Stage.cost_repeats, and no KV sums among the totals, which
-# a grow moves) it has the same duration too, and plan_again redoes only the positions and grows
-# and begins it with those (iteration_begins).
+# finished, each given the same tokens: PLAN_SAME) has that one's token counts; its KV sums
+# (st.kv_iteration) are each resident's allocation, which only a grow that takes units moves
+# (no session runs in between), so where none of its plan's does (a quiet repeat, or
+# plan_unchanged's *grows False) it has that one's totals too, so the same context. When its
+# cost reads nothing else (Stage.cost_repeats) it has the same duration too, and plan_again
+# redoes only the positions and grows and begins it with those (iteration_begins).
 cdef enum:
     PLAN_CHANGED = 0    # plan_unchanged: the plan is another; settle makes it
     PLAN_SAME = 1       # every resident given the tokens its entry holds
@@ -597,7 +599,8 @@ cdef enum:
     QUIET_RESIDENTS = 6
 
 
-cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
+cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
+                               bint* grows) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -606,7 +609,8 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
     known to plan the same with no grow due (see QUIET_MAX; counted for QUIET_RESIDENTS at most),
-    0 unless PLAN_SAME."""
+    0 unless PLAN_SAME. *grows: some grow is due that takes units (an allocation moves, and with
+    it the KV totals), else False."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef int64_t r, fj
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
@@ -614,6 +618,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     cdef bint counting = na <= QUIET_RESIDENTS
     cdef Pool* p
     quiet[0] = 0
+    grows[0] = False
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
                                        or not s.chunk_fixed)):
         return PLAN_CHANGED
@@ -658,6 +663,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                     if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
                         return PLAN_CHANGED
                     used += need           # (grow_now's p.used += need)
+                    grows[0] = True
         left -= tokens
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
