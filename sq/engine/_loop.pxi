@@ -71,14 +71,19 @@ cdef inline void sample_areas(State* st) noexcept nogil:
         tl_pools(st)
 
 
-cdef inline void sample_repeat(State* st) noexcept nogil:
-    """sample_areas at an iteration a steady run repeats (steady_run), after sample_every_pool.
+cdef inline void sample_repeat(State* st, bint grown) noexcept nogil:
+    """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run).
     Since the previous sample (the run's iteration before) only that iteration's end and this
     plan ran: no event else and no session, so the live count and every stage's values are as
-    they were, and no stage was touched or newly marked. That sample visited every sampled stage
-    but the untouched step stages and left each one it kept deferred (lag_at >= 0), so this
-    visit would defer each again and change nothing: only the log of gaps moves (a lone stage
-    is never deferred: sample_lone_stage)."""
+    they were and no stage was touched or newly marked, and only a grow that took units
+    (`grown`: plan_unchanged's *grows) moved or touched a pool (its evictions with it). That
+    sample visited every sampled row but the untouched step stages and pools and left each one
+    it kept deferred (lag_at >= 0), so visiting those again would defer each and change nothing:
+    only the logs of gaps move (a lone stage or pool is never deferred: sample_lone_*)."""
+    if grown or st.n_pools == 1:
+        sample_every_pool(st)
+    elif st.n_pools > 0 and lag_tick(&st.pool_lag, st.now):
+        lag_flush_pools(st)
     if st.n_stages == 1:
         sample_lone_stage(st)
         return
@@ -921,10 +926,11 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             duration = plan_again(st, s, k, na, &n, False, True, 0.0)
         if duration < 0:
             return 0
-        sample_every_pool(st)                           # its step 5 (the flows are clean)
+        # its step 5 (the flows are clean)
         if again:
-            sample_repeat(st)
+            sample_repeat(st, grows)
         else:
+            sample_every_pool(st)
             sample_areas(st)
         end.t = st.now + duration
         nxt = next_event(st)
