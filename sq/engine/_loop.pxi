@@ -75,8 +75,8 @@ cdef inline void sample_repeat(State* st, bint grown) noexcept nogil:
     """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run).
     Since the previous sample (the run's iteration before) only that iteration's end and this
     plan ran: no event else and no session, so the live count and every stage's values are as
-    they were and no stage was touched or newly marked, and only a grow that took units
-    (`grown`: plan_unchanged's *grows) moved or touched a pool (its evictions with it). That
+    they were and no stage was touched or newly marked, and only a grow (`grown`: one was due
+    in this plan, plan_again's *moved) moved or touched a pool (its evictions with it). That
     sample visited every sampled row but the untouched step stages and pools and left each one
     it kept deferred (lag_at >= 0), so visiting those again would defer each and change nothing:
     only the logs of gaps move (a lone stage or pool is never deferred: sample_lone_*)."""
@@ -877,7 +877,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef int plan
     cdef int64_t quiet = 0          # the repeats to come planned the same with no grow due (plan_unchanged)
     cdef bint checked               # this plan was read by plan_unchanged (not a quiet repeat)
-    cdef bint grows = False         # plan_unchanged found a grow taking units (KV totals move)
+    cdef bint grants = False        # the quiet repeats may grow (plan_unchanged: each granted)
+    cdef bint moved = False         # a grow was due in this plan (plan_again: a pool may have moved)
     cdef double duration = 0.0      # the iteration just begun's, and its totals: n
     cdef IterTotals n
     cdef Event end
@@ -898,11 +899,10 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             checked = quiet == 0
             if checked:
-                plan = plan_unchanged(st, s, na, True, &quiet, &grows)
+                plan = plan_unchanged(st, s, na, True, &quiet, &grants)
             else:
                 quiet -= 1
                 plan = PLAN_SAME
-                grows = False
         elif ready_any(st) or s.inflight or st.flows.dirty \
                 or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
                 or pending_now(st):
@@ -910,25 +910,21 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             return 0
         else:
             checked = True
-            plan = plan_unchanged(st, s, na, False, &quiet, &grows)
+            plan = plan_unchanged(st, s, na, False, &quiet, &grants)
         if plan == PLAN_CHANGED:
             settle(st)
             return 0
         # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
-        # totals: its KV sums too where no grow takes units) keeps its duration when its cost
-        # reads only them
-        if again and plan == PLAN_SAME and s.cost_repeats and not (st.kv_iteration and grows):
-            if checked:
-                duration = plan_again(st, s, k, na, &n, True, True, duration)
-            else:
-                duration = plan_again(st, s, k, na, &n, True, False, duration)
+        # totals, but the KV sums after a grow) keeps its duration when its cost reads only them
+        if again and plan == PLAN_SAME and s.cost_repeats:
+            duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved)
         else:
-            duration = plan_again(st, s, k, na, &n, False, True, 0.0)
+            duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
         if duration < 0:
             return 0
         # its step 5 (the flows are clean)
         if again:
-            sample_repeat(st, grows)
+            sample_repeat(st, moved)
         else:
             sample_every_pool(st)
             sample_areas(st)
