@@ -97,6 +97,12 @@ PROGRAMS = {
     "holds waiting, units reading the pool": _decode_engine("poisson(8.0)", pool="cap 1500; block 16;",
                                                             hold="kv (n + 0 * used(kv))"),
     "holds waiting in key order": _decode_engine("poisson(8.0)", pool="cap 1500; block 16; queue by (o);"),
+    # quiet repeats past block boundaries, each grow granted, on a card that fills (the grants'
+    # bound tight near the cap); two pools, whose areas a repeat defers unless its grows move the
+    # KV's; the decodes' KV in the cost, its sums made afresh after a grow
+    "grows granted near a full card, two pools, the KV in the cost": _decode_engine(
+        "poisson(5.0)", pool="cap 900; block 16;", cost="0.01 + 1e-6 * kv_decode",
+        extra="pool seqs { cap 64; admit via engine; }", hold="seqs (1), kv (n)", run="horizon 80; warmup 5;"),
     # the multi-turn chat (test_step_paths' card, smaller): the prefix cache, evictions while
     # growing, `admit via` admissions, a delay stage beside
     "cached chat": _chat(kv="6144"),

@@ -176,6 +176,18 @@ MUTATIONS = (
                  ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
                   "st.hold_pools_max + i]], need):\n            return True\n    return True\n"),
              )),
+    Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
+             "room without a block of growth per resident, so a grow near the cap is taken as granted", (
+                 ("_step.pxi", "                spare += x - st.pools[row].block\n", "                spare += x\n"),
+             )),
+    Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
+             "duration) of the one before though a grow moved an allocation", (
+                 ("_step.pxi", "    if not same or (due and kv):\n", "    if not same:\n"),
+             )),
+    Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
+             "its grows moved one", (
+                 ("_loop.pxi", "    if grown or st.n_pools == 1:\n", "    if st.n_pools == 1:\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
