@@ -7,7 +7,7 @@ window's middle, counts as an event and is applied by end_iteration. Each progra
 one of the path's edges: an arrival, a delay's end or the warm-up's end exactly at an iteration's
 end (either scheduled first), a resident finishing (also after a fractional last token),
 block boundaries (a grow inside a run, two at once, a refusal that preempts right after a steady
-stretch), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
+stretch, quiet repeats past boundaries near a full card with two pools and the KV in the cost), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
 or not provably so: units reading the pool, a queue in key order), the prefix cache's evictions
 while growing, gauges, costs that read `now`, the pool, the stage's work or a draw, linear costs
 (of the residents, `now`, the decodes' KV), a budget cut short, two step stages (no steady runs),
