@@ -335,15 +335,6 @@ def _row_json(row) -> str:
     return "{" + json_members(keys, values(row)) + "}"
 
 
-def _close(parts: list, text: str) -> None:
-    """Close a JSON object or list of members written each followed by a comma: `text` replaces
-    the last member's comma, or follows the opening when there was none."""
-    if parts[-1] == ",":
-        parts[-1] = text
-    else:
-        parts.append(text)
-
-
 # -- the report ------------------------------------------------------------------
 
 def _rows(*columns, chunk: int = 1 << 16):
@@ -474,20 +465,29 @@ class Report:
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
         # the text's pieces in one list, joined once (loops, not comprehensions or generators:
-        # each is a function call of its own, per run, for a row or two)
+        # each is a function call of its own, per run, for a row or two); `sep` before each
+        # member but a list's first
         parts = ["{", json_members(_HEAD_KEYS, _HEAD_VALUES(self)), ',"observes":{']
+        sep = ""
         for o in self.observes.values():
-            parts += (_name(o.name), ":{", json_members(_OBSERVE_KEYS, o.json_values()), "}", ",")
-        _close(parts, '},"gauges":{')
+            parts += (sep, _name(o.name), ":{", json_members(_OBSERVE_KEYS, o.json_values()), "}")
+            sep = ","
+        parts.append('},"gauges":{')
+        sep = ""
         for g in self.gauges.values():
-            parts += (_name(g.name), ":", _object_json(g, Gauge.JSON_FIELDS), ",")
-        _close(parts, '},"stages":[')
+            parts += (sep, _name(g.name), ":", _object_json(g, Gauge.JSON_FIELDS))
+            sep = ","
+        parts.append('},"stages":[')
+        sep = ""
         for s in self.stages:
-            parts += (_row_json(s), ",")
-        _close(parts, '],"pools":[')
+            parts += (sep, _row_json(s))
+            sep = ","
+        parts.append('],"pools":[')
+        sep = ""
         for p in self.pools:
-            parts += (_row_json(p), ",")
-        _close(parts, "]")
+            parts += (sep, _row_json(p))
+            sep = ","
+        parts.append("]")
         if self.stopped:    # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
             parts.append(f',"stopped":"{self.stopped}"')
         if provenance:
