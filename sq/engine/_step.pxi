@@ -637,10 +637,12 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
 # begin_iteration's.
 #
 # An iteration that repeats the previous one of the same run (the same residents, not one
-# finished, each given the same tokens: PLAN_SAME) has that one's totals, so the same context;
-# when its cost reads nothing else (Stage.cost_repeats, and no KV sums among the totals, which
-# a grow moves) it has the same duration too, and plan_again redoes only the positions and grows
-# and begins it with those (iteration_begins).
+# finished, each given the same tokens: PLAN_SAME) has that one's token counts; its KV sums
+# (st.kv_iteration) are each resident's allocation, which only a grow moves (no session runs in
+# between), so where no grow is due in its plan it has that one's totals too, so the same
+# context (plan_again makes the totals afresh where one is). When its
+# cost reads nothing else (Stage.cost_repeats) it has the same duration too, and plan_again
+# redoes only the positions and grows and begins it with those (iteration_begins).
 cdef enum:
     PLAN_CHANGED = 0    # plan_unchanged: the plan is another; settle makes it
     PLAN_SAME = 1       # every resident given the tokens its entry holds
@@ -657,6 +659,18 @@ cdef enum:
 # the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
 # So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
 # test (none is due) and without marking the frames grown (the plan before them did).
+#
+# Quiet repeats with grows (*grants). Past a block boundary the plan is still the same if each
+# grow due is granted (grow_now: `used` plus its need within the cap) and its evictions are
+# plain (plain_evictions): then plan_pass takes grow_now's grant as plan_again does. All growing
+# residents on one pool p: after the t-th repeat a resident's allocation is at most
+# round_up(position + t + 1) <= position + t + 1 + block (position and allocation as this plan
+# reads them, before it; its grows and the rounding within the 1 of margin below), and `used`
+# only grows by grows, so through t <= q repeats every grow fits while
+# used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
+# this plan's grows (which the sum counts again: a margin). plan_unchanged counts the larger of
+# the two counts (the work's bound above holds for both); plan_again then tests each resident's
+# grow, and makes the totals afresh after one (its KV sums moved).
 cdef extern from *:
     """
     #define SQ_QUIET_MAX 1024.0
@@ -672,7 +686,8 @@ cdef enum:
     QUIET_RESIDENTS = 6
 
 
-cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
+cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
+                               bint* grants) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -680,15 +695,19 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
-    known to plan the same with no grow due (see QUIET_MAX; counted for QUIET_RESIDENTS at most),
-    0 unless PLAN_SAME."""
+    known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
+    PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
-    cdef int64_t r, fj
+    cdef double qn = QUIET_MAX      # the quiet count with no grow due
+    cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
+    cdef int64_t r, fj, ngrow = 0
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
+    cdef int32_t gpool = -1             # the pool every growing resident grows on (-2: several)
     cdef int plan = PLAN_SAME
     cdef bint counting = na <= QUIET_RESIDENTS
     cdef Pool* p
     quiet[0] = 0
+    grants[0] = False
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
                                        or not s.chunk_fixed)):
         return PLAN_CHANGED
@@ -717,9 +736,14 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
             if counting:
-                x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
-                if not (x >= q):
-                    q = x
+                if not (alloc < QUIET_POSITIONS):
+                    q = 0.0
+                x = alloc - pos - 2.0
+                if not (x >= qn):
+                    qn = x
+                spare += x - st.pools[row].block
+                ngrow += 1
+                gpool = row if gpool == -1 or gpool == row else -2
             need = pos + tokens - alloc
             if need > EPS:
                 p = &st.pools[row]
@@ -737,24 +761,36 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
     if counting and plan == PLAN_SAME and q >= 1.0:
-        quiet[0] = <int64_t> q
+        if ngrow > 0:
+            # grows granted: the pool's room after this plan's grows, shared by the growing residents
+            x = 0.0
+            if gpool >= 0 and plain_evictions(st, &st.pools[gpool]):
+                p = &st.pools[gpool]
+                x = floor((p.cap - (used if grown >= 0 else p.used) + spare) / <double> ngrow)
+            if x >= qn and x >= 1.0:
+                grants[0] = True
+                qn = x
+            if not (qn >= q):
+                q = qn                  # (a NaN count gives none)
+        if q >= 1.0:
+            quiet[0] = <int64_t> q
     return plan
 
 
 cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
-                              bint grows, double duration) noexcept nogil:
+                              bint grows, double duration, bint* moved) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
     writes redone in its order) and begun. `same`: the iteration repeats the previous one of the
-    run, whose totals n holds and whose cost, `duration`, is this one's (Stage.cost_repeats), so only
-    the positions and grows are redone. `grows` False: a quiet repeat (no grow due, the frames
-    marked grown). Its duration (-1: the cost failed)."""
+    run, whose totals n holds (its KV sums too unless a grow was due: then they are made afresh)
+    and whose cost, `duration`, is this one's (Stage.cost_repeats), so only the positions and
+    grows are redone. `grows` False: a quiet repeat with no grow due (the frames marked grown).
+    *moved: some grow was due (a pool and an allocation may have moved). Its duration (-1: the
+    cost failed)."""
     cdef double need
     cdef int64_t r, fj
     cdef int32_t j
-    cdef bint kv = st.kv_iteration
+    cdef bint kv = st.kv_iteration, due = False
     cdef Assigned* a
-    if not same:
-        memset(n, 0, sizeof(IterTotals))
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
@@ -767,14 +803,20 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
                 need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
                 if need > EPS:
                     grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
+                    due = True
             st.sess.frame_pos[fj] += a.tok
             if grows:
                 mark_grown(st, fj)
         if not same:
             a.id = st.jobs.id[j]
-            count_assigned(st, s, j, M_DECODE, a.tok, n, kv)
+    moved[0] = due
     s.cursor = s.nres
-    if not same:
+    if not same or (due and kv):
+        # the totals over the assignment, in its order (each resident's KV is its own allocation,
+        # which the grows of the others do not move)
+        memset(n, 0, sizeof(IterTotals))
+        for r in range(na):
+            count_assigned(st, s, s.assigned[r].job, M_DECODE, s.assigned[r].tok, n, kv)
         duration = iteration_cost(st, s, n, 0.0)
         if duration < 0:
             return -1.0

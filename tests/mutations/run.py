@@ -191,11 +191,28 @@ MUTATIONS = (
              "step_again's next plan of it reads only what an iteration moves, or none in a quiet repeat", (
                  ("_step.pxi", "            s.nres -= 1\n            s.plan_kept = False\n", "            s.nres -= 1\n"),
              )),
+    Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
+             "room without a block of growth per resident, so a grow near the cap is taken as granted", (
+                 ("_step.pxi", "                spare += x - st.pools[row].block\n", "                spare += x\n"),
+             )),
+    Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
+             "duration) of the one before though a grow moved an allocation", (
+                 ("_step.pxi", "    if not same or (due and kv):\n", "    if not same:\n"),
+             )),
+    Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
+             "its grows moved one", (
+                 ("_loop.pxi", "    if grown or st.n_pools == 1:\n", "    if st.n_pools == 1:\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
                  ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.owner[s.res[r]]",
                   "    for r in range(s.nres):\n        slot = st.jobs.owner[s.res[r]]"),
+             )),
+    Mutation("slab-refilled-per-run", "each run fills the slab its arrays are copied into from the start "
+             "again (as if a slab were one run's scratch): kept reports' arrays are overwritten", (
+                 ("_engine.pyx", "    cdef State* st = <State*> calloc(1, sizeof(State))\n",
+                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = <State*> calloc(1, sizeof(State))\n"),
              )),
     Mutation("plan-decodes-grow-unchecked", "plan_decodes plans a decode whose position passes its "
              "allocation (a grow due) without leaving it to plan_pass's visit, which grows", (
@@ -218,10 +235,11 @@ MUTATIONS = (
 # repeats; test_replicas: rows whose time averages are deferred while others move; test_fifo_loop:
 # a lone fifo stage's own loop, which the random programs seldom take; test_ps_loop: a lone ps
 # stage's, likewise; test_step_paths: the step engine's planning and ending shortcuts, the heavy
-# row's preempting card among them).
+# row's preempting card among them; test_run_reuse: many kept runs of one compiled program, whose
+# arrays share slabs).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
               "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
-              "tests/differential/test_step_paths.py"]
+              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
