@@ -884,7 +884,8 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
     (work, positions, allocations) is read, as in a steady run (again), and while the quiet
     repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
-    no plan is read and no grow is due. What other replicas' events do between cannot change
+    no plan is read and no grow is due (a count whose repeats would grow is dropped: between them
+    another stage's grow could take the room). What other replicas' events do between cannot change
     the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
     mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
     Otherwise settle runs, as ever."""
@@ -893,6 +894,7 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     cdef int64_t na = s.na
     cdef double duration
     cdef int plan
+    cdef bint grants, moved
     cdef IterTotals n
     if not iteration_end(st, e):
         settle(st)
@@ -905,17 +907,19 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     # (each call with its flags written out, so the compiler makes each its own copy)
     if s.plan_kept and s.quiet > 0:
         s.quiet -= 1
-        duration = plan_again(st, s, k, na, &n, False, False, 0.0)   # (the plan counting it marked the frames grown)
+        duration = plan_again(st, s, k, na, &n, False, False, 0.0, &moved)   # (the plan counting it marked the frames grown)
     else:
         if s.plan_kept:
-            plan = plan_unchanged(st, s, na, True, &s.quiet)
+            plan = plan_unchanged(st, s, na, True, &s.quiet, &grants)
         else:
-            plan = plan_unchanged(st, s, na, False, &s.quiet)
+            plan = plan_unchanged(st, s, na, False, &s.quiet, &grants)
         if plan == PLAN_CHANGED:
             s.plan_kept = False
             settle(st)
             return 0
-        duration = plan_again(st, s, k, na, &n, False, True, 0.0)
+        if grants:
+            s.quiet = 0     # (repeats whose grows are granted: other replicas' events may take the room)
+        duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
     s.plan_kept = True
