@@ -858,48 +858,58 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef IterTotals n
     cdef Event end
     cdef Event* nxt
+    # quiet repeats go through quiet_repeat where their end and plan are those it does
+    cdef bint fuses = s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL \
+        and not st.steps_only
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
-        if not iteration_end(st, e):
-            settle(st)
-            return 0
-        if st.error.code:
-            return -1
-        if again:
-            # the previous iteration's tests held and only its end ran since (the earliest other
-            # event was after it, so still nothing is pending; no session ran, so the pools wait
-            # as they did, and an admission refused then is still: `used` has only grown)
-            if ready_any(st) or s.inflight:
+        if again and quiet > 0 and fuses:
+            # a quiet repeat: this end and its plan in one pass (quiet_repeat, _step.pxi)
+            quiet -= 1
+            duration = quiet_repeat(st, s, k, na, &n, duration)
+            if st.error.code:
+                return -1
+        else:
+            if not iteration_end(st, e):
                 settle(st)
                 return 0
-            checked = quiet == 0
-            if checked:
-                plan = plan_unchanged(st, s, na, True, &quiet)
+            if st.error.code:
+                return -1
+            if again:
+                # the previous iteration's tests held and only its end ran since (the earliest other
+                # event was after it, so still nothing is pending; no session ran, so the pools wait
+                # as they did, and an admission refused then is still: `used` has only grown)
+                if ready_any(st) or s.inflight:
+                    settle(st)
+                    return 0
+                checked = quiet == 0
+                if checked:
+                    plan = plan_unchanged(st, s, na, True, &quiet)
+                else:
+                    quiet -= 1
+                    plan = PLAN_SAME
+            elif ready_any(st) or s.inflight or st.flows.dirty \
+                    or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
+                    or pending_now(st):
+                settle(st)
+                return 0
             else:
-                quiet -= 1
-                plan = PLAN_SAME
-        elif ready_any(st) or s.inflight or st.flows.dirty \
-                or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
-                or pending_now(st):
-            settle(st)
-            return 0
-        else:
-            checked = True
-            plan = plan_unchanged(st, s, na, False, &quiet)
-        if plan == PLAN_CHANGED:
-            settle(st)
-            return 0
-        # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
-        # totals) keeps its duration when its cost reads only them
-        if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
-            if checked:
-                duration = plan_again(st, s, k, na, &n, True, True, duration)
+                checked = True
+                plan = plan_unchanged(st, s, na, False, &quiet)
+            if plan == PLAN_CHANGED:
+                settle(st)
+                return 0
+            # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
+            # totals) keeps its duration when its cost reads only them
+            if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
+                if checked:
+                    duration = plan_again(st, s, k, na, &n, True, True, duration)
+                else:
+                    duration = plan_again(st, s, k, na, &n, True, False, duration)
             else:
-                duration = plan_again(st, s, k, na, &n, True, False, duration)
-        else:
-            duration = plan_again(st, s, k, na, &n, False, True, 0.0)
-        if duration < 0:
-            return 0
+                duration = plan_again(st, s, k, na, &n, False, True, 0.0)
+            if duration < 0:
+                return 0
         sample_every_pool(st)                           # its step 5 (the flows are clean)
         sample_areas(st)
         end.t = st.now + duration

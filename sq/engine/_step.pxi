@@ -705,6 +705,64 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
             return -1.0
     return iteration_begins(st, s, k, n, duration, s.budget_k)
 
+
+# A quiet repeat's end and plan in one pass. When steady_run has quiet repeats still to come
+# (quiet > 0), the iteration ending now was planned PLAN_SAME with every resident given 1 token,
+# and the one to come plans the same with no grow due: each resident's work was >= 1 + t at the
+# plan before the run's t-th repeat (plan_unchanged's count), so at this end it is still >= 1,
+# and no resident finishes. This end is then end_iteration's for residents that are all decodes
+# (their modes are as at the run's first check), none finished, none removed (iter_left: no
+# preemption inside a run), and the plan that follows is plan_again's quiet repeat of the same
+# totals (Stage.cost_repeats, no KV sums). Per resident the two write disjoint things (the job's
+# work, its owner's ITL fields and the histogram; its frame's position), so one loop doing both
+# for each resident in turn leaves what the two loops in turn leave; the histogram's gaps go in
+# in the same order, the same left-to-right sum. Only steady_run calls it, with the run's
+# `quiet_fuses` (no iteration traces or timeline, one lone step stage: the rest of what
+# end_iteration and iteration_begins do is theirs).
+cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                                double duration) noexcept nogil:
+    """end_iteration of the iteration ending now and plan_again of the quiet repeat that follows
+    (its totals n and `duration` the one just ended's), begun. Its duration (-1: out of memory)."""
+    cdef Histogram* h = &s.itl
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap
+    cdef int64_t again = 0, r
+    cdef int32_t j, owner
+    cdef bint warm = st.warm
+    cdef Assigned* a
+    s.inflight = 0
+    iteration_areas_end(st, s)
+    for r in range(na):
+        a = &s.assigned[r]
+        j = a.job
+        st.jobs.work[j] -= a.tok
+        owner = st.jobs.owner[j]
+        if st.jobs.decoding[j]:
+            if warm:
+                gap = now - st.sess.itl_last[owner]
+                if gap == last_gap and gap > 0.0:
+                    total += gap
+                    again += 1
+                else:
+                    histogram_again(h, total, &again)
+                    if histogram_add(h, gap) < 0:
+                        fail(st, E_MEMORY, -1, 0, 0, 0)
+                        return -1.0
+                    total = h.total
+                    last_gap = h.last_gap
+            st.sess.itl_last[owner] = now
+        else:
+            histogram_again(h, total, &again)
+            token(st, k, owner, True, True)
+            total = h.total
+            last_gap = h.last_gap
+            st.jobs.decoding[j] = st.sess.itl_turn[owner] == st.sess.itl_turn[owner]
+        if st.jobs.growing[j] >= 0:
+            st.sess.frame_pos[st.jobs.frame[j]] += a.tok
+    histogram_again(h, total, &again)
+    st.iter_preempted = 0
+    return iteration_begins(st, s, k, n, duration, s.budget_k)
+
+
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r
     cdef int32_t j, owner
