@@ -823,6 +823,7 @@ cdef void general_loop(State* st) noexcept nogil:
 
 cdef bint steady_enabled = True     # False: no steady runs (steady_stage -1; tests compare the two paths)
 cdef int64_t steady_repeats = 0     # iterations repeated off the event list, over all runs (tests read it)
+cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
 
 
 cdef int steady_run(State* st, Event* e) noexcept nogil:
@@ -861,11 +862,15 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     # quiet repeats go through quiet_repeat where their end and plan are those it does
     cdef bint fuses = s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL \
         and not st.steps_only
+    end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
+    end.a = k
+    end.b = 0
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
         if again and quiet > 0 and fuses:
             # a quiet repeat: this end and its plan in one pass (quiet_repeat, _step.pxi)
             quiet -= 1
+            st.quiet_fused += 1
             duration = quiet_repeat(st, s, k, na, &n, duration)
             if st.error.code:
                 return -1
@@ -921,9 +926,6 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
         end.seq = st.seq                # the serial schedule gives it
         st.seq += 1
         st.steady_repeats += 1
-        end.kind = EV_ITER_END
-        end.a = k
-        end.b = 0
         end.c = s.iter_epoch
         if st.check:
             check_invariants_now(st)

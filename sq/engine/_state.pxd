@@ -466,6 +466,7 @@ cdef struct State:
                                # other step stage), else -1: settle_passes visits it directly
     int32_t steady_stage       # step_lone when steady decode runs are enabled (steady_run), else -1
     int64_t steady_repeats     # iterations steady_run repeated without the event list (tests read it)
+    int64_t quiet_fused        # iterations quiet_repeat planned with the end before them (tests read it)
     int32_t n_pools            # pools
     int32_t n_observes         # observes
     int32_t n_gauges           # gauges

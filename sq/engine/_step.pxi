@@ -525,7 +525,7 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
         running_add(&s.decode_step, duration)
     if st.warm:
         # headroom where `util` shows none: how full the iterations run
-        if budget > 0 and isfinite(budget):
+        if budget > 0 and budget < INFINITY:     # (positive and finite)
             running_add(&s.budget_use, n.ntok / budget)
         running_add(&s.batch, <double> s.na)
     s.inflight = 1
@@ -577,8 +577,9 @@ cdef enum:
 # to the position) is planned the same with no grow due while for every resident work - t >= 1
 # (its tokens stay min(1, work - t, left) = 1: the same budget left before it; and it does not
 # finish) and, growing, position + t + 1 <= allocation (need = position + tokens - allocation
-# stays <= EPS). Subtracting 1 from a work >= 1 is exact; the positions' additions may round,
-# by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
+# stays <= EPS; the allocation as this plan's grow leaves it, alloc + need as grow_now adds it:
+# the grow just granted opens the next quiet stretch). Subtracting 1 from a work >= 1 is exact;
+# the positions' additions may round, by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
 # the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
 # So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
 # test (none is due) and without marking the frames grown (the plan before them did).
@@ -641,10 +642,6 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 return PLAN_CHANGED
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
-            if counting:
-                x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
-                if not (x >= q):
-                    q = x
             need = pos + tokens - alloc
             if need > EPS:
                 p = &st.pools[row]
@@ -658,6 +655,11 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                     if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
                         return PLAN_CHANGED
                     used += need           # (grow_now's p.used += need)
+                    alloc += need          # (and its frame_alloc[fj] += need: the repeats' allocation)
+            if counting:
+                x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
+                if not (x >= q):
+                    q = x
         left -= tokens
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
