@@ -83,6 +83,24 @@ cdef inline void sample_lone_stage(State* st) noexcept nogil:
         tl_pools(st)
 
 
+cdef inline void sample_unmoved(State* st) noexcept nogil:
+    """Step 5 of settle for one stage and at most one pool, where nothing their areas read moved
+    since the last instant, which sampled them (a quiet repeat): each area sampled then integrates
+    the value it holds (its row still marked as that sample left it; area_count's skip of a 0)."""
+    cdef Pool* p = &st.pools[0]
+    area_again(&st.live_area, st.now)
+    if row_marked(st.stages_sampled, 0):
+        area_again(&st.stages[0].number, st.now)
+        area_again(&st.stages[0].busy_area, st.now)
+    if st.n_pools == 1 and row_marked(st.pools_sampled, 0):
+        area_again(&p.used_area, st.now)
+        area_again(&p.cached_area, st.now)
+        if p.queue_area.value != 0:
+            area_again(&p.queue_area, st.now)
+        if p.holders_area.value != 0:
+            area_again(&p.holders_area, st.now)
+
+
 cdef inline void sample_stage(State* st, int32_t k) noexcept nogil:
     """Stage k's areas (it is in the sampled rows): deferred while unchanged."""
     cdef Stage* s = &st.stages[k]
@@ -862,6 +880,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     # quiet repeats go through quiet_repeat where their end and plan are those it does
     cdef bint fuses = s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL \
         and not st.steps_only
+    cdef bint unmoved = st.n_stages == 1 and st.n_pools <= 1    # (their step 5: sample_unmoved)
     end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
     end.a = k
     end.b = 0
@@ -874,6 +893,11 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             duration = quiet_repeat(st, s, k, na, &n, duration)
             if st.error.code:
                 return -1
+            if unmoved:
+                sample_unmoved(st)
+            else:
+                sample_every_pool(st)
+                sample_areas(st)
         else:
             if not iteration_end(st, e):
                 settle(st)
@@ -915,8 +939,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 duration = plan_again(st, s, k, na, &n, False, True, 0.0)
             if duration < 0:
                 return 0
-        sample_every_pool(st)                           # its step 5 (the flows are clean)
-        sample_areas(st)
+            sample_every_pool(st)                       # its step 5 (the flows are clean)
+            sample_areas(st)
         end.t = st.now + duration
         nxt = next_event(st)
         if not (end.t > st.now and end.t <= st.horizon and (nxt == NULL or nxt.t > end.t)

@@ -520,6 +520,15 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
         s.iter_kind = 0                 # an iteration that only preempted
     else:
         s.iter_kind = 3 if (n.ndec > 0 and n.npre > 0) else (2 if n.ndec > 0 else 1)
+    iteration_means(st, s, n, duration, budget)
+    s.inflight = 1
+    iteration_areas_start(st, s)
+    s.iter_epoch += 1
+    return duration
+
+
+cdef inline void iteration_means(State* st, Stage* s, IterTotals* n, double duration, double budget) noexcept nogil:
+    """The running means an iteration beginning adds to (its totals n, its duration)."""
     if st.warm and n.ndec > 0:
         running_add(&s.decode_batch, n.ndec)
         running_add(&s.decode_step, duration)
@@ -528,10 +537,6 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
         if budget > 0 and budget < INFINITY:     # (positive and finite)
             running_add(&s.budget_use, n.ntok / budget)
         running_add(&s.batch, <double> s.na)
-    s.inflight = 1
-    iteration_areas_start(st, s)
-    s.iter_epoch += 1
-    return duration
 
 
 
@@ -718,9 +723,11 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
 # totals (Stage.cost_repeats, no KV sums). Per resident the two write disjoint things (the job's
 # work, its owner's ITL fields and the histogram; its frame's position), so one loop doing both
 # for each resident in turn leaves what the two loops in turn leave; the histogram's gaps go in
-# in the same order, the same left-to-right sum. Only steady_run calls it, with the run's
-# `quiet_fuses` (no iteration traces or timeline, one lone step stage: the rest of what
-# end_iteration and iteration_begins do is theirs).
+# in the same order, the same left-to-right sum. The iteration ending and the one beginning are
+# decode-only with the same totals, so the stage's kind, decodes and inflight end as they were
+# (its two time shares integrated to now), and only the counts, running means and epoch move.
+# Only steady_run calls it, where `fuses` (no iteration traces or timeline, one lone step stage:
+# the rest of what end_iteration and iteration_begins do is theirs).
 cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
                                 double duration) noexcept nogil:
     """end_iteration of the iteration ending now and plan_again of the quiet repeat that follows
@@ -731,8 +738,10 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
     cdef int32_t j, owner
     cdef bint warm = st.warm
     cdef Assigned* a
-    s.inflight = 0
-    iteration_areas_end(st, s)
+    # the iteration's time shares: iteration_areas_end then _start of the same kind (a decode-only
+    # iteration) and decodes leave each area's value as it was, integrated to now
+    area_again(&s.decode_only, now)
+    area_again(&s.decodes, now)
     for r in range(na):
         a = &s.assigned[r]
         j = a.job
@@ -761,8 +770,12 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
         if st.jobs.growing[j] >= 0:
             st.sess.frame_pos[st.jobs.frame[j]] += a.tok
     histogram_again(h, total, &again)
+    # iteration_begins of the same totals: the stage's kind, decodes and inflight as they are
     st.iter_preempted = 0
-    return iteration_begins(st, s, k, n, duration, s.budget_k)
+    s.iterations += 1
+    iteration_means(st, s, n, duration, s.budget_k)
+    s.iter_epoch += 1
+    return duration
 
 
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
