@@ -886,8 +886,9 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     end.b = 0
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
-        if again and quiet > 0 and fuses:
-            # a quiet repeat: this end and its plan in one pass (quiet_repeat, _step.pxi)
+        if quiet > 0 and fuses:
+            # a quiet repeat (quiet > 0 only after a repeated end): this end and its plan in one
+            # pass (quiet_repeat, _step.pxi)
             quiet -= 1
             st.quiet_fused += 1
             duration = quiet_repeat(st, s, k, na, &n, duration)
