@@ -844,6 +844,13 @@ cdef int64_t steady_repeats = 0     # iterations repeated off the event list, ov
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
 
 
+cdef inline bint quiet_fuses(State* st, Stage* s) noexcept nogil:
+    """Whether steady_run's quiet repeats go through quiet_repeat (_step.pxi): their end and plan
+    are those it makes (a cost repeating with the totals, no KV sums, no iteration traces or
+    timeline, one step stage in the stages pass)."""
+    return s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL and not st.steps_only
+
+
 cdef int steady_run(State* st, Event* e) noexcept nogil:
     """general_loop's handling and settling of an iteration end e of the lone step stage
     (step_lone), popped and begun; then, while the instant that follows only starts the iteration
@@ -877,15 +884,14 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef IterTotals n
     cdef Event end
     cdef Event* nxt
-    # quiet repeats go through quiet_repeat where their end and plan are those it does
-    cdef bint fuses = s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL \
-        and not st.steps_only
-    cdef bint unmoved = st.n_stages == 1 and st.n_pools <= 1    # (their step 5: sample_unmoved)
+    cdef int fuses = -1             # quiet_fuses, asked once the run has quiet repeats (-1: not yet)
     end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
     end.a = k
     end.b = 0
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
+        if quiet > 0 and fuses < 0:
+            fuses = quiet_fuses(st, s)
         if quiet > 0 and fuses:
             # a quiet repeat (quiet > 0 only after a repeated end): this end and its plan in one
             # pass (quiet_repeat, _step.pxi)
@@ -894,7 +900,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             duration = quiet_repeat(st, s, k, na, &n, duration)
             if st.error.code:
                 return -1
-            if unmoved:
+            if st.n_stages == 1 and st.n_pools <= 1:
                 sample_unmoved(st)
             else:
                 sample_every_pool(st)

@@ -634,8 +634,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             plan = PLAN_TOKENS
             s.assigned[r].tok = tokens      # (should the plan change, start_iteration writes the entries afresh)
         if counting:
-            # (the smallest count over the residents; a NaN count gives none)
-            if tokens != 1.0:
+            # (the smallest count over the residents; a NaN count gives none; a resident whose
+            # tokens are not yet a decode's, a turn of NaN, none either: see quiet_repeat)
+            if tokens != 1.0 or not st.jobs.decoding[j]:
                 q = 0.0
             x = st.jobs.work[j] - 1.0
             if not (x >= q):
@@ -718,8 +719,10 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
 # and the one to come plans the same with no grow due: each resident's work was >= 1 + t at the
 # plan before the run's t-th repeat (plan_unchanged's count), so at this end it is still >= 1,
 # and no resident finishes. This end is then end_iteration's for residents that are all decodes
-# (their modes are as at the run's first check), none finished, none removed (iter_left: no
-# preemption inside a run), and the plan that follows is plan_again's quiet repeat of the same
+# (their modes are as at the run's first check) continuing their turns' tokens (`decoding`, set
+# at the end of the iteration before the count, where each was a decode resident, stays so: the
+# count is 0 where it is not), none finished, none removed (iter_left: no preemption inside a
+# run), and the plan that follows is plan_again's quiet repeat of the same
 # totals (Stage.cost_repeats, no KV sums). Per resident the two write disjoint things (the job's
 # work, its owner's ITL fields and the histogram; its frame's position), so one loop doing both
 # for each resident in turn leaves what the two loops in turn leave; the histogram's gaps go in
@@ -747,26 +750,19 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
         j = a.job
         st.jobs.work[j] -= a.tok
         owner = st.jobs.owner[j]
-        if st.jobs.decoding[j]:
-            if warm:
-                gap = now - st.sess.itl_last[owner]
-                if gap == last_gap and gap > 0.0:
-                    total += gap
-                    again += 1
-                else:
-                    histogram_again(h, total, &again)
-                    if histogram_add(h, gap) < 0:
-                        fail(st, E_MEMORY, -1, 0, 0, 0)
-                        return -1.0
-                    total = h.total
-                    last_gap = h.last_gap
-            st.sess.itl_last[owner] = now
-        else:
-            histogram_again(h, total, &again)
-            token(st, k, owner, True, True)
-            total = h.total
-            last_gap = h.last_gap
-            st.jobs.decoding[j] = st.sess.itl_turn[owner] == st.sess.itl_turn[owner]
+        if warm:                        # (decoding[j]: a decode token continuing the turn)
+            gap = now - st.sess.itl_last[owner]
+            if gap == last_gap and gap > 0.0:
+                total += gap
+                again += 1
+            else:
+                histogram_again(h, total, &again)
+                if histogram_add(h, gap) < 0:
+                    fail(st, E_MEMORY, -1, 0, 0, 0)
+                    return -1.0
+                total = h.total
+                last_gap = h.last_gap
+        st.sess.itl_last[owner] = now
         if st.jobs.growing[j] >= 0:
             st.sess.frame_pos[st.jobs.frame[j]] += a.tok
     histogram_again(h, total, &again)

@@ -173,8 +173,8 @@ MUTATIONS = (
              )),
     Mutation("quiet-repeat-cost-unread", "a steady run makes its quiet repeats in one pass (keeping the "
              "duration) also where the cost does not repeat with the totals", (
-                 ("_loop.pxi", "    cdef bint fuses = s.cost_repeats and not st.kv_iteration",
-                  "    cdef bint fuses = not st.kv_iteration"),
+                 ("_loop.pxi", "    return s.cost_repeats and not st.kv_iteration and not st.traces.iters",
+                  "    return not st.kv_iteration and not st.traces.iters"),
              )),
     Mutation("quiet-after-grow-twice", "the quiet repeats after a plan's grow counted with that grow "
              "added twice to the allocation (repeats past the next block boundary without a grow)", (
