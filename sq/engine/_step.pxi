@@ -346,10 +346,71 @@ cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, do
             n.kvp += job_units(st, j, s.memory)
 
 
+cdef inline bint plan_decodes(State* st, Stage* s, double* left_out, IterTotals* n) noexcept nogil:
+    """plan_pass's visits of the residents from the cursor on, as next_in_order gives them (in
+    order, not exclusive, no stamps), while each is a decode whose visit calls nothing: its tokens
+    > 0, its owner not stalled, no grow due and its frame marked grown already (mark_grown would
+    return at once), room in the assignment. Each such visit makes plan_pass's writes, in its
+    order (the position, the entry, what is left), with the tables' pointers in locals: nothing
+    here is a call or a store that may move them. The first other resident is left to plan_pass's
+    own visit (the cursor before it). Each entry's tokens and decode are added to n's token
+    totals, as plan_pass adds them. True: the budget is spent (plan_pass's pass ends)."""
+    cdef int64_t r = s.cursor, nres = s.nres, na = s.na, cap = s.a_cap, fj
+    cdef int32_t j
+    cdef double left = left_out[0], tokens, pos, ntok = n.ntok, ndec = n.ndec
+    cdef bint spent = False
+    cdef int32_t* res = s.res
+    cdef int32_t* mode = st.jobs.mode
+    cdef double* work = st.jobs.work
+    cdef int32_t* growing = st.jobs.growing
+    cdef int32_t* owner = st.jobs.owner
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef int64_t* grow_at = st.sess.grow_at
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    cdef char* grown = st.sess.frame_grown
+    cdef Assigned* a = s.assigned
+    while r < nres and na < cap:
+        j = res[r]
+        if mode[j] != M_DECODE:
+            break
+        tokens = min_of(min_of(1.0, work[j]), left)     # min_of(want_of(M_DECODE, ...), left)
+        if not (tokens > 0):
+            break
+        if growing[j] >= 0:
+            fj = frame[j]
+            if grow_at[owner[j]] >= 0 or fj < 0 or not grown[fj]:
+                break
+            pos = frame_pos[fj] + tokens
+            if pos - frame_alloc[fj] > EPS:
+                break                   # a grow is due
+            frame_pos[fj] = pos
+        a[na].job = j
+        a[na].id = ids[j]
+        a[na].tok = tokens
+        na += 1
+        r += 1
+        ntok += tokens
+        ndec += 1.0
+        left -= tokens
+        if left <= 0:
+            spent = True
+            break
+    s.cursor = r
+    s.na = na
+    left_out[0] = left
+    n.ntok = ntok
+    n.ndec = ndec
+    return spent
+
+
 cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk,
-                          double* attention, bint excl, bint in_order) noexcept nogil:
+                          double* attention, bint excl, bint in_order, IterTotals* n) noexcept nogil:
     """start_iteration's pass over the residents (and the admissions when none is left): the
-    assignment in s.assigned (0, or -1 on an error)."""
+    assignment in s.assigned (0, or -1 on an error), and n's token totals (ntok, npre, ndec)
+    summed over its entries as they are pushed (count_assigned's sums without the KV ones; an
+    exclusive pass's are not its final assignment's)."""
     cdef double left = budget, tokens, need
     cdef bint resident_prefill = False, is_prefill
     cdef int32_t mode, j, owner, row
@@ -362,6 +423,8 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
         s.cursor = 0                    # a new pass: no one is served yet
         s.pass_open = True              # (start_iteration closes it)
     while True:
+        if in_order and not excl and not s.stamped and plan_decodes(st, s, &left, n):
+            break                       # the budget is spent
         if in_order:
             j = next_in_order(st, s)
         else:
@@ -411,6 +474,11 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return -1
+        n.ntok += tokens
+        if mode == M_DECODE:
+            n.ndec += 1.0
+        else:
+            n.npre += tokens
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
@@ -437,11 +505,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_left = False
     st.serve_stamp += 1
     st.iter_preempted = 0
+    memset(&n, 0, sizeof(n))
     # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
     if not s.excl and s.serve_count == 0:
-        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True, &n)
     else:
-        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0, &n)
     s.pass_open = False
     s.stamped = False
     if planned < 0:
@@ -465,12 +534,15 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    # the totals over the final assignment, in its order (a loop without calls but job_units'
-    # rare one: its sums stay in registers, which the planning loop's calls would not let them)
-    memset(&n, 0, sizeof(n))
-    for r in range(s.na):
-        j = s.assigned[r].job
-        count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
+    # the totals over the final assignment, in its order: plan_pass's token sums are those
+    # where every entry it pushed is in it (no preemption removed one, no exclusive prefill
+    # replaced the decodes) and no KV sums are made; else a loop without calls but job_units'
+    # rare one (its sums stay in registers, which the planning loop's calls would not let them)
+    if kv or st.iter_preempted or s.excl:
+        memset(&n, 0, sizeof(n))
+        for r in range(s.na):
+            j = s.assigned[r].job
+            count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
     duration = begin_iteration(st, s, k, &n, attention, budget)
     if duration < 0:
         return                          # the cost failed
@@ -862,7 +934,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j, owner
-    cdef bint finished, decode, left = s.iter_left
+    cdef bint finished, decode, left = s.iter_left, plain
     # A decode token of a job whose previous decode token was its owner's last token continues
     # the turn's tokens (what token() left is still there: the owner waits in the job, a
     # preemption removes the job, the turn cannot move meanwhile), so only its gap and time are
@@ -881,9 +953,16 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
-    for r in range(s.na):
+    r = 0
+    plain = s.na >= PLAIN_ENTRIES
+    while True:
+        if plain:
+            r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
+        if r >= s.na:
+            break
         a = &s.assigned[r]
         j = a.job
+        r += 1
         # (a job is removed from the residents only by leave_residents: if none left, all are there)
         if left and st.jobs.id[j] != a.id:
             continue                    # removed since the start
@@ -928,6 +1007,55 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             if st.error.code:
                 return
     s.na = 0
+
+
+cdef enum:
+    # end_iteration takes end_decodes for this many entries or more: for fewer its set-up costs
+    # more than its loop saves (the light engine's one to three residents)
+    PLAIN_ENTRIES = 4
+
+
+cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint warm, double now,
+                                double last_gap, double* total, int64_t* again, int64_t* nfin) noexcept nogil:
+    """end_iteration's visits of the assignment's entries from r on while each is a decode token
+    continuing its turn whose gap, when warm, is the histogram's last one (counted in *again and
+    *total, as end_iteration's own visit counts it), of a job not removed: the same writes (the
+    work, the owner's last token time, a finished job listed at the assignment's front), with the
+    tables' pointers in locals (nothing here is a call). The first other entry is left to
+    end_iteration's own visit: its index (s.na when none)."""
+    cdef int64_t na = s.na
+    cdef int32_t j, owner
+    cdef double gap, w
+    cdef Assigned* a
+    cdef Assigned* entries = s.assigned
+    cdef int64_t* ids = st.jobs.id
+    cdef int32_t* mode = st.jobs.mode
+    cdef char* decoding = st.jobs.decoding
+    cdef int32_t* owners = st.jobs.owner
+    cdef double* work = st.jobs.work
+    cdef double* itl_last = st.sess.itl_last
+    cdef int64_t* served = st.jobs.served
+    while r < na:
+        a = &entries[r]
+        j = a.job
+        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:
+            break
+        owner = owners[j]
+        if warm:
+            gap = now - itl_last[owner]
+            if not (gap == last_gap and gap > 0.0):
+                break
+            total[0] += gap
+            again[0] += 1
+        w = work[j] - a.tok
+        work[j] = w
+        itl_last[owner] = now
+        if w <= EPS:
+            served[j] = -2
+            entries[nfin[0]].job = j
+            nfin[0] += 1
+        r += 1
+    return r
 
 
 cdef inline void histogram_again(Histogram* h, double total, int64_t* again) noexcept nogil:

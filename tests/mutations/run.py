@@ -191,15 +191,31 @@ MUTATIONS = (
                  ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.owner[s.res[r]]",
                   "    for r in range(s.nres):\n        slot = st.jobs.owner[s.res[r]]"),
              )),
+    Mutation("plan-decodes-grow-unchecked", "plan_decodes plans a decode whose position passes its "
+             "allocation (a grow due) without leaving it to plan_pass's visit, which grows", (
+                 ("_step.pxi", "            if pos - frame_alloc[fj] > EPS:\n                break                   # a grow is due\n",
+                  ""),
+             )),
+    Mutation("plan-totals-after-preemption", "start_iteration keeps plan_pass's token sums though a "
+             "preemption dropped an entry they count", (
+                 ("_step.pxi", "    if kv or st.iter_preempted or s.excl:\n", "    if kv or s.excl:\n"),
+             )),
+    Mutation("end-decodes-removed-read", "end_decodes applies the tokens of an entry whose job was "
+             "removed during the iteration (its id not tested after a resident left)", (
+                 ("_step.pxi", "        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:",
+                  "        if mode[j] != M_DECODE or not decoding[j]:"),
+             )),
 )
 
 # The default sample: the generated programs, and the differential files of fast paths they
 # rarely reach (test_steady_runs: gauges read and the window's middle taken while a steady run
 # repeats; test_replicas: rows whose time averages are deferred while others move; test_fifo_loop:
 # a lone fifo stage's own loop, which the random programs seldom take; test_ps_loop: a lone ps
-# stage's, likewise).
+# stage's, likewise; test_step_paths: the step engine's planning and ending shortcuts, the heavy
+# row's preempting card among them).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
-              "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py"]
+              "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
+              "tests/differential/test_step_paths.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
