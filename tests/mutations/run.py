@@ -191,6 +191,11 @@ MUTATIONS = (
                  ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.owner[s.res[r]]",
                   "    for r in range(s.nres):\n        slot = st.jobs.owner[s.res[r]]"),
              )),
+    Mutation("slab-refilled-per-run", "each run fills the slab its arrays are copied into from the start "
+             "again (as if a slab were one run's scratch): kept reports' arrays are overwritten", (
+                 ("_engine.pyx", "    cdef State* st = <State*> calloc(1, sizeof(State))\n",
+                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = <State*> calloc(1, sizeof(State))\n"),
+             )),
     Mutation("plan-decodes-grow-unchecked", "plan_decodes plans a decode whose position passes its "
              "allocation (a grow due) without leaving it to plan_pass's visit, which grows", (
                  ("_step.pxi", "            if pos - frame_alloc[fj] > EPS:\n                break                   # a grow is due\n",
@@ -212,10 +217,11 @@ MUTATIONS = (
 # repeats; test_replicas: rows whose time averages are deferred while others move; test_fifo_loop:
 # a lone fifo stage's own loop, which the random programs seldom take; test_ps_loop: a lone ps
 # stage's, likewise; test_step_paths: the step engine's planning and ending shortcuts, the heavy
-# row's preempting card among them).
+# row's preempting card among them; test_run_reuse: many kept runs of one compiled program, whose
+# arrays share slabs).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
               "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
-              "tests/differential/test_step_paths.py"]
+              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
