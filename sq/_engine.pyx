@@ -442,6 +442,12 @@ def steady_runs(on=None):
     return bool(steady_enabled), steady_repeats, steps_repeated
 
 
+def quiet_repeats():
+    """How many iterations so far were quiet repeats planned in one pass with the end before
+    them (quiet_repeat in sq/engine/_step.pxi; tests read it)."""
+    return quiet_fused
+
+
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
@@ -464,7 +470,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `.raw`) or after `wall_limit` seconds (RawResults.stopped = "wall limit");
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
-    global lone_runs, fifo_runs, ps_runs, steady_repeats, steps_repeated
+    global lone_runs, fifo_runs, ps_runs, steady_repeats, steps_repeated, quiet_fused
     settings = _settings(lowered, seed, horizon, warmup, arrivals)
     seed_v, horizon_v, warmup_v, limit_v = settings
     if samples not in ("all", "none"):
@@ -496,6 +502,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             ps_runs += st.lone.ps
         steady_repeats += st.steady_repeats
         steps_repeated += st.steps_repeated
+        quiet_fused += st.quiet_fused
         trace_flush(st)     # the last chunk, also of a run that failed (its trace leads to the fault)
         if st.error.code:
             raise SqError(_error_text(st, lowered), phase="run", item=_error_item(st, lowered))

@@ -163,6 +163,12 @@ cdef inline void area_set(Area* a, double now, double v) noexcept nogil:
     a.value = v
 
 
+cdef inline void area_again(Area* a, double now) noexcept nogil:
+    """area_set of the value the area holds."""
+    a.integral += a.value * (now - a.last)
+    a.last = now
+
+
 cdef extern from *:
     int __builtin_ctzll(unsigned long long) nogil
 

@@ -106,6 +106,24 @@ cdef inline void sample_lone_stage(State* st) noexcept nogil:
         tl_pools(st)
 
 
+cdef inline void sample_unmoved(State* st) noexcept nogil:
+    """Step 5 of settle for one stage and at most one pool, where nothing their areas read moved
+    since the last instant, which sampled them (a quiet repeat): each area sampled then integrates
+    the value it holds (its row still marked as that sample left it; area_count's skip of a 0)."""
+    cdef Pool* p = &st.pools[0]
+    area_again(&st.live_area, st.now)
+    if row_marked(st.stages_sampled, 0):
+        area_again(&st.stages[0].number, st.now)
+        area_again(&st.stages[0].busy_area, st.now)
+    if st.n_pools == 1 and row_marked(st.pools_sampled, 0):
+        area_again(&p.used_area, st.now)
+        area_again(&p.cached_area, st.now)
+        if p.queue_area.value != 0:
+            area_again(&p.queue_area, st.now)
+        if p.holders_area.value != 0:
+            area_again(&p.holders_area, st.now)
+
+
 cdef inline void sample_stage(State* st, int32_t k) noexcept nogil:
     """Stage k's areas (it is in the sampled rows): deferred while unchanged."""
     cdef Stage* s = &st.stages[k]
@@ -884,8 +902,8 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
     (work, positions, allocations) is read, as in a steady run (again), and while the quiet
     repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
-    no plan is read and no grow is due (a count whose repeats would grow is dropped: between them
-    another stage's grow could take the room). What other replicas' events do between cannot change
+    no plan is read and no grow is due (they are counted without grants: between them another
+    stage's grow could take the room). What other replicas' events do between cannot change
     the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
     mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
     Otherwise settle runs, as ever."""
@@ -910,15 +928,13 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
         duration = plan_again(st, s, k, na, &n, False, False, 0.0, &moved)   # (the plan counting it marked the frames grown)
     else:
         if s.plan_kept:
-            plan = plan_unchanged(st, s, na, True, &s.quiet, &grants)
+            plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, False)
         else:
-            plan = plan_unchanged(st, s, na, False, &s.quiet, &grants)
+            plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, False)
         if plan == PLAN_CHANGED:
             s.plan_kept = False
             settle(st)
             return 0
-        if grants:
-            s.quiet = 0     # (repeats whose grows are granted: other replicas' events may take the room)
         duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
@@ -960,6 +976,16 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
     return True
 
 
+cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
+
+
+cdef inline bint quiet_fuses(State* st, Stage* s) noexcept nogil:
+    """Whether steady_run's quiet repeats go through quiet_repeat (_step.pxi): their end and plan
+    are those it makes (a cost repeating with the totals, no KV sums, no iteration traces or
+    timeline, one step stage in the stages pass)."""
+    return s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL and not st.steps_only
+
+
 cdef int steady_run(State* st, Event* e) noexcept nogil:
     """general_loop's handling and settling of an iteration end e of the lone step stage
     (step_lone), popped and begun; then, while the instant that follows only starts the iteration
@@ -995,51 +1021,68 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef IterTotals n
     cdef Event end
     cdef Event* nxt
+    cdef bint fuses = quiet_fuses(st, s)   # quiet repeats in one pass (then counted without grants)
+    end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
+    end.a = k
+    end.b = 0
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
-        if not iteration_end(st, e):
-            settle(st)
-            return 0
-        if st.error.code:
-            return -1
-        if again:
-            # the previous iteration's tests held and only its end ran since (the earliest other
-            # event was after it, so still nothing is pending; no session ran, so the pools wait
-            # as they did, and an admission refused then is still: `used` has only grown)
-            if ready_any(st) or s.inflight:
+        if quiet > 0 and fuses:
+            # a quiet repeat (quiet > 0 only after a repeated end; counted without grants, so no
+            # grow is due): this end and its plan in one pass (quiet_repeat, _step.pxi)
+            quiet -= 1
+            st.quiet_fused += 1
+            duration = quiet_repeat(st, s, k, na, &n, duration)
+            if st.error.code:
+                return -1
+            if st.n_stages == 1 and st.n_pools <= 1:
+                sample_unmoved(st)
+            else:
+                sample_repeat(st, False)
+        else:
+            if not iteration_end(st, e):
                 settle(st)
                 return 0
-            checked = quiet == 0
-            if checked:
-                plan = plan_unchanged(st, s, na, True, &quiet, &grants)
+            if st.error.code:
+                return -1
+            if again:
+                # the previous iteration's tests held and only its end ran since (the earliest other
+                # event was after it, so still nothing is pending; no session ran, so the pools wait
+                # as they did, and an admission refused then is still: `used` has only grown)
+                if ready_any(st) or s.inflight:
+                    settle(st)
+                    return 0
+                checked = quiet == 0
+                if checked:
+                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, not fuses)
+                else:
+                    quiet -= 1
+                    plan = PLAN_SAME
+            elif ready_any(st) or s.inflight or st.flows.dirty \
+                    or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
+                    or pending_now(st):
+                settle(st)
+                return 0
             else:
-                quiet -= 1
-                plan = PLAN_SAME
-        elif ready_any(st) or s.inflight or st.flows.dirty \
-                or (st.n_pools > 0 and rows_any(st.pools_waiting) and not admission_refused(st, k)) \
-                or pending_now(st):
-            settle(st)
-            return 0
-        else:
-            checked = True
-            plan = plan_unchanged(st, s, na, False, &quiet, &grants)
-        if plan == PLAN_CHANGED:
-            settle(st)
-            return 0
-        # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
-        # totals, but the KV sums after a grow) keeps its duration when its cost reads only them
-        if again and plan == PLAN_SAME and s.cost_repeats:
-            duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved)
-        else:
-            duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
-        if duration < 0:
-            return 0
-        # its step 5 (the flows are clean)
-        if again:
-            sample_repeat(st, moved)
-        else:
-            sample_every_pool(st)
-            sample_areas(st)
+                checked = True
+                plan = plan_unchanged(st, s, na, False, &quiet, &grants, not fuses)
+            if plan == PLAN_CHANGED:
+                settle(st)
+                return 0
+            # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
+            # totals, but the KV sums after a grow) keeps its duration when its cost reads only them
+            if again and plan == PLAN_SAME and s.cost_repeats:
+                duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved)
+            else:
+                duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
+            if duration < 0:
+                return 0
+            # its step 5 (the flows are clean)
+            if again:
+                sample_repeat(st, moved)
+            else:
+                sample_every_pool(st)
+                sample_areas(st)
         end.t = st.now + duration
         nxt = next_event(st)
         if not (end.t > st.now and end.t <= st.horizon and (nxt == NULL or nxt.t > end.t)
@@ -1049,9 +1092,6 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
         end.seq = st.seq                # the serial schedule gives it
         st.seq += 1
         st.steady_repeats += 1
-        end.kind = EV_ITER_END
-        end.a = k
-        end.b = 0
         end.c = s.iter_epoch
         if st.check:
             check_invariants_now(st)

@@ -474,6 +474,7 @@ cdef struct State:
     int64_t steady_repeats     # iterations steady_run repeated without the event list (tests read it)
     bint steps_again           # steps_only and steady runs enabled: an iteration end may take step_again
     int64_t steps_repeated     # iterations step_again began without settle (tests read it)
+    int64_t quiet_fused        # iterations quiet_repeat planned with the end before them (tests read it)
     int32_t n_pools            # pools
     int32_t n_observes         # observes
     int32_t n_gauges           # gauges

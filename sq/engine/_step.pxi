@@ -595,18 +595,23 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
         s.iter_kind = 0                 # an iteration that only preempted
     else:
         s.iter_kind = 3 if (n.ndec > 0 and n.npre > 0) else (2 if n.ndec > 0 else 1)
+    iteration_means(st, s, n, duration, budget)
+    s.inflight = 1
+    iteration_areas_start(st, s)
+    s.iter_epoch += 1
+    return duration
+
+
+cdef inline void iteration_means(State* st, Stage* s, IterTotals* n, double duration, double budget) noexcept nogil:
+    """The running means an iteration beginning adds to (its totals n, its duration)."""
     if st.warm and n.ndec > 0:
         running_add(&s.decode_batch, n.ndec)
         running_add(&s.decode_step, duration)
     if st.warm:
         # headroom where `util` shows none: how full the iterations run
-        if budget > 0 and isfinite(budget):
+        if budget > 0 and budget < INFINITY:     # (positive and finite)
             running_add(&s.budget_use, n.ntok / budget)
         running_add(&s.batch, <double> s.na)
-    s.inflight = 1
-    iteration_areas_start(st, s)
-    s.iter_epoch += 1
-    return duration
 
 
 
@@ -654,8 +659,9 @@ cdef enum:
 # to the position) is planned the same with no grow due while for every resident work - t >= 1
 # (its tokens stay min(1, work - t, left) = 1: the same budget left before it; and it does not
 # finish) and, growing, position + t + 1 <= allocation (need = position + tokens - allocation
-# stays <= EPS). Subtracting 1 from a work >= 1 is exact; the positions' additions may round,
-# by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
+# stays <= EPS; the allocation as this plan's grow leaves it, alloc + need as grow_now adds it:
+# the grow just granted opens the next quiet stretch). Subtracting 1 from a work >= 1 is exact;
+# the positions' additions may round, by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
 # the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
 # So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
 # test (none is due) and without marking the frames grown (the plan before them did).
@@ -687,7 +693,7 @@ cdef enum:
 
 
 cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
-                               bint* grants) noexcept nogil:
+                               bint* grants, bint grantable) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -696,7 +702,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
     known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
-    PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due)."""
+    PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due), counted
+    only where `grantable` (the caller's quiet repeats can make grows: not quiet_repeat's, nor
+    step_again's, between whose repeats another stage's grow could take the room)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
@@ -722,8 +730,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             plan = PLAN_TOKENS
             s.assigned[r].tok = tokens      # (should the plan change, start_iteration writes the entries afresh)
         if counting:
-            # (the smallest count over the residents; a NaN count gives none)
-            if tokens != 1.0:
+            # (the smallest count over the residents; a NaN count gives none; a resident whose
+            # tokens are not yet a decode's, a turn of NaN, none either: see quiet_repeat)
+            if tokens != 1.0 or not st.jobs.decoding[j]:
                 q = 0.0
             x = st.jobs.work[j] - 1.0
             if not (x >= q):
@@ -735,13 +744,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 return PLAN_CHANGED
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
-            if counting:
-                if not (alloc < QUIET_POSITIONS):
-                    q = 0.0
-                x = alloc - pos - 2.0
-                if not (x >= qn):
-                    qn = x
-                spare += x - st.pools[row].block
+            if counting and grantable:
+                # the grants' margin, from the allocation this plan reads (before its grow)
+                spare += alloc - pos - 2.0 - st.pools[row].block
                 ngrow += 1
                 gpool = row if gpool == -1 or gpool == row else -2
             need = pos + tokens - alloc
@@ -757,11 +762,19 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                     if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
                         return PLAN_CHANGED
                     used += need           # (grow_now's p.used += need)
+                    alloc += need          # (and its frame_alloc[fj] += need: the repeats' allocation)
+            if counting:
+                # the count with no grow due, from the allocation as this plan's grow leaves it
+                if not (alloc < QUIET_POSITIONS):
+                    q = 0.0
+                x = alloc - pos - 2.0
+                if not (x >= qn):
+                    qn = x
         left -= tokens
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
     if counting and plan == PLAN_SAME and q >= 1.0:
-        if ngrow > 0:
+        if ngrow > 0:               # (grantable)
             # grows granted: the pool's room after this plan's grows, shared by the growing residents
             x = 0.0
             if gpool >= 0 and plain_evictions(st, &st.pools[gpool]):
@@ -770,8 +783,8 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             if x >= qn and x >= 1.0:
                 grants[0] = True
                 qn = x
-            if not (qn >= q):
-                q = qn                  # (a NaN count gives none)
+        if not (qn >= q):
+            q = qn                      # (a NaN count gives none)
         if q >= 1.0:
             quiet[0] = <int64_t> q
     return plan
@@ -821,6 +834,67 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
         if duration < 0:
             return -1.0
     return iteration_begins(st, s, k, n, duration, s.budget_k)
+
+
+# A quiet repeat's end and plan in one pass. When steady_run has quiet repeats still to come
+# (quiet > 0), the iteration ending now was planned PLAN_SAME with every resident given 1 token,
+# and the one to come plans the same with no grow due: each resident's work was >= 1 + t at the
+# plan before the run's t-th repeat (plan_unchanged's count), so at this end it is still >= 1,
+# and no resident finishes. This end is then end_iteration's for residents that are all decodes
+# (their modes are as at the run's first check) continuing their turns' tokens (`decoding`, set
+# at the end of the iteration before the count, where each was a decode resident, stays so: the
+# count is 0 where it is not), none finished, none removed (iter_left: no preemption inside a
+# run), and the plan that follows is plan_again's quiet repeat of the same
+# totals (Stage.cost_repeats, no KV sums). Per resident the two write disjoint things (the job's
+# work, its owner's ITL fields and the histogram; its frame's position), so one loop doing both
+# for each resident in turn leaves what the two loops in turn leave; the histogram's gaps go in
+# in the same order, the same left-to-right sum. The iteration ending and the one beginning are
+# decode-only with the same totals, so the stage's kind, decodes and inflight end as they were
+# (its two time shares integrated to now), and only the counts, running means and epoch move.
+# Only steady_run calls it, where `fuses` (no iteration traces or timeline, one lone step stage:
+# the rest of what end_iteration and iteration_begins do is theirs).
+cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                                double duration) noexcept nogil:
+    """end_iteration of the iteration ending now and plan_again of the quiet repeat that follows
+    (its totals n and `duration` the one just ended's), begun. Its duration (-1: out of memory)."""
+    cdef Histogram* h = &s.itl
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap
+    cdef int64_t again = 0, r
+    cdef int32_t j, owner
+    cdef bint warm = st.warm
+    cdef Assigned* a
+    # the iteration's time shares: iteration_areas_end then _start of the same kind (a decode-only
+    # iteration) and decodes leave each area's value as it was, integrated to now
+    area_again(&s.decode_only, now)
+    area_again(&s.decodes, now)
+    for r in range(na):
+        a = &s.assigned[r]
+        j = a.job
+        st.jobs.work[j] -= a.tok
+        owner = st.jobs.owner[j]
+        if warm:                        # (decoding[j]: a decode token continuing the turn)
+            gap = now - st.sess.itl_last[owner]
+            if gap == last_gap and gap > 0.0:
+                total += gap
+                again += 1
+            else:
+                histogram_again(h, total, &again)
+                if histogram_add(h, gap) < 0:
+                    fail(st, E_MEMORY, -1, 0, 0, 0)
+                    return -1.0
+                total = h.total
+                last_gap = h.last_gap
+        st.sess.itl_last[owner] = now
+        if st.jobs.growing[j] >= 0:
+            st.sess.frame_pos[st.jobs.frame[j]] += a.tok
+    histogram_again(h, total, &again)
+    # iteration_begins of the same totals: the stage's kind, decodes and inflight as they are
+    st.iter_preempted = 0
+    s.iterations += 1
+    iteration_means(st, s, n, duration, s.budget_k)
+    s.iter_epoch += 1
+    return duration
+
 
 cdef void log_iteration(State* st, Stage* s) noexcept nogil:
     cdef int64_t r

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.oracle import REFERENCE_MISSING
+from tests.helpers.oracle import REFERENCE_MISSING, same_json
 
 pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
 
@@ -199,3 +199,23 @@ def test_an_iteration_of_no_time_is_stuck_on_both_paths():
     on, _ = _json_and_repeats(source, True, step_limit=10_000)
     off, _ = _json_and_repeats(source, False, step_limit=10_000)
     assert on == off and on.startswith("SqError") and "does not advance" in on
+
+
+# Quiet repeats made in one pass with the end before them (quiet_repeat): taken where the cost
+# repeats with the totals (Stage.cost_repeats, no KV sums), never where it reads `now`, the
+# decodes' KV, the pool, the stage's work or a draw. Compared with pyserq's JSON text (without
+# the iteration trace, which keeps them off that pass).
+QUIET_NONE = ("costs reading now, the pool and the work", "a cost with a draw", "a linear cost reading now",
+              "a linear cost of the decodes' KV", "a cost reading budget_left",
+              "a budget with a draw (no steady runs)", "cached chat")     # (its cost reads the KV totals)
+QUIET = ("light engine", "fractional work", "preemption", "a budget cut short", "a linear cost of the residents",
+         "gauges", "long decodes, a horizon mid-run", "an arrival limit", "holds waiting, refused while decoding",
+         "holds waiting in key order")
+
+
+@pytest.mark.parametrize("name", QUIET + QUIET_NONE)
+def test_quiet_repeats_in_one_pass_give_pyserqs_json_text(name):
+    before = _engine.quiet_repeats()
+    same_json(PROGRAMS[name])
+    fused = _engine.quiet_repeats() - before
+    assert (fused > 0) == (name in QUIET), f"{fused} quiet repeats made in one pass"

@@ -172,6 +172,15 @@ MUTATIONS = (
              "allows (the last token planned as a whole one)", (
                  ("_step.pxi", "        x = st.jobs.work[j] - 1.0\n", "        x = st.jobs.work[j]\n"),
              )),
+    Mutation("quiet-repeat-cost-unread", "a steady run makes its quiet repeats in one pass (keeping the "
+             "duration) also where the cost does not repeat with the totals", (
+                 ("_loop.pxi", "    return s.cost_repeats and not st.kv_iteration and not st.traces.iters",
+                  "    return not st.kv_iteration and not st.traces.iters"),
+             )),
+    Mutation("quiet-after-grow-twice", "the quiet repeats after a plan's grow counted with that grow "
+             "added twice to the allocation (repeats past the next block boundary without a grow)", (
+                 ("_step.pxi", "                    alloc += need          #", "                    alloc += 2 * need      #"),
+             )),
     Mutation("steady-admission-unread", "a steady run goes on while a hold waits for the stage's admission "
              "without testing that its head still does not fit (admission_refused)", (
                  ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
