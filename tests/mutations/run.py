@@ -127,7 +127,8 @@ MUTATIONS = (
     Mutation("ps-loop-stale-unsplit", "a lone ps stage's stale finish (ps_loop, sq/engine/_one_ps.pxi) leaves "
              "the time averages unsampled: one product over the span it would have split in two", (
                  ("_one_ps.pxi", """                area_set(&s.number, st.now, s.number.value)
-                st.live_area = s.number     # (live sessions: as below)
+                if not alike:
+                    st.live_area = s.number     # (live sessions: as below)
                 area_set(&s.busy_area, st.now, s.busy_area.value)
                 continue
 """, """                continue
