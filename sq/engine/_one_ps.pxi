@@ -78,7 +78,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
     cdef PsJob job
     cdef int32_t row
     cdef int counted
-    cdef bint leaving
+    cdef bint leaving, fresh
     cdef double w
     cdef double rates[LONE_RATES]
     cdef bint fixed = lone_rates(s, rates)
@@ -86,6 +86,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
     cdef double horizon = st.horizon
     cdef double until = fifo_until(st)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
+    cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
     # an h2 work of constant arguments (M/G/1-PS's `~h2(1, 4)`) drawn from its phases, set once
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
@@ -101,7 +102,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             nxt = &cur
         if nxt == NULL or nxt.t > horizon:
             break
-        if nxt.t > st.now:
+        fresh = nxt.t > st.now
+        if fresh:
             if nxt.t > until or st.events >= st.poll_at:
                 if alike:
                     st.live_area = s.number     # (the window's middle reads it)
@@ -116,7 +118,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             # the current finish: ps_done (the least tag leaves, V carried to now), then job_done;
             # its session goes on
             cur.seq = NO_EVENT
-            counted = fifo_begins(st, cur.t, EV_FINISH, k, to_end)
+            counted = fifo_begins(st, cur.t, EV_FINISH, k, to_end, fresh and end_fits)
             if counted < 0:
                 return
             row = ps_done(st, s)
@@ -129,7 +131,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
         else:
             e = pop_event(st, nxt)
             if e.kind == EV_ARRIVE:
-                counted = fifo_begins(st, e.t, EV_ARRIVE, -1, to_run)
+                counted = fifo_begins(st, e.t, EV_ARRIVE, -1, to_run, fresh and run_fits)
                 if counted < 0:
                     return
                 if limit == 0 or st.arrivals + 1 < limit:

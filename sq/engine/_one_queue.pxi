@@ -276,12 +276,18 @@ cdef inline void fifo_pop(FifoLine* q) noexcept nogil:
         q.ends[0].seq = NO_EVENT
 
 
-cdef inline int fifo_begins(State* st, double t, int32_t kind, int32_t k, int32_t n) noexcept nogil:
+cdef inline int fifo_begins(State* st, double t, int32_t kind, int32_t k, int32_t n, bint fits) noexcept nogil:
     """event_begins for an event of this kind at t (a finish: at stage k), with the n steps of the
     statements that follow it in its session counted too when all fit the instant's bound: 1 (all
     counted), 0 (the event's step only: the caller counts the others one by one, where they fail)
-    or -1 (the run failed)."""
+    or -1 (the run failed). `fits`: they do, the instant being fresh (its steps 0) and 1 + n
+    within the bound."""
     cdef Event e
+    if fits:
+        st.now = t
+        st.events += 1
+        st.steps = 1 + n
+        return 1
     if st.steps + 1 + n <= st.step_limit:
         st.now = t
         st.events += 1
@@ -304,14 +310,23 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     cdef double w, t
     cdef int32_t row
     cdef int counted
-    cdef bint leaving, replace, arrives
+    cdef bint leaving, replace, arrives, fresh
     cdef double until = fifo_until(st)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
+    # (the run's settings, in locals: the loop's stores may alias st's)
+    cdef int64_t limit = st.limit
+    cdef double horizon = st.horizon
+    # whether an event and its session's statements fit a fresh instant's bound (fifo_begins)
+    cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
+    # an `~exp(m)` work of a constant mean (M/M/c's) drawn without lone_work's dispatch
+    cdef bint exp_work = st.shapes[st.lone.work] == XS_DRAW1 \
+        and st.code[st.lone.work + XONE_LEN + XSAMPLE_DIST] == SQ_DIST_EXP
+    cdef double exp_mean = st.consts[st.code[st.lone.work + XONE_ARG]] if exp_work else 0.0
     # (every failure below returns at once: the flag is tested once, here)
     if st.error.code:
         return
     while True:
-        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+        if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
         # next_event's choice between the arrival slot and the rest (here fifo_loop's heap)
         top = q.ends
@@ -326,9 +341,10 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
         else:
             arrives = False
         t = arrival.t if arrives else top.t
-        if t > st.horizon:
+        if t > horizon:
             break
-        if t > st.now:
+        fresh = t > st.now
+        if fresh:
             if t > until or st.events >= st.poll_at:
                 e.t = t         # (instant_over reads its time)
                 if alike:
@@ -342,12 +358,12 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
         leaving = False     # no session goes on
         replace = False     # the service begun is pushed (not put in place of the finish)
         if arrives:
-            counted = fifo_begins(st, t, EV_ARRIVE, -1, to_run)
+            counted = fifo_begins(st, t, EV_ARRIVE, -1, to_run, fresh and run_fits)
             if counted < 0:
                 return
             st.arrival.t = INFINITY     # (pop_event)
             st.arrival.seq = NO_EVENT
-            if st.limit == 0 or st.arrivals + 1 < st.limit:
+            if limit == 0 or st.arrivals + 1 < limit:
                 if next_arrival(st) < 0:
                     return
             # new_session: a slot when more are live than ever before (session_alloc)
@@ -358,9 +374,12 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
-            w = lone_work(st, -1)
-            if st.error.code:
-                return
+            if exp_work:
+                w = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
+            else:
+                w = lone_work(st, -1)
+                if st.error.code:
+                    return
             if w > 0:
                 # new_job and join_fifo
                 if s.n == st.jobs.high and job_alloc(st) < 0:
@@ -381,7 +400,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
         elif top.row >= 0:
             # job_done and next_in_line: the server's row takes the next job in line (its
             # finish in place of this one), then the session whose job is done goes on
-            counted = fifo_begins(st, t, EV_FINISH, k, to_end)
+            counted = fifo_begins(st, t, EV_FINISH, k, to_end, fresh and end_fits)
             if counted < 0:
                 return
             row = <int32_t> top.row
@@ -495,14 +514,23 @@ cdef inline bint fifo_steps(State* st, int64_t serial, int32_t pc, int32_t n, bi
 cdef inline int fifo_leave(State* st, int64_t serial, double arrived, bint counted) noexcept nogil:
     """lone_leave for fifo_loop's session: each observe of `now - stamp`, then its end (their
     steps already counted when `counted`)."""
-    cdef int32_t pc = st.lone.after_pc, i
-    counted = counted or not fifo_steps(st, serial, pc, st.lone.n_observes + 1, True)
-    for i in range(st.lone.n_observes):
-        if not counted and fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
+    cdef int32_t pc = st.lone.after_pc, i, n = st.lone.n_observes
+    cdef double v
+    if counted or not fifo_steps(st, serial, pc, n + 1, True):
+        # (all the steps counted: the observes, each of the same value, then the end)
+        if st.warm:
+            v = st.now - arrived
+            for i in range(n):
+                if record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], v, serial, 0.0) < 0:
+                    return -1
+        session_out(st)
+        return 0
+    for i in range(n):      # (counted one by one, where one is too many)
+        if fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
             return -1
         if st.warm and record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, serial, 0.0) < 0:
             return -1
-    if not counted and fifo_steps(st, serial, pc + st.lone.n_observes * SV_LEN, 1, False):
+    if fifo_steps(st, serial, pc + n * SV_LEN, 1, False):
         return -1
     session_out(st)
     return 0
