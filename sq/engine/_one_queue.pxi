@@ -516,16 +516,23 @@ cdef inline int fifo_leave(State* st, int64_t serial, double arrived, bint count
     steps already counted when `counted`)."""
     cdef int32_t pc = st.lone.after_pc, i, n = st.lone.n_observes
     cdef double v
-    if counted or not fifo_steps(st, serial, pc, n + 1, True):
-        # (all the steps counted: the observes, each of the same value, then the end)
-        if st.warm:
-            v = st.now - arrived
-            for i in range(n):
-                if record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], v, serial, 0.0) < 0:
-                    return -1
-        session_out(st)
-        return 0
-    for i in range(n):      # (counted one by one, where one is too many)
+    if not counted and fifo_steps(st, serial, pc, n + 1, True):
+        return fifo_leave_stepwise(st, serial, arrived)
+    # (all the steps counted: the observes, each of the same value, then the end)
+    if st.warm:
+        v = st.now - arrived
+        for i in range(n):
+            if record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], v, serial, 0.0) < 0:
+                return -1
+    session_out(st)
+    return 0
+
+
+cdef int fifo_leave_stepwise(State* st, int64_t serial, double arrived) noexcept nogil:
+    """fifo_leave when its steps do not all fit the instant's bound: counted one by one, where one
+    is too many (out of line: it keeps fifo_leave small enough for gcc to inline)."""
+    cdef int32_t pc = st.lone.after_pc, i, n = st.lone.n_observes
+    for i in range(n):
         if fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
             return -1
         if st.warm and record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, serial, 0.0) < 0:
