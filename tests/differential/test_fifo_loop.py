@@ -50,6 +50,11 @@ IN_SHAPE = {
     "inf_work": _program("fifo(2)", "hi", "poisson(0.5)", "horizon 30;"),
     "h2_work": _program("fifo(8)", "~h2(1, 4)", "poisson(6)", "horizon 100; seed 12;"),
     "renewal_gaps": _program("fifo(2)", "~erlang(3, 1.5)", "renewal(~uniform(0.5, 1.5))", "horizon 300; seed 13;"),
+    # fifo_loop's own paths (round 6): `~exp(m)` drawn without the dispatch, of means other than 1;
+    # a window's middle taken while the live sessions' area is kept in the stage's; arrival limits
+    "exp_mean_small": _program("fifo(1)", "~exp(0.37)", "poisson(2.2)", "horizon 300; warmup 30; seed 14;"),
+    "exp_mean_large_8": _program("fifo(8)", "~exp(3.5)", "poisson(2.1)", "horizon 200; warmup 40; seed 15;"),
+    "arrival_limit": _program("fifo(2)", "~exp(1)", "poisson(1.8)", "horizon 500; arrivals 150; seed 16;"),
 }
 
 # just outside the shape (the work reads the session): the general loop runs it
