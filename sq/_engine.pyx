@@ -674,15 +674,50 @@ cdef object _set_arrivals(State* st, lowered, double horizon):
         st.mod_phase = -1
         return rates, leave
     if st.arrival_kind == A_RENEWAL_RATE:
-        from sq.traces.rate import operational_time
-        cum, st.op_width = operational_time(lowered.rate, horizon)
-        cum = _contig(cum, _F64)
+        cum = _operational_time(st, lowered.rate_expr, horizon)
         st.op_cum = <const double*> data_of(cum)
         st.op_n = len(cum) - 1
         st.op_cell = 0
         st.op_at = 0.0
         return (cum,)
     return ()
+
+
+cdef object _operational_time(State* st, int32_t rate, double horizon):
+    """A renewal's rate(r) integrated, Λ at the cells' edges (sq/traces/rate.py says how): r is
+    evaluated with `now` at each cell's Gauss points by the expression code the run reads."""
+    from sq.traces.rate import OPERATIONAL_CELLS, GAUSS_NODES, GAUSS_WEIGHTS
+    cdef int64_t cells = OPERATIONAL_CELLS, k
+    cdef int j, bad = 0
+    cdef double nodes[4]
+    cdef double weights[4]
+    cdef double width = horizon / cells, left, mean, r = 0.0, saved = st.now
+    for j in range(4):
+        nodes[j], weights[j] = GAUSS_NODES[j], GAUSS_WEIGHTS[j]
+    cum = np.empty(cells + 1)
+    cdef double[::1] c = cum
+    c[0] = 0.0
+    with nogil:
+        k = 0
+        while k < cells and not bad:
+            left = k * width
+            mean = 0.0
+            for j in range(4):
+                st.now = left + (nodes[j] + 1) * width / 2
+                r = evaluate(st, rate, -1, &st.rng_arrival, NAN)
+                bad = st.error.code or not (r >= 0) or not isfinite(r)
+                if bad:
+                    break
+                mean += weights[j] / 2 * r
+            c[k + 1] = c[k] + mean * width
+            k += 1
+    if bad:
+        st.error.code = 0
+        raise SqError(f"the renewal's rate at time {st.now:g} is {r:g}: a rate must be finite and >= 0",
+                      phase="run", item=("arrival", "rate"))
+    st.now = saved
+    st.op_width = width
+    return cum
 
 
 def _trace_sink(trace, lines):

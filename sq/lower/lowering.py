@@ -125,8 +125,9 @@ class Lowered:
     trace: str | None = None    # the trace file, read when the run starts
     trace_ordered: bool = False
     replay: dict | None = None  # arrive replay's settings (sq.ir.REPLAY_KEYS), read when the run starts
-    rate: dict | None = None    # a poisson rate that reads `now`, or a renewal's `rate(r)`: its IR, bounded
-                                # (poisson) or integrated (renewal) when the run starts (sq/traces/rate.py)
+    rate: dict | None = None    # a poisson rate that reads `now`: its IR, bounded when the run starts
+                                # (sq/traces/rate.py)
+    rate_expr: int = -1         # a renewal's `rate(r)`: its expression offset, integrated when the run starts
     modulated: tuple | None = None   # a modulated poisson's (rates, leaving rates), float64 arrays
     prefix_cap: float = -1.0    # `trace "F" prefix(C)`: C blocks shared by content id (-1: none)
     slot_prefix: tuple = (-1, -1)   # the attributes it sets: hit_blocks, prompt_blocks
@@ -279,7 +280,8 @@ class _Lowering:
                         "arrival_gap": self.expr(arg), "open_arrivals": True, "rate": arg}
             elif name == "RenewalRate":
                 return {"arrival_kind": A_RENEWAL_RATE, "arrival_rate": 0.0, "arrival_count": 0,
-                        "arrival_gap": self.expr(arg["gap"]), "open_arrivals": True, "rate": arg["rate"]}
+                        "arrival_gap": self.expr(arg["gap"]), "open_arrivals": True,
+                        "rate_expr": self.expr(arg["rate"])}
             elif name == "Modulated":
                 return {"arrival_kind": A_MODULATED, "arrival_rate": 0.0, "arrival_count": 0, "arrival_gap": -1,
                         "open_arrivals": True,

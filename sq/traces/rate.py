@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from sq.errors import SqError
 
@@ -151,64 +150,13 @@ def _span(values):
 
 # ---------------------------------------------------------------- renewal gaps in operational time
 # `arrive renewal(g) rate(r);` (an extension) runs the renewal in r's operational time
-# Λ(t) = ∫₀ᵗ r: the arrival after one at t comes at Λ⁻¹(Λ(t) + g). Λ is tabled here before the run
-# on OPERATIONAL_CELLS equal cells of [0, horizon], r averaged over each cell by 4-point
-# Gauss-Legendre quadrature (exact for a rate that is a polynomial of degree up to 7 on a cell);
-# the engine inverts the table, linear in each cell. So the process is exactly the renewal in the
-# operational time of r averaged cell by cell — for a smooth rate, or one that jumps at a few
-# instants, indistinguishable from r's own.
+# Λ(t) = ∫₀ᵗ r: the arrival after one at t comes at Λ⁻¹(Λ(t) + g). The engine tables Λ when the run
+# starts (`_operational_time` in sq/_engine.pyx) on OPERATIONAL_CELLS equal cells of [0, horizon],
+# r averaged over each cell by 4-point Gauss-Legendre quadrature (exact for a rate that is a
+# polynomial of degree up to 7 on a cell), r evaluated by the engine's own expression code, so it is
+# the rate the thinning of `poisson(r)` would read; it inverts the table, linear in each cell. So the
+# process is exactly the renewal in the operational time of r averaged cell by cell — for a smooth
+# rate, or one that jumps at a few instants, indistinguishable from r's own.
 OPERATIONAL_CELLS = 1 << 18
-_GAUSS_X = (-0.8611363115940526, -0.3399810435848563, 0.3399810435848563, 0.8611363115940526)
-_GAUSS_W = (0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538)
-
-
-def operational_time(expr, horizon: float, cells: int = OPERATIONAL_CELLS):
-    """Λ at the cells' edges (float64, cells + 1 values from 0) and the cells' width."""
-    width = horizon / cells
-    left = np.arange(cells, dtype=np.float64) * width
-    mean = np.zeros(cells)
-    for x, w in zip(_GAUSS_X, _GAUSS_W):
-        r = np.broadcast_to(_values(expr, left + (x + 1) * width / 2), (cells,))
-        bad = np.flatnonzero(~(r >= 0) | ~np.isfinite(r))
-        if len(bad):
-            k = bad[0]
-            raise SqError(f"the renewal's rate at time {left[k] + (x + 1) * width / 2:g} is {r[k]:g}: "
-                          f"a rate must be finite and >= 0", phase="run", item=("arrival", "rate"))
-        mean += w / 2 * r
-    cum = np.empty(cells + 1)
-    cum[0] = 0.0
-    np.cumsum(mean * width, out=cum[1:])
-    return cum, width
-
-
-def _values(e, now):
-    """The rate's IR expression at each time of `now` (numpy), as the engine evaluates it."""
-    (tag, body), = e.items()
-    if tag == "Num":
-        return np.float64(float(body))
-    if tag == "Ctx":
-        return now
-    if tag == "Unary":
-        op, a = body
-        v = _values(a, now)
-        return -v if op == "Neg" else (v == 0).astype(np.float64)
-    if tag == "Cond":
-        test, a, b = body
-        return np.where(_values(test, now) != 0, _values(a, now), _values(b, now))
-    if tag == "Binary":
-        op, a, b = body
-        x, y = _values(a, now), _values(b, now)
-        with np.errstate(all="ignore"):
-            return _NUMPY_BINARY[op](x, y) * 1.0
-    fn, args = body
-    xs = [_values(a["Expr"], now) for a in args]
-    with np.errstate(all="ignore"):
-        return _NUMPY_CALLS[fn](*xs) * 1.0
-
-
-_NUMPY_CALLS = {"Min": np.fmin, "Max": np.fmax, "Pow": np.power, "Abs": np.abs, "Floor": np.floor,
-                "Ceil": np.ceil, "Sqrt": np.sqrt, "Exp": np.exp, "Ln": np.log, "Sin": np.sin, "Cos": np.cos}
-_NUMPY_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
-                 "Lt": np.less, "Le": np.less_equal, "Gt": np.greater, "Ge": np.greater_equal, "Eq": np.equal,
-                 "Ne": np.not_equal, "And": lambda x, y: np.logical_and(x != 0, y != 0),
-                 "Or": lambda x, y: np.logical_or(x != 0, y != 0)}
+GAUSS_NODES = (-0.8611363115940526, -0.3399810435848563, 0.3399810435848563, 0.8611363115940526)
+GAUSS_WEIGHTS = (0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538)
