@@ -89,3 +89,24 @@ def test_poisson_zero_takes_the_lone_loop_not_fifo_loop_and_reports_pyserqs_json
     lone, fifo = _engine.lone_queues()[1], _engine.lone_queues()[3]
     same_json(RATE_ZERO)
     assert _engine.lone_queues()[1] == lone + 1 and _engine.lone_queues()[3] == fifo
+
+
+@pytest.mark.parametrize("name", ["mm1", "mm8_overloaded", "warmup", "exp_mean_large_8"])
+def test_the_window_middle_is_lone_loops(name):
+    """fifo_loop keeps the live sessions' area in the stage's and copies it where it is read: the
+    live growth over the window's halves (from the window's middle; not in the JSON, so not held
+    to pyserq) is lone_loop's, to the bit, and so are the overload warnings."""
+    import sq  # noqa: PLC0415
+
+    program = sq.compile(source=IN_SHAPE[name])
+    outcomes = []
+    try:
+        for own in (True, False):
+            _engine.lone_queues(True, fifo=own)
+            runs = _engine.lone_queues()[3]
+            report = sq.run(program)
+            assert _engine.lone_queues()[3] == runs + own, "fifo_loop taken or not as asked"
+            outcomes.append((repr(report.growth), report.warnings))
+    finally:
+        _engine.lone_queues(True, fifo=True)
+    assert outcomes[0][0] != "nan" and outcomes[0] == outcomes[1]
