@@ -71,6 +71,29 @@ cdef inline void sample_areas(State* st) noexcept nogil:
         tl_pools(st)
 
 
+cdef inline void sample_repeat(State* st, bint grown) noexcept nogil:
+    """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run).
+    Since the previous sample (the run's iteration before) only that iteration's end and this
+    plan ran: no event else and no session, so the live count and every stage's values are as
+    they were and no stage was touched or newly marked, and only a grow (`grown`: one was due
+    in this plan, plan_again's *moved) moved or touched a pool (its evictions with it). That
+    sample visited every sampled row but the untouched step stages and pools and left each one
+    it kept deferred (lag_at >= 0), so visiting those again would defer each and change nothing:
+    only the logs of gaps move (a lone stage or pool is never deferred: sample_lone_*)."""
+    if grown or st.n_pools == 1:
+        sample_every_pool(st)
+    elif st.n_pools > 0 and lag_tick(&st.pool_lag, st.now):
+        lag_flush_pools(st)
+    if st.n_stages == 1:
+        sample_lone_stage(st)
+        return
+    area_set(&st.live_area, st.now, <double> st.live)
+    if lag_tick(&st.stage_lag, st.now):
+        lag_flush_stages(st)
+    if st.tl != NULL:
+        tl_pools(st)
+
+
 cdef inline void sample_lone_stage(State* st) noexcept nogil:
     """sample_areas for a program of one stage (a plain queue): its row tested without the row
     set's search, and never deferred."""
@@ -854,6 +877,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef int plan
     cdef int64_t quiet = 0          # the repeats to come planned the same with no grow due (plan_unchanged)
     cdef bint checked               # this plan was read by plan_unchanged (not a quiet repeat)
+    cdef bint grants = False        # the quiet repeats may grow (plan_unchanged: each granted)
+    cdef bint moved = False         # a grow was due in this plan (plan_again: a pool may have moved)
     cdef double duration = 0.0      # the iteration just begun's, and its totals: n
     cdef IterTotals n
     cdef Event end
@@ -874,7 +899,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             checked = quiet == 0
             if checked:
-                plan = plan_unchanged(st, s, na, True, &quiet)
+                plan = plan_unchanged(st, s, na, True, &quiet, &grants)
             else:
                 quiet -= 1
                 plan = PLAN_SAME
@@ -885,23 +910,24 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             return 0
         else:
             checked = True
-            plan = plan_unchanged(st, s, na, False, &quiet)
+            plan = plan_unchanged(st, s, na, False, &quiet, &grants)
         if plan == PLAN_CHANGED:
             settle(st)
             return 0
         # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
-        # totals) keeps its duration when its cost reads only them
-        if again and plan == PLAN_SAME and s.cost_repeats and not st.kv_iteration:
-            if checked:
-                duration = plan_again(st, s, k, na, &n, True, True, duration)
-            else:
-                duration = plan_again(st, s, k, na, &n, True, False, duration)
+        # totals, but the KV sums after a grow) keeps its duration when its cost reads only them
+        if again and plan == PLAN_SAME and s.cost_repeats:
+            duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved)
         else:
-            duration = plan_again(st, s, k, na, &n, False, True, 0.0)
+            duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
         if duration < 0:
             return 0
-        sample_every_pool(st)                           # its step 5 (the flows are clean)
-        sample_areas(st)
+        # its step 5 (the flows are clean)
+        if again:
+            sample_repeat(st, moved)
+        else:
+            sample_every_pool(st)
+            sample_areas(st)
         end.t = st.now + duration
         nxt = next_event(st)
         if not (end.t > st.now and end.t <= st.horizon and (nxt == NULL or nxt.t > end.t)

@@ -346,10 +346,71 @@ cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, do
             n.kvp += job_units(st, j, s.memory)
 
 
+cdef inline bint plan_decodes(State* st, Stage* s, double* left_out, IterTotals* n) noexcept nogil:
+    """plan_pass's visits of the residents from the cursor on, as next_in_order gives them (in
+    order, not exclusive, no stamps), while each is a decode whose visit calls nothing: its tokens
+    > 0, its owner not stalled, no grow due and its frame marked grown already (mark_grown would
+    return at once), room in the assignment. Each such visit makes plan_pass's writes, in its
+    order (the position, the entry, what is left), with the tables' pointers in locals: nothing
+    here is a call or a store that may move them. The first other resident is left to plan_pass's
+    own visit (the cursor before it). Each entry's tokens and decode are added to n's token
+    totals, as plan_pass adds them. True: the budget is spent (plan_pass's pass ends)."""
+    cdef int64_t r = s.cursor, nres = s.nres, na = s.na, cap = s.a_cap, fj
+    cdef int32_t j
+    cdef double left = left_out[0], tokens, pos, ntok = n.ntok, ndec = n.ndec
+    cdef bint spent = False
+    cdef int32_t* res = s.res
+    cdef int32_t* mode = st.jobs.mode
+    cdef double* work = st.jobs.work
+    cdef int32_t* growing = st.jobs.growing
+    cdef int32_t* owner = st.jobs.owner
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef int64_t* grow_at = st.sess.grow_at
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    cdef char* grown = st.sess.frame_grown
+    cdef Assigned* a = s.assigned
+    while r < nres and na < cap:
+        j = res[r]
+        if mode[j] != M_DECODE:
+            break
+        tokens = min_of(min_of(1.0, work[j]), left)     # min_of(want_of(M_DECODE, ...), left)
+        if not (tokens > 0):
+            break
+        if growing[j] >= 0:
+            fj = frame[j]
+            if grow_at[owner[j]] >= 0 or fj < 0 or not grown[fj]:
+                break
+            pos = frame_pos[fj] + tokens
+            if pos - frame_alloc[fj] > EPS:
+                break                   # a grow is due
+            frame_pos[fj] = pos
+        a[na].job = j
+        a[na].id = ids[j]
+        a[na].tok = tokens
+        na += 1
+        r += 1
+        ntok += tokens
+        ndec += 1.0
+        left -= tokens
+        if left <= 0:
+            spent = True
+            break
+    s.cursor = r
+    s.na = na
+    left_out[0] = left
+    n.ntok = ntok
+    n.ndec = ndec
+    return spent
+
+
 cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double chunk,
-                          double* attention, bint excl, bint in_order) noexcept nogil:
+                          double* attention, bint excl, bint in_order, IterTotals* n) noexcept nogil:
     """start_iteration's pass over the residents (and the admissions when none is left): the
-    assignment in s.assigned (0, or -1 on an error)."""
+    assignment in s.assigned (0, or -1 on an error), and n's token totals (ntok, npre, ndec)
+    summed over its entries as they are pushed (count_assigned's sums without the KV ones; an
+    exclusive pass's are not its final assignment's)."""
     cdef double left = budget, tokens, need
     cdef bint resident_prefill = False, is_prefill
     cdef int32_t mode, j, owner, row
@@ -362,6 +423,8 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
         s.cursor = 0                    # a new pass: no one is served yet
         s.pass_open = True              # (start_iteration closes it)
     while True:
+        if in_order and not excl and not s.stamped and plan_decodes(st, s, &left, n):
+            break                       # the budget is spent
         if in_order:
             j = next_in_order(st, s)
         else:
@@ -411,6 +474,11 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
             left = budget
         if assign_push(st, s, j, tokens) < 0:
             return -1
+        n.ntok += tokens
+        if mode == M_DECODE:
+            n.ndec += 1.0
+        else:
+            n.npre += tokens
         left -= tokens
         if left <= 0 or (excl and is_prefill):
             break
@@ -437,11 +505,12 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_left = False
     st.serve_stamp += 1
     st.iter_preempted = 0
+    memset(&n, 0, sizeof(n))
     # (the common stage, in order and not exclusive, gets plan_pass with those tests compiled out)
     if not s.excl and s.serve_count == 0:
-        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, False, True, &n)
     else:
-        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0)
+        planned = plan_pass(st, s, k, budget, chunk, &attention, s.excl, s.excl or s.serve_count == 0, &n)
     s.pass_open = False
     s.stamped = False
     if planned < 0:
@@ -465,12 +534,15 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
                     mark_grown(st, fj)
     if s.na == 0 and not st.iter_preempted:
         return                          # no iteration
-    # the totals over the final assignment, in its order (a loop without calls but job_units'
-    # rare one: its sums stay in registers, which the planning loop's calls would not let them)
-    memset(&n, 0, sizeof(n))
-    for r in range(s.na):
-        j = s.assigned[r].job
-        count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
+    # the totals over the final assignment, in its order: plan_pass's token sums are those
+    # where every entry it pushed is in it (no preemption removed one, no exclusive prefill
+    # replaced the decodes) and no KV sums are made; else a loop without calls but job_units'
+    # rare one (its sums stay in registers, which the planning loop's calls would not let them)
+    if kv or st.iter_preempted or s.excl:
+        memset(&n, 0, sizeof(n))
+        for r in range(s.na):
+            j = s.assigned[r].job
+            count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
     duration = begin_iteration(st, s, k, &n, attention, budget)
     if duration < 0:
         return                          # the cost failed
@@ -562,10 +634,12 @@ cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* 
 # begin_iteration's.
 #
 # An iteration that repeats the previous one of the same run (the same residents, not one
-# finished, each given the same tokens: PLAN_SAME) has that one's totals, so the same context;
-# when its cost reads nothing else (Stage.cost_repeats, and no KV sums among the totals, which
-# a grow moves) it has the same duration too, and plan_again redoes only the positions and grows
-# and begins it with those (iteration_begins).
+# finished, each given the same tokens: PLAN_SAME) has that one's token counts; its KV sums
+# (st.kv_iteration) are each resident's allocation, which only a grow moves (no session runs in
+# between), so where no grow is due in its plan it has that one's totals too, so the same
+# context (plan_again makes the totals afresh where one is). When its
+# cost reads nothing else (Stage.cost_repeats) it has the same duration too, and plan_again
+# redoes only the positions and grows and begins it with those (iteration_begins).
 cdef enum:
     PLAN_CHANGED = 0    # plan_unchanged: the plan is another; settle makes it
     PLAN_SAME = 1       # every resident given the tokens its entry holds
@@ -582,6 +656,18 @@ cdef enum:
 # the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
 # So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
 # test (none is due) and without marking the frames grown (the plan before them did).
+#
+# Quiet repeats with grows (*grants). Past a block boundary the plan is still the same if each
+# grow due is granted (grow_now: `used` plus its need within the cap) and its evictions are
+# plain (plain_evictions): then plan_pass takes grow_now's grant as plan_again does. All growing
+# residents on one pool p: after the t-th repeat a resident's allocation is at most
+# round_up(position + t + 1) <= position + t + 1 + block (position and allocation as this plan
+# reads them, before it; its grows and the rounding within the 1 of margin below), and `used`
+# only grows by grows, so through t <= q repeats every grow fits while
+# used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
+# this plan's grows (which the sum counts again: a margin). plan_unchanged counts the larger of
+# the two counts (the work's bound above holds for both); plan_again then tests each resident's
+# grow, and makes the totals afresh after one (its KV sums moved).
 cdef extern from *:
     """
     #define SQ_QUIET_MAX 1024.0
@@ -597,7 +683,8 @@ cdef enum:
     QUIET_RESIDENTS = 6
 
 
-cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet) noexcept nogil:
+cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
+                               bint* grants) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -605,15 +692,19 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
-    known to plan the same with no grow due (see QUIET_MAX; counted for QUIET_RESIDENTS at most),
-    0 unless PLAN_SAME."""
+    known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
+    PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
-    cdef int64_t r, fj
+    cdef double qn = QUIET_MAX      # the quiet count with no grow due
+    cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
+    cdef int64_t r, fj, ngrow = 0
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
+    cdef int32_t gpool = -1             # the pool every growing resident grows on (-2: several)
     cdef int plan = PLAN_SAME
     cdef bint counting = na <= QUIET_RESIDENTS
     cdef Pool* p
     quiet[0] = 0
+    grants[0] = False
     if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
                                        or not s.chunk_fixed)):
         return PLAN_CHANGED
@@ -642,9 +733,14 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
             if counting:
-                x = alloc - pos - 2.0 if alloc < QUIET_POSITIONS else 0.0
-                if not (x >= q):
-                    q = x
+                if not (alloc < QUIET_POSITIONS):
+                    q = 0.0
+                x = alloc - pos - 2.0
+                if not (x >= qn):
+                    qn = x
+                spare += x - st.pools[row].block
+                ngrow += 1
+                gpool = row if gpool == -1 or gpool == row else -2
             need = pos + tokens - alloc
             if need > EPS:
                 p = &st.pools[row]
@@ -662,24 +758,36 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
     if counting and plan == PLAN_SAME and q >= 1.0:
-        quiet[0] = <int64_t> q
+        if ngrow > 0:
+            # grows granted: the pool's room after this plan's grows, shared by the growing residents
+            x = 0.0
+            if gpool >= 0 and plain_evictions(st, &st.pools[gpool]):
+                p = &st.pools[gpool]
+                x = floor((p.cap - (used if grown >= 0 else p.used) + spare) / <double> ngrow)
+            if x >= qn and x >= 1.0:
+                grants[0] = True
+                qn = x
+            if not (qn >= q):
+                q = qn                  # (a NaN count gives none)
+        if q >= 1.0:
+            quiet[0] = <int64_t> q
     return plan
 
 
 cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
-                              bint grows, double duration) noexcept nogil:
+                              bint grows, double duration, bint* moved) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
     writes redone in its order) and begun. `same`: the iteration repeats the previous one of the
-    run, whose totals n holds and whose cost, `duration`, is this one's (Stage.cost_repeats), so only
-    the positions and grows are redone. `grows` False: a quiet repeat (no grow due, the frames
-    marked grown). Its duration (-1: the cost failed)."""
+    run, whose totals n holds (its KV sums too unless a grow was due: then they are made afresh)
+    and whose cost, `duration`, is this one's (Stage.cost_repeats), so only the positions and
+    grows are redone. `grows` False: a quiet repeat with no grow due (the frames marked grown).
+    *moved: some grow was due (a pool and an allocation may have moved). Its duration (-1: the
+    cost failed)."""
     cdef double need
     cdef int64_t r, fj
     cdef int32_t j
-    cdef bint kv = st.kv_iteration
+    cdef bint kv = st.kv_iteration, due = False
     cdef Assigned* a
-    if not same:
-        memset(n, 0, sizeof(IterTotals))
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
@@ -692,14 +800,20 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
                 need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
                 if need > EPS:
                     grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
+                    due = True
             st.sess.frame_pos[fj] += a.tok
             if grows:
                 mark_grown(st, fj)
         if not same:
             a.id = st.jobs.id[j]
-            count_assigned(st, s, j, M_DECODE, a.tok, n, kv)
+    moved[0] = due
     s.cursor = s.nres
-    if not same:
+    if not same or (due and kv):
+        # the totals over the assignment, in its order (each resident's KV is its own allocation,
+        # which the grows of the others do not move)
+        memset(n, 0, sizeof(IterTotals))
+        for r in range(na):
+            count_assigned(st, s, s.assigned[r].job, M_DECODE, s.assigned[r].tok, n, kv)
         duration = iteration_cost(st, s, n, 0.0)
         if duration < 0:
             return -1.0
@@ -793,7 +907,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     cdef Stage* s = &st.stages[k]
     cdef int64_t r, nfin = 0
     cdef int32_t j, owner
-    cdef bint finished, decode, left = s.iter_left
+    cdef bint finished, decode, left = s.iter_left, plain
     # A decode token of a job whose previous decode token was its owner's last token continues
     # the turn's tokens (what token() left is still there: the owner waits in the job, a
     # preemption removes the job, the turn cannot move meanwhile), so only its gap and time are
@@ -812,9 +926,16 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     iteration_areas_end(st, s)
     s.iter_kind = 0
     s.iter_decodes = 0
-    for r in range(s.na):
+    r = 0
+    plain = s.na >= PLAIN_ENTRIES
+    while True:
+        if plain:
+            r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
+        if r >= s.na:
+            break
         a = &s.assigned[r]
         j = a.job
+        r += 1
         # (a job is removed from the residents only by leave_residents: if none left, all are there)
         if left and st.jobs.id[j] != a.id:
             continue                    # removed since the start
@@ -859,6 +980,55 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             if st.error.code:
                 return
     s.na = 0
+
+
+cdef enum:
+    # end_iteration takes end_decodes for this many entries or more: for fewer its set-up costs
+    # more than its loop saves (the light engine's one to three residents)
+    PLAIN_ENTRIES = 4
+
+
+cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint warm, double now,
+                                double last_gap, double* total, int64_t* again, int64_t* nfin) noexcept nogil:
+    """end_iteration's visits of the assignment's entries from r on while each is a decode token
+    continuing its turn whose gap, when warm, is the histogram's last one (counted in *again and
+    *total, as end_iteration's own visit counts it), of a job not removed: the same writes (the
+    work, the owner's last token time, a finished job listed at the assignment's front), with the
+    tables' pointers in locals (nothing here is a call). The first other entry is left to
+    end_iteration's own visit: its index (s.na when none)."""
+    cdef int64_t na = s.na
+    cdef int32_t j, owner
+    cdef double gap, w
+    cdef Assigned* a
+    cdef Assigned* entries = s.assigned
+    cdef int64_t* ids = st.jobs.id
+    cdef int32_t* mode = st.jobs.mode
+    cdef char* decoding = st.jobs.decoding
+    cdef int32_t* owners = st.jobs.owner
+    cdef double* work = st.jobs.work
+    cdef double* itl_last = st.sess.itl_last
+    cdef int64_t* served = st.jobs.served
+    while r < na:
+        a = &entries[r]
+        j = a.job
+        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:
+            break
+        owner = owners[j]
+        if warm:
+            gap = now - itl_last[owner]
+            if not (gap == last_gap and gap > 0.0):
+                break
+            total[0] += gap
+            again[0] += 1
+        w = work[j] - a.tok
+        work[j] = w
+        itl_last[owner] = now
+        if w <= EPS:
+            served[j] = -2
+            entries[nfin[0]].job = j
+            nfin[0] += 1
+        r += 1
+    return r
 
 
 cdef inline void histogram_again(Histogram* h, double total, int64_t* again) noexcept nogil:

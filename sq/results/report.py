@@ -86,26 +86,17 @@ class Observe:
                 moments = None
         return cls(raw.name, samples, times, sessions, turns, None, moments)
 
-    def __getattr__(self, attr: str):
-        # called only for an attribute not set yet: a statistic read for the first time
-        compute = _LAZY.get(attr)
-        if compute is None:
-            raise AttributeError(f"'Observe' object has no attribute {attr!r}")
-        return self._computed(attr, compute)
-
     def _computed(self, attr: str, compute):
         kept = vars(self)
         kept.update(_summary_fields(self) if self.samples is None else compute(self))
         return kept[attr]
 
     def json_values(self) -> tuple:
-        """The JSON_FIELDS' values, those not read yet computed here (a first read through
-        __getattr__ comes after a failed lookup, whose AttributeError costs more than the
-        JSON's few statistics on a short run's samples)."""
+        """The JSON_FIELDS' values, those not read yet computed here (together: `count` is
+        always kept, the others come from one pass)."""
         kept = vars(self)
-        for name in Observe.JSON_FIELDS:
-            if name not in kept:
-                self._computed(name, _LAZY[name])
+        if "p99" not in kept or "mean" not in kept:
+            kept.update(_summary_fields(self) if self.samples is None else _json_statistics(self))
         return _OBSERVE_VALUES(self)
 
     def __repr__(self) -> str:
@@ -141,6 +132,25 @@ _LAZY = {**dict.fromkeys((name for name, _ in stats.SUMMARY_QUANTILES), _order_s
          # the JSON's statistics from one pass over the samples (the JSON reads them all); the
          # other order statistics, when read, select the p99 again, the same way
          **dict.fromkeys(("mean", "cv2", "ci", "p99"), _json_statistics)}
+
+
+class _Lazy:
+    """An Observe's statistic computed on its first read and kept in the instance (a non-data
+    descriptor: once kept, a read is a plain attribute's, not a call through `__getattr__`,
+    which made every attribute read of an Observe go through a Python-level hook)."""
+
+    def __init__(self, name: str, compute):
+        self.name, self.compute = name, compute
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return obj._computed(self.name, self.compute)
+
+
+for _attr, _compute in _LAZY.items():
+    setattr(Observe, _attr, _Lazy(_attr, _compute))
+del _attr, _compute
 
 
 # The engine's arrays are taken as they are, checked by type (a call into numpy per array of
@@ -399,14 +409,20 @@ class Report:
         iteration_trace, eviction_trace, pool_dump = (getattr(raw, "iteration_trace", None),
                                                       getattr(raw, "eviction_trace", None),
                                                       getattr(raw, "pool_dump", None))
+        # (loops, not comprehensions: a comprehension is a function call of its own, per run)
+        observes, gauges, stages, pools = {}, {}, [], []
+        for o in raw.observes:
+            observes[o.name] = Observe.from_raw(o, warmup)
+        for g in raw.gauges:
+            gauges[g.name] = Gauge.from_raw(g, warmup, end)
+        for s in raw.stages:
+            stages.append(Stage.from_raw(s, warmup, end))
+        for p in raw.pools:
+            pools.append(Pool.from_raw(p, warmup, end))
         # the fields in order, positionally (_ROW_CALL); provenance is set by sq.run
         return cls(
             float(raw.horizon), end, warmup, int(raw.seed), int(raw.events), int(raw.arrivals), int(raw.ended),
-            int(raw.turns), stats.time_means((raw.live,), warmup, end)[0],
-            {o.name: Observe.from_raw(o, warmup) for o in raw.observes},
-            {g.name: Gauge.from_raw(g, warmup, end) for g in raw.gauges} if raw.gauges else {},
-            [Stage.from_raw(s, warmup, end) for s in raw.stages],
-            [Pool.from_raw(p, warmup, end) for p in raw.pools] if raw.pools else [],
+            int(raw.turns), stats.time_means((raw.live,), warmup, end)[0], observes, gauges, stages, pools,
             SERQ_VERSION,
             list(iteration_trace) if iteration_trace else [],
             list(eviction_trace) if eviction_trace else [],
@@ -448,19 +464,36 @@ class Report:
             path, provenance = None, path
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
-        head = json_members(_HEAD_KEYS, _HEAD_VALUES(self))
-        # (lists, not generators, joined: a generator costs more to make than a row or two to write)
-        observes = ",".join([_name(o.name) + ":{" + json_members(_OBSERVE_KEYS, o.json_values()) + "}"
-                             for o in self.observes.values()])
-        gauges = ",".join([_name(g.name) + ":" + _object_json(g, Gauge.JSON_FIELDS)
-                           for g in self.gauges.values()]) if self.gauges else ""
-        stages = ",".join([_row_json(s) for s in self.stages])
-        pools = ",".join([_row_json(p) for p in self.pools]) if self.pools else ""
-        # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
-        stopped = f',"stopped":"{self.stopped}"' if self.stopped else ""
-        extra = ',"provenance":' + self._provenance_json() if provenance else ""
-        return ("{" + head + ',"observes":{' + observes + '},"gauges":{' + gauges
-                + '},"stages":[' + stages + '],"pools":[' + pools + "]" + stopped + extra + "}")
+        # the text's pieces in one list, joined once (loops, not comprehensions or generators:
+        # each is a function call of its own, per run, for a row or two); `sep` before each
+        # member but a list's first
+        parts = ["{", json_members(_HEAD_KEYS, _HEAD_VALUES(self)), ',"observes":{']
+        sep = ""
+        for o in self.observes.values():
+            parts += (sep, _name(o.name), ":{", json_members(_OBSERVE_KEYS, o.json_values()), "}")
+            sep = ","
+        parts.append('},"gauges":{')
+        sep = ""
+        for g in self.gauges.values():
+            parts += (sep, _name(g.name), ":", _object_json(g, Gauge.JSON_FIELDS))
+            sep = ","
+        parts.append('},"stages":[')
+        sep = ""
+        for s in self.stages:
+            parts += (sep, _row_json(s))
+            sep = ","
+        parts.append('],"pools":[')
+        sep = ""
+        for p in self.pools:
+            parts += (sep, _row_json(p))
+            sep = ","
+        parts.append("]")
+        if self.stopped:    # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
+            parts.append(f',"stopped":"{self.stopped}"')
+        if provenance:
+            parts += (',"provenance":', self._provenance_json())
+        parts.append("}")
+        return "".join(parts)
 
     def _provenance_json(self) -> str:
         import json  # noqa: PLC0415

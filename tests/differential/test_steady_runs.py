@@ -7,7 +7,7 @@ window's middle, counts as an event and is applied by end_iteration. Each progra
 one of the path's edges: an arrival, a delay's end or the warm-up's end exactly at an iteration's
 end (either scheduled first), a resident finishing (also after a fractional last token),
 block boundaries (a grow inside a run, two at once, a refusal that preempts right after a steady
-stretch), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
+stretch, quiet repeats past boundaries near a full card with two pools and the KV in the cost), holds waiting for the stage's admission (refused at the queue's head while a run goes on,
 or not provably so: units reading the pool, a queue in key order), the prefix cache's evictions
 while growing, gauges, costs that read `now`, the pool, the stage's work or a draw, linear costs
 (of the residents, `now`, the decodes' KV), a budget cut short, two step stages (no steady runs),
@@ -97,6 +97,12 @@ PROGRAMS = {
     "holds waiting, units reading the pool": _decode_engine("poisson(8.0)", pool="cap 1500; block 16;",
                                                             hold="kv (n + 0 * used(kv))"),
     "holds waiting in key order": _decode_engine("poisson(8.0)", pool="cap 1500; block 16; queue by (o);"),
+    # quiet repeats past block boundaries, each grow granted, on a card that fills (the grants'
+    # bound tight near the cap); two pools, whose areas a repeat defers unless its grows move the
+    # KV's; the decodes' KV in the cost, its sums made afresh after a grow
+    "grows granted near a full card, two pools, the KV in the cost": _decode_engine(
+        "poisson(5.0)", pool="cap 900; block 16;", cost="0.01 + 1e-6 * kv_decode",
+        extra="pool seqs { cap 64; admit via engine; }", hold="seqs (1), kv (n)", run="horizon 80; warmup 5;"),
     # the multi-turn chat (test_step_paths' card, smaller): the prefix cache, evictions while
     # growing, `admit via` admissions, a delay stage beside
     "cached chat": _chat(kv="6144"),

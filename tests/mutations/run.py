@@ -191,11 +191,42 @@ MUTATIONS = (
                  ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
                   "st.hold_pools_max + i]], need):\n            return True\n    return True\n"),
              )),
+    Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
+             "room without a block of growth per resident, so a grow near the cap is taken as granted", (
+                 ("_step.pxi", "                spare += x - st.pools[row].block\n", "                spare += x\n"),
+             )),
+    Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
+             "duration) of the one before though a grow moved an allocation", (
+                 ("_step.pxi", "    if not same or (due and kv):\n", "    if not same:\n"),
+             )),
+    Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
+             "its grows moved one", (
+                 ("_loop.pxi", "    if grown or st.n_pools == 1:\n", "    if st.n_pools == 1:\n"),
+             )),
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
                  ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.owner[s.res[r]]",
                   "    for r in range(s.nres):\n        slot = st.jobs.owner[s.res[r]]"),
+             )),
+    Mutation("slab-refilled-per-run", "each run fills the slab its arrays are copied into from the start "
+             "again (as if a slab were one run's scratch): kept reports' arrays are overwritten", (
+                 ("_engine.pyx", "    cdef State* st = <State*> calloc(1, sizeof(State))\n",
+                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = <State*> calloc(1, sizeof(State))\n"),
+             )),
+    Mutation("plan-decodes-grow-unchecked", "plan_decodes plans a decode whose position passes its "
+             "allocation (a grow due) without leaving it to plan_pass's visit, which grows", (
+                 ("_step.pxi", "            if pos - frame_alloc[fj] > EPS:\n                break                   # a grow is due\n",
+                  ""),
+             )),
+    Mutation("plan-totals-after-preemption", "start_iteration keeps plan_pass's token sums though a "
+             "preemption dropped an entry they count", (
+                 ("_step.pxi", "    if kv or st.iter_preempted or s.excl:\n", "    if kv or s.excl:\n"),
+             )),
+    Mutation("end-decodes-removed-read", "end_decodes applies the tokens of an entry whose job was "
+             "removed during the iteration (its id not tested after a resident left)", (
+                 ("_step.pxi", "        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:",
+                  "        if mode[j] != M_DECODE or not decoding[j]:"),
              )),
 )
 
@@ -203,9 +234,12 @@ MUTATIONS = (
 # rarely reach (test_steady_runs: gauges read and the window's middle taken while a steady run
 # repeats; test_replicas: rows whose time averages are deferred while others move; test_fifo_loop:
 # a lone fifo stage's own loop, which the random programs seldom take; test_ps_loop: a lone ps
-# stage's, likewise).
+# stage's, likewise; test_step_paths: the step engine's planning and ending shortcuts, the heavy
+# row's preempting card among them; test_run_reuse: many kept runs of one compiled program, whose
+# arrays share slabs).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
-              "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py"]
+              "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
+              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],

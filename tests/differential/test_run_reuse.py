@@ -1,0 +1,137 @@
+"""Many runs of one compiled program (a sweep's), kept, against fresh compiles and pyserq 0.1.2.
+
+A short run's sample arrays are copied into slabs shared by the arrays of many runs
+(sq/_engine.pyx, `_slab_array`), and what a run sets up it may keep from the runs before: so each
+kept report must still be its own run's after the runs that follow it — also when two threads run
+the program at once (the engine lets go of the GIL while it runs) — and equal a fresh compile's and
+pyserq's JSON text.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import sq
+from tests.helpers.oracle import needs_reference
+
+_engine = pytest.importorskip("sq._engine")
+
+# M/M/1 (a sweep's) with a warm-up, a gauge and two observes: each run hands over six arrays
+PROGRAM = """
+stage server : fifo(1);
+workload { arrive poisson(0.9); }
+gauge queue = queue(server);
+session { set t0 = now; run server (~exp(1)); observe response = now - t0; observe half = (now - t0) / 2; }
+run { warmup 20; }
+"""
+ARRIVALS = 300
+ARRAYS = ("samples", "times", "sessions", "turns")
+
+
+def _compiled():
+    return sq.compile(source=PROGRAM, horizon=1e9, arrivals=ARRIVALS)
+
+
+def _arrays(report) -> dict:
+    """Copies of every array a report holds (what a later run must not change)."""
+    out = {f"{name}.{field}": np.array(getattr(o, field), copy=True)
+           for name, o in report.observes.items() for field in ARRAYS}
+    out.update({f"{name}.{field}": np.array(getattr(g, field), copy=True)
+                for name, g in report.gauges.items() for field in ("times", "values")})
+    return out
+
+
+def _same_arrays(report, expected: dict) -> bool:
+    got = _arrays(report)
+    return got.keys() == expected.keys() and all(
+        got[k].dtype == expected[k].dtype and np.array_equal(got[k], expected[k], equal_nan=True) for k in got)
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict:
+    """Seed -> (JSON text, arrays) of a run of a program compiled for that run alone."""
+    out = {}
+    for seed in range(1, 121):
+        report = sq.run(_compiled(), seed=seed)
+        out[seed] = (report.json(), _arrays(report))
+    return out
+
+
+def test_kept_runs_of_one_program_equal_fresh_compiles(fresh):
+    program = _compiled()
+    kept = [sq.run(program, seed=seed) for seed in range(1, 121)]    # several runs to a slab
+    for seed, report in enumerate(kept, 1):
+        text, arrays = fresh[seed]
+        assert report.json() == text, seed
+        assert _same_arrays(report, arrays), seed
+
+
+def test_kept_arrays_are_their_own(fresh):
+    program = _compiled()
+    kept = [sq.run(program, seed=seed) for seed in range(1, 61)]
+    # no two arrays of any runs share memory (a slab hands each piece out once)
+    every = [getattr(o, field) for r in kept for o in r.observes.values() for field in ARRAYS]
+    every += [getattr(g, field) for r in kept for g in r.gauges.values() for field in ("times", "values")]
+    every = [a for a in every if len(a)]
+    starts = sorted((a.__array_interface__["data"][0], a.nbytes) for a in every)
+    assert all(start + nbytes <= after for (start, nbytes), (after, _) in zip(starts, starts[1:]))
+    # writing into one run's arrays leaves the others as they were, and they stay writeable
+    kept[10].observes["response"].samples[:] = -1.0
+    kept[10].observes["response"].turns[:] = 7
+    for seed in (10, 12):
+        assert _same_arrays(kept[seed - 1], fresh[seed][1])
+    # a report kept when the runs around it are dropped keeps its arrays (its slab lives on)
+    survivor = kept[29]
+    del kept, every, starts
+    for seed in range(61, 121):       # later runs take the memory the dropped ones gave back
+        sq.run(program, seed=seed)
+    assert _same_arrays(survivor, fresh[30][1]) and survivor.json() == fresh[30][0]
+
+
+def test_two_threads_running_one_program_at_once(fresh):
+    program = _compiled()
+    kept: dict[int, object] = {}
+    errors = []
+
+    def sweep(seeds):
+        try:
+            for seed in seeds:
+                kept[seed] = sq.run(program, seed=seed)
+        except BaseException as e:      # (reported by the test, not lost in the thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=sweep, args=(range(first, 121, 2),)) for first in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sorted(kept) == list(range(1, 121))
+    for seed, report in kept.items():
+        assert report.json() == fresh[seed][0], seed
+        assert _same_arrays(report, fresh[seed][1]), seed
+
+
+def test_a_long_run_hands_over_its_own_buffers():
+    # past the slab's largest piece (256 KiB: 32,768 doubles) a run's arrays are its own buffers
+    report = sq.run(sq.compile(source=PROGRAM, horizon=1e9, arrivals=40_000), seed=3)
+    samples = report.observes["response"].samples
+    assert len(samples) > 32_768 and samples.base is not None
+    again = sq.run(sq.compile(source=PROGRAM, horizon=1e9, arrivals=40_000), seed=3)
+    assert report.json() == again.json() and _same_arrays(report, _arrays(again))
+
+
+@needs_reference
+def test_kept_runs_equal_pyserq():
+    import json
+
+    import pyserq
+
+    program = _compiled()
+    kept = [sq.run(program, seed=seed) for seed in range(1, 41)]
+    reference = pyserq.compile(source=PROGRAM, horizon=1e9, arrivals=ARRIVALS)
+    ir = json.loads(reference.to_json())
+    for seed, report in enumerate(kept, 1):
+        ir["seed"] = seed
+        assert report.json() == pyserq.run(pyserq.Program.from_json(json.dumps(ir))).json(), seed
