@@ -301,13 +301,14 @@ cdef inline void fail_as(State* st, int code, int64_t serial, double value, int6
 ctypedef fused HeapItem:
     Event
     PsEntry
+    FifoEnd         # (fifo_loop's own heap: an Event's order, by time then seq)
 
 
 cdef inline bint before(HeapItem* x, HeapItem* y) noexcept nogil:
-    if HeapItem is Event:
-        return x.t < y.t or (x.t == y.t and x.seq < y.seq)
-    else:
+    if HeapItem is PsEntry:
         return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)
+    else:
+        return x.t < y.t or (x.t == y.t and x.seq < y.seq)
 
 
 cdef inline int before_flag(HeapItem* x, HeapItem* y) noexcept nogil:
@@ -315,10 +316,10 @@ cdef inline int before_flag(HeapItem* x, HeapItem* y) noexcept nogil:
     sum: which of two children is the smaller is a coin toss in a heap of a few random times
     (M/M/8's finishes, a ps stage's tags), and the short-circuit form's branches were mispredicted
     there (callgrind --branch-sim). Where the outcome picks a branch anyway, `before` is cheaper."""
-    if HeapItem is Event:
-        return (x.t < y.t) | ((x.t == y.t) & (x.seq < y.seq))
-    else:
+    if HeapItem is PsEntry:
         return (x.tag < y.tag) | ((x.tag == y.tag) & (x.id < y.id))
+    else:
+        return (x.t < y.t) | ((x.t == y.t) & (x.seq < y.seq))
 
 
 cdef inline int heap_push(State* st, HeapItem** heap, int64_t* cap, int64_t* n, int64_t first,

@@ -32,12 +32,21 @@ cdef struct PsRows:
 cdef void ps_loop(State* st) noexcept nogil:
     """lone_loop for a ps stage, with its own rows (PsRows) instead of the session and job tables."""
     cdef PsRows t
+    cdef Stage* s = &st.stages[st.lone.stage]
+    # the live sessions' area equals the stage's number area at every sample (after each event
+    # every live session's job is at the stage: a session without work ends in the event it
+    # arrives in; both start at 0, as settle's sample at time 0 finds neither, and the warm-up
+    # restarts both): while they are alike at the start (bitwise) only the stage's is sampled,
+    # and copied into the other where it is read (before instant_over, and here at the end)
+    cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
     t.cap = 0
     t.nfree = 0
     t.row = NULL
     t.free = NULL
     if ps_rows_grow(st, &t) == 0:
-        ps_events(st, &st.stages[st.lone.stage], st.lone.stage, &t)
+        ps_events(st, s, st.lone.stage, &t, alike)
+        if alike:
+            st.live_area = s.number
     free(t.row)
     free(t.free)
 
@@ -61,19 +70,23 @@ cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
     return 0
 
 
-cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept nogil:
+cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike) noexcept nogil:
     """ps_loop's events (its rows set up): each ends with at most one session going on (observing
     and ending), then the stage's reschedule and the area samples, in lone_loop's order."""
     cdef Event e, cur        # cur: the stage's current finish (seq NO_EVENT: none pending)
     cdef Event* nxt
     cdef PsJob job
     cdef int32_t row
-    cdef bint leaving
+    cdef int counted
+    cdef bint leaving, fresh
     cdef double w
     cdef double rates[LONE_RATES]
     cdef bint fixed = lone_rates(s, rates)
     cdef int64_t limit = st.limit           # (the run's settings, in locals: the loop's stores may alias st's)
     cdef double horizon = st.horizon
+    cdef double until = fifo_until(st)
+    cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
+    cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
     # an h2 work of constant arguments (M/G/1-PS's `~h2(1, 4)`) drawn from its phases, set once
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
@@ -89,14 +102,24 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             nxt = &cur
         if nxt == NULL or nxt.t > horizon:
             break
-        if nxt.t > st.now and instant_over(st, nxt):
-            break
+        fresh = nxt.t > st.now
+        if fresh:
+            if nxt.t > until or st.events >= st.poll_at:
+                if alike:
+                    st.live_area = s.number     # (the window's middle reads it)
+                if instant_over(st, nxt):
+                    break
+                until = fifo_until(st)
+            else:
+                st.steps = 0        # (instant_over with nothing else to do)
         leaving = False     # no session goes on
+        counted = 0         # (the observes' and the end's steps: fifo_leave counts them)
         if nxt == &cur:
             # the current finish: ps_done (the least tag leaves, V carried to now), then job_done;
             # its session goes on
             cur.seq = NO_EVENT
-            if not event_begins(st, &cur):
+            counted = fifo_begins(st, cur.t, EV_FINISH, k, to_end, fresh and end_fits)
+            if counted < 0:
                 return
             row = ps_done(st, s)
             job = t.row[row]
@@ -107,9 +130,10 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
             leaving = True
         else:
             e = pop_event(st, nxt)
-            if not event_begins(st, &e):
-                return
             if e.kind == EV_ARRIVE:
+                counted = fifo_begins(st, e.t, EV_ARRIVE, -1, to_run, fresh and run_fits)
+                if counted < 0:
+                    return
                 if limit == 0 or st.arrivals + 1 < limit:
                     if next_arrival(st) < 0:
                         return
@@ -118,8 +142,9 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
                     return
                 job.serial = session_in(st)
                 job.enq = st.now
-                if fifo_steps(st, job.serial, st.session_pc, st.lone.to_run, False):
+                if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                     return
+                counted = 0
                 if h2_work:
                     w = sq_draw_h2_of(&st.rng_session, &h2)
                 else:
@@ -131,6 +156,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
                         return
                 else:
                     leaving = True      # zero work: no job, the session goes on now
+            elif not event_begins(st, &e):
+                return
             elif e.kind == EV_FINISH:
                 # a stale finish (finishing_job's e.c != s.epoch): every finish on the event list
                 # is one, the current one being in `cur`. No job, no session, the stage not
@@ -138,12 +165,13 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
                 # the value the event before set (gauges, the window's middle and the poll read,
                 # never change it)
                 area_set(&s.number, st.now, s.number.value)
-                st.live_area = s.number     # (live sessions: as below)
+                if not alike:
+                    st.live_area = s.number     # (live sessions: as below)
                 area_set(&s.busy_area, st.now, s.busy_area.value)
                 continue
             else:
                 handle_rare(st, &e)       # the end of the warm-up
-        if leaving and fifo_leave(st, job.serial, job.enq, False) < 0:     # (its steps counted there)
+        if leaving and fifo_leave(st, job.serial, job.enq, counted) < 0:
             return
         if s.dirty:
             lone_rate(st, s, fixed, rates)
@@ -151,10 +179,9 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t) noexcept n
                 return
         area_set(&s.number, st.now, <double> s.n)
         # live sessions: area_set(&st.live_area, st.now, st.live) computes what the line above
-        # did, as the two areas are equal at every sample: after each event every live session's
-        # job is at the stage (a session without work ends in the event it arrives in), both
-        # start at 0 (settle's sample at time 0 finds neither), and the warm-up restarts both
-        st.live_area = s.number
+        # did, as the two areas are equal at every sample (ps_loop); copied where read when alike
+        if not alike:
+            st.live_area = s.number
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
 
 

@@ -179,8 +179,9 @@ cdef struct FifoLine:
     FifoJob* serving           # per server row
     int32_t* idle              # the free server rows, a stack
     int32_t nidle
-    Event* ends                # the heap; ends[0] holds an empty event (t inf, seq NO_EVENT) while it is empty
+    FifoEnd* ends              # the heap; ends[0] holds an empty event (t inf, seq NO_EVENT) while it is empty
     int64_t nends
+    Event* rare                # the events other than finishes (FifoEnd row -1 - i: rare[i]), whole
 
 
 cdef void fifo_loop(State* st) noexcept nogil:
@@ -203,42 +204,64 @@ cdef void fifo_loop(State* st) noexcept nogil:
     cdef FifoLine q
     cdef int32_t k = st.lone.stage, row
     cdef Stage* s = &st.stages[k]
+    # every live session is a job of the stage between events (a session of zero work ends in
+    # the event it began), so the live sessions' area and the stage's jobs' area, alike when the
+    # loop starts (both held 0 since time 0), take the same samples and stay alike: only the
+    # stage's is sampled, and copied into the other where it is read (before instant_over, and
+    # here at the end); bitwise alike, -0.0 included, or each sampled as it is
+    cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
     q.cap = 64
     q.head = q.n = 0
     q.line = <FifoJob*> malloc(q.cap * sizeof(FifoJob))
     q.serving = <FifoJob*> malloc(s.servers * sizeof(FifoJob))
     q.idle = <int32_t*> malloc(s.servers * sizeof(int32_t))
-    q.ends = <Event*> malloc((s.servers + st.hlen + 2) * sizeof(Event))
-    if q.line == NULL or q.serving == NULL or q.idle == NULL or q.ends == NULL:
+    q.ends = <FifoEnd*> malloc((s.servers + st.hlen + 2) * sizeof(FifoEnd))
+    q.rare = <Event*> malloc((st.hlen + 1) * sizeof(Event))
+    if q.line == NULL or q.serving == NULL or q.idle == NULL or q.ends == NULL or q.rare == NULL:
         fail(st, E_MEMORY, -1, 0, 0, 0)
     else:
         q.nidle = s.servers
         for row in range(s.servers):
             q.idle[row] = s.servers - 1 - row      # row 0 first
         fifo_ends(st, &q)
-        fifo_events(st, s, k, &q)
+        fifo_events(st, s, k, &q, alike)
+        if alike:
+            st.live_area = s.number
     free(q.line)
     free(q.serving)
     free(q.idle)
     free(q.ends)
+    free(q.rare)
 
 
 cdef void fifo_ends(State* st, FifoLine* q) noexcept nogil:
     """fifo_loop's heap of events, from the run's event list (the end of the warm-up, if it is
-    pending: no session has begun, so no finish is), which is left empty."""
+    pending: no session has begun, so no finish is), which is left empty. Each is kept whole in
+    q.rare, its time and seq in the heap."""
     cdef int64_t i
     q.nends = 0
     q.ends[0].t = INFINITY
     q.ends[0].seq = NO_EVENT
     if st.soon.seq != NO_EVENT:
-        fifo_push(q, st.soon)
+        fifo_rare(q, st.soon)
         st.soon.seq = NO_EVENT
     for i in range(st.hlen):
-        fifo_push(q, st.heap[i])
+        fifo_rare(q, st.heap[i])
     st.hlen = 0
 
 
-cdef inline void fifo_push(FifoLine* q, Event e) noexcept nogil:
+cdef void fifo_rare(FifoLine* q, Event e) noexcept nogil:
+    """Event e, not a finish, into fifo_loop's heap: whole in rare[i], row -1 - i in the heap
+    (i: the events pushed before it, all of them rare)."""
+    cdef FifoEnd f
+    q.rare[q.nends] = e
+    f.t = e.t
+    f.seq = e.seq
+    f.row = -1 - q.nends
+    fifo_push(q, f)
+
+
+cdef inline void fifo_push(FifoLine* q, FifoEnd e) noexcept nogil:
     heap_up(q.ends, q.nends, e)      # a new leaf only moves up (room for c + 1 was made)
     q.nends += 1
 
@@ -253,55 +276,80 @@ cdef inline void fifo_pop(FifoLine* q) noexcept nogil:
         q.ends[0].seq = NO_EVENT
 
 
-cdef inline int fifo_begins(State* st, Event* e, int32_t n) noexcept nogil:
-    """event_begins, with the n steps of the statements that follow the event in its session
-    counted too when all fit the instant's bound: 1 (all counted), 0 (the event's step only:
-    the caller counts the others one by one, where they fail) or -1 (the run failed)."""
+cdef inline int fifo_begins(State* st, double t, int32_t kind, int32_t k, int32_t n, bint fits) noexcept nogil:
+    """event_begins for an event of this kind at t (a finish: at stage k), with the n steps of the
+    statements that follow it in its session counted too when all fit the instant's bound: 1 (all
+    counted), 0 (the event's step only: the caller counts the others one by one, where they fail)
+    or -1 (the run failed). `fits`: they do, the instant being fresh (its steps 0) and 1 + n
+    within the bound."""
+    cdef Event e
+    if fits:
+        st.now = t
+        st.events += 1
+        st.steps = 1 + n
+        return 1
     if st.steps + 1 + n <= st.step_limit:
-        st.now = e.t
+        st.now = t
         st.events += 1
         st.steps += 1 + n
         return 1
-    return 0 if event_begins(st, e) else -1
+    e.t = t             # (what event_begins reads)
+    e.kind = kind
+    e.a = k
+    return 0 if event_begins(st, &e) else -1
 
 
-cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexcept nogil:
+cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint alike) noexcept nogil:
     """fifo_loop's events (its data set up). Each event ends with at most one service begun (in
     `row`, of `job`) and then at most one session going on (observing and ending), in that order
     as in lone_loop: one place for each, so gcc inlines both."""
     cdef Event e
-    cdef Event* nxt
+    cdef FifoEnd arrival
+    cdef FifoEnd* top
     cdef FifoJob job, done
-    cdef double w
+    cdef double w, t
     cdef int32_t row
     cdef int counted
-    cdef bint leaving, replace
+    cdef bint leaving, replace, arrives, fresh
     cdef double until = fifo_until(st)
-    # every live session is a job of the stage between events (a session of zero work ends in
-    # the event it began), so the live sessions' area and the stage's jobs' area, alike when the
-    # loop starts (both held 0 since time 0), take the same samples and stay alike: one is
-    # sampled and copied (bitwise alike, -0.0 included, or each sampled as it is)
-    cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
+    # (the run's settings, in locals: the loop's stores may alias st's)
+    cdef int64_t limit = st.limit
+    cdef double horizon = st.horizon
+    # whether an event and its session's statements fit a fresh instant's bound (fifo_begins)
+    cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
+    # an `~exp(m)` work of a constant mean (M/M/c's) drawn without lone_work's dispatch
+    cdef bint exp_work = st.shapes[st.lone.work] == XS_DRAW1 \
+        and st.code[st.lone.work + XONE_LEN + XSAMPLE_DIST] == SQ_DIST_EXP
+    cdef double exp_mean = st.consts[st.code[st.lone.work + XONE_ARG]] if exp_work else 0.0
     # (every failure below returns at once: the flag is tested once, here)
     if st.error.code:
         return
     while True:
-        if st.limit > 0 and st.arrivals >= st.limit and st.live == 0:
+        if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
         # next_event's choice between the arrival slot and the rest (here fifo_loop's heap)
-        nxt = q.ends
-        if before(&st.arrival, nxt):
-            nxt = &st.arrival
-        elif nxt.seq == NO_EVENT:
-            if st.arrival.seq == NO_EVENT:
+        top = q.ends
+        arrival.t = st.arrival.t
+        arrival.seq = st.arrival.seq
+        arrives = True
+        if before(&arrival, top):
+            pass
+        elif top.seq == NO_EVENT:
+            if arrival.seq == NO_EVENT:
                 break
-            nxt = &st.arrival
-        if nxt.t > st.horizon:
+        else:
+            arrives = False
+        t = arrival.t if arrives else top.t
+        if t > horizon:
             break
-        if nxt.t > st.now:
-            if nxt.t > until or st.events >= st.poll_at:
-                if instant_over(st, nxt):
+        fresh = t > st.now
+        if fresh:
+            if t > until or st.events >= st.poll_at:
+                e.t = t         # (instant_over reads its time)
+                if alike:
+                    st.live_area = s.number     # (the window's middle reads it)
+                if instant_over(st, &e):
                     break
                 until = fifo_until(st)
             else:
@@ -309,13 +357,13 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
         row = -1            # no service begins
         leaving = False     # no session goes on
         replace = False     # the service begun is pushed (not put in place of the finish)
-        if nxt == &st.arrival:
-            counted = fifo_begins(st, nxt, to_run)
+        if arrives:
+            counted = fifo_begins(st, t, EV_ARRIVE, -1, to_run, fresh and run_fits)
             if counted < 0:
                 return
             st.arrival.t = INFINITY     # (pop_event)
             st.arrival.seq = NO_EVENT
-            if st.limit == 0 or st.arrivals + 1 < st.limit:
+            if limit == 0 or st.arrivals + 1 < limit:
                 if next_arrival(st) < 0:
                     return
             # new_session: a slot when more are live than ever before (session_alloc)
@@ -326,9 +374,12 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
-            w = lone_work(st, -1)
-            if st.error.code:
-                return
+            if exp_work:
+                w = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
+            else:
+                w = lone_work(st, -1)
+                if st.error.code:
+                    return
             if w > 0:
                 # new_job and join_fifo
                 if s.n == st.jobs.high and job_alloc(st) < 0:
@@ -346,13 +397,13 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
             else:
                 done = job         # zero work: the session goes on now
                 leaving = True
-        elif nxt.kind == EV_FINISH:
+        elif top.row >= 0:
             # job_done and next_in_line: the server's row takes the next job in line (its
             # finish in place of this one), then the session whose job is done goes on
-            counted = fifo_begins(st, nxt, to_end)
+            counted = fifo_begins(st, t, EV_FINISH, k, to_end, fresh and end_fits)
             if counted < 0:
                 return
-            row = <int32_t> nxt.b
+            row = <int32_t> top.row
             done = q.serving[row]
             s.n -= 1
             job_measured(st, s, done.enq, done.at)
@@ -367,9 +418,9 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
                 fifo_pop(q)
             leaving = True
         else:
-            if not event_begins(st, nxt):
+            e = q.rare[-1 - top.row]
+            if not event_begins(st, &e):
                 return
-            e = nxt[0]
             fifo_pop(q)
             handle_rare(st, &e)       # the end of the warm-up
         if row >= 0:
@@ -377,9 +428,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q) noexce
         if leaving and fifo_leave(st, done.serial, done.enq, counted) < 0:
             return
         area_set(&s.number, st.now, <double> s.n)
-        if alike:
-            st.live_area = s.number
-        else:
+        if not alike:       # (alike: st.live_area is copied from s.number where it is read)
             area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
 
@@ -397,14 +446,11 @@ cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t
     """begin_service: the job (its `at` its work) starts now in the server's row; its finish
     (push_event's seq) is pushed, or put in place of the earliest event (replace: the finish
     that freed the row)."""
-    cdef Event e
+    cdef FifoEnd e
     e.t = st.now + job.at
     e.seq = st.seq
     st.seq += 1
-    e.kind = EV_FINISH
-    e.a = k
-    e.b = row
-    e.c = 0
+    e.row = row
     s.busy += 1
     job.at = st.now
     q.serving[row] = job
@@ -421,23 +467,28 @@ cdef inline FifoJob fifo_next(FifoLine* q) noexcept nogil:
     return job
 
 
-cdef int fifo_wait(State* st, FifoLine* q, FifoJob job) noexcept nogil:
-    """The job joins the waiting line (ring_push's growth: the ring doubled, its order kept)."""
-    cdef int64_t i
-    cdef FifoJob* p
-    if q.n == q.cap:
-        p = <FifoJob*> malloc(2 * q.cap * sizeof(FifoJob))
-        if p == NULL:
-            fail(st, E_MEMORY, -1, 0, 0, 0)
-            return -1
-        for i in range(q.n):
-            p[i] = q.line[(q.head + i) & (q.cap - 1)]
-        free(q.line)
-        q.line = p
-        q.head = 0
-        q.cap *= 2
+cdef inline int fifo_wait(State* st, FifoLine* q, FifoJob job) noexcept nogil:
+    """The job joins the waiting line (the ring grown first when full)."""
+    if q.n == q.cap and fifo_grow(st, q) < 0:
+        return -1
     q.line[(q.head + q.n) & (q.cap - 1)] = job
     q.n += 1
+    return 0
+
+
+cdef int fifo_grow(State* st, FifoLine* q) noexcept nogil:
+    """ring_push's growth: the ring doubled, its order kept."""
+    cdef int64_t i
+    cdef FifoJob* p = <FifoJob*> malloc(2 * q.cap * sizeof(FifoJob))
+    if p == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+        return -1
+    for i in range(q.n):
+        p[i] = q.line[(q.head + i) & (q.cap - 1)]
+    free(q.line)
+    q.line = p
+    q.head = 0
+    q.cap *= 2
     return 0
 
 
@@ -463,14 +514,30 @@ cdef inline bint fifo_steps(State* st, int64_t serial, int32_t pc, int32_t n, bi
 cdef inline int fifo_leave(State* st, int64_t serial, double arrived, bint counted) noexcept nogil:
     """lone_leave for fifo_loop's session: each observe of `now - stamp`, then its end (their
     steps already counted when `counted`)."""
-    cdef int32_t pc = st.lone.after_pc, i
-    counted = counted or not fifo_steps(st, serial, pc, st.lone.n_observes + 1, True)
-    for i in range(st.lone.n_observes):
-        if not counted and fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
+    cdef int32_t pc = st.lone.after_pc, i, n = st.lone.n_observes
+    cdef double v
+    if not counted and fifo_steps(st, serial, pc, n + 1, True):
+        return fifo_leave_stepwise(st, serial, arrived)
+    # (all the steps counted: the observes, each of the same value, then the end)
+    if st.warm:
+        v = st.now - arrived
+        for i in range(n):
+            if record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], v, serial, 0.0) < 0:
+                return -1
+    session_out(st)
+    return 0
+
+
+cdef int fifo_leave_stepwise(State* st, int64_t serial, double arrived) noexcept nogil:
+    """fifo_leave when its steps do not all fit the instant's bound: counted one by one, where one
+    is too many (out of line: it keeps fifo_leave small enough for gcc to inline)."""
+    cdef int32_t pc = st.lone.after_pc, i, n = st.lone.n_observes
+    for i in range(n):
+        if fifo_steps(st, serial, pc + i * SV_LEN, 1, False):
             return -1
         if st.warm and record_as(st, st.stmts[pc + i * SV_LEN + SV_TARGET], st.now - arrived, serial, 0.0) < 0:
             return -1
-    if not counted and fifo_steps(st, serial, pc + st.lone.n_observes * SV_LEN, 1, False):
+    if fifo_steps(st, serial, pc + n * SV_LEN, 1, False):
         return -1
     session_out(st)
     return 0

@@ -30,6 +30,13 @@ cdef struct Event:
     int64_t b        # job slot
     int64_t c        # job id (fifo/delay) or epoch (ps)
 
+cdef struct FifoEnd:
+    # an event of fifo_loop's own heap (sq/engine/_one_queue.pxi): an Event's time and seq, and
+    # which event it is, in 24 bytes to the Event's 40 (the heap's sifts move less)
+    double t
+    int64_t seq
+    int64_t row                # a server's row (its finish), or -1 - i: fifo_loop's other event i
+
 cdef struct DArr:
     double* p                  # the values (malloc'd; darr_push grows it geometrically, sq/engine/_arrays.pxi)
     int64_t n                  # values held

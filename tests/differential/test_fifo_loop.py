@@ -50,6 +50,11 @@ IN_SHAPE = {
     "inf_work": _program("fifo(2)", "hi", "poisson(0.5)", "horizon 30;"),
     "h2_work": _program("fifo(8)", "~h2(1, 4)", "poisson(6)", "horizon 100; seed 12;"),
     "renewal_gaps": _program("fifo(2)", "~erlang(3, 1.5)", "renewal(~uniform(0.5, 1.5))", "horizon 300; seed 13;"),
+    # fifo_loop's own paths (round 6): `~exp(m)` drawn without the dispatch, of means other than 1;
+    # a window's middle taken while the live sessions' area is kept in the stage's; arrival limits
+    "exp_mean_small": _program("fifo(1)", "~exp(0.37)", "poisson(2.2)", "horizon 300; warmup 30; seed 14;"),
+    "exp_mean_large_8": _program("fifo(8)", "~exp(3.5)", "poisson(2.1)", "horizon 200; warmup 40; seed 15;"),
+    "arrival_limit": _program("fifo(2)", "~exp(1)", "poisson(1.8)", "horizon 500; arrivals 150; seed 16;"),
 }
 
 # just outside the shape (the work reads the session): the general loop runs it
@@ -84,3 +89,24 @@ def test_poisson_zero_takes_the_lone_loop_not_fifo_loop_and_reports_pyserqs_json
     lone, fifo = _engine.lone_queues()[1], _engine.lone_queues()[3]
     same_json(RATE_ZERO)
     assert _engine.lone_queues()[1] == lone + 1 and _engine.lone_queues()[3] == fifo
+
+
+@pytest.mark.parametrize("name", ["mm1", "mm8_overloaded", "warmup", "exp_mean_large_8"])
+def test_the_window_middle_is_lone_loops(name):
+    """fifo_loop keeps the live sessions' area in the stage's and copies it where it is read: the
+    live growth over the window's halves (from the window's middle; not in the JSON, so not held
+    to pyserq) is lone_loop's, to the bit, and so are the overload warnings."""
+    import sq  # noqa: PLC0415
+
+    program = sq.compile(source=IN_SHAPE[name])
+    outcomes = []
+    try:
+        for own in (True, False):
+            _engine.lone_queues(True, fifo=own)
+            runs = _engine.lone_queues()[3]
+            report = sq.run(program)
+            assert _engine.lone_queues()[3] == runs + own, "fifo_loop taken or not as asked"
+            outcomes.append((repr(report.growth), report.warnings))
+    finally:
+        _engine.lone_queues(True, fifo=True)
+    assert outcomes[0][0] != "nan" and outcomes[0] == outcomes[1]

@@ -76,3 +76,24 @@ def test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape(name):
     same_json(source)
     taken = (_engine.lone_queues()[1] - lone, _engine.lone_queues()[5] - ps)
     assert taken == runs, "lone_loop or ps_loop taken or not taken against the shape"
+
+
+@pytest.mark.parametrize("name", ["mg1_ps", "mg1_ps_overloaded", "warmup", "mm8_ps"])
+def test_the_window_middle_is_lone_loops(name):
+    """ps_loop keeps the live sessions' area in the stage's and copies it where it is read: the
+    live growth over the window's halves (from the window's middle; not in the JSON, so not held
+    to pyserq) is lone_loop's, to the bit, and so are the overload warnings."""
+    import sq  # noqa: PLC0415
+
+    program = sq.compile(source=IN_SHAPE[name])
+    outcomes = []
+    try:
+        for own in (True, False):
+            _engine.lone_queues(True, ps=own)
+            runs = _engine.lone_queues()[5]
+            report = sq.run(program)
+            assert _engine.lone_queues()[5] == runs + own, "ps_loop taken or not as asked"
+            outcomes.append((repr(report.growth), report.warnings))
+    finally:
+        _engine.lone_queues(True, ps=True)
+    assert outcomes[0][0] != "nan" and outcomes[0] == outcomes[1]

@@ -125,10 +125,25 @@ MUTATIONS = (
              "(right for one server, not for more)", (
                  ("_one_queue.pxi", "        heap_down(q.ends, 0, q.nends, e)\n", "        q.ends[0] = e\n"),
              )),
+    Mutation("fifo-loop-live-area-uncopied", "fifo_loop samples only the stage's number area while the live "
+             "sessions' is alike (sq/engine/_one_queue.pxi), and forgets to copy it into the live sessions' at the end", (
+                 ("_one_queue.pxi", "        if alike:\n            st.live_area = s.number\n", ""),
+             )),
+    Mutation("fifo-loop-live-area-stale-at-mid", "fifo_loop's live sessions' area, kept in the stage's while "
+             "alike, is not copied before instant_over (which takes the window's middle from it)", (
+                 ("_one_queue.pxi", "                if alike:\n                    st.live_area = s.number     "
+                                    "# (the window's middle reads it)\n", ""),
+             )),
+    Mutation("ps-loop-live-area-stale-at-mid", "ps_loop's live sessions' area, kept in the stage's while "
+             "alike, is not copied before instant_over (which takes the window's middle from it)", (
+                 ("_one_ps.pxi", "                if alike:\n                    st.live_area = s.number     "
+                                 "# (the window's middle reads it)\n", ""),
+             )),
     Mutation("ps-loop-stale-unsplit", "a lone ps stage's stale finish (ps_loop, sq/engine/_one_ps.pxi) leaves "
              "the time averages unsampled: one product over the span it would have split in two", (
                  ("_one_ps.pxi", """                area_set(&s.number, st.now, s.number.value)
-                st.live_area = s.number     # (live sessions: as below)
+                if not alike:
+                    st.live_area = s.number     # (live sessions: as below)
                 area_set(&s.busy_area, st.now, s.busy_area.value)
                 continue
 """, """                continue
