@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.oracle import needs_reference, same_json
+from tests.helpers.own_loops import own_loop_and_lone_loop
 
 _engine = pytest.importorskip("sq._engine")
 
@@ -83,17 +84,5 @@ def test_the_window_middle_is_lone_loops(name):
     """ps_loop keeps the live sessions' area in the stage's and copies it where it is read: the
     live growth over the window's halves (from the window's middle; not in the JSON, so not held
     to pyserq) is lone_loop's, to the bit, and so are the overload warnings."""
-    import sq  # noqa: PLC0415
-
-    program = sq.compile(source=IN_SHAPE[name])
-    outcomes = []
-    try:
-        for own in (True, False):
-            _engine.lone_queues(True, ps=own)
-            runs = _engine.lone_queues()[5]
-            report = sq.run(program)
-            assert _engine.lone_queues()[5] == runs + own, "ps_loop taken or not as asked"
-            outcomes.append((repr(report.growth), report.warnings))
-    finally:
-        _engine.lone_queues(True, ps=True)
-    assert outcomes[0][0] != "nan" and outcomes[0] == outcomes[1]
+    own, lone = own_loop_and_lone_loop(IN_SHAPE[name], "ps")
+    assert own[0] != "nan" and own == lone
