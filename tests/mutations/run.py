@@ -217,7 +217,8 @@ MUTATIONS = (
              )),
     Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
              "room without a block of growth per resident, so a grow near the cap is taken as granted", (
-                 ("_step.pxi", "                spare += x - st.pools[row].block\n", "                spare += x\n"),
+                 ("_step.pxi", "                spare += alloc - pos - 2.0 - st.pools[row].block\n",
+                  "                spare += alloc - pos - 2.0\n"),
              )),
     Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
              "duration) of the one before though a grow moved an allocation", (
