@@ -196,6 +196,10 @@ MUTATIONS = (
              "added twice to the allocation (repeats past the next block boundary without a grow)", (
                  ("_step.pxi", "                    alloc += need          #", "                    alloc += 2 * need      #"),
              )),
+    Mutation("quiet-queue-unsampled", "a quiet repeat's step 5 leaves out the pool's queue area (no hold "
+             "can join or leave the queue inside a steady run, but its integral still moves)", (
+                 ("_loop.pxi", "        if p.queue_area.value != 0:\n            area_again(&p.queue_area, st.now)\n", ""),
+             )),
     Mutation("steady-admission-unread", "a steady run goes on while a hold waits for the stage's admission "
              "without testing that its head still does not fit (admission_refused)", (
                  ("_pools.pxi", "st.hold_pools_max + i]], need):\n            return True\n    return False\n",
