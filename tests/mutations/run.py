@@ -301,6 +301,10 @@ SAMPLES = {
 # The test of the default sample that killed each mutation in the last full run (`run.py` prints
 # the ones that changed): run first, it settles most mutations in seconds.
 KILLERS = {
+    "quiet-queue-unsampled": "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report"
+                             "[holds waiting through quiet repeats]",
+    "fifo-loop-steps-unread-at-a-tie": "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[fifo]",
+    "ps-loop-steps-unread-at-a-tie": "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
 }
 
 
