@@ -301,10 +301,39 @@ SAMPLES = {
 # The test of the default sample that killed each mutation in the last full run (`run.py` prints
 # the ones that changed): run first, it settles most mutations in seconds.
 KILLERS = {
-    "quiet-queue-unsampled": "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report"
-                             "[holds waiting through quiet repeats]",
-    "fifo-loop-steps-unread-at-a-tie": "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[fifo]",
-    "ps-loop-steps-unread-at-a-tie": "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
+    "6531a92": "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100016]",
+    "iteration-without-waiting":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
+    "stages-before-pools":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[2]",
+    "pools-pass-once": "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[5]",
+    "deferred-areas-summed":
+        "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
+    "grow-untouched": "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
+    "events-lifo-at-a-tie":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[8]",
+    "fifo-loop-serves-last-come":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-finish-on-top":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-live-area-uncopied":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-live-area-stale-at-mid":
+        "tests/differential/test_fifo_loop.py::test_the_window_middle_is_lone_loops[mm1]",
+    "ps-loop-live-area-stale-at-mid":
+        "tests/differential/test_ps_loop.py::test_the_window_middle_is_lone_loops[mg1_ps]",
+    "fifo-loop-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[fifo]",
+    "ps-loop-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
+    "ps-loop-stale-unsplit":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-loop-superseded-dropped":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-lifo-at-a-tie": "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
+    "quiet-queue-unsampled":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report"
+        "[holds waiting through quiet repeats]",
 }
 
 
