@@ -96,7 +96,10 @@ class Observe:
         always kept, the others come from one pass)."""
         kept = vars(self)
         if "p99" not in kept or "mean" not in kept:
-            kept.update(_summary_fields(self) if self.samples is None else _json_statistics(self))
+            if self.samples is None:
+                kept.update(_summary_fields(self))
+            else:   # (the usual case, per observe of every run: the values straight into the instance)
+                kept["mean"], kept["ci"], kept["cv2"], kept["p99"] = stats.json_values(self.samples, self._moments)
         return _OBSERVE_VALUES(self)
 
     def __repr__(self) -> str:
