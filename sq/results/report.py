@@ -255,7 +255,8 @@ class Stage:
                    prefill_only, decode_only, mixed, decodes,
                    batch.mean if batch is not None else _mean(batch, raw.decode_batches),
                    step.mean if step is not None else _mean(step, raw.decode_steps), mean_itl, p50, p99,
-                   _mean(raw.budget_use, ()), _mean(raw.batch, ()))
+                   raw.budget_use.mean if raw.budget_use is not None else _mean(None, ()),
+                   raw.batch.mean if raw.batch is not None else _mean(None, ()))
 
 
 def _itl_fields(itl) -> tuple[float, float, float]:
@@ -473,7 +474,8 @@ class Report:
         parts = ["{", json_members(_HEAD_KEYS, _HEAD_VALUES(self)), ',"observes":{']
         sep = ""
         for o in self.observes.values():
-            parts += (sep, _name(o.name), ":{", json_members(_OBSERVE_KEYS, o.json_values()), "}")
+            # (the name's quotes as pieces of their own: a call of _name per observe and run cost more)
+            parts += (sep, '"', o.name, '":{', json_members(_OBSERVE_KEYS, o.json_values()), "}")
             sep = ","
         parts.append('},"gauges":{')
         sep = ""
