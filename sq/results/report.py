@@ -75,7 +75,14 @@ class Observe:
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         if raw.summary is not None:
             return cls(raw.name, None, None, None, None, raw.summary)
-        times, samples, sessions, turns = _observe_arrays(raw)
+        t, x, s, k = raw.times, raw.samples, raw.sessions, raw.turns
+        # the engine's arrays (float64 values, narrow integer ids: widening would copy them all) as
+        # they are, tested here (a call per observe and run cost more); others converted
+        if type(t) is np.ndarray and type(x) is np.ndarray and type(s) is np.ndarray and type(k) is np.ndarray \
+                and t.dtype is _FLOAT64 and x.dtype is _FLOAT64 and s.dtype.kind in "iu" and k.dtype.kind in "iu":
+            times, samples, sessions, turns = t, x, s, k
+        else:
+            times, samples, sessions, turns = _floats(t), _floats(x), _integers(s), _integers(k)
         moments = raw.moments
         if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
             # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
@@ -163,17 +170,6 @@ _FLOAT64 = np.dtype(np.float64)
 
 def _floats(xs) -> np.ndarray:
     return xs if type(xs) is np.ndarray and xs.dtype is _FLOAT64 else np.asarray(xs, dtype=np.float64)
-
-
-def _observe_arrays(raw: ObserveRaw) -> tuple:
-    """An observe's times, samples, sessions and turns as arrays: the engine's (float64 values,
-    narrow integer ids: widening would copy them all) as they are, tested together in one call
-    (one per array cost more, per observe and run); others converted."""
-    t, x, s, k = raw.times, raw.samples, raw.sessions, raw.turns
-    if type(t) is np.ndarray and type(x) is np.ndarray and type(s) is np.ndarray and type(k) is np.ndarray \
-            and t.dtype is _FLOAT64 and x.dtype is _FLOAT64 and s.dtype.kind in "iu" and k.dtype.kind in "iu":
-        return t, x, s, k
-    return _floats(t), _floats(x), _integers(s), _integers(k)
 
 
 def _integers(xs) -> np.ndarray:
@@ -334,11 +330,6 @@ def _row_object(row_type):
     return _json_object(_json_fields(row_type))
 
 
-def _row_json(row) -> str:
-    keys, values = _row_object(type(row))
-    return "{" + json_members(keys, values(row)) + "}"
-
-
 # -- the report ------------------------------------------------------------------
 
 def _rows(*columns, chunk: int = 1 << 16):
@@ -483,16 +474,13 @@ class Report:
             parts += (sep, _name(g.name), ":", _object_json(g, Gauge.JSON_FIELDS))
             sep = ","
         parts.append('},"stages":[')
-        sep = ""
-        for s in self.stages:
-            parts += (sep, _row_json(s))
-            sep = ","
-        parts.append('],"pools":[')
-        sep = ""
-        for p in self.pools:
-            parts += (sep, _row_json(p))
-            sep = ","
-        parts.append("]")
+        for rows, after in ((self.stages, '],"pools":['), (self.pools, "]")):
+            sep = ""
+            for row in rows:    # (the row's object written here: a call per row and run cost more)
+                keys, values = _row_object(type(row))
+                parts += (sep, "{", json_members(keys, values(row)), "}")
+                sep = ","
+            parts.append(after)
         if self.stopped:    # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
             parts.append(f',"stopped":"{self.stopped}"')
         if provenance:
