@@ -207,8 +207,11 @@ def _report(raw, program, started: float):
     report = _REPORT.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
-    report.overrides = dict(origin.get("sets") or {})
-    report.defs = dict(origin.get("defs") or {})
+    sets, defs = origin.get("sets"), origin.get("defs")
+    if sets:    # (else the Report's own empty dicts: a sweep's runs usually set nothing)
+        report.overrides = dict(sets)
+    if defs:
+        report.defs = dict(defs)
     report.wall_s = time.perf_counter() - started
     return report
 
