@@ -289,11 +289,10 @@ def json_number_of_float(double x):
     return positional(x)
 
 
-def json_members(tuple keys, values, other=None):
+def json_members(tuple keys, values, other):
     """`"k":v` for each key text (`'"mean":'`) and value, joined by commas: a float as
     `json_number_of_float`, an int (exactly `int`) in decimal, None as `null`, a str (a
-    name: serQ writes names unescaped) in quotes, anything else through `other(value)`
-    (by default `sq._support.number_format.json_number`: a numpy number, a bool refused)."""
+    name: serQ writes names unescaped) in quotes, anything else through `other(value)`."""
     cdef Text t = Text(NULL, 0, 0)
     cdef Py_ssize_t i
     cdef object v
@@ -317,8 +316,6 @@ def json_members(tuple keys, values, other=None):
                 text_add_str(&t, <str> v)
                 text_add(&t, b'"', 1)
             else:
-                if other is None:
-                    from sq._support.number_format import json_number as other
                 text_add_str(&t, other(v))
         return PyUnicode_DecodeUTF8(t.data, t.size, NULL)
     finally:

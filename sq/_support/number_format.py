@@ -102,9 +102,9 @@ def json_number(x) -> str:
     return _positional(x) if math.isfinite(x) else "null"
 
 
-# json_members(keys, values): the members `"k":v` of a report's JSON object, joined by commas:
-# `keys` are their texts (`'"mean":'`), each value is written by `json_number`, None as `null`
-# and a str (a name: serQ writes names unescaped) in quotes. The C function itself (its
-# fallback is json_number): a report is written per run, and a Python frame around it cost more.
-json_members = _number_text.json_members
+def json_members(keys: tuple[str, ...], values) -> str:
+    """The members `"k":v` of a report's JSON object, joined by commas: `keys` are their texts
+    (`'"mean":'`), each value is written by `json_number`, None as `null` and a str (a name:
+    serQ writes names unescaped) in quotes. In C for floats, ints and None (a report per run)."""
+    return _number_text.json_members(keys, values, json_number)
 
