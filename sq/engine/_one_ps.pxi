@@ -29,9 +29,22 @@ cdef struct PsRows:
     int32_t cap
 
 
+cdef struct PsEnds:
+    # ps_loop's own event list when every time is a number (φ constant and finite, `ps_own`): the
+    # stale finishes and the events it found on the run's list (the end of the warm-up), in a heap
+    # by (t, seq) as the run's list orders them, their (t, seq) as FifoEnd items (row >= 0: a stale
+    # finish; -1 - i: rare[i], kept whole); ends[0] holds an empty event (t inf, seq NO_EVENT)
+    # while the heap is empty
+    FifoEnd* ends
+    int64_t n
+    int64_t cap
+    Event* rare
+
+
 cdef void ps_loop(State* st) noexcept nogil:
     """lone_loop for a ps stage, with its own rows (PsRows) instead of the session and job tables."""
     cdef PsRows t
+    cdef PsEnds ends
     cdef Stage* s = &st.stages[st.lone.stage]
     # the live sessions' area equals the stage's number area at every sample (after each event
     # every live session's job is at the stage: a session without work ends in the event it
@@ -39,16 +52,71 @@ cdef void ps_loop(State* st) noexcept nogil:
     # restarts both): while they are alike at the start (bitwise) only the stage's is sampled,
     # and copied into the other where it is read (before instant_over, and here at the end)
     cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
+    # its own event list when every finish's time is a number: with φ constant, finite and > 0
+    # a finish's time is now + (tag - V) / rate with V finite, a tag finite or inf (an inf work),
+    # the rate finite and > 0 (φ 0 or less schedules no finish), so never NaN; where φ is a
+    # draw or reads `now`, a NaN time could come, and the run's list's order would then depend on
+    # its heap's layout (and its soon slot): those runs keep it
+    cdef bint own = s.phi_fixed and isfinite(s.phi_k)
+    cdef Event* listed = NULL       # (ps_events' copy for the run's list)
     t.cap = 0
     t.nfree = 0
     t.row = NULL
     t.free = NULL
-    if ps_rows_grow(st, &t) == 0:
-        ps_events(st, s, st.lone.stage, &t, alike)
+    ends.cap = st.hlen + 16
+    ends.ends = <FifoEnd*> malloc(ends.cap * sizeof(FifoEnd)) if own else NULL
+    ends.rare = <Event*> malloc((st.hlen + 1) * sizeof(Event)) if own else NULL
+    if own and (ends.ends == NULL or ends.rare == NULL):
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+    elif ps_rows_grow(st, &t) == 0:
+        if own:
+            ps_ends(st, &ends)
+        if own:
+            ps_events(st, s, st.lone.stage, &t, &ends, alike)
+        else:
+            ps_events(st, s, st.lone.stage, &t, listed, alike)
         if alike:
             st.live_area = s.number
     free(t.row)
     free(t.free)
+    free(ends.ends)
+    free(ends.rare)
+
+
+cdef void ps_ends(State* st, PsEnds* q) noexcept nogil:
+    """ps_loop's own event list, from the run's (the end of the warm-up, if it is pending: no
+    session has begun, so no finish is), which is left empty; as fifo_ends does."""
+    cdef int64_t i
+    cdef FifoEnd f
+    q.n = 0
+    q.ends[0].t = INFINITY
+    q.ends[0].seq = NO_EVENT
+    if st.soon.seq != NO_EVENT:
+        q.rare[q.n] = st.soon
+        st.soon.seq = NO_EVENT
+        f.t = q.rare[q.n].t
+        f.seq = q.rare[q.n].seq
+        f.row = -1 - q.n
+        heap_up(q.ends, q.n, f)
+        q.n += 1
+    for i in range(st.hlen):
+        q.rare[q.n] = st.heap[i]
+        f.t = st.heap[i].t
+        f.seq = st.heap[i].seq
+        f.row = -1 - q.n
+        heap_up(q.ends, q.n, f)     # (room: hlen + 16)
+        q.n += 1
+    st.hlen = 0
+
+
+cdef inline void ps_pop_end(PsEnds* q) noexcept nogil:
+    """Take the earliest event (ends[0]) out of ps_loop's own list."""
+    q.n -= 1
+    if q.n > 0:
+        heap_down(q.ends, 0, q.n, q.ends[q.n])
+    else:
+        q.ends[0].t = INFINITY
+        q.ends[0].seq = NO_EVENT
 
 
 cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
@@ -70,11 +138,33 @@ cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
     return 0
 
 
-cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike) noexcept nogil:
+ctypedef fused PsList:
+    # where ps_loop's events but the arrival and the current finish are: a copy of ps_events for
+    # each, chosen by the type of its list's pointer
+    PsEnds          # its own list (`own`)
+    Event           # the run's event list (the pointer unused)
+
+
+cdef enum:
+    # which event ps_events takes next
+    PS_CUR = 0          # the stage's current finish (its slot)
+    PS_ARRIVAL = 1      # the arrival slot's (own list)
+    PS_OWN = 2          # the own list's top: a stale finish or a rare event
+    PS_LIST = 3         # the run's event list's (next_event: its arrival slot, soon slot or heap)
+
+
+cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q, bint alike) noexcept nogil:
     """ps_loop's events (its rows set up): each ends with at most one session going on (observing
-    and ending), then the stage's reschedule and the area samples, in lone_loop's order."""
-    cdef Event e, cur        # cur: the stage's current finish (seq NO_EVENT: none pending)
-    cdef Event* nxt
+    and ending), then the stage's reschedule and the area samples, in lone_loop's order. The
+    events but the arrival and the current finish are in ps_loop's own list (q: PsEnds), or
+    on the run's (q: Event, unused)."""
+    cdef Event e
+    cdef FifoEnd cur        # the stage's current finish (t inf, seq NO_EVENT: none pending)
+    cdef FifoEnd arrival
+    cdef FifoEnd* top
+    cdef Event* listed
+    cdef int which
+    cdef double when
     cdef PsJob job
     cdef int32_t row
     cdef int counted
@@ -91,34 +181,63 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
     cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
+    if PsList is PsEnds:
+        fixed = True        # (ps_loop's `own` is lone_rates' condition: a constant for gcc here)
+    cur.t = INFINITY
     cur.seq = NO_EVENT
-    cur.kind = EV_FINISH
-    cur.a = k
+    cur.row = 0             # (a stale finish, once superseded into the own list)
     while not st.error.code:
         if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
-        nxt = next_event(st)
-        if cur.seq != NO_EVENT and (nxt == NULL or before(&cur, nxt)):
-            nxt = &cur
-        if nxt == NULL or nxt.t > horizon:
+        if PsList is PsEnds:
+            # the earliest of the arrival slot, the current finish and the own list's top, by
+            # (t, seq): every time a number, the order is total, so the order of the comparisons
+            # does not matter; an empty one (t inf, seq NO_EVENT) is before none
+            arrival.t = st.arrival.t
+            arrival.seq = st.arrival.seq
+            top = q.ends
+            which = PS_OWN
+            if before(&arrival, top):
+                top = &arrival
+                which = PS_ARRIVAL
+            if before(&cur, top):
+                top = &cur
+                which = PS_CUR
+            when = top.t
+            if when == INFINITY and top.seq == NO_EVENT:
+                break       # (none pending: what the horizon's test below leaves when it is inf)
+        else:
+            listed = next_event(st)
+            if cur.seq != NO_EVENT and (listed == NULL or cur.t < listed.t
+                                        or (cur.t == listed.t and cur.seq < listed.seq)):     # (before)
+                which = PS_CUR
+                when = cur.t
+            elif listed == NULL:
+                break
+            else:
+                which = PS_LIST
+                when = listed.t
+        if when > horizon:
             break
-        fresh = nxt.t > st.now
+        fresh = when > st.now
         if fresh:
-            if nxt.t > until or st.events >= st.poll_at:
+            if when > until or st.events >= st.poll_at:
                 if alike:
                     st.live_area = s.number     # (the window's middle reads it)
-                if instant_over(st, nxt):
+                e.t = when          # (instant_over reads its time)
+                if instant_over(st, &e):
                     break
                 until = fifo_until(st)
             else:
                 st.steps = 0        # (instant_over with nothing else to do)
         leaving = False     # no session goes on
         counted = 0         # (the observes' and the end's steps: fifo_leave counts them)
-        if nxt == &cur:
+        if which == PS_CUR:
             # the current finish: ps_done (the least tag leaves, V carried to now), then job_done;
             # its session goes on
+            cur.t = INFINITY
             cur.seq = NO_EVENT
-            counted = fifo_begins(st, cur.t, EV_FINISH, k, to_end, fresh and end_fits)
+            counted = fifo_begins(st, when, EV_FINISH, k, to_end, fresh and end_fits)
             if counted < 0:
                 return
             row = ps_done(st, s)
@@ -129,7 +248,21 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             ps_measured(st, s, job.enq)
             leaving = True
         else:
-            e = pop_event(st, nxt)
+            if PsList is not PsEnds:
+                e = pop_event(st, listed)
+            elif which == PS_ARRIVAL:
+                e.t = when
+                e.kind = EV_ARRIVE
+                st.arrival.t = INFINITY     # (pop_event)
+                st.arrival.seq = NO_EVENT
+            elif top.row >= 0:
+                e.t = when          # a stale finish: all event_begins reads
+                e.kind = EV_FINISH
+                e.a = k
+                ps_pop_end(q)
+            else:
+                e = q.rare[-1 - top.row]
+                ps_pop_end(q)
             if e.kind == EV_ARRIVE:
                 counted = fifo_begins(st, e.t, EV_ARRIVE, -1, to_run, fresh and run_fits)
                 if counted < 0:
@@ -175,7 +308,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             return
         if s.dirty:
             lone_rate(st, s, fixed, rates)
-            if ps_next_finish(st, s, &cur) < 0:
+            if ps_next_finish(st, s, k, &cur, q) < 0:
                 return
         area_set(&s.number, st.now, <double> s.n)
         # live sessions: area_set(&st.live_area, st.now, st.live) computes what the line above
@@ -205,27 +338,32 @@ cdef inline int ps_join(State* st, Stage* s, int32_t k, PsRows* t, PsJob job, do
     return ps_push(st, s, s.V + w, st.next_job_id - 1, row)
 
 
-cdef inline int ps_next_finish(State* st, Stage* s, Event* cur) noexcept nogil:
+cdef inline int ps_next_finish(State* st, Stage* s, int32_t k, FifoEnd* cur, PsList* q) noexcept nogil:
     """next_ps_finish with the stage's current finish kept in `cur` instead of on the event list:
-    a finish still pending there is superseded (stale), so it joins the list as it is (its time
-    and seq: where next_ps_finish put it), and the new one takes `cur` with the seq push_event
-    would give it. The events, their order and seqs are next_ps_finish's."""
+    a finish still pending there is superseded (stale), so it joins the list (q's: see PsList)
+    as it is (its time and seq: where next_ps_finish put it), and the new one takes `cur`
+    with the seq push_event would give it. The events, their order and seqs are next_ps_finish's."""
     cdef int64_t seq
     s.epoch += 1
     if cur.seq != NO_EVENT:
-        # push_event as it was pushed: with the seq it took then (st.seq set back for the push)
-        seq = st.seq
-        st.seq = cur.seq
-        if push_event(st, cur.t, EV_FINISH, cur.a, cur.b, cur.c) < 0:
-            return -1
-        st.seq = seq
+        if PsList is PsEnds:
+            if q.n == q.cap and heap_grow(st, &q.ends, &q.cap, 64) < 0:
+                return -1
+            heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
+            q.n += 1
+        else:
+            # push_event as it was pushed: with the seq it took then (st.seq set back for the push)
+            seq = st.seq
+            st.seq = cur.seq
+            if push_event(st, cur.t, EV_FINISH, k, 0, 0) < 0:
+                return -1
+            st.seq = seq
+        cur.t = INFINITY
         cur.seq = NO_EVENT
     if s.hlen > 0 and s.rate > 0:
         cur.t = st.now + ps_delay(s)
         cur.seq = st.seq
         st.seq += 1
-        cur.b = s.heap[0].job
-        cur.c = s.epoch
     return 0
 
 
