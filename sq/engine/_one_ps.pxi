@@ -30,7 +30,7 @@ cdef struct PsRows:
 
 
 cdef struct PsEnds:
-    # ps_loop's own event list when every time is a number (φ constant and finite, `ps_own`): the
+    # ps_loop's own event list when every time is a number (φ constant and finite: phi_constant): the
     # stale finishes and the events it found on the run's list (the end of the warm-up), in a heap
     # by (t, seq) as the run's list orders them, their (t, seq) as FifoEnd items (row >= 0: a stale
     # finish; -1 - i: rare[i], kept whole); ends[0] holds an empty event (t inf, seq NO_EVENT)
@@ -57,7 +57,7 @@ cdef void ps_loop(State* st) noexcept nogil:
     # the rate finite and > 0 (φ 0 or less schedules no finish), so never NaN; where φ is a
     # draw or reads `now`, a NaN time could come, and the run's list's order would then depend on
     # its heap's layout (and its soon slot): those runs keep it
-    cdef bint own = s.phi_fixed and isfinite(s.phi_k)
+    cdef bint own = phi_constant(s)
     cdef Event* listed = NULL       # (ps_events' copy for the run's list)
     t.cap = 0
     t.nfree = 0
@@ -182,7 +182,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q,
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
     cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
     if PsList is PsEnds:
-        fixed = True        # (ps_loop's `own` is lone_rates' condition: a constant for gcc here)
+        fixed = True        # (the own list's condition is lone_rates': phi_constant; a constant for gcc)
     cur.t = INFINITY
     cur.seq = NO_EVENT
     cur.row = 0             # (a stale finish, once superseded into the own list)
