@@ -5,7 +5,8 @@
 # entry's `job`). The session and job tables grow, charged, where lone_loop's would, but are not
 # written (no gauge reads them: `work(…)`, the one function that would, is refused in a gauge).
 # A stale finish (one a reschedule superseded) is taken off at the pop: in lone_loop it changes
-# nothing after event_begins but the areas' split at its time, their values unchanged.
+# nothing after event_begins but the areas' split at its time, their values unchanged. The
+# events but the arrival and the current finish are in a small heap of ps_loop's own (PsEnds).
 # tests/engine/test_lone_queue.py holds its reports and errors to lone_loop's and the general
 # loop's, byte for byte; tests/differential/test_ps_loop.py to pyserq's JSON text.
 # Included by sq/_engine.pyx after _one_queue.pxi (whose pieces it shares); it runs without the GIL.
@@ -30,11 +31,12 @@ cdef struct PsRows:
 
 
 cdef struct PsEnds:
-    # ps_loop's own event list when every time is a number (φ constant and finite: phi_constant): the
-    # stale finishes and the events it found on the run's list (the end of the warm-up), in a heap
-    # by (t, seq) as the run's list orders them, their (t, seq) as FifoEnd items (row >= 0: a stale
-    # finish; -1 - i: rare[i], kept whole); ends[0] holds an empty event (t inf, seq NO_EVENT)
-    # while the heap is empty
+    # ps_loop's own event list: the stale finishes and the events it found on the run's list (the
+    # end of the warm-up), in a heap by (t, seq) as the run's list orders them, their (t, seq) as
+    # FifoEnd items (row >= 0: a stale finish; -1 - i: rare[i], kept whole); ends[0] holds an
+    # empty event (t inf, seq NO_EVENT) while the heap is empty. Every time in it is a number (a
+    # finish's is now + ps_delay, which is >= 0 or inf, never NaN; the warm-up's is finite), so
+    # the (t, seq) order is total, the same in any heap (as fifo_loop's, whose argument this is)
     FifoEnd* ends
     int64_t n
     int64_t cap
@@ -52,29 +54,18 @@ cdef void ps_loop(State* st) noexcept nogil:
     # restarts both): while they are alike at the start (bitwise) only the stage's is sampled,
     # and copied into the other where it is read (before instant_over, and here at the end)
     cdef bint alike = st.live == s.n and memcmp(&st.live_area, &s.number, sizeof(Area)) == 0
-    # its own event list when every finish's time is a number: with φ constant, finite and > 0
-    # a finish's time is now + (tag - V) / rate with V finite, a tag finite or inf (an inf work),
-    # the rate finite and > 0 (φ 0 or less schedules no finish), so never NaN; where φ is a
-    # draw or reads `now`, a NaN time could come, and the run's list's order would then depend on
-    # its heap's layout (and its soon slot): those runs keep it
-    cdef bint own = phi_constant(s)
-    cdef Event* listed = NULL       # (ps_events' copy for the run's list)
     t.cap = 0
     t.nfree = 0
     t.row = NULL
     t.free = NULL
     ends.cap = st.hlen + 16
-    ends.ends = <FifoEnd*> malloc(ends.cap * sizeof(FifoEnd)) if own else NULL
-    ends.rare = <Event*> malloc((st.hlen + 1) * sizeof(Event)) if own else NULL
-    if own and (ends.ends == NULL or ends.rare == NULL):
+    ends.ends = <FifoEnd*> malloc(ends.cap * sizeof(FifoEnd))
+    ends.rare = <Event*> malloc((st.hlen + 1) * sizeof(Event))
+    if ends.ends == NULL or ends.rare == NULL:
         fail(st, E_MEMORY, -1, 0, 0, 0)
     elif ps_rows_grow(st, &t) == 0:
-        if own:
-            ps_ends(st, &ends)
-        if own:
-            ps_events(st, s, st.lone.stage, &t, &ends, alike)
-        else:
-            ps_events(st, s, st.lone.stage, &t, listed, alike)
+        ps_ends(st, &ends)
+        ps_events(st, s, st.lone.stage, &t, &ends, alike)
         if alike:
             st.live_area = s.number
     free(t.row)
@@ -138,31 +129,21 @@ cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
     return 0
 
 
-ctypedef fused PsList:
-    # where ps_loop's events but the arrival and the current finish are: a copy of ps_events for
-    # each, chosen by the type of its list's pointer
-    PsEnds          # its own list (`own`)
-    Event           # the run's event list (the pointer unused)
-
-
 cdef enum:
     # which event ps_events takes next
     PS_CUR = 0          # the stage's current finish (its slot)
-    PS_ARRIVAL = 1      # the arrival slot's (own list)
+    PS_ARRIVAL = 1      # the arrival slot's
     PS_OWN = 2          # the own list's top: a stale finish or a rare event
-    PS_LIST = 3         # the run's event list's (next_event: its arrival slot, soon slot or heap)
 
 
-cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q, bint alike) noexcept nogil:
+cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q, bint alike) noexcept nogil:
     """ps_loop's events (its rows set up): each ends with at most one session going on (observing
     and ending), then the stage's reschedule and the area samples, in lone_loop's order. The
-    events but the arrival and the current finish are in ps_loop's own list (q: PsEnds), or
-    on the run's (q: Event, unused)."""
+    events but the arrival and the current finish are in ps_loop's own list (q)."""
     cdef Event e
     cdef FifoEnd cur        # the stage's current finish (t inf, seq NO_EVENT: none pending)
     cdef FifoEnd arrival
     cdef FifoEnd* top
-    cdef Event* listed
     cdef int which
     cdef double when
     cdef PsJob job
@@ -181,42 +162,28 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q,
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
     cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
-    if PsList is PsEnds:
-        fixed = True        # (the own list's condition is lone_rates': phi_constant; a constant for gcc)
     cur.t = INFINITY
     cur.seq = NO_EVENT
     cur.row = 0             # (a stale finish, once superseded into the own list)
     while not st.error.code:
         if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
-        if PsList is PsEnds:
-            # the earliest of the arrival slot, the current finish and the own list's top, by
-            # (t, seq): every time a number, the order is total, so the order of the comparisons
-            # does not matter; an empty one (t inf, seq NO_EVENT) is before none
-            arrival.t = st.arrival.t
-            arrival.seq = st.arrival.seq
-            top = q.ends
-            which = PS_OWN
-            if before(&arrival, top):
-                top = &arrival
-                which = PS_ARRIVAL
-            if before(&cur, top):
-                top = &cur
-                which = PS_CUR
-            when = top.t
-            if when == INFINITY and top.seq == NO_EVENT:
-                break       # (none pending: what the horizon's test below leaves when it is inf)
-        else:
-            listed = next_event(st)
-            if cur.seq != NO_EVENT and (listed == NULL or cur.t < listed.t
-                                        or (cur.t == listed.t and cur.seq < listed.seq)):     # (before)
-                which = PS_CUR
-                when = cur.t
-            elif listed == NULL:
-                break
-            else:
-                which = PS_LIST
-                when = listed.t
+        # the earliest of the arrival slot, the current finish and the own list's top, by (t,
+        # seq): every time a number, the order is total, so the order of the comparisons does not
+        # matter; an empty one (t inf, seq NO_EVENT) is before none
+        arrival.t = st.arrival.t
+        arrival.seq = st.arrival.seq
+        top = q.ends
+        which = PS_OWN
+        if before(&arrival, top):
+            top = &arrival
+            which = PS_ARRIVAL
+        if before(&cur, top):
+            top = &cur
+            which = PS_CUR
+        when = top.t
+        if when == INFINITY and top.seq == NO_EVENT:
+            break       # (none pending: what the horizon's test below leaves when it is inf)
         if when > horizon:
             break
         fresh = when > st.now
@@ -248,9 +215,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q,
             ps_measured(st, s, job.enq)
             leaving = True
         else:
-            if PsList is not PsEnds:
-                e = pop_event(st, listed)
-            elif which == PS_ARRIVAL:
+            if which == PS_ARRIVAL:
                 e.t = when
                 e.kind = EV_ARRIVE
                 st.arrival.t = INFINITY     # (pop_event)
@@ -292,8 +257,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q,
             elif not event_begins(st, &e):
                 return
             elif e.kind == EV_FINISH:
-                # a stale finish (finishing_job's e.c != s.epoch): every finish on the event list
-                # is one, the current one being in `cur`. No job, no session, the stage not
+                # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
+                # list is one, the current one being in `cur`. No job, no session, the stage not
                 # dirty; of settle's samples only the split at now is left, as each area holds
                 # the value the event before set (gauges, the window's middle and the poll read,
                 # never change it)
@@ -308,7 +273,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsList* q,
             return
         if s.dirty:
             lone_rate(st, s, fixed, rates)
-            if ps_next_finish(st, s, k, &cur, q) < 0:
+            if ps_next_finish(st, s, &cur, q) < 0:
                 return
         area_set(&s.number, st.now, <double> s.n)
         # live sessions: area_set(&st.live_area, st.now, st.live) computes what the line above
@@ -338,26 +303,17 @@ cdef inline int ps_join(State* st, Stage* s, int32_t k, PsRows* t, PsJob job, do
     return ps_push(st, s, s.V + w, st.next_job_id - 1, row)
 
 
-cdef inline int ps_next_finish(State* st, Stage* s, int32_t k, FifoEnd* cur, PsList* q) noexcept nogil:
+cdef inline int ps_next_finish(State* st, Stage* s, FifoEnd* cur, PsEnds* q) noexcept nogil:
     """next_ps_finish with the stage's current finish kept in `cur` instead of on the event list:
-    a finish still pending there is superseded (stale), so it joins the list (q's: see PsList)
-    as it is (its time and seq: where next_ps_finish put it), and the new one takes `cur`
-    with the seq push_event would give it. The events, their order and seqs are next_ps_finish's."""
-    cdef int64_t seq
+    a finish still pending there is superseded (stale), so it joins ps_loop's own list (q) as it
+    is (its time and seq: where next_ps_finish put it), and the new one takes `cur` with the seq
+    push_event would give it. The events, their order and seqs are next_ps_finish's."""
     s.epoch += 1
     if cur.seq != NO_EVENT:
-        if PsList is PsEnds:
-            if q.n == q.cap and heap_grow(st, &q.ends, &q.cap, 64) < 0:
-                return -1
-            heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
-            q.n += 1
-        else:
-            # push_event as it was pushed: with the seq it took then (st.seq set back for the push)
-            seq = st.seq
-            st.seq = cur.seq
-            if push_event(st, cur.t, EV_FINISH, k, 0, 0) < 0:
-                return -1
-            st.seq = seq
+        if q.n == q.cap and heap_grow(st, &q.ends, &q.cap, 64) < 0:
+            return -1
+        heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
+        q.n += 1
         cur.t = INFINITY
         cur.seq = NO_EVENT
     if s.hlen > 0 and s.rate > 0:

@@ -83,17 +83,11 @@ cdef void lone_plan(State* st) noexcept nogil:
         and not (st.arrival_kind == A_POISSON and not (st.arrival_rate > 0))
 
 
-cdef inline bint phi_constant(Stage* s) noexcept nogil:
-    """Whether ps stage s has a constant, finite φ (lone_rates tables its rates; ps_loop keeps its
-    own event list, every finish's time being a number)."""
-    return s.phi_fixed and isfinite(s.phi_k)
-
-
 cdef inline bint lone_rates(Stage* s, double* rates) noexcept nogil:
-    """Whether ps stage s has a constant, finite φ (phi_constant); if so its rates φ / n for
-    n < LONE_RATES are put in `rates`, each divided once (ps_rate's division, so the same value)."""
+    """Whether ps stage s has a constant, finite φ; if so its rates φ / n for n < LONE_RATES are
+    put in `rates`, each divided once (ps_rate's division, so the same value)."""
     cdef int32_t n
-    if not phi_constant(s):
+    if not (s.phi_fixed and isfinite(s.phi_k)):
         return False
     rates[0] = 0.0
     for n in range(1, LONE_RATES):

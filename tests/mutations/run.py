@@ -150,12 +150,9 @@ MUTATIONS = (
 """),
              )),
     Mutation("ps-loop-superseded-dropped", "ps_loop drops a superseded finish instead of putting it on "
-             "its event list, its own or the run's (it changes no job, but pyserq handles it as an event)", (
-                 ("_one_ps.pxi", """            heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
-            q.n += 1
-""", ""),
-                 ("_one_ps.pxi", """            if push_event(st, cur.t, EV_FINISH, k, 0, 0) < 0:
-                return -1
+             "its own event list (it changes no job, but pyserq handles it as an event)", (
+                 ("_one_ps.pxi", """        heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
+        q.n += 1
 """, ""),
              )),
     Mutation("ps-loop-own-list-unemptied", "ps_loop's own event list, emptied by a pop, keeps the popped "
