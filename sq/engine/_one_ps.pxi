@@ -5,7 +5,8 @@
 # entry's `job`). The session and job tables grow, charged, where lone_loop's would, but are not
 # written (no gauge reads them: `work(…)`, the one function that would, is refused in a gauge).
 # A stale finish (one a reschedule superseded) is taken off at the pop: in lone_loop it changes
-# nothing after event_begins but the areas' split at its time, their values unchanged.
+# nothing after event_begins but the areas' split at its time, their values unchanged. The
+# events but the arrival and the current finish are in a small heap of ps_loop's own (PsEnds).
 # tests/engine/test_lone_queue.py holds its reports and errors to lone_loop's and the general
 # loop's, byte for byte; tests/differential/test_ps_loop.py to pyserq's JSON text.
 # Included by sq/_engine.pyx after _one_queue.pxi (whose pieces it shares); it runs without the GIL.
@@ -29,9 +30,23 @@ cdef struct PsRows:
     int32_t cap
 
 
+cdef struct PsEnds:
+    # ps_loop's own event list: the stale finishes and the events it found on the run's list (the
+    # end of the warm-up), in a heap by (t, seq) as the run's list orders them, their (t, seq) as
+    # FifoEnd items (row >= 0: a stale finish; -1 - i: rare[i], kept whole); ends[0] holds an
+    # empty event (t inf, seq NO_EVENT) while the heap is empty. Every time in it is a number (a
+    # finish's is now + ps_delay, which is >= 0 or inf, never NaN; the warm-up's is finite), so
+    # the (t, seq) order is total, the same in any heap (as fifo_loop's, whose argument this is)
+    FifoEnd* ends
+    int64_t n
+    int64_t cap
+    Event* rare
+
+
 cdef void ps_loop(State* st) noexcept nogil:
     """lone_loop for a ps stage, with its own rows (PsRows) instead of the session and job tables."""
     cdef PsRows t
+    cdef PsEnds ends
     cdef Stage* s = &st.stages[st.lone.stage]
     # the live sessions' area equals the stage's number area at every sample (after each event
     # every live session's job is at the stage: a session without work ends in the event it
@@ -43,12 +58,56 @@ cdef void ps_loop(State* st) noexcept nogil:
     t.nfree = 0
     t.row = NULL
     t.free = NULL
-    if ps_rows_grow(st, &t) == 0:
-        ps_events(st, s, st.lone.stage, &t, alike)
+    ends.cap = st.hlen + 16
+    ends.ends = <FifoEnd*> malloc(ends.cap * sizeof(FifoEnd))
+    ends.rare = <Event*> malloc((st.hlen + 1) * sizeof(Event))
+    if ends.ends == NULL or ends.rare == NULL:
+        fail(st, E_MEMORY, -1, 0, 0, 0)
+    elif ps_rows_grow(st, &t) == 0:
+        ps_ends(st, &ends)
+        ps_events(st, s, st.lone.stage, &t, &ends, alike)
         if alike:
             st.live_area = s.number
     free(t.row)
     free(t.free)
+    free(ends.ends)
+    free(ends.rare)
+
+
+cdef void ps_ends(State* st, PsEnds* q) noexcept nogil:
+    """ps_loop's own event list, from the run's (the end of the warm-up, if it is pending: no
+    session has begun, so no finish is), which is left empty; as fifo_ends does."""
+    cdef int64_t i
+    cdef FifoEnd f
+    q.n = 0
+    q.ends[0].t = INFINITY
+    q.ends[0].seq = NO_EVENT
+    if st.soon.seq != NO_EVENT:
+        q.rare[q.n] = st.soon
+        st.soon.seq = NO_EVENT
+        f.t = q.rare[q.n].t
+        f.seq = q.rare[q.n].seq
+        f.row = -1 - q.n
+        heap_up(q.ends, q.n, f)
+        q.n += 1
+    for i in range(st.hlen):
+        q.rare[q.n] = st.heap[i]
+        f.t = st.heap[i].t
+        f.seq = st.heap[i].seq
+        f.row = -1 - q.n
+        heap_up(q.ends, q.n, f)     # (room: hlen + 16)
+        q.n += 1
+    st.hlen = 0
+
+
+cdef inline void ps_pop_end(PsEnds* q) noexcept nogil:
+    """Take the earliest event (ends[0]) out of ps_loop's own list."""
+    q.n -= 1
+    if q.n > 0:
+        heap_down(q.ends, 0, q.n, q.ends[q.n])
+    else:
+        q.ends[0].t = INFINITY
+        q.ends[0].seq = NO_EVENT
 
 
 cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
@@ -70,11 +129,23 @@ cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
     return 0
 
 
-cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike) noexcept nogil:
+cdef enum:
+    # which event ps_events takes next
+    PS_CUR = 0          # the stage's current finish (its slot)
+    PS_ARRIVAL = 1      # the arrival slot's
+    PS_OWN = 2          # the own list's top: a stale finish or a rare event
+
+
+cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q, bint alike) noexcept nogil:
     """ps_loop's events (its rows set up): each ends with at most one session going on (observing
-    and ending), then the stage's reschedule and the area samples, in lone_loop's order."""
-    cdef Event e, cur        # cur: the stage's current finish (seq NO_EVENT: none pending)
-    cdef Event* nxt
+    and ending), then the stage's reschedule and the area samples, in lone_loop's order. The
+    events but the arrival and the current finish are in ps_loop's own list (q)."""
+    cdef Event e
+    cdef FifoEnd cur        # the stage's current finish (t inf, seq NO_EVENT: none pending)
+    cdef FifoEnd arrival
+    cdef FifoEnd* top
+    cdef int which
+    cdef double when
     cdef PsJob job
     cdef int32_t row
     cdef int counted
@@ -91,34 +162,49 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
     cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
+    cur.t = INFINITY
     cur.seq = NO_EVENT
-    cur.kind = EV_FINISH
-    cur.a = k
+    cur.row = 0             # (a stale finish, once superseded into the own list)
     while not st.error.code:
         if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
-        nxt = next_event(st)
-        if cur.seq != NO_EVENT and (nxt == NULL or before(&cur, nxt)):
-            nxt = &cur
-        if nxt == NULL or nxt.t > horizon:
+        # the earliest of the arrival slot, the current finish and the own list's top, by (t,
+        # seq): every time a number, the order is total, so the order of the comparisons does not
+        # matter; an empty one (t inf, seq NO_EVENT) is before none
+        arrival.t = st.arrival.t
+        arrival.seq = st.arrival.seq
+        top = q.ends
+        which = PS_OWN
+        if before(&arrival, top):
+            top = &arrival
+            which = PS_ARRIVAL
+        if before(&cur, top):
+            top = &cur
+            which = PS_CUR
+        when = top.t
+        if when == INFINITY and top.seq == NO_EVENT:
+            break       # (none pending: what the horizon's test below leaves when it is inf)
+        if when > horizon:
             break
-        fresh = nxt.t > st.now
+        fresh = when > st.now
         if fresh:
-            if nxt.t > until or st.events >= st.poll_at:
+            if when > until or st.events >= st.poll_at:
                 if alike:
                     st.live_area = s.number     # (the window's middle reads it)
-                if instant_over(st, nxt):
+                e.t = when          # (instant_over reads its time)
+                if instant_over(st, &e):
                     break
                 until = fifo_until(st)
             else:
                 st.steps = 0        # (instant_over with nothing else to do)
         leaving = False     # no session goes on
         counted = 0         # (the observes' and the end's steps: fifo_leave counts them)
-        if nxt == &cur:
+        if which == PS_CUR:
             # the current finish: ps_done (the least tag leaves, V carried to now), then job_done;
             # its session goes on
+            cur.t = INFINITY
             cur.seq = NO_EVENT
-            counted = fifo_begins(st, cur.t, EV_FINISH, k, to_end, fresh and end_fits)
+            counted = fifo_begins(st, when, EV_FINISH, k, to_end, fresh and end_fits)
             if counted < 0:
                 return
             row = ps_done(st, s)
@@ -129,7 +215,19 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             ps_measured(st, s, job.enq)
             leaving = True
         else:
-            e = pop_event(st, nxt)
+            if which == PS_ARRIVAL:
+                e.t = when
+                e.kind = EV_ARRIVE
+                st.arrival.t = INFINITY     # (pop_event)
+                st.arrival.seq = NO_EVENT
+            elif top.row >= 0:
+                e.t = when          # a stale finish: all event_begins reads
+                e.kind = EV_FINISH
+                e.a = k
+                ps_pop_end(q)
+            else:
+                e = q.rare[-1 - top.row]
+                ps_pop_end(q)
             if e.kind == EV_ARRIVE:
                 counted = fifo_begins(st, e.t, EV_ARRIVE, -1, to_run, fresh and run_fits)
                 if counted < 0:
@@ -159,8 +257,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             elif not event_begins(st, &e):
                 return
             elif e.kind == EV_FINISH:
-                # a stale finish (finishing_job's e.c != s.epoch): every finish on the event list
-                # is one, the current one being in `cur`. No job, no session, the stage not
+                # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
+                # list is one, the current one being in `cur`. No job, no session, the stage not
                 # dirty; of settle's samples only the split at now is left, as each area holds
                 # the value the event before set (gauges, the window's middle and the poll read,
                 # never change it)
@@ -175,7 +273,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, bint alike
             return
         if s.dirty:
             lone_rate(st, s, fixed, rates)
-            if ps_next_finish(st, s, &cur) < 0:
+            if ps_next_finish(st, s, &cur, q) < 0:
                 return
         area_set(&s.number, st.now, <double> s.n)
         # live sessions: area_set(&st.live_area, st.now, st.live) computes what the line above
@@ -205,27 +303,23 @@ cdef inline int ps_join(State* st, Stage* s, int32_t k, PsRows* t, PsJob job, do
     return ps_push(st, s, s.V + w, st.next_job_id - 1, row)
 
 
-cdef inline int ps_next_finish(State* st, Stage* s, Event* cur) noexcept nogil:
+cdef inline int ps_next_finish(State* st, Stage* s, FifoEnd* cur, PsEnds* q) noexcept nogil:
     """next_ps_finish with the stage's current finish kept in `cur` instead of on the event list:
-    a finish still pending there is superseded (stale), so it joins the list as it is (its time
-    and seq: where next_ps_finish put it), and the new one takes `cur` with the seq push_event
-    would give it. The events, their order and seqs are next_ps_finish's."""
-    cdef int64_t seq
+    a finish still pending there is superseded (stale), so it joins ps_loop's own list (q) as it
+    is (its time and seq: where next_ps_finish put it), and the new one takes `cur` with the seq
+    push_event would give it. The events, their order and seqs are next_ps_finish's."""
     s.epoch += 1
     if cur.seq != NO_EVENT:
-        # push_event as it was pushed: with the seq it took then (st.seq set back for the push)
-        seq = st.seq
-        st.seq = cur.seq
-        if push_event(st, cur.t, EV_FINISH, cur.a, cur.b, cur.c) < 0:
+        if q.n == q.cap and heap_grow(st, &q.ends, &q.cap, 64) < 0:
             return -1
-        st.seq = seq
+        heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
+        q.n += 1
+        cur.t = INFINITY
         cur.seq = NO_EVENT
     if s.hlen > 0 and s.rate > 0:
         cur.t = st.now + ps_delay(s)
         cur.seq = st.seq
         st.seq += 1
-        cur.b = s.heap[0].job
-        cur.c = s.epoch
     return 0
 
 

@@ -55,6 +55,9 @@ IN_SHAPE = {
     "inf_work": _program("1", "hi", "poisson(0.5)", "horizon 30;"),
     "phi_zero": _program("0", "~h2(1, 4)", "poisson(0.5)", "horizon 30;"),
     "renewal_gaps": _program("2", "~erlang(3, 1.5)", "renewal(~uniform(0.5, 1.5))", "horizon 300; seed 17;"),
+    # every arrival supersedes a finish ever further off (the least tag's rest times the jobs): ~300
+    # stale finishes pending at once, ps_loop's own event heap grown many times past its first room
+    "stale_pile": _program("1", "50", "renewal(0.2)", "horizon 60;"),
 }
 
 # just outside the shape (the work reads the session): the general loop runs it

@@ -172,10 +172,21 @@ MUTATIONS = (
 """),
              )),
     Mutation("ps-loop-superseded-dropped", "ps_loop drops a superseded finish instead of putting it on "
-             "the event list (it changes no job, but pyserq handles it as an event)", (
-                 ("_one_ps.pxi", """        if push_event(st, cur.t, EV_FINISH, cur.a, cur.b, cur.c) < 0:
-            return -1
+             "its own event list (it changes no job, but pyserq handles it as an event)", (
+                 ("_one_ps.pxi", """        heap_up(q.ends, q.n, cur[0])      # (its row 0: a stale finish)
+        q.n += 1
 """, ""),
+             )),
+    Mutation("ps-loop-own-list-unemptied", "ps_loop's own event list, emptied by a pop, keeps the popped "
+             "event at its top instead of the empty one (t inf, seq NO_EVENT)", (
+                 ("_one_ps.pxi", """    if q.n > 0:
+        heap_down(q.ends, 0, q.n, q.ends[q.n])
+    else:
+        q.ends[0].t = INFINITY
+        q.ends[0].seq = NO_EVENT
+""", """    if q.n > 0:
+        heap_down(q.ends, 0, q.n, q.ends[q.n])
+"""),
              )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
