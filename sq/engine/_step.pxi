@@ -1046,10 +1046,10 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_kind = 0
     s.iter_decodes = 0
     r = 0
-    plain = s.na >= PLAIN_ENTRIES
+    plain = s.na >= PLAIN_ENTRIES and warm and not left     # (end_decodes' case: its tests out of its loop)
     while True:
         if plain:
-            r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
+            r = end_decodes(st, s, r, now, last_gap, &total, &again, &nfin)
         if r >= s.na:
             break
         a = &s.assigned[r]
@@ -1107,20 +1107,20 @@ cdef enum:
     PLAIN_ENTRIES = 4
 
 
-cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint warm, double now,
-                                double last_gap, double* total, int64_t* again, int64_t* nfin) noexcept nogil:
-    """end_iteration's visits of the assignment's entries from r on while each is a decode token
-    continuing its turn whose gap, when warm, is the histogram's last one (counted in *again and
-    *total, as end_iteration's own visit counts it), of a job not removed: the same writes (the
-    work, the owner's last token time, a finished job listed at the assignment's front), with the
-    tables' pointers in locals (nothing here is a call). The first other entry is left to
-    end_iteration's own visit: its index (s.na when none)."""
+cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, double last_gap,
+                                double* total, int64_t* again, int64_t* nfin) noexcept nogil:
+    """end_iteration's visits, warm and with no resident left since the iteration began (so no
+    entry's job removed), of the assignment's entries from r on while each is a decode token
+    continuing its turn whose gap is the histogram's last one (counted in *again and *total, as
+    end_iteration's own visit counts it): the same writes (the work, the owner's last token time,
+    a finished job listed at the assignment's front), with the tables' pointers in locals
+    (nothing here is a call). The first other entry is left to end_iteration's own visit: its
+    index (s.na when none)."""
     cdef int64_t na = s.na
     cdef int32_t j, owner
     cdef double gap, w
     cdef Assigned* a
     cdef Assigned* entries = s.assigned
-    cdef int64_t* ids = st.jobs.id
     cdef int32_t* mode = st.jobs.mode
     cdef char* decoding = st.jobs.decoding
     cdef int32_t* owners = st.jobs.owner
@@ -1130,15 +1130,14 @@ cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint 
     while r < na:
         a = &entries[r]
         j = a.job
-        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:
+        if mode[j] != M_DECODE or not decoding[j]:
             break
         owner = owners[j]
-        if warm:
-            gap = now - itl_last[owner]
-            if not (gap == last_gap and gap > 0.0):
-                break
-            total[0] += gap
-            again[0] += 1
+        gap = now - itl_last[owner]
+        if not (gap == last_gap and gap > 0.0):
+            break
+        total[0] += gap
+        again[0] += 1
         w = work[j] - a.tok
         work[j] = w
         itl_last[owner] = now

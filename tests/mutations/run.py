@@ -249,9 +249,14 @@ MUTATIONS = (
                  ("_step.pxi", "    if kv or st.iter_preempted or s.excl:\n", "    if kv or s.excl:\n"),
              )),
     Mutation("end-decodes-removed-read", "end_decodes applies the tokens of an entry whose job was "
-             "removed during the iteration (its id not tested after a resident left)", (
-                 ("_step.pxi", "        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:",
-                  "        if mode[j] != M_DECODE or not decoding[j]:"),
+             "removed during the iteration (taken after a resident left)", (
+                 ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
+                  "    plain = s.na >= PLAIN_ENTRIES and warm "),
+             )),
+    Mutation("end-decodes-cold", "end_decodes taken before the warm-up's end (its gaps go into the "
+             "ITL histogram)", (
+                 ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
+                  "    plain = s.na >= PLAIN_ENTRIES and not left "),
              )),
 )
 
