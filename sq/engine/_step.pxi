@@ -792,6 +792,37 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     return plan
 
 
+cdef inline int64_t again_positions(State* st, Stage* s, int64_t r, int64_t na, bint same,
+                                   bint grows) noexcept nogil:
+    """plan_again's visits of the entries from r on while each calls nothing: its job not growing,
+    or (with `grows`) no grow due and its frame marked grown already (mark_grown would return at
+    once). The same writes (the position, the entry's id unless `same`), with the tables'
+    pointers in locals (nothing here is a call or a char store that may move them). The first
+    other entry is left to plan_again's own visit: its index (na when none)."""
+    cdef Assigned* a = s.assigned
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    cdef char* grown = st.sess.frame_grown
+    cdef int64_t fj
+    cdef int32_t j
+    cdef double pos
+    while r < na:
+        j = a[r].job
+        if growing[j] >= 0:
+            fj = frame[j]
+            pos = frame_pos[fj] + a[r].tok
+            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):
+                break                   # a grow due, or the frame to mark
+            frame_pos[fj] = pos
+        if not same:
+            a[r].id = ids[j]
+        r += 1
+    return r
+
+
 cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
                               bint grows, double duration, bint* moved) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
@@ -802,16 +833,20 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
     *moved: some grow was due (a pool and an allocation may have moved). Its duration (-1: the
     cost failed)."""
     cdef double need
-    cdef int64_t r, fj
+    cdef int64_t r = 0, fj
     cdef int32_t j
     cdef bint kv = st.kv_iteration, due = False
     cdef Assigned* a
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
-    for r in range(na):
+    while True:
+        r = again_positions(st, s, r, na, same, grows)
+        if r >= na:
+            break
         a = &s.assigned[r]
         j = a.job
+        r += 1
         if st.jobs.growing[j] >= 0:
             fj = st.jobs.frame[j]
             if grows:

@@ -253,6 +253,11 @@ MUTATIONS = (
                  ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
                   "    plain = s.na >= PLAIN_ENTRIES and warm "),
              )),
+    Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
+             "without the grow plan_again's own visit makes", (
+                 ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
+                  "            if grows and not grown[fj]:\n"),
+             )),
     Mutation("end-decodes-cold", "end_decodes taken before the warm-up's end (its gaps go into the "
              "ITL histogram)", (
                  ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
