@@ -258,11 +258,6 @@ MUTATIONS = (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
                   "            if grows and not grown[fj]:\n"),
              )),
-    Mutation("end-decodes-cold", "end_decodes taken before the warm-up's end (its gaps go into the "
-             "ITL histogram)", (
-                 ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
-                  "    plain = s.na >= PLAIN_ENTRIES and not left "),
-             )),
 )
 
 # The default sample: the generated programs, and the differential files of fast paths they
