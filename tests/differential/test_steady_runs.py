@@ -97,6 +97,11 @@ PROGRAMS = {
     "holds waiting, units reading the pool": _decode_engine("poisson(8.0)", pool="cap 1500; block 16;",
                                                             hold="kv (n + 0 * used(kv))"),
     "holds waiting in key order": _decode_engine("poisson(8.0)", pool="cap 1500; block 16; queue by (o);"),
+    # a card of three or four long decodes: holds wait through most quiet repeats (a quiet count is
+    # made for six residents at most, which the card above seldom has while its queue is long), so
+    # each repeat's sample_unmoved integrates the queue's area one step at a time, as pyserq does
+    "holds waiting through quiet repeats": _decode_engine("poisson(3.0)", pool="cap 700; block 16;",
+                                                          work="~uniform(50, 300)", run="horizon 30; warmup 5;"),
     # quiet repeats past block boundaries, each grow granted, on a card that fills (the grants'
     # bound tight near the cap); two pools, whose areas a repeat defers unless its grows move the
     # KV's; the decodes' KV in the cost, its sums made afresh after a grow
@@ -210,7 +215,7 @@ QUIET_NONE = ("costs reading now, the pool and the work", "a cost with a draw", 
               "a budget with a draw (no steady runs)", "cached chat")     # (its cost reads the KV totals)
 QUIET = ("light engine", "fractional work", "preemption", "a budget cut short", "a linear cost of the residents",
          "gauges", "long decodes, a horizon mid-run", "an arrival limit", "holds waiting, refused while decoding",
-         "holds waiting in key order")
+         "holds waiting in key order", "holds waiting through quiet repeats")
 
 
 @pytest.mark.parametrize("name", QUIET + QUIET_NONE)
@@ -219,3 +224,11 @@ def test_quiet_repeats_in_one_pass_give_pyserqs_json_text(name):
     same_json(PROGRAMS[name])
     fused = _engine.quiet_repeats() - before
     assert (fused > 0) == (name in QUIET), f"{fused} quiet repeats made in one pass"
+
+
+def test_holds_wait_through_the_quiet_repeats():
+    # the program that tells whether a quiet repeat samples the queue's area (tests/mutations/run.py:
+    # quiet-queue-unsampled) keeps a queue while its quiet repeats go on
+    before = _engine.quiet_repeats()
+    report = sq.run(sq.compile(source=PROGRAMS["holds waiting through quiet repeats"]))
+    assert _engine.quiet_repeats() > before and report.pool("kv").mean_queue > 1.0

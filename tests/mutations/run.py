@@ -8,6 +8,13 @@ and runs the default differential sample (tests/differential/test_random_program
 it, and the fast paths' files FAST_PATHS names) and then the larger one (`-m exact`), each stopping at its first failure. A mutation a sample
 fails on is killed by it. Your worktree and its build are never touched.
 
+What a mutation costs (measured in benchmarks/README.md, "Issue 27, seventh round: the mutation
+check"): the rebuild compiles only the extensions whose sources the edit (or a stale build of the
+worktree) makes newer than their built files, without debug information (-g0: gcc's code is the
+same, only the .o's debug sections go); and the sample first runs the test that killed the
+mutation last time (KILLERS): a failure there is a failure of the sample, so the verdict is the
+one the whole sample gives; where it passes (or is gone), the whole sample runs.
+
     python tests/mutations/run.py                       # every mutation, both samples
     python tests/mutations/run.py --only events-lifo-at-a-tie --default-only
     python tests/mutations/run.py --baseline            # the unmutated copy first (must pass)
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -139,6 +147,20 @@ MUTATIONS = (
                  ("_one_ps.pxi", "                if alike:\n                    st.live_area = s.number     "
                                  "# (the window's middle reads it)\n", ""),
              )),
+    # (at a fresh instant its steps were just set to 0, so fifo_begins sets the count without reading
+    # it; at a tie the count must be read and tested: the run's step bound, `run(step_limit=...)`,
+    # is sq's own guard, so tests/engine/test_lone_queue.py holds the loops' errors to the general loop's)
+    Mutation("fifo-loop-steps-unread-at-a-tie", "fifo_loop counts an event's step and its session's "
+             "statements as at a fresh instant also at a tie (the instant's count set, not read): an "
+             "instant of several events reaches the step bound later than the general loop's", (
+                 ("_one_queue.pxi", "to_run, fresh and run_fits)", "to_run, run_fits)"),
+                 ("_one_queue.pxi", "to_end, fresh and end_fits)", "to_end, end_fits)"),
+             )),
+    Mutation("ps-loop-steps-unread-at-a-tie", "ps_loop counts an event's step and its session's "
+             "statements as at a fresh instant also at a tie (the instant's count set, not read)", (
+                 ("_one_ps.pxi", "to_run, fresh and run_fits)", "to_run, run_fits)"),
+                 ("_one_ps.pxi", "to_end, fresh and end_fits)", "to_end, end_fits)"),
+             )),
     Mutation("ps-loop-stale-unsplit", "a lone ps stage's stale finish (ps_loop, sq/engine/_one_ps.pxi) leaves "
              "the time averages unsampled: one product over the span it would have split in two", (
                  ("_one_ps.pxi", """                area_set(&s.number, st.now, s.number.value)
@@ -195,6 +217,10 @@ MUTATIONS = (
     Mutation("quiet-after-grow-twice", "the quiet repeats after a plan's grow counted with that grow "
              "added twice to the allocation (repeats past the next block boundary without a grow)", (
                  ("_step.pxi", "                    alloc += need          #", "                    alloc += 2 * need      #"),
+             )),
+    Mutation("quiet-queue-unsampled", "a quiet repeat's step 5 leaves out the pool's queue area (no hold "
+             "can join or leave the queue inside a steady run, but its integral still moves)", (
+                 ("_loop.pxi", "        if p.queue_area.value != 0:\n            area_again(&p.queue_area, st.now)\n", ""),
              )),
     Mutation("steady-admission-unread", "a steady run goes on while a hold waits for the stage's admission "
              "without testing that its head still does not fit (admission_refused)", (
@@ -266,19 +292,62 @@ MUTATIONS = (
 # a lone fifo stage's own loop, which the random programs seldom take; test_ps_loop: a lone ps
 # stage's, likewise; test_step_paths: the step engine's planning and ending shortcuts, the heavy
 # row's preempting card among them; test_run_reuse: many kept runs of one compiled program, whose
-# arrays share slabs).
+# arrays share slabs; tests/engine/test_lone_queue.py: the lone loops against the general loop,
+# also where the instant's step bound stops a run, which pyserq has not: it hangs there).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
               "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
-              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py"]
+              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py",
+              "tests/engine/test_lone_queue.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
 }
 
+# The test of the default sample that killed each mutation in the last full run (`run.py` prints
+# the ones that changed): run first, it settles most mutations in seconds.
+KILLERS = {
+    "6531a92": "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100016]",
+    "iteration-without-waiting":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
+    "stages-before-pools":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[2]",
+    "pools-pass-once": "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[5]",
+    "deferred-areas-summed":
+        "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
+    "grow-untouched": "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
+    "events-lifo-at-a-tie":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[8]",
+    "fifo-loop-serves-last-come":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-finish-on-top":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-live-area-uncopied":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-live-area-stale-at-mid":
+        "tests/differential/test_fifo_loop.py::test_the_window_middle_is_lone_loops[mm1]",
+    "ps-loop-live-area-stale-at-mid":
+        "tests/differential/test_ps_loop.py::test_the_window_middle_is_lone_loops[mg1_ps]",
+    "fifo-loop-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[fifo]",
+    "ps-loop-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
+    "ps-loop-stale-unsplit":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-loop-superseded-dropped":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-lifo-at-a-tie": "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
+    "admit-before-growers":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[35]",
+    "quiet-queue-unsampled":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report"
+        "[holds waiting through quiet repeats]",
+}
+
 
 def copy_tree(dest: Path) -> None:
-    """The tracked files, the built extensions and their build folder, times kept (so the rebuild
-    compiles only what the mutation touched)."""
+    """The tracked files and the built extensions (and their C files), times kept: the rebuild
+    compares each extension's sources with its built file in place (build(): --build-lib .), so
+    it compiles only what the mutation touched, and what the worktree had not rebuilt."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout
     names = [n for n in files.decode().split("\0") if n]
     names += [str(p.relative_to(ROOT)) for p in (ROOT / "sq").rglob("*") if p.suffix in (".so", ".c")]
@@ -287,8 +356,6 @@ def copy_tree(dest: Path) -> None:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
-    if (ROOT / "build").is_dir():
-        shutil.copytree(ROOT / "build", dest / "build", copy_function=shutil.copy2)
 
 
 def apply(tree: Path, mutation: Mutation) -> None:
@@ -309,36 +376,64 @@ def environment(tree: Path) -> dict:
     return env
 
 
-def build(tree: Path) -> bool:
-    r = subprocess.run(["nice", "-n", "10", sys.executable, "setup.py", "build_ext", "--inplace"],
-                       cwd=tree, env=environment(tree), capture_output=True, text=True)
+def build(tree: Path) -> tuple[bool, list[str]]:
+    """(built, the extensions compiled). Built into the tree itself (`--build-lib .`, what
+    --inplace gives without its build folder in between), so an extension whose built file is
+    newer than its sources is not compiled again; -g0 after Python's -g leaves the code as it is."""
+    env = environment(tree)
+    env["CFLAGS"] = f"{env.get('CFLAGS', '')} -g0".strip()
+    r = subprocess.run(["nice", "-n", "10", sys.executable, "setup.py", "build_ext", "--build-lib", "."],
+                       cwd=tree, env=env, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stdout[-2000:], r.stderr[-2000:], file=sys.stderr)
-    return r.returncode == 0
+    return r.returncode == 0, [ln.split("'")[1] for ln in r.stdout.splitlines() if ln.startswith("building '")]
 
 
-def sample_fails(tree: Path, sample: str) -> tuple[bool, str]:
-    """(failed, the first failing test or the summary line)."""
+def pytest(tree: Path, args: list[str]) -> tuple[int, str]:
+    """(pytest's exit code, the first failing test or the summary line)."""
     r = subprocess.run(["nice", "-n", "10", sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        *SAMPLES[sample]], cwd=tree, env=environment(tree), capture_output=True, text=True)
+                        *args], cwd=tree, env=environment(tree), capture_output=True, text=True)
     lines = r.stdout.strip().splitlines()
     failed = [ln for ln in lines if ln.startswith(("FAILED", "ERROR"))]
-    return r.returncode != 0, (failed[0] if failed else (lines[-1] if lines else r.stderr[-300:]))
+    return r.returncode, (failed[0] if failed else (lines[-1] if lines else r.stderr[-300:]))
+
+
+def failed_test(line: str) -> str:
+    """The test a FAILED or ERROR line names (its parameters may hold spaces, not ' - ')."""
+    m = re.match(r"(?:FAILED|ERROR) (\S+?(?:\[.*?\])?)(?: - |$)", line)
+    return m.group(1) if m else ""
+
+
+def sample_fails(tree: Path, sample: str, killer: str | None) -> tuple[bool, str]:
+    """(failed, the first failing test or the summary line). The killer first, when the sample
+    holds its file: its failure (or a crash, a collection error: any exit but passed, 4 (no such
+    test) or 5 (none selected)) is the sample's; otherwise the whole sample runs."""
+    args = SAMPLES[sample]
+    options = args[args.index("-m"):] if "-m" in args else []
+    if killer and killer.split("::")[0] in args:
+        code, line = pytest(tree, [killer, *options])
+        if code not in (0, 4, 5):
+            return True, line
+    code, line = pytest(tree, args)
+    return code != 0, line
 
 
 def check(mutation: Mutation | None, samples: list[str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="sq-mutant-") as folder:
         tree = Path(folder)
+        started = time.monotonic()
         copy_tree(tree)
         if mutation is not None:
             apply(tree, mutation)
+        result = {"copy": f"{time.monotonic() - started:.1f} s"}
         started = time.monotonic()
-        if not build(tree):
+        built, compiled = build(tree)
+        if not built:
             return {"build": "failed"}
-        result = {"build": f"{time.monotonic() - started:.0f} s"}
+        result["build"] = f"{time.monotonic() - started:.0f} s ({', '.join(compiled) or 'nothing'})"
         for sample in samples:
             started = time.monotonic()
-            failed, line = sample_fails(tree, sample)
+            failed, line = sample_fails(tree, sample, KILLERS.get(mutation.name) if mutation else None)
             result[sample] = ("killed" if failed else "survived", f"{time.monotonic() - started:.0f} s", line)
         return result
 
@@ -370,6 +465,13 @@ def main() -> int:
         print(f"{name} | " + " | ".join(cells))
         if name != "(unmutated)" and "survived" in cells[:1]:
             survivors += 1
+    killers = {name: failed_test(result["default"][2]) for name, result in table
+               if name != "(unmutated)" and result.get("default", ("",))[0] == "killed"}
+    changed = {name: test for name, test in killers.items() if test and KILLERS.get(name) != test}
+    if changed:
+        print("\nkilled by another test than KILLERS names (update it):")
+        for name, test in changed.items():
+            print(f"    {name!r}: {test!r},")
     return 1 if survivors else 0
 
 
