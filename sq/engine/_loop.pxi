@@ -925,17 +925,17 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     # (each call with its flags written out, so the compiler makes each its own copy)
     if s.plan_kept and s.quiet > 0:
         s.quiet -= 1
-        duration = plan_again(st, s, k, na, &n, False, False, 0.0, &moved)   # (the plan counting it marked the frames grown)
+        duration = plan_again_apart(st, s, k, na, &n, False, False, 0.0, &moved)   # (the plan counting it marked the frames grown)
     else:
         if s.plan_kept:
-            plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, False)
+            plan = plan_unchanged_apart(st, s, na, True, &s.quiet, &grants, False)
         else:
-            plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, False)
+            plan = plan_unchanged_apart(st, s, na, False, &s.quiet, &grants, False)
         if plan == PLAN_CHANGED:
             s.plan_kept = False
             settle(st)
             return 0
-        duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
+        duration = plan_again_apart(st, s, k, na, &n, False, True, 0.0, &moved)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
     s.plan_kept = True

@@ -674,9 +674,11 @@ cdef enum:
 # reads them, before it; its grows and the rounding within the 1 of margin below), and `used`
 # only grows by grows, so through t <= q repeats every grow fits while
 # used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
-# this plan's grows (which the sum counts again: a margin). plan_unchanged counts the larger of
-# the two counts (the work's bound above holds for both); plan_again then tests each resident's
-# grow, and makes the totals afresh after one (its KV sums moved).
+# this plan's grows (which the sum counts again: a margin). Where its caller's quiet repeats can
+# grow (`grantable`: steady_run's when they do not go through quiet_repeat) plan_unchanged counts
+# the larger of the two counts, else the count with no grow due (the work's bound above holds for
+# both); after a count with grants plan_again tests each resident's grow, and makes the totals
+# afresh after one (its KV sums moved).
 cdef extern from *:
     """
     #define SQ_QUIET_MAX 1024.0
@@ -790,6 +792,37 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     return plan
 
 
+cdef inline int64_t again_positions(State* st, Stage* s, int64_t r, int64_t na, bint same,
+                                   bint grows) noexcept nogil:
+    """plan_again's visits of the entries from r on while each calls nothing: its job not growing,
+    or (with `grows`) no grow due and its frame marked grown already (mark_grown would return at
+    once). The same writes (the position, the entry's id unless `same`), with the tables'
+    pointers in locals (nothing here is a call or a char store that may move them). The first
+    other entry is left to plan_again's own visit: its index (na when none)."""
+    cdef Assigned* a = s.assigned
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    cdef char* grown = st.sess.frame_grown
+    cdef int64_t fj
+    cdef int32_t j
+    cdef double pos
+    while r < na:
+        j = a[r].job
+        if growing[j] >= 0:
+            fj = frame[j]
+            pos = frame_pos[fj] + a[r].tok
+            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):
+                break                   # a grow due, or the frame to mark
+            frame_pos[fj] = pos
+        if not same:
+            a[r].id = ids[j]
+        r += 1
+    return r
+
+
 cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
                               bint grows, double duration, bint* moved) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
@@ -800,16 +833,20 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
     *moved: some grow was due (a pool and an allocation may have moved). Its duration (-1: the
     cost failed)."""
     cdef double need
-    cdef int64_t r, fj
+    cdef int64_t r = 0, fj
     cdef int32_t j
     cdef bint kv = st.kv_iteration, due = False
     cdef Assigned* a
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
-    for r in range(na):
+    while True:
+        r = again_positions(st, s, r, na, same, grows)
+        if r >= na:
+            break
         a = &s.assigned[r]
         j = a.job
+        r += 1
         if st.jobs.growing[j] >= 0:
             fj = st.jobs.frame[j]
             if grows:
@@ -834,6 +871,46 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
         if duration < 0:
             return -1.0
     return iteration_begins(st, s, k, n, duration, s.budget_k)
+
+
+# Inlining. steady_run's plans are the step rows' hot path: plan_unchanged and plan_again must be
+# inlined there, where its flags are constants or known (a call costs the light row ~5 %). gcc
+# inlines them only while steady_run is their one caller; step_again's calls would make it keep a
+# shared copy (plan_again.constprop.0) that steady_run calls too. So both are always inlined, and
+# step_again calls them through an out-of-line copy each (plan_unchanged_apart, plan_again_apart)
+# that run_loop, which inlines step_again, calls. The attributes go on a declaration of the C
+# names Cython gives these functions (a name that stops matching is a compile error for the
+# types, or the attribute silently lost: `nm` on the .so then lists plan_unchanged again).
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_7_engine_IterTotals;
+    static inline __attribute__((always_inline)) int __pyx_f_2sq_7_engine_plan_unchanged(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int64_t, int, int64_t *, int *, int);
+    static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_plan_again(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);
+    static __attribute__((noinline)) int __pyx_f_2sq_7_engine_plan_unchanged_apart(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int64_t, int, int64_t *, int *, int);
+    static __attribute__((noinline)) double __pyx_f_2sq_7_engine_plan_again_apart(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);
+    """
+
+
+cdef int plan_unchanged_apart(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
+                              bint* grants, bint grantable) noexcept nogil:
+    """plan_unchanged, out of line (step_again's)."""
+    return plan_unchanged(st, s, na, again, quiet, grants, grantable)
+
+
+cdef double plan_again_apart(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
+                             bint grows, double duration, bint* moved) noexcept nogil:
+    """plan_again, out of line (step_again's)."""
+    return plan_again(st, s, k, na, n, same, grows, duration, moved)
 
 
 # A quiet repeat's end and plan in one pass. When steady_run has quiet repeats still to come
@@ -1004,10 +1081,10 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_kind = 0
     s.iter_decodes = 0
     r = 0
-    plain = s.na >= PLAIN_ENTRIES
+    plain = s.na >= PLAIN_ENTRIES and warm and not left     # (end_decodes' case: its tests out of its loop)
     while True:
         if plain:
-            r = end_decodes(st, s, r, left, warm, now, last_gap, &total, &again, &nfin)
+            r = end_decodes(st, s, r, now, last_gap, &total, &again, &nfin)
         if r >= s.na:
             break
         a = &s.assigned[r]
@@ -1065,20 +1142,20 @@ cdef enum:
     PLAIN_ENTRIES = 4
 
 
-cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint warm, double now,
-                                double last_gap, double* total, int64_t* again, int64_t* nfin) noexcept nogil:
-    """end_iteration's visits of the assignment's entries from r on while each is a decode token
-    continuing its turn whose gap, when warm, is the histogram's last one (counted in *again and
-    *total, as end_iteration's own visit counts it), of a job not removed: the same writes (the
-    work, the owner's last token time, a finished job listed at the assignment's front), with the
-    tables' pointers in locals (nothing here is a call). The first other entry is left to
-    end_iteration's own visit: its index (s.na when none)."""
+cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, double last_gap,
+                                double* total, int64_t* again, int64_t* nfin) noexcept nogil:
+    """end_iteration's visits, warm and with no resident left since the iteration began (so no
+    entry's job removed), of the assignment's entries from r on while each is a decode token
+    continuing its turn whose gap is the histogram's last one (counted in *again and *total, as
+    end_iteration's own visit counts it): the same writes (the work, the owner's last token time,
+    a finished job listed at the assignment's front), with the tables' pointers in locals
+    (nothing here is a call). The first other entry is left to end_iteration's own visit: its
+    index (s.na when none)."""
     cdef int64_t na = s.na
     cdef int32_t j, owner
     cdef double gap, w
     cdef Assigned* a
     cdef Assigned* entries = s.assigned
-    cdef int64_t* ids = st.jobs.id
     cdef int32_t* mode = st.jobs.mode
     cdef char* decoding = st.jobs.decoding
     cdef int32_t* owners = st.jobs.owner
@@ -1088,15 +1165,14 @@ cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, bint left, bint 
     while r < na:
         a = &entries[r]
         j = a.job
-        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:
+        if mode[j] != M_DECODE or not decoding[j]:
             break
         owner = owners[j]
-        if warm:
-            gap = now - itl_last[owner]
-            if not (gap == last_gap and gap > 0.0):
-                break
-            total[0] += gap
-            again[0] += 1
+        gap = now - itl_last[owner]
+        if not (gap == last_gap and gap > 0.0):
+            break
+        total[0] += gap
+        again[0] += 1
         w = work[j] - a.tok
         work[j] = w
         itl_last[owner] = now

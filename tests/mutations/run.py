@@ -286,9 +286,14 @@ MUTATIONS = (
                  ("_step.pxi", "    if kv or st.iter_preempted or s.excl:\n", "    if kv or s.excl:\n"),
              )),
     Mutation("end-decodes-removed-read", "end_decodes applies the tokens of an entry whose job was "
-             "removed during the iteration (its id not tested after a resident left)", (
-                 ("_step.pxi", "        if (left and ids[j] != a.id) or mode[j] != M_DECODE or not decoding[j]:",
-                  "        if mode[j] != M_DECODE or not decoding[j]:"),
+             "removed during the iteration (taken after a resident left)", (
+                 ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
+                  "    plain = s.na >= PLAIN_ENTRIES and warm "),
+             )),
+    Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
+             "without the grow plan_again's own visit makes", (
+                 ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
+                  "            if grows and not grown[fj]:\n"),
              )),
 )
 
