@@ -912,7 +912,6 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     cdef int64_t na = s.na
     cdef double duration
     cdef int plan
-    cdef bint grants, moved
     cdef IterTotals n
     if not iteration_end(st, e):
         settle(st)
@@ -925,17 +924,17 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     # (each call with its flags written out, so the compiler makes each its own copy)
     if s.plan_kept and s.quiet > 0:
         s.quiet -= 1
-        duration = plan_again(st, s, k, na, &n, False, False, 0.0, &moved)   # (the plan counting it marked the frames grown)
+        duration = replica_begin(st, s, k, na, &n, False)    # (the plan counting it marked the frames grown)
     else:
         if s.plan_kept:
-            plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, False)
+            plan = replica_unchanged(st, s, na, True)
         else:
-            plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, False)
+            plan = replica_unchanged(st, s, na, False)
         if plan == PLAN_CHANGED:
             s.plan_kept = False
             settle(st)
             return 0
-        duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
+        duration = replica_begin(st, s, k, na, &n, True)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
     s.plan_kept = True
@@ -974,6 +973,147 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
             unmark_row(st.steps_ready, j)
         j = <int32_t> next_row(st.steps_ready, j + 1, st.n_ps_end)
     return True
+
+
+# step_again's plan, made by its own two passes over the assignment rather than by steady_run's
+# plan_unchanged and plan_again (whose flags there are constants, so gcc inlines them into
+# steady_run alone): replica_unchanged is plan_unchanged with `grantable` False (quiet repeats
+# counted without grants), replica_begin is plan_again not `same` with count_assigned's totals
+# made in its loop. The same tests and writes in the same order, with the tables' pointers in
+# locals (nothing in the loops is a call but a granted grow's grow_now, after which they are read
+# again). A resident's KV units (job_units: its owner's allocation on the stage's memory) move only
+# by its own grow, which its visit makes first: another resident is another session's job, so the
+# sums are those count_assigned makes after the whole plan, in the same order.
+cdef inline int replica_unchanged(State* st, Stage* s, int64_t na, bint again) noexcept nogil:
+    """plan_unchanged(st, s, na, again, &s.quiet, grants, False): whether the plan now assigns the
+    assignment's na entries' jobs again, each entry's tokens or new ones written into it
+    (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so), and s.quiet the quiet repeats after it."""
+    cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc, w
+    cdef double qn = QUIET_MAX      # the quiet count with no grow due
+    cdef int64_t r, fj
+    cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
+    cdef int plan = PLAN_SAME
+    cdef bint counting = na <= QUIET_RESIDENTS
+    cdef Pool* p
+    cdef Assigned* a = s.assigned
+    cdef double* work = st.jobs.work
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    cdef char* decoding = st.jobs.decoding
+    s.quiet = 0
+    if na != s.nres or (not again and (na == 0 or s.excl or s.serve_count != 0 or not s.budget_fixed
+                                       or not s.chunk_fixed)):
+        return PLAN_CHANGED
+    for r in range(na):
+        j = a[r].job
+        if not again and (s.res[r] != j or st.jobs.mode[j] != M_DECODE):
+            return PLAN_CHANGED
+        w = work[j]
+        tokens = min_of(want_of(M_DECODE, w, s.chunk_k), left)
+        if not (tokens > 0):
+            return PLAN_CHANGED
+        if tokens != a[r].tok:
+            plan = PLAN_TOKENS
+            a[r].tok = tokens
+        if counting:
+            if tokens != 1.0 or not decoding[j]:
+                q = 0.0
+            x = w - 1.0
+            if not (x >= q):
+                q = x
+        row = growing[j]
+        if row >= 0:
+            fj = frame[j]
+            if not again and (st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0):
+                return PLAN_CHANGED
+            pos = frame_pos[fj]
+            alloc = frame_alloc[fj]
+            need = pos + tokens - alloc
+            if need > EPS:
+                p = &st.pools[row]
+                if grown < 0:
+                    grown = row
+                    used = p.used
+                elif row != grown:
+                    return PLAN_CHANGED
+                need = grow_need(st, p, fj, need)
+                if need > 0:
+                    if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
+                        return PLAN_CHANGED
+                    used += need
+                    alloc += need
+            if counting:
+                if not (alloc < QUIET_POSITIONS):
+                    q = 0.0
+                x = alloc - pos - 2.0
+                if not (x >= qn):
+                    qn = x
+        left -= tokens
+        if left <= 0 and r < na - 1:
+            return PLAN_CHANGED
+    if counting and plan == PLAN_SAME and q >= 1.0:
+        if not (qn >= q):
+            q = qn                      # (a NaN count gives none)
+        if q >= 1.0:
+            s.quiet = <int64_t> q
+    return plan
+
+
+cdef inline double replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                                 bint grows) noexcept nogil:
+    """plan_again(st, s, k, na, n, False, grows, 0.0, moved) with count_assigned's totals made in
+    its loop: the plan replica_unchanged read, made and begun. Its duration (-1: the cost failed)."""
+    cdef double need, units, tok, ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
+    cdef int64_t r, fj
+    cdef int32_t j
+    cdef bint kv = st.kv_iteration
+    cdef Assigned* a = s.assigned
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    s.na = na
+    s.iter_left = False
+    st.iter_preempted = 0
+    for r in range(na):
+        j = a[r].job
+        tok = a[r].tok
+        if growing[j] >= 0:
+            fj = frame[j]
+            if grows:
+                need = frame_pos[fj] + tok - frame_alloc[fj]
+                if need > EPS:
+                    grow_now(st, &st.pools[growing[j]], fj, need)     # granted (replica_unchanged)
+                    growing = st.jobs.growing
+                    frame = st.jobs.frame
+                    ids = st.jobs.id
+                    frame_pos = st.sess.frame_pos
+                    frame_alloc = st.sess.frame_alloc
+            frame_pos[fj] += tok
+            if grows:
+                mark_grown(st, fj)
+        a[r].id = ids[j]
+        ntok += tok
+        ndec += 1.0
+        if kv:
+            units = job_units(st, j, s.memory)
+            kvb += units
+            if units > kvm:
+                kvm = units
+    s.cursor = s.nres
+    n.ntok = ntok
+    n.npre = 0.0
+    n.ndec = ndec
+    n.kvb = kvb
+    n.kvp = 0.0
+    n.kvm = kvm
+    need = iteration_cost(st, s, n, 0.0)
+    if need < 0:
+        return -1.0
+    return iteration_begins(st, s, k, n, need, s.budget_k)
 
 
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
