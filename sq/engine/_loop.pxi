@@ -913,6 +913,18 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     cdef double duration
     cdef int plan
     cdef IterTotals n
+    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight and st.tl == NULL \
+            and not st.traces.iters:
+        # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
+        # nothing the tests read (it marks the stage in steps_ready, first here), and they come
+        # before it; then the end and the plan in one pass (replica_quiet)
+        mark_row(st.steps_ready, k)
+        if not (ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st)):
+            s.quiet -= 1
+            duration = replica_quiet(st, s, k, na, &n)
+            if duration < 0:
+                return 0                # out of memory, or the cost failed (the flag is set)
+            return step_begun(st, s, k, duration)
     if not iteration_end(st, e):
         settle(st)
         return 0
@@ -937,6 +949,12 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
         duration = replica_begin(st, s, k, na, &n, True)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
+    return step_begun(st, s, k, duration)
+
+
+cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration) noexcept nogil:
+    """step_again's iteration of stage k begun: its end scheduled as start_iteration's, settle's
+    step 5 (0)."""
     s.plan_kept = True
     if schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) < 0:
         return 0
@@ -1114,6 +1132,74 @@ cdef inline double replica_begin(State* st, Stage* s, int32_t k, int64_t na, Ite
     if need < 0:
         return -1.0
     return iteration_begins(st, s, k, n, need, s.budget_k)
+
+
+# A quiet repeat's end and plan in one pass, as steady_run's quiet_repeat (_step.pxi) makes them:
+# the end is end_iteration's of residents all decodes continuing their turns' tokens, none
+# finishing (each one's work was >= 1 + t at the plan counting the t-th repeat) or removed (the
+# plan kept), and the plan replica_begin's quiet one (no grow due; the ids in the entries are
+# their jobs', none having left). Per resident the end and the plan write disjoint things (the
+# job's work, its owner's ITL fields and the histogram; its frame's position), and the totals
+# read only its allocation, which neither writes. The iteration ending and the one beginning are
+# decode-only with as many decodes: the stage's two time shares keep their values, integrated to
+# now (iteration_begins then sets them as they are).
+cdef inline double replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n) noexcept nogil:
+    """end_iteration of stage k's iteration ending now and replica_begin(st, s, k, na, n, False)
+    of the quiet repeat that follows. Its duration (-1: out of memory, or the cost failed)."""
+    cdef Histogram* h = &s.itl
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, units
+    cdef double ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
+    cdef int64_t again = 0, r
+    cdef int32_t j, owner
+    cdef bint warm = st.warm, kv = st.kv_iteration
+    cdef Assigned* a = s.assigned
+    cdef double* work = st.jobs.work
+    cdef int32_t* owners = st.jobs.owner
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef double* itl_last = st.sess.itl_last
+    cdef double* frame_pos = st.sess.frame_pos
+    area_again(&s.decode_only, now)
+    area_again(&s.decodes, now)
+    for r in range(na):
+        j = a[r].job
+        tok = a[r].tok
+        work[j] -= tok
+        owner = owners[j]
+        if warm:                        # (decoding[j]: a decode token continuing the turn)
+            gap = now - itl_last[owner]
+            if gap == last_gap and gap > 0.0:
+                total += gap
+                again += 1
+            else:
+                histogram_again(h, total, &again)
+                if histogram_add(h, gap) < 0:
+                    fail(st, E_MEMORY, -1, 0, 0, 0)
+                    return -1.0
+                total = h.total
+                last_gap = h.last_gap
+        itl_last[owner] = now
+        if growing[j] >= 0:
+            frame_pos[frame[j]] += tok
+        ntok += tok
+        ndec += 1.0
+        if kv:
+            units = job_units(st, j, s.memory)
+            kvb += units
+            if units > kvm:
+                kvm = units
+    histogram_again(h, total, &again)
+    st.iter_preempted = 0
+    n.ntok = ntok
+    n.npre = 0.0
+    n.ndec = ndec
+    n.kvb = kvb
+    n.kvp = 0.0
+    n.kvm = kvm
+    tok = iteration_cost(st, s, n, 0.0)
+    if tok < 0:
+        return -1.0
+    return iteration_begins(st, s, k, n, tok, s.budget_k)
 
 
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
