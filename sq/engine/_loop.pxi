@@ -890,15 +890,15 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     (steps_only: R replicas), popped and begun. 0: the instant is settled; -1: handling e failed.
 
     Where settle (spec 09 §9.5) would do nothing but start the iteration just ended again and
-    sample the areas, that iteration is begun by plan_again, as steady_run's first iteration is,
-    without settle's passes and plan_pass; its end goes on the event list as start_iteration's
+    sample the areas, that iteration is begun by replica_begin (plan_again's writes, as steady_run's
+    first iteration is), without settle's passes and plan_pass; its end goes on the event list as start_iteration's
     would (other replicas' events come between). The tests, each what settle would find (step_clear):
     nothing ready (no resident finished); the pools pass does nothing (every waiting pool has no
     growers, and its queue, if any, is admitted only by a stage's iterations, not this one's:
     the plan's admission after its residents finds no pool, admitting_pool); the stages pass
     would start no other stage (each other stage marked in steps_ready is running or has no work:
     it is unmarked, as the pass's visit would); the flows clean; no other event pending at `now`;
-    and plan_unchanged. That is read afresh unless the stage's last iteration was begun here and
+    and plan_unchanged (replica_unchanged). That is read afresh unless the stage's last iteration was begun here and
     no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
     (work, positions, allocations) is read, as in a steady run (again), and while the quiet
     repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
@@ -906,15 +906,15 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     stage's grow could take the room). What other replicas' events do between cannot change
     the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
     mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
-    Otherwise settle runs, as ever."""
+    A quiet repeat's end finishes no resident, so the tests come before it, and its end and plan
+    are made in one pass (replica_quiet). Otherwise settle runs, as ever."""
     cdef int32_t k = e.a
     cdef Stage* s = &st.stages[k]
     cdef int64_t na = s.na
     cdef double duration
     cdef int plan
     cdef IterTotals n
-    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight and st.tl == NULL \
-            and not st.traces.iters:
+    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight:
         # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
         # nothing the tests read (it marks the stage in steps_ready, first here), and they come
         # before it; then the end and the plan in one pass (replica_quiet)
@@ -954,8 +954,11 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
 
 cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration) noexcept nogil:
     """step_again's iteration of stage k begun: its end scheduled as start_iteration's, settle's
-    step 5 (0)."""
+    step 5 (0). The stage leaves steps_ready, as the stages pass's next visit would take it out
+    (mid-iteration): the next iteration end's step_clear then most often finds its own stage alone
+    there (its end marks it again)."""
     s.plan_kept = True
+    unmark_row(st.steps_ready, k)
     if schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) < 0:
         return 0
     st.steps_repeated += 1

@@ -215,6 +215,15 @@ MUTATIONS = (
              "step_again's next plan of it reads only what an iteration moves, or none in a quiet repeat", (
                  ("_step.pxi", "            s.nres -= 1\n            s.plan_kept = False\n", "            s.nres -= 1\n"),
              )),
+    Mutation("replica-quiet-overrun", "step_again counts one quiet repeat more per resident than its work "
+             "allows, so a resident's last token ends inside replica_quiet's pass, which finishes no one", (
+                 ("_loop.pxi", "            x = w - 1.0\n", "            x = w\n"),
+             )),
+    Mutation("replica-quiet-after-join", "step_again makes a quiet repeat (replica_quiet) though a resident "
+             "joined since the plan that counted it (the plan no longer kept)", (
+                 ("_loop.pxi", "    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch",
+                  "    if s.quiet > 0 and e.c == s.iter_epoch"),
+             )),
     Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
              "room without a block of growth per resident, so a grow near the cap is taken as granted", (
                  ("_step.pxi", "                spare += alloc - pos - 2.0 - st.pools[row].block\n",
