@@ -224,6 +224,10 @@ MUTATIONS = (
                  ("_loop.pxi", "    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch",
                   "    if s.quiet > 0 and e.c == s.iter_epoch"),
              )),
+    Mutation("pools-add-one-index", "a router's load of two indexed pools (XS_POOLS_ADD) reads the second "
+             "pool at the first one's index", (
+                 ("_expr.pxi", "    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)\n", ""),
+             )),
     Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
              "room without a block of growth per resident, so a grow near the cap is taken as granted", (
                  ("_step.pxi", "                spare += alloc - pos - 2.0 - st.pools[row].block\n",
@@ -273,7 +277,8 @@ MUTATIONS = (
 # arrays share slabs).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
               "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
-              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py"]
+              "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py",
+              "tests/differential/test_fast_forms.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
