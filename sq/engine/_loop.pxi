@@ -914,6 +914,7 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     cdef double duration
     cdef int plan
     cdef IterTotals n
+    cdef bint planned = False
     if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight:
         # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
         # nothing the tests read (it marks the stage in steps_ready, first here), and they come
@@ -921,32 +922,34 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
         mark_row(st.steps_ready, k)
         if not (ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st)):
             s.quiet -= 1
-            duration = replica_quiet(st, s, k, na, &n)
-            if duration < 0:
-                return 0                # out of memory, or the cost failed (the flag is set)
-            return step_begun(st, s, k, duration)
-    if not iteration_end(st, e):
-        settle(st)
-        return 0
-    if st.error.code:
-        return -1
-    if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st):
-        settle(st)
-        return 0
-    # (each call with its flags written out, so the compiler makes each its own copy)
-    if s.plan_kept and s.quiet > 0:
-        s.quiet -= 1
-        duration = replica_begin(st, s, k, na, &n, False)    # (the plan counting it marked the frames grown)
-    else:
-        if s.plan_kept:
-            plan = replica_unchanged(st, s, na, True)
-        else:
-            plan = replica_unchanged(st, s, na, False)
-        if plan == PLAN_CHANGED:
-            s.plan_kept = False
+            if replica_quiet(st, s, k, na, &n) < 0:
+                return 0                # out of memory (the flag is set)
+            planned = True
+    if not planned:
+        if not iteration_end(st, e):
             settle(st)
             return 0
-        duration = replica_begin(st, s, k, na, &n, True)
+        if st.error.code:
+            return -1
+        if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st):
+            settle(st)
+            return 0
+        # (each call with its flags written out, so the compiler makes each its own copy)
+        if s.plan_kept and s.quiet > 0:
+            s.quiet -= 1
+            replica_begin(st, s, k, na, &n, False)    # (the plan counting it marked the frames grown)
+        else:
+            if s.plan_kept:
+                plan = replica_unchanged(st, s, na, True)
+            else:
+                plan = replica_unchanged(st, s, na, False)
+            if plan == PLAN_CHANGED:
+                s.plan_kept = False
+                settle(st)
+                return 0
+            replica_begin(st, s, k, na, &n, True)
+    # (one call of begin_iteration here: with more, gcc no longer inlines iteration_begins anywhere)
+    duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
     return step_begun(st, s, k, duration)
@@ -1082,10 +1085,10 @@ cdef inline int replica_unchanged(State* st, Stage* s, int64_t na, bint again) n
     return plan
 
 
-cdef inline double replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
-                                 bint grows) noexcept nogil:
-    """plan_again(st, s, k, na, n, False, grows, 0.0, moved) with count_assigned's totals made in
-    its loop: the plan replica_unchanged read, made and begun. Its duration (-1: the cost failed)."""
+cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                               bint grows) noexcept nogil:
+    """plan_again(st, s, k, na, n, False, grows, 0.0, moved) but its begin_iteration, with
+    count_assigned's totals made in its loop: the plan replica_unchanged read, made (its totals n)."""
     cdef double need, units, tok, ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
     cdef int64_t r, fj
     cdef int32_t j
@@ -1131,10 +1134,6 @@ cdef inline double replica_begin(State* st, Stage* s, int32_t k, int64_t na, Ite
     n.kvb = kvb
     n.kvp = 0.0
     n.kvm = kvm
-    need = iteration_cost(st, s, n, 0.0)
-    if need < 0:
-        return -1.0
-    return iteration_begins(st, s, k, n, need, s.budget_k)
 
 
 # A quiet repeat's end and plan in one pass, as steady_run's quiet_repeat (_step.pxi) makes them:
@@ -1146,9 +1145,9 @@ cdef inline double replica_begin(State* st, Stage* s, int32_t k, int64_t na, Ite
 # read only its allocation, which neither writes. The iteration ending and the one beginning are
 # decode-only with as many decodes: the stage's two time shares keep their values, integrated to
 # now (iteration_begins then sets them as they are).
-cdef inline double replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n) noexcept nogil:
+cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n) noexcept nogil:
     """end_iteration of stage k's iteration ending now and replica_begin(st, s, k, na, n, False)
-    of the quiet repeat that follows. Its duration (-1: out of memory, or the cost failed)."""
+    of the quiet repeat that follows (0; -1: out of memory)."""
     cdef Histogram* h = &s.itl
     cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, units
     cdef double ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
@@ -1178,7 +1177,7 @@ cdef inline double replica_quiet(State* st, Stage* s, int32_t k, int64_t na, Ite
                 histogram_again(h, total, &again)
                 if histogram_add(h, gap) < 0:
                     fail(st, E_MEMORY, -1, 0, 0, 0)
-                    return -1.0
+                    return -1
                 total = h.total
                 last_gap = h.last_gap
         itl_last[owner] = now
@@ -1199,10 +1198,7 @@ cdef inline double replica_quiet(State* st, Stage* s, int32_t k, int64_t na, Ite
     n.kvb = kvb
     n.kvp = 0.0
     n.kvm = kvm
-    tok = iteration_cost(st, s, n, 0.0)
-    if tok < 0:
-        return -1.0
-    return iteration_begins(st, s, k, n, tok, s.budget_k)
+    return 0
 
 
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
