@@ -45,8 +45,13 @@ EXPRESSIONS = {
 }
 
 
+def _observes(expressions: dict) -> str:
+    """One observe statement per named expression."""
+    return " ".join(f"observe {name} = {expr};" for name, expr in expressions.items())
+
+
 def _expressions_program() -> str:
-    observes = " ".join(f"observe {name} = {expr};" for name, expr in EXPRESSIONS.items())
+    observes = _observes(EXPRESSIONS)
     return ("stage s : fifo(1);\nrun { horizon 200; seed 5; }\n"
             "workload { arrive poisson(0.8); }\n"
             "session { set t0 = now; set t1 = now * 1; set x = ~uniform(0.5, 3); set y = serial + 1; set z = 0;\n"
@@ -158,9 +163,7 @@ POOL_LOADS = {
 
 
 def _pool_loads_program(load: str | None = None) -> str:
-    observes = " ".join(f"observe {name} = {expr};" for name, expr in POOL_LOADS.items())
-    if load is not None:
-        observes = f"observe load = {load};"
+    observes = _observes(POOL_LOADS if load is None else {"load": load})
     return ("pool p[3] { cap 2; } pool q[3] { cap 40; }\nstage s : fifo(2);\n"
             "run { horizon 300; seed 7; }\nworkload { arrive poisson(1.5); }\n"
             "session { set i = floor(~uniform(0, 3)); set j = floor(~uniform(0, 3)); set b = 3;\n"
