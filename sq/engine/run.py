@@ -39,8 +39,11 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     options = (trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
                wall_limit, timeline, timeline_window)       # (in _OPTIONS' order)
     if horizon is None and warmup is None and arrivals is None and options == _PLAIN_RUN:
-        # a plain run (a sweep's): only the seed to check, the engine's defaults
-        return _run_plain(lowered, program, _checked(lowered, seed), started)
+        # a plain run (a sweep's): only the seed to check, the engine's defaults (_run_plain, inline:
+        # a frame less per run)
+        if _ENGINE is None:
+            _load_run_modules()
+        return _run_engine(lowered, program, _checked(lowered, seed), {}, None, started)
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, **dict(zip(_OPTIONS, options)))
@@ -204,8 +207,11 @@ def _report(raw, program, started: float):
     report = _REPORT.from_results(raw)
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
-    report.overrides = dict(origin.get("sets") or {})
-    report.defs = dict(origin.get("defs") or {})
+    sets, defs = origin.get("sets"), origin.get("defs")
+    if sets:    # (else the Report's own empty dicts: a sweep's runs usually set nothing)
+        report.overrides = dict(sets)
+    if defs:
+        report.defs = dict(defs)
     report.wall_s = time.perf_counter() - started
     return report
 

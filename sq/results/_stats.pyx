@@ -12,7 +12,7 @@ pyserq 0.1.2 to the last bit. Two things guard that order:
 """
 import numpy as np
 
-from libc.math cimport exp, floor, isfinite, log, sqrt, INFINITY, NAN
+from libc.math cimport ceil, exp, floor, isfinite, log, sqrt, INFINITY, NAN
 from libc.stdint cimport int32_t, int64_t, uint64_t, INT64_MIN, INT64_MAX
 from libc.stdlib cimport calloc, free, malloc
 
@@ -441,6 +441,11 @@ cdef int select_whole(const double[::1] xs, const Py_ssize_t* at, Py_ssize_t m, 
 
 
 def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, double t, tuple ranks):
+    """`one_pass`, to Python."""
+    return one_pass(xs, moments, batches, t, ranks)
+
+
+cdef tuple one_pass(const double[::1] xs, bint moments, Py_ssize_t batches, double t, tuple ranks):
     """(mean, M2, half-width, order statistics) of the samples from one pass over them:
 
     * mean, M2: `welford`'s (when `moments`; else 0.0);
@@ -494,6 +499,40 @@ def sample_statistics(const double[::1] xs, bint moments, Py_ssize_t batches, do
         return a.mean, a.m2, h, tuple([from_total_order_key(key[j]) for j in range(m)])
     finally:
         free(b.keys); free(a.means); free(at); free(key)
+
+
+def observe_statistics(const double[::1] xs, moments, tuple qs, Py_ssize_t batches, Py_ssize_t ci_min,
+                       double t):
+    """(mean, ci, cv2, the qs-quantiles) of an observe's samples, the report's formulas around
+    `one_pass` (sq.results.stats._one_pass names them; one call per observe
+    and run, no Python frame between): the mean (NaN without samples); the half-width of
+    `batches` batch means with t, +inf below `ci_min` samples; cv2 = (M2 / (n - 1)) / mean^2
+    (`stats.ieee_div`'s IEEE results, NaN below 2 samples); each q-quantile the ceil(q n)-th
+    smallest sample (rank clamped to [1, n]; NaN without samples), qs ascending. `moments`:
+    Welford's (mean, M2) of these samples when already known (the engine's), else None."""
+    cdef Py_ssize_t n = xs.shape[0], j, r
+    cdef Py_ssize_t used = batches if n >= ci_min else 0
+    cdef double mean, m2, y
+    ranks = []
+    for j in range(len(qs) if n else 0):
+        r = <Py_ssize_t> ceil(<double> qs[j] * <double> n)
+        ranks.append(min(max(r, 1), n))
+    mean, m2, ci, values = one_pass(xs, moments is None, used, t, tuple(ranks))
+    if moments is not None:
+        mean, m2 = moments
+    if n >= 2:
+        y = mean * mean
+        cv2 = (m2 / <double> (n - 1)) / y if y != 0.0 else ieee_div(m2 / <double> (n - 1), y)
+    else:
+        cv2 = NAN
+    return mean if n else NAN, ci if used else INFINITY, cv2, values if n else (NAN,) * len(qs)
+
+
+cdef double ieee_div(double x, double y) noexcept nogil:
+    """`sq.results.stats.ieee_div` for y == 0: NaN (positive) for 0/0 and NaN/0, else ±inf."""
+    if x == 0.0 or x != x:
+        return NAN
+    return x / y
 
 
 cdef void count_missed() noexcept nogil:

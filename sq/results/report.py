@@ -75,7 +75,14 @@ class Observe:
     def from_raw(cls, raw: ObserveRaw, warmup: float) -> "Observe":
         if raw.summary is not None:
             return cls(raw.name, None, None, None, None, raw.summary)
-        times, samples, sessions, turns = _observe_arrays(raw)
+        t, x, s, k = raw.times, raw.samples, raw.sessions, raw.turns
+        # the engine's arrays (float64 values, narrow integer ids: widening would copy them all) as
+        # they are, tested here (a call per observe and run cost more); others converted
+        if type(t) is np.ndarray and type(x) is np.ndarray and type(s) is np.ndarray and type(k) is np.ndarray \
+                and t.dtype is _FLOAT64 and x.dtype is _FLOAT64 and s.dtype.kind in "iu" and k.dtype.kind in "iu":
+            times, samples, sessions, turns = t, x, s, k
+        else:
+            times, samples, sessions, turns = _floats(t), _floats(x), _integers(s), _integers(k)
         moments = raw.moments
         if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
             # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
@@ -96,7 +103,10 @@ class Observe:
         always kept, the others come from one pass)."""
         kept = vars(self)
         if "p99" not in kept or "mean" not in kept:
-            kept.update(_summary_fields(self) if self.samples is None else _json_statistics(self))
+            if self.samples is None:
+                kept.update(_summary_fields(self))
+            else:   # (the usual case, per observe of every run: the values straight into the instance)
+                kept["mean"], kept["ci"], kept["cv2"], kept["p99"] = stats.json_values(self.samples, self._moments)
         return _OBSERVE_VALUES(self)
 
     def __repr__(self) -> str:
@@ -160,17 +170,6 @@ _FLOAT64 = np.dtype(np.float64)
 
 def _floats(xs) -> np.ndarray:
     return xs if type(xs) is np.ndarray and xs.dtype is _FLOAT64 else np.asarray(xs, dtype=np.float64)
-
-
-def _observe_arrays(raw: ObserveRaw) -> tuple:
-    """An observe's times, samples, sessions and turns as arrays: the engine's (float64 values,
-    narrow integer ids: widening would copy them all) as they are, tested together in one call
-    (one per array cost more, per observe and run); others converted."""
-    t, x, s, k = raw.times, raw.samples, raw.sessions, raw.turns
-    if type(t) is np.ndarray and type(x) is np.ndarray and type(s) is np.ndarray and type(k) is np.ndarray \
-            and t.dtype is _FLOAT64 and x.dtype is _FLOAT64 and s.dtype.kind in "iu" and k.dtype.kind in "iu":
-        return t, x, s, k
-    return _floats(t), _floats(x), _integers(s), _integers(k)
 
 
 def _integers(xs) -> np.ndarray:
@@ -252,7 +251,8 @@ class Stage:
                    prefill_only, decode_only, mixed, decodes,
                    batch.mean if batch is not None else _mean(batch, raw.decode_batches),
                    step.mean if step is not None else _mean(step, raw.decode_steps), mean_itl, p50, p99,
-                   _mean(raw.budget_use, ()), _mean(raw.batch, ()))
+                   raw.budget_use.mean if raw.budget_use is not None else _mean(None, ()),
+                   raw.batch.mean if raw.batch is not None else _mean(None, ()))
 
 
 def _itl_fields(itl) -> tuple[float, float, float]:
@@ -328,11 +328,6 @@ def _row_object(row_type):
     """`_json_object` of a stage's or pool's row type (one cache lookup by type per row: a
     lookup by the fields' names hashes their tuple each time)."""
     return _json_object(_json_fields(row_type))
-
-
-def _row_json(row) -> str:
-    keys, values = _row_object(type(row))
-    return "{" + json_members(keys, values(row)) + "}"
 
 
 # -- the report ------------------------------------------------------------------
@@ -470,7 +465,8 @@ class Report:
         parts = ["{", json_members(_HEAD_KEYS, _HEAD_VALUES(self)), ',"observes":{']
         sep = ""
         for o in self.observes.values():
-            parts += (sep, _name(o.name), ":{", json_members(_OBSERVE_KEYS, o.json_values()), "}")
+            # (the name's quotes as pieces of their own: a call of _name per observe and run cost more)
+            parts += (sep, '"', o.name, '":{', json_members(_OBSERVE_KEYS, o.json_values()), "}")
             sep = ","
         parts.append('},"gauges":{')
         sep = ""
@@ -478,16 +474,13 @@ class Report:
             parts += (sep, _name(g.name), ":", _object_json(g, Gauge.JSON_FIELDS))
             sep = ","
         parts.append('},"stages":[')
-        sep = ""
-        for s in self.stages:
-            parts += (sep, _row_json(s))
-            sep = ","
-        parts.append('],"pools":[')
-        sep = ""
-        for p in self.pools:
-            parts += (sep, _row_json(p))
-            sep = ","
-        parts.append("]")
+        for rows, after in ((self.stages, '],"pools":['), (self.pools, "]")):
+            sep = ""
+            for row in rows:    # (the row's object written here: a call per row and run cost more)
+                keys, values = _row_object(type(row))
+                parts += (sep, "{", json_members(keys, values(row)), "}")
+                sep = ","
+            parts.append(after)
         if self.stopped:    # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
             parts.append(f',"stopped":"{self.stopped}"')
         if provenance:

@@ -210,19 +210,26 @@ def json_statistics(xs, moments: tuple[float, float] | None = None) -> dict[str,
     return _one_pass(_as_f64(xs), JSON_QUANTILES, moments)
 
 
+_JSON_QS = tuple(q for _, q in JSON_QUANTILES)
+
+
+def json_values(xs, moments: tuple[float, float] | None = None) -> tuple[float, float, float, float]:
+    """`json_statistics`' values in its order (mean, ci, cv2, p99), as a tuple: what a report's
+    JSON text reads of each observe of every run (no dict between)."""
+    mean, ci, cv2, (p99,) = _stats.observe_statistics(_as_f64(xs), moments, _JSON_QS, BATCHES, CI_MIN_SAMPLES,
+                                                      T_19)
+    return mean, ci, cv2, p99
+
+
 def _one_pass(xs: np.ndarray, quantiles, moments: tuple[float, float] | None = None) -> dict[str, float]:
     """mean, ci, cv2 and the `quantiles` ((name, q) pairs, q ascending) by field name, from
     one pass over the samples: Welford's moments (unless given), the batch means and the order
-    statistics' keys read together (`_stats.sample_statistics`)."""
-    n = len(xs)
-    batches = BATCHES if n >= CI_MIN_SAMPLES else 0
-    ranks = tuple([_rank(q, n) for _, q in quantiles]) if n else ()
-    mean, m2, ci, values = _stats.sample_statistics(xs, moments is None, batches, T_19, ranks)
-    if moments is not None:
-        mean, m2 = moments
-    out = {"mean": mean if n else NAN, "ci": ci if batches else INF,
-           "cv2": ieee_div(m2 / (n - 1), mean * mean) if n >= 2 else NAN}
-    for (name, _), value in zip(quantiles, values or (NAN,) * len(quantiles)):
+    statistics' keys read together (`_stats.observe_statistics`: the formulas; a CI from
+    BATCHES batch means with T_19, from CI_MIN_SAMPLES samples)."""
+    mean, ci, cv2, values = _stats.observe_statistics(xs, moments, tuple(q for _, q in quantiles), BATCHES,
+                                                      CI_MIN_SAMPLES, T_19)
+    out = {"mean": mean, "ci": ci, "cv2": cv2}
+    for (name, _), value in zip(quantiles, values):
         out[name] = value
     return out
 

@@ -46,7 +46,8 @@ class Growth:
 def of_run(raw: RawResults) -> tuple[list[str], float, float]:
     """(`warnings`, `live_growth`, `arrivals_measured`) of a run, in one call: what a report
     built per run keeps of its steady state."""
-    window = _halves(raw)
+    # (a run that ended before its middle, a short sweep run's usual case, asks no more)
+    window = _halves(raw) if raw.middle is not None else None
     if window is None:
         return [], math.nan, arrivals_measured(raw)
     return _warnings(raw, *window), _live_growth(raw, *window), arrivals_measured(raw)

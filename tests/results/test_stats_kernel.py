@@ -498,3 +498,41 @@ def test_gauge_extremes_break_a_signed_zero_tie_as_pyserq_does(gauge, session, p
     want = want[: want.index("}")]
     s = stats.gauge_stats(g.times, g.values, r.warmup, r.end)
     assert f'"min":{json_number(s.min)},"max":{json_number(s.max)}' in want
+
+
+def _json_formulas(xs: np.ndarray, moments) -> tuple:
+    """The JSON's mean, ci, cv2 and p99 of an observe, written out in Python from the kernels
+    alone (what sq.results.stats._one_pass wrote before observe_statistics took its formulas)."""
+    n = len(xs)
+    batches = stats.BATCHES if n >= stats.CI_MIN_SAMPLES else 0
+    _, mean, m2 = _stats.welford(xs)
+    if moments is not None:
+        mean, m2 = moments
+    ci = _stats.batch_half_width(xs, batches, stats.T_19) if batches else math.inf
+    cv2 = stats.ieee_div(m2 / (n - 1), mean * mean) if n >= 2 else math.nan
+    p99 = _stats.order_statistics(xs, (stats._rank(0.99, n),))[0] if n else math.nan
+    return (mean if n else math.nan), ci, cv2, p99
+
+
+@FAST
+@given(samples)
+def test_json_values_are_the_formulas(xs):
+    # one typed call (observe_statistics) gives an observe's JSON values: the formulas around
+    # the kernels, to the bit, whether or not the moments are given (the engine's are Welford's)
+    xs = f64(xs)
+    _, mean, m2 = _stats.welford(xs)
+    for moments in (None, (mean, m2)):
+        got, want = stats.json_values(xs, moments), _json_formulas(xs, moments)
+        assert all(same(a, b) for a, b in zip(got, want)), (got, want)
+        assert [bits(v) for v in stats.json_statistics(xs, moments).values()] == [bits(v) for v in got]
+
+
+@pytest.mark.parametrize("xs", [[], [2.0], [0.0] * 50, [-0.0, 0.0] * 25, [1.0, -1.0] * 20, [3.0] * 39,
+                                [3.0] * 40, [1e-200] * 41])
+def test_json_values_at_the_edges(xs):
+    # no sample, one, zero mean (cv2 0/0: a positive NaN, as ieee_div gives), and the CI's
+    # first sample count (39: +inf, 40: batches)
+    xs = f64(xs)
+    got = stats.json_values(xs)
+    assert all(same(a, b) for a, b in zip(got, _json_formulas(xs, None))), got
+    assert (got[1] == math.inf) == (len(xs) < 40)
