@@ -184,6 +184,8 @@ cdef enum ExprShape:
     XS_DRAW1           # a draw whose one argument is a constant (`~exp(1)`)
     XS_DRAW2           # a draw whose two arguments are constants (`~h2(1, 4)`)
     XS_SINCE           # `now - attribute`: the time since a stamp (`observe response = now - t0`)
+    XS_POOLS_ADD       # pool function + pool function, each of a pool indexed by an attribute: a
+                       # router's load (`holders(seqs[r]) + queued(seqs[r])`, r the candidate)
 
 
 cdef unsigned char expr_shape(const int32_t* c, int64_t n) noexcept nogil:
@@ -204,6 +206,8 @@ cdef unsigned char expr_shape(const int32_t* c, int64_t n) noexcept nogil:
                 and c[0 + XONE_LEN + XSAMPLE_NARGS] == 1 and c[0 + XONE_LEN + XSAMPLE_LEN] == X_RET:
             return XS_DRAW1
         return XS_VM
+    if c[0] == X_ATTR and c[0 + XONE_LEN] == X_POOL:
+        return pools_add_shape(c, n)
     if not is_leaf(c[0 + XONE_LEN]) or n < 2 * XONE_LEN + X_BARE_LEN:
         return XS_VM
     op = c[2 * XONE_LEN]
@@ -221,6 +225,38 @@ cdef unsigned char expr_shape(const int32_t* c, int64_t n) noexcept nogil:
             and c[2 * XONE_LEN + XSAMPLE_LEN] == X_RET:
         return XS_DRAW2
     return XS_VM
+
+
+# XS_POOLS_ADD's code: ATTR POOL ATTR POOL ADD RET, each POOL indexed (by the ATTR before it)
+cdef enum:
+    XP_POOL1 = XONE_LEN
+    XP_ATTR2 = XONE_LEN + XREF_LEN
+    XP_POOL2 = 2 * XONE_LEN + XREF_LEN
+    XP_ADD = 2 * (XONE_LEN + XREF_LEN)
+
+
+cdef unsigned char pools_add_shape(const int32_t* c, int64_t n) noexcept nogil:
+    """expr_shape of an expression starting with an attribute and a pool function (XS_POOLS_ADD or
+    XS_VM), each word read once the ones before it are known to be its instructions."""
+    if n < XP_ADD + 2 * X_BARE_LEN or not c[XP_POOL1 + XREF_HAS_INDEX] or c[XP_ATTR2] != X_ATTR \
+            or c[XP_POOL2] != X_POOL or not c[XP_POOL2 + XREF_HAS_INDEX] or c[XP_ADD] != X_ADD \
+            or c[XP_ADD + X_BARE_LEN] != X_RET:
+        return XS_VM
+    return XS_POOLS_ADD
+
+
+cdef inline double pools_add_value(State* st, const int32_t* c, int slot) noexcept nogil:
+    """The value of an XS_POOLS_ADD expression whose code starts at c: the stack machine's
+    operations in its order (the first index out of range fails the evaluation, NaN)."""
+    cdef int64_t k = member(st, attr_value(st, slot, c[0 + XONE_ARG]), c[XP_POOL1 + XREF_COUNT], E_INDEX, slot)
+    cdef double a
+    if k < 0:
+        return NAN
+    a = pool_fn(st, c[XP_POOL1 + XREF_FN], <int32_t> (c[XP_POOL1 + XREF_BASE] + k), slot)
+    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)
+    if k < 0:
+        return NAN
+    return a + pool_fn(st, c[XP_POOL2 + XREF_FN], <int32_t> (c[XP_POOL2 + XREF_BASE] + k), slot)
 
 
 cdef unsigned char* expr_shapes(const int32_t* code, int64_t n) noexcept nogil:
@@ -352,6 +388,9 @@ cdef double evaluate_vm(State* st, int32_t off, int slot, sq_rng* rng, double pr
     cdef int32_t pc = off, op, has_index
     cdef int64_t k
     cdef double a, b
+    if st.shapes[off] == XS_POOLS_ADD:
+        # (tested here, not in evaluate, whose chain of shapes is inlined where it is called)
+        return pools_add_value(st, c + off, slot)
     while True:
         op = c[pc]
         if op == X_NUM:

@@ -890,15 +890,15 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     (steps_only: R replicas), popped and begun. 0: the instant is settled; -1: handling e failed.
 
     Where settle (spec 09 §9.5) would do nothing but start the iteration just ended again and
-    sample the areas, that iteration is begun by plan_again, as steady_run's first iteration is,
-    without settle's passes and plan_pass; its end goes on the event list as start_iteration's
+    sample the areas, that iteration is begun by replica_begin (plan_again's writes, as steady_run's
+    first iteration is), without settle's passes and plan_pass; its end goes on the event list as start_iteration's
     would (other replicas' events come between). The tests, each what settle would find (step_clear):
     nothing ready (no resident finished); the pools pass does nothing (every waiting pool has no
     growers, and its queue, if any, is admitted only by a stage's iterations, not this one's:
     the plan's admission after its residents finds no pool, admitting_pool); the stages pass
     would start no other stage (each other stage marked in steps_ready is running or has no work:
     it is unmarked, as the pass's visit would); the flows clean; no other event pending at `now`;
-    and plan_unchanged. That is read afresh unless the stage's last iteration was begun here and
+    and plan_unchanged (without grants). That is read afresh unless the stage's last iteration was begun here and
     no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
     (work, positions, allocations) is read, as in a steady run (again), and while the quiet
     repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
@@ -906,39 +906,62 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
     stage's grow could take the room). What other replicas' events do between cannot change
     the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
     mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
-    Otherwise settle runs, as ever."""
+    A quiet repeat's end finishes no resident, so the tests come before it, and its end and plan
+    are made in one pass (replica_quiet). Otherwise settle runs, as ever."""
     cdef int32_t k = e.a
     cdef Stage* s = &st.stages[k]
     cdef int64_t na = s.na
     cdef double duration
     cdef int plan
-    cdef bint grants, moved
     cdef IterTotals n
-    if not iteration_end(st, e):
-        settle(st)
-        return 0
-    if st.error.code:
-        return -1
-    if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st):
-        settle(st)
-        return 0
-    # (each call with its flags written out, so the compiler makes each its own copy)
-    if s.plan_kept and s.quiet > 0:
-        s.quiet -= 1
-        duration = plan_again_apart(st, s, k, na, &n, False, False, 0.0, &moved)   # (the plan counting it marked the frames grown)
-    else:
-        if s.plan_kept:
-            plan = plan_unchanged_apart(st, s, na, True, &s.quiet, &grants, False)
-        else:
-            plan = plan_unchanged_apart(st, s, na, False, &s.quiet, &grants, False)
-        if plan == PLAN_CHANGED:
-            s.plan_kept = False
+    cdef bint planned = False, grants
+    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight:
+        # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
+        # nothing the tests read (it marks the stage in steps_ready, first here), and they come
+        # before it; then the end and the plan in one pass (replica_quiet)
+        mark_row(st.steps_ready, k)
+        if not (ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st)):
+            s.quiet -= 1
+            if replica_quiet(st, s, k, na, &n) < 0:
+                return 0                # out of memory (the flag is set)
+            planned = True
+    if not planned:
+        if not iteration_end(st, e):
             settle(st)
             return 0
-        duration = plan_again_apart(st, s, k, na, &n, False, True, 0.0, &moved)
+        if st.error.code:
+            return -1
+        if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st):
+            settle(st)
+            return 0
+        # (each call with its flags written out, so the compiler makes each its own copy)
+        if s.plan_kept and s.quiet > 0:
+            s.quiet -= 1
+            replica_begin(st, s, k, na, &n, False)    # (the plan counting it marked the frames grown)
+        else:
+            if s.plan_kept:
+                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, False)
+            else:
+                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, False)
+            if plan == PLAN_CHANGED:
+                s.plan_kept = False
+                settle(st)
+                return 0
+            replica_begin(st, s, k, na, &n, True)
+    # (one call of begin_iteration here: with more, gcc no longer inlines iteration_begins anywhere)
+    duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
     if duration < 0:
         return 0                        # the cost failed (the flag is set)
+    return step_begun(st, s, k, duration)
+
+
+cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration) noexcept nogil:
+    """step_again's iteration of stage k begun: its end scheduled as start_iteration's, settle's
+    step 5 (0). The stage leaves steps_ready, as the stages pass's next visit would take it out
+    (mid-iteration): the next iteration end's step_clear then most often finds its own stage alone
+    there (its end marks it again)."""
     s.plan_kept = True
+    unmark_row(st.steps_ready, k)
     if schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) < 0:
         return 0
     st.steps_repeated += 1
@@ -974,6 +997,130 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
             unmark_row(st.steps_ready, j)
         j = <int32_t> next_row(st.steps_ready, j + 1, st.n_ps_end)
     return True
+
+
+# step_again's plan: plan_unchanged with `grantable` False (quiet repeats counted without grants;
+# always inlined, so step_again has its own copy with its flags folded), then replica_begin rather
+# than plan_again (whose flags in steady_run are constants, inlined there): plan_again not `same`
+# with count_assigned's totals made in its loop. The same tests and writes in the same order,
+# with the tables' pointers in locals (nothing in the loops is a call but a granted grow's
+# grow_now, after which they are read again). A resident's KV units (job_units: its owner's allocation on the stage's memory) move only
+# by its own grow, which its visit makes first: another resident is another session's job, so the
+# sums are those count_assigned makes after the whole plan, in the same order.
+cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                               bint grows) noexcept nogil:
+    """plan_again(st, s, k, na, n, False, grows, 0.0, moved) but its begin_iteration, with
+    count_assigned's totals made in its loop: the plan plan_unchanged read, made (its totals n)."""
+    cdef double need, units, tok, ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
+    cdef int64_t r, fj
+    cdef int32_t j
+    cdef bint kv = st.kv_iteration
+    cdef Assigned* a = s.assigned
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef int64_t* ids = st.jobs.id
+    cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
+    s.na = na
+    s.iter_left = False
+    st.iter_preempted = 0
+    for r in range(na):
+        j = a[r].job
+        tok = a[r].tok
+        if growing[j] >= 0:
+            fj = frame[j]
+            if grows:
+                need = frame_pos[fj] + tok - frame_alloc[fj]
+                if need > EPS:
+                    grow_now(st, &st.pools[growing[j]], fj, need)     # granted (plan_unchanged)
+                    growing = st.jobs.growing
+                    frame = st.jobs.frame
+                    ids = st.jobs.id
+                    frame_pos = st.sess.frame_pos
+                    frame_alloc = st.sess.frame_alloc
+            frame_pos[fj] += tok
+            if grows:
+                mark_grown(st, fj)
+        a[r].id = ids[j]
+        ntok += tok
+        ndec += 1.0
+        if kv:
+            units = job_units(st, j, s.memory)
+            kvb += units
+            if units > kvm:
+                kvm = units
+    s.cursor = s.nres
+    n.ntok = ntok
+    n.npre = 0.0
+    n.ndec = ndec
+    n.kvb = kvb
+    n.kvp = 0.0
+    n.kvm = kvm
+
+
+# A quiet repeat's end and plan in one pass, as steady_run's quiet_repeat (_step.pxi) makes them:
+# the end is end_iteration's of residents all decodes continuing their turns' tokens, none
+# finishing (each one's work was >= 1 + t at the plan counting the t-th repeat) or removed (the
+# plan kept), and the plan replica_begin's quiet one (no grow due; the ids in the entries are
+# their jobs', none having left). Per resident the end and the plan write disjoint things (the
+# job's work, its owner's ITL fields and the histogram; its frame's position), and the totals
+# read only its allocation, which neither writes. The iteration ending and the one beginning are
+# decode-only with as many decodes: the stage's two time shares keep their values, integrated to
+# now (iteration_begins then sets them as they are).
+cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n) noexcept nogil:
+    """end_iteration of stage k's iteration ending now and replica_begin(st, s, k, na, n, False)
+    of the quiet repeat that follows (0; -1: out of memory)."""
+    cdef Histogram* h = &s.itl
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, units
+    cdef double ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
+    cdef int64_t again = 0, r
+    cdef int32_t j, owner
+    cdef bint warm = st.warm, kv = st.kv_iteration
+    cdef Assigned* a = s.assigned
+    cdef double* work = st.jobs.work
+    cdef int32_t* owners = st.jobs.owner
+    cdef int32_t* growing = st.jobs.growing
+    cdef int64_t* frame = st.jobs.frame
+    cdef double* itl_last = st.sess.itl_last
+    cdef double* frame_pos = st.sess.frame_pos
+    area_again(&s.decode_only, now)
+    area_again(&s.decodes, now)
+    for r in range(na):
+        j = a[r].job
+        tok = a[r].tok
+        work[j] -= tok
+        owner = owners[j]
+        if warm:                        # (decoding[j]: a decode token continuing the turn)
+            gap = now - itl_last[owner]
+            if gap == last_gap and gap > 0.0:
+                total += gap
+                again += 1
+            else:
+                histogram_again(h, total, &again)
+                if histogram_add(h, gap) < 0:
+                    fail(st, E_MEMORY, -1, 0, 0, 0)
+                    return -1
+                total = h.total
+                last_gap = h.last_gap
+        itl_last[owner] = now
+        if growing[j] >= 0:
+            frame_pos[frame[j]] += tok
+        ntok += tok
+        ndec += 1.0
+        if kv:
+            units = job_units(st, j, s.memory)
+            kvb += units
+            if units > kvm:
+                kvm = units
+    histogram_again(h, total, &again)
+    st.iter_preempted = 0
+    n.ntok = ntok
+    n.npre = 0.0
+    n.ndec = ndec
+    n.kvb = kvb
+    n.kvp = 0.0
+    n.kvm = kvm
+    return 0
 
 
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)

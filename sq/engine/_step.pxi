@@ -875,12 +875,12 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
 
 # Inlining. steady_run's plans are the step rows' hot path: plan_unchanged and plan_again must be
 # inlined there, where its flags are constants or known (a call costs the light row ~5 %). gcc
-# inlines them only while steady_run is their one caller; step_again's calls would make it keep a
-# shared copy (plan_again.constprop.0) that steady_run calls too. So both are always inlined, and
-# step_again calls them through an out-of-line copy each (plan_unchanged_apart, plan_again_apart)
-# that run_loop, which inlines step_again, calls. The attributes go on a declaration of the C
-# names Cython gives these functions (a name that stops matching is a compile error for the
-# types, or the attribute silently lost: `nm` on the .so then lists plan_unchanged again).
+# inlines them only while steady_run is their one caller; another caller (step_again's
+# plan_unchanged) would make it keep a shared copy (plan_again.constprop.0) that steady_run calls
+# too. So both are always inlined: each caller gets its own copy with its flags folded. The
+# attributes go on a declaration of the C names Cython gives these functions (a name that stops
+# matching is a compile error for the types, or the attribute silently lost: `nm` on the .so then
+# lists plan_unchanged again).
 cdef extern from *:
     """
     struct __pyx_t_2sq_6engine_6_state_State;
@@ -892,25 +892,7 @@ cdef extern from *:
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_plan_again(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);
-    static __attribute__((noinline)) int __pyx_f_2sq_7_engine_plan_unchanged_apart(
-        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int64_t, int, int64_t *, int *, int);
-    static __attribute__((noinline)) double __pyx_f_2sq_7_engine_plan_again_apart(
-        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);
     """
-
-
-cdef int plan_unchanged_apart(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
-                              bint* grants, bint grantable) noexcept nogil:
-    """plan_unchanged, out of line (step_again's)."""
-    return plan_unchanged(st, s, na, again, quiet, grants, grantable)
-
-
-cdef double plan_again_apart(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
-                             bint grows, double duration, bint* moved) noexcept nogil:
-    """plan_again, out of line (step_again's)."""
-    return plan_again(st, s, k, na, n, same, grows, duration, moved)
 
 
 # A quiet repeat's end and plan in one pass. When steady_run has quiet repeats still to come

@@ -45,8 +45,13 @@ EXPRESSIONS = {
 }
 
 
+def _observes(expressions: dict) -> str:
+    """One observe statement per named expression."""
+    return " ".join(f"observe {name} = {expr};" for name, expr in expressions.items())
+
+
 def _expressions_program() -> str:
-    observes = " ".join(f"observe {name} = {expr};" for name, expr in EXPRESSIONS.items())
+    observes = _observes(EXPRESSIONS)
     return ("stage s : fifo(1);\nrun { horizon 200; seed 5; }\n"
             "workload { arrive poisson(0.8); }\n"
             "session { set t0 = now; set t1 = now * 1; set x = ~uniform(0.5, 3); set y = serial + 1; set z = 0;\n"
@@ -144,3 +149,43 @@ def test_observes_of_time_since_a_stamp_with_a_warmup_and_turns_are_pyserqs_json
                         "server { set t0 = now; run s (~exp(1)); observe r = now - t0; "
                         "observe r2 = (now - t0) * 2; }\n")
     assert _observed(report)["r"] > _observed(report)["r2"] > 100
+
+
+# A router's load (XS_POOLS_ADD: pool function + pool function, each pool indexed by an attribute)
+# and its near misses, on pools that hold and queue: `i` and `j` are indices set at run time.
+POOL_LOADS = {
+    "load": "holders(p[i]) + queued(p[i])", "two_pools": "used(p[i]) + holders(q[j])",
+    "free": "free(q[j]) + queued(p[i])", "cached": "cachedin(p[i]) + used(q[j])",
+    # near misses: the stack machine
+    "minus": "holders(p[i]) - queued(p[i])", "three": "holders(p[i]) + queued(p[i]) + 1",
+    "fixed": "holders(p[1]) + queued(p[i])", "stage": "queue(s) + holders(p[i])",
+}
+
+
+def _pool_loads_program(load: str | None = None) -> str:
+    observes = _observes(POOL_LOADS if load is None else {"load": load})
+    return ("pool p[3] { cap 2; } pool q[3] { cap 40; }\nstage s : fifo(2);\n"
+            "run { horizon 300; seed 7; }\nworkload { arrive poisson(1.5); }\n"
+            "session { set i = floor(~uniform(0, 3)); set j = floor(~uniform(0, 3)); set b = 3;\n"
+            f"  hold p[i] (1), q[j] (~uniform(1, 9)) {{ {observes} run s (~exp(1.2)); }} }}\n")
+
+
+def test_a_router_load_of_two_indexed_pools_is_pyserqs_json_text():
+    counts = _observed(same_json(_pool_loads_program()))
+    assert set(counts) == set(POOL_LOADS) and min(counts.values()) > 200, counts
+
+
+@pytest.mark.parametrize("load", ["holders(p[b]) + queued(q[j])", "holders(p[i]) + queued(q[b])"])
+def test_a_router_load_out_of_range_fails_as_on_the_stack_machine(load):
+    # an index out of range stops the evaluation with the stack machine's error (`0 + ...` is the
+    # same load on the stack machine), and pyserq refuses it too
+    import sq
+
+    errors = []
+    for expr in (load, "0 + " + load):
+        with pytest.raises(sq.SqError) as caught:
+            sq.run(sq.compile(source=_pool_loads_program(expr)))
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "index" in errors[0]
+    with pytest.raises(Exception):
+        pyserq.run(pyserq.compile(source=_pool_loads_program(load)))

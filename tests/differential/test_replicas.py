@@ -184,3 +184,37 @@ def test_the_weeks_engine_with_and_without_step_again():
     finally:
         compiled.steady_runs(True)
     assert sq.run(sq.compile(source=source)).json() == off
+
+
+def test_the_weeks_iterations_same_as_pyserq():
+    """Every iteration of the week's engine on 4 busy replicas (each one's residents, modes and
+    tokens, in order: SERQ_TRACE_ITER's lines) as pyserq's: step_again's own end and plan
+    (plan_unchanged without grants, replica_begin, and replica_quiet, which does a quiet repeat's end and plan
+    in one pass) make what end_iteration and start_iteration would."""
+    from tests.helpers.diff_runner import Reference, compare
+
+    source = _week(4, "12", "40")
+    reference = Reference(timeout=120.0)
+    try:
+        before = compiled.steady_runs()[2]
+        outcome = compare(reference, source, seed=1, iterations=True)
+        assert compiled.steady_runs()[2] > before, "step_again was not taken"
+    finally:
+        reference.close()
+    assert outcome.status == "agree", outcome.describe()
+
+
+def test_the_weeks_traces_and_timeline_with_and_without_step_again(tmp_path):
+    """With the iteration trace and a timeline (which keep step_again from its quiet repeats'
+    one pass) the report, the trace and the timeline's file are those of the path off."""
+    source = _week(4, "12", "40")
+    runs = []
+    for on in (True, False):
+        compiled.steady_runs(on)
+        try:
+            path = tmp_path / f"timeline-{on}.json"
+            report = sq.run(sq.compile(source=source), trace_iterations=True, timeline=str(path))
+        finally:
+            compiled.steady_runs(True)
+        runs.append((report.json(), report.iteration_trace, path.read_bytes()))
+    assert runs[0] == runs[1] and len(runs[0][1]) > 1000

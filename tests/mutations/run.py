@@ -216,8 +216,8 @@ MUTATIONS = (
                  ("_step.pxi", "            s.cost_repeats = False      # `now`, or a context another moment sets\n",
                   "            pass\n"),
              )),
-    Mutation("quiet-repeats-overrun", "a steady run counts one quiet repeat more per resident than its work "
-             "allows (the last token planned as a whole one)", (
+    Mutation("quiet-repeats-overrun", "a steady run, and step_again (one plan_unchanged), count one quiet "
+             "repeat more per resident than its work allows (the last token planned as a whole one)", (
                  ("_step.pxi", "        x = st.jobs.work[j] - 1.0\n", "        x = st.jobs.work[j]\n"),
              )),
     Mutation("quiet-repeat-cost-unread", "a steady run makes its quiet repeats in one pass (keeping the "
@@ -251,6 +251,15 @@ MUTATIONS = (
     Mutation("step-again-kept-after-leave", "a resident leaving (preempted) leaves its stage's plan kept, so "
              "step_again's next plan of it reads only what an iteration moves, or none in a quiet repeat", (
                  ("_step.pxi", "            s.nres -= 1\n            s.plan_kept = False\n", "            s.nres -= 1\n"),
+             )),
+    Mutation("replica-quiet-after-join", "step_again makes a quiet repeat (replica_quiet) though a resident "
+             "joined since the plan that counted it (the plan no longer kept)", (
+                 ("_loop.pxi", "    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch",
+                  "    if s.quiet > 0 and e.c == s.iter_epoch"),
+             )),
+    Mutation("pools-add-one-index", "a router's load of two indexed pools (XS_POOLS_ADD) reads the second "
+             "pool at the first one's index", (
+                 ("_expr.pxi", "    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)\n", ""),
              )),
     Mutation("quiet-grants-blockless", "a steady run's quiet repeats past block boundaries count the pool's "
              "room without a block of growth per resident, so a grow near the cap is taken as granted", (
@@ -308,7 +317,7 @@ MUTATIONS = (
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
               "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
               "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py",
-              "tests/engine/test_lone_queue.py"]
+              "tests/differential/test_fast_forms.py", "tests/engine/test_lone_queue.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
