@@ -326,15 +326,18 @@ SAMPLES = {
 # The test of the default sample that killed each mutation in the last full run (`run.py` prints
 # the ones that changed): run first, it settles most mutations in seconds.
 KILLERS = {
-    "6531a92": "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100016]",
+    "6531a92":
+        "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100016]",
     "iteration-without-waiting":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
     "stages-before-pools":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[2]",
-    "pools-pass-once": "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[5]",
+    "pools-pass-once":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[5]",
     "deferred-areas-summed":
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
-    "grow-untouched": "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
+    "grow-untouched":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
     "events-lifo-at-a-tie":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[8]",
     "fifo-loop-serves-last-come":
@@ -355,12 +358,58 @@ KILLERS = {
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
     "ps-loop-superseded-dropped":
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
-    "ps-lifo-at-a-tie": "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
+    "ps-loop-own-list-unemptied":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-lifo-at-a-tie":
+        "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
     "admit-before-growers":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[35]",
+    "queue-tie-last":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[53]",
+    "steady-end-first-at-a-tie":
+        "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100038]",
+    "steady-instant-unread":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[gauges]",
+    "steady-repeat-cost-reads-now":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[a linear cost reading now]",
+    "quiet-repeats-overrun":
+        "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100028]",
+    "quiet-repeat-cost-unread":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[costs reading now, the pool and the work]",
+    "quiet-after-grow-twice":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[long decodes, a horizon mid-run]",
     "quiet-queue-unsampled":
-        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report"
-        "[holds waiting through quiet repeats]",
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[holds waiting through quiet repeats]",
+    "steady-admission-unread":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[light engine]",
+    "step-again-admission-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
+    "step-again-other-stage-unread":
+        "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100028]",
+    "step-again-kept-after-leave":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "replica-quiet-after-join":
+        "tests/differential/test_steady_runs.py::test_no_steady_runs_without_a_lone_step_stage[two step stages]",
+    "pools-add-one-index":
+        "tests/differential/test_fast_forms.py::test_a_router_load_of_two_indexed_pools_is_pyserqs_json_text",
+    "quiet-grants-blockless":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[preemption]",
+    "repeat-kv-totals-kept":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[a linear cost of the decodes' KV]",
+    "repeat-pools-unsampled":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[32]",
+    "preempt-first-admitted":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
+    "slab-refilled-per-run":
+        "tests/differential/test_run_reuse.py::test_kept_runs_of_one_program_equal_fresh_compiles",
+    "plan-decodes-grow-unchecked":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
+    "plan-totals-after-preemption":
+        "tests/differential/test_step_paths.py::test_token_totals_after_a_preemption_of_a_served_resident_are_the_final_assignments",
+    "end-decodes-removed-read":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "again-positions-grow-unchecked":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
 }
 
 
