@@ -510,13 +510,12 @@ def observe_statistics(const double[::1] xs, moments, tuple qs, Py_ssize_t batch
     (`stats.ieee_div`'s IEEE results, NaN below 2 samples); each q-quantile the ceil(q n)-th
     smallest sample (rank clamped to [1, n]; NaN without samples), qs ascending. `moments`:
     Welford's (mean, M2) of these samples when already known (the engine's), else None."""
-    cdef Py_ssize_t n = xs.shape[0], j, r
+    cdef Py_ssize_t n = xs.shape[0], j
     cdef Py_ssize_t used = batches if n >= ci_min else 0
     cdef double mean, m2, y
     ranks = []
     for j in range(len(qs) if n else 0):
-        r = <Py_ssize_t> ceil(<double> qs[j] * <double> n)
-        ranks.append(min(max(r, 1), n))
+        ranks.append(rank_of(qs[j], n))
     mean, m2, ci, values = one_pass(xs, moments is None, used, t, tuple(ranks))
     if moments is not None:
         mean, m2 = moments
@@ -528,11 +527,19 @@ def observe_statistics(const double[::1] xs, moments, tuple qs, Py_ssize_t batch
     return mean if n else NAN, ci if used else INFINITY, cv2, values if n else (NAN,) * len(qs)
 
 
-cdef double ieee_div(double x, double y) noexcept nogil:
-    """`sq.results.stats.ieee_div` for y == 0: NaN (positive) for 0/0 and NaN/0, else ±inf."""
-    if x == 0.0 or x != x:
+cpdef double ieee_div(double x, double y) noexcept nogil:
+    """x / y with IEEE results for y == 0 (±inf, or NaN for 0/0 and NaN/0) instead of
+    ZeroDivisionError: numpy's float64 division without its warning context, which costs more
+    than the division in a report built per run. (cdivision: C's own x / y.)"""
+    if y == 0.0 and (x == 0.0 or x != x):
         return NAN
     return x / y
+
+
+cpdef Py_ssize_t rank_of(double q, Py_ssize_t n) noexcept nogil:
+    """The q-quantile's rank among n samples: ceil(q·n), clamped to [1, n]."""
+    cdef Py_ssize_t r = <Py_ssize_t> ceil(q * <double> n)
+    return min(max(r, 1), n)
 
 
 cdef void count_missed() noexcept nogil:

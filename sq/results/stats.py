@@ -52,15 +52,7 @@ class Moments(NamedTuple):
         return ieee_div(self.variance, self.mean * self.mean)
 
 
-def ieee_div(x: float, y: float) -> float:
-    """x / y with IEEE results for y == 0 (±inf, or NaN for 0/0 and NaN/0) instead of
-    ZeroDivisionError: numpy's float64 division without its warning context, which costs
-    more than the division in a report built per run."""
-    if y == 0.0:
-        if x == 0.0 or x != x:
-            return NAN
-        return math.copysign(INF, x) * math.copysign(1.0, y)
-    return x / y
+ieee_div = _stats.ieee_div     # x / y with IEEE results for y == 0 (one definition, the kernels')
 
 
 def welford(xs) -> Moments:
@@ -137,9 +129,7 @@ SUMMARY_QUANTILES = (("min", 0.0), ("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("
                      ("p999", 0.999), ("max", 1.0))
 
 
-def _rank(q: float, n: int) -> int:
-    """ceil(q·n), clamped to [1, n]."""
-    return min(max(math.ceil(q * n), 1), n)
+_rank = _stats.rank_of         # ceil(q·n), clamped to [1, n] (one definition, the kernels')
 
 
 @dataclass(frozen=True)
