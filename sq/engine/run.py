@@ -56,7 +56,7 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     copy of the `Lowered` that carries them, sharing the arrays."""
     if hasattr(program, "to_dict"):
         try:
-            lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
+            lowered = program.cached("lowered", _lower_program, program)    # (no closure made per run)
         except SqError as e:   # the lowering reads the IR, which has no places: the program knows them
             raise (program.locate(e) if hasattr(program, "locate") else e) from None
     elif isinstance(program, dict):
@@ -70,6 +70,11 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     import dataclasses
 
     return dataclasses.replace(lowered, **changes)
+
+
+def _lower_program(program):
+    """A Program's arrays (its IR in the `exact` form, a relative trace read from its folder)."""
+    return _lower(program.to_dict(exact=True), program.trace_base)
 
 
 def _lower(ir: dict, trace_base: str | None):
