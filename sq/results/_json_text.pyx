@@ -23,32 +23,13 @@ def report_text(report, tuple head_keys, head_values, tuple observe_keys, tuple 
     `row_object(type(row))` gives), then `tail` (members after pyserq's, or "") and the
     closing brace. A number that is not a float, an int or None is written by `other`."""
     cdef Text t = Text(NULL, 0, 0)
-    cdef bint first
     try:
         text_add(&t, b"{", 1)
         text_add_members(&t, head_keys, head_values(report), other)
         text_add(&t, b',"observes":{', 13)
-        first = True
-        for o in report.observes.values():
-            if not first:
-                text_add(&t, b",", 1)
-            first = False
-            text_add(&t, b'"', 1)
-            text_add_str(&t, o.name)         # (serQ writes names unescaped)
-            text_add(&t, b'":{', 3)
-            text_add_members(&t, observe_keys, o.json_values(), other)
-            text_add(&t, b"}", 1)
+        _named(&t, report.observes.values(), observe_keys, None, other)
         text_add(&t, b'},"gauges":{', 12)
-        first = True
-        for g in report.gauges.values():
-            if not first:
-                text_add(&t, b",", 1)
-            first = False
-            text_add(&t, b'"', 1)
-            text_add_str(&t, g.name)
-            text_add(&t, b'":{', 3)
-            text_add_members(&t, gauge_keys, gauge_values(g), other)
-            text_add(&t, b"}", 1)
+        _named(&t, report.gauges.values(), gauge_keys, gauge_values, other)
         text_add(&t, b'},"stages":[', 12)
         _rows(&t, report.stages, row_object, other)
         text_add(&t, b'],"pools":[', 11)
@@ -59,6 +40,22 @@ def report_text(report, tuple head_keys, head_values, tuple observe_keys, tuple 
         return PyUnicode_DecodeUTF8(t.data, t.size, NULL)
     finally:
         PyMem_Free(t.data)
+
+
+cdef int _named(Text* t, objects, tuple keys, values, other) except -1:
+    """The members `"name":{...}` of named objects (observes, gauges), comma-separated: the
+    values by `values(obj)`, or (None) by the object's `json_values()` (an observe's)."""
+    cdef bint first = True
+    for o in objects:
+        if not first:
+            text_add(t, b",", 1)
+        first = False
+        text_add(t, b'"', 1)
+        text_add_str(t, o.name)         # (serQ writes names unescaped)
+        text_add(t, b'":{', 3)
+        text_add_members(t, keys, o.json_values() if values is None else values(o), other)
+        text_add(t, b"}", 1)
+    return 0
 
 
 cdef int _rows(Text* t, rows, row_object, other) except -1:
