@@ -278,7 +278,7 @@ MUTATIONS = (
              "none had moved", (
                  ("_step.pxi", "        sample_repeat(st, moved)\n    return duration", "        sample_repeat(st, False)\n    return duration"),
              )),
-    Mutation("quiet-grows-unmarked", "a quiet repeat made in one pass with grows moves the position without "
+    Mutation("quiet-grow-skipped", "a quiet repeat made in one pass with grows moves the position without "
              "the grow due (each grow taken as not due)", (
                  ("_step.pxi", "                if need > EPS:\n                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)\n                    due = True\n",
                   ""),
@@ -393,7 +393,7 @@ KILLERS = {
         "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[a linear cost of the decodes' KV]",
     "quiet-grows-unsampled":
         "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[grows granted near a full card, two pools, the KV in the cost]",
-    "quiet-grows-unmarked":
+    "quiet-grow-skipped":
         "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[a linear cost of the decodes' KV]",
     "quiet-after-grow-twice":
         "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[long decodes, a horizon mid-run]",
