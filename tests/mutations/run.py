@@ -227,8 +227,8 @@ MUTATIONS = (
              )),
     Mutation("quiet-repeat-cost-unread", "a steady run makes its quiet repeats in one pass (keeping the "
              "duration) also where the cost does not repeat with the totals", (
-                 ("_loop.pxi", "    return s.cost_repeats and not st.kv_iteration and not st.traces.iters",
-                  "    return not st.kv_iteration and not st.traces.iters"),
+                 ("_loop.pxi", "    return s.cost_repeats and not st.traces.iters",
+                  "    return not st.traces.iters"),
              )),
     Mutation("quiet-after-grow-twice", "the quiet repeats after a plan's grow counted with that grow "
              "added twice to the allocation (repeats past the next block boundary without a grow)", (
@@ -274,6 +274,19 @@ MUTATIONS = (
     Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
              "duration) of the one before though a grow moved an allocation", (
                  ("_step.pxi", "    if not same or (due and kv):\n", "    if not same:\n"),
+             )),
+    Mutation("quiet-kv-totals-kept", "a quiet repeat made in one pass keeps the KV totals (and its "
+             "duration) of the one before though its grow moved an allocation", (
+                 ("_step.pxi", "    if due and st.kv_iteration:\n", "    if False:\n"),
+             )),
+    Mutation("quiet-grows-unsampled", "a quiet repeat made in one pass with grows samples the pools as if "
+             "none had moved", (
+                 ("_step.pxi", "        sample_repeat(st, moved)\n    return duration", "        sample_repeat(st, False)\n    return duration"),
+             )),
+    Mutation("quiet-grow-skipped", "a quiet repeat made in one pass with grows moves the position without "
+             "the grow due (each grow taken as not due)", (
+                 ("_step.pxi", "                if need > EPS:\n                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)\n                    due = True\n",
+                  ""),
              )),
     Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
              "its grows moved one", (
@@ -383,6 +396,12 @@ KILLERS = {
         "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100028]",
     "quiet-repeat-cost-unread":
         "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[costs reading now, the pool and the work]",
+    "quiet-kv-totals-kept":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[a linear cost of the decodes' KV]",
+    "quiet-grows-unsampled":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[grows granted near a full card, two pools, the KV in the cost]",
+    "quiet-grow-skipped":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[a linear cost of the decodes' KV]",
     "quiet-after-grow-twice":
         "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[long decodes, a horizon mid-run]",
     "quiet-queue-unsampled":
