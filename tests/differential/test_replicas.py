@@ -112,6 +112,15 @@ PROGRAMS = [
                               route="choose r in R by (holders(seqs[r]) > 3 ? 100 + r : r);")),
     # a constant cost: every replica's iterations end at the same instants
     ("busy at the same instants", _engine(cost="0.25", arrive="batch(200)")),
+    # ... and sessions of six requests, each routed afresh as the one before ends: at an instant
+    # where one replica's end is the event list's earliest, another's end at the same instant may
+    # finish a request whose next one the first replica's plan must admit (step_again, the end
+    # taken in place at the heap's top, sees that end below it: pending_under_top)
+    ("turns at the same instants", _engine(cost="0.25", arrive="batch(64)", horizon="120").replace(
+        "session { request; }", "session { request; request; request; request; request; request; }")),
+    ("turns at the same instants, 4 replicas", _engine(cost="0.25", arrive="batch(24)", horizon="120").replace(
+        "session { request; }", "session { request; request; request; request; request; request; }").replace(
+        "let R = 16;", "let R = 4;")),
     ("gauges of one replica's pools", _engine(gauges="gauge kv0 = used(kv[0]); gauge q3 = queued(seqs[3]);")),
     # half the requests go to replica 0, whose card is small for them: it preempts while the
     # others (1/30 of the load each) mostly idle
