@@ -146,10 +146,6 @@ cdef struct Stage:
     # `quiet` (that plan's count of repeats planned the same with no grow due) lasts
     bint plan_kept
     int64_t quiet
-    # the KV sums of the iteration step_again began last (st.kv_iteration): a quiet repeat's, as
-    # no grow is due in it and no resident left or joined (replica_quiet)
-    double kept_kvb
-    double kept_kvm
     int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
     Assigned* assigned         # the iteration's assignment, in serving order (as it ends, the jobs
                                # it finishes are listed at its front: end_iteration)

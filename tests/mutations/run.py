@@ -304,10 +304,6 @@ MUTATIONS = (
              "earliest below the top may be the second)", (
                  ("_arrays.pxi", " or (st.hlen > 2 and st.heap[2].t <= st.now)", ""),
              )),
-    Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
-             "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
-                 ("_loop.pxi", "    s.kept_kvb = kvb\n    s.kept_kvm = kvm\n", ""),
-             )),
     Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
              "without the grow plan_again's own visit makes", (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
