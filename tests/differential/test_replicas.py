@@ -115,7 +115,8 @@ PROGRAMS = [
     # ... and sessions of six requests, each routed afresh as the one before ends: at an instant
     # where one replica's end is the event list's earliest, another's end at the same instant may
     # finish a request whose next one the first replica's plan must admit (step_again, the end
-    # taken in place at the heap's top, sees that end below it: pending_under_top)
+    # taken in place at the heap's top, must see that end below it: pending_under_top; a tie at
+    # the top's second child alone was not shown reached: benchmarks/README.md, eighth round)
     ("turns at the same instants", _engine(cost="0.25", arrive="batch(64)", horizon="120").replace(
         "session { request; }", "session { request; request; request; request; request; request; }")),
     ("turns at the same instants, 4 replicas", _engine(cost="0.25", arrive="batch(24)", horizon="120").replace(

@@ -299,11 +299,6 @@ MUTATIONS = (
                  ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
                   "    plain = s.na >= PLAIN_ENTRIES and warm "),
              )),
-    Mutation("top-second-child-unread", "step_again, with the iteration end taken in place at the heap's "
-             "top, asks whether another event is pending now of the top's first child only (the "
-             "earliest below the top may be the second)", (
-                 ("_arrays.pxi", " or (st.hlen > 2 and st.heap[2].t <= st.now)", ""),
-             )),
     Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
              "without the grow plan_again's own visit makes", (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
