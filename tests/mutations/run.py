@@ -317,6 +317,10 @@ MUTATIONS = (
                  ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
                   "    plain = s.na >= PLAIN_ENTRIES and warm "),
              )),
+    Mutation("top-kept-at-settle", "step_again settles an instant while the iteration end it took in "
+             "place is still at the heap's top (heap_take_top left out before settle)", (
+                 ("_loop.pxi", "    if top:\n        heap_take_top(st)\n    settle(st)\n", "    settle(st)\n"),
+             )),
     Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
              "without the grow plan_again's own visit makes", (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
@@ -434,6 +438,8 @@ KILLERS = {
         "tests/differential/test_step_paths.py::test_token_totals_after_a_preemption_of_a_served_resident_are_the_final_assignments",
     "end-decodes-removed-read":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "top-kept-at-settle":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
 }
