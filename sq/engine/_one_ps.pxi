@@ -184,13 +184,13 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
     cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
     # draws taken DRAWS at a time where nothing else reads their stream (issue 27): the poisson
-    # gaps (the arrivals stream is theirs alone) and an h2 work's draws when neither φ (a
-    # constant: ps_rate evaluates nothing) nor a gauge (none) reads the session stream
+    # gaps (the arrivals stream is theirs alone) and an h2 work's draws when φ is a constant
+    # (ps_rate evaluates nothing): nothing else in the loop draws (a gauge may not: link.py)
     cdef double gaps[DRAWS]
     cdef double works[DRAWS]
     cdef int32_t gap_i = DRAWS, work_i = DRAWS      # the next one's place (DRAWS: none left)
     cdef bint gaps_drawn = st.arrival_kind == A_POISSON
-    cdef bint works_drawn = h2_work and s.phi_fixed and st.n_gauges == 0
+    cdef bint works_drawn = h2_work and s.phi_fixed
     cur.t = INFINITY
     cur.seq = NO_EVENT
     cur.row = 0             # (a stale finish, once superseded into the own list)
