@@ -179,6 +179,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
     cdef double until = fifo_until(st)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
     cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
+    cdef bint stale_fits = 1 <= st.step_limit
     # an h2 work of constant arguments (M/G/1-PS's `~h2(1, 4)`) drawn from its phases, set once
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
@@ -248,10 +249,19 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                 arrival.t = INFINITY        # (pop_event)
                 arrival.seq = NO_EVENT
             elif top.row >= 0:
-                e.t = when          # a stale finish: all event_begins reads
-                e.kind = EV_FINISH
-                e.a = k
+                # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
+                # list is one, the current one being in `cur`. No job, no session, the stage not
+                # dirty; of settle's samples only the split at now is left, as each area holds
+                # the value the event before set (gauges, the window's middle and the poll read,
+                # never change it)
                 ps_pop_end(q)
+                if fifo_begins(st, when, EV_FINISH, k, 0, fresh and stale_fits) < 0:
+                    return
+                area_set(&s.number, st.now, s.number.value)
+                if not alike:
+                    st.live_area = s.number     # (live sessions: as below)
+                area_set(&s.busy_area, st.now, s.busy_area.value)
+                continue
             else:
                 e = q.rare[-1 - top.row]
                 ps_pop_end(q)
@@ -302,19 +312,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                     leaving = True      # zero work: no job, the session goes on now
             elif not event_begins(st, &e):
                 return
-            elif e.kind == EV_FINISH:
-                # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
-                # list is one, the current one being in `cur`. No job, no session, the stage not
-                # dirty; of settle's samples only the split at now is left, as each area holds
-                # the value the event before set (gauges, the window's middle and the poll read,
-                # never change it)
-                area_set(&s.number, st.now, s.number.value)
-                if not alike:
-                    st.live_area = s.number     # (live sessions: as below)
-                area_set(&s.busy_area, st.now, s.busy_area.value)
-                continue
             else:
-                handle_rare(st, &e)       # the end of the warm-up
+                handle_rare(st, &e)       # the end of the warm-up (no finish is a rare one: ps_ends)
         if leaving and fifo_leave(st, job.serial, job.enq, counted) < 0:
             return
         if s.dirty:
