@@ -188,6 +188,20 @@ MUTATIONS = (
         heap_down(q.ends, 0, q.n, q.ends[q.n])
 """),
              )),
+    Mutation("ps-loop-stale-steps-unread-at-a-tie", "ps_loop counts a stale finish's step as at a fresh "
+             "instant also at a tie (the instant's count set to 1, not read)", (
+                 ("_one_ps.pxi", "k, 0, fresh and stale_fits)", "k, 0, stale_fits)"),
+             )),
+    Mutation("ps-loop-works-drawn-ahead-beside-a-draw", "ps_loop takes an h2 work's draws ahead also "
+             "where φ draws on the session stream between them", (
+                 ("_one_ps.pxi", "cdef bint works_drawn = h2_work and s.phi_fixed\n",
+                  "cdef bint works_drawn = h2_work\n"),
+             )),
+    Mutation("ps-loop-gaps-drawn-ahead-of-any-kind", "ps_loop takes poisson gaps ahead whatever the "
+             "arrivals' kind", (
+                 ("_one_ps.pxi", "cdef bint gaps_drawn = st.arrival_kind == A_POISSON\n",
+                  "cdef bint gaps_drawn = True\n"),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
