@@ -55,8 +55,11 @@ def test_bench_from_an_installed_sq(tmp_path, pyserq):
     assert "per-run costs are what this row times" in rows["sweep"]
 
 
-def test_bench_without_pyserq_says_so(monkeypatch, capsys):
-    monkeypatch.setattr(table.measure, "SQ_PATH", "/nonexistent")    # an install: no checkout's driver
+def test_bench_without_pyserq_says_so(monkeypatch, capsys, tmp_path):
+    # an install: the package folder without a checkout's benchmarks/ beside it (the children
+    # still import this sq, whatever its path, not whichever one the environment installed)
+    (tmp_path / "sq").symlink_to(ROOT / "sq", target_is_directory=True)
+    monkeypatch.setattr(table.measure, "SQ_PATH", str(tmp_path))
     assert table.main(["mm1"], quick=True, rounds=1) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("no pyserq comparison: sq's figures only")
