@@ -374,6 +374,12 @@ KILLERS = {
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
     "ps-loop-own-list-unemptied":
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-loop-stale-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
+    "ps-loop-works-drawn-ahead-beside-a-draw":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[phi_draw_h2]",
+    "ps-loop-gaps-drawn-ahead-of-any-kind":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[horizon_mid_service]",
     "ps-lifo-at-a-tie":
         "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
     "admit-before-growers":
