@@ -591,12 +591,17 @@ cdef void read_gauges(State* st) noexcept nogil:
                 return
 
 
+cdef inline double poisson_gap(State* st) noexcept nogil:
+    """A poisson arrival's gap, drawn on the arrivals stream (its rate > 0)."""
+    return -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
+
+
 cdef inline int next_arrival(State* st) noexcept nogil:
     """Schedule the next open arrival (the first one too), unless the limit is reached. A poisson
     gap is drawn inline (in the arrival's handling: the four loops that handle one), the other
     kinds by `next_arrival_other`, out of line so that this stays small enough for gcc to inline."""
     if st.arrival_kind == A_POISSON:
-        schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
+        schedule_arrival(st, st.now + poisson_gap(st))
         return 0
     return next_arrival_other(st)
 

@@ -193,6 +193,20 @@ MUTATIONS = (
         heap_down(q.ends, 0, q.n, q.ends[q.n])
 """),
              )),
+    Mutation("ps-loop-stale-steps-unread-at-a-tie", "ps_loop counts a stale finish's step as at a fresh "
+             "instant also at a tie (the instant's count set to 1, not read)", (
+                 ("_one_ps.pxi", "k, 0, fresh and stale_fits)", "k, 0, stale_fits)"),
+             )),
+    Mutation("ps-loop-works-drawn-ahead-beside-a-draw", "ps_loop takes an h2 work's draws ahead also "
+             "where φ draws on the session stream between them", (
+                 ("_one_ps.pxi", "cdef bint works_drawn = h2_work and s.phi_fixed\n",
+                  "cdef bint works_drawn = h2_work\n"),
+             )),
+    Mutation("ps-loop-gaps-drawn-ahead-of-any-kind", "ps_loop takes poisson gaps ahead whatever the "
+             "arrivals' kind", (
+                 ("_one_ps.pxi", "cdef bint gaps_drawn = st.arrival_kind == A_POISSON\n",
+                  "cdef bint gaps_drawn = True\n"),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
@@ -384,6 +398,12 @@ KILLERS = {
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
     "ps-loop-own-list-unemptied":
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-loop-stale-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
+    "ps-loop-works-drawn-ahead-beside-a-draw":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[phi_draw_h2]",
+    "ps-loop-gaps-drawn-ahead-of-any-kind":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[horizon_mid_service]",
     "ps-lifo-at-a-tie":
         "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
     "admit-before-growers":
