@@ -465,6 +465,48 @@ cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
     return heap_pop(st.heap, &st.hlen)
 
 
+# The heap's top taken in place: general_loop leaves an iteration end at the heap's top where it is
+# for step_again (the event copied out, st.hlen unchanged), and step_again then either schedules
+# the stage's next end into that place (heap_replace_top: one sift down where heap_pop's and
+# push_event's were two) or takes the top as heap_pop would (heap_take_top) before anything else
+# reads or pushes an event. Between the two only pending_under_top reads the event list. Where an
+# event is kept (the soon slot or the heap) never changes which comes next: (time, seq) orders
+# them all, every seq being distinct.
+cdef inline bint pending_under_top(State* st) noexcept nogil:
+    """pending_now with the heap's top taken in place: another event pending at `now` in the
+    arrival slot, the soon slot or below the top (the earliest there is one of its two children)."""
+    if st.arrival.t <= st.now or (st.soon.seq != NO_EVENT and st.soon.t <= st.now):
+        return True
+    return (st.hlen > 1 and st.heap[1].t <= st.now) or (st.hlen > 2 and st.heap[2].t <= st.now)
+
+
+cdef inline void heap_take_top(State* st) noexcept nogil:
+    """The heap's top, taken in place, taken off the heap as heap_pop takes it."""
+    st.hlen -= 1
+    if st.hlen > 0:
+        heap_down(st.heap, 0, st.hlen, st.heap[st.hlen])     # the last leaf, put at the root, only moves down
+
+
+cdef inline int heap_replace_top(State* st, double t, int kind, int a, int64_t b, int64_t c) noexcept nogil:
+    """`schedule` with the heap's top taken in place: the new event (its seq as schedule gives it)
+    put in the top's place and moved down. The soon slot was empty when general_loop took the top
+    (next_event reads the heap only then) and nothing has been pushed since; were it not, the top
+    is taken first and the event pushed."""
+    cdef Event e
+    if st.soon.seq != NO_EVENT:
+        heap_take_top(st)
+        return push_event(st, t, kind, a, b, c)
+    e.t = t
+    e.seq = st.seq
+    st.seq += 1
+    e.kind = kind
+    e.a = a
+    e.b = b
+    e.c = c
+    heap_down(st.heap, 0, st.hlen, e)
+    return 0
+
+
 cdef int ps_push(State* st, Stage* s, double tag, int64_t id, int32_t job) noexcept nogil:
     cdef PsEntry e
     e.tag = tag

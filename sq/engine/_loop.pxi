@@ -591,12 +591,17 @@ cdef void read_gauges(State* st) noexcept nogil:
                 return
 
 
+cdef inline double poisson_gap(State* st) noexcept nogil:
+    """A poisson arrival's gap, drawn on the arrivals stream (its rate > 0)."""
+    return -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
+
+
 cdef inline int next_arrival(State* st) noexcept nogil:
     """Schedule the next open arrival (the first one too), unless the limit is reached. A poisson
     gap is drawn inline (in the arrival's handling: the four loops that handle one), the other
     kinds by `next_arrival_other`, out of line so that this stays small enough for gcc to inline."""
     if st.arrival_kind == A_POISSON:
-        schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
+        schedule_arrival(st, st.now + poisson_gap(st))
         return 0
     return next_arrival_other(st)
 
@@ -862,6 +867,18 @@ cdef void general_loop(State* st) noexcept nogil:
             break
         if nxt.t > st.now and instant_over(st, nxt):
             break
+        if st.steps_again and nxt == st.heap and nxt.kind == EV_ITER_END and nxt.a != st.steady_stage:
+            # the heap's top taken in place (_arrays.pxi): step_again replaces it by the stage's
+            # next end, one sift where a pop and a push were two, or takes it before it settles
+            e = nxt[0]
+            if not event_begins(st, &e):
+                heap_take_top(st)
+                return
+            if step_again(st, &e, True) < 0:    # handled and settled
+                return
+            if st.check:
+                check_invariants_now(st)
+            continue
         e = pop_event(st, nxt)
         if not event_begins(st, &e):
             return
@@ -869,7 +886,7 @@ cdef void general_loop(State* st) noexcept nogil:
             if steady_run(st, &e) < 0:      # handled and settled, and the iterations that repeat
                 return
         elif e.kind == EV_ITER_END and st.steps_again:
-            if step_again(st, &e) < 0:      # handled and settled
+            if step_again(st, &e, False) < 0:   # handled and settled
                 return
         else:
             handle(st, &e)
@@ -885,9 +902,11 @@ cdef int64_t steady_repeats = 0     # iterations repeated off the event list, ov
 cdef int64_t steps_repeated = 0     # iterations step_again began, over all runs (tests read it)
 
 
-cdef int step_again(State* st, Event* e) noexcept nogil:
+cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     """general_loop's handling and settling of an iteration end e of one of several step stages
-    (steps_only: R replicas), popped and begun. 0: the instant is settled; -1: handling e failed.
+    (steps_only: R replicas), popped and begun (top: taken in place at the heap's top, so the
+    stage's next end replaces it there, or it is taken before settle: heap_replace_top,
+    heap_take_top). 0: the instant is settled; -1: handling e failed.
 
     Where settle (spec 09 §9.5) would do nothing but start the iteration just ended again and
     sample the areas, that iteration is begun by replica_begin (plan_again's writes, as steady_run's
@@ -920,20 +939,22 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
         # nothing the tests read (it marks the stage in steps_ready, first here), and they come
         # before it; then the end and the plan in one pass (replica_quiet)
         mark_row(st.steps_ready, k)
-        if not (ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st)):
+        if not (ready_any(st) or st.flows.dirty or not step_clear(st, k)
+                or (pending_under_top(st) if top else pending_now(st))):
             s.quiet -= 1
             if replica_quiet(st, s, k, na, &n) < 0:
-                return 0                # out of memory (the flag is set)
+                return step_failed(st, top)     # out of memory (the flag is set)
             planned = True
     if not planned:
+        # (the end pushes no event and reads none: a finish only readies its owner)
         if not iteration_end(st, e):
-            settle(st)
-            return 0
+            return step_settle(st, top)
         if st.error.code:
+            step_failed(st, top)
             return -1
-        if ready_any(st) or st.flows.dirty or not step_clear(st, k) or pending_now(st):
-            settle(st)
-            return 0
+        if ready_any(st) or st.flows.dirty or not step_clear(st, k) \
+                or (pending_under_top(st) if top else pending_now(st)):
+            return step_settle(st, top)
         # (each call with its flags written out, so the compiler makes each its own copy)
         if s.plan_kept and s.quiet > 0:
             s.quiet -= 1
@@ -945,24 +966,41 @@ cdef int step_again(State* st, Event* e) noexcept nogil:
                 plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, False)
             if plan == PLAN_CHANGED:
                 s.plan_kept = False
-                settle(st)
-                return 0
+                return step_settle(st, top)
             replica_begin(st, s, k, na, &n, True)
     # (one call of begin_iteration here: with more, gcc no longer inlines iteration_begins anywhere)
     duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
     if duration < 0:
-        return 0                        # the cost failed (the flag is set)
-    return step_begun(st, s, k, duration)
+        return step_failed(st, top)     # the cost failed (the flag is set)
+    return step_begun(st, s, k, duration, top)
 
 
-cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration) noexcept nogil:
+cdef inline int step_settle(State* st, bint top) noexcept nogil:
+    """step_again's instant settled the ordinary way, the heap's top taken first if it was taken
+    in place (0)."""
+    if top:
+        heap_take_top(st)
+    settle(st)
+    return 0
+
+
+cdef inline int step_failed(State* st, bint top) noexcept nogil:
+    """step_again stopped by a failure (the flag is set), the heap's top taken first if it was
+    taken in place, so the event list stays whole (0)."""
+    if top:
+        heap_take_top(st)
+    return 0
+
+
+cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint top) noexcept nogil:
     """step_again's iteration of stage k begun: its end scheduled as start_iteration's, settle's
     step 5 (0). The stage leaves steps_ready, as the stages pass's next visit would take it out
     (mid-iteration): the next iteration end's step_clear then most often finds its own stage alone
     there (its end marks it again)."""
     s.plan_kept = True
     unmark_row(st.steps_ready, k)
-    if schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) < 0:
+    if (heap_replace_top(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) if top
+            else schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)) < 0:
         return 0
     st.steps_repeated += 1
     sample_every_pool(st)               # settle's step 5
@@ -1128,9 +1166,9 @@ cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the e
 
 cdef inline bint quiet_fuses(State* st, Stage* s) noexcept nogil:
     """Whether steady_run's quiet repeats go through quiet_repeat (_step.pxi): their end and plan
-    are those it makes (a cost repeating with the totals, no KV sums, no iteration traces or
-    timeline, one step stage in the stages pass)."""
-    return s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL and not st.steps_only
+    are those it makes (a cost repeating with the totals, no iteration traces or timeline, one
+    step stage in the stages pass)."""
+    return s.cost_repeats and not st.traces.iters and st.tl == NULL and not st.steps_only
 
 
 cdef int steady_run(State* st, Event* e) noexcept nogil:
@@ -1168,24 +1206,31 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef IterTotals n
     cdef Event end
     cdef Event* nxt
-    cdef bint fuses = quiet_fuses(st, s)   # quiet repeats in one pass (then counted without grants)
+    cdef bint fuses = quiet_fuses(st, s)   # quiet repeats in one pass
+    # (quiet repeats are counted with grants where they may grow: not where they go in one pass
+    # of a cost without KV sums, which light6 kept to the no-grow count)
     end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
     end.a = k
     end.b = 0
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
         if quiet > 0 and fuses:
-            # a quiet repeat (quiet > 0 only after a repeated end; counted without grants, so no
-            # grow is due): this end and its plan in one pass (quiet_repeat, _step.pxi)
+            # a quiet repeat (quiet > 0 only after a repeated end; its grows, with grants, each
+            # granted): this end and its plan in one pass (quiet_repeat, _step.pxi)
             quiet -= 1
             st.quiet_fused += 1
-            duration = quiet_repeat(st, s, k, na, &n, duration)
-            if st.error.code:
-                return -1
-            if st.n_stages == 1 and st.n_pools <= 1:
-                sample_unmoved(st)
+            if grants:
+                duration = quiet_grows(st, s, k, na, &n, duration)      # (and its sample)
+                if st.error.code:
+                    return -1
             else:
-                sample_repeat(st, False)
+                duration = quiet_repeat(st, s, k, na, &n, duration, False, &moved)
+                if st.error.code:
+                    return -1
+                if st.n_stages == 1 and st.n_pools <= 1:
+                    sample_unmoved(st)
+                else:
+                    sample_repeat(st, False)
         else:
             if not iteration_end(st, e):
                 settle(st)
@@ -1201,7 +1246,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                     return 0
                 checked = quiet == 0
                 if checked:
-                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, not fuses)
+                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, not fuses or st.kv_iteration)
                 else:
                     quiet -= 1
                     plan = PLAN_SAME
@@ -1212,7 +1257,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             else:
                 checked = True
-                plan = plan_unchanged(st, s, na, False, &quiet, &grants, not fuses)
+                plan = plan_unchanged(st, s, na, False, &quiet, &grants, not fuses or st.kv_iteration)
             if plan == PLAN_CHANGED:
                 settle(st)
                 return 0

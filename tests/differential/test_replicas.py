@@ -112,6 +112,24 @@ PROGRAMS = [
                               route="choose r in R by (holders(seqs[r]) > 3 ? 100 + r : r);")),
     # a constant cost: every replica's iterations end at the same instants
     ("busy at the same instants", _engine(cost="0.25", arrive="batch(200)")),
+    # ... and sessions of six requests, each routed afresh as the one before ends: at an instant
+    # where one replica's end is the event list's earliest, another's end at the same instant may
+    # finish a request whose next one the first replica's plan must admit (step_again, the end
+    # taken in place at the heap's top, must see that end below it: pending_under_top; a tie at
+    # the top's second child alone was not shown reached: benchmarks/README.md, eighth round)
+    ("turns at the same instants", _engine(cost="0.25", arrive="batch(64)", horizon="120").replace(
+        "session { request; }", "session { request; request; request; request; request; request; }")),
+    ("turns at the same instants, 4 replicas", _engine(cost="0.25", arrive="batch(24)", horizon="120").replace(
+        "session { request; }", "session { request; request; request; request; request; request; }").replace(
+        "let R = 16;", "let R = 4;")),
+    # ... on 3 and 4 replicas whose iterations last whole eighths of a second (so some end at the
+    # same instants, others not), sessions looping over short requests: each end finishes some,
+    # whose next requests the replica ending at the same instant, first, must admit
+    *[(f"short turns at the same instants, {r} replicas",
+       _engine(cost="0.125 * (1 + floor(tokens / 128))", arrive=f"batch({4 * r})", horizon="150").replace(
+           "session { request; }", "session { loop { request; } }").replace(
+           "set o = 1 + floor(~exp(40));", "set o = 1 + floor(~exp(2));").replace("let R = 16;", f"let R = {r};"))
+      for r in (3, 4)],
     ("gauges of one replica's pools", _engine(gauges="gauge kv0 = used(kv[0]); gauge q3 = queued(seqs[3]);")),
     # half the requests go to replica 0, whose card is small for them: it preempts while the
     # others (1/30 of the load each) mostly idle
