@@ -18,10 +18,12 @@ def extension(name):
 # engine/_random: the ChaCha12 streams and distributions (C header + a small Python class);
 # _engine: the event loop (its concerns are sq/engine/*.pxi), which cimports _random's C functions;
 # results/_stats: the report's order-sensitive sums (Welford, batch means) at C speed;
+# results/_json_text: a report's JSON text in one C pass (it cimports _number_text's writer);
 # traces/_scan: the trace files' scanners (CSV and JSON lines → columns);
 # _support/_number_text: number_format's positional text and a report's JSON members in C.
 extensions = [extension("_support/_number_text"), extension("lower/_bytecode"), extension("engine/_random"), extension("_engine"),
-              extension("results/_stats"), extension("traces/_scan")]
+              extension("results/_stats"), extension("results/_json_text"),
+              extension("traces/_scan")]
 
 setup(
     ext_modules=cythonize(

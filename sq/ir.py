@@ -584,12 +584,15 @@ class Program:
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "_derived"}   # rebuilt where it is used
 
-    def cached(self, key: str, build):
-        """`build()`, kept on the program until one of its fields is set (e.g. the lowered arrays, so
-        that a sweep of runs lowers once). Fields are replaced, not edited in place, after compile."""
+    def cached(self, key: str, build, *args):
+        """`build(*args)`, kept on the program until one of its fields is set (e.g. the lowered arrays,
+        so that a sweep of runs lowers once). Fields are replaced, not edited in place, after compile."""
+        derived = self.__dict__.get("_derived")
+        if derived is not None and key in derived:    # (a sweep's every run: nothing made to ask)
+            return derived[key]
         derived = self.__dict__.setdefault("_derived", {})
         if key not in derived:
-            derived[key] = build()
+            derived[key] = build(*args)
         return derived[key]
 
     # ------------------------------------------------------------ writing

@@ -46,10 +46,7 @@ cdef enum:
     TEXT_MAX = 400
 
 
-cdef struct Text:
-    char* data
-    Py_ssize_t size
-    Py_ssize_t cap
+# (Text, the growing buffer every text here is written into, is declared in _number_text.pxd)
 
 
 cdef int text_room(Text* t, Py_ssize_t more) except -1:
@@ -294,32 +291,38 @@ def json_members(tuple keys, values, other):
     `json_number_of_float`, an int (exactly `int`) in decimal, None as `null`, a str (a
     name: serQ writes names unescaped) in quotes, anything else through `other(value)`."""
     cdef Text t = Text(NULL, 0, 0)
-    cdef Py_ssize_t i
-    cdef object v
-    cdef tuple vs = tuple(values)
-    if len(vs) != len(keys):
-        raise ValueError("json_members: as many values as keys")
     try:
-        for i in range(len(keys)):
-            if i:
-                text_add(&t, b",", 1)
-            text_add_str(&t, <str> keys[i])
-            v = vs[i]
-            if type(v) is float:
-                text_add_json_float(&t, <double> v)
-            elif v is None:
-                text_add(&t, b"null", 4)
-            elif type(v) is int:
-                text_add_int(&t, v)
-            elif type(v) is str:
-                text_add(&t, b'"', 1)
-                text_add_str(&t, <str> v)
-                text_add(&t, b'"', 1)
-            else:
-                text_add_str(&t, other(v))
+        text_add_members(&t, keys, values, other)
         return PyUnicode_DecodeUTF8(t.data, t.size, NULL)
     finally:
         PyMem_Free(t.data)
+
+
+cdef int text_add_members(Text* t, tuple keys, values, other) except -1:
+    """json_members' text, added to t (sq/results/_json_text.pyx writes a whole report so)."""
+    cdef Py_ssize_t i
+    cdef object v
+    cdef tuple vs = values if type(values) is tuple else tuple(values)
+    if len(vs) != len(keys):
+        raise ValueError("json_members: as many values as keys")
+    for i in range(len(keys)):
+        if i:
+            text_add(t, b",", 1)
+        text_add_str(t, <str> keys[i])
+        v = vs[i]
+        if type(v) is float:
+            text_add_json_float(t, <double> v)
+        elif v is None:
+            text_add(t, b"null", 4)
+        elif type(v) is int:
+            text_add_int(t, v)
+        elif type(v) is str:
+            text_add(t, b'"', 1)
+            text_add_str(t, <str> v)
+            text_add(t, b'"', 1)
+        else:
+            text_add_str(t, other(v))
+    return 0
 
 
 def positional_lines(double[::1] xs, bint fast=True):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import weakref
 
 from sq._support import settings
 from sq._support.files import cannot_write, check_writable
@@ -43,7 +44,7 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
         # a frame less per run)
         if _ENGINE is None:
             _load_run_modules()
-        return _run_engine(lowered, program, _checked(lowered, seed), {}, None, started)
+        return _run_engine(lowered, program, _seed_checked(lowered, seed), {}, None, started)
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, **dict(zip(_OPTIONS, options)))
@@ -56,7 +57,7 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     copy of the `Lowered` that carries them, sharing the arrays."""
     if hasattr(program, "to_dict"):
         try:
-            lowered = program.cached("lowered", lambda: _lower(program.to_dict(exact=True), program.trace_base))
+            lowered = program.cached("lowered", _lower_program, program)    # (no closure made per run)
         except SqError as e:   # the lowering reads the IR, which has no places: the program knows them
             raise (program.locate(e) if hasattr(program, "locate") else e) from None
     elif isinstance(program, dict):
@@ -70,6 +71,11 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     import dataclasses
 
     return dataclasses.replace(lowered, **changes)
+
+
+def _lower_program(program):
+    """A Program's arrays (its IR in the `exact` form, a relative trace read from its folder)."""
+    return _lower(program.to_dict(exact=True), program.trace_base)
 
 
 def _lower(ir: dict, trace_base: str | None):
@@ -117,6 +123,26 @@ def _checked(lowered, seed, horizon=None, warmup=None, arrivals=None) -> dict:
     """The run's settings, checked against the lowered program's (settings.checked)."""
     return settings.checked(*settings.of_program(lowered), seed=seed, horizon=horizon, warmup=warmup,
                             arrivals=arrivals)
+
+
+def _seed_checked(lowered, seed) -> dict:
+    """`_checked(lowered, seed)`: a sweep's later runs of one program ask only whether their seed
+    is one (the program's own window and arrival limit passed with the first seed given)."""
+    global _seed_program
+    if type(seed) is int and _seed_program() is lowered and settings.is_u64(seed):
+        return {"seed": seed}
+    changes = _checked(lowered, seed)
+    if seed is not None:    # (with no setting given, settings.checked reads only the arrival limit)
+        _seed_program = weakref.ref(lowered)
+    return changes
+
+
+def _no_program():
+    return None
+
+
+# what _seed_checked's weak reference reads before any seed was checked (no program)
+_seed_program = _no_program
 
 
 def _run_plain(lowered, program, changes: dict, started: float):

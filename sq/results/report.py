@@ -18,21 +18,16 @@ import numpy as np
 from sq._support.version import __version__
 from sq._support import settings
 from sq._support.files import text_or_file
-from sq.results import stats
+from sq.results import _json_text, stats
 from sq.results import steady
 from sq._support._optional import require
 from sq.errors import SqError
 from sq._support.files import make_folder, path_argument, write_atomic
-from sq._support.number_format import display, json_members, json_number
+from sq._support.number_format import display, json_number
 from sq.results.raw import GaugeRaw, ObserveRaw, ObserveSummary, PoolRaw, RawResults, Running, StageRaw, row_label
 
 SERQ_VERSION = "0.1.2"
 REPORT_VERSION = 1
-
-
-def _name(s: str) -> str:
-    # serQ writes names unescaped; identifiers never need escaping
-    return '"' + s + '"'
 
 
 # -- rows ----------------------------------------------------------------------
@@ -315,12 +310,8 @@ def _json_object(names: tuple[str, ...]):
     return tuple(f'"{name}":' for name in names), operator.attrgetter(*names)
 
 
-def _object_json(obj, names: tuple[str, ...]) -> str:
-    keys, values = _json_object(names)
-    return "{" + json_members(keys, values(obj)) + "}"
-
-
 _OBSERVE_KEYS, _OBSERVE_VALUES = _json_object(Observe.JSON_FIELDS)
+_GAUGE_KEYS, _GAUGE_VALUES = _json_object(Gauge.JSON_FIELDS)
 
 
 @functools.cache
@@ -459,34 +450,14 @@ class Report:
             path, provenance = None, path
         if path is not None:
             return text_or_file(self.to_json(provenance=provenance), path, "Report.to_json")
-        # the text's pieces in one list, joined once (loops, not comprehensions or generators:
-        # each is a function call of its own, per run, for a row or two); `sep` before each
-        # member but a list's first
-        parts = ["{", json_members(_HEAD_KEYS, _HEAD_VALUES(self)), ',"observes":{']
-        sep = ""
-        for o in self.observes.values():
-            # (the name's quotes as pieces of their own: a call of _name per observe and run cost more)
-            parts += (sep, '"', o.name, '":{', json_members(_OBSERVE_KEYS, o.json_values()), "}")
-            sep = ","
-        parts.append('},"gauges":{')
-        sep = ""
-        for g in self.gauges.values():
-            parts += (sep, _name(g.name), ":", _object_json(g, Gauge.JSON_FIELDS))
-            sep = ","
-        parts.append('},"stages":[')
-        for rows, after in ((self.stages, '],"pools":['), (self.pools, "]")):
-            sep = ""
-            for row in rows:    # (the row's object written here: a call per row and run cost more)
-                keys, values = _row_object(type(row))
-                parts += (sep, "{", json_members(keys, values(row)), "}")
-                sep = ","
-            parts.append(after)
+        # (the whole text written in C, into one buffer: sq/results/_json_text.pyx)
+        tail = ""
         if self.stopped:    # a run stopped early says so after pyserq's fields (a complete run's text is pyserq's)
-            parts.append(f',"stopped":"{self.stopped}"')
+            tail = f',"stopped":"{self.stopped}"'
         if provenance:
-            parts += (',"provenance":', self._provenance_json())
-        parts.append("}")
-        return "".join(parts)
+            tail += ',"provenance":' + self._provenance_json()
+        return _json_text.report_text(self, _HEAD_KEYS, _HEAD_VALUES, _OBSERVE_KEYS, _GAUGE_KEYS, _GAUGE_VALUES,
+                                      _row_object, tail, json_number)
 
     def _provenance_json(self) -> str:
         import json  # noqa: PLC0415

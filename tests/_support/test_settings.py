@@ -103,3 +103,15 @@ def test_arrivals_not_a_number_is_said_to_be_a_whole_number(arrivals):
     program = sq.compile(MM1, horizon=1500)
     with pytest.raises(SqError, match="arrivals must be a whole number, found"):
         sq.run(program, arrivals=arrivals)
+
+
+def test_a_sweeps_later_seeds_are_checked_as_its_first():
+    # sq.run checks a program's own window and limit with its first seed, then only the seeds
+    # (sq.engine.run._seed_checked): each later one is still refused or taken as the first was
+    program = sq.compile(MM1, horizon=1500)
+    assert sq.run(program, seed=1).seed == 1
+    for bad in (-1, 2**64, True):
+        with pytest.raises(SqError, match="from 0 to 2.64-1"):
+            sq.run(program, seed=bad)
+    assert sq.run(program, seed=2**64 - 1).seed == 2**64 - 1
+    assert sq.run(program, seed=np.uint64(3)).to_json() == sq.run(program, seed=3).to_json()

@@ -338,3 +338,50 @@ def test_serials_handed_over_4_bytes_while_they_fit_then_8(serials, dtype):
     got = _engine.serials_of(serials)
     assert got.dtype == dtype and got.tolist() == serials
     assert got.base is not None or not serials     # a non-empty one took the engine's buffer
+
+
+def _text_piece_by_piece(r: Report, provenance: bool) -> str:
+    """A report's JSON text as its definition puts it together: each object's members by
+    json_members, joined in Python (what Report.to_json wrote before the C writer)."""
+    from sq._support.number_format import json_members
+    from sq.results.report import Gauge, Observe, _json_fields
+
+    def members(obj, names):
+        return json_members(tuple(f'"{n}":' for n in names), [getattr(obj, n) for n in names])
+
+    head = ("serq_version", "horizon", "end", "warmup", "seed", "events", "arrivals", "ended", "turns", "mean_live")
+    observes = ",".join(f'"{o.name}":{{{members(o, Observe.JSON_FIELDS)}}}' for o in r.observes.values())
+    gauges = ",".join(f'"{g.name}":{{{members(g, Gauge.JSON_FIELDS)}}}' for g in r.gauges.values())
+    stages = ",".join("{" + members(s, _json_fields(type(s))) + "}" for s in r.stages)
+    pools = ",".join("{" + members(p, _json_fields(type(p))) + "}" for p in r.pools)
+    text = (f'{{{members(r, head)},"observes":{{{observes}}},"gauges":{{{gauges}}},'
+            f'"stages":[{stages}],"pools":[{pools}]')
+    if r.stopped:
+        text += f',"stopped":"{r.stopped}"'
+    if provenance:
+        text += ',"provenance":' + r._provenance_json()
+    return text + "}"
+
+
+@pytest.mark.parametrize("key", sorted(CASES))
+@pytest.mark.parametrize("provenance", [False, True])
+def test_the_c_writer_writes_the_text_piece_by_piece(key, provenance):
+    # the whole text in one C pass (sq/results/_json_text.pyx) against each object's members
+    # joined in Python; numbers that are not Python floats or ints (numpy's) go through
+    # json_number, a stopped run and provenance add their members after pyserq's
+    r = Report.from_results(CASES[key][2]())
+    assert r.to_json(provenance=provenance) == _text_piece_by_piece(r, provenance)
+    r.seed, r.horizon, r.stopped = np.uint64(2**63 + 5), np.float32(0.1), "wall limit"
+    for s in r.stages:
+        s.completed, s.mean_wait = np.int64(-3), np.float64(2.5)
+    text = r.to_json(provenance=provenance)
+    assert text == _text_piece_by_piece(r, provenance)
+    assert '"seed":9223372036854775813,' in text and '"horizon":0.10000000149011612,' in text
+    assert ',"stopped":"wall limit"' in text
+
+
+def test_the_c_writer_refuses_a_name_that_is_not_text():
+    r = Report.from_results(CASES["gauges"][2]())
+    r.gauges["g"].name = 7
+    with pytest.raises(TypeError):
+        r.to_json()
