@@ -171,7 +171,9 @@ cdef struct FifoLine:
     # fifo_loop's own data: the jobs waiting (a ring, in arrival order) and those in service
     # (one row per server; a finish event carries the row), with the rows free; and its events
     # but the arrival (which stays in its slot): the servers' finishes and the end of the
-    # warm-up, at most c + 1, a binary heap by (t, seq) of its own
+    # warm-up, at most c + 1, in (t, seq) order: for 2 to FIFO_SORTED servers an array sorted
+    # latest first, ends[1 .. nends], the earliest at ends[nends] and ends[0] an empty event
+    # (t inf, seq NO_EVENT, after every event) where a shift stops; else a binary heap
     FifoJob* line
     int64_t cap                # a power of two
     int64_t head
@@ -179,8 +181,9 @@ cdef struct FifoLine:
     FifoJob* serving           # per server row
     int32_t* idle              # the free server rows, a stack
     int32_t nidle
-    FifoEnd* ends              # the heap; ends[0] holds an empty event (t inf, seq NO_EVENT) while it is empty
+    FifoEnd* ends              # the events; the empty event at the earliest's place while there are none
     int64_t nends
+    bint sorted                # the sorted array (the earliest at ends[nends]), not the heap (at ends[0])
     Event* rare                # the events other than finishes (FifoEnd row -1 - i: rare[i]), whole
 
 
@@ -216,6 +219,7 @@ cdef void fifo_loop(State* st) noexcept nogil:
     q.serving = <FifoJob*> malloc(s.servers * sizeof(FifoJob))
     q.idle = <int32_t*> malloc(s.servers * sizeof(int32_t))
     q.ends = <FifoEnd*> malloc((s.servers + st.hlen + 2) * sizeof(FifoEnd))
+    q.sorted = 2 <= s.servers <= FIFO_SORTED
     q.rare = <Event*> malloc((st.hlen + 1) * sizeof(Event))
     if q.line == NULL or q.serving == NULL or q.idle == NULL or q.ends == NULL or q.rare == NULL:
         fail(st, E_MEMORY, -1, 0, 0, 0)
@@ -224,7 +228,11 @@ cdef void fifo_loop(State* st) noexcept nogil:
         for row in range(s.servers):
             q.idle[row] = s.servers - 1 - row      # row 0 first
         fifo_ends(st, &q)
-        fifo_events(st, s, k, &q, alike)
+        # (two copies of the loop, one for each order: no test of it in the loop)
+        if q.sorted:
+            fifo_events(st, s, k, &q, alike, <FifoSorted*> NULL)
+        else:
+            fifo_events(st, s, k, &q, alike, <FifoHeap*> NULL)
         if alike:
             st.live_area = s.number
     free(q.line)
@@ -235,9 +243,9 @@ cdef void fifo_loop(State* st) noexcept nogil:
 
 
 cdef void fifo_ends(State* st, FifoLine* q) noexcept nogil:
-    """fifo_loop's heap of events, from the run's event list (the end of the warm-up, if it is
+    """fifo_loop's own events, from the run's event list (the end of the warm-up, if it is
     pending: no session has begun, so no finish is), which is left empty. Each is kept whole in
-    q.rare, its time and seq in the heap."""
+    q.rare, its time and seq among the events."""
     cdef int64_t i
     q.nends = 0
     q.ends[0].t = INFINITY
@@ -258,18 +266,44 @@ cdef void fifo_rare(FifoLine* q, Event e) noexcept nogil:
     f.t = e.t
     f.seq = e.seq
     f.row = -1 - q.nends
-    fifo_push(q, f)
+    fifo_push(q, f, q.sorted)
 
 
-cdef inline void fifo_push(FifoLine* q, FifoEnd e) noexcept nogil:
-    heap_up(q.ends, q.nends, e)      # a new leaf only moves up (room for c + 1 was made)
+cdef inline FifoEnd* fifo_top(FifoLine* q, bint sorted) noexcept nogil:
+    """fifo_loop's earliest event (the empty one when there is none); `sorted` is q.sorted."""
+    return q.ends + q.nends if sorted else q.ends
+
+
+cdef inline void fifo_push(FifoLine* q, FifoEnd e, bint sorted) noexcept nogil:
+    # (room for c + 1 was made)
+    if sorted:
+        fifo_insert(q.ends, q.nends + 1, e)
+    else:
+        heap_up(q.ends, q.nends, e)      # a new leaf only moves up
     q.nends += 1
 
 
-cdef inline void fifo_pop(FifoLine* q) noexcept nogil:
-    """Take the earliest event (ends[0]) out of fifo_loop's heap."""
+cdef inline void fifo_insert(FifoEnd* a, int64_t i, FifoEnd e) noexcept nogil:
+    """Put e in a sorted array's place i, free (a[i + 1 ..] none), or below it: the events
+    before e (earlier, or at its time with a smaller seq) move up one place. a[0], the empty
+    event, comes after every event, so the shift stops there at the latest. Which place e takes
+    is the one its rank gives: every time is a number and every seq its own (fifo_loop's
+    argument), so (t, seq) orders the events totally and the top is the earliest, as in a heap.
+    A new finish `now + ~exp` has a uniform rank among M/M/c's c pending ones (memorylessness): c / 2
+    moves on average, fewer instructions than a heap's sift for a few servers, and one
+    mispredicted exit where a sift has one at each level."""
+    while before(&a[i - 1], &e):
+        a[i] = a[i - 1]
+        i -= 1
+    a[i] = e
+
+
+cdef inline void fifo_pop(FifoLine* q, bint sorted) noexcept nogil:
+    """Take the earliest event (fifo_top) out of fifo_loop's events."""
     q.nends -= 1
-    if q.nends > 0:
+    if sorted:
+        pass        # (its place is free: the next is on top, or the empty event)
+    elif q.nends > 0:
         heap_down(q.ends, 0, q.nends, q.ends[q.nends])
     else:
         q.ends[0].t = INFINITY
@@ -299,10 +333,23 @@ cdef inline int fifo_begins(State* st, double t, int32_t kind, int32_t k, int32_
     return 0 if event_begins(st, &e) else -1
 
 
-cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint alike) noexcept nogil:
-    """fifo_loop's events (its data set up). Each event ends with at most one service begun (in
-    `row`, of `job`) and then at most one session going on (observing and ending), in that order
-    as in lone_loop: one place for each, so gcc inlines both."""
+cdef struct FifoSorted:
+    char unused     # (a type only: fifo_events' copy for q.sorted)
+
+cdef struct FifoHeap:
+    char unused     # (fifo_events' copy for the heap)
+
+ctypedef fused FifoOrder:
+    FifoSorted
+    FifoHeap
+
+
+cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint alike, FifoOrder* order) noexcept nogil:
+    """fifo_loop's events (its data set up; the copy for q.sorted's order, `order` a NULL of its
+    type). Each event ends with at most one service begun (in `row`, of `job`) and then at most
+    one session going on (observing and ending), in that order as in lone_loop: one place for
+    each, so gcc inlines both."""
+    cdef bint sorted = FifoOrder is FifoSorted
     cdef Event e
     cdef FifoEnd arrival
     cdef FifoEnd* top
@@ -329,7 +376,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
         if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
         # next_event's choice between the arrival slot and the rest (here fifo_loop's heap)
-        top = q.ends
+        top = fifo_top(q, sorted)
         arrival.t = st.arrival.t
         arrival.seq = st.arrival.seq
         arrives = True
@@ -415,16 +462,16 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                 q.idle[q.nidle] = row
                 q.nidle += 1
                 row = -1
-                fifo_pop(q)
+                fifo_pop(q, sorted)
             leaving = True
         else:
             e = q.rare[-1 - top.row]
             if not event_begins(st, &e):
                 return
-            fifo_pop(q)
+            fifo_pop(q, sorted)
             handle_rare(st, &e)       # the end of the warm-up
         if row >= 0:
-            fifo_serve(st, s, k, q, row, job, replace)
+            fifo_serve(st, s, k, q, row, job, replace, sorted)
         if leaving and fifo_leave(st, done.serial, done.enq, counted) < 0:
             return
         area_set(&s.number, st.now, <double> s.n)
@@ -442,10 +489,10 @@ cdef inline double fifo_until(State* st) noexcept nogil:
 
 
 cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t row, FifoJob job,
-                            bint replace) noexcept nogil:
+                            bint replace, bint sorted) noexcept nogil:
     """begin_service: the job (its `at` its work) starts now in the server's row; its finish
     (push_event's seq) is pushed, or put in place of the earliest event (replace: the finish
-    that freed the row)."""
+    that freed the row, on top: it is taken out and the new one put in its order in one pass)."""
     cdef FifoEnd e
     e.t = st.now + job.at
     e.seq = st.seq
@@ -454,10 +501,12 @@ cdef inline void fifo_serve(State* st, Stage* s, int32_t k, FifoLine* q, int32_t
     s.busy += 1
     job.at = st.now
     q.serving[row] = job
-    if replace:
-        heap_down(q.ends, 0, q.nends, e)
+    if not replace:
+        fifo_push(q, e, sorted)
+    elif sorted:
+        fifo_insert(q.ends, q.nends, e)
     else:
-        fifo_push(q, e)
+        heap_down(q.ends, 0, q.nends, e)
 
 
 cdef inline FifoJob fifo_next(FifoLine* q) noexcept nogil:
@@ -547,6 +596,7 @@ cdef enum:
     NOBODY = -1     # lone_arrival, lone_finish: no session goes on in this instant
     FAILED = -2     # the run failed
     LONE_RATES = 64     # lone_loop's table of a constant φ's rates: φ / n for n below this
+    FIFO_SORTED = 8     # fifo_loop keeps its events in a sorted array for 2 to this many servers
 
 
 cdef inline int32_t lone_arrival(State* st, Stage* s, int32_t k) noexcept nogil:

@@ -1,9 +1,10 @@
 """A lone fifo stage's own loop (fifo_loop, sq/engine/_one_queue.pxi) against pyserq 0.1.2: the
-report's JSON text, at each edge of that path — servers 1, 2 and 8, arrivals and finishes at one
-instant, a warm-up (also at a tie), the horizon in mid-service, several stamps and observes, gauges
-read between instants, work of zero or infinity — a poisson(0) arrival, which fifo_loop leaves to
-the lone loop, and a program just outside the shape, which the lone loop leaves to the general one.
-Each program is checked to take the loop it is meant to.
+report's JSON text, at each edge of that path — servers 1, 2, 3, 8, 9 and 12 (its events sorted
+for 2 to 8, in a heap else), arrivals and finishes at one instant, a warm-up (also at a tie), the
+horizon in mid-service, several stamps and observes, gauges read between instants, work of zero or
+infinity — a poisson(0) arrival, which fifo_loop leaves to the lone loop, and a program just
+outside the shape, which the lone loop leaves to the general one. Each program is checked to take
+the loop it is meant to.
 """
 from __future__ import annotations
 
@@ -56,6 +57,12 @@ IN_SHAPE = {
     "exp_mean_small": _program("fifo(1)", "~exp(0.37)", "poisson(2.2)", "horizon 300; warmup 30; seed 14;"),
     "exp_mean_large_8": _program("fifo(8)", "~exp(3.5)", "poisson(2.1)", "horizon 200; warmup 40; seed 15;"),
     "arrival_limit": _program("fifo(2)", "~exp(1)", "poisson(1.8)", "horizon 500; arrivals 150; seed 16;"),
+    # (round 8) fifo_loop keeps its events sorted for 2 to 8 servers, in a heap for 1 or more than 8:
+    # the heap's side past 8, with ties, a warm-up and queueing; the sorted side at its bound
+    "mm12": _program("fifo(12)", "~exp(1)", "poisson(10.8)", "horizon 80; warmup 8; seed 17;"),
+    "ties_12_queued": _program("fifo(12)", "3", "renewal(0.2)", "horizon 25; warmup 5;"),
+    "mm9_overloaded": _program("fifo(9)", "~exp(1)", "poisson(10)", "horizon 60; seed 18;"),
+    "mm3_ties_and_draws": _program("fifo(3)", "~uniform(0, 2)", "renewal(~det(0.5))", "horizon 60; warmup 7;"),
 }
 
 # just outside the shape (the work reads the session): the general loop runs it

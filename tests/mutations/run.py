@@ -128,10 +128,15 @@ MUTATIONS = (
                  ("_one_queue.pxi", "    cdef FifoJob job = q.line[q.head]\n    q.head = (q.head + 1) & (q.cap - 1)\n",
                   "    cdef FifoJob job = q.line[(q.head + q.n - 1) & (q.cap - 1)]\n"),
              )),
-    Mutation("fifo-loop-finish-on-top", "in fifo_loop's own event heap (sq/engine/_one_queue.pxi) a finish that "
-             "begins the next service leaves that service's finish on top, not sifted down to its place "
-             "(right for one server, not for more)", (
+    Mutation("fifo-loop-finish-on-top", "in fifo_loop's own events (sq/engine/_one_queue.pxi, a heap or "
+             "sorted) a finish that begins the next service leaves that service's finish on top, not "
+             "moved to its place (right for one server, not for more)", (
                  ("_one_queue.pxi", "        heap_down(q.ends, 0, q.nends, e)\n", "        q.ends[0] = e\n"),
+                 ("_one_queue.pxi", "        fifo_insert(q.ends, q.nends, e)\n", "        q.ends[q.nends] = e\n"),
+             )),
+    Mutation("fifo-loop-sorted-push-over-top", "fifo_loop's sorted events (2 to 8 servers, "
+             "sq/engine/_one_queue.pxi) take a new event in the earliest one's place, not one above it", (
+                 ("_one_queue.pxi", "fifo_insert(q.ends, q.nends + 1, e)", "fifo_insert(q.ends, q.nends, e)"),
              )),
     Mutation("fifo-loop-live-area-uncopied", "fifo_loop samples only the stage's number area while the live "
              "sessions' is alike (sq/engine/_one_queue.pxi), and forgets to copy it into the live sessions' at the end", (
@@ -352,6 +357,8 @@ KILLERS = {
     "fifo-loop-serves-last-come":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
     "fifo-loop-finish-on-top":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-sorted-push-over-top":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
     "fifo-loop-live-area-uncopied":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
