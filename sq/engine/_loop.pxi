@@ -591,12 +591,17 @@ cdef void read_gauges(State* st) noexcept nogil:
                 return
 
 
+cdef inline double poisson_gap(State* st) noexcept nogil:
+    """A poisson arrival's gap, drawn on the arrivals stream (its rate > 0)."""
+    return -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate
+
+
 cdef inline int next_arrival(State* st) noexcept nogil:
     """Schedule the next open arrival (the first one too), unless the limit is reached. A poisson
     gap is drawn inline (in the arrival's handling: the four loops that handle one), the other
     kinds by `next_arrival_other`, out of line so that this stays small enough for gcc to inline."""
     if st.arrival_kind == A_POISSON:
-        schedule_arrival(st, st.now + -log(1.0 - sq_rng_random_f64(&st.rng_arrival)) / st.arrival_rate)
+        schedule_arrival(st, st.now + poisson_gap(st))
         return 0
     return next_arrival_other(st)
 
@@ -1161,9 +1166,9 @@ cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the e
 
 cdef inline bint quiet_fuses(State* st, Stage* s) noexcept nogil:
     """Whether steady_run's quiet repeats go through quiet_repeat (_step.pxi): their end and plan
-    are those it makes (a cost repeating with the totals, no KV sums, no iteration traces or
-    timeline, one step stage in the stages pass)."""
-    return s.cost_repeats and not st.kv_iteration and not st.traces.iters and st.tl == NULL and not st.steps_only
+    are those it makes (a cost repeating with the totals, no iteration traces or timeline, one
+    step stage in the stages pass)."""
+    return s.cost_repeats and not st.traces.iters and st.tl == NULL and not st.steps_only
 
 
 cdef int steady_run(State* st, Event* e) noexcept nogil:
@@ -1201,24 +1206,31 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef IterTotals n
     cdef Event end
     cdef Event* nxt
-    cdef bint fuses = quiet_fuses(st, s)   # quiet repeats in one pass (then counted without grants)
+    cdef bint fuses = quiet_fuses(st, s)   # quiet repeats in one pass
+    # (quiet repeats are counted with grants where they may grow: not where they go in one pass
+    # of a cost without KV sums, which light6 kept to the no-grow count)
     end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
     end.a = k
     end.b = 0
     while True:
         na = s.na                       # the assignment of the iteration ending (end_iteration clears it)
         if quiet > 0 and fuses:
-            # a quiet repeat (quiet > 0 only after a repeated end; counted without grants, so no
-            # grow is due): this end and its plan in one pass (quiet_repeat, _step.pxi)
+            # a quiet repeat (quiet > 0 only after a repeated end; its grows, with grants, each
+            # granted): this end and its plan in one pass (quiet_repeat, _step.pxi)
             quiet -= 1
             st.quiet_fused += 1
-            duration = quiet_repeat(st, s, k, na, &n, duration)
-            if st.error.code:
-                return -1
-            if st.n_stages == 1 and st.n_pools <= 1:
-                sample_unmoved(st)
+            if grants:
+                duration = quiet_grows(st, s, k, na, &n, duration)      # (and its sample)
+                if st.error.code:
+                    return -1
             else:
-                sample_repeat(st, False)
+                duration = quiet_repeat(st, s, k, na, &n, duration, False, &moved)
+                if st.error.code:
+                    return -1
+                if st.n_stages == 1 and st.n_pools <= 1:
+                    sample_unmoved(st)
+                else:
+                    sample_repeat(st, False)
         else:
             if not iteration_end(st, e):
                 settle(st)
@@ -1234,7 +1246,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                     return 0
                 checked = quiet == 0
                 if checked:
-                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, not fuses)
+                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, not fuses or st.kv_iteration)
                 else:
                     quiet -= 1
                     plan = PLAN_SAME
@@ -1245,7 +1257,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             else:
                 checked = True
-                plan = plan_unchanged(st, s, na, False, &quiet, &grants, not fuses)
+                plan = plan_unchanged(st, s, na, False, &quiet, &grants, not fuses or st.kv_iteration)
             if plan == PLAN_CHANGED:
                 settle(st)
                 return 0

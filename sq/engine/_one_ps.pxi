@@ -130,6 +130,27 @@ cdef int ps_rows_grow(State* st, PsRows* t) noexcept nogil:
 
 
 cdef enum:
+    DRAWS = 64          # draws taken ahead at a time (ps_events' gaps and works)
+
+
+# Draws taken ahead on a stream only they read, into v[0 .. DRAWS), used in that order. Drawing
+# ahead changes no value: each is computed as it would be one at a time, and nothing else reads
+# the stream, whose state after the loop nobody reads either.
+cdef void gaps_ahead(State* st, double* v) noexcept nogil:
+    """The next DRAWS poisson gaps (out of line: once per DRAWS arrivals)."""
+    cdef int32_t i
+    for i in range(DRAWS):
+        v[i] = poisson_gap(st)
+
+
+cdef void h2_ahead(State* st, const sq_h2* h2, double* v) noexcept nogil:
+    """The next DRAWS works of the h2 draw of phases h2, on the session stream."""
+    cdef int32_t i
+    for i in range(DRAWS):
+        v[i] = sq_draw_h2_of(&st.rng_session, h2)
+
+
+cdef enum:
     # which event ps_events takes next
     PS_CUR = 0          # the stage's current finish (its slot)
     PS_ARRIVAL = 1      # the arrival slot's
@@ -158,21 +179,30 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
     cdef double until = fifo_until(st)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
     cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
+    cdef bint stale_fits = 1 <= st.step_limit
     # an h2 work of constant arguments (M/G/1-PS's `~h2(1, 4)`) drawn from its phases, set once
     cdef sq_h2 h2
     h2.p = h2.mean1 = h2.mean2 = 0      # (read only when h2_work)
     cdef bint h2_work = st.shapes[st.lone.work] == XS_DRAW2 and draw2_h2(st, st.code + st.lone.work, &h2)
+    # draws taken DRAWS at a time where nothing else reads their stream (issue 27): the poisson
+    # gaps (the arrivals stream is theirs alone) and an h2 work's draws when φ is a constant
+    # (ps_rate evaluates nothing): nothing else in the loop draws (a gauge may not: link.py)
+    cdef double gaps[DRAWS]
+    cdef double works[DRAWS]
+    cdef int32_t gap_i = DRAWS, work_i = DRAWS      # the next one's place (DRAWS: none left)
+    cdef bint gaps_drawn = st.arrival_kind == A_POISSON
+    cdef bint works_drawn = h2_work and s.phi_fixed
     cur.t = INFINITY
     cur.seq = NO_EVENT
     cur.row = 0             # (a stale finish, once superseded into the own list)
+    arrival.t = st.arrival.t        # the arrival slot, kept here (nothing reads st.arrival after the loop)
+    arrival.seq = st.arrival.seq
     while not st.error.code:
         if limit > 0 and st.arrivals >= limit and st.live == 0:
             break
         # the earliest of the arrival slot, the current finish and the own list's top, by (t,
         # seq): every time a number, the order is total, so the order of the comparisons does not
         # matter; an empty one (t inf, seq NO_EVENT) is before none
-        arrival.t = st.arrival.t
-        arrival.seq = st.arrival.seq
         top = q.ends
         which = PS_OWN
         if before(&arrival, top):
@@ -182,10 +212,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
             top = &cur
             which = PS_CUR
         when = top.t
-        if when == INFINITY and top.seq == NO_EVENT:
-            break       # (none pending: what the horizon's test below leaves when it is inf)
-        if when > horizon:
-            break
+        if not (when < horizon) and (when > horizon or top.seq == NO_EVENT):
+            break       # past the horizon, or none pending (t inf: an inf horizon's case)
         fresh = when > st.now
         if fresh:
             if when > until or st.events >= st.poll_at:
@@ -218,13 +246,22 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
             if which == PS_ARRIVAL:
                 e.t = when
                 e.kind = EV_ARRIVE
-                st.arrival.t = INFINITY     # (pop_event)
-                st.arrival.seq = NO_EVENT
+                arrival.t = INFINITY        # (pop_event)
+                arrival.seq = NO_EVENT
             elif top.row >= 0:
-                e.t = when          # a stale finish: all event_begins reads
-                e.kind = EV_FINISH
-                e.a = k
+                # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
+                # list is one, the current one being in `cur`. No job, no session, the stage not
+                # dirty; of settle's samples only the split at now is left, as each area holds
+                # the value the event before set (gauges, the window's middle and the poll read,
+                # never change it)
                 ps_pop_end(q)
+                if fifo_begins(st, when, EV_FINISH, k, 0, fresh and stale_fits) < 0:
+                    return
+                area_set(&s.number, st.now, s.number.value)
+                if not alike:
+                    st.live_area = s.number     # (live sessions: as below)
+                area_set(&s.busy_area, st.now, s.busy_area.value)
+                continue
             else:
                 e = q.rare[-1 - top.row]
                 ps_pop_end(q)
@@ -233,8 +270,21 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                 if counted < 0:
                     return
                 if limit == 0 or st.arrivals + 1 < limit:
-                    if next_arrival(st) < 0:
-                        return
+                    if gaps_drawn:
+                        if gap_i == DRAWS:
+                            gaps_ahead(st, gaps)
+                            gap_i = 0
+                        arrival.t = st.now + gaps[gap_i]     # (schedule_arrival)
+                        arrival.seq = st.seq
+                        st.seq += 1
+                        gap_i += 1
+                    else:
+                        st.arrival.t = INFINITY
+                        st.arrival.seq = NO_EVENT
+                        if next_arrival(st) < 0:
+                            return
+                        arrival.t = st.arrival.t
+                        arrival.seq = st.arrival.seq
                 # new_session: a slot when more are live than ever before (session_alloc)
                 if st.live == st.sess.high and session_alloc(st) < 0:
                     return
@@ -243,7 +293,13 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                 if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                     return
                 counted = 0
-                if h2_work:
+                if works_drawn:
+                    if work_i == DRAWS:
+                        h2_ahead(st, &h2, works)
+                        work_i = 0
+                    w = works[work_i]
+                    work_i += 1
+                elif h2_work:
                     w = sq_draw_h2_of(&st.rng_session, &h2)
                 else:
                     w = lone_work(st, -1)
@@ -256,19 +312,8 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                     leaving = True      # zero work: no job, the session goes on now
             elif not event_begins(st, &e):
                 return
-            elif e.kind == EV_FINISH:
-                # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
-                # list is one, the current one being in `cur`. No job, no session, the stage not
-                # dirty; of settle's samples only the split at now is left, as each area holds
-                # the value the event before set (gauges, the window's middle and the poll read,
-                # never change it)
-                area_set(&s.number, st.now, s.number.value)
-                if not alike:
-                    st.live_area = s.number     # (live sessions: as below)
-                area_set(&s.busy_area, st.now, s.busy_area.value)
-                continue
             else:
-                handle_rare(st, &e)       # the end of the warm-up
+                handle_rare(st, &e)       # the end of the warm-up (no finish is a rare one: ps_ends)
         if leaving and fifo_leave(st, job.serial, job.enq, counted) < 0:
             return
         if s.dirty:

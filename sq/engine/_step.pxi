@@ -675,7 +675,7 @@ cdef enum:
 # only grows by grows, so through t <= q repeats every grow fits while
 # used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
 # this plan's grows (which the sum counts again: a margin). Where its caller's quiet repeats can
-# grow (`grantable`: steady_run's when they do not go through quiet_repeat) plan_unchanged counts
+# grow (`grantable`: steady_run's, but for quiet repeats in one pass of a cost without KV sums) plan_unchanged counts
 # the larger of the two counts, else the count with no grow due (the work's bound above holds for
 # both); after a count with grants plan_again tests each resident's grow, and makes the totals
 # afresh after one (its KV sums moved).
@@ -705,8 +705,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
     known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
     PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due), counted
-    only where `grantable` (the caller's quiet repeats can make grows: not quiet_repeat's, nor
-    step_again's, between whose repeats another stage's grow could take the room)."""
+    only where `grantable` (the caller's quiet repeats can make grows: not step_again's, between
+    whose repeats another stage's grow could take the room, nor steady_run's in one pass of a cost
+    without KV sums)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
@@ -862,15 +863,21 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
     moved[0] = due
     s.cursor = s.nres
     if not same or (due and kv):
-        # the totals over the assignment, in its order (each resident's KV is its own allocation,
-        # which the grows of the others do not move)
-        memset(n, 0, sizeof(IterTotals))
-        for r in range(na):
-            count_assigned(st, s, s.assigned[r].job, M_DECODE, s.assigned[r].tok, n, kv)
-        duration = iteration_cost(st, s, n, 0.0)
+        duration = repeat_totals(st, s, na, n, kv)
         if duration < 0:
             return -1.0
     return iteration_begins(st, s, k, n, duration, s.budget_k)
+
+
+cdef inline double repeat_totals(State* st, Stage* s, int64_t na, IterTotals* n, bint kv) noexcept nogil:
+    """A repeat's totals n made afresh over the assignment's first na entries, in its order (each
+    resident's KV is its own allocation, which the grows of the others do not move), and its cost:
+    the duration (-1: the cost failed)."""
+    cdef int64_t r
+    memset(n, 0, sizeof(IterTotals))
+    for r in range(na):
+        count_assigned(st, s, s.assigned[r].job, M_DECODE, s.assigned[r].tok, n, kv)
+    return iteration_cost(st, s, n, 0.0)
 
 
 # Inlining. steady_run's plans are the step rows' hot path: plan_unchanged and plan_again must be
@@ -880,7 +887,8 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
 # too. So both are always inlined: each caller gets its own copy with its flags folded. The
 # attributes go on a declaration of the C names Cython gives these functions (a name that stops
 # matching is a compile error for the types, or the attribute silently lost: `nm` on the .so then
-# lists plan_unchanged again).
+# lists plan_unchanged again). Likewise quiet_repeat, inlined in steady_run without grows and in
+# quiet_grows (noinline: `nm` lists it, and no quiet_repeat) with them.
 cdef extern from *:
     """
     struct __pyx_t_2sq_6engine_6_state_State;
@@ -892,35 +900,46 @@ cdef extern from *:
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_plan_again(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);
+    static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_quiet_repeat(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, double, int, int *);
+    static __attribute__((noinline)) double __pyx_f_2sq_7_engine_quiet_grows(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, double);
     """
 
 
 # A quiet repeat's end and plan in one pass. When steady_run has quiet repeats still to come
 # (quiet > 0), the iteration ending now was planned PLAN_SAME with every resident given 1 token,
-# and the one to come plans the same with no grow due: each resident's work was >= 1 + t at the
+# and the one to come plans the same, with no grow due or (counted with grants) each due grow
+# granted: each resident's work was >= 1 + t at the
 # plan before the run's t-th repeat (plan_unchanged's count), so at this end it is still >= 1,
 # and no resident finishes. This end is then end_iteration's for residents that are all decodes
 # (their modes are as at the run's first check) continuing their turns' tokens (`decoding`, set
 # at the end of the iteration before the count, where each was a decode resident, stays so: the
 # count is 0 where it is not), none finished, none removed (iter_left: no preemption inside a
 # run), and the plan that follows is plan_again's quiet repeat of the same
-# totals (Stage.cost_repeats, no KV sums). Per resident the two write disjoint things (the job's
-# work, its owner's ITL fields and the histogram; its frame's position), so one loop doing both
+# totals (Stage.cost_repeats). Per resident the two write disjoint things (the job's work, its
+# owner's ITL fields and the histogram; its frame's position, and with grants its grow: the pool,
+# its evictions and the frame's allocation, which nothing the end reads), so one loop doing both
 # for each resident in turn leaves what the two loops in turn leave; the histogram's gaps go in
-# in the same order, the same left-to-right sum. The iteration ending and the one beginning are
-# decode-only with the same totals, so the stage's kind, decodes and inflight end as they were
-# (its two time shares integrated to now), and only the counts, running means and epoch move.
+# in the same order, the same left-to-right sum, and the grows in the assignment's order. Where
+# a grow was due and the cost reads the KV sums, the totals and the cost are made afresh after
+# the loop, as plan_again makes them. The iteration ending and the one beginning are decode-only
+# with the same token counts, so the stage's kind, decodes and inflight end as they were (its two
+# time shares integrated to now), and only the counts, running means and epoch move.
 # Only steady_run calls it, where `fuses` (no iteration traces or timeline, one lone step stage:
 # the rest of what end_iteration and iteration_begins do is theirs).
 cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
-                                double duration) noexcept nogil:
+                                double duration, bint grows, bint* moved) noexcept nogil:
     """end_iteration of the iteration ending now and plan_again of the quiet repeat that follows
-    (its totals n and `duration` the one just ended's), begun. Its duration (-1: out of memory)."""
+    (its totals n and `duration` the one just ended's; `grows`: counted with grants), begun. Its
+    duration (-1: out of memory, or the cost failed); *moved: some grow was due."""
     cdef Histogram* h = &s.itl
-    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap
-    cdef int64_t again = 0, r
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, need
+    cdef int64_t again = 0, r, fj
     cdef int32_t j, owner
-    cdef bint warm = st.warm
+    cdef bint warm = st.warm, due = False
     cdef Assigned* a
     # the iteration's time shares: iteration_areas_end then _start of the same kind (a decode-only
     # iteration) and decodes leave each area's value as it was, integrated to now
@@ -945,13 +964,38 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
                 last_gap = h.last_gap
         st.sess.itl_last[owner] = now
         if st.jobs.growing[j] >= 0:
-            st.sess.frame_pos[st.jobs.frame[j]] += a.tok
+            fj = st.jobs.frame[j]
+            if grows:                   # (plan_again's visit: each grow due is granted)
+                need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
+                if need > EPS:
+                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)
+                    due = True
+            st.sess.frame_pos[fj] += a.tok
+            if grows:
+                mark_grown(st, fj)
     histogram_again(h, total, &again)
+    moved[0] = due
+    if due and st.kv_iteration:
+        duration = repeat_totals(st, s, na, n, True)     # (plan_again's: its KV sums moved)
+        if duration < 0:
+            return -1.0
     # iteration_begins of the same totals: the stage's kind, decodes and inflight as they are
     st.iter_preempted = 0
     s.iterations += 1
     iteration_means(st, s, n, duration, s.budget_k)
     s.iter_epoch += 1
+    return duration
+
+
+cdef double quiet_grows(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                        double duration) noexcept nogil:
+    """quiet_repeat of a repeat counted with grants and its sample (settle's step 5, as
+    steady_run's after plan_again), out of steady_run's line: a call an iteration of a cost reading
+    the KV sums, while steady_run's inlined copy, without grows, keeps the light row's registers."""
+    cdef bint moved
+    duration = quiet_repeat(st, s, k, na, n, duration, True, &moved)
+    if not st.error.code:
+        sample_repeat(st, moved)
     return duration
 
 

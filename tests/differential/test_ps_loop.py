@@ -50,6 +50,9 @@ IN_SHAPE = {
     "gauges": _program("min(present, 4)", "~h2(1, 4)", "poisson(3)", "horizon 200; warmup 20; seed 16;",
                        extra="gauge q = queue(s); gauge b = busy(s); gauge l = est_lambda(s); "
                              "gauge e = est_wait(s); gauge rho = est_rho(s);"),
+    # φ constant: the h2 work's draws and the poisson gaps taken 64 ahead, gauges read between them
+    "gauges_draws_ahead": _program("1", "~h2(1, 4)", "poisson(0.9)", "horizon 400; warmup 40; seed 18;",
+                                   extra="gauge q = queue(s); gauge b = busy(s);"),
     "zero_work": _program("1", "~bernoulli(0.5)", "poisson(1.5)", "horizon 200; warmup 20;"),
     "negative_work": _program("1", "~uniform(minus, 1.5)", "poisson(1)", "horizon 200;"),
     "inf_work": _program("1", "hi", "poisson(0.5)", "horizon 30;"),

@@ -193,6 +193,20 @@ MUTATIONS = (
         heap_down(q.ends, 0, q.n, q.ends[q.n])
 """),
              )),
+    Mutation("ps-loop-stale-steps-unread-at-a-tie", "ps_loop counts a stale finish's step as at a fresh "
+             "instant also at a tie (the instant's count set to 1, not read)", (
+                 ("_one_ps.pxi", "k, 0, fresh and stale_fits)", "k, 0, stale_fits)"),
+             )),
+    Mutation("ps-loop-works-drawn-ahead-beside-a-draw", "ps_loop takes an h2 work's draws ahead also "
+             "where φ draws on the session stream between them", (
+                 ("_one_ps.pxi", "cdef bint works_drawn = h2_work and s.phi_fixed\n",
+                  "cdef bint works_drawn = h2_work\n"),
+             )),
+    Mutation("ps-loop-gaps-drawn-ahead-of-any-kind", "ps_loop takes poisson gaps ahead whatever the "
+             "arrivals' kind", (
+                 ("_one_ps.pxi", "cdef bint gaps_drawn = st.arrival_kind == A_POISSON\n",
+                  "cdef bint gaps_drawn = True\n"),
+             )),
     Mutation("ps-lifo-at-a-tie", "ps jobs whose work ends at one virtual time leave the latest first", (
                  ("_arrays.pxi", "return x.tag < y.tag or (x.tag == y.tag and x.id < y.id)",
                   "return x.tag < y.tag or (x.tag == y.tag and x.id > y.id)"),
@@ -227,8 +241,8 @@ MUTATIONS = (
              )),
     Mutation("quiet-repeat-cost-unread", "a steady run makes its quiet repeats in one pass (keeping the "
              "duration) also where the cost does not repeat with the totals", (
-                 ("_loop.pxi", "    return s.cost_repeats and not st.kv_iteration and not st.traces.iters",
-                  "    return not st.kv_iteration and not st.traces.iters"),
+                 ("_loop.pxi", "    return s.cost_repeats and not st.traces.iters",
+                  "    return not st.traces.iters"),
              )),
     Mutation("quiet-after-grow-twice", "the quiet repeats after a plan's grow counted with that grow "
              "added twice to the allocation (repeats past the next block boundary without a grow)", (
@@ -274,6 +288,19 @@ MUTATIONS = (
     Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
              "duration) of the one before though a grow moved an allocation", (
                  ("_step.pxi", "    if not same or (due and kv):\n", "    if not same:\n"),
+             )),
+    Mutation("quiet-kv-totals-kept", "a quiet repeat made in one pass keeps the KV totals (and its "
+             "duration) of the one before though its grow moved an allocation", (
+                 ("_step.pxi", "    if due and st.kv_iteration:\n", "    if False:\n"),
+             )),
+    Mutation("quiet-grows-unsampled", "a quiet repeat made in one pass with grows samples the pools as if "
+             "none had moved", (
+                 ("_step.pxi", "        sample_repeat(st, moved)\n    return duration", "        sample_repeat(st, False)\n    return duration"),
+             )),
+    Mutation("quiet-grow-skipped", "a quiet repeat made in one pass with grows moves the position without "
+             "the grow due (each grow taken as not due)", (
+                 ("_step.pxi", "                if need > EPS:\n                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)\n                    due = True\n",
+                  ""),
              )),
     Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
              "its grows moved one", (
@@ -376,6 +403,12 @@ KILLERS = {
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
     "ps-loop-own-list-unemptied":
         "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+    "ps-loop-stale-steps-unread-at-a-tie":
+        "tests/engine/test_lone_queue.py::test_the_step_limit_stops_both_loops_at_the_same_step[ps]",
+    "ps-loop-works-drawn-ahead-beside-a-draw":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[phi_draw_h2]",
+    "ps-loop-gaps-drawn-ahead-of-any-kind":
+        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[horizon_mid_service]",
     "ps-lifo-at-a-tie":
         "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100009]",
     "admit-before-growers":
@@ -392,6 +425,12 @@ KILLERS = {
         "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100028]",
     "quiet-repeat-cost-unread":
         "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[costs reading now, the pool and the work]",
+    "quiet-kv-totals-kept":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[a linear cost of the decodes' KV]",
+    "quiet-grows-unsampled":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[grows granted near a full card, two pools, the KV in the cost]",
+    "quiet-grow-skipped":
+        "tests/differential/test_steady_runs.py::test_steady_runs_on_and_off_give_one_report[a linear cost of the decodes' KV]",
     "quiet-after-grow-twice":
         "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[long decodes, a horizon mid-run]",
     "quiet-queue-unsampled":
