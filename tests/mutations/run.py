@@ -335,6 +335,11 @@ MUTATIONS = (
              "place is still at the heap's top (heap_take_top left out before settle)", (
                  ("_loop.pxi", "    if top:\n        heap_take_top(st)\n    settle(st)\n", "    settle(st)\n"),
              )),
+    Mutation("top-second-child-unread", "step_again, with the iteration end taken in place at the heap's "
+             "top, asks whether another event is pending now of the top's first child only (the "
+             "earliest below the top may be the second)", (
+                 ("_arrays.pxi", " or (st.hlen > 2 and st.heap[2].t <= st.now)", ""),
+             )),
     Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
              "without the grow plan_again's own visit makes", (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
@@ -460,6 +465,8 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "top-kept-at-settle":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
+    "top-second-child-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[delays ending at an iteration's end, 3 replicas, seed 1]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
 }
