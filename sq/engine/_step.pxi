@@ -675,10 +675,10 @@ cdef enum:
 # only grows by grows, so through t <= q repeats every grow fits while
 # used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
 # this plan's grows (which the sum counts again: a margin). Where its caller's quiet repeats can
-# grow (`grantable`: steady_run's, but for quiet repeats in one pass of a cost without KV sums) plan_unchanged counts
-# the larger of the two counts, else the count with no grow due (the work's bound above holds for
-# both); after a count with grants plan_again tests each resident's grow, and makes the totals
-# afresh after one (its KV sums moved).
+# grow (`grantable`: steady_run's, but not its quiet repeats in one pass of a cost without KV
+# sums) plan_unchanged counts the larger of the two counts, else the count with no grow due (the
+# work's bound above holds for both); after a count with grants plan_again (or quiet_repeat) tests
+# each resident's grow, and makes the totals afresh after one (its KV sums moved).
 cdef extern from *:
     """
     #define SQ_QUIET_MAX 1024.0
@@ -912,8 +912,8 @@ cdef extern from *:
 # A quiet repeat's end and plan in one pass. When steady_run has quiet repeats still to come
 # (quiet > 0), the iteration ending now was planned PLAN_SAME with every resident given 1 token,
 # and the one to come plans the same, with no grow due or (counted with grants) each due grow
-# granted: each resident's work was >= 1 + t at the
-# plan before the run's t-th repeat (plan_unchanged's count), so at this end it is still >= 1,
+# granted: each resident's work was >= 1 + t at the plan before the run's t-th repeat
+# (plan_unchanged's count), so at this end it is still >= 1,
 # and no resident finishes. This end is then end_iteration's for residents that are all decodes
 # (their modes are as at the run's first check) continuing their turns' tokens (`decoding`, set
 # at the end of the iteration before the count, where each was a decode resident, stays so: the
