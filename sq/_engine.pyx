@@ -30,6 +30,7 @@ from sq.engine._random cimport (sq_rng, sq_rng_seed, sq_rng_random_f64, sq_rng_r
                                 SQ_STREAM_ARRIVAL_MASK, SQ_STREAM_WORKLOAD_MASK, SQ_STREAM_SESSION_MASK,
                                 SQ_STREAM_TRACE_MASK, SQ_STREAM_EVICTION_MASK)
 from sq.results._itl cimport Histogram, histogram_add
+from sq.results._means cimport time_mean
 from sq.engine._state cimport *     # the engine's structs (State and what it holds), every .pxi uses them
 
 cnp.import_array()
@@ -39,7 +40,7 @@ from sq.lower._bytecode cimport *
 from sq.lower._bytecode import STEP_EXPRS_DTYPE, STEP_SERVE_DTYPE, SPILL_DTYPE
 from sq.errors import SqError
 from sq._support.number_format import display as fmt
-from sq.results import raw as R
+from sq.results import raw as R, report as reports, stats, steady
 
 # the dtypes of the lowered arrays, as the descriptors _contig compares with
 _I32, _I64, _F64 = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float64)
@@ -451,8 +452,11 @@ def quiet_repeats():
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
-        timeline=None, timeline_window=None):
+        timeline=None, timeline_window=None, report=False):
     """Run a `sq.lower.lowering.Lowered` program; returns `sq.results.raw.RawResults` or raises SqError.
+    With `report=True` it returns the run's `sq.results.report.Report` instead (without provenance:
+    `Report.from_results` of those raw results, its rows made from the engine's state, each once),
+    and a stopped run's exception carries it as `.report` rather than its raw results as `.raw`.
 
     Settings left as None are the program's own; given ones must already be checked
     (`sq._support.settings.checked`, as sq.run_lowered does): the engine trusts them. `trace_iterations` is for step
@@ -510,13 +514,19 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         if st.tl != NULL:
             _close_timeline(st, timeline, SqError)    # complete also when the run was stopped
         del keep
-        raw = _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
+        if report:
+            raw = _report_rows(st, lowered, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
+        else:
+            raw = _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
         raw.iteration_trace, raw.eviction_trace = iteration_lines, eviction_lines
         if st.stop == STOP_WALL:
             raw.stopped = "wall limit"
         elif st.stop:
             raw.stopped = "interrupted"
-            watch.exception.raw = raw
+            if report:
+                watch.exception.report = raw
+            else:
+                watch.exception.raw = raw
             raise watch.exception
         return raw
     finally:
@@ -1129,6 +1139,96 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
     return R.RawResults(horizon, end, warmup, seed, st.events, st.arrivals, st.ended, st.turns,
                         _area(R, &st.live_area), observes, gauges, stages, pools, [], [],
                         _pool_dump_lines(st, lowered) if dump_pools else [], middle)
+
+
+cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup, double end, bint dump_pools):
+    """The run's `sq.results.report.Report` (without provenance): `Report.from_results` of what
+    `_collect` would give, each row made once, from the State (a sweep's run made a raw row and
+    then a report row of the same data). A run that reached the middle of its measured window
+    (the steady-state test reads the raw middle) or kept summaries instead of samples takes
+    `_collect` and `Report.from_results`; tests/engine/test_engine_results.py holds the two
+    ways to each other, field by field. The rows are made positionally, in their classes'
+    field order, as `Report.from_results` makes them (report.py's _ROW_CALL)."""
+    if st.mid_taken or not st.keep_samples:
+        return reports.Report.from_results(_collect(st, lowered, R, seed, horizon, warmup, end, dump_pools))
+    cdef int32_t k
+    cdef int64_t first
+    cdef Stage* s
+    cdef Pool* p
+    cdef double span = end - warmup
+    observes, gauges, stages, pools = {}, {}, [], []
+    observe_row, stage_row, pool_row = reports.Observe, reports.Stage, reports.Pool
+    for k in range(st.n_observes):
+        first = _warm_first(&st.observes[k].times, warmup)
+        st.observes[k].room = 0     # (the arrays are taken: nothing is recorded after this)
+        samples, times = darr_numpy(&st.observes[k].values), darr_numpy(&st.observes[k].times)
+        sessions, turns = serials_numpy(&st.observes[k].serials), turns_numpy(&st.observes[k].turns)
+        moments = (st.observes[k].mean, st.observes[k].m2)
+        if first:   # Observe.from_raw's suffix at t >= warmup (views), and moments of it not kept
+            samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
+            moments = None
+        # name, samples, times, sessions, turns, summary, moments
+        observes[lowered.observe_names[k]] = observe_row(lowered.observe_names[k], samples, times, sessions, turns,
+                                                         None, moments)
+    for k in range(st.n_gauges):     # (a gauge's statistics are Gauge.from_raw's, from its change points)
+        gauges[lowered.gauge_names[k]] = reports.Gauge.from_raw(
+            R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times), darr_numpy(&st.gauges[k].values)),
+            warmup, end)
+    for k in range(st.n_stages):
+        s = &st.stages[k]
+        # Stage.from_raw's fields of the raw row _collect makes (every mean a running one)
+        itl = stats.NO_ITL if s.itl.n == 0 else stats.itl_fields(_itl(R, &s.itl))
+        stages.append(stage_row(
+            lowered.stage_names[k], lowered.stage_indices[k],    # name, index
+            time_mean(s.number.integral, s.number.value, span),   # mean_number
+            time_mean(s.busy_area.integral, s.busy_area.value, span), s.services.n,    # utilization, completed
+            <double> s.services.n / span,     # throughput (C's division: ieee_div's IEEE results)
+            _mean_of(&s.waits), _mean_of(&s.services), s.iterations,  # mean_wait, mean_service, iterations
+            time_mean(s.prefill_only.integral, s.prefill_only.value, span),
+            time_mean(s.decode_only.integral, s.decode_only.value, span),
+            time_mean(s.mixed.integral, s.mixed.value, span),
+            time_mean(s.decodes.integral, s.decodes.value, span),    # prefill_only .. mean_decodes
+            _mean_of(&s.decode_batch), _mean_of(&s.decode_step), itl[0], itl[1], itl[2],   # .. itl_p99
+            _mean_of(&s.budget_use), _mean_of(&s.batch)))     # mean_budget_use, mean_batch
+    for k in range(st.n_pools):
+        p = &st.pools[k]
+        pools.append(pool_row(
+            lowered.pool_names[k], lowered.pool_indices[k],    # name, index
+            time_mean(p.used_area.integral, p.used_area.value, span),
+            time_mean(p.cached_area.integral, p.cached_area.value, span),
+            time_mean(p.queue_area.integral, p.queue_area.value, span),
+            time_mean(p.holders_area.integral, p.holders_area.value, span),   # mean_used .. mean_holders
+            _mean_of(&p.waits), p.admissions, p.evicted_entries, p.evicted_units,   # mean_wait .. evicted_units
+            p.preemptions, p.spills, p.rejected, p.stuck))    # preemptions .. stuck
+    # Report.from_results' fields: horizon .. mean_live, observes, gauges, stages, pools, serq_version,
+    # iteration_trace, eviction_trace (set by run), pool_dump, warnings, stopped (set by run), growth,
+    # arrivals_measured (a run that ended before its middle has no steady-state test: steady.of_run's)
+    return reports.Report(
+        horizon, end, warmup, int(seed), st.events, st.arrivals, st.ended, st.turns,
+        time_mean(st.live_area.integral, st.live_area.value, span), observes, gauges, stages, pools,
+        reports.SERQ_VERSION, [], [], _pool_dump_lines(st, lowered) if dump_pools else [], [], None, NAN,
+        steady.arrivals_after(warmup, st.arrivals, None))
+
+
+cdef inline double _mean_of(Running* r) noexcept:
+    """A running mean as the report reads it from `_running`'s pair: NaN without samples."""
+    return r.mean if r.n else NAN
+
+
+cdef int64_t _warm_first(DArr* times, double warmup) noexcept:
+    """The first of the recorded times at or after `warmup` (numpy's `searchsorted(warmup,
+    side="left")` over the ascending times, as Observe.from_raw asks it); 0 when warmup <= 0
+    (no sample is recorded before time 0)."""
+    cdef int64_t lo = 0, hi = times.n, mid
+    if warmup <= 0.0:
+        return 0
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if not times.p[mid] >= warmup:     # (a NaN warmup: past every time, as numpy's order has it)
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 cdef object _error_text(State* st, lowered):

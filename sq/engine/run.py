@@ -154,25 +154,26 @@ def _run_plain(lowered, program, changes: dict, started: float):
 
 
 def _run_engine(lowered, program, changes: dict, options: dict, tracker, started: float):
-    """The engine's run of a lowered program with checked settings and options, and its Report.
-    A run stopped by a signal handler (SIGINT) raises its exception with the Report of what
-    ran as `.report`; a run-time error about a statement is placed in the program's text."""
+    """The engine's run of a lowered program with checked settings and options, and its Report
+    (the engine makes it: `report=True`). A run stopped by a signal handler (SIGINT) raises its
+    exception with the Report of what ran as `.report`; a run-time error about a statement is
+    placed in the program's text."""
     try:
-        raw = _ENGINE.run(lowered, **changes, **options)
+        report = _ENGINE.run(lowered, **changes, **options, report=True)
     except BaseException as exc:
         # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
         if tracker is not None:
             tracker.close()
         # stopped by a signal handler (SIGINT: KeyboardInterrupt): the report of what ran
-        if getattr(exc, "raw", None) is not None:
-            exc.report = _report(exc.raw, program, started)
+        if getattr(exc, "report", None) is not None:
+            _with_provenance(exc.report, program, started)
         # a run-time error about a statement: the program text knows where it is written
         if isinstance(exc, SqError) and exc.item is not None and hasattr(program, "locate"):
             raise program.locate(exc) from None
         raise
     if tracker is not None:
-        tracker.finish(raw.end, raw.events, raw.arrivals)
-    return _report(raw, program, started)
+        tracker.finish(report.end, report.events, report.arrivals)
+    return _with_provenance(report, program, started)
 
 
 def _engine_options(lowered, changes, opened, *, trace_iterations, trace_evictions, dump_pools, check_invariants,
@@ -214,23 +215,19 @@ def _trace_sink(name: str, sink, opened):
                   phase="settings")
 
 
-# The engine and the Report, imported by the first run (they load numpy, which `import sq` does not).
-_ENGINE = _REPORT = None
+# The engine, imported by the first run (it loads numpy, which `import sq` does not).
+_ENGINE = None
 
 
 def _load_run_modules() -> None:
-    global _ENGINE, _REPORT
+    global _ENGINE
     from sq import _engine
-    from sq.results.report import Report
 
-    _ENGINE, _REPORT = _engine, Report
+    _ENGINE = _engine
 
 
-def _report(raw, program, started: float):
-    """The Report of raw results, with provenance: the program's origin and the wall time."""
-    if _REPORT is None:
-        _load_run_modules()
-    report = _REPORT.from_results(raw)
+def _with_provenance(report, program, started: float):
+    """The engine's Report of a run with its provenance: the program's origin and the wall time."""
     origin = getattr(program, "compiled_from", None) or {}
     report.program = origin.get("path")
     sets, defs = origin.get("sets"), origin.get("defs")

@@ -17,6 +17,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t, INT64_MIN, INT64_MAX
 from libc.stdlib cimport calloc, free, malloc
 
 from sq.results._itl cimport Bucket, bucket_add, itl_bucket
+from sq.results._means cimport time_mean
 from sq.results._sketch cimport total_order_key, from_total_order_key
 
 cdef extern from *:
@@ -100,9 +101,9 @@ def time_means(areas, double start, double end):
     cdef Py_ssize_t k = 0 if span > 0.0 else 1
     for area in areas:
         # an Area is a tuple subclass: its item read in C (indexing it goes through a Python-level
-        # __getitem__ slot); any other pair by indexing
+        # __getitem__ slot); any other pair by indexing. Only the item the span asks for is read.
         x = (<tuple> area)[k] if isinstance(area, tuple) and len(<tuple> area) == 2 else area[k]
-        out.append(<double> x / span if k == 0 else <double> x)
+        out.append(time_mean(<double> x, <double> x, span))
     return out
 
 

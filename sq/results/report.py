@@ -235,7 +235,7 @@ class Stage:
         wait, service, batch, step = raw.wait_mean, raw.service_mean, raw.decode_batch_mean, raw.decode_step_mean
         completed = service.n if service is not None else len(raw.services)
         itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
-        mean_itl, p50, p99 = _itl_fields(itl) if itl.n else _NO_ITL
+        mean_itl, p50, p99 = stats.itl_fields(itl) if itl.n else stats.NO_ITL
         number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
             (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
         # the fields in order, positionally (_ROW_CALL); `_mean` written out where the engine's
@@ -249,14 +249,6 @@ class Stage:
                    raw.budget_use.mean if raw.budget_use is not None else _mean(None, ()),
                    raw.batch.mean if raw.batch is not None else _mean(None, ()))
 
-
-def _itl_fields(itl) -> tuple[float, float, float]:
-    """A stage row's inter-token fields (mean_itl, itl_p50, itl_p99) from its histogram."""
-    return (stats.itl_mean(itl), *stats.itl_quantiles(itl))
-
-
-# those of a stage without tokens (every stage but a step stage's, every run): computed once
-_NO_ITL = _itl_fields(stats.itl_histogram(()))
 
 
 @dataclass

@@ -323,6 +323,15 @@ def histogram_ranks(hist: ItlHistogram, ranks) -> tuple[float, ...]:
         _as_f64(hist.greatest), tuple(hist.low), tuple(hist.top), ranks, ITL_BUCKET).tolist())
 
 
+def itl_fields(itl: ItlHistogram) -> tuple[float, float, float]:
+    """A stage row's inter-token fields (mean_itl, itl_p50, itl_p99) from its histogram."""
+    return (itl_mean(itl), *itl_quantiles(itl))
+
+
+# the inter-token fields of a stage without tokens (every stage but a step stage's, every run)
+NO_ITL = (NAN, NAN, NAN)
+
+
 def itl_mean(gaps) -> float:
     """The exact mean: a running sum over n; NaN without gaps (an ItlHistogram, or a list of gaps)."""
     hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)

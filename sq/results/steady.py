@@ -128,9 +128,15 @@ def unsteady_runs(runs) -> int:
 def arrivals_measured(raw: RawResults) -> float:
     """The sessions that arrived after the warm-up (NaN for a run that ended before the middle of
     its measured window, where the engine notes the count at the warm-up)."""
-    if float(raw.warmup) == 0.0:
-        return float(raw.arrivals)
-    return math.nan if raw.middle is None else float(raw.arrivals - raw.middle.warm_arrivals)
+    return arrivals_after(raw.warmup, raw.arrivals, None if raw.middle is None else raw.middle.warm_arrivals)
+
+
+def arrivals_after(warmup: float, arrivals: int, warm_arrivals: int | None) -> float:
+    """`arrivals_measured` of a run with this warm-up and these arrivals, `warm_arrivals` of them
+    before the warm-up ended (None: the run ended before the middle, where the engine counts them)."""
+    if float(warmup) == 0.0:
+        return float(arrivals)
+    return math.nan if warm_arrivals is None else float(arrivals - warm_arrivals)
 
 
 def _growth(what: str, at_mid: float, area: Area, warmup: float, mid: float, end: float,

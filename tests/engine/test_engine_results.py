@@ -7,6 +7,8 @@ in the wrong place fails here.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -147,3 +149,88 @@ def test_report_rows_take_each_field_from_its_raw_field():
     assert (p.name, p.index, p.mean_used, p.mean_cached, p.mean_queue, p.mean_holders, p.mean_wait,
             p.admissions, p.evicted_entries, p.evicted_units, p.preemptions, p.spills, p.rejected, p.stuck) == (
         "p", 1, 21.0, 22.0, 23.0, 24.0, 25.0, 26, 27, 28.5, 29, 30, 31, 32)
+
+
+# ---- run(report=True): the report's rows made by the engine itself, each once ----------------------
+
+def _same(a, b) -> bool:
+    """Equal values of equal types: floats bit for bit (a NaN equal to a NaN of the same sign),
+    arrays element for element with their dtypes, rows and containers field by field."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b and np.signbit(a) == np.signbit(b) or (a != a and b != b and np.signbit(a) == np.signbit(b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "__dict__"):
+        return _same(vars(a), vars(b))
+    return a == b
+
+
+# Runs the engine's own rows take (ended by their arrival limit before the middle of the measured
+# window), each row kind with distinct values: the queue, pool, delay, arrays, gauge and warm-up of
+# SOURCE (the observe's samples before the warm-up cut off); the chat model's step stage (every
+# step field, inter-token gaps), two pools and five observes, with a warm-up; and the sweep's M/M/1.
+# Then runs that take `_collect` and Report.from_results: past their middle, or without samples.
+_OWN_ROWS = [(SOURCE, dict(arrivals=300, horizon=1e6)), (SOURCE, dict(arrivals=40, horizon=1e6, warmup=0, seed=9)),
+             ("CHAT", dict(arrivals=60, horizon=1e6, warmup=30)), ("MM1", dict(arrivals=1000, horizon=1e9))]
+_RAW_ROWS = [(SOURCE, {}), ("CHAT", dict(horizon=200, warmup=20)), (SOURCE, dict(arrivals=300, horizon=1e6)),
+             (SOURCE, dict(arrivals=300, horizon=400))]
+
+
+_CASES = [(s, k, "all") for s, k in _OWN_ROWS + _RAW_ROWS[:2]] + [(s, k, "none") for s, k in _RAW_ROWS[2:]]
+
+
+@pytest.mark.parametrize("source, settings, samples", _CASES,
+                         ids=[f"{s if s.isupper() else 'queues'}-{k}-{n}" for s, k, n in _CASES])
+def test_the_engines_report_is_the_report_of_its_raw_results(source, settings, samples, monkeypatch):
+    """run(report=True) gives `Report.from_results` of the same run's raw results, every field of
+    every row the same value of the same type (a field swapped or computed another way fails)."""
+    from sq.bench import models
+    from sq.results.report import Report
+
+    program = sq.compile(source=getattr(models, source, source), horizon=settings.get("horizon"))
+    lowered = lower(program.to_dict(exact=True))
+    expected = Report.from_results(engine.run(lowered, samples=samples, **settings))
+    if samples == "all" and (source, settings) in _OWN_ROWS:     # the engine's own rows: no raw results made into a report
+        def no_raw_results(raw):
+            raise AssertionError("the engine made raw results")
+
+        monkeypatch.setattr(Report, "from_results", no_raw_results)
+    made = engine.run(lowered, samples=samples, report=True, **settings)
+    assert isinstance(made, Report) and made.stages and made.observes
+    if "arrivals" in settings and settings["horizon"] > 1e5:
+        # the run ended before its middle, as a sweep's does
+        assert made.end < made.warmup + (made.horizon - made.warmup) / 2 and made.arrivals == settings["arrivals"]
+    for name in (f.name for f in dataclasses.fields(Report)):
+        assert _same(getattr(made, name), getattr(expected, name)), name
+    assert made.json() == expected.json()
+    if source == "CHAT" and samples == "all":   # the step fields hold values (not all NaN or 0)
+        (step, _) = made.stages
+        assert step.iterations > 0 and step.mean_itl > 0 and step.mean_decode_batch > 1 and step.mixed > 0
+    if source is SOURCE and settings.get("seed") is None and samples == "all":   # warm-up: a suffix
+        (response,) = made.observes.values()
+        assert 0 < made.observes["response"].times[0] and response.count < made.arrivals
+
+
+def test_a_stopped_run_carries_the_engines_report():
+    """A run stopped by SIGINT (here a progress callback raising KeyboardInterrupt) raises with
+    the engine's Report of what ran as `.report` (with report=True), its raw results as `.raw` else."""
+    lowered = lower(sq.compile(source=SOURCE).to_dict(exact=True))
+
+    def stop(now, events, arrivals):
+        if now > 50:
+            raise KeyboardInterrupt
+
+    from sq.results.report import Report
+
+    for report in (True, False):
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            engine.run(lowered, progress=stop, horizon=1e7, report=report)
+        made = stopped.value.report if report else Report.from_results(stopped.value.raw)
+        assert isinstance(made, Report) and made.stopped == "interrupted" and made.end > 50
+        assert not hasattr(stopped.value, "raw" if report else "report")
