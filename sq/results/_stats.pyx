@@ -511,6 +511,25 @@ def observe_statistics(const double[::1] xs, moments, tuple qs, Py_ssize_t batch
     (`stats.ieee_div`'s IEEE results, NaN below 2 samples); each q-quantile the ceil(q n)-th
     smallest sample (rank clamped to [1, n]; NaN without samples), qs ascending. `moments`:
     Welford's (mean, M2) of these samples when already known (the engine's), else None."""
+    return _observe_statistics(xs, moments, qs, batches, ci_min, t)
+
+
+def json_values(tuple qs, Py_ssize_t batches, Py_ssize_t ci_min, double t, xs, moments=None):
+    """`observe_statistics` of `xs` with one quantile, as (mean, ci, cv2, the quantile): the values
+    an observe's JSON text reads (sq.results.stats.json_values gives the first four arguments).
+    `xs` is read as it is when it is a C-contiguous float64 buffer (an engine's array or a suffix
+    of one, every run: no Python frame, no numpy call), else converted."""
+    cdef const double[::1] view
+    try:
+        view = xs
+    except (TypeError, ValueError, BufferError):   # not such a buffer: numpy's float64 array of it
+        view = np.ascontiguousarray(xs, dtype=np.float64)
+    mean, ci, cv2, values = _observe_statistics(view, moments, qs, batches, ci_min, t)
+    return mean, ci, cv2, values[0]
+
+
+cdef tuple _observe_statistics(const double[::1] xs, moments, tuple qs, Py_ssize_t batches, Py_ssize_t ci_min,
+                               double t):
     cdef Py_ssize_t n = xs.shape[0], j
     cdef Py_ssize_t used = batches if n >= ci_min else 0
     cdef double mean, m2, y

@@ -7,6 +7,7 @@ kernels of `sq.results._stats`; this module holds the formulas around them.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -35,9 +36,6 @@ def seq_sum(xs) -> float:
 
 def _as_f64(xs) -> np.ndarray:
     return np.ascontiguousarray(xs, dtype=np.float64)
-
-
-_F64 = np.dtype(np.float64)
 
 
 # -- observations ------------------------------------------------------------
@@ -203,17 +201,11 @@ def json_statistics(xs, moments: tuple[float, float] | None = None) -> dict[str,
     return _one_pass(_as_f64(xs), JSON_QUANTILES, moments)
 
 
-_JSON_QS = tuple(q for _, q in JSON_QUANTILES)
-
-
-def json_values(xs, moments: tuple[float, float] | None = None) -> tuple[float, float, float, float]:
-    """`json_statistics`' values in its order (mean, ci, cv2, p99), as a tuple: what a report's
-    JSON text reads of each observe of every run (no dict between)."""
-    # (an engine's array, or a suffix of one, is taken as it is: numpy's conversion call costs more, per run)
-    if not (type(xs) is np.ndarray and xs.dtype is _F64 and xs.flags.c_contiguous):
-        xs = _as_f64(xs)
-    mean, ci, cv2, (p99,) = _stats.observe_statistics(xs, moments, _JSON_QS, BATCHES, CI_MIN_SAMPLES, T_19)
-    return mean, ci, cv2, p99
+# json_values(xs, moments=None): `json_statistics`' values in its order (mean, ci, cv2, p99), as a
+# tuple: what a report's JSON text reads of each observe of every run (no dict between; the kernel
+# called with the formulas' constants, no Python frame: an engine's array is read as it is)
+json_values = functools.partial(_stats.json_values, tuple(q for _, q in JSON_QUANTILES), BATCHES, CI_MIN_SAMPLES,
+                                T_19)
 
 
 def _one_pass(xs: np.ndarray, quantiles, moments: tuple[float, float] | None = None) -> dict[str, float]:
