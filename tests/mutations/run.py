@@ -345,6 +345,15 @@ MUTATIONS = (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
                   "            if grows and not grown[fj]:\n"),
              )),
+    Mutation("report-rows-past-the-middle", "the engine makes the report's rows itself also for a run that "
+             "reached the middle of its measured window (no steady-state test: its warnings and growth lost)", (
+                 ("_engine.pyx", "    if st.mid_taken or not st.keep_samples:\n        return reports.Report.from_results(",
+                  "    if not st.keep_samples:\n        return reports.Report.from_results("),
+             )),
+    Mutation("warm-first-past-a-tie", "the engine's own report rows drop an observe's samples taken exactly "
+             "at the warm-up (the first sample kept is the first after it)", (
+                 ("_engine.pyx", "        if not times.p[mid] >= warmup:", "        if not times.p[mid] > warmup:"),
+             )),
 )
 
 # The default sample: the generated programs, and the differential files of fast paths they
@@ -354,11 +363,15 @@ MUTATIONS = (
 # stage's, likewise; test_step_paths: the step engine's planning and ending shortcuts, the heavy
 # row's preempting card among them; test_run_reuse: many kept runs of one compiled program, whose
 # arrays share slabs; tests/engine/test_lone_queue.py: the lone loops against the general loop,
-# also where the instant's step bound stops a run, which pyserq has not: it hangs there).
+# also where the instant's step bound stops a run, which pyserq has not: it hangs there;
+# test_report_rows: the report's rows the engine makes itself, a sweep's runs; and
+# tests/engine/test_engine_results.py: those rows against Report.from_results, every field, also
+# those beyond the JSON text).
 FAST_PATHS = ["tests/differential/test_steady_runs.py", "tests/differential/test_replicas.py",
               "tests/differential/test_fifo_loop.py", "tests/differential/test_ps_loop.py",
               "tests/differential/test_step_paths.py", "tests/differential/test_run_reuse.py",
-              "tests/differential/test_fast_forms.py", "tests/engine/test_lone_queue.py"]
+              "tests/differential/test_fast_forms.py", "tests/engine/test_lone_queue.py",
+              "tests/differential/test_report_rows.py", "tests/engine/test_engine_results.py"]
 SAMPLES = {
     "default": ["tests/differential/test_random_programs.py", *FAST_PATHS],
     "exact": ["tests/differential/test_random_programs.py", *FAST_PATHS, "-m", "exact"],
@@ -467,6 +480,10 @@ KILLERS = {
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
     "top-second-child-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[delays ending at an iteration's end, 3 replicas, seed 1]",
+    "report-rows-past-the-middle":
+        "tests/engine/test_engine_results.py::test_the_engines_report_is_the_report_of_its_raw_results[queues-{}-all]",
+    "warm-first-past-a-tie":
+        "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[sample_at_the_warmup]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
 }

@@ -1,0 +1,66 @@
+"""The report's rows the engine makes itself (`_engine.run(report=True)`, what `sq.run` asks for)
+against pyserq 0.1.2's JSON text: runs that end before the middle of their measured window (a
+sweep's, by their arrival limit), so that no raw results are made. A warm-up whose samples
+before it are cut off, one with a sample exactly at it (kept: samples at t >= warmup), pools, a
+delay, an array of stages, a gauge, a step stage with inter-token gaps; each checked to take the
+path (Report.from_results is not called).
+"""
+from __future__ import annotations
+
+import pytest
+
+import sq
+from sq.bench.models import CHAT, MM1
+from tests.helpers.oracle import needs_reference
+
+QUEUES = """
+pool slots { cap 2; }
+stage server : fifo(1);
+stage think : delay;
+stage pair[2] : fifo(1);
+gauge busy_slots = used(slots);
+workload { arrive poisson(0.9); }
+session {
+  set t0 = now;
+  run server (~exp(1));
+  observe response = now - t0;
+  hold slots (1) { run think (~exp(1)); }
+  run pair[1] (0.5);
+}
+"""
+# every sample at a whole time: 2, 3, 4, ... (one exactly at the warm-up, 3)
+WHOLE_TIMES = """
+stage d : delay;
+workload { arrive renewal(1); }
+session { run d (1); observe at = now; observe after = now - 1; }
+"""
+
+PROGRAMS = {
+    "sweep_mm1": (MM1, dict(horizon=1e9, arrivals=1000), 3),
+    "sweep_mm1_warmup": (MM1, dict(horizon=1e9, arrivals=400, warmup=50), 4),
+    "queues_warmup": (QUEUES, dict(horizon=1e6, arrivals=300, warmup=40), 5),
+    "queues": (QUEUES, dict(horizon=1e6, arrivals=120), 6),
+    "sample_at_the_warmup": (WHOLE_TIMES, dict(horizon=1e6, arrivals=20, warmup=3), 1),
+    "chat_step": (CHAT, dict(horizon=1e6, arrivals=60, warmup=20), 7),
+}
+
+
+@needs_reference
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_the_engines_rows_report_pyserqs_json_text(name, monkeypatch):
+    import pyserq
+
+    from sq.results.report import Report
+
+    source, settings, seed = PROGRAMS[name]
+
+    def no_raw_results(raw):
+        raise AssertionError("the run's report was made from raw results")
+
+    monkeypatch.setattr(Report, "from_results", no_raw_results)
+    report = sq.run(sq.compile(source=source, seed=seed, **settings))
+    assert report.end < report.warmup + (report.horizon - report.warmup) / 2   # (before the middle)
+    theirs = pyserq.run(pyserq.compile(source=source, seed=seed, **settings)).json()
+    assert report.json() == theirs
+    if name == "sample_at_the_warmup":   # samples at 3, 4, ..., 21: the one at the warm-up kept
+        assert report.observes["at"].count == 19 and report.observes["at"].times[0] == 3.0
