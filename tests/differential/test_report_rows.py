@@ -1,8 +1,8 @@
 """The report's rows the engine makes itself (`_engine.run(report=True)`, what `sq.run` asks for)
 against pyserq 0.1.2's JSON text: runs that end before the middle of their measured window (a
 sweep's, by their arrival limit), so that no raw results are made. A warm-up whose samples
-before it are cut off, one with a sample exactly at it (kept: samples at t >= warmup), pools, a
-delay, an array of stages, a gauge, a step stage with inter-token gaps; each checked to take the
+before it are cut off, one with a sample exactly at it (kept: samples at t >= warmup), a pool, a
+ps stage, a delay, an array of stages, a gauge, a step stage with inter-token gaps; each checked to take the
 path (Report.from_results is not called).
 """
 from __future__ import annotations
@@ -14,18 +14,17 @@ from sq.bench.models import CHAT, MM1
 from tests.helpers.oracle import needs_reference
 
 QUEUES = """
-pool slots { cap 2; }
-stage server : fifo(1);
-stage think : delay;
-stage pair[2] : fifo(1);
-gauge busy_slots = used(slots);
-workload { arrive poisson(0.9); }
+stage shared : ps(2);
+pool units { cap 5; }
+gauge lanes_waiting = queue(lanes[2]);
+stage lanes[3] : fifo(2); stage pause : delay;
+workload { arrive poisson(1.2); }
 session {
   set t0 = now;
-  run server (~exp(1));
-  observe response = now - t0;
-  hold slots (1) { run think (~exp(1)); }
-  run pair[1] (0.5);
+  hold units (2) { run shared (~h2(1, 3)); run pause (~uniform(0, 2)); }
+  observe held = now - t0;
+  run lanes[2] (~exp(0.8));
+  observe total = now - t0;
 }
 """
 # every sample at a whole time: 2, 3, 4, ... (one exactly at the warm-up, 3)
