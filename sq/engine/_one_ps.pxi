@@ -133,13 +133,13 @@ cdef enum:
     DRAWS = 64          # draws taken ahead at a time (ps_events' gaps and works)
 
 
-# Draws taken ahead on a stream only they read, into v[first .. DRAWS), used in that order. Drawing
+# Draws taken ahead on a stream only they read, into v[0 .. DRAWS), used in that order. Drawing
 # ahead changes no value: each is computed as it would be one at a time, and nothing else reads
 # the stream, whose state after the loop nobody reads either.
-cdef void gaps_ahead(State* st, double* v, int32_t first) noexcept nogil:
-    """The next DRAWS - first poisson gaps (out of line: once per DRAWS arrivals)."""
+cdef void gaps_ahead(State* st, double* v) noexcept nogil:
+    """The next DRAWS poisson gaps (out of line: once per DRAWS arrivals)."""
     cdef int32_t i
-    for i in range(first, DRAWS):
+    for i in range(DRAWS):
         v[i] = poisson_gap(st)
 
 
@@ -272,7 +272,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                 if limit == 0 or st.arrivals + 1 < limit:
                     if gaps_drawn:
                         if gap_i == DRAWS:
-                            gaps_ahead(st, gaps, 0)
+                            gaps_ahead(st, gaps)
                             gap_i = 0
                         arrival.t = st.now + gaps[gap_i]     # (schedule_arrival)
                         arrival.seq = st.seq

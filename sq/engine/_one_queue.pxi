@@ -369,14 +369,6 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     cdef bint exp_work = st.shapes[st.lone.work] == XS_DRAW1 \
         and st.code[st.lone.work + XONE_LEN + XSAMPLE_DIST] == SQ_DIST_EXP
     cdef double exp_mean = st.consts[st.code[st.lone.work + XONE_ARG]] if exp_work else 0.0
-    # draws taken DRAWS at a time where nothing else reads their stream (ps_events' argument): the
-    # poisson gaps (the arrivals stream is theirs alone) and such an `~exp(m)` work (the session
-    # stream's one reader here: a gauge may not draw); under an arrival limit no more than the
-    # arrivals left need (draws_first: a sweep's short runs)
-    cdef double gaps[DRAWS]
-    cdef double works[DRAWS]
-    cdef int32_t gap_i = DRAWS, work_i = DRAWS      # the next one's place (DRAWS: none left)
-    cdef bint gaps_drawn = st.arrival_kind == A_POISSON
     # (every failure below returns at once: the flag is tested once, here)
     if st.error.code:
         return
@@ -418,19 +410,9 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                 return
             st.arrival.t = INFINITY     # (pop_event)
             st.arrival.seq = NO_EVENT
-            if exp_work and work_i == DRAWS:        # (this session's work and the next ones')
-                work_i = draws_first(limit, limit - st.arrivals)
-                exp_ahead(st, exp_mean, works, work_i)
             if limit == 0 or st.arrivals + 1 < limit:
-                if not gaps_drawn:
-                    if next_arrival(st) < 0:
-                        return
-                else:
-                    if gap_i == DRAWS:      # (the arrivals after this one each draw a gap)
-                        gap_i = draws_first(limit, limit - 1 - st.arrivals)
-                        gaps_ahead(st, gaps, gap_i)
-                    schedule_arrival(st, st.now + gaps[gap_i])      # (next_arrival's)
-                    gap_i += 1
+                if next_arrival(st) < 0:
+                    return
             # new_session: a slot when more are live than ever before (session_alloc)
             if st.live == st.sess.high and session_alloc(st) < 0:
                 return
@@ -440,8 +422,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
             if exp_work:
-                w = works[work_i]       # (draw1_value's, drawn ahead)
-                work_i += 1
+                w = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
             else:
                 w = lone_work(st, -1)
                 if st.error.code:
@@ -497,21 +478,6 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
         if not alike:       # (alike: st.live_area is copied from s.number where it is read)
             area_set(&st.live_area, st.now, <double> st.live)
         area_set(&s.busy_area, st.now, 1.0 if s.n > 0 else 0.0)     # (busy_value of an unshared stage)
-
-
-cdef inline int32_t draws_first(int64_t limit, int64_t needed) noexcept nogil:
-    """Where draws taken ahead begin in their DRAWS places: at 0, or under an arrival limit
-    (limit > 0) so that no more than the `needed` ones the arrivals left will read are drawn."""
-    if limit > 0 and needed < DRAWS:
-        return <int32_t> (DRAWS - needed)
-    return 0
-
-
-cdef void exp_ahead(State* st, double mean, double* v, int32_t first) noexcept nogil:
-    """The next DRAWS - first works of `~exp(mean)` on the session stream (gaps_ahead's kind)."""
-    cdef int32_t i
-    for i in range(first, DRAWS):
-        v[i] = sq_draw_exp(&st.rng_session, &mean)
 
 
 cdef inline double fifo_until(State* st) noexcept nogil:
