@@ -362,7 +362,8 @@ cdef object _running(R, Running* r):
     return sq_pair(_RUNNING, r.n, r.mean)
 
 
-_NO_RUNNING = sq_pair(_RUNNING, 0, NAN)
+cdef Running _NOTHING_RUN     # (zeroed: no samples)
+_NO_RUNNING = sq_pair(_RUNNING, 0, _mean_of(&_NOTHING_RUN))
 
 
 def itl_histogram_of(gaps):
@@ -1144,55 +1145,47 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
 cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup, double end, bint dump_pools):
     """The run's `sq.results.report.Report` (without provenance): `Report.from_results` of what
     `_collect` would give, each row made once, from the State (a sweep's run made a raw row and
-    then a report row of the same data). A run that reached the middle of its measured window
-    (the steady-state test reads the raw middle) or kept summaries instead of samples takes
-    `_collect` and `Report.from_results`; tests/engine/test_engine_results.py holds the two
-    ways to each other, field by field. The rows are made positionally, in their classes'
-    field order, as `Report.from_results` makes them (report.py's _ROW_CALL)."""
+    then a report row of the same data): the rows' own makers (`Observe.of`, `Stage.of`,
+    `Pool.of`, `Report.of`, which from_raw and from_results call too) given the engine's
+    values. A run that reached the middle of its measured window (the steady-state test reads
+    the raw middle) or kept summaries instead of samples takes `_collect` and
+    `Report.from_results`; tests/engine/test_engine_results.py holds the two ways to each other,
+    field by field."""
     if st.mid_taken or not st.keep_samples:
         return reports.Report.from_results(_collect(st, lowered, R, seed, horizon, warmup, end, dump_pools))
     cdef int32_t k
-    cdef int64_t first
     cdef Stage* s
     cdef Pool* p
     cdef double span = end - warmup
     observes, gauges, stages, pools = {}, {}, [], []
-    observe_row, stage_row, pool_row = reports.Observe, reports.Stage, reports.Pool
+    observe_of, stage_of, pool_of = reports.Observe.of, reports.Stage.of, reports.Pool.of
     for k in range(st.n_observes):
-        first = _warm_first(&st.observes[k].times, warmup)
         st.observes[k].room = 0     # (the arrays are taken: nothing is recorded after this)
-        samples, times = darr_numpy(&st.observes[k].values), darr_numpy(&st.observes[k].times)
-        sessions, turns = serials_numpy(&st.observes[k].serials), turns_numpy(&st.observes[k].turns)
-        moments = (st.observes[k].mean, st.observes[k].m2)
-        if first:   # Observe.from_raw's suffix at t >= warmup (views), and moments of it not kept
-            samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
-            moments = None
-        # name, samples, times, sessions, turns, summary, moments
-        observes[lowered.observe_names[k]] = observe_row(lowered.observe_names[k], samples, times, sessions, turns,
-                                                         None, moments)
+        # name, samples, times, sessions, turns, moments, warmup
+        observes[lowered.observe_names[k]] = observe_of(
+            lowered.observe_names[k], darr_numpy(&st.observes[k].values), darr_numpy(&st.observes[k].times),
+            serials_numpy(&st.observes[k].serials), turns_numpy(&st.observes[k].turns),
+            (st.observes[k].mean, st.observes[k].m2), warmup)
     for k in range(st.n_gauges):     # (a gauge's statistics are Gauge.from_raw's, from its change points)
         gauges[lowered.gauge_names[k]] = reports.Gauge.from_raw(
             R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times), darr_numpy(&st.gauges[k].values)),
             warmup, end)
     for k in range(st.n_stages):
         s = &st.stages[k]
-        # Stage.from_raw's fields of the raw row _collect makes (every mean a running one)
-        itl = stats.NO_ITL if s.itl.n == 0 else stats.itl_fields(_itl(R, &s.itl))
-        stages.append(stage_row(
-            lowered.stage_names[k], lowered.stage_indices[k],    # name, index
+        stages.append(stage_of(
+            lowered.stage_names[k], lowered.stage_indices[k], span,    # name, index, span
             time_mean(s.number.integral, s.number.value, span),   # mean_number
             time_mean(s.busy_area.integral, s.busy_area.value, span), s.services.n,    # utilization, completed
-            <double> s.services.n / span,     # throughput (C's division: ieee_div's IEEE results)
             _mean_of(&s.waits), _mean_of(&s.services), s.iterations,  # mean_wait, mean_service, iterations
             time_mean(s.prefill_only.integral, s.prefill_only.value, span),
             time_mean(s.decode_only.integral, s.decode_only.value, span),
             time_mean(s.mixed.integral, s.mixed.value, span),
             time_mean(s.decodes.integral, s.decodes.value, span),    # prefill_only .. mean_decodes
-            _mean_of(&s.decode_batch), _mean_of(&s.decode_step), itl[0], itl[1], itl[2],   # .. itl_p99
+            _mean_of(&s.decode_batch), _mean_of(&s.decode_step), _itl(R, &s.itl),   # .. mean_decode_step, itl
             _mean_of(&s.budget_use), _mean_of(&s.batch)))     # mean_budget_use, mean_batch
     for k in range(st.n_pools):
         p = &st.pools[k]
-        pools.append(pool_row(
+        pools.append(pool_of(
             lowered.pool_names[k], lowered.pool_indices[k],    # name, index
             time_mean(p.used_area.integral, p.used_area.value, span),
             time_mean(p.cached_area.integral, p.cached_area.value, span),
@@ -1200,35 +1193,20 @@ cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup
             time_mean(p.holders_area.integral, p.holders_area.value, span),   # mean_used .. mean_holders
             _mean_of(&p.waits), p.admissions, p.evicted_entries, p.evicted_units,   # mean_wait .. evicted_units
             p.preemptions, p.spills, p.rejected, p.stuck))    # preemptions .. stuck
-    # Report.from_results' fields: horizon .. mean_live, observes, gauges, stages, pools, serq_version,
-    # iteration_trace, eviction_trace (set by run), pool_dump, warnings, stopped (set by run), growth,
-    # arrivals_measured (a run that ended before its middle has no steady-state test: steady.of_run's)
-    return reports.Report(
-        horizon, end, warmup, int(seed), st.events, st.arrivals, st.ended, st.turns,
+    # horizon .. mean_live, observes, gauges, stages, pools, iteration_trace, eviction_trace (set by run),
+    # pool_dump, warnings, stopped (set by run), growth, arrivals_measured (a run that ended before its
+    # middle has no steady-state test: steady.of_run's)
+    return reports.Report.of(
+        horizon, end, warmup, seed, st.events, st.arrivals, st.ended, st.turns,
         time_mean(st.live_area.integral, st.live_area.value, span), observes, gauges, stages, pools,
-        reports.SERQ_VERSION, [], [], _pool_dump_lines(st, lowered) if dump_pools else [], [], None, NAN,
+        None, None, _pool_dump_lines(st, lowered) if dump_pools else None, [], None, NAN,
         steady.arrivals_after(warmup, st.arrivals, None))
 
 
 cdef inline double _mean_of(Running* r) noexcept:
-    """A running mean as the report reads it from `_running`'s pair: NaN without samples."""
+    """A running mean as the report reads it: NaN without samples (the one definition: `_running`'s
+    pairs carry it too)."""
     return r.mean if r.n else NAN
-
-
-cdef int64_t _warm_first(DArr* times, double warmup) noexcept:
-    """The first of the recorded times at or after `warmup` (numpy's `searchsorted(warmup,
-    side="left")` over the ascending times, as Observe.from_raw asks it); 0 when warmup <= 0
-    (no sample is recorded before time 0)."""
-    cdef int64_t lo = 0, hi = times.n, mid
-    if warmup <= 0.0:
-        return 0
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if not times.p[mid] >= warmup:     # (a NaN warmup: past every time, as numpy's order has it)
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 cdef object _error_text(State* st, lowered):

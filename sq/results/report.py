@@ -78,7 +78,14 @@ class Observe:
             times, samples, sessions, turns = t, x, s, k
         else:
             times, samples, sessions, turns = _floats(t), _floats(x), _integers(s), _integers(k)
-        moments = raw.moments
+        return cls.of(raw.name, samples, times, sessions, turns, raw.moments, warmup)
+
+    @classmethod
+    def of(cls, name: str, samples: np.ndarray, times: np.ndarray, sessions: np.ndarray, turns: np.ndarray,
+           moments: tuple[float, float] | None, warmup: float) -> "Observe":
+        """The observe of a run's recorded samples (float64 values and times, integer ids) and the
+        engine's moments of them all: the samples at t >= warmup (the one warm-up cut, also of
+        the engine's own rows, sq/_engine.pyx's _report_rows)."""
         if not warmup <= 0.0:    # (no sample is recorded before time 0: then all are kept)
             # Samples are recorded as the clock runs, so those at t >= warmup are a suffix:
             # slicing keeps views of the engine's arrays instead of copying them.
@@ -86,7 +93,7 @@ class Observe:
             if first:   # (the engine records only once warm: its moments are of every sample)
                 samples, times, sessions, turns = samples[first:], times[first:], sessions[first:], turns[first:]
                 moments = None
-        return cls(raw.name, samples, times, sessions, turns, None, moments)
+        return cls(name, samples, times, sessions, turns, None, moments)
 
     def _computed(self, attr: str, compute):
         kept = vars(self)
@@ -233,22 +240,33 @@ class Stage:
     @classmethod
     def from_raw(cls, raw: StageRaw, warmup: float, end: float) -> "Stage":
         wait, service, batch, step = raw.wait_mean, raw.service_mean, raw.decode_batch_mean, raw.decode_step_mean
-        completed = service.n if service is not None else len(raw.services)
-        itl = raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps)
-        mean_itl, p50, p99 = stats.itl_fields(itl) if itl.n else stats.NO_ITL
         number, busy, prefill_only, decode_only, mixed, decodes = stats.time_means(
             (raw.number, raw.busy, raw.prefill_only, raw.decode_only, raw.mixed, raw.decodes), warmup, end)
-        # the fields in order, positionally (_ROW_CALL); `_mean` written out where the engine's
-        # running mean is the usual case (a call per field of every row and run costs more)
-        return cls(raw.name, raw.index, number, busy, completed, _ratio(completed, end - warmup),
-                   wait.mean if wait is not None else _mean(wait, raw.waits),
-                   service.mean if service is not None else _mean(service, raw.services), int(raw.iterations),
-                   prefill_only, decode_only, mixed, decodes,
-                   batch.mean if batch is not None else _mean(batch, raw.decode_batches),
-                   step.mean if step is not None else _mean(step, raw.decode_steps), mean_itl, p50, p99,
-                   raw.budget_use.mean if raw.budget_use is not None else _mean(None, ()),
-                   raw.batch.mean if raw.batch is not None else _mean(None, ()))
+        # `_mean` written out where the engine's running mean is the usual case (a call per field
+        # of every row and run costs more)
+        return cls.of(raw.name, raw.index, end - warmup, number, busy, service.n if service is not None else len(raw.services),
+                      wait.mean if wait is not None else _mean(wait, raw.waits),
+                      service.mean if service is not None else _mean(service, raw.services), int(raw.iterations),
+                      prefill_only, decode_only, mixed, decodes,
+                      batch.mean if batch is not None else _mean(batch, raw.decode_batches),
+                      step.mean if step is not None else _mean(step, raw.decode_steps),
+                      raw.itl if raw.itl is not None else stats.itl_histogram(raw.itl_gaps),
+                      raw.budget_use.mean if raw.budget_use is not None else _mean(None, ()),
+                      raw.batch.mean if raw.batch is not None else _mean(None, ()))
 
+    @classmethod
+    def of(cls, name, index, span, mean_number, utilization, completed, mean_wait, mean_service, iterations,
+           prefill_only, decode_only, mixed, mean_decodes, mean_decode_batch, mean_decode_step, itl,
+           mean_budget_use, mean_batch) -> "Stage":
+        """The row of a stage's measures over the measured span (its time means, running means
+        and counts, and its inter-token gaps' histogram `itl`): the throughput and the
+        inter-token fields derived here. The one maker of a stage row: from_raw and the engine's
+        own rows (sq/_engine.pyx's _report_rows) call it."""
+        mean_itl, p50, p99 = stats.itl_fields(itl) if itl.n else stats.NO_ITL
+        # the fields in order, positionally (_ROW_CALL)
+        return cls(name, index, mean_number, utilization, completed, _ratio(completed, span), mean_wait, mean_service,
+                   iterations, prefill_only, decode_only, mixed, mean_decodes, mean_decode_batch, mean_decode_step,
+                   mean_itl, p50, p99, mean_budget_use, mean_batch)
 
 
 @dataclass
@@ -273,10 +291,18 @@ class Pool:
     @classmethod
     def from_raw(cls, raw: PoolRaw, warmup: float, end: float) -> "Pool":
         used, cached, queue, holders = stats.time_means((raw.used, raw.cached, raw.queue, raw.holders), warmup, end)
+        return cls.of(raw.name, raw.index, used, cached, queue, holders, _mean(raw.wait_mean, raw.waits),
+                      raw.admissions, raw.evicted_entries, raw.evicted_units, raw.preemptions, raw.spills,
+                      raw.rejected, raw.stuck)
+
+    @classmethod
+    def of(cls, name, index, mean_used, mean_cached, mean_queue, mean_holders, mean_wait, admissions,
+           evicted_entries, evicted_units, preemptions, spills, rejected, stuck) -> "Pool":
+        """The one maker of a pool row (from_raw and the engine's own rows call it): the counts
+        as ints, the evicted units a float, whatever number types they came as."""
         # the fields in order, positionally (_ROW_CALL)
-        return cls(raw.name, raw.index, used, cached, queue, holders, _mean(raw.wait_mean, raw.waits),
-                   int(raw.admissions), int(raw.evicted_entries), float(raw.evicted_units), int(raw.preemptions),
-                   int(raw.spills), int(raw.rejected), int(raw.stuck))
+        return cls(name, index, mean_used, mean_cached, mean_queue, mean_holders, mean_wait, int(admissions),
+                   int(evicted_entries), float(evicted_units), int(preemptions), int(spills), int(rejected), int(stuck))
 
 
 # _ROW_CALL: a report is built per run, and a class called with keywords first packs them into a
@@ -397,18 +423,26 @@ class Report:
             stages.append(Stage.from_raw(s, warmup, end))
         for p in raw.pools:
             pools.append(Pool.from_raw(p, warmup, end))
-        # the fields in order, positionally (_ROW_CALL); provenance is set by sq.run
+        return cls.of(float(raw.horizon), end, warmup, raw.seed, raw.events, raw.arrivals, raw.ended, raw.turns,
+                      stats.time_means((raw.live,), warmup, end)[0], observes, gauges, stages, pools,
+                      iteration_trace, eviction_trace, pool_dump, warnings, getattr(raw, "stopped", None),
+                      growth, arrivals_measured)
+
+    @classmethod
+    def of(cls, horizon: float, end: float, warmup: float, seed, events, arrivals, ended, turns, mean_live: float,
+           observes: dict, gauges: dict, stages: list, pools: list, iteration_trace, eviction_trace, pool_dump,
+           warnings: list, stopped: str | None, growth: float, arrivals_measured: float) -> "Report":
+        """The one maker of a run's Report (without provenance, which sq.run sets): from_results
+        and the engine's own rows (sq/_engine.pyx's _report_rows) call it. The counts as ints,
+        the traces as lists (empty when not kept)."""
+        # the fields in order, positionally (_ROW_CALL)
         return cls(
-            float(raw.horizon), end, warmup, int(raw.seed), int(raw.events), int(raw.arrivals), int(raw.ended),
-            int(raw.turns), stats.time_means((raw.live,), warmup, end)[0], observes, gauges, stages, pools,
-            SERQ_VERSION,
+            horizon, end, warmup, int(seed), int(events), int(arrivals), int(ended), int(turns), mean_live,
+            observes, gauges, stages, pools, SERQ_VERSION,
             list(iteration_trace) if iteration_trace else [],
             list(eviction_trace) if eviction_trace else [],
             list(pool_dump) if pool_dump else [],
-            warnings,
-            getattr(raw, "stopped", None),
-            growth,
-            arrivals_measured,
+            warnings, stopped, growth, arrivals_measured,
         )
 
     # lookups, as pyserq's Report has them

@@ -350,9 +350,10 @@ MUTATIONS = (
                  ("_engine.pyx", "    if st.mid_taken or not st.keep_samples:\n        return reports.Report.from_results(",
                   "    if not st.keep_samples:\n        return reports.Report.from_results("),
              )),
-    Mutation("warm-first-past-a-tie", "the engine's own report rows drop an observe's samples taken exactly "
-             "at the warm-up (the first sample kept is the first after it)", (
-                 ("_engine.pyx", "        if not times.p[mid] >= warmup:", "        if not times.p[mid] > warmup:"),
+    Mutation("warm-first-past-a-tie", "an observe's warm-up cut (Observe.of, which the engine's own report rows "
+             "call too) drops the samples taken exactly at the warm-up (the first sample kept is the first after it)", (
+                 ("report.py", 'first = int(times.searchsorted(warmup, side="left"))',
+                  'first = int(times.searchsorted(warmup, side="right"))'),
              )),
 )
 
