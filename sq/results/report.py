@@ -306,9 +306,10 @@ class Pool:
 
 
 # _ROW_CALL: a report is built per run, and a class called with keywords first packs them into a
-# dict: a row's construction costs ~7x what the same call with its fields in order does. The
-# rows (and Report.from_results) are therefore made positionally, in their classes' field order;
-# tests/engine/test_engine_results.py checks each field by name against a raw result with distinct values.
+# dict: a row's construction costs ~7x what the same call with its fields in order does. Each
+# row's one maker (Stage.of, Pool.of, Report.of) therefore calls its class positionally, in its
+# field order; tests/engine/test_engine_results.py checks each field by name against a raw result
+# with distinct values.
 
 
 def _ratio(count: int, span: float) -> float:
