@@ -131,7 +131,9 @@ cdef inline void* data_of(cnp.ndarray a):
     return cnp.PyArray_DATA(a)
 
 
-cdef void free_state(State* st) noexcept:
+cdef void release_state(State* st) noexcept:
+    """Free what a run allocated, but the State itself (the caller clears it for the thread's
+    next run: _Kept) and its families' blocks, kept in the thread's spares (spare_keep)."""
     cdef int32_t k
     cdef int64_t i
     if st == NULL:
@@ -170,16 +172,61 @@ cdef void free_state(State* st) noexcept:
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
     free(st.steps_ready); free(st.pool_lag.gap); free(st.stage_lag.gap)
     free(st.pools_touched); free(st.stages_touched); free(st.step_rows)
-    resize(st, session_tables, 0)
-    resize(st, job_tables, 0)
-    resize(st, lease_tables, 0)
+    spare_keep(st, session_tables)
+    spare_keep(st, job_tables)
+    spare_keep(st, lease_tables)
     flows_free(st)
     traces_free(&st.traces)
     tl_close(st)
     free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.ready)
     free(st.stack); free(st.keys)
-    free(st)
+
+
+# ---- a State kept per thread ------------------------------------------------------------------
+cdef class _Kept:
+    """A thread's State, all zero between runs (as calloc gives it), and the places its families'
+    blocks are kept in from run to run (spare_keep, spare_take): a sweep's runs allocate neither.
+    What is kept is bounded: one State, and per family one block of at most SPARE_BYTES."""
+    cdef State* st
+    cdef Spare spares[SPARE_FAMILIES]      # (zero as the object is made)
+
+    def __cinit__(self):
+        self.st = <State*> calloc(1, sizeof(State))
+        if self.st == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        spares_free(self.spares)
+        free(self.st)
+
+
+# Each thread's _Kept. A run takes it out while it runs (a run started inside another on the
+# same thread, by a progress or trace callback, makes its own), and puts it back when done.
+import threading
+_threads = threading.local()
+
+
+def kept_tables():
+    """The families' blocks this thread keeps between runs: (slots, bytes a slot) each (tests read it)."""
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        return []
+    cdef Spare* sp
+    out = []
+    for i in range(SPARE_FAMILIES):
+        sp = &(<_Kept> kept).spares[i]
+        if sp.block != NULL:
+            out.append((sp.cap, sum([sp.sizes[k] for k in range(sp.n)])))
+    return out
+
+
+cdef _Kept _kept_take():
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        return _Kept.__new__(_Kept)
+    _threads.kept = None
+    return <_Kept> kept
 
 
 cdef void _free_capsule(object capsule) noexcept:
@@ -290,7 +337,7 @@ cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size)
         arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p[0])
         capsule = PyCapsule_New(p[0], NULL, <PyCapsule_Destructor> _free_capsule)
         cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
-    p[0] = NULL      # the array owns the buffer now (until here, a failure leaves it to free_state)
+    p[0] = NULL      # the array owns the buffer now (until here, a failure leaves it to release_state)
     n[0] = cap[0] = 0
     return arr
 
@@ -547,9 +594,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     seed_v, horizon_v, warmup_v, limit_v = _settings(plan, seed, horizon, warmup, arrivals)
     if samples not in ("all", "none"):
         raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
+    cdef _Kept kept = _kept_take()
+    cdef State* st = kept.st
+    st.spares = kept.spares
     try:
         # the arrays the State points into (the plan's, a trace's, an arrival's), alive until the run is collected
         _set_program(st, plan)
@@ -595,7 +642,9 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             raise watch.exception
         return raw
     finally:
-        free_state(st)
+        release_state(st)
+        memset(st, 0, sizeof(State))        # (every field as the set-up expects it: zero)
+        _threads.kept = kept
 
 
 # ---- run's set-up, table by table: each returns the arrays it points the State into ----------

@@ -619,6 +619,11 @@ cdef struct Tables:
     char* old                   # the old block's first table (NULL: none yet)
     int64_t old_cap
     int32_t placed              # tables placed so far
+    # `measuring` also notes the family's first table and each table's bytes a slot (its layout,
+    # the first SPARE_TABLES), `n` tables in all: what a kept block is matched by (Spare)
+    void** first
+    int32_t n
+    size_t sizes[SPARE_TABLES]
 
 ctypedef bint (*Family)(State* st, Tables* t) noexcept nogil
 
@@ -635,6 +640,11 @@ cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
     t.bytes += table_bytes(t.cap, per_slot)
     if t.measuring:
         t.slot_bytes += per_slot
+        if t.n == 0:
+            t.first = p
+        if t.n < SPARE_TABLES:
+            t.sizes[t.n] = per_slot
+        t.n += 1
         return True
     if t.placed == 0:       # the family's first table starts the old block
         t.old = <char*> p[0]
@@ -652,12 +662,21 @@ cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
 
 cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
     """A family's tables at `cap` slots (their slots up to the old capacity kept), or all freed
-    (cap 0). False: out of memory (the tables are then as they were)."""
+    (cap 0). False: out of memory (the tables are then as they were). A block that has room for
+    `cap` slots already (one kept from an earlier run: spare_take) stays as it is."""
     cdef Tables t
     cdef char* head = NULL
+    cdef char* old
     memset(&t, 0, sizeof(Tables))
     t.cap, t.measuring = cap, True
-    family(st, &t)              # the block's size
+    family(st, &t)              # the block's size, its layout and first table
+    old = <char*> t.first[0]
+    if old == NULL and cap == 0:
+        return True             # nothing to free
+    if old != NULL and cap > 0 and (<int64_t*> (old - TABLE_HEAD))[0] >= cap:
+        return True             # (slots past the run's capacity are never read: the family's own count says which are)
+    if old == NULL and spare_take(st, family, &t, cap):
+        return True
     if cap > 0:
         head = <char*> malloc(TABLE_HEAD + t.bytes)
         if head == NULL:
@@ -675,7 +694,8 @@ cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noe
     """A family's tables grown from `old` to `cap` slots, the new slots charged to the memory
     bound first at what the same list measures a slot to take. False: the run stops (failed)."""
     cdef Tables t
-    t.cap, t.measuring, t.slot_bytes = cap, True, 0
+    memset(&t, 0, sizeof(Tables))
+    t.cap, t.measuring = cap, True
     family(st, &t)
     if charge(st, (cap - old) * t.slot_bytes) < 0:
         return False
@@ -683,6 +703,76 @@ cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noe
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return False
     return True
+
+
+# ---- a family's tables kept from run to run (on one thread) ------------------------------------
+# A sweep runs one program many times: each run's families would be allocated from nothing
+# (64 slots, then doubled) and freed at its end. Instead its end keeps each family's block in the
+# thread's Spare (spare_keep, if at most SPARE_BYTES), and the next run's first resize of the
+# family takes it when its layout (each table's bytes a slot) is the same and it has the room
+# (spare_take). The family's own capacity (what the memory bound charges, what it doubles from)
+# still starts at 0 and grows as before; only the block under it is older than the run.
+cdef enum:
+    SPARE_BYTES = 1 << 20
+
+
+cdef Spare* spare_of(State* st, Family family) noexcept nogil:
+    """The thread's place for a family's kept block (NULL: the run keeps none)."""
+    cdef int32_t i
+    if st.spares == NULL:
+        return NULL
+    for i in range(SPARE_FAMILIES):
+        if st.spares[i].family == NULL:
+            st.spares[i].family = <void*> family
+        if st.spares[i].family == <void*> family:
+            return &st.spares[i]
+    return NULL
+
+
+cdef bint spare_take(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
+    """Place a family that has no block yet in its kept one, if that has `cap` slots and the
+    layout `t` measured (resize's first pass). False: none fits (resize allocates)."""
+    cdef Spare* sp = spare_of(st, family)
+    if sp == NULL or sp.block == NULL or sp.cap < cap or sp.n != t.n or t.n > SPARE_TABLES \
+            or memcmp(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t)) != 0:
+        return False
+    t.cap, t.measuring, t.bytes = sp.cap, False, 0
+    t.block = sp.block
+    sp.block = NULL
+    family(st, t)               # each table placed in it (nothing to copy: the family had no block)
+    return True
+
+
+cdef void spare_keep(State* st, Family family) noexcept nogil:
+    """At the run's end: the family's block kept for the thread's next run (when it is at most
+    SPARE_BYTES: a run that grew its tables large gives them back), else freed."""
+    cdef Spare* sp = spare_of(st, family)
+    cdef Tables t
+    cdef char* old
+    cdef int64_t cap
+    memset(&t, 0, sizeof(Tables))
+    t.measuring = True
+    family(st, &t)
+    old = <char*> t.first[0]
+    if old == NULL:
+        return
+    cap = (<int64_t*> (old - TABLE_HEAD))[0]
+    if sp == NULL or t.n > SPARE_TABLES or cap * t.slot_bytes > SPARE_BYTES:
+        resize(st, family, 0)
+        return
+    if sp.block != NULL:
+        free(sp.block - TABLE_HEAD)     # an older block this run did not fit
+    sp.block, sp.cap, sp.n = old, cap, t.n
+    memcpy(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t))
+    # (the run's pointers into it are left: release_state, then the State is cleared)
+
+
+cdef void spares_free(Spare* spares) noexcept nogil:
+    cdef int32_t i
+    for i in range(SPARE_FAMILIES):
+        if spares[i].block != NULL:
+            free(spares[i].block - TABLE_HEAD)
+            spares[i].block = NULL
 
 
 cdef void traces_free(Traces* t) noexcept nogil:

@@ -314,8 +314,8 @@ MUTATIONS = (
              )),
     Mutation("slab-refilled-per-run", "each run fills the slab its arrays are copied into from the start "
              "again (as if a slab were one run's scratch): kept reports' arrays are overwritten", (
-                 ("_engine.pyx", "    cdef State* st = <State*> calloc(1, sizeof(State))\n",
-                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = <State*> calloc(1, sizeof(State))\n"),
+                 ("_engine.pyx", "    cdef State* st = kept.st\n",
+                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = kept.st\n"),
              )),
     Mutation("plan-decodes-grow-unchecked", "plan_decodes plans a decode whose position passes its "
              "allocation (a grow due) without leaving it to plan_pass's visit, which grows", (
