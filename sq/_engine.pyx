@@ -190,6 +190,7 @@ cdef class _Kept:
     What is kept is bounded: one State, and per family one block of at most SPARE_BYTES."""
     cdef State* st
     cdef Spare spares[SPARE_FAMILIES]      # (zero as the object is made)
+    cdef bint busy                         # a run of the thread uses it now
 
     def __cinit__(self):
         self.st = <State*> calloc(1, sizeof(State))
@@ -201,8 +202,8 @@ cdef class _Kept:
         free(self.st)
 
 
-# Each thread's _Kept. A run takes it out while it runs (a run started inside another on the
-# same thread, by a progress or trace callback, makes its own), and puts it back when done.
+# Each thread's _Kept, busy while a run uses it (a run started inside another on the same
+# thread, by a progress or trace callback, makes one of its own, not kept).
 import threading
 _threads = threading.local()
 
@@ -217,15 +218,17 @@ def kept_tables():
     for i in range(SPARE_FAMILIES):
         sp = &(<_Kept> kept).spares[i]
         if sp.block != NULL:
-            out.append((sp.cap, sum([sp.sizes[k] for k in range(sp.n)])))
+            out.append((sp.cap, sp.slot_bytes))
     return out
 
 
 cdef _Kept _kept_take():
     kept = getattr(_threads, "kept", None)
     if kept is None:
-        return _Kept.__new__(_Kept)
-    _threads.kept = None
+        kept = _threads.kept = _Kept.__new__(_Kept)
+    elif (<_Kept> kept).busy:
+        kept = _Kept.__new__(_Kept)
+    (<_Kept> kept).busy = True
     return <_Kept> kept
 
 
@@ -644,7 +647,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     finally:
         release_state(st)
         memset(st, 0, sizeof(State))        # (every field as the set-up expects it: zero)
-        _threads.kept = kept
+        kept.busy = False
 
 
 # ---- run's set-up, table by table: each returns the arrays it points the State into ----------

@@ -660,22 +660,32 @@ cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
     return True
 
 
+cdef inline void measure(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
+    """A family's list walked without placing: its block's size at `cap` slots, what a slot takes,
+    its layout and its first table (see Tables)."""
+    memset(t, 0, sizeof(Tables))
+    t.cap, t.measuring = cap, True
+    family(st, t)
+
+
 cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
     """A family's tables at `cap` slots (their slots up to the old capacity kept), or all freed
-    (cap 0). False: out of memory (the tables are then as they were). A block that has room for
-    `cap` slots already (one kept from an earlier run: spare_take) stays as it is."""
+    (cap 0). False: out of memory (the tables are then as they were)."""
     cdef Tables t
+    measure(st, family, &t, cap)
+    return resize_measured(st, family, &t, cap)
+
+
+cdef bint resize_measured(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
+    """resize, its list measured at `cap` in `t`. A block that has room for `cap` slots already
+    (one kept from an earlier run: spare_take) stays as it is."""
     cdef char* head = NULL
-    cdef char* old
-    memset(&t, 0, sizeof(Tables))
-    t.cap, t.measuring = cap, True
-    family(st, &t)              # the block's size, its layout and first table
-    old = <char*> t.first[0]
+    cdef char* old = <char*> t.first[0]
     if old == NULL and cap == 0:
         return True             # nothing to free
     if old != NULL and cap > 0 and (<int64_t*> (old - TABLE_HEAD))[0] >= cap:
-        return True             # (slots past the run's capacity are never read: the family's own count says which are)
-    if old == NULL and spare_take(st, family, &t, cap):
+        return True             # (slots past the family's own capacity are never read)
+    if cap > 0 and spare_take(st, family, t, old, cap):
         return True
     if cap > 0:
         head = <char*> malloc(TABLE_HEAD + t.bytes)
@@ -684,7 +694,7 @@ cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
         (<int64_t*> head)[0] = cap
         t.block = head + TABLE_HEAD
     t.measuring, t.bytes = False, 0
-    family(st, &t)              # each table placed, its slots copied
+    family(st, t)               # each table placed, its slots copied
     if t.old != NULL:
         free(t.old - TABLE_HEAD)
     return True
@@ -694,12 +704,10 @@ cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noe
     """A family's tables grown from `old` to `cap` slots, the new slots charged to the memory
     bound first at what the same list measures a slot to take. False: the run stops (failed)."""
     cdef Tables t
-    memset(&t, 0, sizeof(Tables))
-    t.cap, t.measuring = cap, True
-    family(st, &t)
+    measure(st, family, &t, cap)
     if charge(st, (cap - old) * t.slot_bytes) < 0:
         return False
-    if not resize(st, family, cap):
+    if not resize_measured(st, family, &t, cap):
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return False
     return True
@@ -729,12 +737,19 @@ cdef Spare* spare_of(State* st, Family family) noexcept nogil:
     return NULL
 
 
-cdef bint spare_take(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
-    """Place a family that has no block yet in its kept one, if that has `cap` slots and the
-    layout `t` measured (resize's first pass). False: none fits (resize allocates)."""
+cdef bint spare_take(State* st, Family family, Tables* t, char* old, int64_t cap) noexcept nogil:
+    """At a family's growth to `cap` slots (resize, its list measured in `t`; `old` its block):
+    place it in the kept block if it has none yet and the kept one has its layout and the room.
+    The run's first growth also notes where the family's tables are and whether the kept layout is
+    its own (spare_keep reads both). False: none taken (resize allocates)."""
     cdef Spare* sp = spare_of(st, family)
-    if sp == NULL or sp.block == NULL or sp.cap < cap or sp.n != t.n or t.n > SPARE_TABLES \
-            or memcmp(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t)) != 0:
+    if sp == NULL:
+        return False
+    if sp.first == NULL:
+        sp.first = t.first
+        sp.same = sp.n == t.n and t.n <= SPARE_TABLES \
+            and memcmp(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t)) == 0
+    if old != NULL or sp.block == NULL or not sp.same or sp.cap < cap:
         return False
     t.cap, t.measuring, t.bytes = sp.cap, False, 0
     t.block = sp.block
@@ -745,26 +760,38 @@ cdef bint spare_take(State* st, Family family, Tables* t, int64_t cap) noexcept 
 
 cdef void spare_keep(State* st, Family family) noexcept nogil:
     """At the run's end: the family's block kept for the thread's next run (when it is at most
-    SPARE_BYTES: a run that grew its tables large gives them back), else freed."""
+    SPARE_BYTES: a run that grew its tables large gives them back), else freed. The run's pointers
+    into it are left as they are: the State is cleared or freed next (release_state)."""
     cdef Spare* sp = spare_of(st, family)
     cdef Tables t
     cdef char* old
     cdef int64_t cap
-    memset(&t, 0, sizeof(Tables))
-    t.measuring = True
-    family(st, &t)
-    old = <char*> t.first[0]
+    if sp == NULL:
+        resize(st, family, 0)
+        return
+    if sp.first == NULL:
+        return                  # not grown in this run: it has no block (a kept one stays kept)
+    old = <char*> sp.first[0]
+    sp.first = NULL
     if old == NULL:
         return
     cap = (<int64_t*> (old - TABLE_HEAD))[0]
-    if sp == NULL or t.n > SPARE_TABLES or cap * t.slot_bytes > SPARE_BYTES:
-        resize(st, family, 0)
+    if not sp.same:             # another layout than the kept block's: this run's, measured
+        measure(st, family, &t, 0)
+        if t.n > SPARE_TABLES:
+            free(old - TABLE_HEAD)
+            return
+        sp.n, sp.slot_bytes, sp.same = t.n, t.slot_bytes, True
+        memcpy(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t))
+        if sp.block != NULL:
+            free(sp.block - TABLE_HEAD)     # (kept in the other layout)
+            sp.block = NULL
+    if cap * sp.slot_bytes > SPARE_BYTES:
+        free(old - TABLE_HEAD)
         return
     if sp.block != NULL:
-        free(sp.block - TABLE_HEAD)     # an older block this run did not fit
-    sp.block, sp.cap, sp.n = old, cap, t.n
-    memcpy(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t))
-    # (the run's pointers into it are left: release_state, then the State is cleared)
+        free(sp.block - TABLE_HEAD)     # an older block this run did not fit in
+    sp.block, sp.cap = old, cap
 
 
 cdef void spares_free(Spare* spares) noexcept nogil:

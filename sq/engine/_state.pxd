@@ -454,8 +454,13 @@ cdef struct Spare:
     void* family               # the family (its Family function; NULL: a place not taken yet)
     char* block                # its first table (NULL: none kept)
     int64_t cap                # slots its tables have room for
-    int32_t n                  # tables in it
-    size_t sizes[SPARE_TABLES] # each table's bytes a slot, in the family's order (its layout)
+    int32_t n                  # tables in the layout
+    size_t sizes[SPARE_TABLES] # each table's bytes a slot, in the family's order (the layout)
+    int64_t slot_bytes         # what one slot takes in the layout (sizes summed)
+    # the run's: where the State keeps the family's first table (NULL until the family's first
+    # growth in the run), and whether its layout is `sizes` (spare_take notes both)
+    void** first
+    bint same
 
 cdef struct State:
     # the lowered program
