@@ -660,6 +660,21 @@ cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
     return True
 
 
+# A family grows a few times a run: its growth stays a call (noinline), out of the loops that
+# allocate a slot (fifo_loop's arrivals), whose registers the inlined walk of the list would take.
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_7_engine_Tables;
+    static __attribute__((noinline)) int __pyx_f_2sq_7_engine_resize_charged(
+        struct __pyx_t_2sq_6engine_6_state_State *,
+        int (*)(struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_7_engine_Tables *), int64_t, int64_t);
+    static __attribute__((noinline)) int __pyx_f_2sq_7_engine_resize(
+        struct __pyx_t_2sq_6engine_6_state_State *,
+        int (*)(struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_7_engine_Tables *), int64_t);
+    """
+
+
 cdef inline void measure(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
     """A family's list walked without placing: its block's size at `cap` slots, what a slot takes,
     its layout and its first table (see Tables)."""
