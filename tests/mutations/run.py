@@ -276,6 +276,10 @@ MUTATIONS = (
                  ("_loop.pxi", "    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch",
                   "    if s.quiet > 0 and e.c == s.iter_epoch"),
              )),
+    Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
+             "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
+                 ("_loop.pxi", "    st.kept_kv[2 * k] = kvb\n    st.kept_kv[2 * k + 1] = kvm\n", ""),
+             )),
     Mutation("pools-add-one-index", "a router's load of two indexed pools (XS_POOLS_ADD) reads the second "
              "pool at the first one's index", (
                  ("_expr.pxi", "    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)\n", ""),
