@@ -280,6 +280,14 @@ MUTATIONS = (
              "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
                  ("_loop.pxi", "    st.kept_kv[2 * k] = kvb\n    st.kept_kv[2 * k + 1] = kvm\n", ""),
              )),
+    Mutation("choose-last-key-skipped-always", "choose_best leaves out its last key whatever it is, so a last "
+             "key that breaks ties (`by (load, -r)`) is not read", (
+                 ("_session.pxi", "        if st.shapes[off] == XS_ATTR:\n            nkeys -= 1\n",
+                  "        nkeys -= 1\n"),
+             )),
+    Mutation("choose-load-ties-later", "choose_best's one-key router load gives a tie to the later candidate", (
+                 ("_session.pxi", "            if cand == 0 or v < least:\n", "            if cand == 0 or v <= least:\n"),
+             )),
     Mutation("pools-add-one-index", "a router's load of two indexed pools (XS_POOLS_ADD) reads the second "
              "pool at the first one's index", (
                  ("_expr.pxi", "    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)\n", ""),
