@@ -358,6 +358,16 @@ cdef unsigned char* stmt_forms(State* st, int64_t n) noexcept nogil:
     return forms
 
 
+# choose_best stays out of exec_session's line (noinline: `nm` lists it): inlined there, with the
+# load shape's code, it cost the one-replica rows' exec_session 7 % (vllm-lo), which runs no choose.
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    static __attribute__((noinline)) int32_t __pyx_f_2sq_7_engine_choose_best(
+        struct __pyx_t_2sq_6engine_6_state_State *, int32_t const *, int32_t, int, int64_t);
+    """
+
+
 cdef int32_t choose_best(State* st, const int32_t* code, int32_t pc, int slot, int64_t n) noexcept nogil:
     """The candidate `choose` (the statement at pc, n candidates) picks: the first whose keys are
     the least, compared in order (a NaN key is never less); -1: a key's evaluation failed. A last
