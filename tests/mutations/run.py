@@ -459,6 +459,8 @@ KILLERS = {
         "tests/differential/test_steady_runs.py::test_no_steady_runs_without_a_lone_step_stage[two step stages]",
     "pools-add-one-index":
         "tests/differential/test_fast_forms.py::test_a_router_load_of_two_indexed_pools_is_pyserqs_json_text",
+    "replica-quiet-kv-stale":
+        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
     "quiet-grants-blockless":
         "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[preemption]",
     "repeat-kv-totals-kept":
