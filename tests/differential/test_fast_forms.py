@@ -227,3 +227,18 @@ def test_choose_ties_go_where_the_keys_say():
     def first(name):
         return same_json(_choose_program(CHOOSE_KEYS[name]))["observes"]["first"]["mean"]
     assert first("load_r") == first("load") == first("load_own") > first("load_minus_r") + 0.2
+
+
+def test_a_choose_past_its_pools_fails_as_on_the_stack_machine():
+    # candidate 4 of `choose r in 5` indexes p[4] of four: choose_best's load stops with the stack
+    # machine's error (`0 + ...` and a last key of `-r` take the general loop), and pyserq refuses too
+    import sq
+
+    errors = []
+    for keys in ("holders(p[r]) + queued(p[r]), r", "0 + holders(p[r]) + queued(p[r]), -r"):
+        with pytest.raises(sq.SqError) as caught:
+            sq.run(sq.compile(source=_choose_program(keys).replace("choose r in 4", "choose r in 5")))
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "index" in errors[0]
+    with pytest.raises(Exception):
+        pyserq.run(pyserq.compile(source=_choose_program(CHOOSE_KEYS["load_r"]).replace("choose r in 4", "choose r in 5")))
