@@ -38,14 +38,14 @@ cdef double stage_work(State* st, int32_t k) noexcept nogil:
         return total
     if s.kind == K_STEP:
         for j in range(s.nres):
-            total += st.jobs.work[s.res[j]]
+            total += st.jobs.rec[s.res[j]].work
         return total
     for j in range(st.jobs.high):
-        if st.jobs.id[j] >= 0 and st.jobs.stage[j] == k:
+        if st.jobs.rec[j].id >= 0 and st.jobs.stage[j] == k:
             if st.jobs.started[j]:
                 total += st.jobs.end[j] - st.now
             else:
-                total += st.jobs.work[j]
+                total += st.jobs.rec[j].work
     return total
 
 

@@ -42,7 +42,7 @@ cdef int invariant_fault(State* st, int64_t* where) noexcept nogil:
     if alive != st.live or st.live < 0:
         return INV_LIVE
     for i in range(st.jobs.high):
-        if st.jobs.id[i] >= 0:
+        if st.jobs.rec[i].id >= 0:
             jobs += 1
     for k in range(st.n_stages):
         s = &st.stages[k]
@@ -102,7 +102,7 @@ cdef bint residents_ordered(State* st, Stage* s) noexcept nogil:
     for r in range(s.nres):
         if st.jobs.stage[s.res[r]] != s - st.stages:
             return False
-        if r > 0 and st.sess.adm[st.jobs.owner[s.res[r - 1]]] > st.sess.adm[st.jobs.owner[s.res[r]]]:
+        if r > 0 and st.sess.adm[st.jobs.rec[s.res[r - 1]].owner] > st.sess.adm[st.jobs.rec[s.res[r]].owner]:
             return False
     return True
 
@@ -113,9 +113,9 @@ cdef bint resident_frames_hold(State* st, Stage* s) noexcept nogil:
     cdef int32_t j
     for r in range(s.nres):
         j = s.res[r]
-        frame, units = st.jobs.frame[j], st.jobs.units_at[j]
+        frame, units = st.jobs.rec[j].frame, st.jobs.units_at[j]
         resident_frames(st, j, s.memory)
-        if st.jobs.frame[j] != frame or st.jobs.units_at[j] != units:
+        if st.jobs.rec[j].frame != frame or st.jobs.units_at[j] != units:
             return False
     return True
 

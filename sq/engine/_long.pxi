@@ -140,8 +140,8 @@ cdef bint stalled(State* st) noexcept nogil:
     # the statement: that of the session the next event finishes a job of (the session waits
     # with its pc just past the `run`)
     nxt = next_event(st)
-    if nxt != NULL and nxt.kind == EV_FINISH and 0 <= nxt.b < st.jobs.high and st.jobs.id[nxt.b] >= 0:
-        slot = st.jobs.owner[nxt.b]
+    if nxt != NULL and nxt.kind == EV_FINISH and 0 <= nxt.b < st.jobs.high and st.jobs.rec[nxt.b].id >= 0:
+        slot = st.jobs.rec[nxt.b].owner
         pc = st.sess.pc[slot]
     fail(st, E_STALL, slot, step, pc, nxt.a if nxt != NULL and nxt.kind == EV_FINISH else -1)
     return True

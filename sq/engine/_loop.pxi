@@ -1054,9 +1054,7 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
     cdef int32_t j
     cdef bint kv = st.kv_iteration
     cdef Assigned* a = s.assigned
-    cdef int32_t* growing = st.jobs.growing
-    cdef int64_t* frame = st.jobs.frame
-    cdef int64_t* ids = st.jobs.id
+    cdef JobRec* jobs = st.jobs.rec
     cdef double* frame_pos = st.sess.frame_pos
     cdef double* frame_alloc = st.sess.frame_alloc
     s.na = na
@@ -1065,21 +1063,19 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
     for r in range(na):
         j = a[r].job
         tok = a[r].tok
-        if growing[j] >= 0:
-            fj = frame[j]
+        if jobs[j].growing >= 0:
+            fj = jobs[j].frame
             if grows:
                 need = frame_pos[fj] + tok - frame_alloc[fj]
                 if need > EPS:
-                    grow_now(st, &st.pools[growing[j]], fj, need)     # granted (plan_unchanged)
-                    growing = st.jobs.growing
-                    frame = st.jobs.frame
-                    ids = st.jobs.id
+                    grow_now(st, &st.pools[jobs[j].growing], fj, need)     # granted (plan_unchanged)
+                    jobs = st.jobs.rec
                     frame_pos = st.sess.frame_pos
                     frame_alloc = st.sess.frame_alloc
             frame_pos[fj] += tok
             if grows:
                 mark_grown(st, fj)
-        a[r].id = ids[j]
+        a[r].id = jobs[j].id
         ntok += tok
         ndec += 1.0
         if kv:
@@ -1120,10 +1116,7 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     cdef int32_t j, owner
     cdef bint warm = st.warm
     cdef Assigned* a = s.assigned
-    cdef double* work = st.jobs.work
-    cdef int32_t* owners = st.jobs.owner
-    cdef int32_t* growing = st.jobs.growing
-    cdef int64_t* frame = st.jobs.frame
+    cdef JobRec* jobs = st.jobs.rec
     cdef double* itl_last = st.sess.itl_last
     cdef double* frame_pos = st.sess.frame_pos
     area_again(&s.decode_only, now)
@@ -1131,8 +1124,8 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     for r in range(na):
         j = a[r].job
         tok = a[r].tok
-        work[j] -= tok
-        owner = owners[j]
+        jobs[j].work -= tok
+        owner = jobs[j].owner
         if warm:                        # (decoding[j]: a decode token continuing the turn)
             gap = now - itl_last[owner]
             if gap == last_gap and gap > 0.0:
@@ -1146,8 +1139,8 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
                 total = h.total
                 last_gap = h.last_gap
         itl_last[owner] = now
-        if growing[j] >= 0:
-            frame_pos[frame[j]] += tok
+        if jobs[j].growing >= 0:
+            frame_pos[jobs[j].frame] += tok
         ntok += tok
         ndec += 1.0
     histogram_again(h, total, &again)

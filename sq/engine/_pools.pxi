@@ -512,7 +512,7 @@ cdef int32_t last_resident_victim(State* st, Stage* s, int32_t row, int32_t grow
     cdef int64_t r
     cdef int32_t slot
     for r in range(s.nres - 1, -1, -1):
-        slot = st.jobs.owner[s.res[r]]
+        slot = st.jobs.rec[s.res[r]].owner
         if st.sess.hcount[<int64_t> slot * st.n_pools + row] == 0:
             continue                # not among the pool's holders
         if (st.sess.grow_at[slot] >= 0 and slot != grower) or innermost(st, slot, row) < 0:

@@ -7,19 +7,13 @@
 cdef bint job_tables(State* st, Tables* t) noexcept nogil:
     """Every per-job table (Jobs), the one list of them: see Tables."""
     cdef Jobs* js = &st.jobs
-    return (table(t, <void**> &js.owner, sizeof(int32_t))
+    return (table(t, <void**> &js.rec, sizeof(JobRec))
             and table(t, <void**> &js.stage, sizeof(int32_t))
-            and table(t, <void**> &js.id, sizeof(int64_t))
-            and table(t, <void**> &js.work, sizeof(double))
             and table(t, <void**> &js.enq, sizeof(double))
             and table(t, <void**> &js.start, sizeof(double))
             and table(t, <void**> &js.end, sizeof(double))
             and table(t, <void**> &js.started, sizeof(char))
-            and table(t, <void**> &js.mode, sizeof(int32_t))
-            and table(t, <void**> &js.growing, sizeof(int32_t))
-            and table(t, <void**> &js.frame, sizeof(int64_t))
             and table(t, <void**> &js.units_at, sizeof(int64_t))
-            and table(t, <void**> &js.decoding, sizeof(char))
             and table(t, <void**> &js.served, sizeof(int64_t))
             and table(t, <void**> &js.spare, sizeof(int32_t)))
 
@@ -41,7 +35,7 @@ cdef int32_t job_alloc(State* st) noexcept nogil:
 
 
 cdef inline void job_free(State* st, int32_t j) noexcept nogil:
-    st.jobs.id[j] = -1
+    st.jobs.rec[j].id = -1
     st.jobs.spare[st.jobs.nspare] = j
     st.jobs.nspare += 1
 
@@ -53,8 +47,8 @@ cdef int start_run(State* st, int32_t k, int32_t slot, double w, int32_t mode, i
         return -1
     if mode != M_PLAIN:
         j = st.sess.job[slot]           # the job that just joined
-        st.jobs.mode[j] = mode
-        st.jobs.growing[j] = growing
+        st.jobs.rec[j].mode = mode
+        st.jobs.rec[j].growing = growing
     if st.stages[k].kind == K_STEP:
         resident_frames(st, st.sess.job[slot], st.stages[k].memory)
     return 0
@@ -65,11 +59,11 @@ cdef inline int32_t new_job(State* st, Stage* s, int32_t k, int32_t slot, double
     cdef int32_t j = job_alloc(st)
     if j < 0:
         return -1
-    st.jobs.owner[j] = slot
+    st.jobs.rec[j].owner = slot
     st.jobs.stage[j] = k
-    st.jobs.id[j] = st.next_job_id
+    st.jobs.rec[j].id = st.next_job_id
     st.next_job_id += 1
-    st.jobs.work[j] = w
+    st.jobs.rec[j].work = w
     st.jobs.enq[j] = st.now
     st.jobs.started[j] = 0
     if slot >= 0:
@@ -107,7 +101,7 @@ cdef inline int join_ps(State* st, Stage* s, int32_t k, int32_t j, double w) noe
     s.dirty = 1
     if st.tl != NULL:
         tl_service_start(st, k, j)
-    return ps_push(st, s, s.V + w, st.jobs.id[j], j)
+    return ps_push(st, s, s.V + w, st.jobs.rec[j].id, j)
 
 
 cdef inline int start_ps(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
@@ -140,8 +134,8 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
     if s.kind == K_STEP:
         # a step job starts the moment it joins the residents; only step code reads its mode,
         # growth and serving pass
-        st.jobs.mode[j] = M_PLAIN
-        st.jobs.growing[j] = -1
+        st.jobs.rec[j].mode = M_PLAIN
+        st.jobs.rec[j].growing = -1
         st.jobs.served[j] = -1
         st.jobs.start[j] = st.now
         st.jobs.started[j] = 1
@@ -154,13 +148,13 @@ cdef int start_job(State* st, int32_t k, int32_t slot, double w) noexcept nogil:
 cdef inline int begin_service(State* st, Stage* s, int32_t k, int32_t j) noexcept nogil:
     if s.kind == K_FIFO:
         s.busy += 1
-    cdef double end = st.now + st.jobs.work[j]    # kept in a register: the stores may alias
+    cdef double end = st.now + st.jobs.rec[j].work    # kept in a register: the stores may alias
     st.jobs.start[j] = st.now
     st.jobs.end[j] = end
     st.jobs.started[j] = 1
     if st.tl != NULL:
         tl_service_start(st, k, j)
-    return push_event(st, end, EV_FINISH, k, j, st.jobs.id[j])
+    return push_event(st, end, EV_FINISH, k, j, st.jobs.rec[j].id)
 
 
 cdef int complete_job(State* st, Stage* s, int32_t j) noexcept nogil:
@@ -180,7 +174,7 @@ cdef inline int finish_job(State* st, Stage* s, int32_t j) noexcept nogil:
 cdef inline int32_t job_done(State* st, Stage* s, int32_t j) noexcept nogil:
     """The job is done: record its wait and service, update the estimators, free it. Returns its
     owner's slot (-1: a spill's transfer, nobody's)."""
-    cdef int32_t owner = st.jobs.owner[j]
+    cdef int32_t owner = st.jobs.rec[j].owner
     s.n -= 1
     if owner >= 0:
         st.sess.job[owner] = -1
@@ -245,7 +239,7 @@ cdef inline int32_t finishing_job(State* st, Stage* s, Event* e) noexcept nogil:
         if e.c != s.epoch:
             return -1
         return ps_done(st, s)
-    if st.jobs.id[e.b] != e.c:
+    if st.jobs.rec[e.b].id != e.c:
         return -1
     return <int32_t> e.b
 

@@ -333,28 +333,34 @@ cdef struct Sessions:
     int64_t* trace_of           # per session: its corpus session (trace replay)
     int64_t* trace_next         # per session: the next turn to load
 
+cdef struct JobRec:
+    # a job's fields the step engine reads at each resident's visit, in one record: a visit's
+    # loads come off one pointer (the per-resident loops ran short of registers for six tables)
+    double work                # work left, in the stage's units (step: tokens to schedule)
+    int64_t id                 # -1: a free slot
+    int64_t frame              # the owner's innermost open frame entry on `growing` (-1: none; see Jobs)
+    int32_t owner              # the session slot
+    int32_t mode               # M_PLAIN, M_PREFILL or M_DECODE (a step job's phase)
+    int32_t growing            # the job's `growing` pool row (-1: none)
+    char decoding              # a step job one of whose decode tokens was its owner's last token (end_iteration)
+
 cdef struct Jobs:
-    # stage jobs (struct of arrays; slots reused, a finish event names slot and id)
+    # stage jobs (struct of arrays, and the records; slots reused, a finish event names slot and id)
     int64_t cap                # slots allocated
     int64_t high               # slots ever used
     int32_t* spare             # ended slots, reused first
     int64_t nspare             # slots in `spare`
-    int32_t* owner              # the session slot
+    JobRec* rec                # owner, id, work, mode, growing, frame, decoding (JobRec)
     int32_t* stage             # the stage it runs at
-    int64_t* id                 # -1: a free slot
-    double* work               # work left, in the stage's units (step: tokens to schedule)
     double* enq                # when it joined the stage (simulated time)
     double* start              # when its service started
     double* end                # when its service ends (fifo/delay: set as it starts, start + work)
     char* started              # its service has started
-    int32_t* mode              # M_PLAIN, M_PREFILL or M_DECODE (a step job's phase)
-    int32_t* growing            # the job's `growing` pool row (-1: none)
     int64_t* served             # the serving pass that last served the job (stamped passes only: Stage.stamped)
     # a step job's owner cannot open or close a hold while the job is resident (it waits in the
-    # `run`; a preemption removes the job), so its frame entries are found once, when it joins:
-    int64_t* frame              # the owner's innermost open frame entry on `growing` (-1: none)
+    # `run`; a preemption removes the job), so its frame entries are found once, when it joins
+    # (rec.frame, and:)
     int64_t* units_at           # its only open frame entry on the stage's memory (-1: none, -2: several)
-    char* decoding              # a step job one of whose decode tokens was its owner's last token (end_iteration)
 
 cdef struct Leases:
     # hold allocations kept after the body. Rows of ended leases are reused (a generation makes

@@ -23,11 +23,11 @@ cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
     """A step job joins: the frame entries its iterations read (see Jobs.frame). A job growing
     the stage's memory (the common case) finds both in one walk of its owner's holds: the
     innermost entry on that pool is the first one in the deepest frame holding it."""
-    cdef int32_t slot = st.jobs.owner[j], d, i, n, deepest = -1
+    cdef int32_t slot = st.jobs.rec[j].owner, d, i, n, deepest = -1
     cdef int64_t fi, e, found = -1, inner = -1
-    cdef bint same = st.jobs.growing[j] == memory
+    cdef bint same = st.jobs.rec[j].growing == memory
     if not same:
-        st.jobs.frame[j] = innermost(st, slot, st.jobs.growing[j]) if st.jobs.growing[j] >= 0 else -1
+        st.jobs.rec[j].frame = innermost(st, slot, st.jobs.rec[j].growing) if st.jobs.rec[j].growing >= 0 else -1
     if memory >= 0:
         for d in range(st.sess.depth[slot]):
             fi = frame_of(st, slot, d)
@@ -40,7 +40,7 @@ cdef void resident_frames(State* st, int32_t j, int32_t memory) noexcept nogil:
                         deepest = d
                         inner = e
     if same:
-        st.jobs.frame[j] = inner         # (memory -1: growing -1, and the frame -1)
+        st.jobs.rec[j].frame = inner         # (memory -1: growing -1, and the frame -1)
     st.jobs.units_at[j] = found
 
 
@@ -51,7 +51,7 @@ cdef inline double job_units(State* st, int32_t j, int32_t memory) noexcept nogi
         return 0.0 + st.sess.frame_alloc[e]      # owner_units' sum over that one entry
     if e == -1:
         return 0.0
-    return owner_units(st, st.jobs.owner[j], memory)
+    return owner_units(st, st.jobs.rec[j].owner, memory)
 
 
 cdef bint constant_at(State* st, int32_t off, double* value) noexcept nogil:
@@ -103,7 +103,7 @@ cdef void set_totals(State* st, Stage* s) noexcept nogil:
         return          # only costs read them, and an iteration sets its own before its cost
     for r in range(s.nres):
         j = s.res[r]
-        if st.jobs.mode[j] == M_DECODE:
+        if st.jobs.rec[j].mode == M_DECODE:
             dec += 1.0
             if st.kv_budget:            # no expression reads the sums: they are not made
                 kvb += job_units(st, j, s.memory)
@@ -125,18 +125,18 @@ cdef inline double want_of(int32_t mode, double work, double chunk) noexcept nog
 
 
 cdef inline double want(State* st, int32_t j, double chunk) noexcept nogil:
-    return want_of(st.jobs.mode[j], st.jobs.work[j], chunk)
+    return want_of(st.jobs.rec[j].mode, st.jobs.rec[j].work, chunk)
 
 
 cdef int64_t resident_bound(State* st, Stage* s, double adm) noexcept nogil:
     """The first resident whose owner was admitted strictly later than `adm` (residents are
     kept in admission order, so a binary search finds it)."""
     cdef int64_t lo = 0, hi = s.nres, mid
-    if hi == 0 or st.sess.adm[st.jobs.owner[s.res[hi - 1]]] <= adm:
+    if hi == 0 or st.sess.adm[st.jobs.rec[s.res[hi - 1]].owner] <= adm:
         return hi                      # the common case: the newest admission goes last
     while lo < hi:
         mid = (lo + hi) >> 1
-        if st.sess.adm[st.jobs.owner[s.res[mid]]] > adm:
+        if st.sess.adm[st.jobs.rec[s.res[mid]].owner] > adm:
             hi = mid
         else:
             lo = mid + 1
@@ -151,12 +151,12 @@ cdef int join_residents(State* st, Stage* s, int32_t j) noexcept nogil:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return -1
         s.res_cap = s.res_cap * 2 + 16
-    st.jobs.decoding[j] = 0
+    st.jobs.rec[j].decoding = 0
     s.plan_kept = False
     if st.steps_only:
         mark_row(st.steps_ready, s - st.stages)
     touch_step(st, s - st.stages)       # (its number moved: new_job)
-    at = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
+    at = resident_bound(st, s, st.sess.adm[st.jobs.rec[j].owner])
     memmove(&s.res[at + 1], &s.res[at], (s.nres - at) * sizeof(int32_t))
     s.res[at] = j
     s.nres += 1
@@ -180,7 +180,7 @@ cdef void stamp_served(State* st, Stage* s, int64_t at) noexcept nogil:
 
 cdef void leave_residents(State* st, Stage* s, int32_t j) noexcept nogil:
     # owners admitted at the same number (+inf: never admitted) sit together before the bound
-    cdef int64_t r = resident_bound(st, s, st.sess.adm[st.jobs.owner[j]])
+    cdef int64_t r = resident_bound(st, s, st.sess.adm[st.jobs.rec[j].owner])
     while r > 0:
         r -= 1
         if s.res[r] == j:
@@ -226,10 +226,10 @@ cdef int32_t next_by_keys(State* st, Stage* s) noexcept nogil:
         j = s.res[r]
         if st.jobs.served[j] == st.serve_stamp:
             continue
-        owner = st.jobs.owner[j]
-        st.ctxv[CTX_DECODING] = 1.0 if st.jobs.mode[j] == M_DECODE else 0.0
+        owner = st.jobs.rec[j].owner
+        st.ctxv[CTX_DECODING] = 1.0 if st.jobs.rec[j].mode == M_DECODE else 0.0
         st.ctxv[CTX_ADMISSION] = st.sess.adm[owner]
-        st.ctxv[CTX_REMAINING] = st.jobs.work[j]
+        st.ctxv[CTX_REMAINING] = st.jobs.rec[j].work
         for i in range(n):
             keys[n + i] = evaluate(st, st.serve_keys[s.serve_start + i], owner, &st.rng_session, NAN)
             if st.error.code:
@@ -309,7 +309,7 @@ cdef inline int assign_push(State* st, Stage* s, int32_t j, double tokens) noexc
         return -1
     a = &s.assigned[s.na]
     a.job = j
-    a.id = st.jobs.id[j]
+    a.id = st.jobs.rec[j].id
     a.tok = tokens
     s.na += 1
     return 0
@@ -362,12 +362,8 @@ cdef inline bint plan_decodes(State* st, Stage* s, double* left_out, IterTotals*
     cdef double left = left_out[0], tokens, pos, ntok = n.ntok, ndec = n.ndec
     cdef bint spent = False
     cdef int32_t* res = s.res
-    cdef int32_t* mode = st.jobs.mode
-    cdef double* work = st.jobs.work
-    cdef int32_t* growing = st.jobs.growing
-    cdef int32_t* owner = st.jobs.owner
-    cdef int64_t* frame = st.jobs.frame
-    cdef int64_t* ids = st.jobs.id
+    cdef JobRec* jobs = st.jobs.rec
+    cdef JobRec* jr
     cdef int64_t* grow_at = st.sess.grow_at
     cdef double* frame_pos = st.sess.frame_pos
     cdef double* frame_alloc = st.sess.frame_alloc
@@ -375,21 +371,22 @@ cdef inline bint plan_decodes(State* st, Stage* s, double* left_out, IterTotals*
     cdef Assigned* a = s.assigned
     while r < nres and na < cap:
         j = res[r]
-        if mode[j] != M_DECODE:
+        jr = &jobs[j]
+        if jr.mode != M_DECODE:
             break
-        tokens = min_of(min_of(1.0, work[j]), left)     # min_of(want_of(M_DECODE, ...), left)
+        tokens = min_of(min_of(1.0, jr.work), left)     # min_of(want_of(M_DECODE, ...), left)
         if not (tokens > 0):
             break
-        if growing[j] >= 0:
-            fj = frame[j]
-            if grow_at[owner[j]] >= 0 or fj < 0 or not grown[fj]:
+        if jr.growing >= 0:
+            fj = jr.frame
+            if grow_at[jr.owner] >= 0 or fj < 0 or not grown[fj]:
                 break
             pos = frame_pos[fj] + tokens
             if pos - frame_alloc[fj] > EPS:
                 break                   # a grow is due
             frame_pos[fj] = pos
         a[na].job = j
-        a[na].id = ids[j]
+        a[na].id = jr.id
         a[na].tok = tokens
         na += 1
         r += 1
@@ -419,7 +416,7 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
     cdef int64_t r, fj
     if excl:                            # (only an exclusive stage stalls decodes for a prefill)
         for r in range(s.nres):
-            if st.jobs.mode[s.res[r]] == M_PREFILL:
+            if st.jobs.rec[s.res[r]].mode == M_PREFILL:
                 resident_prefill = True
     if in_order:
         s.cursor = 0                    # a new pass: no one is served yet
@@ -441,19 +438,19 @@ cdef inline int plan_pass(State* st, Stage* s, int32_t k, double budget, double 
                     return -1
                 continue
             break
-        mode = st.jobs.mode[j]          # (read once: the calls below make the compiler read again)
+        mode = st.jobs.rec[j].mode          # (read once: the calls below make the compiler read again)
         is_prefill = mode == M_PREFILL
         if excl and resident_prefill and not is_prefill:
             continue                    # decodes stall while a prefill is resident
-        tokens = min_of(want_of(mode, st.jobs.work[j], chunk), budget if (excl and is_prefill) else left)
+        tokens = min_of(want_of(mode, st.jobs.rec[j].work, chunk), budget if (excl and is_prefill) else left)
         if not (tokens > 0):
             continue
-        row = st.jobs.growing[j]
+        row = st.jobs.rec[j].growing
         if row >= 0:
-            owner = st.jobs.owner[j]
+            owner = st.jobs.rec[j].owner
             if st.sess.grow_at[owner] >= 0:
                 continue                # stalled earlier, waiting to grow
-            fj = st.jobs.frame[j]
+            fj = st.jobs.rec[j].frame
             if fj < 0:
                 continue
             need = st.sess.frame_pos[fj] + tokens - st.sess.frame_alloc[fj]
@@ -523,15 +520,15 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
     if st.iter_preempted:
         fj = 0
         for r in range(s.na):
-            if st.jobs.id[s.assigned[r].job] == s.assigned[r].id:
+            if st.jobs.rec[s.assigned[r].job].id == s.assigned[r].id:
                 s.assigned[fj] = s.assigned[r]
                 fj += 1
         s.na = fj
     if s.excl:
         for r in range(s.na):
             j = s.assigned[r].job
-            if st.jobs.growing[j] >= 0:
-                fj = st.jobs.frame[j]
+            if st.jobs.rec[j].growing >= 0:
+                fj = st.jobs.rec[j].frame
                 if fj >= 0:
                     st.sess.frame_pos[fj] += s.assigned[r].tok
                     mark_grown(st, fj)
@@ -545,7 +542,7 @@ cdef void start_iteration(State* st, int32_t k) noexcept nogil:
         memset(&n, 0, sizeof(n))
         for r in range(s.na):
             j = s.assigned[r].job
-            count_assigned(st, s, j, st.jobs.mode[j], s.assigned[r].tok, &n, kv)
+            count_assigned(st, s, j, st.jobs.rec[j].mode, s.assigned[r].tok, &n, kv)
     duration = begin_iteration(st, s, k, &n, attention, budget)
     if duration < 0:
         return                          # the cost failed
@@ -724,9 +721,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         return PLAN_CHANGED
     for r in range(na):
         j = s.assigned[r].job
-        if not again and (s.res[r] != j or st.jobs.mode[j] != M_DECODE):
+        if not again and (s.res[r] != j or st.jobs.rec[j].mode != M_DECODE):
             return PLAN_CHANGED
-        tokens = min_of(want_of(M_DECODE, st.jobs.work[j], s.chunk_k), left)
+        tokens = min_of(want_of(M_DECODE, st.jobs.rec[j].work, s.chunk_k), left)
         if not (tokens > 0):
             return PLAN_CHANGED
         if tokens != s.assigned[r].tok:
@@ -735,15 +732,15 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         if counting:
             # (the smallest count over the residents; a NaN count gives none; a resident whose
             # tokens are not yet a decode's, a turn of NaN, none either: see quiet_repeat)
-            if tokens != 1.0 or not st.jobs.decoding[j]:
+            if tokens != 1.0 or not st.jobs.rec[j].decoding:
                 q = 0.0
-            x = st.jobs.work[j] - 1.0
+            x = st.jobs.rec[j].work - 1.0
             if not (x >= q):
                 q = x
-        row = st.jobs.growing[j]
+        row = st.jobs.rec[j].growing
         if row >= 0:
-            fj = st.jobs.frame[j]
-            if not again and (st.sess.grow_at[st.jobs.owner[j]] >= 0 or fj < 0):
+            fj = st.jobs.rec[j].frame
+            if not again and (st.sess.grow_at[st.jobs.rec[j].owner] >= 0 or fj < 0):
                 return PLAN_CHANGED
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
@@ -801,9 +798,7 @@ cdef inline int64_t again_positions(State* st, Stage* s, int64_t r, int64_t na, 
     pointers in locals (nothing here is a call or a char store that may move them). The first
     other entry is left to plan_again's own visit: its index (na when none)."""
     cdef Assigned* a = s.assigned
-    cdef int32_t* growing = st.jobs.growing
-    cdef int64_t* frame = st.jobs.frame
-    cdef int64_t* ids = st.jobs.id
+    cdef JobRec* jobs = st.jobs.rec
     cdef double* frame_pos = st.sess.frame_pos
     cdef double* frame_alloc = st.sess.frame_alloc
     cdef char* grown = st.sess.frame_grown
@@ -812,14 +807,14 @@ cdef inline int64_t again_positions(State* st, Stage* s, int64_t r, int64_t na, 
     cdef double pos
     while r < na:
         j = a[r].job
-        if growing[j] >= 0:
-            fj = frame[j]
+        if jobs[j].growing >= 0:
+            fj = jobs[j].frame
             pos = frame_pos[fj] + a[r].tok
             if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):
                 break                   # a grow due, or the frame to mark
             frame_pos[fj] = pos
         if not same:
-            a[r].id = ids[j]
+            a[r].id = jobs[j].id
         r += 1
     return r
 
@@ -848,18 +843,18 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
         a = &s.assigned[r]
         j = a.job
         r += 1
-        if st.jobs.growing[j] >= 0:
-            fj = st.jobs.frame[j]
+        if st.jobs.rec[j].growing >= 0:
+            fj = st.jobs.rec[j].frame
             if grows:
                 need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
                 if need > EPS:
-                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)     # granted (plan_unchanged)
+                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)     # granted (plan_unchanged)
                     due = True
             st.sess.frame_pos[fj] += a.tok
             if grows:
                 mark_grown(st, fj)
         if not same:
-            a.id = st.jobs.id[j]
+            a.id = st.jobs.rec[j].id
     moved[0] = due
     s.cursor = s.nres
     if not same or (due and kv):
@@ -948,8 +943,8 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
     for r in range(na):
         a = &s.assigned[r]
         j = a.job
-        st.jobs.work[j] -= a.tok
-        owner = st.jobs.owner[j]
+        st.jobs.rec[j].work -= a.tok
+        owner = st.jobs.rec[j].owner
         if warm:                        # (decoding[j]: a decode token continuing the turn)
             gap = now - st.sess.itl_last[owner]
             if gap == last_gap and gap > 0.0:
@@ -963,12 +958,12 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
                 total = h.total
                 last_gap = h.last_gap
         st.sess.itl_last[owner] = now
-        if st.jobs.growing[j] >= 0:
-            fj = st.jobs.frame[j]
+        if st.jobs.rec[j].growing >= 0:
+            fj = st.jobs.rec[j].frame
             if grows:                   # (plan_again's visit: each grow due is granted)
                 need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
                 if need > EPS:
-                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)
+                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)
                     due = True
             st.sess.frame_pos[fj] += a.tok
             if grows:
@@ -1009,10 +1004,10 @@ cdef void log_iteration(State* st, Stage* s) noexcept nogil:
         return
     for r in range(s.na):
         j = s.assigned[r].job
-        owner = st.jobs.owner[j]
+        owner = st.jobs.rec[j].owner
         if larr_push(&st.traces.it_serial, st.sess.serial[owner]) < 0 \
                 or larr_push(&st.traces.it_turn, turn_of(st.sess.attrs[<int64_t> owner * st.n_attrs + st.slot_turn])) < 0 \
-                or larr_push(&st.traces.it_mode, st.jobs.mode[j]) < 0 or darr_push(&st.traces.it_tokens, s.assigned[r].tok) < 0:
+                or larr_push(&st.traces.it_mode, st.jobs.rec[j].mode) < 0 or darr_push(&st.traces.it_tokens, s.assigned[r].tok) < 0:
             fail(st, E_MEMORY, -1, 0, 0, 0)
             return
     trace_logged(st)
@@ -1117,13 +1112,13 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
         j = a.job
         r += 1
         # (a job is removed from the residents only by leave_residents: if none left, all are there)
-        if left and st.jobs.id[j] != a.id:
+        if left and st.jobs.rec[j].id != a.id:
             continue                    # removed since the start
-        st.jobs.work[j] -= a.tok
-        finished = st.jobs.work[j] <= EPS
-        decode = st.jobs.mode[j] == M_DECODE
-        owner = st.jobs.owner[j]
-        if decode and st.jobs.decoding[j]:
+        st.jobs.rec[j].work -= a.tok
+        finished = st.jobs.rec[j].work <= EPS
+        decode = st.jobs.rec[j].mode == M_DECODE
+        owner = st.jobs.rec[j].owner
+        if decode and st.jobs.rec[j].decoding:
             if warm:
                 gap = now - st.sess.itl_last[owner]
                 if gap == last_gap and gap > 0.0:
@@ -1143,7 +1138,7 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
             total = h.total
             last_gap = h.last_gap
             # (its next decode token then continues the turn, as the turn is a number)
-            st.jobs.decoding[j] = decode and st.sess.itl_turn[owner] == st.sess.itl_turn[owner]
+            st.jobs.rec[j].decoding = decode and st.sess.itl_turn[owner] == st.sess.itl_turn[owner]
         if finished:
             # the finished leave the residents in one pass (O(residents), not O(residents) per
             # job); the stamp -2 marks them, and complete_job frees them, so no one reads it later.
@@ -1182,25 +1177,24 @@ cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, doub
     cdef double gap, w
     cdef Assigned* a
     cdef Assigned* entries = s.assigned
-    cdef int32_t* mode = st.jobs.mode
-    cdef char* decoding = st.jobs.decoding
-    cdef int32_t* owners = st.jobs.owner
-    cdef double* work = st.jobs.work
+    cdef JobRec* jobs = st.jobs.rec
+    cdef JobRec* jr
     cdef double* itl_last = st.sess.itl_last
     cdef int64_t* served = st.jobs.served
     while r < na:
         a = &entries[r]
         j = a.job
-        if mode[j] != M_DECODE or not decoding[j]:
+        jr = &jobs[j]
+        if jr.mode != M_DECODE or not jr.decoding:
             break
-        owner = owners[j]
+        owner = jr.owner
         gap = now - itl_last[owner]
         if not (gap == last_gap and gap > 0.0):
             break
         total[0] += gap
         again[0] += 1
-        w = work[j] - a.tok
-        work[j] = w
+        w = jr.work - a.tok
+        jr.work = w
         itl_last[owner] = now
         if w <= EPS:
             served[j] = -2

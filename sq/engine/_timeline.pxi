@@ -105,7 +105,7 @@ cdef void tl_service_end(State* st, int32_t k, int32_t j, const char* name) noex
     """The job leaves service (done, or removed by a preemption): its slice on its lane."""
     cdef FILE* f = tl_file(st)
     cdef int64_t lane = st.tl.job_lane[j]
-    cdef int32_t owner = st.jobs.owner[j]
+    cdef int32_t owner = st.jobs.rec[j].owner
     st.tl.lane_busy[k][lane] = 0
     if not tl_overlaps(st.tl, st.jobs.start[j], st.now):
         return

@@ -186,7 +186,7 @@ FAILS = {
     "arrivals_undrained": "failed to drain 2 active sessions",
     "arrivals_before_warmup": "no measurement interval",
     "max_memory": "(max_memory) at time",
-    "max_memory_samples": "2396 samples recorded",
+    "max_memory_samples": "2380 samples recorded",   # (a job slot charged 89 bytes: JobRec)
     "max_memory_samples_none": "(max_memory) at time",
 }
 

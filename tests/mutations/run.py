@@ -237,7 +237,7 @@ MUTATIONS = (
              )),
     Mutation("quiet-repeats-overrun", "a steady run, and step_again (one plan_unchanged), count one quiet "
              "repeat more per resident than its work allows (the last token planned as a whole one)", (
-                 ("_step.pxi", "        x = st.jobs.work[j] - 1.0\n", "        x = st.jobs.work[j]\n"),
+                 ("_step.pxi", "        x = st.jobs.rec[j].work - 1.0\n", "        x = st.jobs.rec[j].work\n"),
              )),
     Mutation("quiet-repeat-cost-unread", "a steady run makes its quiet repeats in one pass (keeping the "
              "duration) also where the cost does not repeat with the totals", (
@@ -311,7 +311,7 @@ MUTATIONS = (
              )),
     Mutation("quiet-grow-skipped", "a quiet repeat made in one pass with grows moves the position without "
              "the grow due (each grow taken as not due)", (
-                 ("_step.pxi", "                if need > EPS:\n                    grow_now(st, &st.pools[st.jobs.growing[j]], fj, need)\n                    due = True\n",
+                 ("_step.pxi", "                if need > EPS:\n                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)\n                    due = True\n",
                   ""),
              )),
     Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
@@ -321,8 +321,8 @@ MUTATIONS = (
     Mutation("preempt-first-admitted", "growth preempts the resident admitted first, not last", (
                  ("_pools.pxi", "if slot >= 0 and (best < 0 or st.sess.adm[slot] > st.sess.adm[best]):",
                   "if slot >= 0 and (best < 0 or st.sess.adm[slot] < st.sess.adm[best]):"),
-                 ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.owner[s.res[r]]",
-                  "    for r in range(s.nres):\n        slot = st.jobs.owner[s.res[r]]"),
+                 ("_pools.pxi", "    for r in range(s.nres - 1, -1, -1):\n        slot = st.jobs.rec[s.res[r]].owner",
+                  "    for r in range(s.nres):\n        slot = st.jobs.rec[s.res[r]].owner"),
              )),
     Mutation("slab-refilled-per-run", "each run fills the slab its arrays are copied into from the start "
              "again (as if a slab were one run's scratch): kept reports' arrays are overwritten", (
