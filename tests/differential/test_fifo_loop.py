@@ -63,6 +63,13 @@ IN_SHAPE = {
     "ties_12_queued": _program("fifo(12)", "3", "renewal(0.2)", "horizon 25; warmup 5;"),
     "mm9_overloaded": _program("fifo(9)", "~exp(1)", "poisson(10)", "horizon 60; seed 18;"),
     "mm3_ties_and_draws": _program("fifo(3)", "~uniform(0, 2)", "renewal(~det(0.5))", "horizon 60; warmup 7;"),
+    # (round 9) arrival limits at the edges of a batch of 64 draws taken ahead (tried in fifo_loop,
+    # not kept: benchmarks/README.md, ninth round), kept as tests of the limit: 1, 65, a few servers
+    # with a warm-up, and the sweep row's run (1,000 arrivals, the horizon far)
+    "limit_1": _program("fifo(1)", "~exp(1)", "poisson(0.9)", "horizon 100; arrivals 1; seed 19;"),
+    "limit_65": _program("fifo(1)", "~exp(1)", "poisson(0.9)", "horizon 1000; arrivals 65; seed 20;"),
+    "limit_200_mm3": _program("fifo(3)", "~exp(0.9)", "poisson(3)", "horizon 1000; warmup 10; arrivals 200; seed 21;"),
+    "limit_1000": _program("fifo(1)", "~exp(1)", "poisson(0.9)", "horizon 1e9; arrivals 1000; seed 22;"),
 }
 
 # just outside the shape (the work reads the session): the general loop runs it
