@@ -131,7 +131,9 @@ cdef inline void* data_of(cnp.ndarray a):
     return cnp.PyArray_DATA(a)
 
 
-cdef void free_state(State* st) noexcept:
+cdef void release_state(State* st) noexcept:
+    """Free what a run allocated, but the State itself (the caller clears it for the thread's
+    next run: _Kept) and its families' blocks, kept in the thread's spares (spare_keep)."""
     cdef int32_t k
     cdef int64_t i
     if st == NULL:
@@ -170,16 +172,64 @@ cdef void free_state(State* st) noexcept:
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
     free(st.steps_ready); free(st.pool_lag.gap); free(st.stage_lag.gap); free(st.kept_kv)
     free(st.pools_touched); free(st.stages_touched); free(st.step_rows)
-    resize(st, session_tables, 0)
-    resize(st, job_tables, 0)
-    resize(st, lease_tables, 0)
+    spare_keep(st, session_tables)
+    spare_keep(st, job_tables)
+    spare_keep(st, lease_tables)
     flows_free(st)
     traces_free(&st.traces)
     tl_close(st)
     free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.ready)
     free(st.stack); free(st.keys)
-    free(st)
+
+
+# ---- a State kept per thread ------------------------------------------------------------------
+cdef class _Kept:
+    """A thread's State, all zero between runs (as calloc gives it), and the places its families'
+    blocks are kept in from run to run (spare_keep, spare_take): a sweep's runs allocate neither.
+    What is kept is bounded: one State, and per family one block of at most SPARE_BYTES."""
+    cdef State* st
+    cdef Spare spares[SPARE_FAMILIES]      # (zero as the object is made)
+    cdef bint busy                         # a run of the thread uses it now
+
+    def __cinit__(self):
+        self.st = <State*> calloc(1, sizeof(State))
+        if self.st == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        spares_free(self.spares)
+        free(self.st)
+
+
+# Each thread's _Kept, busy while a run uses it (a run started inside another on the same
+# thread, by a progress or trace callback, makes one of its own, not kept).
+import threading
+_threads = threading.local()
+
+
+def kept_tables():
+    """The families' blocks this thread keeps between runs: (slots, bytes a slot) each (tests read it)."""
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        return []
+    cdef Spare* sp
+    out = []
+    for i in range(SPARE_FAMILIES):
+        sp = &(<_Kept> kept).spares[i]
+        if sp.block != NULL:
+            out.append((sp.cap, sp.slot_bytes))
+    return out
+
+
+cdef _Kept _kept_take():
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        kept = _threads.kept = _Kept.__new__(_Kept)
+    elif (<_Kept> kept).busy:
+        kept = _Kept.__new__(_Kept)
+    (<_Kept> kept).busy = True
+    return <_Kept> kept
 
 
 cdef void _free_capsule(object capsule) noexcept:
@@ -290,7 +340,7 @@ cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size)
         arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p[0])
         capsule = PyCapsule_New(p[0], NULL, <PyCapsule_Destructor> _free_capsule)
         cnp.set_array_base(<cnp.ndarray> arr, capsule)   # takes its own reference
-    p[0] = NULL      # the array owns the buffer now (until here, a failure leaves it to free_state)
+    p[0] = NULL      # the array owns the buffer now (until here, a failure leaves it to release_state)
     n[0] = cap[0] = 0
     return arr
 
@@ -448,6 +498,78 @@ def quiet_repeats():
     return quiet_fused
 
 
+# ---- a program's set-up plan: what every run of it reads from the lowered tables ---------------
+cdef class _Plan:
+    """The lowered program's tables as the State points into them (C-contiguous, of the engine's
+    dtypes) and its scalars as C values: read from the `Lowered` once (plan_of), where each run
+    read some sixty attributes (a dict look-up each) and checked a dozen arrays. Only what the
+    program fixes is here: the run's settings, a trace's and an arrival's tables are read per run."""
+    cdef readonly object lowered        # the program planned (held: the cache's key is its identity)
+    cdef cnp.ndarray code, consts, stmts, holds, hoffs, hpcs, needs
+    cdef cnp.ndarray caps, blocks, kstart, kcount, pkeys, lifo, estart, ecount, spills, admit_via
+    cdef cnp.ndarray kinds, servers, phis, shared, step_exprs, step_serve, step_memory, serve_keys, gexprs
+    cdef object seed, horizon, warmup, arrivals     # the program's own settings (a run's when not given)
+    cdef object trace_tables        # _trace_arrays' of a program without a trace (None: a trace's, per run)
+    cdef int64_t n_code, n_stmts, stack_cap, n_keys, arrival_count
+    cdef int32_t n_holds, hold_depth_max, hold_pools_max, n_attrs, slot_serial, slot_turn, slot_cached
+    cdef int32_t slot_computed, init_pc, turn_pc, session_pc, max_keys, n_stages, n_pools, n_observes
+    cdef int32_t n_gauges, max_flow_stages, arrival_kind, arrival_gap
+    cdef int32_t slot_new, slot_out, slot_think, slot_forced, slot_more
+    cdef int trace_ordered, share_maxmin, kv_budget, kv_iteration, budget_totals, estimates
+    cdef double arrival_rate
+
+
+# The last program planned (a sweep runs one program many times). A Lowered is never changed in
+# place (settings make a new one), so its identity keys its plan; held here, it is never freed
+# and mistaken for a new one at its address. Read and replaced with the GIL held.
+cdef _Plan _last_plan = None
+
+
+def plan_of(lowered):
+    """The set-up plan of a `Lowered` (see _Plan): the last one made when it is the same program."""
+    global _last_plan
+    cdef _Plan p = _last_plan
+    if p is not None and p.lowered is lowered:
+        return p
+    p = _Plan.__new__(_Plan)
+    p.lowered = lowered
+    p.code, p.consts, p.stmts = _contig(lowered.code, _I32), _contig(lowered.consts, _F64), _contig(lowered.stmts, _I32)
+    p.holds, p.hoffs = _contig(lowered.holds, _I32), _contig(lowered.hold_offsets, _I32)
+    p.hpcs, p.needs = _contig(lowered.hold_pcs, _I32), _contig(lowered.stage_needs, _I64)
+    p.n_code, p.n_stmts, p.n_holds = len(p.code), len(lowered.stmts), len(p.hoffs)
+    p.hold_depth_max = max(1, lowered.max_hold_depth)
+    p.hold_pools_max = max(1, lowered.max_hold_pools)
+    p.n_attrs, p.slot_serial, p.slot_turn = lowered.n_attrs, lowered.slot_serial, lowered.slot_turn
+    p.slot_cached, p.slot_computed = lowered.slot_cached, lowered.slot_computed
+    p.init_pc, p.turn_pc, p.session_pc = lowered.init_pc, lowered.turn_pc, lowered.session_pc
+    p.max_keys = lowered.max_keys
+    p.n_keys = 2 * lowered.max_keys + 2
+    p.n_stages, p.n_pools = len(lowered.stage_names), len(lowered.pool_names)
+    p.n_observes, p.n_gauges = len(lowered.observe_names), len(lowered.gauge_names)
+    p.stack_cap = lowered.stack_depth + 64
+    p.caps, p.blocks = _contig(lowered.pool_caps, _F64), _contig(lowered.pool_blocks, _F64)
+    p.kstart, p.kcount = _contig(lowered.pool_key_start, _I32), _contig(lowered.pool_key_count, _I32)
+    p.pkeys, p.lifo = _contig(lowered.pool_keys, _I32), _contig(lowered.pool_lifo, _I32)
+    p.estart, p.ecount = _contig(lowered.pool_evict_start, _I32), _contig(lowered.pool_evict_count, _I32)
+    p.spills, p.admit_via = _contig(lowered.pool_spill, _SPILL), _contig(lowered.pool_admit_via, _I32)
+    p.kinds, p.servers = _contig(lowered.stage_kinds, _I32), _contig(lowered.stage_servers, _I32)
+    p.phis, p.shared = _contig(lowered.stage_phi, _I32), _contig(lowered.stage_shared, _F64)
+    p.step_exprs, p.step_serve = _contig(lowered.step_exprs, _STEP_EXPRS), _contig(lowered.step_serve, _STEP_SERVE)
+    p.step_memory, p.serve_keys = _contig(lowered.step_memory, _I32), _contig(lowered.serve_keys, _I32)
+    p.gexprs = _contig(lowered.gauge_exprs, _I32)
+    p.max_flow_stages, p.share_maxmin = max(1, lowered.max_flow_stages), lowered.share_maxmin
+    p.kv_budget, p.kv_iteration = bool(lowered.kv_budget), bool(lowered.kv_iteration)
+    p.budget_totals, p.estimates = bool(lowered.budget_totals), bool(lowered.estimates)
+    p.arrival_kind, p.arrival_rate = lowered.arrival_kind, lowered.arrival_rate
+    p.arrival_count, p.arrival_gap = min(lowered.arrival_count, 2**62), lowered.arrival_gap
+    p.seed, p.horizon, p.warmup, p.arrivals = lowered.seed, lowered.horizon, lowered.warmup, lowered.arrivals
+    p.trace_ordered = lowered.trace_ordered
+    p.slot_new, p.slot_out, p.slot_think, p.slot_forced, p.slot_more = lowered.slot_trace
+    p.trace_tables = None if lowered.trace else _trace_arrays(lowered, None)    # (no trace: no seed read)
+    _last_plan = p
+    return p
+
+
 def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
         trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
         step_limit=STEPS_PER_INSTANT, max_memory=MAX_MEMORY, samples="all", wall_limit=None, progress=None,
@@ -471,18 +593,21 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     `progress(now, events, arrivals)` is called every ~50 ms of wall time.
     """
     global lone_runs, fifo_runs, ps_runs, steady_repeats, steps_repeated, quiet_fused
-    settings = _settings(lowered, seed, horizon, warmup, arrivals)
-    seed_v, horizon_v, warmup_v, limit_v = settings
+    cdef _Plan plan = plan_of(lowered)
+    seed_v, horizon_v, warmup_v, limit_v = _settings(plan, seed, horizon, warmup, arrivals)
     if samples not in ("all", "none"):
         raise SqError(f"run: samples is 'all' or 'none', found {samples!r}", phase="settings")
-    cdef State* st = <State*> calloc(1, sizeof(State))
-    if st == NULL:
-        raise MemoryError()
+    cdef _Kept kept = _kept_take()
+    cdef State* st = kept.st
+    st.spares = kept.spares
     try:
-        # the arrays the State points into, alive until the run is collected
-        tables = (_set_program(st, lowered), _set_trace(st, lowered, seed_v),
-                  _set_pools(st, lowered), _set_stages(st, lowered), _set_observations(st, lowered))
-        _set_run(st, lowered, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
+        # the arrays the State points into (the plan's, a trace's, an arrival's), alive until the run is collected
+        _set_program(st, plan)
+        tables = (plan, _set_trace(st, lowered, seed_v, plan))
+        _set_pools(st, plan)
+        _set_stages(st, plan)
+        _set_observations(st, plan)
+        _set_run(st, plan, seed_v, horizon_v, warmup_v, limit_v, step_limit, max_memory, check_invariants)
         tables += (_set_arrivals(st, lowered, horizon_v),)
         st.traces.iters = bool(trace_iterations)
         st.traces.evicts = bool(trace_evictions)
@@ -520,57 +645,55 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             raise watch.exception
         return raw
     finally:
-        free_state(st)
+        release_state(st)
+        memset(st, 0, sizeof(State))        # (every field as the set-up expects it: zero)
+        kept.busy = False
 
 
 # ---- run's set-up, table by table: each returns the arrays it points the State into ----------
-cdef object _set_program(State* st, lowered):
+cdef int _set_program(State* st, _Plan p) except -1:
     """The bytecode, its constants, entry points and hold rows (with the most holds and pools a
     session's frames carry), the attribute slots, the expression stack."""
     cdef int32_t k
-    # (each table read by its attribute, not through keywords: the set-up is paid by every run)
-    code, consts, stmts = _contig(lowered.code, _I32), _contig(lowered.consts, _F64), _contig(lowered.stmts, _I32)
-    holds, hoffs = _contig(lowered.holds, _I32), _contig(lowered.hold_offsets, _I32)
-    hpcs = _contig(lowered.hold_pcs, _I32)
-    st.code = <const int32_t*> data_of(code)
-    st.consts = <const double*> data_of(consts)
-    st.stmts = <const int32_t*> data_of(stmts)
-    st.n_code = len(code)
+    st.code = <const int32_t*> data_of(p.code)
+    st.consts = <const double*> data_of(p.consts)
+    st.stmts = <const int32_t*> data_of(p.stmts)
+    st.n_code = p.n_code
     st.shapes = expr_shapes(st.code, st.n_code)
-    st.holds = <const int32_t*> data_of(holds)
-    st.hold_offsets = <const int32_t*> data_of(hoffs)
-    st.hold_pcs = <const int32_t*> data_of(hpcs)
-    st.n_holds = len(hoffs)
-    st.hold_depth_max = max(1, lowered.max_hold_depth)
-    st.hold_pools_max = max(1, lowered.max_hold_pools)
-    st.n_attrs = lowered.n_attrs
-    st.slot_serial = lowered.slot_serial
-    st.slot_turn = lowered.slot_turn
-    st.slot_cached = lowered.slot_cached
-    st.slot_computed = lowered.slot_computed
-    st.init_pc = lowered.init_pc
-    st.turn_pc = lowered.turn_pc
-    st.session_pc = lowered.session_pc
-    st.max_keys = lowered.max_keys
-    st.n_stages = len(lowered.stage_names)
-    st.n_pools = len(lowered.pool_names)
-    st.n_observes = len(lowered.observe_names)
-    st.n_gauges = len(lowered.gauge_names)
-    st.stack_cap = lowered.stack_depth + 64
-    needs = _contig(lowered.stage_needs, _I64)
-    st.stage_needs = <const int64_t*> data_of(needs)
+    st.holds = <const int32_t*> data_of(p.holds)
+    st.hold_offsets = <const int32_t*> data_of(p.hoffs)
+    st.hold_pcs = <const int32_t*> data_of(p.hpcs)
+    st.n_holds = p.n_holds
+    st.hold_depth_max = p.hold_depth_max
+    st.hold_pools_max = p.hold_pools_max
+    st.n_attrs = p.n_attrs
+    st.slot_serial = p.slot_serial
+    st.slot_turn = p.slot_turn
+    st.slot_cached = p.slot_cached
+    st.slot_computed = p.slot_computed
+    st.init_pc = p.init_pc
+    st.turn_pc = p.turn_pc
+    st.session_pc = p.session_pc
+    st.max_keys = p.max_keys
+    st.n_stages = p.n_stages
+    st.n_pools = p.n_pools
+    st.n_observes = p.n_observes
+    st.n_gauges = p.n_gauges
+    st.stack_cap = p.stack_cap
+    st.stage_needs = <const int64_t*> data_of(p.needs)
     st.stack = <double*> malloc(st.stack_cap * sizeof(double))
     for k in range(N_CONTEXTS):
         st.ctxv[k] = NAN
-    st.keys = <double*> malloc((2 * lowered.max_keys + 2) * sizeof(double))
+    st.keys = <double*> malloc(p.n_keys * sizeof(double))
     if st.stack == NULL or st.keys == NULL or st.shapes == NULL:
         raise MemoryError()
-    return code, consts, stmts, holds, hoffs, hpcs, needs
+    return 0
 
 
-cdef object _set_trace(State* st, lowered, seed):
+cdef object _set_trace(State* st, lowered, seed, _Plan plan):
     """Trace replay: the corpus and the attribute slots a turn loads; `arrive replay`'s schedule."""
-    trace_turns, trace_start, trace_len, replay_at, replay_of, prefix = _trace_arrays(lowered, seed)
+    tables = plan.trace_tables if plan.trace_tables is not None else _trace_arrays(lowered, seed)
+    trace_turns, trace_start, trace_len, replay_at, replay_of, prefix = tables
     st.pfx_cap = -1.0
     if prefix is not None:
         ids, off, prev, nxt = prefix
@@ -590,19 +713,17 @@ cdef object _set_trace(State* st, lowered, seed):
     st.trace_start = <const int64_t*> data_of(trace_start) if trace_start is not None else NULL
     st.trace_len = <const int64_t*> data_of(trace_len) if trace_len is not None else NULL
     st.trace_sessions = len(trace_len) if trace_len is not None else len(trace_turns) // 4
-    st.trace_ordered = lowered.trace_ordered
-    st.slot_new, st.slot_out, st.slot_think, st.slot_forced, st.slot_more = lowered.slot_trace
-    return trace_turns, trace_start, trace_len, replay_at, replay_of, prefix
+    st.trace_ordered = plan.trace_ordered
+    st.slot_new, st.slot_out, st.slot_think = plan.slot_new, plan.slot_out, plan.slot_think
+    st.slot_forced, st.slot_more = plan.slot_forced, plan.slot_more
+    return tables
 
 
-cdef object _set_pools(State* st, lowered):
+cdef int _set_pools(State* st, _Plan p) except -1:
     """The pools: caps, blocks, `queue by` and `evict by` keys, lifo, spill clauses, `admit via`."""
     cdef int32_t k
-    caps, blocks = _contig(lowered.pool_caps, _F64), _contig(lowered.pool_blocks, _F64)
-    kstart, kcount = _contig(lowered.pool_key_start, _I32), _contig(lowered.pool_key_count, _I32)
-    pkeys, lifo = _contig(lowered.pool_keys, _I32), _contig(lowered.pool_lifo, _I32)
-    estart, ecount = _contig(lowered.pool_evict_start, _I32), _contig(lowered.pool_evict_count, _I32)
-    spills, admit_via = _contig(lowered.pool_spill, _SPILL), _contig(lowered.pool_admit_via, _I32)
+    caps, blocks, kstart, kcount, pkeys, lifo = p.caps, p.blocks, p.kstart, p.kcount, p.pkeys, p.lifo
+    estart, ecount, spills, admit_via = p.estart, p.ecount, p.spills, p.admit_via
     st.pool_caps = <const double*> data_of(caps)
     st.pool_keys = <const int32_t*> data_of(pkeys)
     st.admit_via = <const int32_t*> data_of(admit_via)
@@ -632,17 +753,15 @@ cdef object _set_pools(State* st, lowered):
             st.pools_evict_by = 1      # spill clauses read ended sessions' snapshots too
         if st.pools[k].evict_count > 0:
             st.pools_evict_by = 1
-    return caps, pkeys, admit_via
+    return 0
 
 
-cdef object _set_stages(State* st, lowered):
+cdef int _set_stages(State* st, _Plan p) except -1:
     """The stages: kind, servers, φ, step expressions and serve keys, memory pool, shared capacity;
     the flows' tables. After _set_pools (a step stage's memory pool is marked)."""
     cdef int32_t k, m, passes
-    kinds, servers = _contig(lowered.stage_kinds, _I32), _contig(lowered.stage_servers, _I32)
-    phis, shared = _contig(lowered.stage_phi, _I32), _contig(lowered.stage_shared, _F64)
-    step_exprs, step_serve = _contig(lowered.step_exprs, _STEP_EXPRS), _contig(lowered.step_serve, _STEP_SERVE)
-    step_memory, serve_keys = _contig(lowered.step_memory, _I32), _contig(lowered.serve_keys, _I32)
+    kinds, servers, phis, shared = p.kinds, p.servers, p.phis, p.shared
+    step_exprs, step_serve, step_memory, serve_keys = p.step_exprs, p.step_serve, p.step_memory, p.serve_keys
     st.serve_keys = <const int32_t*> data_of(serve_keys)
     st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
     st.stages_sampled = rows_new(st.n_stages)
@@ -654,13 +773,13 @@ cdef object _set_stages(State* st, lowered):
     if st.stages == NULL or st.stages_sampled == NULL or st.steps_ready == NULL or st.stages_touched == NULL or st.step_rows == NULL \
             or st.stage_lag.gap == NULL or st.kept_kv == NULL:
         raise MemoryError()
-    if not flows_new(st, max(1, lowered.max_flow_stages), lowered.share_maxmin):
+    if not flows_new(st, p.max_flow_stages, p.share_maxmin):
         raise MemoryError()
     st.bl_stage = -1
-    st.kv_budget = bool(lowered.kv_budget)
-    st.kv_iteration = bool(lowered.kv_iteration)
-    st.budget_totals = bool(lowered.budget_totals)
-    st.estimates = bool(lowered.estimates)
+    st.kv_budget = p.kv_budget
+    st.kv_iteration = p.kv_iteration
+    st.budget_totals = p.budget_totals
+    st.estimates = p.estimates
     st.flows.finite = 1
     for k in range(st.n_stages):
         st.stages[k].budget_e = (<StepExprsRow*> data_of(step_exprs))[k].budget
@@ -693,7 +812,7 @@ cdef object _set_stages(State* st, lowered):
             st.flows.finite = 0
     if st.n_holds > 0:
         st.session_extras = 1
-    st.forms = stmt_forms(st, len(lowered.stmts))
+    st.forms = stmt_forms(st, p.n_stmts)
     if st.forms == NULL:
         raise MemoryError()
     st.n_ps_first = st.n_stages
@@ -718,30 +837,30 @@ cdef object _set_stages(State* st, lowered):
     st.step_lone = st.n_ps_first if passes == 1 and st.stages[st.n_ps_first].kind == K_STEP else -1
     st.steady_stage = st.step_lone if steady_enabled else -1
     st.steps_again = st.steps_only and steady_enabled
-    return (serve_keys,)
+    return 0
 
 
-cdef object _set_observations(State* st, lowered):
+cdef int _set_observations(State* st, _Plan p) except -1:
     """The observes' and gauges' tables (their samples grow as the run records)."""
     cdef int32_t k
-    gexprs = _contig(lowered.gauge_exprs, _I32)
+    gexprs = p.gexprs
     st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
     st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
     if st.observes == NULL or st.gauges == NULL:
         raise MemoryError()
     for k in range(st.n_gauges):
         st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
-    return ()
+    return 0
 
 
-cdef void _set_run(State* st, lowered, seed, double horizon, double warmup, limit, step_limit, max_memory,
+cdef void _set_run(State* st, _Plan p, seed, double horizon, double warmup, limit, step_limit, max_memory,
                    check_invariants) except *:
     """The run's settings: the workload's arrivals, horizon, warm-up, limits, the seeded streams."""
     cdef uint64_t useed = <uint64_t> seed
-    st.arrival_kind = lowered.arrival_kind
-    st.arrival_rate = lowered.arrival_rate
-    st.arrival_count = min(lowered.arrival_count, 2**62)
-    st.arrival_gap = lowered.arrival_gap
+    st.arrival_kind = p.arrival_kind
+    st.arrival_rate = p.arrival_rate
+    st.arrival_count = p.arrival_count
+    st.arrival_gap = p.arrival_gap
     st.horizon = horizon
     st.warmup = warmup
     st.limit = min(limit, ARRIVALS_NEVER)   # a larger limit is never reached either
@@ -942,13 +1061,13 @@ def _trace_arrays(lowered, seed):
     return corpus.turns.reshape(-1), corpus.offset, corpus.count, at, of, prefix
 
 
-def _settings(lowered, seed, horizon, warmup, arrivals):
+cdef tuple _settings(_Plan p, seed, horizon, warmup, arrivals):
     """The run's seed, horizon, warmup and arrival limit: those given, else the program's own.
     Given ones were checked by `sq._support.settings` (sq.run_lowered) before they reach the engine."""
-    return (lowered.seed if seed is None else int(seed),
-            lowered.horizon if horizon is None else float(horizon),
-            lowered.warmup if warmup is None else float(warmup),
-            lowered.arrivals if arrivals is None else int(arrivals))
+    return (p.seed if seed is None else int(seed),
+            p.horizon if horizon is None else float(horizon),
+            p.warmup if warmup is None else float(warmup),
+            p.arrivals if arrivals is None else int(arrivals))
 
 
 cdef object _finish(State* st, double horizon, double warmup, object limit, SqError):

@@ -619,6 +619,11 @@ cdef struct Tables:
     char* old                   # the old block's first table (NULL: none yet)
     int64_t old_cap
     int32_t placed              # tables placed so far
+    # `measuring` also notes the family's first table and each table's bytes a slot (its layout,
+    # the first SPARE_TABLES), `n` tables in all: what a kept block is matched by (Spare)
+    void** first
+    int32_t n
+    size_t sizes[SPARE_TABLES]
 
 ctypedef bint (*Family)(State* st, Tables* t) noexcept nogil
 
@@ -635,6 +640,11 @@ cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
     t.bytes += table_bytes(t.cap, per_slot)
     if t.measuring:
         t.slot_bytes += per_slot
+        if t.n == 0:
+            t.first = p
+        if t.n < SPARE_TABLES:
+            t.sizes[t.n] = per_slot
+        t.n += 1
         return True
     if t.placed == 0:       # the family's first table starts the old block
         t.old = <char*> p[0]
@@ -650,14 +660,48 @@ cdef bint table(Tables* t, void** p, size_t per_slot) noexcept nogil:
     return True
 
 
+# A family grows a few times a run: its growth stays a call (noinline), out of the loops that
+# allocate a slot (fifo_loop's arrivals), whose registers the inlined walk of the list would take.
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_7_engine_Tables;
+    static __attribute__((noinline)) int __pyx_f_2sq_7_engine_resize_charged(
+        struct __pyx_t_2sq_6engine_6_state_State *,
+        int (*)(struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_7_engine_Tables *), int64_t, int64_t);
+    static __attribute__((noinline)) int __pyx_f_2sq_7_engine_resize(
+        struct __pyx_t_2sq_6engine_6_state_State *,
+        int (*)(struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_7_engine_Tables *), int64_t);
+    """
+
+
+cdef inline void measure(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
+    """A family's list walked without placing: its block's size at `cap` slots, what a slot takes,
+    its layout and its first table (see Tables)."""
+    memset(t, 0, sizeof(Tables))
+    t.cap, t.measuring = cap, True
+    family(st, t)
+
+
 cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
     """A family's tables at `cap` slots (their slots up to the old capacity kept), or all freed
     (cap 0). False: out of memory (the tables are then as they were)."""
     cdef Tables t
+    measure(st, family, &t, cap)
+    return resize_measured(st, family, &t, cap)
+
+
+cdef bint resize_measured(State* st, Family family, Tables* t, int64_t cap) noexcept nogil:
+    """resize, its list measured at `cap` in `t`. A block that has room for `cap` slots already
+    (one kept from an earlier run: spare_take) stays as it is."""
     cdef char* head = NULL
-    memset(&t, 0, sizeof(Tables))
-    t.cap, t.measuring = cap, True
-    family(st, &t)              # the block's size
+    cdef char* old = <char*> t.first[0]
+    if old == NULL and cap == 0:
+        return True             # nothing to free
+    if old != NULL and cap > 0 and (<int64_t*> (old - TABLE_HEAD))[0] >= cap:
+        return True             # (slots past the family's own capacity are never read)
+    if cap > 0 and spare_take(st, family, t, old, cap):
+        return True
     if cap > 0:
         head = <char*> malloc(TABLE_HEAD + t.bytes)
         if head == NULL:
@@ -665,7 +709,7 @@ cdef bint resize(State* st, Family family, int64_t cap) noexcept nogil:
         (<int64_t*> head)[0] = cap
         t.block = head + TABLE_HEAD
     t.measuring, t.bytes = False, 0
-    family(st, &t)              # each table placed, its slots copied
+    family(st, t)               # each table placed, its slots copied
     if t.old != NULL:
         free(t.old - TABLE_HEAD)
     return True
@@ -675,14 +719,102 @@ cdef bint resize_charged(State* st, Family family, int64_t old, int64_t cap) noe
     """A family's tables grown from `old` to `cap` slots, the new slots charged to the memory
     bound first at what the same list measures a slot to take. False: the run stops (failed)."""
     cdef Tables t
-    t.cap, t.measuring, t.slot_bytes = cap, True, 0
-    family(st, &t)
+    measure(st, family, &t, cap)
     if charge(st, (cap - old) * t.slot_bytes) < 0:
         return False
-    if not resize(st, family, cap):
+    if not resize_measured(st, family, &t, cap):
         fail(st, E_MEMORY, -1, 0, 0, 0)
         return False
     return True
+
+
+# ---- a family's tables kept from run to run (on one thread) ------------------------------------
+# A sweep runs one program many times: each run's families would be allocated from nothing
+# (64 slots, then doubled) and freed at its end. Instead its end keeps each family's block in the
+# thread's Spare (spare_keep, if at most SPARE_BYTES), and the next run's first resize of the
+# family takes it when its layout (each table's bytes a slot) is the same and it has the room
+# (spare_take). The family's own capacity (what the memory bound charges, what it doubles from)
+# still starts at 0 and grows as before; only the block under it is older than the run.
+cdef enum:
+    SPARE_BYTES = 1 << 20
+
+
+cdef Spare* spare_of(State* st, Family family) noexcept nogil:
+    """The thread's place for a family's kept block (NULL: the run keeps none)."""
+    cdef int32_t i
+    if st.spares == NULL:
+        return NULL
+    for i in range(SPARE_FAMILIES):
+        if st.spares[i].family == NULL:
+            st.spares[i].family = <void*> family
+        if st.spares[i].family == <void*> family:
+            return &st.spares[i]
+    return NULL
+
+
+cdef bint spare_take(State* st, Family family, Tables* t, char* old, int64_t cap) noexcept nogil:
+    """At a family's growth to `cap` slots (resize, its list measured in `t`; `old` its block):
+    place it in the kept block if it has none yet and the kept one has its layout and the room.
+    The run's first growth also notes where the family's tables are and whether the kept layout is
+    its own (spare_keep reads both). False: none taken (resize allocates)."""
+    cdef Spare* sp = spare_of(st, family)
+    if sp == NULL:
+        return False
+    if sp.first == NULL:
+        sp.first = t.first
+        sp.same = sp.n == t.n and t.n <= SPARE_TABLES \
+            and memcmp(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t)) == 0
+    if old != NULL or sp.block == NULL or not sp.same or sp.cap < cap:
+        return False
+    t.cap, t.measuring, t.bytes = sp.cap, False, 0
+    t.block = sp.block
+    sp.block = NULL
+    family(st, t)               # each table placed in it (nothing to copy: the family had no block)
+    return True
+
+
+cdef void spare_keep(State* st, Family family) noexcept nogil:
+    """At the run's end: the family's block kept for the thread's next run (when it is at most
+    SPARE_BYTES: a run that grew its tables large gives them back), else freed. The run's pointers
+    into it are left as they are: the State is cleared or freed next (release_state)."""
+    cdef Spare* sp = spare_of(st, family)
+    cdef Tables t
+    cdef char* old
+    cdef int64_t cap
+    if sp == NULL:
+        resize(st, family, 0)
+        return
+    if sp.first == NULL:
+        return                  # not grown in this run: it has no block (a kept one stays kept)
+    old = <char*> sp.first[0]
+    sp.first = NULL
+    if old == NULL:
+        return
+    cap = (<int64_t*> (old - TABLE_HEAD))[0]
+    if not sp.same:             # another layout than the kept block's: this run's, measured
+        measure(st, family, &t, 0)
+        if t.n > SPARE_TABLES:
+            free(old - TABLE_HEAD)
+            return
+        sp.n, sp.slot_bytes, sp.same = t.n, t.slot_bytes, True
+        memcpy(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t))
+        if sp.block != NULL:
+            free(sp.block - TABLE_HEAD)     # (kept in the other layout)
+            sp.block = NULL
+    if cap * sp.slot_bytes > SPARE_BYTES:
+        free(old - TABLE_HEAD)
+        return
+    if sp.block != NULL:
+        free(sp.block - TABLE_HEAD)     # an older block this run did not fit in
+    sp.block, sp.cap = old, cap
+
+
+cdef void spares_free(Spare* spares) noexcept nogil:
+    cdef int32_t i
+    for i in range(SPARE_FAMILIES):
+        if spares[i].block != NULL:
+            free(spares[i].block - TABLE_HEAD)
+            spares[i].block = NULL
 
 
 cdef void traces_free(Traces* t) noexcept nogil:

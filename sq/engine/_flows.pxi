@@ -31,7 +31,7 @@ cdef bint flow_tables(State* st, Tables* t) noexcept nogil:
 
 
 cdef void flows_free(State* st) noexcept nogil:
-    resize(st, flow_tables, 0)
+    spare_keep(st, flow_tables)
     free(st.flows.touched); free(st.flows.left); free(st.flows.rising); free(st.flows.scratch)
 
 

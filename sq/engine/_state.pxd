@@ -450,6 +450,24 @@ cdef struct Lone:
                                # leaves unwritten: `work(…)`, the one that would, is refused in a gauge)
     bint ps                    # the stage is ps: ps_loop runs it (sq/engine/_one_ps.pxi; the same holds)
 
+cdef enum:
+    SPARE_TABLES = 48          # the most tables a kept family's layout lists (sessions have 36)
+    SPARE_FAMILIES = 4         # sessions, jobs, leases, flows
+
+cdef struct Spare:
+    # a family's tables (sq/engine/_arrays.pxi, "families of tables") kept from an earlier run on
+    # this thread, for the next run to grow into instead of allocating (see resize)
+    void* family               # the family (its Family function; NULL: a place not taken yet)
+    char* block                # its first table (NULL: none kept)
+    int64_t cap                # slots its tables have room for
+    int32_t n                  # tables in the layout
+    size_t sizes[SPARE_TABLES] # each table's bytes a slot, in the family's order (the layout)
+    int64_t slot_bytes         # what one slot takes in the layout (sizes summed)
+    # the run's: where the State keeps the family's first table (NULL until the family's first
+    # growth in the run), and whether its layout is `sizes` (spare_take notes both)
+    void** first
+    bint same
+
 cdef struct State:
     # the lowered program
     const int32_t* code        # expression words (the lowered program's; set at set-up, read only)
@@ -662,3 +680,4 @@ cdef struct State:
     double stall_time          # `now` when the window began (simulated time)
     int stall_windows          # consecutive windows at a pace the horizon cannot be reached at
     void* poller               # the Python object asked every ~50 ms (borrowed)
+    Spare* spares              # SPARE_FAMILIES places for the families' kept tables (NULL: none kept)

@@ -135,3 +135,130 @@ def test_kept_runs_equal_pyserq():
     for seed, report in enumerate(kept, 1):
         ir["seed"] = seed
         assert report.json() == pyserq.run(pyserq.Program.from_json(json.dumps(ir))).json(), seed
+
+
+# ---- the State and its families' tables, kept per thread from run to run ---------------------
+# (sq/_engine.pyx, _Kept; sq/engine/_arrays.pxi, spare_keep / spare_take). A new thread starts
+# with nothing kept, so a run on one is a fresh one to compare the kept runs with.
+
+# 2,000 sessions alive at once: their tables grow to 2,048 slots (kept: under SPARE_BYTES)
+MANY = """
+stage server : fifo(1);
+workload { arrive batch(2000); }
+session { set t0 = now; run server (~exp(1)); observe response = now - t0; }
+"""
+# 9,000 at once: 16,384 slots, over SPARE_BYTES (given back at the run's end)
+HUGE = MANY.replace("batch(2000)", "batch(9000)")
+# holds: the session tables' layout differs (hold frames, pool rows), leases and a pool queue
+HOLDS = """
+pool kv { cap 10; }
+stage d : delay;
+workload { arrive batch(40); }
+session { hold kv (6) { observe u = used(kv); observe q = queued(kv); run d (~exp(1)); } observe t = now; }
+"""
+# a run-time error half-way (an index past its count, once some sessions ran)
+FAILS = """
+stage server : fifo(1);
+workload { arrive poisson(0.9); }
+session { run server (~exp(1)); run server[serial / 50] (1); observe response = now; }
+"""
+
+
+def _on_new_thread(work):
+    """`work()` on a thread of its own (nothing kept from earlier runs): its value or its exception."""
+    out = {}
+
+    def call():
+        try:
+            out["value"] = work()
+        except BaseException as e:      # (handed back, not lost in the thread)
+            out["error"] = e
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _compile_args(source):
+    return {"horizon": 1e9, "arrivals": ARRIVALS if "poisson" in source else None}
+
+
+def _text(source, seed, **kw):
+    return sq.run(sq.compile(source=source, **_compile_args(source)), seed=seed, **kw).json()
+
+
+def test_what_a_thread_keeps_is_bounded():
+    def kept_after(*sources):
+        for source in sources:
+            _text(source, 1)
+        return _engine.kept_tables()
+
+    # a run keeps its families' blocks; a later run's larger ones replace them; a block over
+    # SPARE_BYTES is given back (that run grew out of the small kept one: nothing is kept)
+    small = _on_new_thread(lambda: kept_after(PROGRAM))
+    assert small and all(0 < cap * slot <= 1 << 20 for cap, slot in small)
+    many = _on_new_thread(lambda: kept_after(PROGRAM, MANY))
+    assert max(cap for cap, _ in many) == 2048
+    huge = _on_new_thread(lambda: kept_after(PROGRAM, HUGE))
+    assert all(cap < 16384 and cap * slot <= 1 << 20 for cap, slot in huge)
+    assert _on_new_thread(_engine.kept_tables) == []
+
+
+def test_a_big_run_then_small_ones_equal_fresh_runs():
+    fresh = _on_new_thread(lambda: [_text(PROGRAM, seed) for seed in (1, 2)])
+    for big in (MANY, HUGE):
+        _text(big, 5)
+        assert [_text(PROGRAM, seed) for seed in (1, 2)] == fresh
+    assert _text(MANY, 3) == _on_new_thread(lambda: _text(MANY, 3))
+
+
+def test_a_run_stopped_by_an_error_then_good_ones():
+    _text(MANY, 1)
+    with pytest.raises(sq.SqError) as first:
+        _text(FAILS, 1)
+    assert "stage index" in str(first.value)
+    fresh = _on_new_thread(lambda: [_text(PROGRAM, 4), _text(HOLDS, 4)])
+    assert [_text(PROGRAM, 4), _text(HOLDS, 4)] == fresh
+    # the memory bound stops a run where a fresh one stops (its tables are charged as they grow,
+    # also in a block kept from before), with the same text
+    for source in (MANY, PROGRAM):
+        with pytest.raises(sq.SqError) as kept:
+            _text(source, 2, max_memory=40_000)
+        with pytest.raises(sq.SqError) as new:
+            _on_new_thread(lambda: _text(source, 2, max_memory=40_000))
+        assert str(kept.value) == str(new.value) and "max_memory" in str(kept.value)
+
+
+def test_two_programs_alternating_and_two_threads_at_once():
+    seeds = range(1, 7)
+    fresh = _on_new_thread(lambda: {(p, s): _on_new_thread(lambda: _text(p, s)) for p in (PROGRAM, HOLDS) for s in seeds})
+    assert {(p, s): _text(p, s) for s in seeds for p in (PROGRAM, HOLDS)} == fresh
+    got, errors = {}, []
+
+    def sweep(source):
+        try:
+            for seed in seeds:
+                got[source, seed] = _text(source, seed)
+                got[MANY, seed] = _text(MANY, seed) if seed == 3 else None
+        except BaseException as e:      # (reported by the test, not lost in the thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=sweep, args=(source,)) for source in (PROGRAM, HOLDS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert {k: v for k, v in got.items() if k[0] != MANY} == fresh
+
+
+@needs_reference
+def test_kept_runs_of_several_programs_equal_pyserq():
+    import pyserq
+
+    for source in (PROGRAM, MANY, HOLDS, PROGRAM, HUGE, HOLDS, PROGRAM):
+        reference = pyserq.compile(source=source, seed=7, **_compile_args(source))
+        assert _text(source, 7) == pyserq.run(reference).json(), source

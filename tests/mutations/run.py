@@ -326,8 +326,19 @@ MUTATIONS = (
              )),
     Mutation("slab-refilled-per-run", "each run fills the slab its arrays are copied into from the start "
              "again (as if a slab were one run's scratch): kept reports' arrays are overwritten", (
-                 ("_engine.pyx", "    cdef State* st = <State*> calloc(1, sizeof(State))\n",
-                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = <State*> calloc(1, sizeof(State))\n"),
+                 ("_engine.pyx", "    cdef State* st = kept.st\n",
+                  "    if _slab is not None:\n        _slab.used = 0\n    cdef State* st = kept.st\n"),
+             )),
+    Mutation("kept-state-not-cleared", "a thread's kept State is not cleared after a run (as if only the "
+             "fields the set-up writes needed to be): the next run starts with the last one's clock and counts", (
+                 ("_engine.pyx", "        memset(st, 0, sizeof(State))        # (every field as the set-up expects it: zero)\n",
+                  ""),
+             )),
+    Mutation("spare-layout-unchecked", "a family's kept block is taken whatever its layout (as if a "
+             "family's tables were the same for every program): another program's tables overlap", (
+                 ("_arrays.pxi", "        sp.same = sp.n == t.n and t.n <= SPARE_TABLES \\\n"
+                  "            and memcmp(sp.sizes, t.sizes, <size_t> t.n * sizeof(size_t)) == 0\n",
+                  "        sp.same = sp.n > 0\n"),
              )),
     Mutation("plan-decodes-grow-unchecked", "plan_decodes plans a decode whose position passes its "
              "allocation (a grow due) without leaving it to plan_pass's visit, which grows", (
@@ -475,6 +486,10 @@ KILLERS = {
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
     "slab-refilled-per-run":
         "tests/differential/test_run_reuse.py::test_kept_runs_of_one_program_equal_fresh_compiles",
+    "kept-state-not-cleared":
+        "tests/differential/test_run_reuse.py::test_kept_runs_of_one_program_equal_fresh_compiles",
+    "spare-layout-unchecked":
+        "tests/differential/test_run_reuse.py::test_two_programs_alternating_and_two_threads_at_once",
     "plan-decodes-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
     "plan-totals-after-preemption":
