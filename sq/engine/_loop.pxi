@@ -1084,6 +1084,8 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
             if units > kvm:
                 kvm = units
     s.cursor = s.nres
+    st.kept_kv[2 * k] = kvb
+    st.kept_kv[2 * k + 1] = kvm
     n.ntok = ntok
     n.npre = 0.0
     n.ndec = ndec
@@ -1097,19 +1099,22 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # finishing (each one's work was >= 1 + t at the plan counting the t-th repeat) or removed (the
 # plan kept), and the plan replica_begin's quiet one (no grow due; the ids in the entries are
 # their jobs', none having left). Per resident the end and the plan write disjoint things (the
-# job's work, its owner's ITL fields and the histogram; its frame's position), and the totals
-# read only its allocation, which neither writes. The iteration ending and the one beginning are
+# job's work, its owner's ITL fields and the histogram; its frame's position). The KV sums are
+# those of the plan replica_begin made last (st.kept_kv): a resident's allocation moves only by
+# its own grow, none is due in a quiet repeat and none was made since that plan (no resident
+# left or joined, or the plan would not be kept), so the same additions of the same units in the
+# same order give the same bits. The iteration ending and the one beginning are
 # decode-only with as many decodes: the stage's two time shares keep their values, integrated to
 # now (iteration_begins then sets them as they are).
 cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n) noexcept nogil:
     """end_iteration of stage k's iteration ending now and replica_begin(st, s, k, na, n, False)
     of the quiet repeat that follows (0; -1: out of memory)."""
     cdef Histogram* h = &s.itl
-    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, units
-    cdef double ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok
+    cdef double ntok = 0.0, ndec = 0.0
     cdef int64_t again = 0, r
     cdef int32_t j, owner
-    cdef bint warm = st.warm, kv = st.kv_iteration
+    cdef bint warm = st.warm
     cdef Assigned* a = s.assigned
     cdef JobRec* jobs = st.jobs.rec
     cdef double* itl_last = st.sess.itl_last
@@ -1138,19 +1143,14 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
             frame_pos[jobs[j].frame] += tok
         ntok += tok
         ndec += 1.0
-        if kv:
-            units = job_units(st, j, s.memory)
-            kvb += units
-            if units > kvm:
-                kvm = units
     histogram_again(h, total, &again)
     st.iter_preempted = 0
     n.ntok = ntok
     n.npre = 0.0
     n.ndec = ndec
-    n.kvb = kvb
+    n.kvb = st.kept_kv[2 * k]           # (0.0 without st.kv_iteration: replica_begin's sums)
     n.kvp = 0.0
-    n.kvm = kvm
+    n.kvm = st.kept_kv[2 * k + 1]
     return 0
 
 

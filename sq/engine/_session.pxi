@@ -358,15 +358,74 @@ cdef unsigned char* stmt_forms(State* st, int64_t n) noexcept nogil:
     return forms
 
 
+# choose_best stays out of exec_session's line (noinline: `nm` lists it): inlined there, with the
+# load shape's code, it cost the one-replica rows' exec_session 7 % (vllm-lo), which runs no choose.
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    static __attribute__((noinline)) int32_t __pyx_f_2sq_7_engine_choose_best(
+        struct __pyx_t_2sq_6engine_6_state_State *, int32_t const *, int32_t, int, int64_t);
+    """
+
+
+cdef int32_t choose_best(State* st, const int32_t* code, int32_t pc, int slot, int64_t n) noexcept nogil:
+    """The candidate `choose` (the statement at pc, n candidates) picks: the first whose keys are
+    the least, compared in order (a NaN key is never less); -1: a key's evaluation failed. A last
+    key that is one attribute is not evaluated: the candidate itself (`by (load, r)`) is larger
+    for a later candidate, and any other attribute the same (evaluating keys writes nothing, and
+    setting the candidate writes only it), so it never makes a later candidate less, and reading
+    an attribute neither fails nor writes. One key of a router's load shape (XS_POOLS_ADD) is
+    its value, as evaluate's stack machine takes it."""
+    cdef int64_t base = <int64_t> slot * st.n_attrs, cand
+    cdef int32_t var = code[pc + SC_VAR], nkeys = code[pc + SC_NKEYS], off, i, best = 0
+    cdef double* keys = st.keys
+    cdef double v, least = 0.0
+    cdef bint smaller
+    if nkeys > 0 and st.attr_row == NULL:
+        off = code[pc + SC_KEYS + nkeys - 1]
+        if st.shapes[off] == XS_ATTR:
+            nkeys -= 1
+    if nkeys == 1 and st.shapes[code[pc + SC_KEYS]] == XS_POOLS_ADD:
+        off = code[pc + SC_KEYS]
+        for cand in range(n):
+            st.sess.attrs[base + var] = <double> cand
+            v = pools_add_value(st, st.code + off, slot)
+            if st.error.code:
+                return -1
+            if cand == 0 or v < least:
+                best = <int32_t> cand
+                least = v
+        return best
+    for cand in range(n):
+        st.sess.attrs[base + var] = <double> cand
+        for i in range(nkeys):
+            keys[nkeys + i] = evaluate(st, code[pc + SC_KEYS + i], slot, &st.rng_session, NAN)
+            if st.error.code:
+                return -1
+        if cand == 0:
+            smaller = True
+        else:
+            smaller = False
+            for i in range(nkeys):
+                if keys[nkeys + i] < keys[i]:
+                    smaller = True
+                    break
+                if not (keys[nkeys + i] == keys[i]):
+                    break   # larger, or NaN: not smaller
+        if smaller:
+            best = <int32_t> cand
+            for i in range(nkeys):
+                keys[i] = keys[nkeys + i]
+    return best
+
+
 cdef void exec_session(State* st, int32_t slot) noexcept nogil:
     """Run a ready session's statements until it joins a stage, yields or ends."""
     cdef const int32_t* code = st.stmts
     cdef int64_t base = <int64_t> slot * st.n_attrs
     cdef int32_t pc = st.sess.pc[slot], op, nkeys, i, kk, best
-    cdef int64_t n, cand, member_k, j
+    cdef int64_t member_k, j
     cdef double v, w
-    cdef double* keys = st.keys
-    cdef bint smaller
     while True:
         if stuck(st, slot, pc):
             return
@@ -440,28 +499,9 @@ cdef void exec_session(State* st, int32_t slot) noexcept nogil:
             v = evaluate(st, code[pc + SC_COUNT], slot, &st.rng_session, NAN)
             if st.error.code:
                 return
-            n = saturate_i64(v)
-            best = 0
-            for cand in range(n):
-                st.sess.attrs[base + code[pc + SC_VAR]] = <double> cand
-                for i in range(nkeys):
-                    keys[nkeys + i] = evaluate(st, code[pc + SC_KEYS + i], slot, &st.rng_session, NAN)
-                    if st.error.code:
-                        return
-                if cand == 0:
-                    smaller = True
-                else:
-                    smaller = False
-                    for i in range(nkeys):
-                        if keys[nkeys + i] < keys[i]:
-                            smaller = True
-                            break
-                        if not (keys[nkeys + i] == keys[i]):
-                            break   # larger, or NaN: not smaller
-                if smaller:
-                    best = <int32_t> cand
-                    for i in range(nkeys):
-                        keys[i] = keys[nkeys + i]
+            best = choose_best(st, code, pc, slot, saturate_i64(v))
+            if best < 0:
+                return
             st.sess.attrs[base + code[pc + SC_VAR]] = <double> best
             pc += SC_KEYS + nkeys
         elif op == S_HOLD:

@@ -570,6 +570,9 @@ cdef struct State:
                                # visits only these when its pass holds step stages alone
     bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone, more
                                # than one (steps_ready is kept only then)
+    double* kept_kv            # per stage, two: the KV sums (kvb, kvm) of the plan replica_begin made last,
+                               # its quiet repeats' (replica_quiet); outside Stage, whose size the
+                               # one-replica rows feel
     Lag pool_lag               # the sampled pools' deferred samples
     Lag stage_lag              # the sampled stages' deferred samples
     int64_t next_entry_seq     # the seq the next cache touch gets (Entry.seq)

@@ -10,6 +10,8 @@ take it and on near misses that must not, against pyserq 0.1.2's JSON text.
   `set` or `observe` takes the general statement.
 * `record`'s common sample (room in its arrays, a 4-byte serial, turn 0) and the rest (growth,
   turns stored once one is not 0).
+* `choose` (sq/engine/_session.pxi, choose_best): a last key that is one attribute is not evaluated,
+  and one key of a router's load shape is taken without the stack machine's dispatch.
 * Per-program resets (State.session_extras): a session's job, flow, token and hold fields are reset
   at spawn only where pools or step stages read them, and an ending session releases holds, growth
   and leases only where pools exist.
@@ -189,3 +191,54 @@ def test_a_router_load_out_of_range_fails_as_on_the_stack_machine(load):
     assert errors[0] == errors[1] and "index" in errors[0]
     with pytest.raises(Exception):
         pyserq.run(pyserq.compile(source=_pool_loads_program(load)))
+
+
+# `choose`'s keys (choose_best): a last key that is one attribute (the candidate, or a session's
+# own attribute) decides no tie and is not evaluated; one key of the load shape is its value; the
+# near misses (a last key that is not one attribute, the candidate first) compare every key.
+# The loads tie often (pools of 2 and 40), so which candidate a tie goes to shows in `pick`.
+CHOOSE_KEYS = {
+    "load_r": "holders(p[r]) + queued(p[r]), r", "load": "holders(p[r]) + queued(p[r])",
+    "load_own": "holders(p[r]) + queued(p[r]), z", "used_r": "used(q[r]), r", "r": "r",
+    "two_r": "holders(p[r]), used(q[r]), r",
+    # near misses
+    "load_minus_r": "holders(p[r]) + queued(p[r]), -r", "r_load": "r, holders(p[r]) + queued(p[r])",
+    "load_r_minus": "holders(p[r]) + queued(p[r]), r, -r", "minus_used": "-used(q[r])",
+}
+
+
+def _choose_program(keys: str) -> str:
+    return ("pool p[4] { cap 2; } pool q[4] { cap 40; }\nstage s : fifo(2);\n"
+            "run { horizon 600; seed 11; }\nworkload { arrive poisson(1); }\n"
+            f"session {{ set z = floor(~uniform(0, 3)); choose r in 4 by ({keys}); observe pick = r;\n"
+            "  observe first = r < 1;\n"
+            "  hold p[r] (1), q[r] (~uniform(1, 9)) { run s (~exp(1.4)); } }\n")
+
+
+@pytest.mark.parametrize("name", sorted(CHOOSE_KEYS))
+def test_choose_keys_of_each_form_are_pyserqs_json_text(name):
+    report = same_json(_choose_program(CHOOSE_KEYS[name]))
+    assert report["observes"]["pick"]["count"] > 400
+
+
+def test_choose_ties_go_where_the_keys_say():
+    # the loads tie often enough that a last key of -r (ties to the last candidate) picks the
+    # first one far less often than r (ties to the first), which the skipped key must keep
+    def first(name):
+        return same_json(_choose_program(CHOOSE_KEYS[name]))["observes"]["first"]["mean"]
+    assert first("load_r") == first("load") == first("load_own") > first("load_minus_r") + 0.2
+
+
+def test_a_choose_past_its_pools_fails_as_on_the_stack_machine():
+    # candidate 4 of `choose r in 5` indexes p[4] of four: choose_best's load stops with the stack
+    # machine's error (`0 + ...` and a last key of `-r` take the general loop), and pyserq refuses too
+    import sq
+
+    errors = []
+    for keys in ("holders(p[r]) + queued(p[r]), r", "0 + holders(p[r]) + queued(p[r]), -r"):
+        with pytest.raises(sq.SqError) as caught:
+            sq.run(sq.compile(source=_choose_program(keys).replace("choose r in 4", "choose r in 5")))
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "index" in errors[0]
+    with pytest.raises(Exception):
+        pyserq.run(pyserq.compile(source=_choose_program(CHOOSE_KEYS["load_r"]).replace("choose r in 4", "choose r in 5")))

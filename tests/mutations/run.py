@@ -276,6 +276,18 @@ MUTATIONS = (
                  ("_loop.pxi", "    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch",
                   "    if s.quiet > 0 and e.c == s.iter_epoch"),
              )),
+    Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
+             "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
+                 ("_loop.pxi", "    st.kept_kv[2 * k] = kvb\n    st.kept_kv[2 * k + 1] = kvm\n", ""),
+             )),
+    Mutation("choose-last-key-skipped-always", "choose_best leaves out its last key whatever it is, so a last "
+             "key that breaks ties (`by (load, -r)`) is not read", (
+                 ("_session.pxi", "        if st.shapes[off] == XS_ATTR:\n            nkeys -= 1\n",
+                  "        nkeys -= 1\n"),
+             )),
+    Mutation("choose-load-ties-later", "choose_best's one-key router load gives a tie to the later candidate", (
+                 ("_session.pxi", "            if cand == 0 or v < least:\n", "            if cand == 0 or v <= least:\n"),
+             )),
     Mutation("pools-add-one-index", "a router's load of two indexed pools (XS_POOLS_ADD) reads the second "
              "pool at the first one's index", (
                  ("_expr.pxi", "    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)\n", ""),
@@ -472,6 +484,12 @@ KILLERS = {
         "tests/differential/test_steady_runs.py::test_no_steady_runs_without_a_lone_step_stage[two step stages]",
     "pools-add-one-index":
         "tests/differential/test_fast_forms.py::test_a_router_load_of_two_indexed_pools_is_pyserqs_json_text",
+    "replica-quiet-kv-stale":
+        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "choose-last-key-skipped-always":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[idle replicas]",
+    "choose-load-ties-later":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[16]",
     "quiet-grants-blockless":
         "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[preemption]",
     "repeat-kv-totals-kept":
