@@ -320,14 +320,15 @@ def itl_fields(itl: ItlHistogram) -> tuple[float, float, float]:
     return (itl_mean(itl), *itl_quantiles(itl))
 
 
-# the inter-token fields of a stage without tokens (every stage but a step stage's, every run)
-NO_ITL = (NAN, NAN, NAN)
-
-
 def itl_mean(gaps) -> float:
     """The exact mean: a running sum over n; NaN without gaps (an ItlHistogram, or a list of gaps)."""
     hist = gaps if isinstance(gaps, ItlHistogram) else itl_histogram(gaps)
     return hist.total / hist.n if hist.n else NAN
+
+
+# the inter-token fields of a stage without tokens (every stage but a step stage's, every run):
+# computed once, by the same rules as any stage's
+NO_ITL = itl_fields(itl_histogram(()))
 
 
 # -- a quantile pooled over a study point's runs (sq.results.metrics.Tail) --------------
