@@ -47,11 +47,14 @@ cdef inline int darr_push(DArr* a, double v) noexcept nogil:
 
 
 cdef inline int64_t grown_cap(int64_t cap) noexcept nogil:
-    """The next capacity of a growing sample array: 4x while small (a short run's arrays reach
-    their size in 3 steps, not 7), then 2x. What the memory bound charges is per item, not this."""
+    """The next capacity of a growing sample array: 4x up to 2^20 items (a short run's arrays
+    reach their size in 3 steps, not 7; a long run's copy a third of what they would at 2x:
+    realloc copies a block it cannot extend in place, ~4 % of M/M/1's instructions at 45,000
+    samples, benchmarks/README.md, tenth round), then 2x (the slack, never written, stays
+    untouched memory). What the memory bound charges is per item, not this."""
     if cap == 0:
         return 64
-    return cap * 4 if cap < 4096 else cap * 2
+    return cap * 4 if cap < (1 << 20) else cap * 2
 
 
 cdef int darr_grow(DArr* a) noexcept nogil:
