@@ -1181,15 +1181,17 @@ cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, doub
     cdef JobRec* jr
     cdef double* itl_last = st.sess.itl_last
     cdef int64_t* served = st.jobs.served
+    if not (last_gap > 0.0):
+        return r                        # (no gap is both the last one and positive)
     while r < na:
         a = &entries[r]
         j = a.job
         jr = &jobs[j]
-        if jr.mode != M_DECODE or not jr.decoding:
+        if not jr.decoding:             # (a decode: only end_iteration sets it, on a decode)
             break
         owner = jr.owner
         gap = now - itl_last[owner]
-        if not (gap == last_gap and gap > 0.0):
+        if gap != last_gap:             # (the last gap is positive: gap == last_gap and gap > 0)
             break
         total[0] += gap
         again[0] += 1
