@@ -354,10 +354,9 @@ MUTATIONS = (
                  ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
                   "    plain = s.na >= PLAIN_ENTRIES and warm "),
              )),
-    Mutation("end-decodes-gap-of-zero", "end_decodes counts a gap equal to the histogram's last one "
-             "also before any positive gap is in it (the last gap 0, no last cell)", (
-                 ("_step.pxi", "    if not (last_gap > 0.0):\n        return r ",
-                  "    if False:\n        return r "),
+    Mutation("end-decodes-gap-of-zero", "end_iteration takes end_decodes, which counts a gap equal to "
+             "the histogram's last one, also before any positive gap is in it (the last gap 0, no last cell)", (
+                 ("_step.pxi", "warm and not left and last_gap > 0.0\n", "warm and not left\n"),
              )),
     Mutation("top-kept-at-settle", "step_again settles an instant while the iteration end it took in "
              "place is still at the heap's top (heap_take_top left out before settle)", (
