@@ -1102,7 +1102,9 @@ cdef void end_iteration(State* st, int32_t k) noexcept nogil:
     s.iter_kind = 0
     s.iter_decodes = 0
     r = 0
-    plain = s.na >= PLAIN_ENTRIES and warm and not left     # (end_decodes' case: its tests out of its loop)
+    # (end_decodes' case: its tests out of its loop; a positive last gap stays positive, as
+    # histogram_add sets only such, so end_decodes' equal gaps are positive ones)
+    plain = s.na >= PLAIN_ENTRIES and warm and not left and last_gap > 0.0
     while True:
         if plain:
             r = end_decodes(st, s, r, now, last_gap, &total, &again, &nfin)
@@ -1165,8 +1167,8 @@ cdef enum:
 
 cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, double last_gap,
                                 double* total, int64_t* again, int64_t* nfin) noexcept nogil:
-    """end_iteration's visits, warm and with no resident left since the iteration began (so no
-    entry's job removed), of the assignment's entries from r on while each is a decode token
+    """end_iteration's visits, warm, with no resident left since the iteration began (so no
+    entry's job removed) and a positive last gap (so a gap equal to it is positive), of the assignment's entries from r on while each is a decode token
     continuing its turn whose gap is the histogram's last one (counted in *again and *total, as
     end_iteration's own visit counts it): the same writes (the work, the owner's last token time,
     a finished job listed at the assignment's front), with the tables' pointers in locals
@@ -1185,11 +1187,11 @@ cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, doub
         a = &entries[r]
         j = a.job
         jr = &jobs[j]
-        if jr.mode != M_DECODE or not jr.decoding:
+        if not jr.decoding:             # (a decode: only end_iteration sets it, on a decode)
             break
         owner = jr.owner
         gap = now - itl_last[owner]
-        if not (gap == last_gap and gap > 0.0):
+        if gap != last_gap:             # (gap == last_gap and gap > 0: the last gap is positive)
             break
         total[0] += gap
         again[0] += 1

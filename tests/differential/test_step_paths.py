@@ -170,6 +170,17 @@ def test_decode_tokens_gaps_per_turn_as_pyserq():
     assert engine["iterations"] > 0 and engine["itl_p99"] < 0.1, "a gap across turns"
 
 
+def test_decode_tokens_with_gaps_of_zero_before_any_positive_gap_as_pyserq():
+    # Eight decodes at once, their iterations of cost 0 while more than four decode: their later
+    # tokens' gaps are 0 before any positive gap is in the histogram (whose last gap is then 0,
+    # and no cell is the last one yet). end_decodes counts only gaps equal to a positive last
+    # one, so these go through histogram_add (its bucket below 0's), as pyserq counts them.
+    source = ("stage e : step { budget 64; cost decoders > 4 ? 0 : 0.01; }\nrun { horizon 10; seed 1; }\n"
+              "workload { arrive batch(8); }\nsession { run e decode (6 + serial); observe t = now; }\n")
+    engine = _same_as_pyserq(source)["stages"][0]
+    assert engine["itl_p50"] == 0 and engine["itl_p99"] > 0, "no gaps of 0 before the positive ones"
+
+
 # The cost reads no KV total (tokens, decoders, prefilled only), so no KV sum is made: the
 # totals of assignments that admissions in the planning pass add to; the prefix cache, two pools
 # and lifo preemptions as in the chat above.

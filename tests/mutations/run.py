@@ -354,6 +354,10 @@ MUTATIONS = (
                  ("_step.pxi", "    plain = s.na >= PLAIN_ENTRIES and warm and not left ",
                   "    plain = s.na >= PLAIN_ENTRIES and warm "),
              )),
+    Mutation("end-decodes-gap-of-zero", "end_iteration takes end_decodes, which counts a gap equal to "
+             "the histogram's last one, also before any positive gap is in it (the last gap 0, no last cell)", (
+                 ("_step.pxi", "warm and not left and last_gap > 0.0\n", "warm and not left\n"),
+             )),
     Mutation("top-kept-at-settle", "step_again settles an instant while the iteration end it took in "
              "place is still at the heap's top (heap_take_top left out before settle)", (
                  ("_loop.pxi", "    if top:\n        heap_take_top(st)\n    settle(st)\n", "    settle(st)\n"),
@@ -510,6 +514,8 @@ KILLERS = {
         "tests/differential/test_step_paths.py::test_token_totals_after_a_preemption_of_a_served_resident_are_the_final_assignments",
     "end-decodes-removed-read":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "end-decodes-gap-of-zero":
+        "tests/differential/test_step_paths.py::test_decode_tokens_with_gaps_of_zero_before_any_positive_gap_as_pyserq",
     "top-kept-at-settle":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[6]",
     "top-second-child-unread":
