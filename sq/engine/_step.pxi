@@ -1168,9 +1168,10 @@ cdef enum:
 cdef inline int64_t end_decodes(State* st, Stage* s, int64_t r, double now, double last_gap,
                                 double* total, int64_t* again, int64_t* nfin) noexcept nogil:
     """end_iteration's visits, warm, with no resident left since the iteration began (so no
-    entry's job removed) and a positive last gap (so a gap equal to it is positive), of the assignment's entries from r on while each is a decode token
-    continuing its turn whose gap is the histogram's last one (counted in *again and *total, as
-    end_iteration's own visit counts it): the same writes (the work, the owner's last token time,
+    entry's job removed) and a positive last gap (so a gap equal to it is positive), of the
+    assignment's entries from r on while each is a decode token continuing its turn whose gap is
+    the histogram's last one (counted in *again and *total, as end_iteration's own visit counts
+    it): the same writes (the work, the owner's last token time,
     a finished job listed at the assignment's front), with the tables' pointers in locals
     (nothing here is a call). The first other entry is left to end_iteration's own visit: its
     index (s.na when none)."""
