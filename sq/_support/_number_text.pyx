@@ -28,7 +28,6 @@ cdef extern from "Python.h":
     void* PyMem_Realloc(void* p, size_t n)
     void PyMem_Free(void* p)
     str PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
-    const char* PyUnicode_AsUTF8AndSize(object u, Py_ssize_t* size) except NULL
     long long PyLong_AsLongLongAndOverflow(object v, int* overflow) except? -1
 
 
@@ -64,17 +63,7 @@ cdef int text_room(Text* t, Py_ssize_t more) except -1:
     return 0
 
 
-cdef int text_add(Text* t, const char* s, Py_ssize_t n) except -1:
-    text_room(t, n)
-    memcpy(t.data + t.size, s, n)
-    t.size += n
-    return 0
-
-
-cdef int text_add_str(Text* t, str s) except -1:
-    cdef Py_ssize_t n
-    cdef const char* u = PyUnicode_AsUTF8AndSize(s, &n)
-    return text_add(t, u, n)
+# (text_add and text_add_str, inline, are in _number_text.pxd)
 
 
 cdef Py_ssize_t write_int(char* out, int64_t v) noexcept:

@@ -44,7 +44,7 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
         # a frame less per run)
         if _ENGINE is None:
             _load_run_modules()
-        return _run_engine(lowered, program, _seed_checked(lowered, seed), {}, None, started)
+        return _run_engine(lowered, program, _seed_checked(lowered, seed), None, None, started)
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
     return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                        started=started, **dict(zip(_OPTIONS, options)))
@@ -153,13 +153,18 @@ def _run_plain(lowered, program, changes: dict, started: float):
     return _run_engine(lowered, program, changes, {}, None, started)
 
 
-def _run_engine(lowered, program, changes: dict, options: dict, tracker, started: float):
-    """The engine's run of a lowered program with checked settings and options, and its Report
-    (the engine makes it: `report=True`). A run stopped by a signal handler (SIGINT) raises its
+def _run_engine(lowered, program, changes: dict, options: dict | None, tracker, started: float):
+    """The engine's run of a lowered program with checked settings and options (None: `run`'s
+    plain run, every option at its default and the seed the one setting), and its Report (the
+    engine makes it: `report=True`). A run stopped by a signal handler (SIGINT) raises its
     exception with the Report of what ran as `.report`; a run-time error about a statement is
     placed in the program's text."""
     try:
-        report = _ENGINE.run(lowered, **changes, **options, report=True)
+        if options is None:     # the seed at most (_seed_checked's changes) passed by keyword: a `**`
+            # call merges the settings into a new dict for the engine to parse, per run of a sweep
+            report = _ENGINE.run(lowered, seed=changes.get("seed"), report=True)
+        else:
+            report = _ENGINE.run(lowered, **changes, **options, report=True)
     except BaseException as exc:
         # any stop (an SqError such as max_memory, or SIGINT) ends the bar's line
         if tracker is not None:

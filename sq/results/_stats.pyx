@@ -406,12 +406,21 @@ cdef void batch_pass(const double[::1] xs, Running* a, Bracket* b) noexcept nogi
 cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:
     """The c-th greatest key of the samples (1 <= c <= min(TOP_MAX, n)): the c greatest seen so
     far are kept ascending in `top`; a key above the least of them displaces it. (A key equal
-    to that least one may stay out: the c-th greatest value is the same.)"""
+    to that least one may stay out: the c-th greatest value is the same.)
+
+    Most samples are below that least one, and a double compare tells so without the sample's
+    key: `x < least` (both numbers, x numerically less) implies x's key is less than the least
+    key, which then leaves x out as the key compare would; a NaN on either side, or x equal to
+    it (-0 and +0 are equal but ordered), compares false and goes through the keys."""
     cdef int64_t top[TOP_MAX]
     cdef int64_t key
+    cdef double x, least = NAN           # from_total_order_key(top[0]) once c keys are kept
     cdef Py_ssize_t n = xs.shape[0], i, j, filled = 0
     for i in range(n):
-        key = total_order_key(xs[i])
+        x = xs[i]
+        if x < least:
+            continue
+        key = total_order_key(x)
         if filled < c:                       # the first c keys, by insertion
             j = filled
             while j > 0 and top[j - 1] > key:
@@ -419,12 +428,15 @@ cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:
                 j -= 1
             top[j] = key
             filled += 1
+            if filled == c:
+                least = from_total_order_key(top[0])
         elif key > top[0]:
             j = 1
             while j < c and top[j] < key:
                 top[j - 1] = top[j]
                 j += 1
             top[j - 1] = key
+            least = from_total_order_key(top[0])
     return top[0]
 
 

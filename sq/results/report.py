@@ -436,9 +436,14 @@ class Report:
         """The one maker of a run's Report (without provenance, which sq.run sets): from_results
         and the engine's own rows (sq/_engine.pyx's _report_rows) call it. The counts as ints,
         the traces as lists (empty when not kept)."""
+        if type(seed) is not int or type(events) is not int or type(arrivals) is not int \
+                or type(ended) is not int or type(turns) is not int:
+            # (a hand-built raw result's numpy counts: the engine's are ints, which five int() calls
+            # per run of a sweep only copied, at more than the asking costs)
+            seed, events, arrivals, ended, turns = int(seed), int(events), int(arrivals), int(ended), int(turns)
         # the fields in order, positionally (_ROW_CALL)
         return cls(
-            horizon, end, warmup, int(seed), int(events), int(arrivals), int(ended), int(turns), mean_live,
+            horizon, end, warmup, seed, events, arrivals, ended, turns, mean_live,
             observes, gauges, stages, pools, SERQ_VERSION,
             list(iteration_trace) if iteration_trace else [],
             list(eviction_trace) if eviction_trace else [],

@@ -34,6 +34,15 @@ workload { arrive renewal(1); }
 session { run d (1); observe at = now; observe after = now - 1; }
 """
 
+# zeros of both signs, the -0s first (0 * (now - 30): a sample before time 30 is -0): the p99 is
+# +0, which a short array's selection (`select_top`, kept while scanning) must not skip for
+# comparing equal to the -0 it keeps
+SIGNED_ZEROS = """
+stage d : delay;
+workload { arrive renewal(1); }
+session { run d (1); observe z = 0 * (now - 30); }
+"""
+
 PROGRAMS = {
     "sweep_mm1": (MM1, dict(horizon=1e9, arrivals=1000), 3),
     "sweep_mm1_warmup": (MM1, dict(horizon=1e9, arrivals=400, warmup=50), 4),
@@ -41,6 +50,7 @@ PROGRAMS = {
     "queues": (QUEUES, dict(horizon=1e6, arrivals=120), 6),
     "sample_at_the_warmup": (WHOLE_TIMES, dict(horizon=1e6, arrivals=20, warmup=3), 1),
     "chat_step": (CHAT, dict(horizon=1e6, arrivals=60, warmup=20), 7),
+    "signed_zeros_at_the_p99": (SIGNED_ZEROS, dict(horizon=1e6, arrivals=60), 1),
 }
 
 
@@ -63,3 +73,5 @@ def test_the_engines_rows_report_pyserqs_json_text(name, monkeypatch):
     assert report.json() == theirs
     if name == "sample_at_the_warmup":   # samples at 3, 4, ..., 21: the one at the warm-up kept
         assert report.observes["at"].count == 19 and report.observes["at"].times[0] == 3.0
+    if name == "signed_zeros_at_the_p99":   # 28 samples -0 (times 2..29), then 32 of +0: the p99 +0
+        assert str(report.observes["z"].p99) == "0.0" and str(report.observes["z"].samples[0]) == "-0.0"

@@ -382,6 +382,11 @@ MUTATIONS = (
                  ("report.py", 'first = int(times.searchsorted(warmup, side="left"))',
                   'first = int(times.searchsorted(warmup, side="right"))'),
              )),
+    Mutation("select-top-skips-equal", "a short array's lone high rank (a short run's p99, select_top) "
+             "skips a sample equal to the least kept without its key: +0 left out below a kept -0", (
+                 ("_stats.pyx", "        if x < least:\n            continue\n",
+                  "        if x <= least:\n            continue\n"),
+             )),
 )
 
 # The default sample: the generated programs, and the differential files of fast paths they
@@ -524,6 +529,8 @@ KILLERS = {
         "tests/engine/test_engine_results.py::test_the_engines_report_is_the_report_of_its_raw_results[queues-{}-all]",
     "warm-first-past-a-tie":
         "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[sample_at_the_warmup]",
+    "select-top-skips-equal":
+        "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[signed_zeros_at_the_p99]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
 }
