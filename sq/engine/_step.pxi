@@ -660,6 +660,8 @@ cdef enum:
 # the grow just granted opens the next quiet stretch). Subtracting 1 from a work >= 1 is exact;
 # the positions' additions may round, by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
 # the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
+# No addition rounds where the position and the allocation are in one binade (position_margin):
+# there the count is t <= allocation - position - 1, one more (a checked plan less a block).
 # So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
 # test (none is due) and without marking the frames grown (the plan before them did).
 #
@@ -683,6 +685,27 @@ cdef extern from *:
     """
     const double QUIET_MAX "SQ_QUIET_MAX"
     const double QUIET_POSITIONS "SQ_QUIET_POSITIONS"     # 2^32
+
+
+# A position's margin in the quiet count. With 1 <= position < 2^(e+1) <= 2^32 (2^e <= position)
+# and allocation <= 2^(e+1), position, 1 and every integer are multiples of u = 2^(e-52), so each
+# position + t + 1 <= allocation is a multiple of u in [2^e, 2^(e+1)]: a double, every repeat's
+# addition exact; allocation - position is exact too (Sterbenz: position <= allocation <= 2
+# position; below position the count is negative either way), and so is the 1 taken from it.
+# The count t <= allocation - position - 1 then leaves need = position + t + 1 - allocation <= 0
+# at every repeat, exactly. Else (a binade crossed, or a position below 1) the 1 of margin above.
+cdef extern from *:
+    """
+    static inline double sq_position_margin(double pos, double alloc) {
+        uint64_t b;
+        double top;
+        memcpy(&b, &pos, sizeof b);
+        b = ((b >> 52) + 1) << 52;      /* 2^(e+1) for a positive normal pos in [2^e, 2^(e+1)) */
+        memcpy(&top, &b, sizeof top);
+        return (pos >= 1.0 && alloc <= top) ? 1.0 : 2.0;
+    }
+    """
+    double position_margin "sq_position_margin"(double pos, double alloc) nogil
 
 
 cdef enum:
@@ -767,7 +790,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 # the count with no grow due, from the allocation as this plan's grow leaves it
                 if not (alloc < QUIET_POSITIONS):
                     q = 0.0
-                x = alloc - pos - 2.0
+                x = alloc - pos - position_margin(pos, alloc)
                 if not (x >= qn):
                     qn = x
         left -= tokens
