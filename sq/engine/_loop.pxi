@@ -117,7 +117,8 @@ cdef inline void sample_unmoved(State* st) noexcept nogil:
         area_again(&st.stages[0].busy_area, st.now)
     if st.n_pools == 1 and row_marked(st.pools_sampled, 0):
         area_again(&p.used_area, st.now)
-        area_again(&p.cached_area, st.now)
+        if p.cached_area.value != 0:        # (a pool without a cache: its area at 0 adds +0)
+            area_again(&p.cached_area, st.now)
         if p.queue_area.value != 0:
             area_again(&p.queue_area, st.now)
         if p.holders_area.value != 0:

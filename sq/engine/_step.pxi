@@ -959,17 +959,24 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
     cdef int32_t j, owner
     cdef bint warm = st.warm, due = False
     cdef Assigned* a
+    # the tables in locals, not reloaded at each resident after its stores: none moves here
+    # (histogram_add reallocates the histogram's cells, grow_now writes the pool, its cache and
+    # the frame's allocation)
+    cdef Assigned* assigned = s.assigned
+    cdef JobRec* jobs = st.jobs.rec
+    cdef double* itl_last = st.sess.itl_last
+    cdef double* frame_pos = st.sess.frame_pos
     # the iteration's time shares: iteration_areas_end then _start of the same kind (a decode-only
     # iteration) and decodes leave each area's value as it was, integrated to now
     area_again(&s.decode_only, now)
     area_again(&s.decodes, now)
     for r in range(na):
-        a = &s.assigned[r]
+        a = &assigned[r]
         j = a.job
-        st.jobs.rec[j].work -= a.tok
-        owner = st.jobs.rec[j].owner
+        jobs[j].work -= a.tok
+        owner = jobs[j].owner
         if warm:                        # (decoding[j]: a decode token continuing the turn)
-            gap = now - st.sess.itl_last[owner]
+            gap = now - itl_last[owner]
             if gap == last_gap and gap > 0.0:
                 total += gap
                 again += 1
@@ -980,15 +987,15 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
                     return -1.0
                 total = h.total
                 last_gap = h.last_gap
-        st.sess.itl_last[owner] = now
-        if st.jobs.rec[j].growing >= 0:
-            fj = st.jobs.rec[j].frame
+        itl_last[owner] = now
+        if jobs[j].growing >= 0:
+            fj = jobs[j].frame
             if grows:                   # (plan_again's visit: each grow due is granted)
-                need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
+                need = frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
                 if need > EPS:
-                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)
+                    grow_now(st, &st.pools[jobs[j].growing], fj, need)
                     due = True
-            st.sess.frame_pos[fj] += a.tok
+            frame_pos[fj] += a.tok
             if grows:
                 mark_grown(st, fj)
     histogram_again(h, total, &again)
