@@ -1019,7 +1019,11 @@ cdef double quiet_grows(State* st, Stage* s, int32_t k, int64_t na, IterTotals* 
     the KV sums, while steady_run's inlined copy, without grows, keeps the light row's registers."""
     cdef bint moved
     duration = quiet_repeat(st, s, k, na, n, duration, True, &moved)
-    if not st.error.code:
+    if st.error.code:
+        return duration
+    if not moved and st.n_stages == 1 and st.n_pools <= 1:
+        sample_unmoved(st)          # (no grow was due: nothing the areas read moved, as steady_run's)
+    else:
         sample_repeat(st, moved)
     return duration
 
