@@ -674,10 +674,10 @@ cdef enum:
 # only grows by grows, so through t <= q repeats every grow fits while
 # used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
 # this plan's grows (which the sum counts again: a margin). Where its caller's quiet repeats can
-# grow (`grantable`: steady_run's, but not its quiet repeats in one pass of a cost without KV
-# sums) plan_unchanged counts the larger of the two counts, else the count with no grow due (the
-# work's bound above holds for both); after a count with grants plan_again (or quiet_repeat) tests
-# each resident's grow, and makes the totals afresh after one (its KV sums moved).
+# grow (`grantable`: steady_run's, not step_again's) plan_unchanged counts the larger of the two
+# counts, else the count with no grow due (the work's bound above holds for both); after a count
+# with grants plan_again (or quiet_repeat) tests each resident's grow, and makes the totals afresh
+# after one (its KV sums moved).
 cdef extern from *:
     """
     #define SQ_QUIET_MAX 1024.0
@@ -726,8 +726,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
     PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due), counted
     only where `grantable` (the caller's quiet repeats can make grows: not step_again's, between
-    whose repeats another stage's grow could take the room, nor steady_run's in one pass of a cost
-    without KV sums)."""
+    whose repeats another stage's grow could take the room)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
@@ -905,7 +904,8 @@ cdef inline double repeat_totals(State* st, Stage* s, int64_t na, IterTotals* n,
 # too. So both are always inlined: each caller gets its own copy with its flags folded. The
 # attributes go on a declaration of the C names Cython gives these functions (a name that stops
 # matching is a compile error for the types, or the attribute silently lost: `nm` on the .so then
-# lists plan_unchanged again). Likewise quiet_repeat, inlined in steady_run without grows and in
+# lists plan_unchanged again). Likewise quiet_repeat, inlined in steady_run (grows where counted
+# with grants, each made by quiet_grow, out of line: a grow is one repeat in a block's) and in
 # quiet_grows (noinline: `nm` lists it, and no quiet_repeat) with them.
 cdef extern from *:
     """
@@ -924,6 +924,8 @@ cdef extern from *:
     static __attribute__((noinline)) double __pyx_f_2sq_7_engine_quiet_grows(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, double);
+    static __attribute__((noinline)) void __pyx_f_2sq_7_engine_quiet_grow(
+        struct __pyx_t_2sq_6engine_6_state_State *, int32_t, int64_t, double);
     """
 
 
@@ -990,14 +992,12 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
         itl_last[owner] = now
         if jobs[j].growing >= 0:
             fj = jobs[j].frame
-            if grows:                   # (plan_again's visit: each grow due is granted)
-                need = frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
-                if need > EPS:
-                    grow_now(st, &st.pools[jobs[j].growing], fj, need)
-                    due = True
+            # (plan_again's visit: each grow due is granted; its frame was marked grown by the plan
+            # that counted the repeats, and no admission clears a mark inside a run)
+            if grows and frame_pos[fj] + a.tok - st.sess.frame_alloc[fj] > EPS:
+                quiet_grow(st, j, fj, frame_pos[fj] + a.tok - st.sess.frame_alloc[fj])
+                due = True
             frame_pos[fj] += a.tok
-            if grows:
-                mark_grown(st, fj)
     histogram_again(h, total, &again)
     moved[0] = due
     if due and st.kv_iteration:
@@ -1012,11 +1012,17 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
     return duration
 
 
+cdef void quiet_grow(State* st, int32_t j, int64_t fj, double need) noexcept nogil:
+    """A quiet repeat's grow (granted by the count), out of its loop's line."""
+    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)
+
+
 cdef double quiet_grows(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
                         double duration) noexcept nogil:
     """quiet_repeat of a repeat counted with grants and its sample (settle's step 5, as
     steady_run's after plan_again), out of steady_run's line: a call an iteration of a cost reading
-    the KV sums, while steady_run's inlined copy, without grows, keeps the light row's registers."""
+    the KV sums (whose totals a grow makes afresh), while steady_run's inlined copy keeps the light
+    row's registers."""
     cdef bint moved
     duration = quiet_repeat(st, s, k, na, n, duration, True, &moved)
     if st.error.code:
