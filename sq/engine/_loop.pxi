@@ -117,7 +117,8 @@ cdef inline void sample_unmoved(State* st) noexcept nogil:
         area_again(&st.stages[0].busy_area, st.now)
     if st.n_pools == 1 and row_marked(st.pools_sampled, 0):
         area_again(&p.used_area, st.now)
-        area_again(&p.cached_area, st.now)
+        if p.cached_area.value != 0:        # (a pool without a cache: its area at 0 adds +0)
+            area_again(&p.cached_area, st.now)
         if p.queue_area.value != 0:
             area_again(&p.queue_area, st.now)
         if p.holders_area.value != 0:
@@ -1200,8 +1201,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef Event end
     cdef Event* nxt
     cdef bint fuses = quiet_fuses(st, s)   # quiet repeats in one pass
-    # (quiet repeats are counted with grants where they may grow: not where they go in one pass
-    # of a cost without KV sums, which light6 kept to the no-grow count)
+    # (quiet repeats are counted with grants: past a block boundary, each grow granted, they
+    # still go in one pass; a cost reading the KV sums takes them out of line, quiet_grows)
     end.kind = EV_ITER_END          # (a repeated end's other fields: its time, serial and epoch)
     end.a = k
     end.b = 0
@@ -1212,18 +1213,18 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
             # granted): this end and its plan in one pass (quiet_repeat, _step.pxi)
             quiet -= 1
             st.quiet_fused += 1
-            if grants:
+            if grants and st.kv_iteration:
                 duration = quiet_grows(st, s, k, na, &n, duration)      # (and its sample)
                 if st.error.code:
                     return -1
             else:
-                duration = quiet_repeat(st, s, k, na, &n, duration, False, &moved)
+                duration = quiet_repeat(st, s, k, na, &n, duration, grants, &moved)
                 if st.error.code:
                     return -1
-                if st.n_stages == 1 and st.n_pools <= 1:
+                if not moved and st.n_stages == 1 and st.n_pools <= 1:
                     sample_unmoved(st)
                 else:
-                    sample_repeat(st, False)
+                    sample_repeat(st, moved)
         else:
             if not iteration_end(st, e):
                 settle(st)
@@ -1239,7 +1240,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                     return 0
                 checked = quiet == 0
                 if checked:
-                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, not fuses or st.kv_iteration)
+                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, True)
                 else:
                     quiet -= 1
                     plan = PLAN_SAME
@@ -1250,7 +1251,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             else:
                 checked = True
-                plan = plan_unchanged(st, s, na, False, &quiet, &grants, not fuses or st.kv_iteration)
+                plan = plan_unchanged(st, s, na, False, &quiet, &grants, True)
             if plan == PLAN_CHANGED:
                 settle(st)
                 return 0

@@ -660,6 +660,8 @@ cdef enum:
 # the grow just granted opens the next quiet stretch). Subtracting 1 from a work >= 1 is exact;
 # the positions' additions may round, by at most half an ulp each: plan_unchanged counts t <= min(work - 1, allocation - position - 2),
 # the 1 of margin holding for QUIET_MAX additions below QUIET_POSITIONS (each ulp <= 2^-20).
+# No addition rounds where the position and the allocation are in one binade (position_margin):
+# there the count is t <= allocation - position - 1, one more (a checked plan less a block).
 # So steady_run plans those iterations without plan_unchanged, and plan_again without the grow
 # test (none is due) and without marking the frames grown (the plan before them did).
 #
@@ -672,10 +674,10 @@ cdef enum:
 # only grows by grows, so through t <= q repeats every grow fits while
 # used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
 # this plan's grows (which the sum counts again: a margin). Where its caller's quiet repeats can
-# grow (`grantable`: steady_run's, but not its quiet repeats in one pass of a cost without KV
-# sums) plan_unchanged counts the larger of the two counts, else the count with no grow due (the
-# work's bound above holds for both); after a count with grants plan_again (or quiet_repeat) tests
-# each resident's grow, and makes the totals afresh after one (its KV sums moved).
+# grow (`grantable`: steady_run's, not step_again's) plan_unchanged counts the larger of the two
+# counts, else the count with no grow due (the work's bound above holds for both); after a count
+# with grants plan_again (or quiet_repeat) tests each resident's grow, and makes the totals afresh
+# after one (its KV sums moved).
 cdef extern from *:
     """
     #define SQ_QUIET_MAX 1024.0
@@ -683,6 +685,27 @@ cdef extern from *:
     """
     const double QUIET_MAX "SQ_QUIET_MAX"
     const double QUIET_POSITIONS "SQ_QUIET_POSITIONS"     # 2^32
+
+
+# A position's margin in the quiet count. With 1 <= position < 2^(e+1) <= 2^32 (2^e <= position)
+# and allocation <= 2^(e+1), position, 1 and every integer are multiples of u = 2^(e-52), so each
+# position + t + 1 <= allocation is a multiple of u in [2^e, 2^(e+1)]: a double, every repeat's
+# addition exact; allocation - position is exact too (Sterbenz: position <= allocation <= 2
+# position; below position the count is negative either way), and so is the 1 taken from it.
+# The count t <= allocation - position - 1 then leaves need = position + t + 1 - allocation <= 0
+# at every repeat, exactly. Else (a binade crossed, or a position below 1) the 1 of margin above.
+cdef extern from *:
+    """
+    static inline double sq_position_margin(double pos, double alloc) {
+        uint64_t b;
+        double top;
+        memcpy(&b, &pos, sizeof b);
+        b = ((b >> 52) + 1) << 52;      /* 2^(e+1) for a positive normal pos in [2^e, 2^(e+1)) */
+        memcpy(&top, &b, sizeof top);
+        return (pos >= 1.0 && alloc <= top) ? 1.0 : 2.0;
+    }
+    """
+    double position_margin "sq_position_margin"(double pos, double alloc) nogil
 
 
 cdef enum:
@@ -703,8 +726,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
     PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due), counted
     only where `grantable` (the caller's quiet repeats can make grows: not step_again's, between
-    whose repeats another stage's grow could take the room, nor steady_run's in one pass of a cost
-    without KV sums)."""
+    whose repeats another stage's grow could take the room)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
@@ -767,7 +789,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 # the count with no grow due, from the allocation as this plan's grow leaves it
                 if not (alloc < QUIET_POSITIONS):
                     q = 0.0
-                x = alloc - pos - 2.0
+                x = alloc - pos - position_margin(pos, alloc)
                 if not (x >= qn):
                     qn = x
         left -= tokens
@@ -882,7 +904,8 @@ cdef inline double repeat_totals(State* st, Stage* s, int64_t na, IterTotals* n,
 # too. So both are always inlined: each caller gets its own copy with its flags folded. The
 # attributes go on a declaration of the C names Cython gives these functions (a name that stops
 # matching is a compile error for the types, or the attribute silently lost: `nm` on the .so then
-# lists plan_unchanged again). Likewise quiet_repeat, inlined in steady_run without grows and in
+# lists plan_unchanged again). Likewise quiet_repeat, inlined in steady_run (grows where counted
+# with grants, each made by quiet_grow, out of line: a grow is one repeat in a block's) and in
 # quiet_grows (noinline: `nm` lists it, and no quiet_repeat) with them.
 cdef extern from *:
     """
@@ -901,6 +924,8 @@ cdef extern from *:
     static __attribute__((noinline)) double __pyx_f_2sq_7_engine_quiet_grows(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, double);
+    static __attribute__((noinline)) void __pyx_f_2sq_7_engine_quiet_grow(
+        struct __pyx_t_2sq_6engine_6_state_State *, int32_t, int64_t, double);
     """
 
 
@@ -936,17 +961,24 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
     cdef int32_t j, owner
     cdef bint warm = st.warm, due = False
     cdef Assigned* a
+    # the tables in locals, not reloaded at each resident after its stores: none moves here
+    # (histogram_add reallocates the histogram's cells, grow_now writes the pool, its cache and
+    # the frame's allocation)
+    cdef Assigned* assigned = s.assigned
+    cdef JobRec* jobs = st.jobs.rec
+    cdef double* itl_last = st.sess.itl_last
+    cdef double* frame_pos = st.sess.frame_pos
     # the iteration's time shares: iteration_areas_end then _start of the same kind (a decode-only
     # iteration) and decodes leave each area's value as it was, integrated to now
     area_again(&s.decode_only, now)
     area_again(&s.decodes, now)
     for r in range(na):
-        a = &s.assigned[r]
+        a = &assigned[r]
         j = a.job
-        st.jobs.rec[j].work -= a.tok
-        owner = st.jobs.rec[j].owner
+        jobs[j].work -= a.tok
+        owner = jobs[j].owner
         if warm:                        # (decoding[j]: a decode token continuing the turn)
-            gap = now - st.sess.itl_last[owner]
+            gap = now - itl_last[owner]
             if gap == last_gap and gap > 0.0:
                 total += gap
                 again += 1
@@ -957,17 +989,15 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
                     return -1.0
                 total = h.total
                 last_gap = h.last_gap
-        st.sess.itl_last[owner] = now
-        if st.jobs.rec[j].growing >= 0:
-            fj = st.jobs.rec[j].frame
-            if grows:                   # (plan_again's visit: each grow due is granted)
-                need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
-                if need > EPS:
-                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)
-                    due = True
-            st.sess.frame_pos[fj] += a.tok
-            if grows:
-                mark_grown(st, fj)
+        itl_last[owner] = now
+        if jobs[j].growing >= 0:
+            fj = jobs[j].frame
+            # (plan_again's visit: each grow due is granted; its frame was marked grown by the plan
+            # that counted the repeats, and no admission clears a mark inside a run)
+            if grows and frame_pos[fj] + a.tok - st.sess.frame_alloc[fj] > EPS:
+                quiet_grow(st, j, fj, frame_pos[fj] + a.tok - st.sess.frame_alloc[fj])
+                due = True
+            frame_pos[fj] += a.tok
     histogram_again(h, total, &again)
     moved[0] = due
     if due and st.kv_iteration:
@@ -982,14 +1012,24 @@ cdef inline double quiet_repeat(State* st, Stage* s, int32_t k, int64_t na, Iter
     return duration
 
 
+cdef void quiet_grow(State* st, int32_t j, int64_t fj, double need) noexcept nogil:
+    """A quiet repeat's grow (granted by the count), out of its loop's line."""
+    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)
+
+
 cdef double quiet_grows(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
                         double duration) noexcept nogil:
     """quiet_repeat of a repeat counted with grants and its sample (settle's step 5, as
     steady_run's after plan_again), out of steady_run's line: a call an iteration of a cost reading
-    the KV sums, while steady_run's inlined copy, without grows, keeps the light row's registers."""
+    the KV sums (whose totals a grow makes afresh), while steady_run's inlined copy keeps the light
+    row's registers."""
     cdef bint moved
     duration = quiet_repeat(st, s, k, na, n, duration, True, &moved)
-    if not st.error.code:
+    if st.error.code:
+        return duration
+    if not moved and st.n_stages == 1 and st.n_pools <= 1:
+        sample_unmoved(st)          # (no grow was due: nothing the areas read moved, as steady_run's)
+    else:
         sample_repeat(st, moved)
     return duration
 

@@ -297,6 +297,11 @@ MUTATIONS = (
                  ("_step.pxi", "                spare += alloc - pos - 2.0 - st.pools[row].block\n",
                   "                spare += alloc - pos - 2.0\n"),
              )),
+    Mutation("quiet-positions-overrun", "a steady run's quiet repeats where the position and the "
+             "allocation are in one binade counted with no margin: one repeat past the allocation, its grow not made", (
+                 ("_step.pxi", "        return (pos >= 1.0 && alloc <= top) ? 1.0 : 2.0;",
+                  "        return (pos >= 1.0 && alloc <= top) ? 0.0 : 2.0;"),
+             )),
     Mutation("repeat-kv-totals-kept", "a steady run's repeated iteration keeps the KV totals (and its "
              "duration) of the one before though a grow moved an allocation", (
                  ("_step.pxi", "    if not same or (due and kv):\n", "    if not same:\n"),
@@ -311,8 +316,8 @@ MUTATIONS = (
              )),
     Mutation("quiet-grow-skipped", "a quiet repeat made in one pass with grows moves the position without "
              "the grow due (each grow taken as not due)", (
-                 ("_step.pxi", "                if need > EPS:\n                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)\n                    due = True\n",
-                  ""),
+                 ("_step.pxi", "                quiet_grow(st, j, fj, frame_pos[fj] + a.tok - st.sess.frame_alloc[fj])\n                due = True\n",
+                  "                pass\n"),
              )),
     Mutation("repeat-pools-unsampled", "a steady run's repeated iteration defers the pools' areas though "
              "its grows moved one", (
@@ -499,6 +504,8 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[idle replicas]",
     "choose-load-ties-later":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[16]",
+    "quiet-positions-overrun":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[32]",
     "quiet-grants-blockless":
         "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[preemption]",
     "repeat-kv-totals-kept":
