@@ -692,7 +692,7 @@ cdef enum:
 
 
 cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
-                               bint* grants, bint grantable) noexcept nogil:
+                               bint* grants, bint grantable, int64_t most) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -712,7 +712,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
     cdef int32_t gpool = -1             # the pool every growing resident grows on (-2: several)
     cdef int plan = PLAN_SAME
-    cdef bint counting = na <= QUIET_RESIDENTS
+    cdef bint counting = na <= most
     cdef Pool* p
     quiet[0] = 0
     grants[0] = False
@@ -891,7 +891,7 @@ cdef extern from *:
     struct __pyx_t_2sq_7_engine_IterTotals;
     static inline __attribute__((always_inline)) int __pyx_f_2sq_7_engine_plan_unchanged(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int64_t, int, int64_t *, int *, int);
+        int64_t, int, int64_t *, int *, int, int64_t);
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_plan_again(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);

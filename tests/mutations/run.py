@@ -278,7 +278,16 @@ MUTATIONS = (
              )),
     Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
              "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
-                 ("_loop.pxi", "    st.kept_kv[2 * k] = kvb\n    st.kept_kv[2 * k + 1] = kvm\n", ""),
+                 ("_loop.pxi", "    kp.kvb = kvb\n    kp.kvm = kvm\n    kp.pool = pool if grants",
+                  "    kp.pool = pool if grants"),
+             )),
+    Mutation("kept-room-unread", "step_again's quiet repeats counted with grants are made though another "
+             "stage's grow or an admission took the pool's room since (kept_room not read)", (
+                 ("_loop.pxi", "    return kp.pool < 0 or st.pools[kp.pool].used <= kp.used\n", "    return True\n"),
+             )),
+    Mutation("replica-quiet-grants-kv-kept", "a quiet repeat with grants whose grow was due keeps the KV sums "
+             "of the plan before it (kept_sums not called)", (
+                 ("_loop.pxi", "        if due and st.kv_iteration:\n            kept_sums(st, s, kp, na)\n", ""),
              )),
     Mutation("choose-last-key-skipped-always", "choose_best leaves out its last key whatever it is, so a last "
              "key that breaks ties (`by (load, -r)`) is not read", (
