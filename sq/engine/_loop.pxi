@@ -256,6 +256,23 @@ cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
     return False
 
 
+# The catch-up loops are unrolled (gcc's unroll-loops on these two functions alone): a deferred
+# row most often catches up tens of gaps at once (a replica's KV pool changes every few of its
+# iterations, among all replicas' events), and each gap's additions are a few instructions, so the
+# loop's own test and increment were a third of them. Each area's additions stay one at a time,
+# in their order (-ffp-contract=off: no multiply-add), so the integrals are the same bits.
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_6engine_6_state_Pool;
+    struct __pyx_t_2sq_6engine_6_state_Lag;
+    static void __pyx_f_2sq_7_engine_lag_stage(struct __pyx_t_2sq_6engine_6_state_Stage *,
+        struct __pyx_t_2sq_6engine_6_state_Lag *) __attribute__((optimize("unroll-loops")));
+    static void __pyx_f_2sq_7_engine_lag_pool(struct __pyx_t_2sq_6engine_6_state_Pool *,
+        struct __pyx_t_2sq_6engine_6_state_Lag *) __attribute__((optimize("unroll-loops")));
+    """
+
+
 # An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which
 # leaves its integral as it is (an integral is never -0: it starts at +0, and x + -x is +0): a
 # stage holding 0 in both areas (an idle replica) adds nothing, and a pool whose queue holds 0
@@ -917,12 +934,12 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     the plan's admission after its residents finds no pool, admitting_pool); the stages pass
     would start no other stage (each other stage marked in steps_ready is running or has no work:
     it is unmarked, as the pass's visit would); the flows clean; no other event pending at `now`;
-    and plan_unchanged (without grants). That is read afresh unless the stage's last iteration was begun here and
+    and plan_unchanged. That is read afresh unless the stage's last iteration was begun here and
     no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
     (work, positions, allocations) is read, as in a steady run (again), and while the quiet
-    repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
-    no plan is read and no grow is due (they are counted without grants: between them another
-    stage's grow could take the room). What other replicas' events do between cannot change
+    repeats it counted last (all 1-token decodes far from their ends, and from block boundaries
+    or with each grow granted) last, no plan is read (with grants, while no other took the pool's
+    room since: kept_room, before replica_quiet). What other replicas' events do between cannot change
     the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
     mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
     A quiet repeat's end finishes no resident, so the tests come before it, and its end and plan
@@ -1216,6 +1233,9 @@ cdef void kept_sums(State* st, Stage* s, KeptPlan* kp, int64_t na) noexcept nogi
 
 
 cdef enum:
+    # step_again's quiet repeats are counted for this many residents at most (plan_unchanged's
+    # `most`): with grants a block boundary does not end a count, so a replica's batch of ~6 to
+    # tens of decodes most often has one (steady_run's QUIET_RESIDENTS, 6, is for counts without)
     REPLICA_RESIDENTS = 64
 
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)

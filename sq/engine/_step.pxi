@@ -700,11 +700,11 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
-    known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
-    PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due), counted
-    only where `grantable` (the caller's quiet repeats can make grows: not step_again's, between
-    whose repeats another stage's grow could take the room, nor steady_run's in one pass of a cost
-    without KV sums)."""
+    known to plan the same (see QUIET_MAX; counted for `most` residents at most: steady_run's
+    QUIET_RESIDENTS), 0 unless PLAN_SAME; *grants: in those, grows may be due, each granted (else
+    none is due), counted only where `grantable` (the caller's quiet repeats can make grows: not
+    steady_run's in one pass of a cost without KV sums; step_again's make them only while no other
+    took the room: kept_room, _loop.pxi)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
