@@ -951,6 +951,7 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     cdef int plan
     cdef IterTotals n
     cdef bint planned = False, grants
+    cdef int repeat = -1            # a quiet repeat's: 1 where it grew, 0 where not (its sample)
     if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight and kept_room(st, k):
         # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
         # nothing the tests read (it marks the stage in steps_ready, first here), and they come
@@ -959,8 +960,9 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
         if not (ready_any(st) or st.flows.dirty or not step_clear(st, k)
                 or (pending_under_top(st) if top else pending_now(st))):
             s.quiet -= 1
-            if (replica_quiet(st, s, k, na, &n, True) if st.kept[k].pool >= 0
-                    else replica_quiet(st, s, k, na, &n, False)) < 0:
+            repeat = replica_quiet(st, s, k, na, &n, True) if st.kept[k].pool >= 0 \
+                else replica_quiet(st, s, k, na, &n, False)
+            if repeat < 0:
                 return step_failed(st, top)     # out of memory (the flag is set)
             planned = True
     if not planned:
@@ -992,7 +994,7 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
     if duration < 0:
         return step_failed(st, top)     # the cost failed (the flag is set)
-    return step_begun(st, s, k, duration, top)
+    return step_begun(st, s, k, duration, top, repeat)
 
 
 cdef inline int step_settle(State* st, bint top) noexcept nogil:
@@ -1012,19 +1014,30 @@ cdef inline int step_failed(State* st, bint top) noexcept nogil:
     return 0
 
 
-cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint top) noexcept nogil:
+cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint top,
+                           int repeat) noexcept nogil:
     """step_again's iteration of stage k begun: its end scheduled as start_iteration's, settle's
     step 5 (0). The stage leaves steps_ready, as the stages pass's next visit would take it out
     (mid-iteration): the next iteration end's step_clear then most often finds its own stage alone
-    there (its end marks it again)."""
+    there (its end marks it again). `repeat`: -1, or a quiet repeat's replica_quiet (1: it grew).
+
+    A quiet repeat's step 5 is sample_repeat's, as steady_run's: every event's handling ends with
+    a sample (settle's step 5, step_begun's or steady_run's), so since the last one only this
+    repeat's end and plan ran; they move no stage's number (none joins or leaves), nor the live
+    count, and no pool but by its grows (grow_now touches the pool). That sample visited every
+    sampled row but the untouched step stages and pools and left each one it kept deferred, so
+    visiting them again would defer each and change nothing: only the logs of gaps move."""
     s.plan_kept = True
     unmark_row(st.steps_ready, k)
     if (heap_replace_top(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) if top
             else schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)) < 0:
         return 0
     st.steps_repeated += 1
-    sample_every_pool(st)               # settle's step 5
-    sample_areas(st)
+    if repeat >= 0:
+        sample_repeat(st, repeat)
+    else:
+        sample_every_pool(st)           # settle's step 5
+        sample_areas(st)
     return 0
 
 
@@ -1158,7 +1171,7 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
                               bint grows) noexcept nogil:
     """end_iteration of stage k's iteration ending now and the quiet repeat that follows
     (replica_begin(st, s, k, na, n, False, False), or with `grows`: each due grow granted, and
-    the KV sums afresh after one) (0; -1: out of memory)."""
+    the KV sums afresh after one) (1: it grew, 0: not; -1: out of memory)."""
     cdef Histogram* h = &s.itl
     cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, need
     cdef double ntok = 0.0, ndec = 0.0
@@ -1215,7 +1228,7 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     n.kvb = kp.kvb                      # (0.0 without st.kv_iteration: replica_begin's sums)
     n.kvp = 0.0
     n.kvm = kp.kvm
-    return 0
+    return due
 
 
 cdef void kept_sums(State* st, Stage* s, KeptPlan* kp, int64_t na) noexcept nogil:
