@@ -72,11 +72,12 @@ cdef inline void sample_areas(State* st) noexcept nogil:
 
 
 cdef inline void sample_repeat(State* st, bint grown) noexcept nogil:
-    """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run).
-    Since the previous sample (the run's iteration before) only that iteration's end and this
-    plan ran: no event else and no session, so the live count and every stage's values are as
-    they were and no stage was touched or newly marked, and only a grow (`grown`: one was due
-    in this plan, plan_again's *moved) moved or touched a pool (its evictions with it). That
+    """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run), or
+    at a quiet repeat step_again makes (step_begun). Since the previous sample (the run's
+    iteration before; any event's, for step_again) only that iteration's end and this plan
+    ran: no event else and no session, so the live count and every stage's values are as they
+    were and no stage was touched or newly marked, and only a grow (`grown`: one was due in this
+    plan, plan_again's *moved) moved or touched a pool (its evictions with it). That
     sample visited every sampled row but the untouched step stages and pools and left each one
     it kept deferred (lag_at >= 0), so visiting those again would defer each and change nothing:
     only the logs of gaps move (a lone stage or pool is never deferred: sample_lone_*)."""
