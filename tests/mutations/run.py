@@ -423,6 +423,8 @@ KILLERS = {
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[5]",
     "kept-room-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "replica-quiet-grants-kv-kept":
+        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
     "deferred-areas-summed":
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
     "grow-untouched":
