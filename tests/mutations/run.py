@@ -289,6 +289,10 @@ MUTATIONS = (
              "of the plan before it (kept_sums not called)", (
                  ("_loop.pxi", "        if due and st.kv_iteration:\n            kept_sums(st, s, kp, na)\n", ""),
              )),
+    Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
+             "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
+                 ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
+             )),
     Mutation("choose-last-key-skipped-always", "choose_best leaves out its last key whatever it is, so a last "
              "key that breaks ties (`by (load, -r)`) is not read", (
                  ("_session.pxi", "        if st.shapes[off] == XS_ATTR:\n            nkeys -= 1\n",
@@ -425,6 +429,8 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "replica-quiet-grants-kv-kept":
         "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "replica-quiet-grown-unsampled":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
     "grow-untouched":
