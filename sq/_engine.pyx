@@ -171,7 +171,7 @@ cdef void release_state(State* st) noexcept:
             free(st.pools[k].growers)
     free(st.shapes); free(st.forms)
     free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
-    free(st.steps_ready); free(st.pool_lag.gap); free(st.stage_lag.gap); free(st.kept_kv)
+    free(st.steps_ready); free(st.pool_lag.gap); free(st.stage_lag.gap); free(st.kept)
     free(st.pools_touched); free(st.stages_touched); free(st.step_rows)
     spare_keep(st, session_tables)
     spare_keep(st, job_tables)
@@ -777,12 +777,12 @@ cdef int _set_stages(State* st, _Plan p) except -1:
     st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
     st.stages_sampled = rows_new(st.n_stages)
     st.steps_ready = rows_new(st.n_stages)
-    st.kept_kv = <double*> calloc(2 * st.n_stages + 2, sizeof(double))
+    st.kept = <KeptPlan*> calloc(st.n_stages + 1, sizeof(KeptPlan))
     st.stages_touched = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
     st.step_rows = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
     st.stage_lag.gap = <double*> malloc(LAG_CAP * sizeof(double))
     if st.stages == NULL or st.stages_sampled == NULL or st.steps_ready == NULL or st.stages_touched == NULL or st.step_rows == NULL \
-            or st.stage_lag.gap == NULL or st.kept_kv == NULL:
+            or st.stage_lag.gap == NULL or st.kept == NULL:
         raise MemoryError()
     if not flows_new(st, p.max_flow_stages, p.share_maxmin):
         raise MemoryError()

@@ -71,12 +71,23 @@ cdef inline void sample_areas(State* st) noexcept nogil:
         tl_pools(st)
 
 
+# (always inlined: with step_begun's call beside steady_run's two, gcc kept one copy out of line,
+# and steady_run's quiet repeats paid a call each: vllm-lo +0.44 %)
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    static inline __attribute__((always_inline)) void __pyx_f_2sq_7_engine_sample_repeat(
+        struct __pyx_t_2sq_6engine_6_state_State *, int);
+    """
+
+
 cdef inline void sample_repeat(State* st, bint grown) noexcept nogil:
-    """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run).
-    Since the previous sample (the run's iteration before) only that iteration's end and this
-    plan ran: no event else and no session, so the live count and every stage's values are as
-    they were and no stage was touched or newly marked, and only a grow (`grown`: one was due
-    in this plan, plan_again's *moved) moved or touched a pool (its evictions with it). That
+    """sample_every_pool and sample_areas at an iteration a steady run repeats (steady_run), or
+    at a quiet repeat step_again makes (step_begun). Since the previous sample (the run's
+    iteration before; any event's, for step_again) only that iteration's end and this plan
+    ran: no event else and no session, so the live count and every stage's values are as they
+    were and no stage was touched or newly marked, and only a grow (`grown`: one was due in this
+    plan, plan_again's *moved) moved or touched a pool (its evictions with it). That
     sample visited every sampled row but the untouched step stages and pools and left each one
     it kept deferred (lag_at >= 0), so visiting those again would defer each and change nothing:
     only the logs of gaps move (a lone stage or pool is never deferred: sample_lone_*)."""
@@ -255,6 +266,23 @@ cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
     g.at = now
     g.n += 1
     return False
+
+
+# The catch-up loops are unrolled (gcc's unroll-loops on these two functions alone): a deferred
+# row most often catches up tens of gaps at once (a replica's KV pool changes every few of its
+# iterations, among all replicas' events), and each gap's additions are a few instructions, so the
+# loop's own test and increment were a third of them. Each area's additions stay one at a time,
+# in their order (-ffp-contract=off: no multiply-add), so the integrals are the same bits.
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_6engine_6_state_Pool;
+    struct __pyx_t_2sq_6engine_6_state_Lag;
+    static void __pyx_f_2sq_7_engine_lag_stage(struct __pyx_t_2sq_6engine_6_state_Stage *,
+        struct __pyx_t_2sq_6engine_6_state_Lag *) __attribute__((optimize("unroll-loops")));
+    static void __pyx_f_2sq_7_engine_lag_pool(struct __pyx_t_2sq_6engine_6_state_Pool *,
+        struct __pyx_t_2sq_6engine_6_state_Lag *) __attribute__((optimize("unroll-loops")));
+    """
 
 
 # An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which
@@ -918,12 +946,12 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     the plan's admission after its residents finds no pool, admitting_pool); the stages pass
     would start no other stage (each other stage marked in steps_ready is running or has no work:
     it is unmarked, as the pass's visit would); the flows clean; no other event pending at `now`;
-    and plan_unchanged (without grants). That is read afresh unless the stage's last iteration was begun here and
+    and plan_unchanged. That is read afresh unless the stage's last iteration was begun here and
     no resident has joined or left since (Stage.plan_kept): then only what an iteration moves
     (work, positions, allocations) is read, as in a steady run (again), and while the quiet
-    repeats it counted last (all 1-token decodes far from their ends and block boundaries) last,
-    no plan is read and no grow is due (they are counted without grants: between them another
-    stage's grow could take the room). What other replicas' events do between cannot change
+    repeats it counted last (all 1-token decodes far from their ends, and from block boundaries
+    or with each grow granted) last, no plan is read (with grants, while no other took the pool's
+    room since: kept_room, before replica_quiet). What other replicas' events do between cannot change
     the rest: only this stage's own plans stall its residents' owners (grow_or_wait), a job's
     mode, rows and frames are set as it joins, and a preemption removes the job (leave_residents).
     A quiet repeat's end finishes no resident, so the tests come before it, and its end and plan
@@ -935,7 +963,8 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     cdef int plan
     cdef IterTotals n
     cdef bint planned = False, grants
-    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight:
+    cdef int repeat = -1            # a quiet repeat's: 1 where it grew, 0 where not (its sample)
+    if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight and kept_room(st, k):
         # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
         # nothing the tests read (it marks the stage in steps_ready, first here), and they come
         # before it; then the end and the plan in one pass (replica_quiet)
@@ -943,7 +972,9 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
         if not (ready_any(st) or st.flows.dirty or not step_clear(st, k)
                 or (pending_under_top(st) if top else pending_now(st))):
             s.quiet -= 1
-            if replica_quiet(st, s, k, na, &n) < 0:
+            repeat = replica_quiet(st, s, k, na, &n, True) if st.kept[k].pool >= 0 \
+                else replica_quiet(st, s, k, na, &n, False)
+            if repeat < 0:
                 return step_failed(st, top)     # out of memory (the flag is set)
             planned = True
     if not planned:
@@ -957,23 +988,25 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
                 or (pending_under_top(st) if top else pending_now(st)):
             return step_settle(st, top)
         # (each call with its flags written out, so the compiler makes each its own copy)
-        if s.plan_kept and s.quiet > 0:
+        # (a count with grants is read afresh here: this path is rare, and replica_begin's quiet
+        # copy has no grow)
+        if s.plan_kept and s.quiet > 0 and st.kept[k].pool < 0:
             s.quiet -= 1
-            replica_begin(st, s, k, na, &n, False)    # (the plan counting it marked the frames grown)
+            replica_begin(st, s, k, na, &n, False, False)     # (the plan counting it marked the frames grown)
         else:
             if s.plan_kept:
-                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, False)
+                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, REPLICA_RESIDENTS)
             else:
-                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, False)
+                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, REPLICA_RESIDENTS)
             if plan == PLAN_CHANGED:
                 s.plan_kept = False
                 return step_settle(st, top)
-            replica_begin(st, s, k, na, &n, True)
+            replica_begin(st, s, k, na, &n, True, grants)
     # (one call of begin_iteration here: with more, gcc no longer inlines iteration_begins anywhere)
     duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
     if duration < 0:
         return step_failed(st, top)     # the cost failed (the flag is set)
-    return step_begun(st, s, k, duration, top)
+    return step_begun(st, s, k, duration, top, repeat)
 
 
 cdef inline int step_settle(State* st, bint top) noexcept nogil:
@@ -993,19 +1026,30 @@ cdef inline int step_failed(State* st, bint top) noexcept nogil:
     return 0
 
 
-cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint top) noexcept nogil:
+cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint top,
+                           int repeat) noexcept nogil:
     """step_again's iteration of stage k begun: its end scheduled as start_iteration's, settle's
     step 5 (0). The stage leaves steps_ready, as the stages pass's next visit would take it out
     (mid-iteration): the next iteration end's step_clear then most often finds its own stage alone
-    there (its end marks it again)."""
+    there (its end marks it again). `repeat`: -1, or a quiet repeat's replica_quiet (1: it grew).
+
+    A quiet repeat's step 5 is sample_repeat's, as steady_run's: every event's handling ends with
+    a sample (settle's step 5, step_begun's or steady_run's), so since the last one only this
+    repeat's end and plan ran; they move no stage's number (none joins or leaves), nor the live
+    count, and no pool but by its grows (grow_now touches the pool). That sample visited every
+    sampled row but the untouched step stages and pools and left each one it kept deferred, so
+    visiting them again would defer each and change nothing: only the logs of gaps move."""
     s.plan_kept = True
     unmark_row(st.steps_ready, k)
     if (heap_replace_top(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch) if top
             else schedule(st, st.now + duration, EV_ITER_END, k, 0, s.iter_epoch)) < 0:
         return 0
     st.steps_repeated += 1
-    sample_every_pool(st)               # settle's step 5
-    sample_areas(st)
+    if repeat >= 0:
+        sample_repeat(st, repeat)
+    else:
+        sample_every_pool(st)           # settle's step 5
+        sample_areas(st)
     return 0
 
 
@@ -1038,8 +1082,8 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
     return True
 
 
-# step_again's plan: plan_unchanged with `grantable` False (quiet repeats counted without grants;
-# always inlined, so step_again has its own copy with its flags folded), then replica_begin rather
+# step_again's plan: plan_unchanged (always inlined, so step_again has its own copy with its
+# flags folded), then replica_begin rather
 # than plan_again (whose flags in steady_run are constants, inlined there): plan_again not `same`
 # with count_assigned's totals made in its loop. The same tests and writes in the same order,
 # with the tables' pointers in locals (nothing in the loops is a call but a granted grow's
@@ -1047,12 +1091,15 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
 # by its own grow, which its visit makes first: another resident is another session's job, so the
 # sums are those count_assigned makes after the whole plan, in the same order.
 cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
-                               bint grows) noexcept nogil:
+                               bint grows, bint grants) noexcept nogil:
     """plan_again(st, s, k, na, n, False, grows, 0.0, moved) but its begin_iteration, with
-    count_assigned's totals made in its loop: the plan plan_unchanged read, made (its totals n)."""
+    count_assigned's totals made in its loop: the plan plan_unchanged read, made (its totals n).
+    `grants`: plan_unchanged counted its quiet repeats with grants (st.kept[k] then names the
+    pool they grow on and its `used` as this plan leaves it)."""
     cdef double need, units, tok, ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
     cdef int64_t r, fj
-    cdef int32_t j
+    cdef int32_t j, pool = -1
+    cdef KeptPlan* kp = &st.kept[k]
     cdef bint kv = st.kv_iteration
     cdef Assigned* a = s.assigned
     cdef JobRec* jobs = st.jobs.rec
@@ -1066,6 +1113,7 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
         tok = a[r].tok
         if jobs[j].growing >= 0:
             fj = jobs[j].frame
+            pool = jobs[j].growing
             if grows:
                 need = frame_pos[fj] + tok - frame_alloc[fj]
                 if need > EPS:
@@ -1085,8 +1133,11 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
             if units > kvm:
                 kvm = units
     s.cursor = s.nres
-    st.kept_kv[2 * k] = kvb
-    st.kept_kv[2 * k + 1] = kvm
+    kp.kvb = kvb
+    kp.kvm = kvm
+    kp.pool = pool if grants else -1    # (with grants every growing resident grows on one pool)
+    if grants:
+        kp.used = st.pools[pool].used
     n.ntok = ntok
     n.npre = 0.0
     n.ndec = ndec
@@ -1098,24 +1149,48 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # A quiet repeat's end and plan in one pass, as steady_run's quiet_repeat (_step.pxi) makes them:
 # the end is end_iteration's of residents all decodes continuing their turns' tokens, none
 # finishing (each one's work was >= 1 + t at the plan counting the t-th repeat) or removed (the
-# plan kept), and the plan replica_begin's quiet one (no grow due; the ids in the entries are
-# their jobs', none having left). Per resident the end and the plan write disjoint things (the
-# job's work, its owner's ITL fields and the histogram; its frame's position). The KV sums are
-# those of the plan replica_begin made last (st.kept_kv): a resident's allocation moves only by
-# its own grow, none is due in a quiet repeat and none was made since that plan (no resident
-# left or joined, or the plan would not be kept), so the same additions of the same units in the
-# same order give the same bits. The iteration ending and the one beginning are
-# decode-only with as many decodes: the stage's two time shares keep their values, integrated to
-# now (iteration_begins then sets them as they are).
-cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n) noexcept nogil:
-    """end_iteration of stage k's iteration ending now and replica_begin(st, s, k, na, n, False)
-    of the quiet repeat that follows (0; -1: out of memory)."""
+# plan kept), and the plan replica_begin's quiet one (the ids in the entries are their jobs',
+# none having left). Per resident the end and the plan write disjoint things (the job's work, its
+# owner's ITL fields and the histogram; its frame's position, and with grants its grow: the pool,
+# its evictions and the frame's allocation, which nothing the end reads). The KV sums are those
+# of the plan replica_begin made last (st.kept): a resident's allocation moves only by its own
+# grow and none was made since that plan but by these repeats (no resident left or joined, or
+# the plan would not be kept), so where no grow is due the same additions of the same units in
+# the same order give the same bits; after a grow they are made afresh, in the assignment's order.
+# The iteration ending and the one beginning are decode-only with as many decodes: the stage's
+# two time shares keep their values, integrated to now (iteration_begins then sets them as they
+# are).
+#
+# Grants (`grows`): plan_unchanged counted the repeats with each due grow granted on one pool p
+# (its room after that plan's grows, shared by the growing residents: see _step.pxi's quiet
+# repeats with grows), from p's `used` as that plan left it and only these repeats' own grows
+# after. Between two of step_again's repeats other replicas' events run, and another stage's grow
+# or an admission on p would take room the count assumed: so a repeat with grants is made only
+# while p's `used` is at most what this stage's last plan or repeat left (kept_room; grow_fits is
+# monotone in `used`, and the grant depends on nothing else of p: its evictions are plain, made
+# live by grow_now, and decide no grant). Otherwise plan_unchanged reads the plan afresh (the plan
+# is kept: again). The frames are marked grown already (replica_begin's plan counting the repeats
+# marked each growing one, and only its own hold's admission clears the mark), so mark_grown,
+# which would return at once, is not called.
+cdef inline bint kept_room(State* st, int32_t k) noexcept nogil:
+    """Whether stage k's quiet count still holds: one without grants does; one with grants while
+    its pool's `used` is at most what the stage's last plan or repeat left."""
+    cdef KeptPlan* kp = &st.kept[k]
+    return kp.pool < 0 or st.pools[kp.pool].used <= kp.used
+
+
+cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
+                              bint grows) noexcept nogil:
+    """end_iteration of stage k's iteration ending now and the quiet repeat that follows
+    (replica_begin(st, s, k, na, n, False, False), or with `grows`: each due grow granted, and
+    the KV sums afresh after one) (1: it grew, 0: not; -1: out of memory)."""
     cdef Histogram* h = &s.itl
-    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, need
     cdef double ntok = 0.0, ndec = 0.0
-    cdef int64_t again = 0, r
+    cdef int64_t again = 0, r, fj
     cdef int32_t j, owner
-    cdef bint warm = st.warm
+    cdef bint warm = st.warm, due = False
+    cdef KeptPlan* kp = &st.kept[k]
     cdef Assigned* a = s.assigned
     cdef JobRec* jobs = st.jobs.rec
     cdef double* itl_last = st.sess.itl_last
@@ -1141,19 +1216,52 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
                 last_gap = h.last_gap
         itl_last[owner] = now
         if jobs[j].growing >= 0:
-            frame_pos[jobs[j].frame] += tok
+            fj = jobs[j].frame
+            if grows:
+                need = frame_pos[fj] + tok - st.sess.frame_alloc[fj]
+                if need > EPS:
+                    grow_now(st, &st.pools[jobs[j].growing], fj, need)     # granted (the count)
+                    due = True
+                    jobs = st.jobs.rec
+                    itl_last = st.sess.itl_last
+                    frame_pos = st.sess.frame_pos
+            frame_pos[fj] += tok
         ntok += tok
         ndec += 1.0
     histogram_again(h, total, &again)
     st.iter_preempted = 0
+    if grows:
+        if due and st.kv_iteration:
+            kept_sums(st, s, kp, na)
+        kp.used = st.pools[kp.pool].used
     n.ntok = ntok
     n.npre = 0.0
     n.ndec = ndec
-    n.kvb = st.kept_kv[2 * k]           # (0.0 without st.kv_iteration: replica_begin's sums)
+    n.kvb = kp.kvb                      # (0.0 without st.kv_iteration: replica_begin's sums)
     n.kvp = 0.0
-    n.kvm = st.kept_kv[2 * k + 1]
-    return 0
+    n.kvm = kp.kvm
+    return due
 
+
+cdef void kept_sums(State* st, Stage* s, KeptPlan* kp, int64_t na) noexcept nogil:
+    """The KV sums of the assignment's first na entries afresh, in its order, as replica_begin
+    makes them (each resident's units its own allocation, which the others' grows do not move)."""
+    cdef double units, kvb = 0.0, kvm = 0.0
+    cdef int64_t r
+    for r in range(na):
+        units = job_units(st, s.assigned[r].job, s.memory)
+        kvb += units
+        if units > kvm:
+            kvm = units
+    kp.kvb = kvb
+    kp.kvm = kvm
+
+
+cdef enum:
+    # step_again's quiet repeats are counted for this many residents at most (plan_unchanged's
+    # `most`): with grants a block boundary does not end a count, so a replica's batch of ~6 to
+    # tens of decodes most often has one (steady_run's QUIET_RESIDENTS, 6, is for counts without)
+    REPLICA_RESIDENTS = 64
 
 cdef int64_t quiet_fused = 0        # iterations quiet_repeat planned with the end before them, over all runs (tests read it)
 
@@ -1240,7 +1348,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                     return 0
                 checked = quiet == 0
                 if checked:
-                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, True)
+                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, QUIET_RESIDENTS)
                 else:
                     quiet -= 1
                     plan = PLAN_SAME
@@ -1251,7 +1359,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             else:
                 checked = True
-                plan = plan_unchanged(st, s, na, False, &quiet, &grants, True)
+                plan = plan_unchanged(st, s, na, False, &quiet, &grants, QUIET_RESIDENTS)
             if plan == PLAN_CHANGED:
                 settle(st)
                 return 0

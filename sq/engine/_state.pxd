@@ -79,6 +79,15 @@ cdef struct Assigned:
     double tok                 # tokens scheduled
     int32_t job                # the job slot
 
+cdef struct KeptPlan:
+    # what step_again's kept plan of a step stage carries to its quiet repeats (_loop.pxi): outside
+    # Stage, whose size the one-replica rows feel
+    double kvb                 # the KV sums of the plan replica_begin made last (or a repeat with
+    double kvm                 # a grow made afresh)
+    double used                # with grants: the pool's `used` as this stage's last plan or repeat left it
+    int32_t pool               # the pool every growing resident grows on, where the quiet count has
+                               # grants (-1: it has none)
+
 cdef struct Stage:
     int32_t kind               # K_FIFO, K_PS, K_DELAY or K_STEP (set at set-up from the lowered table)
     int32_t servers            # fifo: servers (c); set at set-up
@@ -570,9 +579,7 @@ cdef struct State:
                                # visits only these when its pass holds step stages alone
     bint steps_only            # the stages pass (n_ps_first to n_ps_end) holds step stages alone, more
                                # than one (steps_ready is kept only then)
-    double* kept_kv            # per stage, two: the KV sums (kvb, kvm) of the plan replica_begin made last,
-                               # its quiet repeats' (replica_quiet); outside Stage, whose size the
-                               # one-replica rows feel
+    KeptPlan* kept             # per stage: step_again's kept plan (replica_begin, replica_quiet)
     Lag pool_lag               # the sampled pools' deferred samples
     Lag stage_lag              # the sampled stages' deferred samples
     int64_t next_entry_seq     # the seq the next cache touch gets (Entry.seq)

@@ -673,9 +673,10 @@ cdef enum:
 # reads them, before it; its grows and the rounding within the 1 of margin below), and `used`
 # only grows by grows, so through t <= q repeats every grow fits while
 # used' + sum(position - allocation + 2 + block) + q * growing <= cap, used' being `used` after
-# this plan's grows (which the sum counts again: a margin). Where its caller's quiet repeats can
-# grow (`grantable`: steady_run's, not step_again's) plan_unchanged counts the larger of the two
-# counts, else the count with no grow due (the work's bound above holds for both); after a count
+# this plan's grows (which the sum counts again: a margin). plan_unchanged counts the larger of
+# the two counts (the work's bound above holds for both): its callers' quiet repeats grow where
+# due (steady_run's; step_again's only while no other stage took the room: kept_room, _loop.pxi),
+# or read the plan afresh; after a count
 # with grants plan_again (or quiet_repeat) tests each resident's grow, and makes the totals afresh
 # after one (its KV sums moved).
 cdef extern from *:
@@ -715,7 +716,7 @@ cdef enum:
 
 
 cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
-                               bint* grants, bint grantable) noexcept nogil:
+                               bint* grants, int64_t most) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -723,10 +724,9 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     end (no finish) has run since: the stage's settings, the residents, their jobs' modes, rows
     and frames and their owners' stalls are as they were, so only what an iteration moves (work,
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
-    known to plan the same (see QUIET_MAX; counted for QUIET_RESIDENTS at most), 0 unless
-    PLAN_SAME; *grants: in those, grows may be due, each granted (else none is due), counted
-    only where `grantable` (the caller's quiet repeats can make grows: not step_again's, between
-    whose repeats another stage's grow could take the room)."""
+    known to plan the same (see QUIET_MAX; counted for `most` residents at most: steady_run's
+    QUIET_RESIDENTS), 0 unless PLAN_SAME; *grants: in those, grows may be due, each granted (else
+    none is due)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
@@ -734,7 +734,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
     cdef int32_t gpool = -1             # the pool every growing resident grows on (-2: several)
     cdef int plan = PLAN_SAME
-    cdef bint counting = na <= QUIET_RESIDENTS
+    cdef bint counting = na <= most
     cdef Pool* p
     quiet[0] = 0
     grants[0] = False
@@ -766,7 +766,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 return PLAN_CHANGED
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
-            if counting and grantable:
+            if counting:
                 # the grants' margin, from the allocation this plan reads (before its grow)
                 spare += alloc - pos - 2.0 - st.pools[row].block
                 ngrow += 1
@@ -796,7 +796,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         if left <= 0 and r < na - 1:
             return PLAN_CHANGED
     if counting and plan == PLAN_SAME and q >= 1.0:
-        if ngrow > 0:               # (grantable)
+        if ngrow > 0:
             # grows granted: the pool's room after this plan's grows, shared by the growing residents
             x = 0.0
             if gpool >= 0 and plain_evictions(st, &st.pools[gpool]):
@@ -914,7 +914,7 @@ cdef extern from *:
     struct __pyx_t_2sq_7_engine_IterTotals;
     static inline __attribute__((always_inline)) int __pyx_f_2sq_7_engine_plan_unchanged(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int64_t, int, int64_t *, int *, int);
+        int64_t, int, int64_t *, int *, int64_t);
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_plan_again(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);

@@ -278,7 +278,20 @@ MUTATIONS = (
              )),
     Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
              "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
-                 ("_loop.pxi", "    st.kept_kv[2 * k] = kvb\n    st.kept_kv[2 * k + 1] = kvm\n", ""),
+                 ("_loop.pxi", "    kp.kvb = kvb\n    kp.kvm = kvm\n    kp.pool = pool if grants",
+                  "    kp.pool = pool if grants"),
+             )),
+    Mutation("kept-room-unread", "step_again's quiet repeats counted with grants are made though another "
+             "stage's grow or an admission took the pool's room since (kept_room not read)", (
+                 ("_loop.pxi", "    return kp.pool < 0 or st.pools[kp.pool].used <= kp.used\n", "    return True\n"),
+             )),
+    Mutation("replica-quiet-grants-kv-kept", "a quiet repeat with grants whose grow was due keeps the KV sums "
+             "of the plan before it (kept_sums not called)", (
+                 ("_loop.pxi", "        if due and st.kv_iteration:\n            kept_sums(st, s, kp, na)\n", ""),
+             )),
+    Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
+             "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
+                 ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
              )),
     Mutation("choose-last-key-skipped-always", "choose_best leaves out its last key whatever it is, so a last "
              "key that breaks ties (`by (load, -r)`) is not read", (
@@ -426,6 +439,12 @@ KILLERS = {
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[2]",
     "pools-pass-once":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[5]",
+    "kept-room-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "replica-quiet-grants-kv-kept":
+        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "replica-quiet-grown-unsampled":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
     "grow-untouched":
