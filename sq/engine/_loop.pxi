@@ -1083,9 +1083,8 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
 
 
 # step_again's plan: plan_unchanged (always inlined, so step_again has its own copy with its
-# flags folded), then replica_begin rather
-# than plan_again (whose flags in steady_run are constants, inlined there): plan_again not `same`
-# with count_assigned's totals made in its loop. The same tests and writes in the same order,
+# flags folded), then replica_begin rather than plan_again (whose flags in steady_run are
+# constants, inlined there): plan_again not `same` with count_assigned's totals made in its loop. The same tests and writes in the same order,
 # with the tables' pointers in locals (nothing in the loops is a call but a granted grow's
 # grow_now, after which they are read again). A resident's KV units (job_units: its owner's allocation on the stage's memory) move only
 # by its own grow, which its visit makes first: another resident is another session's job, so the
