@@ -559,8 +559,10 @@ class _Runs:
         self.last = None
 
     def keep_last(self) -> None:
-        """Write the run an interrupt caught between the table and the cache."""
-        if self.last is not None and self.store and self.done[self.last[0]]:
+        """Write the run an interrupt caught between the table and the cache. A run is in the
+        table once its task is in `self.task` (`in_task_order` takes only those rows), so that,
+        and not `done`, decides: the two are set a line apart, and an interrupt can come between."""
+        if self.last is not None and self.store and self.task and self.task[-1] == self.last[0]:
             self.store.put(self.tasks[self.last[0]], self.last[1])
 
     def in_task_order(self) -> RunTable:

@@ -498,6 +498,57 @@ def test_ctrl_c_keeps_the_finished_runs(tmp_path):
     assert len(list(cache.rglob("*.json"))) == kept   # every finished run is in the cache, no more
 
 
+def _interrupt_at_line(n: int, first, others, after_calls: int):
+    """A trace function raising KeyboardInterrupt at the `n`-th line run in a frame of `first`'s
+    code or of `others` during the call of `first` after `after_calls` of them; `fired` says
+    whether it did (not when that call runs fewer lines)."""
+    state = {"calls": 0, "lines": 0, "fired": False}
+    codes = {first, *others}
+
+    def local(frame, event, arg):
+        if event == "line" and state["calls"] == after_calls + 1 and not state["fired"]:
+            if state["lines"] == n:
+                state["fired"] = True
+                raise KeyboardInterrupt
+            state["lines"] += 1
+        return local
+
+    def calls(frame, event, arg):
+        if frame.f_code not in codes:
+            return None
+        state["calls"] += frame.f_code is first
+        return local
+    return calls, state
+
+
+def test_an_interrupt_at_any_line_of_keeping_a_run_leaves_the_table_and_the_cache_alike(tmp_path):
+    # Ctrl-C comes between any two lines: wherever it comes while the third run is being kept
+    # (into the table, then written to the cache), the runs the Sweep carries are the runs cached
+    from sq._support import files
+    from sq.results.runs import RunTable
+    inside = (study._Runs._add.__code__, RunTable.add_run.__code__, RunTable.add.__code__,
+              study._Cache.put.__code__, files.write_atomic.__code__, files.atomic_file.__wrapped__.__code__)
+    grid, before = {"lam": [5, 6]}, sys.gettrace()     # a coverage tool's, say
+    for n in range(1000):
+        cache = tmp_path / f"cache{n}"
+        tracer, state = _interrupt_at_line(n, study._Runs.keep.__code__, inside, after_calls=2)
+        sys.settrace(tracer)
+        try:
+            study.sweep(MMC, grid, [1, 2], executor="serial", cache=str(cache), **SHORT)
+        except KeyboardInterrupt as stop:
+            kept = stop.sweep
+        else:
+            kept = None
+        finally:
+            sys.settrace(before)
+        if not state["fired"]:
+            break
+        assert len(list(cache.rglob("*.json"))) == len(kept.records) in (2, 3), n
+        cached = study.sweep(MMC, grid, [1, 2], executor="serial", cache=str(cache), **SHORT)
+        assert cached.records[:len(kept.records)] == kept.records, n    # and the same runs
+    assert n > 10       # the lines of keeping a run were all reached
+
+
 def test_ctrl_c_stops_a_process_pool_sweep_from_the_cli(tmp_path):
     cache = tmp_path / "cache"
     cmd = [children.PYTHON, "-m", "sq", "sweep", MMC, "--set", "lam=5:6.4:0.01", "--seeds", "1..3",
