@@ -375,6 +375,9 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     # and by nothing after the loop), so the one drawn and not used at the end changes nothing
     cdef bint gap_ahead = st.arrival_kind == A_POISSON
     cdef double gap = poisson_gap(st) if gap_ahead else 0.0
+    # likewise an `~exp(m)` work, one session ahead (the session stream is read by the works
+    # alone here: the session's other statements are stamps and observes of `now`)
+    cdef double work = sq_draw_exp(&st.rng_session, &exp_mean) if exp_work else 0.0
     # (every failure below returns at once: the flag is tested once, here)
     if st.error.code:
         return
@@ -431,7 +434,8 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
             if exp_work:
-                w = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
+                w = work
+                work = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
             else:
                 w = lone_work(st, -1)
                 if st.error.code:
