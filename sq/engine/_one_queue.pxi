@@ -369,6 +369,15 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     cdef bint exp_work = st.shapes[st.lone.work] == XS_DRAW1 \
         and st.code[st.lone.work + XONE_LEN + XSAMPLE_DIST] == SQ_DIST_EXP
     cdef double exp_mean = st.consts[st.code[st.lone.work + XONE_ARG]] if exp_work else 0.0
+    # a poisson arrival's next gap drawn one arrival ahead: its `log` and division are then off
+    # the path from an arrival to the next event's choice, which compares the arrival's time.
+    # Each gap is the one drawn in its turn (the arrivals stream is read by the gaps alone here,
+    # and by nothing after the loop), so the one drawn and not used at the end changes nothing
+    cdef bint gap_ahead = st.arrival_kind == A_POISSON
+    cdef double gap = poisson_gap(st) if gap_ahead else 0.0
+    # likewise an `~exp(m)` work, one session ahead (the session stream is read by the works
+    # alone here: the session's other statements are stamps and observes of `now`)
+    cdef double work = sq_draw_exp(&st.rng_session, &exp_mean) if exp_work else 0.0
     # (every failure below returns at once: the flag is tested once, here)
     if st.error.code:
         return
@@ -411,7 +420,10 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             st.arrival.t = INFINITY     # (pop_event)
             st.arrival.seq = NO_EVENT
             if limit == 0 or st.arrivals + 1 < limit:
-                if next_arrival(st) < 0:
+                if gap_ahead:
+                    schedule_arrival(st, st.now + gap)
+                    gap = poisson_gap(st)
+                elif next_arrival(st) < 0:
                     return
             # new_session: a slot when more are live than ever before (session_alloc)
             if st.live == st.sess.high and session_alloc(st) < 0:
@@ -422,7 +434,8 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
             if exp_work:
-                w = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
+                w = work
+                work = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
             else:
                 w = lone_work(st, -1)
                 if st.error.code:

@@ -138,6 +138,16 @@ MUTATIONS = (
              "sq/engine/_one_queue.pxi) take a new event in the earliest one's place, not one above it", (
                  ("_one_queue.pxi", "fifo_insert(q.ends, q.nends + 1, e)", "fifo_insert(q.ends, q.nends, e)"),
              )),
+    Mutation("fifo-loop-gap-ahead-of-any-kind", "fifo_loop draws the next arrival's gap ahead as a poisson "
+             "one whatever the arrivals' kind (a renewal's gaps are drawn on the same stream)", (
+                 ("_one_queue.pxi", "cdef bint gap_ahead = st.arrival_kind == A_POISSON\n",
+                  "cdef bint gap_ahead = True\n"),
+             )),
+    Mutation("fifo-loop-work-ahead-of-any-shape", "fifo_loop draws an `~exp(m)` work ahead also where the "
+             "work is another draw (on the same session stream, so every draw after it moves by one)", (
+                 ("_one_queue.pxi", "cdef double work = sq_draw_exp(&st.rng_session, &exp_mean) if exp_work else 0.0\n",
+                  "cdef double work = sq_draw_exp(&st.rng_session, &exp_mean)\n"),
+             )),
     Mutation("fifo-loop-live-area-uncopied", "fifo_loop samples only the stage's number area while the live "
              "sessions' is alike (sq/engine/_one_queue.pxi), and forgets to copy it into the live sessions' at the end", (
                  ("_one_queue.pxi", "        if alike:\n            st.live_area = s.number\n", ""),
@@ -457,6 +467,10 @@ KILLERS = {
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
     "fifo-loop-sorted-push-over-top":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-gap-ahead-of-any-kind":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[renewal_gaps]",
+    "fifo-loop-work-ahead-of-any-shape":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[h2_work]",
     "fifo-loop-live-area-uncopied":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
     "fifo-loop-live-area-stale-at-mid":
