@@ -995,9 +995,9 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
             replica_begin(st, s, k, na, &n, False, False)     # (the plan counting it marked the frames grown)
         else:
             if s.plan_kept:
-                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, REPLICA_RESIDENTS)
+                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, REPLICA_RESIDENTS, NULL)
             else:
-                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, REPLICA_RESIDENTS)
+                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, REPLICA_RESIDENTS, NULL)
             if plan == PLAN_CHANGED:
                 s.plan_kept = False
                 return step_settle(st, top)
@@ -1347,7 +1347,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                     return 0
                 checked = quiet == 0
                 if checked:
-                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, QUIET_RESIDENTS)
+                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, QUIET_RESIDENTS, NULL)
                 else:
                     quiet -= 1
                     plan = PLAN_SAME
@@ -1358,16 +1358,16 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             else:
                 checked = True
-                plan = plan_unchanged(st, s, na, False, &quiet, &grants, QUIET_RESIDENTS)
+                plan = plan_unchanged(st, s, na, False, &quiet, &grants, QUIET_RESIDENTS, NULL)
             if plan == PLAN_CHANGED:
                 settle(st)
                 return 0
             # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
             # totals, but the KV sums after a grow) keeps its duration when its cost reads only them
             if again and plan == PLAN_SAME and s.cost_repeats:
-                duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved)
+                duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved, NULL)
             else:
-                duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
+                duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved, NULL)
             if duration < 0:
                 return 0
             # its step 5 (the flows are clean)
