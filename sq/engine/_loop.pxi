@@ -995,9 +995,9 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
             replica_begin(st, s, k, na, &n, False, False)     # (the plan counting it marked the frames grown)
         else:
             if s.plan_kept:
-                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, REPLICA_RESIDENTS)
+                plan = plan_unchanged(st, s, na, True, &s.quiet, &grants, REPLICA_RESIDENTS, NULL)
             else:
-                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, REPLICA_RESIDENTS)
+                plan = plan_unchanged(st, s, na, False, &s.quiet, &grants, REPLICA_RESIDENTS, NULL)
             if plan == PLAN_CHANGED:
                 s.plan_kept = False
                 return step_settle(st, top)
@@ -1272,6 +1272,33 @@ cdef inline bint quiet_fuses(State* st, Stage* s) noexcept nogil:
     return s.cost_repeats and not st.traces.iters and st.tl == NULL and not st.steps_only
 
 
+# (always inlined, as plan_unchanged: each of steady_run's two calls its own copy, `again` folded;
+# gcc kept one copy out of line, a call a check)
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_7_engine_Placed;
+    static inline __attribute__((always_inline)) int __pyx_f_2sq_7_engine_steady_check(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int64_t, int, int64_t *, int *, struct __pyx_t_2sq_7_engine_Placed *,
+        struct __pyx_t_2sq_7_engine_Placed **);
+    """
+
+
+cdef inline int steady_check(State* st, Stage* s, int64_t na, bint again, int64_t* quiet, bint* grants,
+                             Placed* placed, Placed** placing) noexcept nogil:
+    """steady_run's plan_unchanged: for a few residents with the quiet count, else placing the
+    positions (*placing: placed; NULL: not placed). (A copy of each: past QUIET_RESIDENTS the
+    compiler drops the count's tests, and placing's test of the residents' number is made once
+    here; for a few residents placing saves less than it costs.)"""
+    if QUIET_RESIDENTS < na <= PLACED_MAX:
+        placing[0] = placed
+        return plan_unchanged(st, s, na, again, quiet, grants, 0, placed)
+    placing[0] = NULL
+    return plan_unchanged(st, s, na, again, quiet, grants, QUIET_RESIDENTS, NULL)
+
+
 cdef int steady_run(State* st, Event* e) noexcept nogil:
     """general_loop's handling and settling of an iteration end e of the lone step stage
     (step_lone), popped and begun; then, while the instant that follows only starts the iteration
@@ -1303,6 +1330,8 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
     cdef bint checked               # this plan was read by plan_unchanged (not a quiet repeat)
     cdef bint grants = False        # the quiet repeats may grow (plan_unchanged: each granted)
     cdef bint moved = False         # a grow was due in this plan (plan_again: a pool may have moved)
+    cdef Placed placed              # the entries whose positions a repeat's plan_unchanged moved
+    cdef Placed* placing            # (&placed where steady_check placed; NULL: none)
     cdef double duration = 0.0      # the iteration just begun's, and its totals: n
     cdef IterTotals n
     cdef Event end
@@ -1338,6 +1367,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             if st.error.code:
                 return -1
+            placing = NULL
             if again:
                 # the previous iteration's tests held and only its end ran since (the earliest other
                 # event was after it, so still nothing is pending; no session ran, so the pools wait
@@ -1347,7 +1377,7 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                     return 0
                 checked = quiet == 0
                 if checked:
-                    plan = plan_unchanged(st, s, na, True, &quiet, &grants, QUIET_RESIDENTS)
+                    plan = steady_check(st, s, na, True, &quiet, &grants, &placed, &placing)
                 else:
                     quiet -= 1
                     plan = PLAN_SAME
@@ -1358,16 +1388,16 @@ cdef int steady_run(State* st, Event* e) noexcept nogil:
                 return 0
             else:
                 checked = True
-                plan = plan_unchanged(st, s, na, False, &quiet, &grants, QUIET_RESIDENTS)
+                plan = steady_check(st, s, na, False, &quiet, &grants, &placed, &placing)
             if plan == PLAN_CHANGED:
                 settle(st)
                 return 0
             # settle's step 3, as start_iteration: a repeat of the iteration just ended (the same
             # totals, but the KV sums after a grow) keeps its duration when its cost reads only them
             if again and plan == PLAN_SAME and s.cost_repeats:
-                duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved)
+                duration = plan_again(st, s, k, na, &n, True, checked or grants, duration, &moved, placing)
             else:
-                duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved)
+                duration = plan_again(st, s, k, na, &n, False, True, 0.0, &moved, placing)
             if duration < 0:
                 return 0
             # its step 5 (the flows are clean)

@@ -715,8 +715,28 @@ cdef enum:
     QUIET_RESIDENTS = 6
 
 
+# Placing. In a steady run's repeat (steady_run) the check and plan_again's positions visit each
+# resident in turn: plan_unchanged moves the position itself where plan_again would do nothing
+# else (no grow due, the frame marked grown), so plan_again visits only the others. Each
+# resident is another session's job, and a grow (grow_now: its own frame's allocation, the pool,
+# its plain evictions of the cache) reads no other frame's position, so a position moved before
+# an earlier resident's grow is the value plan_again moves it to after; the grows stay in the
+# assignment's order. Each placed position's old value is kept, so where the plan changes after
+# all (a grow refused, the budget spent) each is put back.
+cdef enum:
+    PLACED_MAX = 64     # placing is for this many residents at most (their old positions kept)
+
+cdef struct Placed:
+    # where the plan holds, every entry is placed but those listed in `left`, and with `ids` its id
+    # written (plan_again's write) too
+    bint ids
+    int64_t n                   # how many are listed, in order
+    int64_t left[PLACED_MAX]    # entries left to plan_again's visit (a grow due, a frame to mark)
+    double old[PLACED_MAX]      # the placed entries' positions before
+
+
 cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int64_t* quiet,
-                               bint* grants, int64_t most) noexcept nogil:
+                               bint* grants, int64_t most, Placed* placed) noexcept nogil:
     """Whether start_iteration's plan now would assign the assignment's first na entries' jobs
     (what the iteration just ended ran) again, every resident a decode, each entry's tokens or
     new ones, written into the entries (PLAN_SAME, PLAN_TOKENS; PLAN_CHANGED: not so). `again`:
@@ -726,11 +746,14 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     positions, allocations) is read. *quiet: how many iterations after this one, each repeating it, are
     known to plan the same (see QUIET_MAX; counted for `most` residents at most: steady_run's
     QUIET_RESIDENTS), 0 unless PLAN_SAME; *grants: in those, grows may be due, each granted (else
-    none is due)."""
+    none is due). *placed (NULL: none placed): the entries whose positions were moved here as
+    plan_again would move them, where the plan holds (Placed)."""
     cdef double left = s.budget_k, tokens, need, used = 0.0, q = QUIET_MAX, x, pos, alloc
     cdef double qn = QUIET_MAX      # the quiet count with no grow due
     cdef double spare = 0.0         # the grants' margin: the sum of (allocation - position - 2 - block)
     cdef int64_t r, fj, ngrow = 0
+    cdef int64_t nleft = 0              # placing: the entries listed unplaced so far
+    cdef bint placing = placed != NULL  # (the caller's: na <= PLACED_MAX)
     cdef int32_t j, row, grown = -1     # the pool the plan's grows take from (-1: none yet)
     cdef int32_t gpool = -1             # the pool every growing resident grows on (-2: several)
     cdef int plan = PLAN_SAME
@@ -744,10 +767,12 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
     for r in range(na):
         j = s.assigned[r].job
         if not again and (s.res[r] != j or st.jobs.rec[j].mode != M_DECODE):
-            return PLAN_CHANGED
+            return unplaced(st, s, r, placed, nleft)
+        if not again and placed != NULL:
+            s.assigned[r].id = st.jobs.rec[j].id    # (plan_again's write; should the plan change, start_iteration writes the entries afresh)
         tokens = min_of(want_of(M_DECODE, st.jobs.rec[j].work, s.chunk_k), left)
         if not (tokens > 0):
-            return PLAN_CHANGED
+            return unplaced(st, s, r, placed, nleft)
         if tokens != s.assigned[r].tok:
             plan = PLAN_TOKENS
             s.assigned[r].tok = tokens      # (should the plan change, start_iteration writes the entries afresh)
@@ -763,7 +788,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
         if row >= 0:
             fj = st.jobs.rec[j].frame
             if not again and (st.sess.grow_at[st.jobs.rec[j].owner] >= 0 or fj < 0):
-                return PLAN_CHANGED
+                return unplaced(st, s, r, placed, nleft)
             pos = st.sess.frame_pos[fj]
             alloc = st.sess.frame_alloc[fj]
             if counting:
@@ -773,18 +798,28 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                 gpool = row if gpool == -1 or gpool == row else -2
             need = pos + tokens - alloc
             if need > EPS:
+                if placing:             # (a grow due: left to plan_again's visit)
+                    placed.left[nleft] = r
+                    nleft += 1
                 p = &st.pools[row]
                 if grown < 0:
                     grown = row
                     used = p.used
                 elif row != grown:
-                    return PLAN_CHANGED
+                    return unplaced(st, s, r, placed, nleft)
                 need = grow_need(st, p, fj, need)
                 if need > 0:
                     if not grow_fits(p, used, need) or (must_evict(p, used, need) and not plain_evictions(st, p)):
-                        return PLAN_CHANGED
+                        return unplaced(st, s, r, placed, nleft)
                     used += need           # (grow_now's p.used += need)
                     alloc += need          # (and its frame_alloc[fj] += need: the repeats' allocation)
+            elif placing:
+                if st.sess.frame_grown[fj]:
+                    placed.old[r] = pos         # (put back should the plan change: unplaced)
+                    st.sess.frame_pos[fj] = pos + tokens
+                else:
+                    placed.left[nleft] = r
+                    nleft += 1
             if counting:
                 # the count with no grow due, from the allocation as this plan's grow leaves it
                 if not (alloc < QUIET_POSITIONS):
@@ -794,7 +829,7 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
                     qn = x
         left -= tokens
         if left <= 0 and r < na - 1:
-            return PLAN_CHANGED
+            return unplaced(st, s, r + 1, placed, nleft)
     if counting and plan == PLAN_SAME and q >= 1.0:
         if ngrow > 0:
             # grows granted: the pool's room after this plan's grows, shared by the growing residents
@@ -809,7 +844,27 @@ cdef inline int plan_unchanged(State* st, Stage* s, int64_t na, bint again, int6
             q = qn                      # (a NaN count gives none)
         if q >= 1.0:
             quiet[0] = <int64_t> q
+    if placing:
+        placed.ids = not again
+        placed.n = nleft
     return plan
+
+
+cdef int unplaced(State* st, Stage* s, int64_t w, Placed* placed, int64_t nleft) noexcept nogil:
+    """plan_unchanged's answer where the plan changed (PLAN_CHANGED), the positions it placed (the
+    first w entries' but the nleft listed) put back (placed NULL: none was)."""
+    cdef int64_t r, i = 0
+    cdef int32_t j
+    if placed == NULL:
+        return PLAN_CHANGED
+    for r in range(w):
+        if i < nleft and placed.left[i] == r:
+            i += 1
+            continue
+        j = s.assigned[r].job
+        if st.jobs.rec[j].growing >= 0:
+            st.sess.frame_pos[st.jobs.rec[j].frame] = placed.old[r]
+    return PLAN_CHANGED
 
 
 cdef inline int64_t again_positions(State* st, Stage* s, int64_t r, int64_t na, bint same,
@@ -842,41 +897,33 @@ cdef inline int64_t again_positions(State* st, Stage* s, int64_t r, int64_t na, 
 
 
 cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n, bint same,
-                              bint grows, double duration, bint* moved) noexcept nogil:
+                              bint grows, double duration, bint* moved, Placed* placed) noexcept nogil:
     """start_iteration where plan_unchanged holds: the same residents planned again (the plan's
     writes redone in its order) and begun. `same`: the iteration repeats the previous one of the
     run, whose totals n holds (its KV sums too unless a grow was due: then they are made afresh)
     and whose cost, `duration`, is this one's (Stage.cost_repeats), so only the positions and
     grows are redone. `grows` False: a quiet repeat with no grow due (the frames marked grown).
-    *moved: some grow was due (a pool and an allocation may have moved). Its duration (-1: the
-    cost failed)."""
-    cdef double need
-    cdef int64_t r = 0, fj
-    cdef int32_t j
+    *moved: some grow was due (a pool and an allocation may have moved). *placed (NULL: none): the
+    entries whose positions plan_unchanged moved, whose visits are then their ids alone. Its
+    duration (-1: the cost failed)."""
+    cdef int64_t r = 0, i
     cdef bint kv = st.kv_iteration, due = False
-    cdef Assigned* a
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
+    if placed != NULL:
+        r = na
+        if not same and not placed.ids:
+            for i in range(na):
+                s.assigned[i].id = st.jobs.rec[s.assigned[i].job].id
+        for i in range(placed.n):
+            due |= again_visit(st, s, placed.left[i], True, grows)     # (the ids written above)
     while True:
         r = again_positions(st, s, r, na, same, grows)
         if r >= na:
             break
-        a = &s.assigned[r]
-        j = a.job
+        due |= again_visit(st, s, r, same, grows)
         r += 1
-        if st.jobs.rec[j].growing >= 0:
-            fj = st.jobs.rec[j].frame
-            if grows:
-                need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
-                if need > EPS:
-                    grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)     # granted (plan_unchanged)
-                    due = True
-            st.sess.frame_pos[fj] += a.tok
-            if grows:
-                mark_grown(st, fj)
-        if not same:
-            a.id = st.jobs.rec[j].id
     moved[0] = due
     s.cursor = s.nres
     if not same or (due and kv):
@@ -884,6 +931,29 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
         if duration < 0:
             return -1.0
     return iteration_begins(st, s, k, n, duration, s.budget_k)
+
+
+cdef inline bint again_visit(State* st, Stage* s, int64_t r, bint same, bint grows) noexcept nogil:
+    """plan_again's own visit of entry r (a grow made where due, and granted: plan_unchanged; the
+    position, the frame's mark, the id unless `same`). True: a grow was due."""
+    cdef Assigned* a = &s.assigned[r]
+    cdef int32_t j = a.job
+    cdef int64_t fj
+    cdef double need
+    cdef bint due = False
+    if st.jobs.rec[j].growing >= 0:
+        fj = st.jobs.rec[j].frame
+        if grows:
+            need = st.sess.frame_pos[fj] + a.tok - st.sess.frame_alloc[fj]
+            if need > EPS:
+                grow_now(st, &st.pools[st.jobs.rec[j].growing], fj, need)     # granted (plan_unchanged)
+                due = True
+        st.sess.frame_pos[fj] += a.tok
+        if grows:
+            mark_grown(st, fj)
+    if not same:
+        a.id = st.jobs.rec[j].id
+    return due
 
 
 cdef inline double repeat_totals(State* st, Stage* s, int64_t na, IterTotals* n, bint kv) noexcept nogil:
@@ -912,12 +982,14 @@ cdef extern from *:
     struct __pyx_t_2sq_6engine_6_state_State;
     struct __pyx_t_2sq_6engine_6_state_Stage;
     struct __pyx_t_2sq_7_engine_IterTotals;
+    struct __pyx_t_2sq_7_engine_Placed;
     static inline __attribute__((always_inline)) int __pyx_f_2sq_7_engine_plan_unchanged(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int64_t, int, int64_t *, int *, int64_t);
+        int64_t, int, int64_t *, int *, int64_t, struct __pyx_t_2sq_7_engine_Placed *);
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_plan_again(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *);
+        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int, int, double, int *,
+        struct __pyx_t_2sq_7_engine_Placed *);
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_quiet_repeat(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
         int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, double, int, int *);

@@ -395,6 +395,14 @@ MUTATIONS = (
              "earliest below the top may be the second)", (
                  ("_arrays.pxi", " or (st.hlen > 2 and st.heap[2].t <= st.now)", ""),
              )),
+    Mutation("placed-not-put-back", "plan_unchanged, placing a steady repeat's positions, leaves them "
+             "moved where the plan changes after all (a grow refused, the budget spent)", (
+                 ("_step.pxi", "            st.sess.frame_pos[st.jobs.rec[j].frame] = placed.old[r]\n", "            pass\n"),
+             )),
+    Mutation("placed-left-unvisited", "plan_again skips the entries plan_unchanged left unplaced (a grow "
+             "due, a frame to mark): neither their grows nor their positions are made", (
+                 ("_step.pxi", "        for i in range(placed.n):\n", "        for i in range(0):\n"),
+             )),
     Mutation("again-positions-grow-unchecked", "again_positions moves a position past its allocation "
              "without the grow plan_again's own visit makes", (
                  ("_step.pxi", "            if grows and (pos - frame_alloc[fj] > EPS or not grown[fj]):\n",
@@ -573,6 +581,10 @@ KILLERS = {
         "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[signed_zeros_at_the_p99]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
+    "placed-not-put-back":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[a cost with a draw]",
+    "placed-left-unvisited":
+        "tests/differential/test_steady_runs.py::test_steady_runs_give_pyserqs_report_and_iterations[arrival at an end, the arrival first]",
 }
 
 
