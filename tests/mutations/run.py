@@ -402,8 +402,20 @@ MUTATIONS = (
              )),
     Mutation("select-top-skips-equal", "a short array's lone high rank (a short run's p99, select_top) "
              "skips a sample equal to the least kept without its key: +0 left out below a kept -0", (
-                 ("_stats.pyx", "        if x < least:\n            continue\n",
-                  "        if x <= least:\n            continue\n"),
+                 ("_stats.pyx", "            if x < least:\n                continue\n",
+                  "            if x <= least:\n                continue\n"),
+             )),
+    Mutation("select-top-four-below-any", "select_top leaves four samples out when any of them (not all) is "
+             "below the least key kept", (
+                 ("_stats.pyx", "return _mm_movemask_pd(m) == 3;", "return _mm_movemask_pd(m) != 0;"),
+             )),
+    Mutation("top-bound-rank-high", "select_top's first bound is the picks' (c-1)-th greatest, not the c-th: "
+             "a sample at the rank itself is left out", (
+                 ("_stats.pyx", "    return high[c - 1]\n", "    return high[c - 2 if c > 1 else 0]\n"),
+             )),
+    Mutation("top-bound-takes-a-nan", "select_top's first bound takes a block's NaN pick among the numbers "
+             "(which then stand above it unchecked)", (
+                 ("_stats.pyx", "        if pick != pick:\n            return NAN\n", ""),
              )),
 )
 
