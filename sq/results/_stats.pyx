@@ -42,35 +42,8 @@ cdef extern from *:
         return (p[0] < least) & (p[1] < least) & (p[2] < least) & (p[3] < least);
     }
     #endif
-
-    /* The greatest of xs[lo..hi) (hi - lo >= 2) by `a > b ? a : b` steps (MAXPD's rule, two
-       lanes at a time where SSE2 is): always one of the samples, the true greatest when none
-       is a NaN; a NaN perhaps when some is. */
-    static double sq_pick_high(const double* xs, Py_ssize_t lo, Py_ssize_t hi) {
-        double a, b;
-        Py_ssize_t i = lo + 2;
-    #if defined(__SSE2__)
-        __m128d m = _mm_loadu_pd(xs + lo);
-        for (; i + 2 <= hi; i += 2)
-            m = _mm_max_pd(m, _mm_loadu_pd(xs + i));
-        a = _mm_cvtsd_f64(m);
-        b = _mm_cvtsd_f64(_mm_unpackhi_pd(m, m));
-    #else
-        a = xs[lo];
-        b = xs[lo + 1];
-        for (; i + 2 <= hi; i += 2) {
-            a = a > xs[i] ? a : xs[i];
-            b = b > xs[i + 1] ? b : xs[i + 1];
-        }
-    #endif
-        a = a > b ? a : b;
-        for (; i < hi; i++)
-            a = a > xs[i] ? a : xs[i];
-        return a;
-    }
     """
     bint sq_four_below(const double* p, double least) noexcept nogil
-    double sq_pick_high(const double* xs, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
 
 
 # -- sums and moments ----------------------------------------------------------
@@ -310,9 +283,6 @@ cdef enum:
     # samples) is selected from the greatest keys kept in a sorted run while scanning, not
     # from a copy of every key partitioned
     TOP_MAX = 64
-    # select_top's first bound on its rank (top_bound): the greatest sample of this many
-    # blocks per rank counted from the top
-    BOUND_BLOCKS = 4
 
 
 # ranks a bracket missed since the module was loaded (the tests read it: `missed_brackets`)
@@ -460,16 +430,13 @@ cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:
     it (-0 and +0 are equal but ordered), compares false and goes through the keys. Four
     samples are asked at once (`sq_four_below`: one branch for the four, where a compare and
     branch each cost ~6 instructions a sample); a four not all below goes one by one, in order,
-    then the next four.
-
-    Before any key is kept, `least` starts at `top_bound`'s bound (below which c samples lie
-    above every sample), so that the scan keeps few keys that a later one displaces."""
+    then the next four."""
     cdef int64_t top[TOP_MAX]
     cdef int64_t key
     cdef Py_ssize_t n = xs.shape[0], i = 0, j, filled = 0, end
     cdef const double* p = &xs[0] if n else NULL
     # from_total_order_key(top[0]) once c keys are kept
-    cdef double x, least = top_bound(p, n, c)
+    cdef double x, least = NAN
     while i < n:
         while i + 4 <= n and sq_four_below(p + i, least):
             i += 4
@@ -497,34 +464,6 @@ cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:
                 top[j - 1] = key
                 least = from_total_order_key(top[0])
     return top[0]
-
-
-cdef double top_bound(const double* xs, Py_ssize_t n, Py_ssize_t c) noexcept nogil:
-    """A number with c samples at or above it (c <= n), or NaN: the c-th greatest of the
-    numbers `sq_pick_high` picks from BOUND_BLOCKS · c consecutive blocks (NaN if one picked a
-    NaN, or the blocks would be short). A sample x < it is below c others, each its own
-    block's, numerically, so its key is below theirs and it is not among the c greatest:
-    select_top may leave it out as it leaves out a sample below the least key kept. (Blocks
-    of a run's samples, which rise and fall together, are many so that the c-th greatest
-    pick is near the c-th greatest sample: a few blocks of low samples do not decide it.)"""
-    cdef double high[TOP_MAX]       # the c greatest picks so far, descending
-    cdef double pick
-    cdef Py_ssize_t blocks = BOUND_BLOCKS * c, b, j, kept = 0
-    if n < 8 * blocks:
-        return NAN
-    for b in range(blocks):
-        pick = sq_pick_high(xs, b * n // blocks, (b + 1) * n // blocks)
-        if pick != pick:
-            return NAN
-        if kept == c and not pick > high[c - 1]:
-            continue
-        j = kept if kept < c else c - 1
-        while j > 0 and high[j - 1] < pick:
-            high[j] = high[j - 1]
-            j -= 1
-        high[j] = pick
-        kept = min(kept + 1, c)
-    return high[c - 1]
 
 
 cdef int select_whole(const double[::1] xs, const Py_ssize_t* at, Py_ssize_t m, int64_t* out) noexcept nogil:

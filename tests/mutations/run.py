@@ -409,10 +409,6 @@ MUTATIONS = (
              "below the least key kept", (
                  ("_stats.pyx", "return _mm_movemask_pd(m) == 3;", "return _mm_movemask_pd(m) != 0;"),
              )),
-    Mutation("top-bound-rank-high", "select_top's first bound is the picks' (c-1)-th greatest, not the c-th: "
-             "a sample at the rank itself is left out", (
-                 ("_stats.pyx", "    return high[c - 1]\n", "    return high[c - 2 if c > 1 else 0]\n"),
-             )),
 )
 
 # The default sample: the generated programs, and the differential files of fast paths they
@@ -567,8 +563,6 @@ KILLERS = {
         "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[signed_zeros_at_the_p99]",
     "select-top-four-below-any":
         "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[sweep_mm1]",
-    "top-bound-rank-high":
-        "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[draws_p99_bounded]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
 }

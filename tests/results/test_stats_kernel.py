@@ -224,19 +224,6 @@ def test_report_ranks_of_any_length(n, shape, seed):
         assert same(value, want[rank - 1]), rank
 
 
-def test_a_nan_pick_gives_select_top_no_bound():
-    # select_top's first bound (top_bound) is the c-th greatest of the blocks' picks; a block
-    # whose pick is a NaN (here the first: its last sample, its second lane's, is a -NaN) leaves
-    # the samples unbounded. Taken as a pick, the -NaN would sit above the 3 and under the 9
-    # and make 9 the bound: the 3, the second greatest in total order (a -NaN is the least),
-    # left out before the 9 comes, and a 1 selected in its place
-    xs = np.ones(64)
-    xs[7] = NEG_NAN
-    xs[12], xs[20] = 3.0, 9.0
-    want = sorted(xs.tolist(), key=total_order)
-    assert same(_stats.order_statistics(xs, (63,))[0], want[62]) and want[62] == 3.0
-
-
 def test_a_bracket_that_misses_its_rank_falls_back_on_every_key():
     # large values everywhere but at the probes' places: the probes see only zeros, so the
     # bracket they give holds too few keys (or too many) and the rank is selected among all
