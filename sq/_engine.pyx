@@ -191,6 +191,7 @@ cdef class _Kept:
     What is kept is bounded: one State, and per family one block of at most SPARE_BYTES."""
     cdef State* st
     cdef Spare spares[SPARE_FAMILIES]      # (zero as the object is made)
+    cdef SampleSpares samples              # (likewise)
     cdef bint busy                         # a run of the thread uses it now
 
     def __cinit__(self):
@@ -200,6 +201,7 @@ cdef class _Kept:
 
     def __dealloc__(self):
         spares_free(self.spares)
+        sample_spares_free(&self.samples)
         free(self.st)
 
 
@@ -221,6 +223,14 @@ def kept_tables():
         if sp.block != NULL:
             out.append((sp.cap, sp.slot_bytes))
     return out
+
+
+def kept_samples():
+    """The sample buffers this thread keeps between runs: their bytes each (tests read it)."""
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        return []
+    return [(<_Kept> kept).samples.bytes[i] for i in range((<_Kept> kept).samples.n)]
 
 
 cdef _Kept _kept_take():
@@ -321,16 +331,17 @@ cdef object _slab_array(const void* data, cnp.npy_intp n, int typenum, size_t si
     return arr
 
 
-cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size):
+cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size, SampleSpares* keep):
     """A numpy array of a growable table's `n` items, which leaves the table empty: a short
-    table's items copied into the slab (its buffer freed), a long one's buffer taken (freed with
-    the array), its growth slack given back first, so the array holds no more than its items."""
+    table's items copied into the slab (its buffer kept for the thread's next run, `keep`, or
+    freed), a long one's buffer taken (freed with the array), its growth slack given back
+    first, so the array holds no more than its items."""
     cdef cnp.npy_intp dims[1]
     cdef void* q
     dims[0] = n[0]
     arr = _slab_array(p[0], dims[0], typenum, size) if dims[0] > 0 else None
     if arr is not None:
-        free(p[0])
+        sample_spare_keep(keep, p[0], cap[0] * size)
     elif p[0] == NULL or dims[0] == 0:
         arr = cnp.PyArray_ZEROS(1, dims, typenum, 0)
         free(p[0])
@@ -346,19 +357,54 @@ cdef object _adopt(void** p, int64_t* n, int64_t* cap, int typenum, size_t size)
     return arr
 
 
-cdef inline object darr_numpy(DArr* a):
-    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_FLOAT64, sizeof(double))
+cdef inline object darr_numpy(DArr* a, SampleSpares* keep):
+    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_FLOAT64, sizeof(double), keep)
 
 
-cdef inline object turns_numpy(Turns* a):
+cdef inline object turns_numpy(Turns* a, SampleSpares* keep):
     # all zeros: a calloc'ed array, whose pages stay untouched (no memory) until read
-    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_UINT32, sizeof(uint32_t))
+    return _adopt(<void**> &a.p, &a.n, &a.cap, cnp.NPY_UINT32, sizeof(uint32_t), keep)
 
 
-cdef inline object serials_numpy(Serials* a):
+cdef inline object serials_numpy(Serials* a, SampleSpares* keep):
     if a.p64 != NULL:   # widened (the 4-byte buffer is gone)
-        return _adopt(<void**> &a.p64, &a.n, &a.cap, cnp.NPY_INT64, sizeof(int64_t))
-    return _adopt(<void**> &a.p32, &a.n, &a.cap, cnp.NPY_INT32, sizeof(int32_t))
+        return _adopt(<void**> &a.p64, &a.n, &a.cap, cnp.NPY_INT64, sizeof(int64_t), keep)
+    return _adopt(<void**> &a.p32, &a.n, &a.cap, cnp.NPY_INT32, sizeof(int32_t), keep)
+
+
+cdef enum:
+    # a sample buffer at most this large is kept for the thread's next run (SampleSpares): a
+    # thread keeps at most SAMPLE_SPARES of them, 512 KiB
+    SAMPLE_SPARE_BYTES = 1 << 16
+
+
+cdef void sample_spare_keep(SampleSpares* keep, void* p, size_t nbytes) noexcept:
+    """A sample buffer whose items are copied out: kept (a thread's run, room left, not large),
+    else freed."""
+    if p != NULL and keep != NULL and keep.n < SAMPLE_SPARES and nbytes <= SAMPLE_SPARE_BYTES:
+        keep.p[keep.n] = p
+        keep.bytes[keep.n] = nbytes
+        keep.n += 1
+    else:
+        free(p)
+
+
+cdef int64_t sample_spare_take(State* st, void** p, size_t size) noexcept:
+    """A kept sample buffer (the last kept) for an empty array of items of `size` bytes: the
+    items it has room for (0, and p untouched, when none is kept). Its contents are never read:
+    an array's items past its count are unwritten."""
+    cdef SampleSpares* keep = st.sample_spares
+    if keep == NULL or keep.n == 0:
+        return 0
+    keep.n -= 1
+    p[0] = keep.p[keep.n]
+    return <int64_t> (keep.bytes[keep.n] // size)
+
+
+cdef void sample_spares_free(SampleSpares* keep) noexcept:
+    while keep.n > 0:
+        keep.n -= 1
+        free(keep.p[keep.n])
 
 
 def serials_of(values):
@@ -371,7 +417,7 @@ def serials_of(values):
             free(s.p32)
             free(s.p64)
             raise MemoryError()
-    return serials_numpy(&s)    # takes the buffer
+    return serials_numpy(&s, NULL)    # takes the buffer
 
 
 cdef extern from *:
@@ -605,6 +651,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     cdef _Kept kept = _kept_take()
     cdef State* st = kept.st
     st.spares = kept.spares
+    st.sample_spares = &kept.samples
     try:
         # the arrays the State points into (the plan's, a trace's, an arrival's), alive until the run is collected
         _set_program(st, plan)
@@ -855,10 +902,17 @@ cdef int _set_observations(State* st, _Plan p) except -1:
     """The observes' and gauges' tables (their samples grow as the run records)."""
     cdef int32_t k
     gexprs = p.gexprs
+    cdef Observe* o
     st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
     st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
     if st.observes == NULL or st.gauges == NULL:
         raise MemoryError()
+    for k in range(st.n_observes):     # (taken in the reverse of _adopt's order: each its own kind's)
+        o = &st.observes[k]
+        o.serials.cap = sample_spare_take(st, <void**> &o.serials.p32, sizeof(int32_t))
+        o.times.cap = sample_spare_take(st, <void**> &o.times.p, sizeof(double))
+        o.values.cap = sample_spare_take(st, <void**> &o.values.p, sizeof(double))
+        o.room = min(o.values.cap, min(o.times.cap, o.serials.cap))   # (record_row's, for 4-byte serials and no turns)
     for k in range(st.n_gauges):
         st.gauges[k].expr = (<int32_t*> data_of(gexprs))[k]
     return 0
@@ -1223,17 +1277,18 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
         # name, samples, times, sessions, turns, summary, moments (the arrays are taken: nothing is
         # recorded after this)
         st.observes[k].room = 0
-        observes.append(R.ObserveRaw(lowered.observe_names[k], darr_numpy(&st.observes[k].values),
-                                     darr_numpy(&st.observes[k].times), serials_numpy(&st.observes[k].serials),
-                                     turns_numpy(&st.observes[k].turns), None,
+        observes.append(R.ObserveRaw(lowered.observe_names[k], darr_numpy(&st.observes[k].values, st.sample_spares),
+                                     darr_numpy(&st.observes[k].times, st.sample_spares),
+                                     serials_numpy(&st.observes[k].serials, st.sample_spares),
+                                     turns_numpy(&st.observes[k].turns, st.sample_spares), None,
                                      (st.observes[k].mean, st.observes[k].m2)))
     gauges = []
     for k in range(st.n_gauges):
         if not st.keep_samples:
             gauges.append(R.GaugeRaw(name=lowered.gauge_names[k], fold=_fold(R, &st.gauges[k].fold, end)))
             continue
-        gauges.append(R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times),    # name, times, values
-                                 darr_numpy(&st.gauges[k].values)))
+        gauges.append(R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times, st.sample_spares),
+                                 darr_numpy(&st.gauges[k].values, st.sample_spares)))    # name, times, values
     stages = []
     empty = R.EMPTY_F64      # the sample lists the engine keeps running means of instead
     for k in range(st.n_stages):
@@ -1283,12 +1338,14 @@ cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup
         st.observes[k].room = 0     # (the arrays are taken: nothing is recorded after this)
         # name, samples, times, sessions, turns, moments, warmup
         observes[lowered.observe_names[k]] = observe_of(
-            lowered.observe_names[k], darr_numpy(&st.observes[k].values), darr_numpy(&st.observes[k].times),
-            serials_numpy(&st.observes[k].serials), turns_numpy(&st.observes[k].turns),
+            lowered.observe_names[k], darr_numpy(&st.observes[k].values, st.sample_spares),
+            darr_numpy(&st.observes[k].times, st.sample_spares),
+            serials_numpy(&st.observes[k].serials, st.sample_spares), turns_numpy(&st.observes[k].turns, st.sample_spares),
             (st.observes[k].mean, st.observes[k].m2), warmup)
     for k in range(st.n_gauges):     # (a gauge's statistics are Gauge.from_raw's, from its change points)
         gauges[lowered.gauge_names[k]] = reports.Gauge.from_raw(
-            R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times), darr_numpy(&st.gauges[k].values)),
+            R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times, st.sample_spares),
+                       darr_numpy(&st.gauges[k].values, st.sample_spares)),
             warmup, end)
     for k in range(st.n_stages):
         s = &st.stages[k]

@@ -66,26 +66,37 @@ cdef int text_room(Text* t, Py_ssize_t more) except -1:
 # (text_add and text_add_str, inline, are in _number_text.pxd)
 
 
+# "00" "01" ... "99": write_int's digits two at a time (one division by 100 for two digits)
+cdef const char* DIGIT_PAIRS = (b"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                b"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                b"8081828384858687888990919293949596979899")
+
+
 cdef Py_ssize_t write_int(char* out, int64_t v) noexcept:
-    """v's decimal digits (with a '-' if negative) at out; their count."""
+    """v's decimal digits (with a '-' if negative) at out; their count. The digits are made
+    from the last, two at a time, at the end of a buffer, then copied (a report's ~25 shortest
+    floats are 15-17 digits each: a division and a reversal per digit cost ~4,000 instructions
+    a report)."""
     cdef char digits[24]
-    cdef Py_ssize_t n = 0, k = 0
-    cdef bint negative = v < 0
-    cdef unsigned long long u = (0 - <unsigned long long> v) if negative else <unsigned long long> v   # (-INT64_MIN too)
-    if negative:
+    cdef Py_ssize_t at = 24, k = 0
+    cdef unsigned long long u = (0 - <unsigned long long> v) if v < 0 else <unsigned long long> v   # (-INT64_MIN too)
+    cdef unsigned long long q
+    if v < 0:
         out[0] = b'-'
         k = 1
-    while True:
-        digits[n] = <char> (48 + u % 10)   # '0' + the last digit
-        n += 1
-        u //= 10
-        if u == 0:
-            break
-    while n > 0:
-        n -= 1
-        out[k] = digits[n]
-        k += 1
-    return k
+    while u >= 100:
+        q = u // 100
+        at -= 2
+        memcpy(digits + at, DIGIT_PAIRS + 2 * (u - q * 100), 2)
+        u = q
+    if u >= 10:
+        at -= 2
+        memcpy(digits + at, DIGIT_PAIRS + 2 * u, 2)
+    else:
+        at -= 1
+        digits[at] = <char> (48 + u)   # '0' + the digit
+    memcpy(out + k, digits + at, 24 - at)
+    return k + 24 - at
 
 
 # 10^k for k <= 21 (10^21 < 2^70), filled at import

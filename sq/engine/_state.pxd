@@ -477,6 +477,17 @@ cdef struct Spare:
     void** first
     bint same
 
+cdef enum:
+    SAMPLE_SPARES = 8          # the most sample buffers a thread keeps (SampleSpares)
+
+cdef struct SampleSpares:
+    # buffers of an earlier run's sample arrays on this thread, freed by the copy into the slab
+    # that handed their samples to numpy (_adopt): the next run's observes start in them
+    # (_set_observations) instead of growing from nothing (a short run's ~9 reallocs)
+    int32_t n
+    void* p[SAMPLE_SPARES]
+    size_t bytes[SAMPLE_SPARES]
+
 cdef struct State:
     # the lowered program
     const int32_t* code        # expression words (the lowered program's; set at set-up, read only)
@@ -688,3 +699,4 @@ cdef struct State:
     int stall_windows          # consecutive windows at a pace the horizon cannot be reached at
     void* poller               # the Python object asked every ~50 ms (borrowed)
     Spare* spares              # SPARE_FAMILIES places for the families' kept tables (NULL: none kept)
+    SampleSpares* sample_spares    # the thread's kept sample buffers (NULL: none kept)

@@ -27,7 +27,23 @@ cdef extern from *:
     #elif defined(__GNUC__)
     #pragma GCC optimize ("fp-contract=off")
     #endif
+    /* Whether all four of p[0..3] are < least, as four C compares `p[i] < least` and'ed (each
+       false for a NaN on either side): two SSE2 compares of two lanes each, one branch for
+       the four, where it can. */
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    static inline int sq_four_below(const double* p, double least) {
+        __m128d l = _mm_set1_pd(least);
+        __m128d m = _mm_and_pd(_mm_cmplt_pd(_mm_loadu_pd(p), l), _mm_cmplt_pd(_mm_loadu_pd(p + 2), l));
+        return _mm_movemask_pd(m) == 3;
+    }
+    #else
+    static inline int sq_four_below(const double* p, double least) {
+        return (p[0] < least) & (p[1] < least) & (p[2] < least) & (p[3] < least);
+    }
+    #endif
     """
+    bint sq_four_below(const double* p, double least) noexcept nogil
 
 
 # -- sums and moments ----------------------------------------------------------
@@ -411,32 +427,42 @@ cdef int64_t select_top(const double[::1] xs, Py_ssize_t c) noexcept nogil:
     Most samples are below that least one, and a double compare tells so without the sample's
     key: `x < least` (both numbers, x numerically less) implies x's key is less than the least
     key, which then leaves x out as the key compare would; a NaN on either side, or x equal to
-    it (-0 and +0 are equal but ordered), compares false and goes through the keys."""
+    it (-0 and +0 are equal but ordered), compares false and goes through the keys. Four
+    samples are asked at once (`sq_four_below`: one branch for the four, where a compare and
+    branch each cost ~6 instructions a sample); a four not all below goes one by one, in order,
+    then the next four."""
     cdef int64_t top[TOP_MAX]
     cdef int64_t key
-    cdef double x, least = NAN           # from_total_order_key(top[0]) once c keys are kept
-    cdef Py_ssize_t n = xs.shape[0], i, j, filled = 0
-    for i in range(n):
-        x = xs[i]
-        if x < least:
-            continue
-        key = total_order_key(x)
-        if filled < c:                       # the first c keys, by insertion
-            j = filled
-            while j > 0 and top[j - 1] > key:
-                top[j] = top[j - 1]
-                j -= 1
-            top[j] = key
-            filled += 1
-            if filled == c:
+    cdef Py_ssize_t n = xs.shape[0], i = 0, j, filled = 0, end
+    cdef const double* p = &xs[0] if n else NULL
+    # from_total_order_key(top[0]) once c keys are kept
+    cdef double x, least = NAN
+    while i < n:
+        while i + 4 <= n and sq_four_below(p + i, least):
+            i += 4
+        end = min(i + 4, n)
+        while i < end:
+            x = p[i]
+            i += 1
+            if x < least:
+                continue
+            key = total_order_key(x)
+            if filled < c:                       # the first c keys, by insertion
+                j = filled
+                while j > 0 and top[j - 1] > key:
+                    top[j] = top[j - 1]
+                    j -= 1
+                top[j] = key
+                filled += 1
+                if filled == c:
+                    least = from_total_order_key(top[0])
+            elif key > top[0]:
+                j = 1
+                while j < c and top[j] < key:
+                    top[j - 1] = top[j]
+                    j += 1
+                top[j - 1] = key
                 least = from_total_order_key(top[0])
-        elif key > top[0]:
-            j = 1
-            while j < c and top[j] < key:
-                top[j - 1] = top[j]
-                j += 1
-            top[j - 1] = key
-            least = from_total_order_key(top[0])
     return top[0]
 
 

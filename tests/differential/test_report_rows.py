@@ -43,6 +43,13 @@ workload { arrive renewal(1); }
 session { run d (1); observe z = 0 * (now - 30); }
 """
 
+# independent samples (a draw each): the greatest lie far apart, not in a run of high ones
+DRAWS = """
+stage d : delay;
+workload { arrive renewal(1); }
+session { set w = ~exp(1); run d (1); observe x = w; }
+"""
+
 PROGRAMS = {
     "sweep_mm1": (MM1, dict(horizon=1e9, arrivals=1000), 3),
     "sweep_mm1_warmup": (MM1, dict(horizon=1e9, arrivals=400, warmup=50), 4),
@@ -51,6 +58,7 @@ PROGRAMS = {
     "sample_at_the_warmup": (WHOLE_TIMES, dict(horizon=1e6, arrivals=20, warmup=3), 1),
     "chat_step": (CHAT, dict(horizon=1e6, arrivals=60, warmup=20), 7),
     "signed_zeros_at_the_p99": (SIGNED_ZEROS, dict(horizon=1e6, arrivals=60), 1),
+    "draws_p99": (DRAWS, dict(horizon=1e6, arrivals=1000), 2),
 }
 
 

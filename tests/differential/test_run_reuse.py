@@ -207,6 +207,18 @@ def test_what_a_thread_keeps_is_bounded():
     assert _on_new_thread(_engine.kept_tables) == []
 
 
+def test_a_thread_keeps_a_few_small_sample_buffers():
+    # the buffers of a run's sample arrays copied into the slab (two observes' three arrays and
+    # a gauge's two: its turns are all 0, stored nowhere) are kept for the next run's observes
+    # to start in; at most 8, each at most 64 KiB; a new thread keeps none
+    assert _on_new_thread(_engine.kept_samples) == []
+    kept = _on_new_thread(lambda: [_text(PROGRAM, 1), _engine.kept_samples()][1])
+    assert len(kept) == 8 and all(0 < size <= 1 << 16 for size in kept)
+    # a long run's arrays are handed over with their buffers: what it kept is the small rest
+    kept = _on_new_thread(lambda: [_text(PROGRAM, 1), _text(HUGE, 1), _engine.kept_samples()][2])
+    assert len(kept) <= 8 and all(0 < size <= 1 << 16 for size in kept)
+
+
 def test_a_big_run_then_small_ones_equal_fresh_runs():
     fresh = _on_new_thread(lambda: [_text(PROGRAM, seed) for seed in (1, 2)])
     for big in (MANY, HUGE):

@@ -420,8 +420,12 @@ MUTATIONS = (
              )),
     Mutation("select-top-skips-equal", "a short array's lone high rank (a short run's p99, select_top) "
              "skips a sample equal to the least kept without its key: +0 left out below a kept -0", (
-                 ("_stats.pyx", "        if x < least:\n            continue\n",
-                  "        if x <= least:\n            continue\n"),
+                 ("_stats.pyx", "            if x < least:\n                continue\n",
+                  "            if x <= least:\n                continue\n"),
+             )),
+    Mutation("select-top-four-below-any", "select_top leaves four samples out when any of them (not all) is "
+             "below the least key kept", (
+                 ("_stats.pyx", "return _mm_movemask_pd(m) == 3;", "return _mm_movemask_pd(m) != 0;"),
              )),
 )
 
@@ -579,6 +583,8 @@ KILLERS = {
         "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[sample_at_the_warmup]",
     "select-top-skips-equal":
         "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[signed_zeros_at_the_p99]",
+    "select-top-four-below-any":
+        "tests/differential/test_report_rows.py::test_the_engines_rows_report_pyserqs_json_text[sweep_mm1]",
     "again-positions-grow-unchecked":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[12]",
     "placed-not-put-back":
