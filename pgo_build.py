@@ -56,11 +56,12 @@ class build_ext(_build_ext):
         if os.environ.get("SQ_PGO", "1") == "0":
             return ""
         compiler = getattr(self.compiler, "compiler_so", None)
-        try:
-            version = subprocess.run([compiler[0], "--version"], capture_output=True, text=True).stdout
+        try:   # the compiler's predefined macros: clang and Intel's define __GNUC__ too
+            macros = subprocess.run([compiler[0], "-dM", "-E", "-"], input="", capture_output=True, text=True).stdout
         except (OSError, TypeError):
-            version = ""
-        return None if "Free Software Foundation" in version else f"{compiler and compiler[0]} is not gcc"
+            macros = ""
+        gcc = "__GNUC__" in macros and "__clang__" not in macros and "__INTEL_COMPILER" not in macros
+        return None if gcc else f"{compiler and compiler[0]} is not gcc"
 
     def profile_guided(self, profiles):
         shutil.rmtree(profiles, ignore_errors=True)
