@@ -1,7 +1,14 @@
-"""Build the Cython extension(s); all metadata lives in pyproject.toml."""
+"""Build the Cython extension(s); all metadata lives in pyproject.toml. How they are compiled
+(profile-guided by default, plain with SQ_PGO=0, the flags) is pgo_build.py's."""
+import os
+import sys
+
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # pgo_build.py, beside this file
+import pgo_build  # noqa: E402
 
 def extension(name):
     return Extension(
@@ -9,8 +16,6 @@ def extension(name):
         [f"sq/{name}.pyx"],
         include_dirs=[numpy.get_include(), "sq/engine/_src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        # -ffp-contract=off: a fused multiply-add would round differently from pyserq.
-        extra_compile_args=["-O3", "-ffp-contract=off"],
     )
 
 
@@ -26,6 +31,7 @@ extensions = [extension("_support/_number_text"), extension("lower/_bytecode"), 
               extension("traces/_scan")]
 
 setup(
+    cmdclass={"build_ext": pgo_build.build_ext},
     ext_modules=cythonize(
         extensions,
         compiler_directives={
