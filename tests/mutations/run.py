@@ -278,7 +278,7 @@ MUTATIONS = (
              )),
     Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
              "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
-                 ("_loop.pxi", "    kp.kvb = kvb\n    kp.kvm = kvm\n    kp.pool = pool if grants",
+                 ("_loop.pxi", "    kp.kvb = t.kvb\n    kp.kvm = t.kvm\n    kp.pool = pool if grants",
                   "    kp.pool = pool if grants"),
              )),
     Mutation("kept-room-unread", "step_again's quiet repeats counted with grants are made though another "
@@ -286,8 +286,8 @@ MUTATIONS = (
                  ("_loop.pxi", "    return kp.pool < 0 or st.pools[kp.pool].used <= kp.used\n", "    return True\n"),
              )),
     Mutation("replica-quiet-grants-kv-kept", "a quiet repeat with grants whose grow was due keeps the KV sums "
-             "of the plan before it (kept_sums not called)", (
-                 ("_loop.pxi", "        if due and st.kv_iteration:\n            kept_sums(st, s, kp, na)\n", ""),
+             "of the plan before it (not made afresh)", (
+                 ("_loop.pxi", "            kp.kvb = t.kvb\n            kp.kvm = t.kvm\n        kp.used", "        kp.used"),
              )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
