@@ -1002,11 +1002,30 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
                 s.plan_kept = False
                 return step_settle(st, top)
             replica_begin(st, s, k, na, &n, True, grants)
-    # (one call of begin_iteration here: with more, gcc no longer inlines iteration_begins anywhere)
-    duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
-    if duration < 0:
-        return step_failed(st, top)     # the cost failed (the flag is set)
+    # begin_iteration's cost and begin; a quiet repeat that grew nothing keeps its cost (kept_cost)
+    if repeat == 0 and s.cost_repeats:
+        duration = st.kept[k].duration
+    else:
+        duration = iteration_cost(st, s, &n, 0.0)
+        if duration < 0:
+            return step_failed(st, top)     # the cost failed (the flag is set)
+        st.kept[k].duration = duration
+    duration = iteration_begins(st, s, k, &n, duration, s.budget_k)
     return step_begun(st, s, k, duration, top, repeat)
+
+
+# kept_cost: a quiet repeat that grew nothing (replica_quiet 0) begins with the cost of the stage's
+# last iteration, which step_again began too (Stage.plan_kept: start_iteration clears it), where
+# the cost reads only constants and its iteration's totals (Stage.cost_repeats; the constants
+# are the run's). Those totals are the last iteration's: the same entries (s.na of them) with the
+# same tokens (only plan_unchanged rewrites an entry's, and a quiet repeat reads no plan), summed
+# from 0.0 in the same order (count_assigned's additions, replica_quiet's), the KV sums the kept
+# ones (KeptPlan: only a plan or a grow writes them), nres (none joined or left), npre, kvp and
+# attention 0. The same inputs to the same operations give the same double. The context is not
+# written either: its cost slots are read only by a cost, each written first by iteration_cost
+# (Ntok, Npre, Attn and Kvm exist only in a cost: ir.CTX_MOMENTS), or by a budget, chunk or serve
+# key, which read only Nres, Ndec, Kvb and Kvp, each written first by set_totals where any such
+# expression reads one (lowering's budget_totals; budget_left restores the context it saved).
 
 
 cdef inline int step_settle(State* st, bint top) noexcept nogil:

@@ -582,6 +582,19 @@ cdef inline double iteration_cost(State* st, Stage* s, IterTotals* n, double att
     return duration
 
 
+# (always inlined: gcc inlines it in each of its callers only while they are few, and kept one
+# copy out of line once step_again called it beside its cost rather than through begin_iteration)
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_7_engine_IterTotals;
+    static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_iteration_begins(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, struct __pyx_t_2sq_7_engine_IterTotals *, double, double);
+    """
+
+
 cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* n, double duration,
                                     double budget) noexcept nogil:
     """The iteration of this duration begins: its counts, running means and areas (returns duration)."""

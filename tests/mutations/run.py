@@ -289,6 +289,14 @@ MUTATIONS = (
              "of the plan before it (not made afresh)", (
                  ("_loop.pxi", "            kp.kvb = t.kvb\n            kp.kvm = t.kvm\n        kp.used", "        kp.used"),
              )),
+    Mutation("kept-cost-any-cost", "step_again's quiet repeat that grew nothing keeps the last iteration's "
+             "cost though the cost reads more than the totals (`now`)", (
+                 ("_loop.pxi", "    if repeat == 0 and s.cost_repeats:\n", "    if repeat == 0:\n"),
+             )),
+    Mutation("kept-cost-after-grow", "step_again's quiet repeat keeps the last iteration's cost though its "
+             "grow moved the KV sums the cost reads", (
+                 ("_loop.pxi", "    if repeat == 0 and s.cost_repeats:\n", "    if repeat >= 0 and s.cost_repeats:\n"),
+             )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
                  ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
@@ -442,6 +450,10 @@ KILLERS = {
     "kept-room-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "replica-quiet-grants-kv-kept":
+        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "kept-cost-any-cost":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[a cost that reads the instant]",
+    "kept-cost-after-grow":
         "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
     "replica-quiet-grown-unsampled":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
