@@ -297,6 +297,16 @@ MUTATIONS = (
              "grow moved the KV sums the cost reads", (
                  ("_loop.pxi", "    if repeat == 0 and s.cost_repeats:\n", "    if repeat >= 0 and s.cost_repeats:\n"),
              )),
+    Mutation("quiet-clear-pools-unread", "step_again's quiet repeat is made though a pool waits on growers "
+             "or on a queue this stage admits (quiet_clear's shortcut not reading pools_waiting)", (
+                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
+                  "    if rows_within(st.steps_ready, k):\n"),
+             )),
+    Mutation("quiet-clear-stages-unread", "step_again's quiet repeat is made though another stage is marked "
+             "ready (quiet_clear's shortcut not reading steps_ready), so one with work is not started", (
+                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
+                  "    if rows_none(st.pools_waiting):\n"),
+             )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
                  ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
@@ -455,6 +465,10 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[a cost that reads the instant]",
     "kept-cost-after-grow":
         "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "quiet-clear-pools-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "quiet-clear-stages-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[turns at the same instants]",
     "replica-quiet-grown-unsampled":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
