@@ -468,7 +468,7 @@ KILLERS = {
     "quiet-clear-pools-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "quiet-clear-stages-unread":
-        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[turns at the same instants]",
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "replica-quiet-grown-unsampled":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
