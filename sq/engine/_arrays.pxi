@@ -218,6 +218,17 @@ cdef inline bint row_alone(const uint64_t* bits, int64_t k) noexcept nogil:
             and bits[2 + w] == (<uint64_t> 1) << (k & 63))
 
 
+cdef inline bint rows_none(const uint64_t* bits) noexcept nogil:
+    """Whether no row's bit is set, tested in a set of one summary word (up to 4096 rows; a
+    larger set says False, and its caller looks further)."""
+    return bits[0] == 1 and bits[1] == 0
+
+
+cdef inline bint rows_within(const uint64_t* bits, int64_t k) noexcept nogil:
+    """Whether no row but k has its bit set (k's may be or not), tested as row_alone is."""
+    return rows_none(bits) or row_alone(bits, k)
+
+
 cdef inline bint rows_any(const uint64_t* bits) noexcept nogil:
     """Whether some row's bit is set (one summary word up to 4096 rows)."""
     cdef int64_t i

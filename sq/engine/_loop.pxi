@@ -966,10 +966,9 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
     cdef int repeat = -1            # a quiet repeat's: 1 where it grew, 0 where not (its sample)
     if s.plan_kept and s.quiet > 0 and e.c == s.iter_epoch and s.inflight and kept_room(st, k):
         # a quiet repeat's end: no resident finishes, so the end readies, schedules and unmarks
-        # nothing the tests read (it marks the stage in steps_ready, first here), and they come
+        # nothing the tests read (it marks the stage in steps_ready: quiet_clear), and they come
         # before it; then the end and the plan in one pass (replica_quiet)
-        mark_row(st.steps_ready, k)
-        if not (ready_any(st) or st.flows.dirty or not step_clear(st, k)
+        if not (ready_any(st) or st.flows.dirty or not quiet_clear(st, k)
                 or (pending_under_top(st) if top else pending_now(st))):
             s.quiet -= 1
             repeat = replica_quiet(st, s, k, na, &n, True) if st.kept[k].pool >= 0 \
@@ -1002,11 +1001,30 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
                 s.plan_kept = False
                 return step_settle(st, top)
             replica_begin(st, s, k, na, &n, True, grants)
-    # (one call of begin_iteration here: with more, gcc no longer inlines iteration_begins anywhere)
-    duration = begin_iteration(st, s, k, &n, 0.0, s.budget_k)
-    if duration < 0:
-        return step_failed(st, top)     # the cost failed (the flag is set)
+    # begin_iteration's cost and begin; a quiet repeat that grew nothing keeps its cost (kept_cost)
+    if repeat == 0 and s.cost_repeats:
+        duration = st.kept[k].duration
+    else:
+        duration = iteration_cost(st, s, &n, 0.0)
+        if duration < 0:
+            return step_failed(st, top)     # the cost failed (the flag is set)
+        st.kept[k].duration = duration
+    duration = iteration_begins(st, s, k, &n, duration, s.budget_k)
     return step_begun(st, s, k, duration, top, repeat)
+
+
+# kept_cost: a quiet repeat that grew nothing (replica_quiet 0) begins with the cost of the stage's
+# last iteration, which step_again began too (Stage.plan_kept: start_iteration clears it), where
+# the cost reads only constants and its iteration's totals (Stage.cost_repeats; the constants
+# are the run's). Those totals are the last iteration's: the same entries (s.na of them) with the
+# same tokens (only plan_unchanged rewrites an entry's, and a quiet repeat reads no plan), summed
+# from 0.0 in the same order (count_assigned's additions, replica_quiet's), the KV sums the kept
+# ones (KeptPlan: only a plan or a grow writes them), nres (none joined or left), npre, kvp and
+# attention 0. The same inputs to the same operations give the same double. The context is not
+# written either: its cost slots are read only by a cost, each written first by iteration_cost
+# (Ntok, Npre, Attn and Kvm exist only in a cost: ir.CTX_MOMENTS), or by a budget, chunk or serve
+# key, which read only Nres, Ndec, Kvb and Kvp, each written first by set_totals where any such
+# expression reads one (lowering's budget_totals; budget_left restores the context it saved).
 
 
 cdef inline int step_settle(State* st, bint top) noexcept nogil:
@@ -1053,6 +1071,17 @@ cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint
     return 0
 
 
+cdef inline bint quiet_clear(State* st, int32_t k) noexcept nogil:
+    """step_clear(st, k) after stage k's iteration end has marked it in steps_ready, for a quiet
+    repeat's end (which is made after). Most often no pool is waiting and no stage but k is
+    marked: then step_clear would unmark nothing and say True, and the mark is left out, as
+    step_begun's unmark would take it out again (where the tests fail, the end marks it)."""
+    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):
+        return True
+    mark_row(st.steps_ready, k)
+    return step_clear(st, k)
+
+
 cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
     """step_again's tests of settle's pools pass and stages pass, stage k's iteration just ended:
     True when the pools pass would change nothing (a waiting pool with neither growers nor a
@@ -1084,20 +1113,23 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
 
 # step_again's plan: plan_unchanged (always inlined, so step_again has its own copy with its
 # flags folded), then replica_begin rather than plan_again (whose flags in steady_run are
-# constants, inlined there): plan_again not `same` with count_assigned's totals made in its loop. The same tests and writes in the same order,
-# with the tables' pointers in locals (nothing in the loops is a call but a granted grow's
-# grow_now, after which they are read again). A resident's KV units (job_units: its owner's allocation on the stage's memory) move only
-# by its own grow, which its visit makes first: another resident is another session's job, so the
-# sums are those count_assigned makes after the whole plan, in the same order.
+# constants, inlined there): plan_again not `same` with its totals (count_assigned's, each
+# entry's) added in its loop. The same tests and writes in the same order, with the tables'
+# pointers in locals (nothing in the loops is a call but a granted grow's grow_now, after which
+# they are read again). A resident's KV units (job_units: its owner's allocation on the stage's
+# memory) move only by its own grow, which its visit makes first: another resident is another
+# session's job, so the sums are those repeat_totals makes after the whole plan, in the same
+# order. (Added in the loop, not by decode_totals after it: a second pass over the entries.)
 cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterTotals* n,
                                bint grows, bint grants) noexcept nogil:
     """plan_again(st, s, k, na, n, False, grows, 0.0, moved) but its begin_iteration, with
-    count_assigned's totals made in its loop: the plan plan_unchanged read, made (its totals n).
+    its totals added in its loop: the plan plan_unchanged read, made (its totals n).
     `grants`: plan_unchanged counted its quiet repeats with grants (st.kept[k] then names the
     pool they grow on and its `used` as this plan leaves it)."""
-    cdef double need, units, tok, ntok = 0.0, ndec = 0.0, kvb = 0.0, kvm = 0.0
+    cdef double need, tok
     cdef int64_t r, fj
     cdef int32_t j, pool = -1
+    cdef IterTotals t                   # (a local, so its sums stay in registers)
     cdef KeptPlan* kp = &st.kept[k]
     cdef bint kv = st.kv_iteration
     cdef Assigned* a = s.assigned
@@ -1107,6 +1139,7 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
     s.na = na
     s.iter_left = False
     st.iter_preempted = 0
+    memset(&t, 0, sizeof(t))
     for r in range(na):
         j = a[r].job
         tok = a[r].tok
@@ -1124,25 +1157,14 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
             if grows:
                 mark_grown(st, fj)
         a[r].id = jobs[j].id
-        ntok += tok
-        ndec += 1.0
-        if kv:
-            units = job_units(st, j, s.memory)
-            kvb += units
-            if units > kvm:
-                kvm = units
+        count_assigned(st, s, j, M_DECODE, tok, &t, kv)
     s.cursor = s.nres
-    kp.kvb = kvb
-    kp.kvm = kvm
+    kp.kvb = t.kvb
+    kp.kvm = t.kvm
     kp.pool = pool if grants else -1    # (with grants every growing resident grows on one pool)
     if grants:
         kp.used = st.pools[pool].used
-    n.ntok = ntok
-    n.npre = 0.0
-    n.ndec = ndec
-    n.kvb = kvb
-    n.kvp = 0.0
-    n.kvm = kvm
+    n[0] = t
 
 
 # A quiet repeat's end and plan in one pass, as steady_run's quiet_repeat (_step.pxi) makes them:
@@ -1155,7 +1177,7 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # of the plan replica_begin made last (st.kept): a resident's allocation moves only by its own
 # grow and none was made since that plan but by these repeats (no resident left or joined, or
 # the plan would not be kept), so where no grow is due the same additions of the same units in
-# the same order give the same bits; after a grow they are made afresh, in the assignment's order.
+# the same order give the same bits; after a grow they are made afresh (decode_totals).
 # The iteration ending and the one beginning are decode-only with as many decodes: the stage's
 # two time shares keep their values, integrated to now (iteration_begins then sets them as they
 # are).
@@ -1171,6 +1193,20 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # is kept: again). The frames are marked grown already (replica_begin's plan counting the repeats
 # marked each growing one, and only its own hold's admission clears the mark), so mark_grown,
 # which would return at once, is not called.
+# (always inlined, each of step_again's two calls its own copy with `grows` folded: with the
+# sums' loop after a grow, decode_totals, gcc kept one copy out of line, and the week paid a call
+# and the flag's tests in every quiet repeat: +2.3 %)
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_7_engine_IterTotals;
+    static inline __attribute__((always_inline)) int __pyx_f_2sq_7_engine_replica_quiet(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, int64_t, struct __pyx_t_2sq_7_engine_IterTotals *, int);
+    """
+
+
 cdef inline bint kept_room(State* st, int32_t k) noexcept nogil:
     """Whether stage k's quiet count still holds: one without grants does; one with grants while
     its pool's `used` is at most what the stage's last plan or repeat left."""
@@ -1189,6 +1225,7 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     cdef int64_t again = 0, r, fj
     cdef int32_t j, owner
     cdef bint warm = st.warm, due = False
+    cdef IterTotals t
     cdef KeptPlan* kp = &st.kept[k]
     cdef Assigned* a = s.assigned
     cdef JobRec* jobs = st.jobs.rec
@@ -1231,7 +1268,9 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     st.iter_preempted = 0
     if grows:
         if due and st.kv_iteration:
-            kept_sums(st, s, kp, na)
+            decode_totals(st, s, na, &t, True)      # (its token sums are those made above)
+            kp.kvb = t.kvb
+            kp.kvm = t.kvm
         kp.used = st.pools[kp.pool].used
     n.ntok = ntok
     n.npre = 0.0
@@ -1240,20 +1279,6 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     n.kvp = 0.0
     n.kvm = kp.kvm
     return due
-
-
-cdef void kept_sums(State* st, Stage* s, KeptPlan* kp, int64_t na) noexcept nogil:
-    """The KV sums of the assignment's first na entries afresh, in its order, as replica_begin
-    makes them (each resident's units its own allocation, which the others' grows do not move)."""
-    cdef double units, kvb = 0.0, kvm = 0.0
-    cdef int64_t r
-    for r in range(na):
-        units = job_units(st, s.assigned[r].job, s.memory)
-        kvb += units
-        if units > kvm:
-            kvm = units
-    kp.kvb = kvb
-    kp.kvm = kvm
 
 
 cdef enum:

@@ -85,6 +85,7 @@ cdef struct KeptPlan:
     double kvb                 # the KV sums of the plan replica_begin made last (or a repeat with
     double kvm                 # a grow made afresh)
     double used                # with grants: the pool's `used` as this stage's last plan or repeat left it
+    double duration            # the cost of the stage's last iteration step_again began
     int32_t pool               # the pool every growing resident grows on, where the quiet count has
                                # grants (-1: it has none)
 

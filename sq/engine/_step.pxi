@@ -332,7 +332,10 @@ cdef struct IterTotals:
 cdef inline void count_assigned(State* st, Stage* s, int32_t j, int32_t mode, double tokens,
                                 IterTotals* n, bint kv) noexcept nogil:
     """Add job j's assignment of `tokens` (its mode given) to the iteration's totals (`kv`:
-    st.kv_iteration, read once by the caller: the stores around a call may alias it)."""
+    st.kv_iteration, read once by the caller: the stores around a call may alias it). The one
+    definition of an entry's share of the totals: every plan's sums (start_iteration's,
+    repeat_totals', decode_totals', replica_begin's) are these additions over the assignment, in its
+    order, each sum from 0.0 (0.1.2's sums are order-sensitive)."""
     cdef double units
     n.ntok += tokens
     if mode == M_DECODE:
@@ -577,6 +580,19 @@ cdef inline double iteration_cost(State* st, Stage* s, IterTotals* n, double att
     if st.error.code:
         return -1.0
     return duration
+
+
+# (always inlined: gcc inlines it in each of its callers only while they are few, and kept one
+# copy out of line once step_again called it beside its cost rather than through begin_iteration)
+cdef extern from *:
+    """
+    struct __pyx_t_2sq_6engine_6_state_State;
+    struct __pyx_t_2sq_6engine_6_state_Stage;
+    struct __pyx_t_2sq_7_engine_IterTotals;
+    static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_iteration_begins(
+        struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
+        int32_t, struct __pyx_t_2sq_7_engine_IterTotals *, double, double);
+    """
 
 
 cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* n, double duration,
@@ -957,14 +973,19 @@ cdef inline bint again_visit(State* st, Stage* s, int64_t r, bint same, bint gro
 
 
 cdef inline double repeat_totals(State* st, Stage* s, int64_t na, IterTotals* n, bint kv) noexcept nogil:
-    """A repeat's totals n made afresh over the assignment's first na entries, in its order (each
-    resident's KV is its own allocation, which the grows of the others do not move), and its cost:
-    the duration (-1: the cost failed)."""
+    """A repeat's totals n made afresh (decode_totals) and its cost: the duration (-1: the cost
+    failed)."""
+    decode_totals(st, s, na, n, kv)
+    return iteration_cost(st, s, n, 0.0)
+
+
+cdef inline void decode_totals(State* st, Stage* s, int64_t na, IterTotals* n, bint kv) noexcept nogil:
+    """The totals n of a repeat's assignment, its first na entries all decodes, made afresh in its
+    order (each resident's KV is its own allocation, which the grows of the others do not move)."""
     cdef int64_t r
     memset(n, 0, sizeof(IterTotals))
     for r in range(na):
         count_assigned(st, s, s.assigned[r].job, M_DECODE, s.assigned[r].tok, n, kv)
-    return iteration_cost(st, s, n, 0.0)
 
 
 # Inlining. steady_run's plans are the step rows' hot path: plan_unchanged and plan_again must be

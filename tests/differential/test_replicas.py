@@ -156,6 +156,9 @@ PROGRAMS = [
     # the mutation top-second-child-unread: benchmarks/README.md, net8's section)
     *[(f"delays ending at an iteration's end, {r} replicas, seed {seed}", _delayed(r, seed))
       for r, seed in DELAYED],
+    # a cost that reads `now` (not only its iteration's totals): a quiet repeat of step_again
+    # evaluates it afresh, where one whose cost reads only the totals keeps the last (kept_cost)
+    ("a cost that reads the instant", _engine(cost="0.008 + 1e-6 * now")),
     ("gauges of one replica's pools", _engine(gauges="gauge kv0 = used(kv[0]); gauge q3 = queued(seqs[3]);")),
     # half the requests go to replica 0, whose card is small for them: it preempts while the
     # others (1/30 of the load each) mostly idle

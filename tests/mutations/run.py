@@ -288,7 +288,7 @@ MUTATIONS = (
              )),
     Mutation("replica-quiet-kv-stale", "step_again's quiet repeats (replica_quiet) take the KV sums kept "
              "from an earlier plan than the one that counted them (replica_begin not keeping its own)", (
-                 ("_loop.pxi", "    kp.kvb = kvb\n    kp.kvm = kvm\n    kp.pool = pool if grants",
+                 ("_loop.pxi", "    kp.kvb = t.kvb\n    kp.kvm = t.kvm\n    kp.pool = pool if grants",
                   "    kp.pool = pool if grants"),
              )),
     Mutation("kept-room-unread", "step_again's quiet repeats counted with grants are made though another "
@@ -296,8 +296,26 @@ MUTATIONS = (
                  ("_loop.pxi", "    return kp.pool < 0 or st.pools[kp.pool].used <= kp.used\n", "    return True\n"),
              )),
     Mutation("replica-quiet-grants-kv-kept", "a quiet repeat with grants whose grow was due keeps the KV sums "
-             "of the plan before it (kept_sums not called)", (
-                 ("_loop.pxi", "        if due and st.kv_iteration:\n            kept_sums(st, s, kp, na)\n", ""),
+             "of the plan before it (not made afresh)", (
+                 ("_loop.pxi", "            kp.kvb = t.kvb\n            kp.kvm = t.kvm\n        kp.used", "        kp.used"),
+             )),
+    Mutation("kept-cost-any-cost", "step_again's quiet repeat that grew nothing keeps the last iteration's "
+             "cost though the cost reads more than the totals (`now`)", (
+                 ("_loop.pxi", "    if repeat == 0 and s.cost_repeats:\n", "    if repeat == 0:\n"),
+             )),
+    Mutation("kept-cost-after-grow", "step_again's quiet repeat keeps the last iteration's cost though its "
+             "grow moved the KV sums the cost reads", (
+                 ("_loop.pxi", "    if repeat == 0 and s.cost_repeats:\n", "    if repeat >= 0 and s.cost_repeats:\n"),
+             )),
+    Mutation("quiet-clear-pools-unread", "step_again's quiet repeat is made though a pool waits on growers "
+             "or on a queue this stage admits (quiet_clear's shortcut not reading pools_waiting)", (
+                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
+                  "    if rows_within(st.steps_ready, k):\n"),
+             )),
+    Mutation("quiet-clear-stages-unread", "step_again's quiet repeat is made though another stage is marked "
+             "ready (quiet_clear's shortcut not reading steps_ready), so one with work is not started", (
+                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
+                  "    if rows_none(st.pools_waiting):\n"),
              )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
@@ -465,6 +483,14 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "replica-quiet-grants-kv-kept":
         "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "kept-cost-any-cost":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[a cost that reads the instant]",
+    "kept-cost-after-grow":
+        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+    "quiet-clear-pools-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "quiet-clear-stages-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "replica-quiet-grown-unsampled":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
