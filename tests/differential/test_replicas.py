@@ -159,6 +159,9 @@ PROGRAMS = [
     # a cost that reads `now` (not only its iteration's totals): a quiet repeat of step_again
     # evaluates it afresh, where one whose cost reads only the totals keeps the last (kept_cost)
     ("a cost that reads the instant", _engine(cost="0.008 + 1e-6 * now")),
+    # and the KV sums too: such a quiet repeat's cost reads the sums its plan kept (KeptPlan)
+    ("a cost that reads the instant and the KV sums",
+     _engine(cost="0.008 + 1e-6 * now + 2e-7 * kv_decode")),
     ("gauges of one replica's pools", _engine(gauges="gauge kv0 = used(kv[0]); gauge q3 = queued(seqs[3]);")),
     # half the requests go to replica 0, whose card is small for them: it preempts while the
     # others (1/30 of the load each) mostly idle

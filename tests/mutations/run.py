@@ -570,7 +570,7 @@ KILLERS = {
     "pools-add-one-index":
         "tests/differential/test_fast_forms.py::test_a_router_load_of_two_indexed_pools_is_pyserqs_json_text",
     "replica-quiet-kv-stale":
-        "tests/differential/test_replicas.py::test_the_weeks_engine_same_as_pyserq[R2-rate0.8]",
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[a cost that reads the instant and the KV sums]",
     "choose-last-key-skipped-always":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[idle replicas]",
     "choose-load-ties-later":
