@@ -6,8 +6,9 @@ which way, so it lays the hot paths out straight and the cold ones away from the
 round in benchmarks/README.md: the step-engine rows take 5-10 % less CPU). Exact all the same: without
 -ffast-math gcc keeps IEEE semantics under -fprofile-use, and -ffp-contract=off stays.
 
-The training runs benchmarks/callgrind_rows.py's rows (the bench's models at horizons of a second or
-less, the week's replicas behind a choose router, a sweep of short runs, each report's JSON text) with
+The training runs sq/bench/rows.py's rows, those benchmarks/callgrind_rows.py counts (the bench's models
+at horizons of a second or less, the week's replicas behind a choose router, a sweep of short runs, each
+report's JSON text); they live in the package so that a build from an sdist trains too. They run with
 the instrumented extensions, in a child process, from a copy of the package in the build's temporary
 folder; the profiles stay there (a .gcda file is tied to its compiler and its generated C). With
 -fprofile-partial-training the code the training does not reach stays optimised as usual, not for size.
@@ -19,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from setuptools.command.build_ext import build_ext as _build_ext
 
@@ -28,10 +30,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRAINING = """
 import sys
 from pathlib import Path
-sys.path[:0] = [{tree!r}, {benchmarks!r}]
-import callgrind_rows
-for row in callgrind_rows.ALL:
-    callgrind_rows.child(row, Path({tree!r}))
+sys.path[:0] = [{tree!r}]
+from sq.bench import rows
+for row in rows.ALL:
+    rows.run(row, Path({tree!r}))
 """
 
 
@@ -67,7 +69,10 @@ class build_ext(_build_ext):
         shutil.rmtree(profiles, ignore_errors=True)
         self.force = True
         self.compile_all([f"-fprofile-generate={profiles}"])
+        started = time.perf_counter()
         self.train(os.path.join(profiles, "tree"))
+        print(f"sq: profile-guided build, trained on sq/bench/rows.py's rows in {time.perf_counter() - started:.0f} s",
+              file=sys.stderr)
         self.compile_all([f"-fprofile-use={profiles}", "-fprofile-partial-training", "-Wno-missing-profile"])
         open(os.path.join(profiles, "built"), "w").close()
 
@@ -96,7 +101,7 @@ class build_ext(_build_ext):
         for ext in self.extensions:
             name = self.get_ext_filename(self.get_ext_fullname(ext.name))
             shutil.copy2(self.get_ext_fullpath(ext.name), os.path.join(tree, name))
-        code = TRAINING.format(tree=tree, benchmarks=os.path.join(HERE, "benchmarks"))
+        code = TRAINING.format(tree=tree)
         # PYTHONHASHSEED=0: the same training, so the same profile and the same build, every time
         done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True,
                               env={**os.environ, "PYTHONHASHSEED": "0"})
