@@ -17,12 +17,14 @@ never a failed install. `SQ_PGO=0` gives the plain, incremental build in one pas
 tests/mutations/run.py).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 
 from setuptools.command.build_ext import build_ext as _build_ext
+from setuptools.errors import CompileError
 
 # -ffp-contract=off: a fused multiply-add would round differently from pyserq.
 FLAGS = ["-O3", "-ffp-contract=off"]
@@ -37,8 +39,27 @@ for row in rows.ALL:
 """
 
 
+def undefined_attributed(c_text):
+    """The Cython-made functions (`__pyx_…` names) that the verbatim C of a `cdef extern from *` block
+    declares with an attribute (always_inline, noinline, optimize) but the generated C does not define:
+    [(name, attributes)]. gcc takes such a declaration for another function's, never defined, and
+    only warns (one line among a build's output), so a rename or a Cython that spells the name
+    otherwise would drop the attribute unseen. Cython writes each definition on one line from
+    column 0: `static … name(…) {`."""
+    defined = set(re.findall(r"^static [^\n;]*?\b(__pyx_\w+)\([^\n;]*\{$", c_text, re.M))
+    missing = {}
+    for attribute in re.finditer(r"__attribute__\(\(", c_text):
+        start = max(c_text.rfind(c, 0, attribute.start()) for c in ";{}") + 1
+        declaration = c_text[start:c_text.find(";", attribute.start())]
+        name = re.search(r"\b(__pyx_\w+)\s*\(", declaration)
+        if "{" not in declaration and "}" not in declaration and name and name.group(1) not in defined:
+            missing[name.group(1)] = " ".join(re.findall(r"__attribute__\(\([^;]*?\)\)", declaration))
+    return list(missing.items())   # (Cython may echo a declaration in a comment too: one entry a name)
+
+
 class build_ext(_build_ext):
     def build_extensions(self):
+        self.check_attributed()
         profiles = os.path.join(os.path.abspath(self.build_temp), "pgo")
         why_plain = self.why_plain()
         if why_plain is None:
@@ -52,6 +73,18 @@ class build_ext(_build_ext):
         if why_plain:
             print(f"sq: plain build, not profile-guided ({why_plain})", file=sys.stderr)
         self.compile_all([])
+
+    def check_attributed(self):
+        """Fails the build (profile-guided or plain) on an attribute declared for a function Cython does not define."""
+        for ext in self.extensions:
+            for source in (f for f in ext.sources if f.endswith(".c")):
+                with open(source, encoding="utf-8") as f:
+                    missing = undefined_attributed(f.read())
+                if missing:
+                    raise CompileError("; ".join(
+                        f"{source} declares {name} with {attributes}, but Cython defines no function of that name "
+                        f"(renamed, or another Cython's spelling): fix the `cdef extern from *` block that declares it"
+                        for name, attributes in missing))
 
     def why_plain(self):
         """Why this build is plain ("" when SQ_PGO=0 asks for it), or None for a profile-guided one."""
