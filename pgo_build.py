@@ -6,8 +6,9 @@ which way, so it lays the hot paths out straight and the cold ones away from the
 round in benchmarks/README.md: the step-engine rows take 5-10 % less CPU). Exact all the same: without
 -ffast-math gcc keeps IEEE semantics under -fprofile-use, and -ffp-contract=off stays.
 
-The training runs benchmarks/callgrind_rows.py's rows (the bench's models at horizons of a second or
-less, the week's replicas behind a choose router, a sweep of short runs, each report's JSON text) with
+The training runs sq/bench/rows.py's rows, those benchmarks/callgrind_rows.py counts (the bench's models
+at horizons of a second or less, the week's replicas behind a choose router, a sweep of short runs, each
+report's JSON text); they live in the package so that a build from an sdist trains too. They run with
 the instrumented extensions, in a child process, from a copy of the package in the build's temporary
 folder; the profiles stay there (a .gcda file is tied to its compiler and its generated C). With
 -fprofile-partial-training the code the training does not reach stays optimised as usual, not for size.
@@ -16,11 +17,14 @@ never a failed install. `SQ_PGO=0` gives the plain, incremental build in one pas
 tests/mutations/run.py).
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 from setuptools.command.build_ext import build_ext as _build_ext
+from setuptools.errors import CompileError
 
 # -ffp-contract=off: a fused multiply-add would round differently from pyserq.
 FLAGS = ["-O3", "-ffp-contract=off"]
@@ -28,15 +32,34 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRAINING = """
 import sys
 from pathlib import Path
-sys.path[:0] = [{tree!r}, {benchmarks!r}]
-import callgrind_rows
-for row in callgrind_rows.ALL:
-    callgrind_rows.child(row, Path({tree!r}))
+sys.path[:0] = [{tree!r}]
+from sq.bench import rows
+for row in rows.ALL:
+    rows.run(row, Path({tree!r}))
 """
+
+
+def undefined_attributed(c_text):
+    """The Cython-made functions (`__pyx_…` names) that the verbatim C of a `cdef extern from *` block
+    declares with an attribute (always_inline, noinline, optimize) but the generated C does not define:
+    [(name, attributes)]. gcc takes such a declaration for another function's, never defined, and
+    only warns (one line among a build's output), so a rename or a Cython that spells the name
+    otherwise would drop the attribute unseen. Cython writes each definition on one line from
+    column 0: `static … name(…) {`."""
+    defined = set(re.findall(r"^static [^\n;]*?\b(__pyx_\w+)\([^\n;]*\{$", c_text, re.M))
+    missing = {}
+    for attribute in re.finditer(r"__attribute__\(\(", c_text):
+        start = max(c_text.rfind(c, 0, attribute.start()) for c in ";{}") + 1
+        declaration = c_text[start:c_text.find(";", attribute.start())]
+        name = re.search(r"\b(__pyx_\w+)\s*\(", declaration)
+        if "{" not in declaration and "}" not in declaration and name and name.group(1) not in defined:
+            missing[name.group(1)] = " ".join(re.findall(r"__attribute__\(\([^;]*?\)\)", declaration))
+    return list(missing.items())   # (Cython may echo a declaration in a comment too: one entry a name)
 
 
 class build_ext(_build_ext):
     def build_extensions(self):
+        self.check_attributed()
         profiles = os.path.join(os.path.abspath(self.build_temp), "pgo")
         why_plain = self.why_plain()
         if why_plain is None:
@@ -50,6 +73,18 @@ class build_ext(_build_ext):
         if why_plain:
             print(f"sq: plain build, not profile-guided ({why_plain})", file=sys.stderr)
         self.compile_all([])
+
+    def check_attributed(self):
+        """Fails the build (profile-guided or plain) on an attribute declared for a function Cython does not define."""
+        for ext in self.extensions:
+            for source in (f for f in ext.sources if f.endswith(".c")):
+                with open(source, encoding="utf-8") as f:
+                    missing = undefined_attributed(f.read())
+                if missing:
+                    raise CompileError("; ".join(
+                        f"{source} declares {name} with {attributes}, but Cython defines no function of that name "
+                        f"(renamed, or another Cython's spelling): fix the `cdef extern from *` block that declares it"
+                        for name, attributes in missing))
 
     def why_plain(self):
         """Why this build is plain ("" when SQ_PGO=0 asks for it), or None for a profile-guided one."""
@@ -67,7 +102,10 @@ class build_ext(_build_ext):
         shutil.rmtree(profiles, ignore_errors=True)
         self.force = True
         self.compile_all([f"-fprofile-generate={profiles}"])
+        started = time.perf_counter()
         self.train(os.path.join(profiles, "tree"))
+        print(f"sq: profile-guided build, trained on sq/bench/rows.py's rows in {time.perf_counter() - started:.0f} s",
+              file=sys.stderr)
         self.compile_all([f"-fprofile-use={profiles}", "-fprofile-partial-training", "-Wno-missing-profile"])
         open(os.path.join(profiles, "built"), "w").close()
 
@@ -96,7 +134,7 @@ class build_ext(_build_ext):
         for ext in self.extensions:
             name = self.get_ext_filename(self.get_ext_fullname(ext.name))
             shutil.copy2(self.get_ext_fullpath(ext.name), os.path.join(tree, name))
-        code = TRAINING.format(tree=tree, benchmarks=os.path.join(HERE, "benchmarks"))
+        code = TRAINING.format(tree=tree)
         # PYTHONHASHSEED=0: the same training, so the same profile and the same build, every time
         done = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True,
                               env={**os.environ, "PYTHONHASHSEED": "0"})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import gzip
 import os
 import tempfile
 import time
@@ -22,6 +21,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # this checkout's sq
+from sq.bench.rows import write_rows   # noqa: E402  (one writer of the Azure 2024 text)
 
 
 def write_trace(path: str, rows: int, seed: int = 1, gz: bool = False) -> None:
@@ -29,32 +29,6 @@ def write_trace(path: str, rows: int, seed: int = 1, gz: bool = False) -> None:
     rng = np.random.default_rng(seed)
     micros = np.sort(rng.integers(0, 86_400_000_000, rows))
     write_rows(path, micros, rng.integers(1, 8000, rows), rng.integers(1, 800, rows), rng, gz)
-
-
-def write_rows(path: str, micros: np.ndarray, new: np.ndarray, out: np.ndarray, rng,
-               gz: bool = False) -> None:
-    """The Azure 2024 text of sorted arrival times (µs from 2024-05-10 00:00 UTC, under a month) and
-    token counts: one stamp in 5 without a fraction, the others with 1 to 6 digits, as in the real file."""
-    rows = len(micros)
-    digits = rng.integers(0, 7, rows)
-    digits[rng.random(rows) < 0.2] = 0
-    opener = gzip.open if gz else open
-    with opener(path, "wt") as f:
-        f.write("TIMESTAMP,ContextTokens,GeneratedTokens\n")
-        lines = []
-        for us, n, o, d in zip(micros.tolist(), new.tolist(), out.tolist(), digits.tolist()):
-            s, frac = divmod(us, 1_000_000)
-            day, rest = divmod(s, 86_400)
-            h, rest = divmod(rest, 3600)
-            m, sec = divmod(rest, 60)
-            stamp = f"2024-05-{10 + day:02d} {h:02d}:{m:02d}:{sec:02d}"
-            if d:
-                stamp += "." + f"{frac:06d}"[:d]
-            lines.append(f"{stamp}+00:00,{n},{o}\n")
-            if len(lines) == 100_000:
-                f.write("".join(lines))
-                lines.clear()
-        f.write("".join(lines))
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ vLLM-like program in at most 2 minutes per run on one core, memory bounded with
 `--samples none`. For each N this writes a synthetic trace of N requests over a week into a
 temporary folder (deleted after, never committed), then runs
 
-    python -m sq run benchmarks/week_replay.sq --trace T --horizon 604800 --samples none --json
+    python -m sq run sq/bench/week_replay.sq --trace T --horizon 604800 --samples none --json
 
 in a child process of its own and prints the child's CPU time (user + sys), wall time and peak
 RSS, and the CPU time per request, events and step iterations per request. Two more children
@@ -15,8 +15,8 @@ run's. The trace is written by a child as well: Linux starts a child's peak RSS 
 
     python benchmarks/bench_week.py [--sizes 100000,1000000,5000000] [--replicas R] [--checkout DIR]
 
-`--checkout DIR` runs another built checkout (its sq and its benchmarks/week_replay.sq), e.g.
-/work/wt/base, to compare with this one on the same traces.
+`--checkout DIR` runs another built checkout's sq, e.g. /work/wt/base, to compare with this one
+on the same traces and the same program (this checkout's sq/bench/week_replay.sq).
 
 The engine replicas R default to ceil(16 N / 27 M): the full week runs on 16 (week_replay.sq says
 why), and a smaller N on proportionally fewer, so each replica carries about the load it would in
@@ -39,46 +39,14 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-from bench_traces import write_rows   # noqa: E402  (one writer of the Azure 2024 text)
+sys.path.insert(0, ROOT)   # this checkout's sq
+from sq.bench.rows import WEEK, WEEK_PROGRAM   # noqa: E402  (the week and its program: one definition)
 
-PROGRAM = os.path.join(HERE, "week_replay.sq")
-WEEK = 7 * 86_400
+PROGRAM = str(WEEK_PROGRAM)
 FULL_WEEK, FULL_REPLICAS = 27_000_000, 16    # issue 27's week and the replicas that serve it
-PROMPT = (6.63, 0.99)     # log-mean, log-sd of ContextTokens (Azure 2023 conv's fit)
-ANSWER = (5.02, 0.86)     # of GeneratedTokens
-MAX_PROMPT, MAX_ANSWER = 16_000, 1_000
-
-
-def rate_shape(minutes: np.ndarray) -> np.ndarray:
-    """The relative rate at each minute of the week: a daily cycle, weekend days at 60%."""
-    hour = (minutes / 60) % 24
-    daily = 1 + 0.6 * np.sin(2 * np.pi * (hour - 9) / 24)
-    weekend = (minutes // 1440) % 7 >= 5
-    return daily * np.where(weekend, 0.6, 1.0)
-
-
-def week_arrivals(rng, n: int) -> np.ndarray:
-    """n sorted arrival times (µs) over a week, drawn from rate_shape by inverting its CDF."""
-    edges = np.arange(WEEK // 60 + 1, dtype=np.float64)
-    cdf = np.concatenate([[0.0], np.cumsum(rate_shape(edges[:-1]))])
-    cdf /= cdf[-1]
-    minutes = np.interp(np.sort(rng.random(n)), cdf, edges)
-    return np.minimum((minutes * 60e6).astype(np.int64), WEEK * 1_000_000 - 1)
-
-
-def tokens(rng, shape, n: int, cap: int) -> np.ndarray:
-    return np.clip(np.rint(rng.lognormal(*shape, n)), 1, cap).astype(np.int64)
-
-
-def write_week(path: str, n: int, seed: int = 1) -> None:
-    rng = np.random.default_rng(seed)
-    micros = week_arrivals(rng, n)
-    write_rows(path, micros, tokens(rng, PROMPT, n, MAX_PROMPT), tokens(rng, ANSWER, n, MAX_ANSWER), rng)
 
 
 def child(args: list[str], out_path: str, cwd: str = ROOT) -> dict:
@@ -105,15 +73,13 @@ def auto_replicas(n: int) -> int:
 def measure(n: int, folder: str, replicas: int, checkout: str = ROOT) -> dict:
     trace = os.path.join(folder, f"week-{n}.csv")
     # written by a child too: Linux starts a child's peak RSS at its parent's, so this process stays small
-    child(["-c", f"import sys; sys.path.insert(0, {HERE!r}); import bench_week; bench_week.write_week({trace!r}, {n})"],
-          os.path.join(folder, "write.txt"))
+    child(["-c", f"from sq.bench.rows import write_week; write_week({trace!r}, {n})"], os.path.join(folder, "write.txt"))
     size = os.path.getsize(trace)
     read = child(["-c", f"import sq; print(len(sq.read_trace({trace!r})))"], os.path.join(folder, "read.txt"),
                  checkout)
     load = child(["-c", f"from sq.traces import corpus; print(len(corpus({trace!r})))"],   # what a run loads
                  os.path.join(folder, "load.txt"), checkout)
-    program = os.path.join(checkout, "benchmarks", "week_replay.sq")
-    run = child(["-m", "sq", "run", program, "--trace", trace, "--horizon", str(WEEK), "--warmup", "3600",
+    run = child(["-m", "sq", "run", PROGRAM, "--trace", trace, "--horizon", str(WEEK), "--warmup", "3600",
                  "--set", f"R={replicas}", "--samples", "none", "--json", "--no-progress"],
                 os.path.join(folder, "run.json"), checkout)
     os.remove(trace)

@@ -82,8 +82,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         trace = os.path.join(folder, f"week-{args.requests}.csv")
-        child(["-c", f"import sys; sys.path.insert(0, {HERE!r}); import bench_week; "
-                     f"bench_week.write_week({trace!r}, {args.requests})"], os.path.join(folder, "write.txt"))
+        child(["-c", f"from sq.bench.rows import write_week; write_week({trace!r}, {args.requests})"],
+              os.path.join(folder, "write.txt"))
         program = program_for(trace, folder, args.speed)
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, host="127.0.0.1", processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:

@@ -29,7 +29,7 @@ sq/traces/reader.py turns into an SqError pointing at the file.
 """
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport strtod
-from libc.string cimport memchr, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 import numpy as np
 
@@ -157,18 +157,36 @@ cdef inline int digits_at(const char* p, const char* end, int n, int64_t* out) n
     return 0
 
 
-cdef int parse_time(const char* p, const char* end, int64_t* sec, double* frac) noexcept nogil:
+# The last minute parse_time read: a trace's consecutive records mostly share their date, hour
+# and minute (a week of 27 M requests: ~2,700 a minute), whose parse and calendar sum were two
+# thirds of a time's cost. The same 16 bytes give the same seconds, so the cache is exact.
+cdef struct Minute:
+    char[16] text         # `YYYY-MM-DD HH:MM` as in the file (checked when it was read)
+    int64_t start         # its seconds since 1970, the zone not applied
+    bint known
+
+
+cdef int parse_time(const char* p, const char* end, int64_t* sec, double* frac, Minute* last) noexcept nogil:
     """`YYYY-MM-DD[ T]HH:MM:SS[.f…][Z|±HH:MM]` → whole seconds since 1970 and the fraction."""
     cdef int64_t y, mo, d, h, mi, s, zh, zm
     cdef uint64_t f = 0
     cdef int nf = 0
-    if (digits_at(p, end, 4, &y) or end - p < 19 or p[4] != c'-' or digits_at(p + 5, end, 2, &mo)
-            or p[7] != c'-' or digits_at(p + 8, end, 2, &d) or (p[10] != c' ' and p[10] != c'T')
-            or digits_at(p + 11, end, 2, &h) or p[13] != c':' or digits_at(p + 14, end, 2, &mi)
-            or p[16] != c':' or digits_at(p + 17, end, 2, &s)):
-        return -1
-    if mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or s > 60:
-        return -1
+    if last.known and end - p >= 19 and memcmp(p, last.text, 16) == 0:
+        if p[16] != c':' or digits_at(p + 17, end, 2, &s) or s > 60:
+            return -1
+        sec[0] = last.start + s
+    else:
+        if (digits_at(p, end, 4, &y) or end - p < 19 or p[4] != c'-' or digits_at(p + 5, end, 2, &mo)
+                or p[7] != c'-' or digits_at(p + 8, end, 2, &d) or (p[10] != c' ' and p[10] != c'T')
+                or digits_at(p + 11, end, 2, &h) or p[13] != c':' or digits_at(p + 14, end, 2, &mi)
+                or p[16] != c':' or digits_at(p + 17, end, 2, &s)):
+            return -1
+        if mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or s > 60:
+            return -1
+        memcpy(last.text, p, 16)
+        last.start = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60
+        last.known = True
+        sec[0] = last.start + s
     p += 19
     if p < end and p[0] == c'.':
         p += 1
@@ -179,7 +197,6 @@ cdef int parse_time(const char* p, const char* end, int64_t* sec, double* frac) 
                 f = f * 10 + <uint64_t> (p[0] - c'0')
                 nf += 1
             p += 1
-    sec[0] = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s
     if p < end and p[0] == c'Z':
         p += 1
     elif p < end and (p[0] == c'+' or p[0] == c'-'):
@@ -206,6 +223,28 @@ cdef inline const char* line_end(const char* p, const char* end) noexcept nogil:
     return q if q != NULL else end
 
 
+cdef int64_t newlines(const char* p, int64_t n) noexcept nogil:
+    """The `\\n` bytes of [p, p + n). A loop gcc vectorises, 16 bytes at a time, each block's count
+    kept in bytes (at most 255 a lane before it is added up): bytes.count went a byte at a time and
+    was a fifth of reading a CSV trace."""
+    cdef int64_t i = 0, total = 0, j, stop
+    cdef unsigned char[16] lane
+    cdef int b
+    while n - i >= 16 * 255:
+        for b in range(16):
+            lane[b] = 0
+        stop = i + 16 * 255
+        while i < stop:
+            for b in range(16):
+                lane[b] += p[i + b] == c'\n'
+            i += 16
+        for b in range(16):
+            total += lane[b]
+    for j in range(i, n):
+        total += p[j] == c'\n'
+    return total
+
+
 cdef inline const char* trimmed(const char* p, const char* e) noexcept nogil:
     """The end of a line without its `\\r` and trailing blanks."""
     while e > p and ((e - 1)[0] == b'\r' or (e - 1)[0] == c' ' or (e - 1)[0] == b'\t'):
@@ -226,6 +265,8 @@ cdef int64_t csv_chunk(const char* buf, const char* end, const char* kinds, int 
     cdef const char* fe
     cdef int64_t row = row0, line = 0
     cdef int k
+    cdef Minute minute
+    minute.known = False
     while p < end:
         le = line_end(p, end)
         te = trimmed(p, le)
@@ -240,7 +281,7 @@ cdef int64_t csv_chunk(const char* buf, const char* end, const char* kinds, int 
                         fault.code, fault.line, fault.col, fault.field = BAD_NUMBER, line, fs - p, k
                         return -1
                 elif kinds[k] == c't':
-                    if parse_time(fs, fe, &ints[k][row], &frac[k][row]) < 0:
+                    if parse_time(fs, fe, &ints[k][row], &frac[k][row], &minute) < 0:
                         fault.code, fault.line, fault.col, fault.field = BAD_TIME, line, fs - p, k
                         return -1
                 elif kinds[k] == c'k':
@@ -470,7 +511,7 @@ def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b"", 
             chunk = chunk[:cut + 1]
         if not chunk:
             continue
-        lines = chunk.count(b"\n") + 1
+        lines = newlines(<const char*> chunk, len(chunk)) + 1
         if total + lines > cap:
             # the first chunk's lines a byte over what is left, and a quarter more; then doubling
             cap = max(2 * cap, total + lines, (size * lines // len(chunk)) * 5 // 4 if cap == 0 else 0)
@@ -505,7 +546,7 @@ def scan(stream, str kinds, *, keys=None, int64_t first_line=1, bytes head=b"", 
         for i in range(nk):
             if kc[i] == c'a':
                 parts[i].append((flat[:flat_n].copy(), counts[:rows]))
-        line_no += chunk.count(b"\n")
+        line_no += lines - 1
     _grow(cols, total)
     for i in range(nk):
         if kc[i] == c'a':

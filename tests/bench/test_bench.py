@@ -95,3 +95,17 @@ def test_an_unknown_model_is_refused(capsys):
 def test_quick_rows_keep_a_warmup_below_the_horizon(name):
     model = next(m for m in table.MODELS if m.name == name).shortened(table.QUICK)
     assert 0 <= model.warmup < model.horizon and model.runs >= 1
+
+
+def test_the_builds_training_runs_from_an_installed_sq(tmp_path):
+    # pgo_build.py trains on sq/bench/rows.py in a copy of the package: an sdist ships no benchmarks/
+    sys.path.insert(0, str(ROOT))
+    import pgo_build
+
+    site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    installed_copy(site)
+    elsewhere.mkdir()
+    out = subprocess.run([sys.executable, "-c", pgo_build.TRAINING.format(tree=str(site))], cwd=elsewhere,
+                         env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert (site / "week-200000.csv").stat().st_size > 1e6   # the week row's trace, written there

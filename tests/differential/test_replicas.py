@@ -12,7 +12,7 @@ replica ending at the same instants (gaps of 0 in the log); gauges; one replica 
 the others idle; ps, step and fifo replicas together (a stages pass not of step stages alone,
 and rows that leave the sampled set).
 
-The week's engine itself (benchmarks/week_replay.sq, whose `arrive replay` pyserq cannot run) is
+The week's engine itself (sq/bench/week_replay.sq, whose `arrive replay` pyserq cannot run) is
 compared too, its workload made poisson, on 2 to 16 replicas, lightly and heavily loaded: most of
 its iteration ends take step_again (sq/engine/_loop.pxi: settle would only begin the same decode
 plan again), the others settle.
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 import sq
 from sq import _engine as compiled   # (_engine below is this file's program maker)
+from sq.bench.rows import WEEK_PROGRAM
 from tests.helpers.oracle import REFERENCE_MISSING
 
 pyserq = pytest.importorskip("pyserq", reason=REFERENCE_MISSING, exc_type=ImportError)   # every test compares
@@ -191,7 +191,7 @@ def test_the_programs_reach_what_they_name():
     assert [s["name"] for s in reports["ps, step and fifo replicas"]["stages"]][::6] == ["pre", "engine", "post"]
 
 
-WEEK = Path(__file__).resolve().parents[2] / "benchmarks" / "week_replay.sq"
+WEEK = WEEK_PROGRAM   # sq/bench/week_replay.sq
 
 
 def _week(replicas: int, rate: str, horizon: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import gzip
+import io
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 import sq
 from sq.errors import SqError
 from sq.traces import read_trace
+from sq.traces._scan import ScanError, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 AZURE = ROOT / "examples" / "replay" / "azure-2023"
@@ -183,6 +185,26 @@ def test_azure_files_match_an_independent_parse():
         assert r.out.tolist() == [float(row["GeneratedTokens"]) for row in rows]
 
 
+def _times(text: str):
+    """The scanner's (seconds since 1970, fraction) columns of a file of times, one a line."""
+    sec, frac = scan(io.BytesIO(text.encode()), "t")[0]
+    return sec.tolist(), frac.tolist()
+
+
+def test_times_that_share_a_minute_read_as_each_alone():
+    # the scanner keeps the last date, hour and minute it read: a time in that minute reads its
+    # seconds alone; another separator, a zone, a fraction or a second out of range still count
+    lines = ["2024-05-10 23:59:58.5+00:00", "2024-05-10 23:59:59+00:00", "2024-05-10T23:59:59+00:00",
+             "2024-05-10T23:59:60-01:30", "2024-05-10T23:59:07.125Z", "2024-05-11 00:00:00Z",
+             "2024-05-10 23:59:07.25+02:00", "2024-05-10 23:59:07", "2024-05-10 23:58:07"]
+    alone = [_times(line + "\n") for line in lines]
+    assert _times("".join(line + "\n" for line in lines)) == ([a[0][0] for a in alone], [a[1][0] for a in alone])
+    assert alone[5] == ([1715385600], [0.0]) and alone[3] == ([1715385600 + 5400], [0.0])
+    for bad in ("2024-05-10 23:59:61", "2024-05-10 23:59:5", "2024-05-10 23:59-59"):
+        with pytest.raises(ScanError):
+            _times(lines[0] + "\n" + bad + "\n")
+
+
 @pytest.mark.parametrize("text, line, col, what", [
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:4x,1,2\n",
      3, 1, "column 1: expected a date and time"),
@@ -242,6 +264,8 @@ def test_chunks_join_exactly(tmp_path, monkeypatch):
     assert len(whole) == 3600 and np.array_equal(whole.arrival, small.arrival)
     assert np.array_equal(whole.new, small.new) and np.array_equal(whole.out, small.out)
     bad = _write(tmp_path / "b.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n" + rows + "2023-11-16 19:00:00,1,z\n")
-    with pytest.raises(SqError) as info:
-        read_trace(bad)
-    assert (info.value.line, info.value.col) == (3602, 23)
+    for chunk in (1 << 22, 5000, 97):    # one chunk; chunks whose lines are counted 16 bytes at a time; short ones
+        monkeypatch.setattr(scan_module, "CHUNK", chunk)
+        with pytest.raises(SqError) as info:
+            read_trace(bad)
+        assert (info.value.line, info.value.col) == (3602, 23)
