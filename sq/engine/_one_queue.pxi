@@ -358,7 +358,11 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     cdef int32_t row
     cdef int counted
     cdef bint leaving, replace, arrives, fresh
-    cdef double until = fifo_until(st)
+    # until when a fresh instant needs no more than its steps cleared: fifo_until, and at most
+    # the horizon, so that an event past the horizon is found by this one test (such an event is
+    # fresh: `now` is never past the horizon, it starts at 0 and is only set to events' times at
+    # or before it, found so)
+    cdef double until = min(fifo_until(st), st.horizon)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
     # (the run's settings, in locals: the loop's stores may alias st's)
     cdef int64_t limit = st.limit
@@ -406,17 +410,17 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             if top.row < 0 and limit > 0 and st.arrivals >= limit and st.live == 0:
                 break
         t = arrival.t if arrives else top.t
-        if t > horizon:
-            break
         fresh = t > st.now
         if fresh:
             if t > until or st.events >= st.poll_at:
+                if t > horizon:
+                    break
                 e.t = t         # (instant_over reads its time)
                 if alike:
                     st.live_area = s.number     # (the window's middle reads it)
                 if instant_over(st, &e):
                     break
-                until = fifo_until(st)
+                until = min(fifo_until(st), horizon)
             else:
                 st.steps = 0        # (instant_over with nothing else to do)
         row = -1            # no service begins
