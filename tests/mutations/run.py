@@ -535,7 +535,7 @@ KILLERS = {
     "fifo-loop-limit-end-untested":
         "tests/engine/test_lone_queue.py::test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop[arrivals_before_warmup]",
     "ps-loop-limit-end-untested":
-        "tests/differential/test_ps_loop.py::test_pyserqs_json_text_by_ps_loop_exactly_when_in_shape[arrival_limit]",
+        "tests/engine/test_lone_queue.py::test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop[arrivals_before_warmup_ps]",
     "queue-loops-arrival-at-the-limit":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
     "fifo-loop-horizon-past-until":
