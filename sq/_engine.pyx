@@ -12,7 +12,7 @@ This file is the engine's Python boundary (set-up, collection, error text); the
 engine itself is in the `.pxi` files it includes, one concern each, compiled as
 one C translation unit (docs/architecture.md, "The engine, file by file").
 """
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, INT64_MAX
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdio cimport FILE, fopen, fclose, fputs, fprintf, ferror
 from libc.errno cimport errno

@@ -175,6 +175,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
     cdef double rates[LONE_RATES]
     cdef bint fixed = lone_rates(s, rates)
     cdef int64_t limit = st.limit           # (the run's settings, in locals: the loop's stores may alias st's)
+    cdef int64_t last_before_limit = INT64_MAX if limit == 0 else limit - 1     # (as fifo_events')
     cdef double horizon = st.horizon
     cdef double until = fifo_until(st)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
@@ -198,8 +199,6 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
     arrival.t = st.arrival.t        # the arrival slot, kept here (nothing reads st.arrival after the loop)
     arrival.seq = st.arrival.seq
     while not st.error.code:
-        if limit > 0 and st.arrivals >= limit and st.live == 0:
-            break
         # the earliest of the arrival slot, the current finish and the own list's top, by (t,
         # seq): every time a number, the order is total, so the order of the comparisons does not
         # matter; an empty one (t inf, seq NO_EVENT) is before none
@@ -211,6 +210,11 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
         if before(&cur, top):
             top = &cur
             which = PS_CUR
+        # the arrival limit reached with nothing live ends the run (lone_loop tests it at each
+        # event's head): then no arrival is pending (none is scheduled past the limit) nor the
+        # current finish (a job's), so it can hold only before an event of the own list or none
+        if which == PS_OWN and limit > 0 and st.arrivals >= limit and st.live == 0:
+            break
         when = top.t
         if not (when < horizon) and (when > horizon or top.seq == NO_EVENT):
             break       # past the horizon, or none pending (t inf: an inf horizon's case)
@@ -269,7 +273,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                 counted = fifo_begins(st, e.t, EV_ARRIVE, -1, to_run, fresh and run_fits)
                 if counted < 0:
                     return
-                if limit == 0 or st.arrivals + 1 < limit:
+                if st.arrivals < last_before_limit:
                     if gaps_drawn:
                         if gap_i == DRAWS:
                             gaps_ahead(st, gaps)

@@ -358,10 +358,17 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     cdef int32_t row
     cdef int counted
     cdef bint leaving, replace, arrives, fresh
-    cdef double until = fifo_until(st)
+    # until when a fresh instant needs no more than its steps cleared: fifo_until, and at most
+    # the horizon, so that an event past the horizon is found by this one test (such an event is
+    # fresh: `now` is never past the horizon, it starts at 0 and is only set to events' times at
+    # or before it, found so)
+    cdef double until = min(fifo_until(st), st.horizon)
     cdef int32_t to_run = st.lone.to_run, to_end = st.lone.n_observes + 1
     # (the run's settings, in locals: the loop's stores may alias st's)
     cdef int64_t limit = st.limit
+    # `limit == 0 or arrivals + 1 < limit` as one comparison: the arrivals after which the next
+    # is still scheduled are those below limit - 1 (all of them, there being no limit)
+    cdef int64_t last_before_limit = INT64_MAX if limit == 0 else limit - 1
     cdef double horizon = st.horizon
     # whether an event and its session's statements fit a fresh instant's bound (fifo_begins)
     cdef bint run_fits = 1 + to_run <= st.step_limit, end_fits = 1 + to_end <= st.step_limit
@@ -381,13 +388,13 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
     # (every failure below returns at once: the flag is tested once, here)
     if st.error.code:
         return
+    # the arrival slot, kept here as ps_loop keeps it: nothing reads st.arrival in the loop (a
+    # renewal's next_arrival writes it, copied at once) nor after it
+    arrival.t = st.arrival.t
+    arrival.seq = st.arrival.seq
     while True:
-        if limit > 0 and st.arrivals >= limit and st.live == 0:
-            break
         # next_event's choice between the arrival slot and the rest (here fifo_loop's heap)
         top = fifo_top(q, sorted)
-        arrival.t = st.arrival.t
-        arrival.seq = st.arrival.seq
         arrives = True
         if before(&arrival, top):
             pass
@@ -396,18 +403,24 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                 break
         else:
             arrives = False
+            # the arrival limit reached with nothing live ends the run (lone_loop tests it at
+            # each event's head): then no arrival is pending (none is scheduled past the limit)
+            # nor a finish (a live session's), so it can hold only before a rare event or none
+            # (whose case the `break` above is)
+            if top.row < 0 and limit > 0 and st.arrivals >= limit and st.live == 0:
+                break
         t = arrival.t if arrives else top.t
-        if t > horizon:
-            break
         fresh = t > st.now
         if fresh:
             if t > until or st.events >= st.poll_at:
+                if t > horizon:
+                    break
                 e.t = t         # (instant_over reads its time)
                 if alike:
                     st.live_area = s.number     # (the window's middle reads it)
                 if instant_over(st, &e):
                     break
-                until = fifo_until(st)
+                until = min(fifo_until(st), horizon)
             else:
                 st.steps = 0        # (instant_over with nothing else to do)
         row = -1            # no service begins
@@ -417,14 +430,21 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             counted = fifo_begins(st, t, EV_ARRIVE, -1, to_run, fresh and run_fits)
             if counted < 0:
                 return
-            st.arrival.t = INFINITY     # (pop_event)
-            st.arrival.seq = NO_EVENT
-            if limit == 0 or st.arrivals + 1 < limit:
+            arrival.t = INFINITY     # (pop_event)
+            arrival.seq = NO_EVENT
+            if st.arrivals < last_before_limit:
                 if gap_ahead:
-                    schedule_arrival(st, st.now + gap)
+                    arrival.t = st.now + gap        # (schedule_arrival)
+                    arrival.seq = st.seq
+                    st.seq += 1
                     gap = poisson_gap(st)
-                elif next_arrival(st) < 0:
-                    return
+                else:
+                    st.arrival.t = INFINITY
+                    st.arrival.seq = NO_EVENT
+                    if next_arrival(st) < 0:
+                        return
+                    arrival.t = st.arrival.t
+                    arrival.seq = st.arrival.seq
             # new_session: a slot when more are live than ever before (session_alloc)
             if st.live == st.sess.high and session_alloc(st) < 0:
                 return

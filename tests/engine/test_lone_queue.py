@@ -169,6 +169,8 @@ IN_SHAPE = {
     "arrivals_undrained": (_stamped("stage s : fifo(1);", "100", arrive="poisson(1)"), dict(arrivals=2, horizon=5)),
     "arrivals_before_warmup": (_stamped("stage s : fifo(1);", "0.1", arrive="poisson(1)"),
                                dict(arrivals=1, horizon=5, warmup=1)),
+    "arrivals_before_warmup_ps": (_stamped("stage s : ps(1);", "0.1", arrive="poisson(1)"),
+                                  dict(arrivals=1, horizon=5, warmup=1)),
     # the memory bound stops an overloaded queue part way (the message says how far it got)
     "max_memory": (_stamped("stage s : fifo(1);", arrive="poisson(3)", settings="horizon 5000;"),
                    dict(max_memory=200_000)),
@@ -185,6 +187,7 @@ FAILS = {
     "arrivals_short": "reached before requested arrivals",
     "arrivals_undrained": "failed to drain 2 active sessions",
     "arrivals_before_warmup": "no measurement interval",
+    "arrivals_before_warmup_ps": "no measurement interval",
     "max_memory": "(max_memory) at time",
     "max_memory_samples": "2380 samples recorded",   # (a job slot charged 89 bytes: JobRec)
     "max_memory_samples_none": "(max_memory) at time",

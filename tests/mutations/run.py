@@ -148,6 +148,29 @@ MUTATIONS = (
                  ("_one_queue.pxi", "cdef double work = sq_draw_exp(&st.rng_session, &exp_mean) if exp_work else 0.0\n",
                   "cdef double work = sq_draw_exp(&st.rng_session, &exp_mean)\n"),
              )),
+    # (the arrival limit's end is tested only where it can hold: before a rare event or none in
+    # fifo_loop, before an event of ps_loop's own list: queues12)
+    Mutation("fifo-loop-limit-end-untested", "fifo_loop goes on past the arrival limit with nothing live "
+             "(sq/engine/_one_queue.pxi): a warm-up's end pending then is handled, not left", (
+                 ("_one_queue.pxi", "            if top.row < 0 and limit > 0 and st.arrivals >= limit and st.live == 0:\n"
+                                    "                break\n", ""),
+             )),
+    Mutation("ps-loop-limit-end-untested", "ps_loop goes on past the arrival limit with nothing live "
+             "(sq/engine/_one_ps.pxi): the stale finishes and the warm-up's end left are handled", (
+                 ("_one_ps.pxi", "        if which == PS_OWN and limit > 0 and st.arrivals >= limit and st.live == 0:\n"
+                                 "            break\n", ""),
+             )),
+    Mutation("queue-loops-arrival-at-the-limit", "fifo_loop and ps_loop schedule one arrival more than the "
+             "limit's (the last arrival's test one off)", (
+                 ("_one_queue.pxi", "INT64_MAX if limit == 0 else limit - 1", "INT64_MAX if limit == 0 else limit"),
+                 ("_one_ps.pxi", "INT64_MAX if limit == 0 else limit - 1", "INT64_MAX if limit == 0 else limit"),
+             )),
+    # (the horizon is tested only at a fresh instant's slow path: `until` is at most the horizon)
+    Mutation("fifo-loop-horizon-past-until", "fifo_loop's `until` not bounded by the horizon "
+             "(sq/engine/_one_queue.pxi): past the horizon, events go on while nothing else is due", (
+                 ("_one_queue.pxi", "cdef double until = min(fifo_until(st), st.horizon)", "cdef double until = fifo_until(st)"),
+                 ("_one_queue.pxi", "until = min(fifo_until(st), horizon)", "until = fifo_until(st)"),
+             )),
     Mutation("fifo-loop-live-area-uncopied", "fifo_loop samples only the stage's number area while the live "
              "sessions' is alike (sq/engine/_one_queue.pxi), and forgets to copy it into the live sessions' at the end", (
                  ("_one_queue.pxi", "        if alike:\n            st.live_area = s.number\n", ""),
@@ -509,6 +532,14 @@ KILLERS = {
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[renewal_gaps]",
     "fifo-loop-work-ahead-of-any-shape":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[h2_work]",
+    "fifo-loop-limit-end-untested":
+        "tests/engine/test_lone_queue.py::test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop[arrivals_before_warmup]",
+    "ps-loop-limit-end-untested":
+        "tests/engine/test_lone_queue.py::test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop[arrivals_before_warmup_ps]",
+    "queue-loops-arrival-at-the-limit":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "fifo-loop-horizon-past-until":
+        "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[mm1]",
     "fifo-loop-live-area-uncopied":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
     "fifo-loop-live-area-stale-at-mid":
