@@ -86,7 +86,12 @@ cdef double price(Stage* s, double s_hit, double ds) noexcept nogil:
 
 
 cdef double pool_fn(State* st, int fn, int32_t k, int slot) noexcept nogil:
-    cdef Pool* p = &st.pools[k]
+    return pool_value(st, &st.pools[k], fn, slot)
+
+
+cdef inline double pool_value(State* st, Pool* p, int fn, int slot) noexcept nogil:
+    """Pool function fn of pool p, for the session in `slot` (inline: a caller passing a constant
+    fn reads the one field)."""
     cdef int64_t e
     if fn == PF_USED:
         return p.used

@@ -375,7 +375,8 @@ cdef int32_t choose_best(State* st, const int32_t* code, int32_t pc, int slot, i
     for a later candidate, and any other attribute the same (evaluating keys writes nothing, and
     setting the candidate writes only it), so it never makes a later candidate less, and reading
     an attribute neither fails nor writes. One key of a router's load shape (XS_POOLS_ADD) is
-    its value, as evaluate's stack machine takes it."""
+    its value, as evaluate's stack machine takes it, and where both its pools are indexed by the
+    candidate itself, least_loaded's."""
     cdef int64_t base = <int64_t> slot * st.n_attrs, cand
     cdef int32_t var = code[pc + SC_VAR], nkeys = code[pc + SC_NKEYS], off, i, best = 0
     cdef double* keys = st.keys
@@ -387,6 +388,8 @@ cdef int32_t choose_best(State* st, const int32_t* code, int32_t pc, int slot, i
             nkeys -= 1
     if nkeys == 1 and st.shapes[code[pc + SC_KEYS]] == XS_POOLS_ADD:
         off = code[pc + SC_KEYS]
+        if by_candidate(st, st.code + off, var, slot, n):
+            return least_loaded(st, st.code + off, slot, n)
         for cand in range(n):
             st.sess.attrs[base + var] = <double> cand
             v = pools_add_value(st, st.code + off, slot)
@@ -416,6 +419,43 @@ cdef int32_t choose_best(State* st, const int32_t* code, int32_t pc, int slot, i
             best = <int32_t> cand
             for i in range(nkeys):
                 keys[i] = keys[nkeys + i]
+    return best
+
+
+cdef inline bint by_candidate(State* st, const int32_t* c, int32_t var, int slot, int64_t n) noexcept nogil:
+    """Whether choose_best's XS_POOLS_ADD key at c indexes both its pools by the candidate `var`
+    itself, each index in range for all n candidates, in a session's own attributes (no
+    snapshot): then no candidate's key fails (member's test), and least_loaded may pick."""
+    return (st.attr_row == NULL and slot >= 0 and c[0 + XONE_ARG] == var and c[XP_ATTR2 + XONE_ARG] == var
+            and n <= c[XP_POOL1 + XREF_COUNT] and n <= c[XP_POOL2 + XREF_COUNT])
+
+
+cdef inline int32_t least_loaded(State* st, const int32_t* c, int slot, int64_t n) noexcept nogil:
+    """choose_best's pick by one XS_POOLS_ADD key whose pools are indexed by the candidate
+    (by_candidate): each candidate's key is pools_add_value's, the two pool functions of pools
+    base + cand added, compared as choose_best does (the first least; a NaN never less). Exact:
+    the index member would take from the candidate's attribute is cand itself (a whole double
+    below the count: truncated, in range), and the pool functions read no attribute, so the
+    candidate need not be written before its key; exec_session writes the one picked after."""
+    cdef int fn1 = c[XP_POOL1 + XREF_FN], fn2 = c[XP_POOL2 + XREF_FN]
+    cdef Pool* p1 = &st.pools[c[XP_POOL1 + XREF_BASE]]
+    cdef Pool* p2 = &st.pools[c[XP_POOL2 + XREF_BASE]]
+    if fn1 == PF_HOLDERS and fn2 == PF_QUEUED:      # (`holders(seqs[r]) + queued(seqs[r])`)
+        return least_of(st, p1, PF_HOLDERS, p2, PF_QUEUED, slot, n)
+    return least_of(st, p1, fn1, p2, fn2, slot, n)
+
+
+cdef inline int32_t least_of(State* st, Pool* p1, int fn1, Pool* p2, int fn2, int slot, int64_t n) noexcept nogil:
+    """least_loaded's loop: the first candidate of the least fn1(p1[cand]) + fn2(p2[cand])
+    (inlined, each call with its functions written out folds them to the fields they read)."""
+    cdef int32_t best = 0
+    cdef int64_t cand
+    cdef double load, lightest = 0.0
+    for cand in range(n):
+        load = pool_value(st, p1 + cand, fn1, slot) + pool_value(st, p2 + cand, fn2, slot)
+        if cand == 0 or load < lightest:
+            best = <int32_t> cand
+            lightest = load
     return best
 
 

@@ -201,6 +201,10 @@ CHOOSE_KEYS = {
     "load_r": "holders(p[r]) + queued(p[r]), r", "load": "holders(p[r]) + queued(p[r])",
     "load_own": "holders(p[r]) + queued(p[r]), z", "used_r": "used(q[r]), r", "r": "r",
     "two_r": "holders(p[r]), used(q[r]), r",
+    # least_loaded: both pools indexed by the candidate, other pool functions than the router's
+    "used_load": "used(q[r]) + holders(p[r]), r", "free_queued": "free(q[r]) + queued(p[r])",
+    # the load's pools indexed by another attribute (choose_best's loop of pools_add_value)
+    "load_z_r": "holders(p[z]) + queued(p[r]), r", "load_r_z": "holders(p[r]) + queued(p[z]), r",
     # near misses
     "load_minus_r": "holders(p[r]) + queued(p[r]), -r", "r_load": "r, holders(p[r]) + queued(p[r])",
     "load_r_minus": "holders(p[r]) + queued(p[r]), r, -r", "minus_used": "-used(q[r])",
@@ -227,6 +231,13 @@ def test_choose_ties_go_where_the_keys_say():
     def first(name):
         return same_json(_choose_program(CHOOSE_KEYS[name]))["observes"]["first"]["mean"]
     assert first("load_r") == first("load") == first("load_own") > first("load_minus_r") + 0.2
+
+
+@pytest.mark.parametrize("keys", ["holders(p[r]) + queued(p[r]), r", "holders(p[z]) + queued(p[r]), r"])
+def test_a_choose_over_fewer_candidates_than_pools_is_pyserqs_json_text(keys):
+    # `choose r in 3` of four pools: p[3] is never a candidate, so its load must not be read
+    report = same_json(_choose_program(keys).replace("choose r in 4", "choose r in 3"))
+    assert report["observes"]["pick"]["p99"] == 2 and report["observes"]["pick"]["count"] > 400
 
 
 def test_a_choose_past_its_pools_fails_as_on_the_stack_machine():

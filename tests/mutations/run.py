@@ -352,6 +352,22 @@ MUTATIONS = (
     Mutation("choose-load-ties-later", "choose_best's one-key router load gives a tie to the later candidate", (
                  ("_session.pxi", "            if cand == 0 or v < least:\n", "            if cand == 0 or v <= least:\n"),
              )),
+    Mutation("least-loaded-ties-later", "choose_best's router load indexed by the candidate (least_loaded) "
+             "gives a tie to the later candidate", (
+                 ("_session.pxi", "        if cand == 0 or load < lightest:\n", "        if cand == 0 or load <= lightest:\n"),
+             )),
+    Mutation("least-loaded-first-index-unread", "least_loaded is taken for a router load whose first pool is "
+             "indexed by another attribute than the candidate (read as the candidate)", (
+                 ("_session.pxi", "c[0 + XONE_ARG] == var and c[XP_ATTR2 + XONE_ARG] == var", "c[XP_ATTR2 + XONE_ARG] == var"),
+             )),
+    Mutation("least-loaded-second-index-unread", "least_loaded is taken for a router load whose second pool "
+             "is indexed by another attribute than the candidate (read as the candidate)", (
+                 ("_session.pxi", "c[0 + XONE_ARG] == var and c[XP_ATTR2 + XONE_ARG] == var", "c[0 + XONE_ARG] == var"),
+             )),
+    Mutation("least-loaded-past-count", "least_loaded is taken with more candidates than pools, so a "
+             "candidate past the end reads another pool instead of failing", (
+                 ("_session.pxi", "\n            and n <= c[XP_POOL1 + XREF_COUNT] and n <= c[XP_POOL2 + XREF_COUNT])", ")"),
+             )),
     Mutation("pools-add-one-index", "a router's load of two indexed pools (XS_POOLS_ADD) reads the second "
              "pool at the first one's index", (
                  ("_expr.pxi", "    k = member(st, attr_value(st, slot, c[XP_ATTR2 + XONE_ARG]), c[XP_POOL2 + XREF_COUNT], E_INDEX, slot)\n", ""),
@@ -604,8 +620,16 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[a cost that reads the instant and the KV sums]",
     "choose-last-key-skipped-always":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[idle replicas]",
+    "least-loaded-ties-later":
+        "tests/differential/test_fast_forms.py::test_choose_ties_go_where_the_keys_say",
+    "least-loaded-first-index-unread":
+        "tests/differential/test_fast_forms.py::test_choose_keys_of_each_form_are_pyserqs_json_text[load_z_r]",
+    "least-loaded-second-index-unread":
+        "tests/differential/test_fast_forms.py::test_choose_keys_of_each_form_are_pyserqs_json_text[load_r_z]",
+    "least-loaded-past-count":
+        "tests/differential/test_fast_forms.py::test_a_choose_past_its_pools_fails_as_on_the_stack_machine",
     "choose-load-ties-later":
-        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[16]",
+        "tests/differential/test_fast_forms.py::test_choose_keys_of_each_form_are_pyserqs_json_text[load_r_z]",
     "quiet-positions-overrun":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[32]",
     "quiet-grants-blockless":
