@@ -97,7 +97,7 @@ MUTATIONS = (
     Mutation("deferred-areas-summed", "a row's deferred time-average samples are added as one product "
              "(value x the summed gaps) instead of one addition per sample, in order (each of the "
              "catch-up's kernels: two areas, four, one)", (
-                 ("_loop.pxi", "        for (; i < n; i++)\n"
+                 ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++)\n"
                                "            s = _mm_add_pd(s, _mm_mul_pd(v, _mm_loadu_pd(gap2 + 2 * i)));\n",
                   "        __m128d sum = _mm_setzero_pd();\n        for (; i < n; i++)\n"
                   "            sum = _mm_add_pd(sum, _mm_loadu_pd(gap2 + 2 * i));\n"
@@ -110,6 +110,11 @@ MUTATIONS = (
                   "        __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc), sum = _mm_setzero_pd();\n"),
                  ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
                   "            x = _mm_add_sd(x, _mm_mul_sd(v, _mm_add_sd(_mm_loadu_pd(g), _mm_unpackhi_pd(_mm_loadu_pd(g), _mm_loadu_pd(g)))));\n"),
+             )),
+    Mutation("lag-one-pair-summed", "a lone area's catch-up (sq_lag_one, a seqs pool's used) adds the "
+             "two gaps' products of a load to each other first, then to the integral", (
+                 ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
+                  "            x = _mm_add_sd(x, _mm_add_sd(p, _mm_unpackhi_pd(p, p)));\n"),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
     # right after it, so dropping it changes nothing; a granted grow has no second touch)
@@ -495,6 +500,8 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
+    "lag-one-pair-summed":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "grow-untouched":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
     "events-lifo-at-a-tie":
