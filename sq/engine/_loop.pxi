@@ -360,28 +360,6 @@ cdef extern from *:
     void lag_one "sq_lag_one"(double* a, double va, const double* gap2, int64_t i, int64_t n) nogil
 
 
-# lag_stage and lag_pool are compiled twice, for AVX and for any x86-64, the copy the processor
-# can run picked when the module loads (gcc's target_clones; an ifunc, so glibc's): the AVX copy's
-# three-operand forms of the same multiplies and adds leave out the register copies SSE2's
-# two-operand forms need (week -2.3 %). The same IEEE operations on the same lanes: the same bits
-# (and no multiply-add: AVX alone has none, and -ffp-contract=off).
-cdef extern from *:
-    """
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
-    #define SQ_LAG_CLONES __attribute__((target_clones("avx", "default")))
-    #else
-    #define SQ_LAG_CLONES
-    #endif
-    struct __pyx_t_2sq_6engine_6_state_Stage;
-    struct __pyx_t_2sq_6engine_6_state_Pool;
-    struct __pyx_t_2sq_6engine_6_state_Lag;
-    static void __pyx_f_2sq_7_engine_lag_stage(struct __pyx_t_2sq_6engine_6_state_Stage *,
-        struct __pyx_t_2sq_6engine_6_state_Lag *) SQ_LAG_CLONES;
-    static void __pyx_f_2sq_7_engine_lag_pool(struct __pyx_t_2sq_6engine_6_state_Pool *,
-        struct __pyx_t_2sq_6engine_6_state_Lag *) SQ_LAG_CLONES;
-    """
-
-
 # An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which
 # leaves its integral as it is (an integral is never -0: it starts at +0, and x + -x is +0): a
 # stage holding 0 in both areas (an idle replica) adds nothing, and a pool whose queue and cached
