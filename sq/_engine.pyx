@@ -790,7 +790,7 @@ cdef int _set_pools(State* st, _Plan p) except -1:
     st.pools_waiting = rows_new(st.n_pools)
     st.pools_sampled = rows_new(st.n_pools)
     st.pools_touched = <uint64_t*> calloc(st.n_pools // 64 + 1, sizeof(uint64_t))
-    st.pool_lag.gap = <double*> malloc(LAG_CAP * sizeof(double))
+    st.pool_lag.gap = <double*> malloc(2 * LAG_CAP * sizeof(double))
     if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
             or st.pools_touched == NULL or st.pool_lag.gap == NULL:
         raise MemoryError()
@@ -827,7 +827,7 @@ cdef int _set_stages(State* st, _Plan p) except -1:
     st.kept = <KeptPlan*> calloc(st.n_stages + 1, sizeof(KeptPlan))
     st.stages_touched = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
     st.step_rows = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
-    st.stage_lag.gap = <double*> malloc(LAG_CAP * sizeof(double))
+    st.stage_lag.gap = <double*> malloc(2 * LAG_CAP * sizeof(double))
     if st.stages == NULL or st.stages_sampled == NULL or st.steps_ready == NULL or st.stages_touched == NULL or st.step_rows == NULL \
             or st.stage_lag.gap == NULL or st.kept == NULL:
         raise MemoryError()

@@ -259,58 +259,120 @@ cdef inline void area_count(Area* a, double now, int64_t n) noexcept nogil:
 
 cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
     """Log a family's sample at now (True: the log was full, so its rows must catch up first,
-    lag_flush_*, and the caller logs again)."""
+    lag_flush_*, and the caller logs again). Each gap is logged twice, side by side (lag_two's
+    one load gives it to both lanes)."""
+    cdef double d
     if g.n == LAG_CAP:
         return True
-    g.gap[g.n] = now - g.at
+    d = now - g.at
+    g.gap[2 * g.n] = d
+    g.gap[2 * g.n + 1] = d
     g.at = now
     g.n += 1
     return False
 
 
-# The catch-up loops are unrolled (gcc's unroll-loops on these two functions alone): a deferred
-# row most often catches up tens of gaps at once (a replica's KV pool changes every few of its
-# iterations, among all replicas' events), and each gap's additions are a few instructions, so the
-# loop's own test and increment were a third of them. Each area's additions stay one at a time,
-# in their order (-ffp-contract=off: no multiply-add), so the integrals are the same bits.
+# The catch-up's additions, two areas a lane each: a deferred row most often catches up tens of
+# gaps at once (a replica's KV pool changes every few of its iterations, among all replicas'
+# events), and each gap is a multiply and an add per area. An SSE2 mulpd/addpd makes each lane's
+# own IEEE multiply and add, the scalar loop's to the bit (-ffp-contract=off: no multiply-add), so
+# each area still adds its gaps one at a time, in their order; a pair of areas costs one load,
+# multiply and add a gap instead of two of each. The loops are unrolled (the loop's own test and
+# increment were a third of the instructions).
 cdef extern from *:
     """
-    struct __pyx_t_2sq_6engine_6_state_Stage;
-    struct __pyx_t_2sq_6engine_6_state_Pool;
-    struct __pyx_t_2sq_6engine_6_state_Lag;
-    static void __pyx_f_2sq_7_engine_lag_stage(struct __pyx_t_2sq_6engine_6_state_Stage *,
-        struct __pyx_t_2sq_6engine_6_state_Lag *) __attribute__((optimize("unroll-loops")));
-    static void __pyx_f_2sq_7_engine_lag_pool(struct __pyx_t_2sq_6engine_6_state_Pool *,
-        struct __pyx_t_2sq_6engine_6_state_Lag *) __attribute__((optimize("unroll-loops")));
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    /* a += va x gap, b += vb x gap for each logged gap from i to n, in order (gap2: each gap
+       twice, lag_tick) */
+    static inline void sq_lag_two(double* a, double* b, double va, double vb,
+                                  const double* gap2, int64_t i, int64_t n) {
+    #if defined(__SSE2__)
+        __m128d s = _mm_set_pd(*b, *a), v = _mm_set_pd(vb, va);
+        #pragma GCC unroll 8
+        for (; i < n; i++)
+            s = _mm_add_pd(s, _mm_mul_pd(v, _mm_loadu_pd(gap2 + 2 * i)));
+        _mm_storel_pd(a, s);
+        _mm_storeh_pd(b, s);
+    #else
+        double x = *a, y = *b, d;
+        for (; i < n; i++) {
+            d = gap2[2 * i];
+            x += va * d;
+            y += vb * d;
+        }
+        *a = x;
+        *b = y;
+    #endif
+    }
+    /* sq_lag_two for four areas, two pairs (one load of each gap) */
+    static inline void sq_lag_four(double* a, double* b, double* c, double* e,
+                                   double va, double vb, double vc, double ve,
+                                   const double* gap2, int64_t i, int64_t n) {
+    #if defined(__SSE2__)
+        __m128d s = _mm_set_pd(*b, *a), v = _mm_set_pd(vb, va), d;
+        __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc);
+        #pragma GCC unroll 8
+        for (; i < n; i++) {
+            d = _mm_loadu_pd(gap2 + 2 * i);
+            s = _mm_add_pd(s, _mm_mul_pd(v, d));
+            t = _mm_add_pd(t, _mm_mul_pd(w, d));
+        }
+        _mm_storel_pd(a, s);
+        _mm_storeh_pd(b, s);
+        _mm_storel_pd(c, t);
+        _mm_storeh_pd(e, t);
+    #else
+        sq_lag_two(a, b, va, vb, gap2, i, n);
+        sq_lag_two(c, e, vc, ve, gap2, i, n);
+    #endif
+    }
+    /* a += va x gap for each logged gap from i to n, in order: two gaps' products at once (the
+       log read one double on, gap2 + 2i + 1 holds gaps i and i + 1), added one at a time (the
+       compiler's own vectors of this loop took more instructions than the scalar one) */
+    static inline void sq_lag_one(double* a, double va, const double* gap2, int64_t i, int64_t n) {
+    #if defined(__SSE2__)
+        __m128d x = _mm_load_sd(a), v = _mm_set1_pd(va), p;
+        const double* g = gap2 + 2 * i + 1;
+        int64_t pairs = (n - i) / 2;
+        #pragma GCC unroll 4
+        for (; pairs > 0; pairs--, g += 4) {
+            p = _mm_mul_pd(v, _mm_loadu_pd(g));
+            x = _mm_add_sd(x, p);
+            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));
+        }
+        if ((n - i) & 1)
+            x = _mm_add_sd(x, _mm_mul_sd(v, _mm_load_sd(g)));
+        _mm_store_sd(a, x);
+    #else
+        double x = *a;
+        for (; i < n; i++)
+            x += va * gap2[2 * i];
+        *a = x;
+    #endif
+    }
     """
+    void lag_two "sq_lag_two"(double* a, double* b, double va, double vb, const double* gap2,
+                              int64_t i, int64_t n) nogil
+    void lag_four "sq_lag_four"(double* a, double* b, double* c, double* e, double va, double vb,
+                                double vc, double ve, const double* gap2, int64_t i, int64_t n) nogil
+    void lag_one "sq_lag_one"(double* a, double va, const double* gap2, int64_t i, int64_t n) nogil
 
 
 # An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which
 # leaves its integral as it is (an integral is never -0: it starts at +0, and x + -x is +0): a
-# stage holding 0 in both areas (an idle replica) adds nothing, and a pool whose queue holds 0
-# (most often) adds no queue, whose cached holds 0 too (a seqs pool) only its used and holders;
-# each area's gaps are added in their order.
+# stage holding 0 in both areas (an idle replica) adds nothing, and a pool whose queue and cached
+# hold 0 (a seqs pool, a KV pool without a cache) only its used and holders; a queue at 0 beside a
+# cache is a lane that adds +0. Each area's gaps are added in their order.
 cdef void lag_stage(Stage* s, Lag* g) noexcept nogil:
-    """The stage's deferred samples, in order: number and busy catch up to the family's last sample."""
-    cdef double n = s.number.integral, busy = s.busy_area.integral, vn = s.number.value, vb = s.busy_area.value, d
-    cdef int64_t i
+    """The stage's deferred samples, in order: number and busy catch up to the family's last sample
+    (a busy of 1 adds 1 x gap, the gap itself to the bit)."""
     if s.lag_at == g.n:
         return
-    if vb == 1.0:
-        # (a stage holding a job: 1 x gap is the gap itself, to the bit)
-        for i in range(s.lag_at, g.n):
-            d = g.gap[i]
-            n += vn * d
-            busy += d
-        s.number.integral = n
-        s.busy_area.integral = busy
-    elif vn != 0.0 or vb != 0.0:
-        for i in range(s.lag_at, g.n):
-            d = g.gap[i]
-            n += vn * d
-            busy += vb * d
-        s.number.integral = n
-        s.busy_area.integral = busy
+    if s.number.value != 0.0 or s.busy_area.value != 0.0:
+        lag_two(&s.number.integral, &s.busy_area.integral, s.number.value, s.busy_area.value,
+                g.gap, s.lag_at, g.n)
     s.number.last = s.busy_area.last = g.at
     s.lag_at = g.n
 
@@ -318,43 +380,21 @@ cdef void lag_stage(Stage* s, Lag* g) noexcept nogil:
 cdef void lag_pool(Pool* p, Lag* g) noexcept nogil:
     """The pool's deferred samples, in order: its four areas catch up to the family's last sample
     (an area a count left at 0 adds +0 here, as it would have when it next moved)."""
-    cdef double u = p.used_area.integral, c = p.cached_area.integral
-    cdef double q = p.queue_area.integral, h = p.holders_area.integral
     cdef double vu = p.used_area.value, vc = p.cached_area.value
-    cdef double vq = p.queue_area.value, vh = p.holders_area.value, d
-    cdef int64_t i
+    cdef double vq = p.queue_area.value, vh = p.holders_area.value
     if p.lag_at == g.n:
         return
     # (a pool whose every holder holds 1 unit, a replica's sequence slots: its used and holders
     # areas hold the same values at the same samples, so the same integrals; one is made)
-    if vc == 0.0 and vq == 0.0 and same_bits(vu, vh) and same_bits(u, h):
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-        h = u
+    if vc == 0.0 and vq == 0.0 and same_bits(vu, vh) \
+            and same_bits(p.used_area.integral, p.holders_area.integral):
+        lag_one(&p.used_area.integral, vu, g.gap, p.lag_at, g.n)
+        p.holders_area.integral = p.used_area.integral
     elif vc == 0.0 and vq == 0.0:
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-            h += vh * d
-    elif vq == 0.0:
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-            c += vc * d
-            h += vh * d
-        p.cached_area.integral = c
+        lag_two(&p.used_area.integral, &p.holders_area.integral, vu, vh, g.gap, p.lag_at, g.n)
     else:
-        for i in range(p.lag_at, g.n):
-            d = g.gap[i]
-            u += vu * d
-            c += vc * d
-            q += vq * d
-            h += vh * d
-        p.cached_area.integral = c
-        p.queue_area.integral = q
-    p.used_area.integral = u
-    p.holders_area.integral = h
+        lag_four(&p.used_area.integral, &p.cached_area.integral, &p.queue_area.integral,
+                 &p.holders_area.integral, vu, vc, vq, vh, g.gap, p.lag_at, g.n)
     p.used_area.last = p.cached_area.last = p.queue_area.last = p.holders_area.last = g.at
     p.lag_at = g.n
 

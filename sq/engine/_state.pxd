@@ -18,7 +18,7 @@ cdef struct Area:
 cdef struct Lag:
     # one family's samples (the pools', or the stages') deferred for rows that did not change: the
     # gap (now - the previous sample) of each sample since the log began (see _loop.pxi, sample_pool)
-    double* gap                # LAG_CAP gaps (simulated time)
+    double* gap                # LAG_CAP gaps (simulated time), each twice side by side (lag_tick)
     int64_t n                  # gaps logged
     double at                  # when the family was last sampled (simulated time)
 

@@ -45,16 +45,6 @@ class Mutation:
     edits: tuple      # (file name under sq/, text, replacement), each text found exactly once
 
 
-def _summed(branch: str, areas: str) -> tuple:
-    """deferred-areas-summed's edit of one of lag_pool's loops (its areas by their sums' names):
-    the gaps summed first, then each area's value times the sum."""
-    loop = f"{branch}        for i in range(p.lag_at, g.n):\n"
-    added = "".join(f"{{}}{a} += v{a} * d\n" for a in areas)
-    return ("_loop.pxi", loop + "            d = g.gap[i]\n" + added.format(*["            "] * len(areas)),
-            f"{branch}        d = 0.0\n        for i in range(p.lag_at, g.n):\n            d += g.gap[i]\n"
-            + added.format(*["        "] * len(areas)))
-
-
 MUTATIONS = (
     Mutation("6531a92", "the stages pass asks afresh at each step stage whether an event is pending "
              "now, after the ps stages before it rescheduled (commit 6531a92's change)", (
@@ -104,12 +94,27 @@ MUTATIONS = (
                  ("_loop.pxi", "        if st.error.code or not rows_any(st.pools_waiting):\n            return\n",
                   "        return\n"),
              )),
-    Mutation("deferred-areas-summed", "a pool's deferred time-average samples are added as one product "
-             "(value x the summed gaps) instead of one addition per sample, in order", (
-                 _summed("    if vc == 0.0 and vq == 0.0 and same_bits(vu, vh) and same_bits(u, h):\n", "u"),
-                 _summed("    elif vc == 0.0 and vq == 0.0:\n", "uh"),
-                 _summed("    elif vq == 0.0:\n", "uch"),
-                 _summed("    else:\n", "ucqh"),
+    Mutation("deferred-areas-summed", "a row's deferred time-average samples are added as one product "
+             "(value x the summed gaps) instead of one addition per sample, in order (each of the "
+             "catch-up's kernels: two areas, four, one)", (
+                 ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++)\n"
+                               "            s = _mm_add_pd(s, _mm_mul_pd(v, _mm_loadu_pd(gap2 + 2 * i)));\n",
+                  "        __m128d sum = _mm_setzero_pd();\n        for (; i < n; i++)\n"
+                  "            sum = _mm_add_pd(sum, _mm_loadu_pd(gap2 + 2 * i));\n"
+                  "        s = _mm_add_pd(s, _mm_mul_pd(v, sum));\n"),
+                 ("_loop.pxi", "            s = _mm_add_pd(s, _mm_mul_pd(v, d));\n"
+                               "            t = _mm_add_pd(t, _mm_mul_pd(w, d));\n        }\n",
+                  "            sum = _mm_add_pd(sum, d);\n        }\n"
+                  "        s = _mm_add_pd(s, _mm_mul_pd(v, sum));\n        t = _mm_add_pd(t, _mm_mul_pd(w, sum));\n"),
+                 ("_loop.pxi", "        __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc);\n",
+                  "        __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc), sum = _mm_setzero_pd();\n"),
+                 ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
+                  "            x = _mm_add_sd(x, _mm_mul_sd(v, _mm_add_sd(_mm_loadu_pd(g), _mm_unpackhi_pd(_mm_loadu_pd(g), _mm_loadu_pd(g)))));\n"),
+             )),
+    Mutation("lag-one-pair-summed", "a lone area's catch-up (sq_lag_one, a seqs pool's used) adds the "
+             "two gaps' products of a load to each other first, then to the integral", (
+                 ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
+                  "            x = _mm_add_sd(x, _mm_add_sd(p, _mm_unpackhi_pd(p, p)));\n"),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
     # right after it, so dropping it changes nothing; a granted grow has no second touch)
@@ -534,6 +539,8 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
+    "lag-one-pair-summed":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "grow-untouched":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
     "events-lifo-at-a-tie":
