@@ -125,7 +125,7 @@ def test_run_takes_its_settings_by_name_and_refuses_others():
     plain = sq.run(program, seed=4).to_json()
     assert sq.run(program, seed=4, horizon=None, samples="all", progress=None).to_json() == plain
     assert sq.run(program, seed=4, horizon=1500.0).to_json() == plain
-    assert sq.run(program, seed=4, horizon=700).horizon == 700
+    assert sq.run(program, seed=4, horizon=1400).horizon == 1400
     for name in ("horizn", "started", "report"):
         with pytest.raises(TypeError, match=f"run\\(\\) got an unexpected keyword argument '{name}'"):
             sq.run(program, seed=4, **{name: 1})
