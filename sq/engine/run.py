@@ -12,10 +12,11 @@ from sq._support.files import cannot_write, check_writable
 from sq.errors import SqError
 
 
-def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
-        trace_iterations=False, trace_evictions=False, dump_pools=False, check_invariants=False,
-        max_memory=None, samples="all", progress=None, wall_limit=None, timeline=None, timeline_window=None):
-    """Run a compiled program and return its Report.
+def run(program, *, seed=None, **settings):
+    """Run a compiled program and return its Report: `run(program, *, seed=None, horizon=None,
+    warmup=None, arrivals=None, trace_iterations=False, trace_evictions=False, dump_pools=False,
+    check_invariants=False, max_memory=None, samples="all", progress=None, wall_limit=None,
+    timeline=None, timeline_window=None)` (the settings and options are run_lowered's).
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
@@ -36,18 +37,24 @@ def run(program, *, seed=None, horizon=None, warmup=None, arrivals=None,
     with the partial report as its `.report`.
     """
     started = time.perf_counter()
-    lowered = lower_program(program)
-    options = (trace_iterations, trace_evictions, dump_pools, check_invariants, max_memory, samples, progress,
-               wall_limit, timeline, timeline_window)       # (in _OPTIONS' order)
-    if horizon is None and warmup is None and arrivals is None and options == _PLAIN_RUN:
+    # A Program run before keeps its arrays (lower_program's `cached`): read here, without
+    # lower_program's frame and its keyword defaults, for a sweep's every run.
+    kept = getattr(program, "_derived", None)
+    lowered = kept.get(_LOWERED) if kept else None
+    if lowered is None:
+        lowered = lower_program(program)
+    if not settings:
         # a plain run (a sweep's): only the seed to check, the engine's defaults (_run_plain, inline:
-        # a frame less per run)
+        # a frame less per run). Taking the settings as **settings, not as 14 keyword-only
+        # parameters, spares the interpreter a look-up of each one's default per call.
         if _ENGINE is None:
             _load_run_modules()
         return _run_engine(lowered, program, _seed_checked(lowered, seed), None, None, started)
+    if not settings.keys() <= _RUN_SETTINGS:
+        unknown = next(name for name in settings if name not in _RUN_SETTINGS)
+        raise TypeError(f"run() got an unexpected keyword argument {unknown!r}")
     # the settings go to the engine (checked by run_lowered): the arrays kept on the program stay as they are
-    return run_lowered(lowered, program, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
-                       started=started, **dict(zip(_OPTIONS, options)))
+    return run_lowered(lowered, program, seed=seed, started=started, **settings)
 
 
 def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=None):
@@ -57,7 +64,7 @@ def lower_program(program, *, seed=None, horizon=None, warmup=None, arrivals=Non
     copy of the `Lowered` that carries them, sharing the arrays."""
     if hasattr(program, "to_dict"):
         try:
-            lowered = program.cached("lowered", _lower_program, program)    # (no closure made per run)
+            lowered = program.cached(_LOWERED, _lower_program, program)    # (no closure made per run)
         except SqError as e:   # the lowering reads the IR, which has no places: the program knows them
             raise (program.locate(e) if hasattr(program, "locate") else e) from None
     elif isinstance(program, dict):
@@ -117,6 +124,10 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
 _OPTIONS = ("trace_iterations", "trace_evictions", "dump_pools", "check_invariants", "max_memory", "samples",
             "progress", "wall_limit", "timeline", "timeline_window")
 _PLAIN_RUN = tuple(run_lowered.__kwdefaults__[name] for name in _OPTIONS)
+# what `run` takes besides the program and the seed: run_lowered's settings and options
+_RUN_SETTINGS = frozenset(("horizon", "warmup", "arrivals", *_OPTIONS))
+# the key under which a Program keeps its lowered arrays (Program.cached), read by run and lower_program
+_LOWERED = "lowered"
 
 
 def _checked(lowered, seed, horizon=None, warmup=None, arrivals=None) -> dict:

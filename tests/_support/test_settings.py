@@ -115,3 +115,19 @@ def test_a_sweeps_later_seeds_are_checked_as_its_first():
             sq.run(program, seed=bad)
     assert sq.run(program, seed=2**64 - 1).seed == 2**64 - 1
     assert sq.run(program, seed=np.uint64(3)).to_json() == sq.run(program, seed=3).to_json()
+
+
+def test_run_takes_its_settings_by_name_and_refuses_others():
+    # sq.run takes its settings as **settings (a plain run's call looks up no default): given at
+    # their defaults they are the plain run; a name run does not take is refused as before, also
+    # run_lowered's own `started`; the arrays a first run kept serve a run with settings too
+    program = sq.compile(MM1, horizon=1500)
+    plain = sq.run(program, seed=4).to_json()
+    assert sq.run(program, seed=4, horizon=None, samples="all", progress=None).to_json() == plain
+    assert sq.run(program, seed=4, horizon=1500.0).to_json() == plain
+    assert sq.run(program, seed=4, horizon=1400).horizon == 1400
+    for name in ("horizn", "started", "report"):
+        with pytest.raises(TypeError, match=f"run\\(\\) got an unexpected keyword argument '{name}'"):
+            sq.run(program, seed=4, **{name: 1})
+    with pytest.raises(TypeError):
+        sq.run(program, 4)

@@ -274,3 +274,17 @@ def test_kept_runs_of_several_programs_equal_pyserq():
     for source in (PROGRAM, MANY, HOLDS, PROGRAM, HUGE, HOLDS, PROGRAM):
         reference = pyserq.compile(source=source, seed=7, **_compile_args(source))
         assert _text(source, 7) == pyserq.run(reference).json(), source
+
+
+def test_a_program_changed_after_its_runs_runs_as_changed():
+    # sq.run reads the arrays a Program kept from its first run (Program.cached's, without a
+    # frame per run); setting a field of the Program drops them, and the next run runs the
+    # program as it is then: as a fresh compile of it, not its kept arrays
+    program = _compiled()
+    before = sq.run(program, seed=5).json()
+    program.horizon = 700.0
+    program.arrivals = None
+    after = sq.run(program, seed=5)
+    assert after.horizon == 700.0 and after.json() != before
+    assert after.json() == sq.run(sq.compile(source=PROGRAM, horizon=700.0), seed=5).json()
+    assert sq.run(program, seed=5).json() == after.json()

@@ -489,6 +489,11 @@ MUTATIONS = (
              "below the least key kept", (
                  ("_stats.pyx", "return _mm_movemask_pd(m) == 3;", "return _mm_movemask_pd(m) != 0;"),
              )),
+    Mutation("kept-lowered-after-set", "a Program keeps its lowered arrays when a field is set after a run "
+             "(sq.run reads the kept arrays without lower_program: they must be the program's as it is)", (
+                 ("ir.py", '        self.__dict__.pop("_derived", None)   # what was derived from the old value is stale\n',
+                  "        pass\n"),
+             )),
 )
 
 # The default sample: the generated programs, and the differential files of fast paths they
@@ -515,6 +520,8 @@ SAMPLES = {
 # The test of the default sample that killed each mutation in the last full run (`run.py` prints
 # the ones that changed): run first, it settles most mutations in seconds.
 KILLERS = {
+    "kept-lowered-after-set":
+        "tests/differential/test_run_reuse.py::test_a_program_changed_after_its_runs_runs_as_changed",
     "6531a92":
         "tests/differential/test_random_programs.py::test_coincidences_run_as_in_the_reference[100016]",
     "iteration-without-waiting":
