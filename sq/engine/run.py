@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import time
 import weakref
@@ -13,10 +14,8 @@ from sq.errors import SqError
 
 
 def run(program, *, seed=None, **settings):
-    """Run a compiled program and return its Report: `run(program, *, seed=None, horizon=None,
-    warmup=None, arrivals=None, trace_iterations=False, trace_evictions=False, dump_pools=False,
-    check_invariants=False, max_memory=None, samples="all", progress=None, wall_limit=None,
-    timeline=None, timeline_window=None)` (the settings and options are run_lowered's).
+    """Run a compiled program and return its Report. Its keywords are run_lowered's (but
+    `started`), which its signature shows (`_RUN_SIGNATURE`).
 
     Settings given here replace the program's own for this run only. The debug
     traces (the reference's SERQ_TRACE_ITER, SERQ_TRACE_EVICT and SERQ_DUMP_POOLS
@@ -124,8 +123,14 @@ def run_lowered(lowered, program=None, *, seed=None, horizon=None, warmup=None, 
 _OPTIONS = ("trace_iterations", "trace_evictions", "dump_pools", "check_invariants", "max_memory", "samples",
             "progress", "wall_limit", "timeline", "timeline_window")
 _PLAIN_RUN = tuple(run_lowered.__kwdefaults__[name] for name in _OPTIONS)
-# what `run` takes besides the program and the seed: run_lowered's settings and options
-_RUN_SETTINGS = frozenset(("horizon", "warmup", "arrivals", *_OPTIONS))
+# what `run` takes besides the program and the seed: run_lowered's settings and options, and
+# the signature help() and editors show for it (run takes them as **settings: see run)
+_RUN_KEYWORDS = [p for name, p in inspect.signature(run_lowered).parameters.items()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "started"]
+_RUN_SETTINGS = frozenset(p.name for p in _RUN_KEYWORDS if p.name != "seed")
+_RUN_SIGNATURE = inspect.Signature([inspect.Parameter("program", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                                    *_RUN_KEYWORDS])
+run.__signature__ = _RUN_SIGNATURE
 # the key under which a Program keeps its lowered arrays (Program.cached), read by run and lower_program
 _LOWERED = "lowered"
 

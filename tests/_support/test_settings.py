@@ -131,3 +131,18 @@ def test_run_takes_its_settings_by_name_and_refuses_others():
             sq.run(program, seed=4, **{name: 1})
     with pytest.raises(TypeError):
         sq.run(program, 4)
+
+
+def test_run_shows_its_settings_in_its_signature():
+    # help(sq.run) and editors read its signature: the program, then each of run_lowered's
+    # keywords with its default (but `started`, which run sets itself)
+    import inspect
+
+    from sq.engine.run import run_lowered
+
+    shown = inspect.signature(sq.run).parameters
+    want = {name: p.default for name, p in inspect.signature(run_lowered).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "started"}
+    assert list(shown)[0] == "program"
+    assert {name: p.default for name, p in list(shown.items())[1:]} == want
+    assert {"seed", "horizon", "samples", "timeline_window"} <= set(want)
