@@ -37,24 +37,26 @@ MAX_PROMPT, MAX_ANSWER = 16_000, 1_000
 
 def run(row: str, folder: Path) -> str:
     """Runs one row in this process; the sha256 of its reports' JSON text. The week's trace is kept in `folder`."""
-    import sq
+    # (sq's face is sq.compile = compile_program and sq.run = sq.engine.run's: nothing inside sq imports the face)
     from sq.bench.models import MODELS as BENCH
+    from sq.engine.run import run as sq_run
+    from sq.frontend.compile import compile_program
 
     if row in MODELS:
         name, horizon, warmup = MODELS[row]
         model = next(m for m in BENCH if m.name == name)
-        return digest(sq.run(sq.compile(source=model.source, horizon=horizon, warmup=warmup, seed=1)).json())
+        return digest(sq_run(compile_program(source=model.source, horizon=horizon, warmup=warmup, seed=1)).json())
     if row == "week":
         source = WEEK_PROGRAM.read_text().replace("arrive replay(1)", f"arrive replay({WEEK_SPEED})")
-        program = sq.compile(source=source, sets={"R": WEEK_REPLICAS}, trace=str(week_trace(folder)),
+        program = compile_program(source=source, sets={"R": WEEK_REPLICAS}, trace=str(week_trace(folder)),
                              horizon=WEEK_HORIZON, warmup=WEEK_WARMUP, seed=1)
-        return digest(sq.run(program, samples="none").json())
+        return digest(sq_run(program, samples="none").json())
     # the sweep: what a run of one compiled program costs, its JSON text included (callgrind_rows
     # counts what runs inside functools.reduce: the SWEEP_RUNS runs after the warm-up)
     model = next(m for m in BENCH if m.name == "sweep")
-    program = sq.compile(source=model.source, horizon=model.horizon, seed=1, arrivals=model.arrivals)
-    texts = [sq.run(program, seed=s).json() for s in range(1, SWEEP_WARM + 1)]
-    texts = functools.reduce(lambda acc, s: acc + [sq.run(program, seed=s).json()],
+    program = compile_program(source=model.source, horizon=model.horizon, seed=1, arrivals=model.arrivals)
+    texts = [sq_run(program, seed=s).json() for s in range(1, SWEEP_WARM + 1)]
+    texts = functools.reduce(lambda acc, s: acc + [sq_run(program, seed=s).json()],
                              range(SWEEP_WARM + 1, SWEEP_WARM + SWEEP_RUNS + 1), texts)
     return digest("".join(texts))
 

@@ -116,6 +116,7 @@ NOT_A_PACKAGE = {
     "programs": "the differential corpus",
     "capacity": "programs of the capacity tests",
     "mutations": "the mutation check of the differential samples (a script)",
+    "build_ext": "the build (pgo_build.py beside setup.py) and its checks of the generated C",
 }
 
 
