@@ -573,6 +573,8 @@ KILLERS = {
         "tests/engine/test_lone_queue.py::test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop[arrivals_before_warmup_ps]",
     "queue-loops-arrival-at-the-limit":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "arrival-takes-no-seq":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[44]",
     "fifo-loop-horizon-past-until":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[mm1]",
     "fifo-loop-live-area-uncopied":
