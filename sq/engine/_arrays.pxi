@@ -442,11 +442,17 @@ cdef int events_start(State* st) noexcept nogil:
     return heap_grow(st, &st.heap, &st.hcap, 64)
 
 
-cdef inline void schedule_arrival(State* st, double t) noexcept nogil:
-    """The next open arrival, in its slot (st.arrival): only one is ever pending. Its seq is taken
-    as `schedule` takes it, so the (time, seq) order of all events is the heap's order."""
-    st.arrival.t = t
-    st.arrival.seq = st.seq
+ctypedef fused ArrivalSlot:
+    Event           # st.arrival
+    FifoEnd         # fifo_loop's and ps_loop's copy of it, a local (their loops read st.arrival never)
+
+
+cdef inline void schedule_arrival(State* st, ArrivalSlot* slot, double t) noexcept nogil:
+    """The next open arrival, in its slot (st.arrival, or a loop's copy of it): only one is ever
+    pending. Its seq is taken as `schedule` takes it, so the (time, seq) order of all events is
+    the heap's order."""
+    slot.t = t
+    slot.seq = st.seq
     st.seq += 1
 
 

@@ -670,7 +670,7 @@ cdef inline int next_arrival(State* st) noexcept nogil:
     gap is drawn inline (in the arrival's handling: the four loops that handle one), the other
     kinds by `next_arrival_other`, out of line so that this stays small enough for gcc to inline."""
     if st.arrival_kind == A_POISSON:
-        schedule_arrival(st, st.now + poisson_gap(st))
+        schedule_arrival(st, &st.arrival, st.now + poisson_gap(st))
         return 0
     return next_arrival_other(st)
 
@@ -681,7 +681,7 @@ cdef int next_arrival_other(State* st) noexcept nogil:
         return next_thinned(st)
     if st.arrival_kind == A_REPLAY:
         if st.replay_next < st.replay_n:          # else the schedule is spent: no more arrivals
-            schedule_arrival(st, st.replay_at[st.replay_next])
+            schedule_arrival(st, &st.arrival, st.replay_at[st.replay_next])
             st.replay_next += 1
         return 0
     if st.arrival_kind == A_MODULATED:
@@ -723,7 +723,7 @@ cdef int next_modulated(State* st) noexcept nogil:
     while t <= st.horizon:
         gap = exp_gap(st, st.mod_rates[st.mod_phase])
         if t + gap < st.mod_until:
-            schedule_arrival(st, t + gap)
+            schedule_arrival(st, &st.arrival, t + gap)
             return 0
         t = st.mod_until
         st.mod_phase = st.mod_phase + 1 if st.mod_phase + 1 < st.mod_n else 0
@@ -750,7 +750,7 @@ cdef int next_operational(State* st) noexcept nogil:
         return 0
     d = st.op_cum[k + 1] - st.op_cum[k]        # > 0: a cell of rate 0 is passed by the search
     t = (k + (st.op_at - st.op_cum[k]) / d) * st.op_width
-    schedule_arrival(st, fmax(t, st.now))
+    schedule_arrival(st, &st.arrival, fmax(t, st.now))
     return 0
 
 
@@ -778,7 +778,7 @@ cdef int next_thinned(State* st) noexcept nogil:
             return -1
         if sq_rng_random_f64(&st.rng_arrival) * bound < r:
             break
-    schedule_arrival(st, t)
+    schedule_arrival(st, &st.arrival, t)
     return 0
 
 
@@ -789,7 +789,7 @@ cdef int next_renewal(State* st) noexcept nogil:
     if not (gap > 0) or not isfinite(gap):
         fail(st, E_RENEWAL, -1, gap, 0, 0)
         return -1
-    schedule_arrival(st, st.now + gap)
+    schedule_arrival(st, &st.arrival, st.now + gap)
     return 0
 
 
@@ -899,7 +899,7 @@ cdef void run_loop(State* st) noexcept nogil:
     if st.warmup > 0:
         schedule(st, st.warmup, EV_END_WARMUP, 0, 0, 0)
     if st.arrival_kind == A_POISSON:
-        schedule_arrival(st, 0.0)
+        schedule_arrival(st, &st.arrival, 0.0)
     elif (st.arrival_kind == A_RENEWAL or st.arrival_kind == A_REPLAY or st.arrival_kind == A_POISSON_NOW
           or st.arrival_kind == A_MODULATED or st.arrival_kind == A_RENEWAL_RATE):
         next_arrival(st)

@@ -278,9 +278,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                         if gap_i == DRAWS:
                             gaps_ahead(st, gaps)
                             gap_i = 0
-                        arrival.t = st.now + gaps[gap_i]     # (schedule_arrival)
-                        arrival.seq = st.seq
-                        st.seq += 1
+                        schedule_arrival(st, &arrival, st.now + gaps[gap_i])
                         gap_i += 1
                     else:
                         st.arrival.t = INFINITY

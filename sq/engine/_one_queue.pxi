@@ -434,9 +434,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             arrival.seq = NO_EVENT
             if st.arrivals < last_before_limit:
                 if gap_ahead:
-                    arrival.t = st.now + gap        # (schedule_arrival)
-                    arrival.seq = st.seq
-                    st.seq += 1
+                    schedule_arrival(st, &arrival, st.now + gap)
                     gap = poisson_gap(st)
                 else:
                     st.arrival.t = INFINITY

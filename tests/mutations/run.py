@@ -170,6 +170,11 @@ MUTATIONS = (
                  ("_one_queue.pxi", "INT64_MAX if limit == 0 else limit - 1", "INT64_MAX if limit == 0 else limit"),
                  ("_one_ps.pxi", "INT64_MAX if limit == 0 else limit - 1", "INT64_MAX if limit == 0 else limit"),
              )),
+    # (an arrival's seq is taken in schedule_arrival alone, for st.arrival and the two loops' copies of it)
+    Mutation("arrival-takes-no-seq", "an arrival is scheduled without taking a seq of its own: it shares "
+             "the next scheduled event's, and a tie between them goes the other way", (
+                 ("_arrays.pxi", "    slot.seq = st.seq\n    st.seq += 1\n", "    slot.seq = st.seq\n"),
+             )),
     # (the horizon is tested only at a fresh instant's slow path: `until` is at most the horizon)
     Mutation("fifo-loop-horizon-past-until", "fifo_loop's `until` not bounded by the horizon "
              "(sq/engine/_one_queue.pxi): past the horizon, events go on while nothing else is due", (
@@ -568,6 +573,8 @@ KILLERS = {
         "tests/engine/test_lone_queue.py::test_one_open_queue_takes_the_lone_loop_and_reports_as_the_general_loop[arrivals_before_warmup_ps]",
     "queue-loops-arrival-at-the-limit":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[arrival_limit]",
+    "arrival-takes-no-seq":
+        "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[44]",
     "fifo-loop-horizon-past-until":
         "tests/differential/test_fifo_loop.py::test_fifo_loop_reports_pyserqs_json_text[mm1]",
     "fifo-loop-live-area-uncopied":
