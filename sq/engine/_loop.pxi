@@ -1199,9 +1199,9 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
         a[r].id = jobs[j].id
         count_assigned(st, s, j, M_DECODE, tok, &t, kv)
     s.cursor = s.nres
+    kp.tokens_at = NAN                  # (the last tokens' times: end_iteration's, not all one)
     kp.kvb = t.kvb
     kp.kvm = t.kvm
-    kp.tokens_at = NAN                  # (the last tokens' times: end_iteration's, not all one)
     kp.pool = pool if grants else -1    # (with grants every growing resident grows on one pool)
     if grants:
         kp.used = st.pools[pool].used
