@@ -553,7 +553,7 @@ KILLERS = {
     "replica-quiet-tokens-at-kept":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "alike-gaps-multiplied":
-        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[idle replicas]",
     "replica-quiet-grown-unsampled":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
