@@ -1199,6 +1199,7 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
         a[r].id = jobs[j].id
         count_assigned(st, s, j, M_DECODE, tok, &t, kv)
     s.cursor = s.nres
+    kp.tokens_at = NAN                  # (the last tokens' times: end_iteration's, not all one)
     kp.kvb = t.kvb
     kp.kvm = t.kvm
     kp.pool = pool if grants else -1    # (with grants every growing resident grows on one pool)
@@ -1221,6 +1222,16 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # The iteration ending and the one beginning are decode-only with as many decodes: the stage's
 # two time shares keep their values, integrated to now (iteration_begins then sets them as they
 # are).
+# The gaps: a quiet repeat sets every resident's last token's time (its owner's itl_last) to now,
+# and the iteration it begins has the same residents (none joins or leaves while the plan is kept;
+# a session has one job, so no two residents share an owner, and only this stage's ends write
+# their owners' times). Where the iteration ending was begun by a quiet repeat (KeptPlan.tokens_at;
+# a plan, replica_begin, sets it NaN), every resident's gap is now - tokens_at, one double, read
+# once: where it is finite and positive, alike_gaps adds them as resident_gaps would, without a
+# load, a test and a branch a resident (the branch of a gap that changes, mispredicted, once an
+# iteration). Otherwise resident_gaps reads each. The gaps come before the residents' loop: no
+# resident's end writes a time the gaps read until the loop (itl_last, written there) and a grow
+# moves no time (only the tables may move: they are read afresh after it).
 #
 # Grants (`grows`): plan_unchanged counted the repeats with each due grow granted on one pool p
 # (its room after that plan's grows, shared by the growing residents: see _step.pxi's quiet
@@ -1247,6 +1258,48 @@ cdef extern from *:
     """
 
 
+cdef inline int alike_gaps(Histogram* h, double gap, int64_t na) noexcept nogil:
+    """The ITL gaps of a quiet repeat's na residents, each `gap` (finite and positive), as
+    resident_gaps would add them (-1: out of memory): the first by histogram_add unless it is the
+    last gap already, then each the last gap again, the total adding them one at a time."""
+    cdef double total
+    cdef int64_t r = 0, again
+    if gap != h.last_gap:
+        if histogram_add(h, gap) < 0:
+            return -1
+        r = 1
+    total = h.total
+    again = na - r
+    while r < na:
+        total += gap
+        r += 1
+    histogram_again(h, total, &again)
+    return 0
+
+
+cdef int resident_gaps(State* st, Histogram* h, Assigned* a, int64_t na) noexcept nogil:
+    """The ITL gaps of a quiet repeat's na residents, each now less its owner's last token's time,
+    in their order (-1: out of memory): end_decodes' additions (a gap equal to the last one
+    counted in locals, histogram_again)."""
+    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap
+    cdef int64_t again = 0, r
+    cdef JobRec* jobs = st.jobs.rec
+    cdef double* itl_last = st.sess.itl_last
+    for r in range(na):
+        gap = now - itl_last[jobs[a[r].job].owner]
+        if gap == last_gap and gap > 0.0:
+            total += gap
+            again += 1
+        else:
+            histogram_again(h, total, &again)
+            if histogram_add(h, gap) < 0:
+                return -1
+            total = h.total
+            last_gap = h.last_gap
+    histogram_again(h, total, &again)
+    return 0
+
+
 cdef inline bint kept_room(State* st, int32_t k) noexcept nogil:
     """Whether stage k's quiet count still holds: one without grants does; one with grants while
     its pool's `used` is at most what the stage's last plan or repeat left."""
@@ -1259,52 +1312,48 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
     """end_iteration of stage k's iteration ending now and the quiet repeat that follows
     (replica_begin(st, s, k, na, n, False, False), or with `grows`: each due grow granted, and
     the KV sums afresh after one) (1: it grew, 0: not; -1: out of memory)."""
-    cdef Histogram* h = &s.itl
-    cdef double now = st.now, gap, total = h.total, last_gap = h.last_gap, tok, need
-    cdef double ntok = 0.0, ndec = 0.0
-    cdef int64_t again = 0, r, fj
-    cdef int32_t j, owner
-    cdef bint warm = st.warm, due = False
+    cdef double now = st.now, tok, need, gap
+    cdef double ntok = 0.0
+    cdef int64_t r, fj
+    cdef int32_t j
+    cdef bint due = False
     cdef IterTotals t
     cdef KeptPlan* kp = &st.kept[k]
     cdef Assigned* a = s.assigned
     cdef JobRec* jobs = st.jobs.rec
     cdef double* itl_last = st.sess.itl_last
     cdef double* frame_pos = st.sess.frame_pos
+    cdef double* frame_alloc = st.sess.frame_alloc
     area_again(&s.decode_only, now)
     area_again(&s.decodes, now)
+    if st.warm:                         # (decoding[j]: a decode token continuing the turn)
+        gap = now - kp.tokens_at
+        if gap > 0.0 and gap < INFINITY:
+            if alike_gaps(&s.itl, gap, na) < 0:
+                fail(st, E_MEMORY, -1, 0, 0, 0)
+                return -1
+        elif resident_gaps(st, &s.itl, a, na) < 0:
+            fail(st, E_MEMORY, -1, 0, 0, 0)
+            return -1
     for r in range(na):
         j = a[r].job
         tok = a[r].tok
         jobs[j].work -= tok
-        owner = jobs[j].owner
-        if warm:                        # (decoding[j]: a decode token continuing the turn)
-            gap = now - itl_last[owner]
-            if gap == last_gap and gap > 0.0:
-                total += gap
-                again += 1
-            else:
-                histogram_again(h, total, &again)
-                if histogram_add(h, gap) < 0:
-                    fail(st, E_MEMORY, -1, 0, 0, 0)
-                    return -1
-                total = h.total
-                last_gap = h.last_gap
-        itl_last[owner] = now
+        itl_last[jobs[j].owner] = now
         if jobs[j].growing >= 0:
             fj = jobs[j].frame
             if grows:
-                need = frame_pos[fj] + tok - st.sess.frame_alloc[fj]
+                need = frame_pos[fj] + tok - frame_alloc[fj]
                 if need > EPS:
                     grow_now(st, &st.pools[jobs[j].growing], fj, need)     # granted (the count)
                     due = True
                     jobs = st.jobs.rec
                     itl_last = st.sess.itl_last
                     frame_pos = st.sess.frame_pos
+                    frame_alloc = st.sess.frame_alloc
             frame_pos[fj] += tok
         ntok += tok
-        ndec += 1.0
-    histogram_again(h, total, &again)
+    kp.tokens_at = now
     st.iter_preempted = 0
     if grows:
         if due and st.kv_iteration:
@@ -1314,7 +1363,7 @@ cdef inline int replica_quiet(State* st, Stage* s, int32_t k, int64_t na, IterTo
         kp.used = st.pools[kp.pool].used
     n.ntok = ntok
     n.npre = 0.0
-    n.ndec = ndec
+    n.ndec = <double> na                # (1.0 added na times from 0.0: exact)
     n.kvb = kp.kvb                      # (0.0 without st.kv_iteration: replica_begin's sums)
     n.kvp = 0.0
     n.kvm = kp.kvm

@@ -86,6 +86,8 @@ cdef struct KeptPlan:
     double kvm                 # a grow made afresh)
     double used                # with grants: the pool's `used` as this stage's last plan or repeat left it
     double duration            # the cost of the stage's last iteration step_again began
+    double tokens_at           # when every resident's last token came, where a quiet repeat began the
+                               # iteration running (replica_quiet; NaN after a plan: not known)
     int32_t pool               # the pool every growing resident grows on, where the quiet count has
                                # grants (-1: it has none)
 

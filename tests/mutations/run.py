@@ -354,6 +354,14 @@ MUTATIONS = (
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
                  ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
              )),
+    Mutation("replica-quiet-tokens-at-kept", "a plan (replica_begin) leaves the time of the residents' last "
+             "tokens kept by an earlier quiet repeat, so the next repeat's gaps are all read from it", (
+                 ("_loop.pxi", "    kp.tokens_at = NAN                  # (the last tokens' times: end_iteration's, not all one)\n", ""),
+             )),
+    Mutation("alike-gaps-multiplied", "a quiet repeat's alike ITL gaps added to the total as one product "
+             "(gap x their number) rather than one at a time", (
+                 ("_loop.pxi", "    while r < na:\n        total += gap\n        r += 1\n", "    total += gap * (na - r)\n"),
+             )),
     Mutation("choose-last-key-skipped-always", "choose_best leaves out its last key whatever it is, so a last "
              "key that breaks ties (`by (load, -r)`) is not read", (
                  ("_session.pxi", "        if st.shapes[off] == XS_ATTR:\n            nkeys -= 1\n",
@@ -547,6 +555,10 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "quiet-clear-stages-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "replica-quiet-tokens-at-kept":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
+    "alike-gaps-multiplied":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[idle replicas]",
     "replica-quiet-grown-unsampled":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "deferred-areas-summed":
