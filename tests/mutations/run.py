@@ -110,7 +110,7 @@ MUTATIONS = (
                   "        __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc), sum = _mm_setzero_pd();\n"),
                  ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
                   "            x = _mm_add_sd(x, _mm_mul_sd(v, _mm_add_sd(_mm_loadu_pd(g), _mm_unpackhi_pd(_mm_loadu_pd(g), _mm_loadu_pd(g)))));\n"),
-                 ("_loop.pxi", "        for (; i < n; i++)\n"
+                 ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++)\n"
                                "            s = _mm256_add_pd(s, _mm256_mul_pd(v, _mm256_broadcast_sd(gap2 + 2 * i)));\n",
                   "        __m256d sum = _mm256_setzero_pd();\n        for (; i < n; i++)\n"
                   "            sum = _mm256_add_pd(sum, _mm256_broadcast_sd(gap2 + 2 * i));\n"
