@@ -404,16 +404,11 @@ cdef extern from *:
     }
     #endif
 
-    /* the kernels the catch-up calls: the AVX copy where the flag says and the catch-up is long,
-       else the lanes above, inline. A short catch-up (a chat's KV pool: half of them 1 or 2 gaps)
-       spends more on the copy's call, set-up and vzeroupper than its lanes save (chat +0.6 % of
-       instructions with every catch-up in the copy); either way the same bits. */
-    #define SQ_LAG_AVX_GAPS 8
-    #define SQ_LAG_TAKES_AVX(i, n) (sq_lag_avx && (n) - (i) >= SQ_LAG_AVX_GAPS)
+    /* the kernels the catch-up calls: the AVX copy where the flag says, else the lanes above */
     static inline void sq_lag_two(double* a, double* b, double va, double vb,
                                   const double* gap2, int64_t i, int64_t n) {
     #if SQ_LAG_AVX
-        if (SQ_LAG_TAKES_AVX(i, n)) {
+        if (sq_lag_avx) {
             sq_lag_two_vex(a, b, va, vb, gap2, i, n);
             return;
         }
@@ -424,7 +419,7 @@ cdef extern from *:
                                    double va, double vb, double vc, double ve,
                                    const double* gap2, int64_t i, int64_t n) {
     #if SQ_LAG_AVX
-        if (SQ_LAG_TAKES_AVX(i, n)) {
+        if (sq_lag_avx) {
             sq_lag_four_vex(a, b, c, e, va, vb, vc, ve, gap2, i, n);
             return;
         }
@@ -433,7 +428,7 @@ cdef extern from *:
     }
     static inline void sq_lag_one(double* a, double va, const double* gap2, int64_t i, int64_t n) {
     #if SQ_LAG_AVX
-        if (SQ_LAG_TAKES_AVX(i, n)) {
+        if (sq_lag_avx) {
             sq_lag_one_vex(a, va, gap2, i, n);
             return;
         }

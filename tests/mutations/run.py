@@ -127,8 +127,8 @@ MUTATIONS = (
                  ("_loop.pxi", "__m256d s = _mm256_set_pd(*e, *c, *b, *a)", "__m256d s = _mm256_set_pd(*e, *b, *c, *a)"),
              )),
     Mutation("lag-four-sse2-gap-skipped", "the SSE2 four-area catch-up (sq_lag_four_lanes, the path "
-             "of a processor without AVX, and of catch-ups shorter than SQ_LAG_AVX_GAPS on one with it) "
-             "skips each catch-up's first gap (test_replicas' sse2_lanes runs every catch-up on it)", (
+             "of a processor without AVX) skips each catch-up's first gap (killed only where the "
+             "tests run the SSE2 path on an AVX machine too: test_replicas' sse2_lanes)", (
                  ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++) {\n"
                                "            d = _mm_loadu_pd(gap2 + 2 * i);\n",
                   "        #pragma GCC unroll 8\n        for (i++; i < n; i++) {\n"
