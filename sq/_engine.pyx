@@ -540,6 +540,16 @@ def steady_runs(on=None):
     return bool(steady_enabled), steady_repeats, steps_repeated
 
 
+def lag_lanes(avx=None):
+    """Whether the deferred samples' catch-up runs its kernels' AVX copies (sq/engine/_loop.pxi, set at
+    import where the processor runs AVX), and whether it could: (running them, the processor runs AVX).
+    `avx` True or False sets it first (True only where it could; tests compare the two paths)."""
+    global lag_avx
+    if avx is not None:
+        lag_avx = bool(avx) and lag_avx_runs()
+    return bool(lag_avx), bool(lag_avx_runs())
+
+
 def quiet_repeats():
     """How many iterations so far were quiet repeats planned in one pass with the end before
     them (quiet_repeat in sq/engine/_step.pxi; tests read it)."""

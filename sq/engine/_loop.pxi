@@ -279,15 +279,37 @@ cdef inline bint lag_tick(Lag* g, double now) noexcept nogil:
 # each area still adds its gaps one at a time, in their order; a pair of areas costs one load,
 # multiply and add a gap instead of two of each. The loops are unrolled (the loop's own test and
 # increment were a third of the instructions).
+#
+# Where the processor has AVX, the kernels run an AVX copy (the same lanes and operations): the
+# two-area and lone-area kernels the same code in VEX's three-operand form (no register copies),
+# the four-area one a single 256-bit lane set, all four areas of a pool in one register, one gap
+# broadcast to all four (3 instructions a gap where SSE2's two pairs take 6). Still each lane's own
+# IEEE multiply then add: the `target("avx")` attribute adds no FMA (AVX has none; fma is its own
+# target, and -ffp-contract=off stays). The copy is chosen by a flag set once at import
+# (lag_lanes), not by gcc's target_clones: that is an ifunc, and an ifunc in a module built with
+# -fprofile-generate crashes when the module loads (benchmarks/README.md, lag12), which would
+# fail the profile-guided build's training. gcc puts a vzeroupper before the four-area copy
+# returns (the SSE2 code around it pays no transition).
 cdef extern from *:
     """
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #endif
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    #define SQ_LAG_AVX 1
+    #include <immintrin.h>
+    #define SQ_LAG_VEX __attribute__((target("avx"), noinline))
+    #else
+    #define SQ_LAG_AVX 0
+    #endif
+    /* whether the kernels run their AVX copies: set once, at import (lag_lanes) */
+    static int sq_lag_avx = 0;
+
     /* a += va x gap, b += vb x gap for each logged gap from i to n, in order (gap2: each gap
        twice, lag_tick) */
-    static inline void sq_lag_two(double* a, double* b, double va, double vb,
-                                  const double* gap2, int64_t i, int64_t n) {
+    static inline __attribute__((always_inline))
+    void sq_lag_two_lanes(double* a, double* b, double va, double vb,
+                          const double* gap2, int64_t i, int64_t n) {
     #if defined(__SSE2__)
         __m128d s = _mm_set_pd(*b, *a), v = _mm_set_pd(vb, va);
         #pragma GCC unroll 8
@@ -306,10 +328,11 @@ cdef extern from *:
         *b = y;
     #endif
     }
-    /* sq_lag_two for four areas, two pairs (one load of each gap) */
-    static inline void sq_lag_four(double* a, double* b, double* c, double* e,
-                                   double va, double vb, double vc, double ve,
-                                   const double* gap2, int64_t i, int64_t n) {
+    /* sq_lag_two_lanes for four areas, two pairs (one load of each gap) */
+    static inline __attribute__((always_inline))
+    void sq_lag_four_lanes(double* a, double* b, double* c, double* e,
+                           double va, double vb, double vc, double ve,
+                           const double* gap2, int64_t i, int64_t n) {
     #if defined(__SSE2__)
         __m128d s = _mm_set_pd(*b, *a), v = _mm_set_pd(vb, va), d;
         __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc);
@@ -324,14 +347,15 @@ cdef extern from *:
         _mm_storel_pd(c, t);
         _mm_storeh_pd(e, t);
     #else
-        sq_lag_two(a, b, va, vb, gap2, i, n);
-        sq_lag_two(c, e, vc, ve, gap2, i, n);
+        sq_lag_two_lanes(a, b, va, vb, gap2, i, n);
+        sq_lag_two_lanes(c, e, vc, ve, gap2, i, n);
     #endif
     }
     /* a += va x gap for each logged gap from i to n, in order: two gaps' products at once (the
        log read one double on, gap2 + 2i + 1 holds gaps i and i + 1), added one at a time (the
        compiler's own vectors of this loop took more instructions than the scalar one) */
-    static inline void sq_lag_one(double* a, double va, const double* gap2, int64_t i, int64_t n) {
+    static inline __attribute__((always_inline))
+    void sq_lag_one_lanes(double* a, double va, const double* gap2, int64_t i, int64_t n) {
     #if defined(__SSE2__)
         __m128d x = _mm_load_sd(a), v = _mm_set1_pd(va), p;
         const double* g = gap2 + 2 * i + 1;
@@ -352,12 +376,87 @@ cdef extern from *:
         *a = x;
     #endif
     }
+
+    #if SQ_LAG_AVX
+    /* the AVX copies: the kernels above compiled in VEX form, and the four areas in one ymm
+       (lanes a, b, c, e from the lowest; each gap broadcast to the four) */
+    static SQ_LAG_VEX void sq_lag_two_vex(double* a, double* b, double va, double vb,
+                                          const double* gap2, int64_t i, int64_t n) {
+        sq_lag_two_lanes(a, b, va, vb, gap2, i, n);
+    }
+    static SQ_LAG_VEX void sq_lag_one_vex(double* a, double va, const double* gap2, int64_t i, int64_t n) {
+        sq_lag_one_lanes(a, va, gap2, i, n);
+    }
+    static SQ_LAG_VEX void sq_lag_four_vex(double* a, double* b, double* c, double* e,
+                                           double va, double vb, double vc, double ve,
+                                           const double* gap2, int64_t i, int64_t n) {
+        __m256d s = _mm256_set_pd(*e, *c, *b, *a), v = _mm256_set_pd(ve, vc, vb, va);
+        __m128d lo, hi;
+        #pragma GCC unroll 8
+        for (; i < n; i++)
+            s = _mm256_add_pd(s, _mm256_mul_pd(v, _mm256_broadcast_sd(gap2 + 2 * i)));
+        lo = _mm256_castpd256_pd128(s);
+        hi = _mm256_extractf128_pd(s, 1);
+        _mm_storel_pd(a, lo);
+        _mm_storeh_pd(b, lo);
+        _mm_storel_pd(c, hi);
+        _mm_storeh_pd(e, hi);
+    }
+    #endif
+
+    /* the kernels the catch-up calls: the AVX copy where the flag says, else the lanes above */
+    static inline void sq_lag_two(double* a, double* b, double va, double vb,
+                                  const double* gap2, int64_t i, int64_t n) {
+    #if SQ_LAG_AVX
+        if (sq_lag_avx) {
+            sq_lag_two_vex(a, b, va, vb, gap2, i, n);
+            return;
+        }
+    #endif
+        sq_lag_two_lanes(a, b, va, vb, gap2, i, n);
+    }
+    static inline void sq_lag_four(double* a, double* b, double* c, double* e,
+                                   double va, double vb, double vc, double ve,
+                                   const double* gap2, int64_t i, int64_t n) {
+    #if SQ_LAG_AVX
+        if (sq_lag_avx) {
+            sq_lag_four_vex(a, b, c, e, va, vb, vc, ve, gap2, i, n);
+            return;
+        }
+    #endif
+        sq_lag_four_lanes(a, b, c, e, va, vb, vc, ve, gap2, i, n);
+    }
+    static inline void sq_lag_one(double* a, double va, const double* gap2, int64_t i, int64_t n) {
+    #if SQ_LAG_AVX
+        if (sq_lag_avx) {
+            sq_lag_one_vex(a, va, gap2, i, n);
+            return;
+        }
+    #endif
+        sq_lag_one_lanes(a, va, gap2, i, n);
+    }
+
+    /* whether this processor (and its operating system, which must save the ymm registers)
+       runs AVX: gcc's cpu check reads both */
+    static int sq_lag_avx_runs(void) {
+    #if SQ_LAG_AVX
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx");
+    #else
+        return 0;
+    #endif
+    }
     """
+    int lag_avx "sq_lag_avx"
+    int lag_avx_runs "sq_lag_avx_runs"() nogil
     void lag_two "sq_lag_two"(double* a, double* b, double va, double vb, const double* gap2,
                               int64_t i, int64_t n) nogil
     void lag_four "sq_lag_four"(double* a, double* b, double* c, double* e, double va, double vb,
                                 double vc, double ve, const double* gap2, int64_t i, int64_t n) nogil
     void lag_one "sq_lag_one"(double* a, double va, const double* gap2, int64_t i, int64_t n) nogil
+
+
+lag_avx = lag_avx_runs()     # the AVX copies wherever they run (lag_lanes in _engine.pyx turns them off)
 
 
 # An area holding 0 adds 0 x gap = +0 or -0 at each deferred sample (the gaps are finite), which

@@ -2,7 +2,8 @@
 
 With R replicas an event changes one replica or a few, so the engine defers the time averages of
 the rows an event left unchanged (a pool's used, cached, queue and holders; a stage's number and
-busy time) and adds their samples later, in order (sq/engine/_loop.pxi, sample_pool); and its
+busy time) and adds their samples later, in order (sq/engine/_loop.pxi, sample_pool: SSE2 kernels,
+or their AVX copies where the processor runs AVX; both paths are compared here); and its
 stages pass visits only the step stages that may start an iteration (`steps_ready`). 0.1.2 samples
 every area of every replica at every event and visits every stage, so any addition skipped,
 merged or reordered, or any stage not visited when it could start, shows in these reports:
@@ -179,6 +180,35 @@ def test_replicas_same_as_pyserq(source):
     assert ours == theirs
 
 
+@pytest.fixture
+def sse2_lanes():
+    """The deferred samples' catch-up on its SSE2 kernels, where the processor would run the AVX
+    copies (sq/engine/_loop.pxi: both paths compared with pyserq, each lane's bits the same)."""
+    avx, _ = compiled.lag_lanes()
+    compiled.lag_lanes(False)
+    try:
+        yield
+    finally:
+        compiled.lag_lanes(avx)
+
+
+@pytest.mark.parametrize("source", [p for _, p in PROGRAMS], ids=[name for name, _ in PROGRAMS])
+def test_replicas_on_the_sse2_lanes_same_as_pyserq(source, sse2_lanes):
+    assert compiled.lag_lanes()[0] is False
+    ours = sq.run(sq.compile(source=source)).json()
+    assert ours == pyserq.run(pyserq.compile(source=source)).json()
+
+
+def test_the_lanes_switch():
+    """lag_lanes turns the AVX copies off and on again where the processor runs AVX (never on where it does not)."""
+    avx, runs = compiled.lag_lanes()
+    try:
+        assert compiled.lag_lanes(False) == (False, runs)
+        assert compiled.lag_lanes(True) == (runs, runs)
+    finally:
+        compiled.lag_lanes(avx)
+
+
 def test_the_programs_reach_what_they_name():
     """Each program makes the case its name says (else the comparison above tests less)."""
     reports = {name: json.loads(sq.run(sq.compile(source=source)).json()) for name, source in PROGRAMS}
@@ -224,6 +254,12 @@ def test_the_weeks_engine_same_as_pyserq(replicas, rate, horizon):
     began = compiled.steady_runs()[2] - before
     assert ours == pyserq.run(pyserq.compile(source=source)).json()
     assert began > json.loads(ours)["events"] / 2, "step_again was seldom taken"
+
+
+@pytest.mark.parametrize("replicas,rate,horizon", WEEK_RUNS[-3:], ids=[f"R{r}-rate{rate}" for r, rate, _ in WEEK_RUNS[-3:]])
+def test_the_weeks_engine_on_the_sse2_lanes_same_as_pyserq(replicas, rate, horizon, sse2_lanes):
+    source = _week(replicas, rate, horizon)
+    assert sq.run(sq.compile(source=source)).json() == pyserq.run(pyserq.compile(source=source)).json()
 
 
 def test_the_weeks_engine_with_and_without_step_again():

@@ -96,7 +96,7 @@ MUTATIONS = (
              )),
     Mutation("deferred-areas-summed", "a row's deferred time-average samples are added as one product "
              "(value x the summed gaps) instead of one addition per sample, in order (each of the "
-             "catch-up's kernels: two areas, four, one)", (
+             "catch-up's kernels: two areas, four, one, and the four's AVX copy)", (
                  ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++)\n"
                                "            s = _mm_add_pd(s, _mm_mul_pd(v, _mm_loadu_pd(gap2 + 2 * i)));\n",
                   "        __m128d sum = _mm_setzero_pd();\n        for (; i < n; i++)\n"
@@ -110,11 +110,29 @@ MUTATIONS = (
                   "        __m128d t = _mm_set_pd(*e, *c), w = _mm_set_pd(ve, vc), sum = _mm_setzero_pd();\n"),
                  ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
                   "            x = _mm_add_sd(x, _mm_mul_sd(v, _mm_add_sd(_mm_loadu_pd(g), _mm_unpackhi_pd(_mm_loadu_pd(g), _mm_loadu_pd(g)))));\n"),
+                 ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++)\n"
+                               "            s = _mm256_add_pd(s, _mm256_mul_pd(v, _mm256_broadcast_sd(gap2 + 2 * i)));\n",
+                  "        __m256d sum = _mm256_setzero_pd();\n        for (; i < n; i++)\n"
+                  "            sum = _mm256_add_pd(sum, _mm256_broadcast_sd(gap2 + 2 * i));\n"
+                  "        s = _mm256_add_pd(s, _mm256_mul_pd(v, sum));\n"),
              )),
     Mutation("lag-one-pair-summed", "a lone area's catch-up (sq_lag_one, a seqs pool's used) adds the "
              "two gaps' products of a load to each other first, then to the integral", (
                  ("_loop.pxi", "            x = _mm_add_sd(x, p);\n            x = _mm_add_sd(x, _mm_unpackhi_pd(p, p));\n",
                   "            x = _mm_add_sd(x, _mm_add_sd(p, _mm_unpackhi_pd(p, p)));\n"),
+             )),
+    Mutation("lag-four-avx-lanes-swapped", "the AVX copy of the four-area catch-up (sq_lag_four_vex: "
+             "a KV pool's used, cached, queue and holders in one register) loads cached's integral in "
+             "queue's lane and queue's in cached's", (
+                 ("_loop.pxi", "__m256d s = _mm256_set_pd(*e, *c, *b, *a)", "__m256d s = _mm256_set_pd(*e, *b, *c, *a)"),
+             )),
+    Mutation("lag-four-sse2-gap-skipped", "the SSE2 four-area catch-up (sq_lag_four_lanes, the path "
+             "of a processor without AVX) skips each catch-up's first gap (killed only where the "
+             "tests run the SSE2 path on an AVX machine too: test_replicas' sse2_lanes)", (
+                 ("_loop.pxi", "        #pragma GCC unroll 8\n        for (; i < n; i++) {\n"
+                               "            d = _mm_loadu_pd(gap2 + 2 * i);\n",
+                  "        #pragma GCC unroll 8\n        for (i++; i < n; i++) {\n"
+                  "            d = _mm_loadu_pd(gap2 + 2 * i);\n"),
              )),
     # (a release's own touch is not a mutation worth holding: holders_remove touches the same pool
     # right after it, so dropping it changes nothing; a granted grow has no second touch)
@@ -565,6 +583,10 @@ KILLERS = {
         "tests/differential/test_steady_runs.py::test_quiet_repeats_in_one_pass_give_pyserqs_json_text[cached chat]",
     "lag-one-pair-summed":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
+    "lag-four-avx-lanes-swapped":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
+    "lag-four-sse2-gap-skipped":
+        "tests/differential/test_replicas.py::test_replicas_on_the_sse2_lanes_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "grow-untouched":
         "tests/differential/test_random_programs.py::test_generated_program_runs_as_in_the_reference[1]",
     "events-lifo-at-a-tie":
