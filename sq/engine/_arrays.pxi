@@ -440,8 +440,8 @@ ctypedef fused ArrivalSlot:
 
 cdef inline void no_arrival(ArrivalSlot* slot) noexcept nogil:
     """The arrival slot empty: no arrival pending. Its time is infinite, so that it is before no
-    event and the loops compare it with the rest without testing it first; its seq NO_EVENT, so
-    that an empty slot is told from an arrival at an infinite time."""
+    event and the loops compare it with the rest without testing it first; its seq NO_EVENT,
+    what next_event and the loops test for "none pending" (a run ends there, past its horizon)."""
     slot.t = INFINITY
     slot.seq = NO_EVENT
 
