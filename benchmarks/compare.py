@@ -15,10 +15,10 @@ from sq.bench import measure  # noqa: E402
 from sq.bench.table import QUICK, chosen  # noqa: E402
 
 
-def once(impl: str, model, tree: str) -> dict:
+def once(impl: str, model, tree: str, round_: float) -> dict:
     measure.SQ_PATH = tree      # the child imports the sq of this tree
     try:
-        return measure.once(impl, model)
+        return measure.once(impl, model, round_)
     finally:
         measure.SQ_PATH = str(HERE.parent)
 
@@ -36,9 +36,10 @@ def main() -> int:
     status = 0
     for model in chosen(a.names):
         model = model.shortened(QUICK) if a.quick else model
-        got = measure.in_turn({"pyserq": lambda: once(str(HERE / "reference_pyserq.py"), model, here),
-                               "base": lambda: once("sq", model, base),
-                               "this": lambda: once("sq", model, here)}, a.rounds)
+        round_ = 0.0 if a.quick else measure.ROUND      # (as python -m sq bench times a round)
+        got = measure.in_turn({"pyserq": lambda: once(str(HERE / "reference_pyserq.py"), model, here, round_),
+                               "base": lambda: once("sq", model, base, round_),
+                               "this": lambda: once("sq", model, here, round_)}, a.rounds)
         if any("error" in m for m in got.values()):
             print(f"{model.name:8} error: {[m['error'] for m in got.values() if 'error' in m][0]}")
             status = 1

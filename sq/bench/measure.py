@@ -14,12 +14,19 @@ CHILD = Path(__file__).resolve().parent / "_child.py"
 SQ_PATH = str(Path(__file__).resolve().parent.parent.parent)
 
 
-def once(impl: str, model: Model) -> dict:
+# The least CPU time of a round (_child.py): a model whose runs take less are run again in the
+# round until it lasts this long, and the round counts their mean. One second: the sweep's runs
+# take ~0.1 s in sq and ~1 s in pyserq; timed over a second each, neither is a moment of the VM's.
+ROUND = 1.0
+
+
+def once(impl: str, model: Model, round_: float = ROUND) -> dict:
     """One measurement of `impl` ("sq", "sq-engine" or a reference driver's path) on `model` in a fresh process, so
     that its peak memory is its own and one implementation's allocations cannot flatter the
-    other's; {"error": the last line of its stderr} if it failed."""
+    other's; {"error": the last line of its stderr} if it failed. Its "cpu" is a pass's over the
+    model's runs, the mean of the passes of a round of `round_` seconds or more (0: one pass)."""
     spec = {"impl": impl, "source": model.source, "horizon": model.horizon, "warmup": model.warmup,
-            "runs": model.runs, "arrivals": model.arrivals, "path": SQ_PATH}
+            "runs": model.runs, "arrivals": model.arrivals, "path": SQ_PATH, "round": round_}
     out = subprocess.run([sys.executable, str(CHILD), json.dumps(spec)], capture_output=True, text=True)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]}
@@ -50,6 +57,6 @@ def _least(ms: list[dict]) -> dict:
     return best
 
 
-def side_by_side(impls: dict[str, str], model: Model, rounds: int) -> dict[str, dict]:
+def side_by_side(impls: dict[str, str], model: Model, rounds: int, round_: float = ROUND) -> dict[str, dict]:
     """{label: measurement} for {label: implementation} ("sq", "sq-engine" or a reference driver's path)."""
-    return in_turn({label: lambda impl=impl: once(impl, model) for label, impl in impls.items()}, rounds)
+    return in_turn({label: lambda impl=impl: once(impl, model, round_) for label, impl in impls.items()}, rounds)

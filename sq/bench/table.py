@@ -91,12 +91,14 @@ def main(names: list[str] | None = None, quick: bool = False, reference: bool = 
     elif reference:
         print("no pyserq comparison: sq's figures only (from a source checkout with pyserq installed, "
               "pip install 'sq[bench]', or --reference benchmarks/reference_pyserq.py, it runs beside sq)")
-    print(f"least CPU time of {rounds} round(s), each in a fresh process; a run's time includes its report's JSON text")
+    print(f"least CPU time of {rounds} round(s), each in a fresh process; a run's time includes its report's JSON text"
+          + ("" if quick else f"; runs under {measure.ROUND:g} s are made again in their round, timed by their mean"))
     print(f"{'model':8} {'sq s':>8} {'pyserq s':>9} {'ratio':>8} {'run only':>8} {'reports':8} {'sq json':>8} {'sq Mev/s':>8} "
           f"{'fixed µs/run':>15}  {'peak MiB':>13}")
     differ = False
     for model in models:
-        line, bad = row(model, measure.side_by_side(impls, model, rounds))
+        # (--quick is a smoke test: its short runs are not made again to fill a round)
+        line, bad = row(model, measure.side_by_side(impls, model, rounds, 0.0 if quick else measure.ROUND))
         print(line, flush=True)
         differ |= bad
     print()

@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-reference", action="store_true", help="do not run pyserq for comparison")
     bench.add_argument("--reference", metavar="FILE", help="the file that runs pyserq (default: a source checkout's "
                        "benchmarks/reference_pyserq.py; sq itself never imports pyserq)")
-    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement (each a fresh process); the least CPU time is shown")
+    bench.add_argument("--rounds", type=int, default=5, help="rounds per measurement (each a fresh process, at least 1 s of CPU but with --quick); the least CPU time is shown")
     bench.add_argument("names", nargs="*", help="benchmark names (default: all)")
     return ap
 

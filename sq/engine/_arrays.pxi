@@ -433,18 +433,25 @@ cdef inline int push_event(State* st, double t, int kind, int a, int64_t b, int6
     return 0
 
 
-cdef int events_start(State* st) noexcept nogil:
-    """The event heap's first room and an empty arrival slot, before anything is scheduled."""
-    st.arrival.t = INFINITY
-    st.arrival.seq = NO_EVENT
-    st.arrival.kind = EV_ARRIVE
-    st.soon.seq = NO_EVENT
-    return heap_grow(st, &st.heap, &st.hcap, 64)
-
-
 ctypedef fused ArrivalSlot:
     Event           # st.arrival
     FifoEnd         # fifo_loop's and ps_loop's copy of it, a local (their loops read st.arrival never)
+
+
+cdef inline void no_arrival(ArrivalSlot* slot) noexcept nogil:
+    """The arrival slot empty: no arrival pending. Its time is infinite, so that it is before no
+    event and the loops compare it with the rest without testing it first; its seq NO_EVENT,
+    what next_event and the loops test for "none pending" (a run ends there, past its horizon)."""
+    slot.t = INFINITY
+    slot.seq = NO_EVENT
+
+
+cdef int events_start(State* st) noexcept nogil:
+    """The event heap's first room and an empty arrival slot, before anything is scheduled."""
+    no_arrival(&st.arrival)
+    st.arrival.kind = EV_ARRIVE
+    st.soon.seq = NO_EVENT
+    return heap_grow(st, &st.heap, &st.hcap, 64)
 
 
 cdef inline void schedule_arrival(State* st, ArrivalSlot* slot, double t) noexcept nogil:
@@ -475,8 +482,7 @@ cdef inline Event pop_event(State* st, Event* next) noexcept nogil:
     cdef Event e
     if next == &st.arrival:
         e = st.arrival
-        st.arrival.t = INFINITY
-        st.arrival.seq = NO_EVENT
+        no_arrival(&st.arrival)
         return e
     if next == &st.soon:
         e = st.soon

@@ -250,8 +250,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
             if which == PS_ARRIVAL:
                 e.t = when
                 e.kind = EV_ARRIVE
-                arrival.t = INFINITY        # (pop_event)
-                arrival.seq = NO_EVENT
+                no_arrival(&arrival)        # (pop_event)
             elif top.row >= 0:
                 # a stale finish (finishing_job's e.c != s.epoch): every finish on ps_loop's own
                 # list is one, the current one being in `cur`. No job, no session, the stage not
@@ -281,8 +280,7 @@ cdef inline void ps_events(State* st, Stage* s, int32_t k, PsRows* t, PsEnds* q,
                         schedule_arrival(st, &arrival, st.now + gaps[gap_i])
                         gap_i += 1
                     else:
-                        st.arrival.t = INFINITY
-                        st.arrival.seq = NO_EVENT
+                        no_arrival(&st.arrival)
                         if next_arrival(st) < 0:
                             return
                         arrival.t = st.arrival.t

@@ -430,15 +430,13 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             counted = fifo_begins(st, t, EV_ARRIVE, -1, to_run, fresh and run_fits)
             if counted < 0:
                 return
-            arrival.t = INFINITY     # (pop_event)
-            arrival.seq = NO_EVENT
+            no_arrival(&arrival)     # (pop_event)
             if st.arrivals < last_before_limit:
                 if gap_ahead:
                     schedule_arrival(st, &arrival, st.now + gap)
                     gap = poisson_gap(st)
                 else:
-                    st.arrival.t = INFINITY
-                    st.arrival.seq = NO_EVENT
+                    no_arrival(&st.arrival)
                     if next_arrival(st) < 0:
                         return
                     arrival.t = st.arrival.t

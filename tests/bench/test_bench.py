@@ -109,3 +109,42 @@ def test_the_builds_training_runs_from_an_installed_sq(tmp_path):
                          env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert (site / "week-200000.csv").stat().st_size > 1e6   # the week row's trace, written there
+
+
+def child_spec(round_: float) -> dict:
+    model = next(m for m in table.MODELS if m.name == "sweep").shortened(100)   # 10 runs of 1,000 arrivals
+    return {"impl": "sq", "source": model.source, "horizon": model.horizon, "warmup": model.warmup,
+            "runs": model.runs, "arrivals": model.arrivals, "path": str(ROOT), "round": round_}
+
+
+def test_a_round_shorter_than_its_least_runs_again_and_counts_the_mean():
+    from sq.bench import _child
+
+    once, filled = _child.main(child_spec(0.0)), _child.main(child_spec(0.3))
+    assert once["passes"] == 1
+    # (10 short runs take a few ms: a round of 0.3 s makes them again)
+    assert filled["passes"] >= 2 and filled["cpu"] * filled["passes"] >= 0.3
+    assert filled["digests"] == once["digests"] and len(once["digests"]) == 10
+    assert filled["events"] == once["events"]
+
+
+def test_a_round_whose_passes_differ_is_said_to_vary(monkeypatch):
+    from sq.bench import _child
+
+    # two passes of 0.6 s each fill a round of 1 s: their texts are compared
+    monkeypatch.setattr(_child, "one_pass", _passes_of([["a"], ["b"]]))
+    assert _child.main(child_spec(1.0))["digests"] is None
+    monkeypatch.setattr(_child, "one_pass", _passes_of([["a"], ["a"]]))
+    got = _child.main(child_spec(1.0))
+    assert got["passes"] == 2 and got["cpu"] == 0.6
+    assert got["digests"] == [_child.hashlib.sha256(b"a").hexdigest()[:16]]
+
+
+def _passes_of(texts: list[list[str]]):
+    """A one_pass that gives these texts pass after pass, each pass taking 0.6 s of CPU."""
+    it = iter(texts)
+
+    class Report:
+        events = 1
+
+    return lambda run, program, runs: (0.6, 0.0, [Report()], next(it))

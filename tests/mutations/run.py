@@ -193,6 +193,10 @@ MUTATIONS = (
              "the next scheduled event's, and a tie between them goes the other way", (
                  ("_arrays.pxi", "    slot.seq = st.seq\n    st.seq += 1\n", "    slot.seq = st.seq\n"),
              )),
+    # (the empty arrival slot is written in no_arrival alone, for st.arrival and the two loops' copies
+    # of it. No mutation of it is kept: its seq left as it was survives, an equivalent (an arrival
+    # pending at t = inf ends a run past the horizon as none pending does, in next_event's callers and
+    # in both loops); its time left as it was makes a phantom arrival that hangs the sample (sweep14))
     # (the horizon is tested only at a fresh instant's slow path: `until` is at most the horizon)
     Mutation("fifo-loop-horizon-past-until", "fifo_loop's `until` not bounded by the horizon "
              "(sq/engine/_one_queue.pxi): past the horizon, events go on while nothing else is due", (
