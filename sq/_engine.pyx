@@ -831,10 +831,10 @@ cdef int _set_stages(State* st, _Plan p) except -1:
     kinds, servers, phis, shared = p.kinds, p.servers, p.phis, p.shared
     step_exprs, step_serve, step_memory, serve_keys = p.step_exprs, p.step_serve, p.step_memory, p.serve_keys
     st.serve_keys = <const int32_t*> data_of(serve_keys)
-    st.stages = <Stage*> calloc(st.n_stages + 1, sizeof(Stage))
+    st.stages = <Stage*> calloc_lines(st.n_stages + 1, sizeof(Stage))
     st.stages_sampled = rows_new(st.n_stages)
     st.steps_ready = rows_new(st.n_stages)
-    st.kept = <KeptPlan*> calloc(st.n_stages + 1, sizeof(KeptPlan))
+    st.kept = <KeptPlan*> calloc_lines(st.n_stages + 1, sizeof(KeptPlan))
     st.stages_touched = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
     st.step_rows = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
     st.stage_lag.gap = <double*> malloc(2 * LAG_CAP * sizeof(double))

@@ -612,6 +612,27 @@ cdef inline int charge(State* st, int64_t nbytes) noexcept nogil:
     return 0
 
 
+cdef extern from "stdlib.h" nogil:
+    int posix_memalign(void** p, size_t alignment, size_t size)
+
+
+cdef void* malloc_lines(size_t size) noexcept nogil:
+    """malloc(size) starting a 64-byte line (NULL: out of memory; free() frees it): for records
+    laid out by lines (the stages, their kept plans: _state.pxd)."""
+    cdef void* p = NULL
+    if posix_memalign(&p, 64, size if size else 1) != 0:
+        return NULL
+    return p
+
+
+cdef void* calloc_lines(size_t n, size_t size) noexcept nogil:
+    """calloc(n, size) starting a 64-byte line (malloc_lines)."""
+    cdef void* p = malloc_lines(n * size)
+    if p != NULL:
+        memset(p, 0, n * size)
+    return p
+
+
 cdef bint grow(void** p, size_t size) noexcept nogil:
     cdef void* q = realloc(p[0], size if size else 1)
     if q == NULL:

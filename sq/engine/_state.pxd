@@ -9,6 +9,17 @@ from sq.results._itl cimport Histogram
 from sq.lower._bytecode cimport N_CONTEXTS
 from sq.results._sketch cimport Summary, Fold
 
+cdef extern from *:
+    """
+    /* no bytes, aligned to a 64-byte line: a struct whose first field it is starts a line (and
+       its size is a multiple of 64), so that the fields together at its start share few lines.
+       (Not an aligned scalar type for that first field: Cython gives its temporaries the field's
+       type, and a function holding an over-aligned local realigns its stack at every call.) */
+    typedef struct {} __attribute__((aligned(64))) sq_line;
+    """
+    ctypedef struct line_start "sq_line":
+        pass
+
 cdef struct Area:
     # a step function's integral: integral += value * (now - last) at every sample
     double value               # the step function's current value
@@ -81,7 +92,9 @@ cdef struct Assigned:
 
 cdef struct KeptPlan:
     # what step_again's kept plan of a step stage carries to its quiet repeats (_loop.pxi): outside
-    # Stage, whose size the one-replica rows feel
+    # Stage, whose size the one-replica rows feel; one line a stage (`line`: _set_stages
+    # allocates them so), which a quiet repeat reads after the other replicas' work evicted it
+    line_start line            # (no bytes: KeptPlan starts a line; _set_stages allocates them so)
     double kvb                 # the KV sums of the plan replica_begin made last (or a repeat with
     double kvm                 # a grow made afresh)
     double used                # with grants: the pool's `used` as this stage's last plan or repeat left it
@@ -92,6 +105,44 @@ cdef struct KeptPlan:
                                # grants (-1: it has none)
 
 cdef struct Stage:
+    # A step stage's quiet repeat (step_again, replica_quiet, iteration_begins: _loop.pxi,
+    # _step.pxi) reads and writes these first fields of its Stage and no other: with R replicas
+    # a stage's record is touched once in ~R events, after the other replicas' work has evicted
+    # it from L1, so each 64-byte line they span is a miss (the week: ~2 an event where they
+    # were spread over eight lines). Stage starts a line (`line`; _set_stages
+    # allocates them so), and these fill its first, second, fourth and fifth: the histogram
+    # starts 48 bytes into the second, so what a token's gap reads of it (n and total, its
+    # first fields; last_gap and last_cell, its last) falls in the second and the fourth, and
+    # its buckets (low, top, cells) fill the third.
+    line_start line            # (no bytes: Stage starts a line; _set_stages allocates them so)
+    int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
+    # step_again (_loop.pxi) began this stage's iteration by plan_again, and no resident has joined
+    # or left since (join_residents, leave_residents, leave_marked; start_iteration clears it too):
+    # its next plan_unchanged reads only what an iteration moves (again), or none is made while
+    # `quiet` (that plan's count of repeats planned the same with no grow due) lasts
+    int64_t quiet
+    Assigned* assigned         # the iteration's assignment, in serving order (as it ends, the jobs
+                               # it finishes are listed at its front: end_iteration)
+    int64_t na                 # entries in the assignment
+    int64_t iterations         # iterations started (the report's count)
+    int64_t iter_decodes       # decode tokens in the running iteration (the decodes area's value while it runs)
+    int inflight               # an iteration is running (set by start_iteration, cleared at its end)
+    bint plan_kept             # (see quiet)
+    int iter_kind              # 1 prefill only, 2 decode only, 3 mixed, 0 none
+    bint cost_repeats          # the cost is cost_direct and every leaf a constant or an iteration
+                               # total: the same totals, the same cost (steady_run)
+    # (the second line)
+    Area decode_only           # 1 while a decode-only iteration runs
+    Area decodes               # decode tokens in the running iteration, over time
+    Histogram itl              # inter-token gaps, as the report's histogram (nothing is kept per token)
+    # (after the histogram: the fourth line from its nk on, and the fifth)
+    double budget_k            # the constant budget (tokens) when budget_fixed
+    Running decode_batch       # per iteration with decodes: decode tokens in it
+    Running decode_step        # per iteration with decodes: its duration (simulated time)
+    # per iteration started warm: scheduled tokens / budget (a finite positive budget only), jobs served
+    Running budget_use
+    Running batch
+    # what the quiet repeats do not read
     int32_t kind               # K_FIFO, K_PS, K_DELAY or K_STEP (set at set-up from the lowered table)
     int32_t servers            # fifo: servers (c); set at set-up
     int32_t phi          # expression offset of a ps stage's φ
@@ -128,16 +179,14 @@ cdef struct Stage:
     int32_t cost_e             # the iteration cost's expression offset (its duration, simulated time)
     int cost_shape              # the cost's form (CostShape: the stack machine, or a shape over leaves; evaluate_cost)
     bint cost_direct            # ... a shape whose every leaf is read in one fixed place, cost_leaf[i] (step_cost_leaves)
+    # (the 4-byte fields below in pairs, so that Stage has no hole: 768 bytes, 12 lines)
+    int excl                   # exclusive serving: an iteration with a prefill serves no decode (set at set-up)
     const double* cost_leaf[6]
-    bint cost_repeats           # ... and every leaf a constant or an iteration total: the same totals, the same cost (steady_run)
     bint budget_fixed           # the budget (chunk) is a constant, budget_k (chunk_k): step_budget, step_chunk
     bint chunk_fixed           # (see budget_fixed)
-    double budget_k            # the constant budget (tokens) when budget_fixed
     double chunk_k             # the constant chunk (tokens) when chunk_fixed
-    int excl                   # exclusive serving: an iteration with a prefill serves no decode (set at set-up)
     int32_t serve_start        # first `serve by` key in serve_keys
     int32_t serve_count        # `serve by` keys (0: residents in admission order)
-    int32_t memory             # the pool row the stage's residents hold (-1: none)
     int32_t* res             # resident job slots, in admission order
     int64_t nres               # residents
     int64_t res_cap            # slots `res` has room for
@@ -150,32 +199,11 @@ cdef struct Stage:
     # a `serve by` pass always does. Most passes see no such join and write no stamp.
     bint pass_open             # (see above)
     bint stamped               # (see above)
-    int inflight               # an iteration is running (set by start_iteration, cleared at its end)
     bint iter_left           # a resident left (leave_residents) since this iteration's planning began
-    # step_again (_loop.pxi) began this stage's iteration by plan_again, and no resident has joined
-    # or left since (join_residents, leave_residents, leave_marked; start_iteration clears it too):
-    # its next plan_unchanged reads only what an iteration moves (again), or none is made while
-    # `quiet` (that plan's count of repeats planned the same with no grow due) lasts
-    bint plan_kept
-    int64_t quiet
-    int64_t iter_epoch         # bumped per iteration; the EV_ITER_END event carries it (older: stale)
-    Assigned* assigned         # the iteration's assignment, in serving order (as it ends, the jobs
-                               # it finishes are listed at its front: end_iteration)
-    int64_t na                 # entries in the assignment
+    int32_t memory             # the pool row the stage's residents hold (-1: none)
     int64_t a_cap              # entries the assignment arrays have room for
-    int iter_kind            # 1 prefill only, 2 decode only, 3 mixed, 0 none
-    int64_t iter_decodes       # decode tokens in the running iteration (the decodes area's value while it runs)
-    int64_t iterations         # iterations started (the report's count)
     Area prefill_only          # 1 while a prefill-only iteration runs (area: its share of time)
-    Area decode_only           # 1 while a decode-only iteration runs
     Area mixed                 # 1 while a mixed iteration runs
-    Area decodes               # decode tokens in the running iteration, over time
-    Running decode_batch       # per iteration with decodes: decode tokens in it
-    Running decode_step        # per iteration with decodes: its duration (simulated time)
-    # per iteration started warm: scheduled tokens / budget (a finite positive budget only), jobs served
-    Running budget_use
-    Running batch
-    Histogram itl           # inter-token gaps, as the report's histogram (nothing is kept per token)
     # online estimators (est_lambda, est_rho, est_wait, price)
     int64_t est_count          # completions estimate() has seen
     double est_last_start      # the last completed job's start time
