@@ -616,20 +616,15 @@ cdef extern from "stdlib.h" nogil:
     int posix_memalign(void** p, size_t alignment, size_t size)
 
 
-cdef void* malloc_lines(size_t size) noexcept nogil:
-    """malloc(size) starting a 64-byte line (NULL: out of memory; free() frees it): for records
-    laid out by lines (the stages, their kept plans: _state.pxd)."""
-    cdef void* p = NULL
-    if posix_memalign(&p, 64, size if size else 1) != 0:
-        return NULL
-    return p
-
-
 cdef void* calloc_lines(size_t n, size_t size) noexcept nogil:
-    """calloc(n, size) starting a 64-byte line (malloc_lines)."""
-    cdef void* p = malloc_lines(n * size)
-    if p != NULL:
-        memset(p, 0, n * size)
+    """calloc(n, size) starting a 64-byte line (NULL: out of memory or n * size past size_t; free()
+    frees it): for records laid out by lines (the stages, their kept plans: _state.pxd)."""
+    cdef void* p = NULL
+    if size and n > (<size_t> -1) // size:
+        return NULL
+    if posix_memalign(&p, 64, n * size if n * size else 1) != 0:
+        return NULL
+    memset(p, 0, n * size)
     return p
 
 
