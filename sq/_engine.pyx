@@ -235,6 +235,15 @@ def kept_samples():
     return [(<_Kept> kept).samples.bytes[i] for i in range((<_Kept> kept).samples.n)]
 
 
+def kept_plan_tables():
+    """The set-up's tables this thread keeps for its next run of the same plan: their bytes each
+    (tests read it)."""
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        return []
+    return [(<_Kept> kept).tables.bytes[i] for i in range((<_Kept> kept).tables.n)]
+
+
 cdef _Kept _kept_take():
     kept = getattr(_threads, "kept", None)
     if kept is None:
