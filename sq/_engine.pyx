@@ -134,7 +134,9 @@ cdef inline void* data_of(cnp.ndarray a):
 
 cdef void release_state(State* st) noexcept:
     """Free what a run allocated, but the State itself (the caller clears it for the thread's
-    next run: _Kept) and its families' blocks, kept in the thread's spares (spare_keep)."""
+    next run: _Kept), its families' blocks, kept in the thread's spares (spare_keep), and its
+    set-up's tables (plan_table), kept with the plan (plan_tables_keep): what the tables point
+    to is freed here, the tables themselves are not."""
     cdef int32_t k
     cdef int64_t i
     if st == NULL:
@@ -169,29 +171,28 @@ cdef void release_state(State* st) noexcept:
             free(st.pools[k].own_keys)
             free(st.pools[k].own_rows)
             free(st.pools[k].growers)
-    free(st.shapes); free(st.forms)
-    free(st.pools); free(st.pools_waiting); free(st.pools_sampled); free(st.stages_sampled); free(st.scratch)
-    free(st.steps_ready); free(st.pool_lag.gap); free(st.stage_lag.gap); free(st.kept)
-    free(st.pools_touched); free(st.stages_touched); free(st.step_rows)
     spare_keep(st, session_tables)
     spare_keep(st, job_tables)
     spare_keep(st, lease_tables)
     flows_free(st)
     traces_free(&st.traces)
     tl_close(st)
-    free(st.stages); free(st.observes); free(st.gauges)
     free(st.heap); free(st.ready)
-    free(st.stack); free(st.keys)
+    if st.plan_tables != NULL:
+        plan_tables_keep(st.plan_tables)
 
 
 # ---- a State kept per thread ------------------------------------------------------------------
 cdef class _Kept:
     """A thread's State, all zero between runs (as calloc gives it), and the places its families'
     blocks are kept in from run to run (spare_keep, spare_take): a sweep's runs allocate neither.
-    What is kept is bounded: one State, and per family one block of at most SPARE_BYTES."""
+    What is kept is bounded: one State, per family one block of at most SPARE_BYTES, and the last
+    plan's set-up tables (plan_table) if they take at most PLAN_TABLE_BYTES."""
     cdef State* st
     cdef Spare spares[SPARE_FAMILIES]      # (zero as the object is made)
     cdef SampleSpares samples              # (likewise)
+    cdef PlanTables tables                 # (likewise) the set-up's tables of `plan`
+    cdef object plan                       # the _Plan the tables were made for (held: its identity)
     cdef bint busy                         # a run of the thread uses it now
 
     def __cinit__(self):
@@ -202,6 +203,7 @@ cdef class _Kept:
     def __dealloc__(self):
         spares_free(self.spares)
         sample_spares_free(&self.samples)
+        plan_tables_free(&self.tables)
         free(self.st)
 
 
@@ -231,6 +233,15 @@ def kept_samples():
     if kept is None:
         return []
     return [(<_Kept> kept).samples.bytes[i] for i in range((<_Kept> kept).samples.n)]
+
+
+def kept_plan_tables():
+    """The set-up's tables this thread keeps for its next run of the same plan: their bytes each
+    (tests read it)."""
+    kept = getattr(_threads, "kept", None)
+    if kept is None:
+        return []
+    return [(<_Kept> kept).tables.bytes[i] for i in range((<_Kept> kept).tables.n)]
 
 
 cdef _Kept _kept_take():
@@ -662,6 +673,10 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
     cdef State* st = kept.st
     st.spares = kept.spares
     st.sample_spares = &kept.samples
+    if kept.plan is not plan:       # the kept tables are another plan's (their sizes and order)
+        plan_tables_free(&kept.tables)
+        kept.plan = plan
+    st.plan_tables = &kept.tables
     try:
         # the arrays the State points into (the plan's, a trace's, an arrival's), alive until the run is collected
         _set_program(st, plan)
@@ -727,7 +742,7 @@ cdef int _set_program(State* st, _Plan p) except -1:
     st.consts = <const double*> data_of(p.consts)
     st.stmts = <const int32_t*> data_of(p.stmts)
     st.n_code = p.n_code
-    st.shapes = expr_shapes(st.code, st.n_code)
+    st.shapes = expr_shapes(st, st.code, st.n_code)
     st.holds = <const int32_t*> data_of(p.holds)
     st.hold_offsets = <const int32_t*> data_of(p.hoffs)
     st.hold_pcs = <const int32_t*> data_of(p.hpcs)
@@ -749,10 +764,10 @@ cdef int _set_program(State* st, _Plan p) except -1:
     st.n_gauges = p.n_gauges
     st.stack_cap = p.stack_cap
     st.stage_needs = <const int64_t*> data_of(p.needs)
-    st.stack = <double*> malloc(st.stack_cap * sizeof(double))
+    st.stack = <double*> plan_table(st, st.stack_cap, sizeof(double), TABLE_RAW)
     for k in range(N_CONTEXTS):
         st.ctxv[k] = NAN
-    st.keys = <double*> malloc(p.n_keys * sizeof(double))
+    st.keys = <double*> plan_table(st, p.n_keys, sizeof(double), TABLE_RAW)
     if st.stack == NULL or st.keys == NULL or st.shapes == NULL:
         raise MemoryError()
     return 0
@@ -795,12 +810,12 @@ cdef int _set_pools(State* st, _Plan p) except -1:
     st.pool_caps = <const double*> data_of(caps)
     st.pool_keys = <const int32_t*> data_of(pkeys)
     st.admit_via = <const int32_t*> data_of(admit_via)
-    st.pools = <Pool*> calloc(st.n_pools + 1, sizeof(Pool))
-    st.scratch = <double*> malloc((2 * st.hold_pools_max + 2) * sizeof(double))
-    st.pools_waiting = rows_new(st.n_pools)
-    st.pools_sampled = rows_new(st.n_pools)
-    st.pools_touched = <uint64_t*> calloc(st.n_pools // 64 + 1, sizeof(uint64_t))
-    st.pool_lag.gap = <double*> malloc(2 * LAG_CAP * sizeof(double))
+    st.pools = <Pool*> plan_table(st, st.n_pools + 1, sizeof(Pool), TABLE_ZERO)
+    st.scratch = <double*> plan_table(st, 2 * st.hold_pools_max + 2, sizeof(double), TABLE_RAW)
+    st.pools_waiting = rows_new(st, st.n_pools)
+    st.pools_sampled = rows_new(st, st.n_pools)
+    st.pools_touched = <uint64_t*> plan_table(st, st.n_pools // 64 + 1, sizeof(uint64_t), TABLE_ZERO)
+    st.pool_lag.gap = <double*> plan_table(st, 2 * LAG_CAP, sizeof(double), TABLE_RAW)
     if st.pools == NULL or st.scratch == NULL or st.pools_waiting == NULL or st.pools_sampled == NULL \
             or st.pools_touched == NULL or st.pool_lag.gap == NULL:
         raise MemoryError()
@@ -831,13 +846,13 @@ cdef int _set_stages(State* st, _Plan p) except -1:
     kinds, servers, phis, shared = p.kinds, p.servers, p.phis, p.shared
     step_exprs, step_serve, step_memory, serve_keys = p.step_exprs, p.step_serve, p.step_memory, p.serve_keys
     st.serve_keys = <const int32_t*> data_of(serve_keys)
-    st.stages = <Stage*> calloc_lines(st.n_stages + 1, sizeof(Stage))
-    st.stages_sampled = rows_new(st.n_stages)
-    st.steps_ready = rows_new(st.n_stages)
-    st.kept = <KeptPlan*> calloc_lines(st.n_stages + 1, sizeof(KeptPlan))
-    st.stages_touched = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
-    st.step_rows = <uint64_t*> calloc(st.n_stages // 64 + 1, sizeof(uint64_t))
-    st.stage_lag.gap = <double*> malloc(2 * LAG_CAP * sizeof(double))
+    st.stages = <Stage*> plan_table(st, st.n_stages + 1, sizeof(Stage), TABLE_LINES)
+    st.stages_sampled = rows_new(st, st.n_stages)
+    st.steps_ready = rows_new(st, st.n_stages)
+    st.kept = <KeptPlan*> plan_table(st, st.n_stages + 1, sizeof(KeptPlan), TABLE_LINES)
+    st.stages_touched = <uint64_t*> plan_table(st, st.n_stages // 64 + 1, sizeof(uint64_t), TABLE_ZERO)
+    st.step_rows = <uint64_t*> plan_table(st, st.n_stages // 64 + 1, sizeof(uint64_t), TABLE_ZERO)
+    st.stage_lag.gap = <double*> plan_table(st, 2 * LAG_CAP, sizeof(double), TABLE_RAW)
     if st.stages == NULL or st.stages_sampled == NULL or st.steps_ready == NULL or st.stages_touched == NULL or st.step_rows == NULL \
             or st.stage_lag.gap == NULL or st.kept == NULL:
         raise MemoryError()
@@ -913,8 +928,8 @@ cdef int _set_observations(State* st, _Plan p) except -1:
     cdef int32_t k
     gexprs = p.gexprs
     cdef Observe* o
-    st.observes = <Observe*> calloc(st.n_observes + 1, sizeof(Observe))
-    st.gauges = <Gauge*> calloc(st.n_gauges + 1, sizeof(Gauge))
+    st.observes = <Observe*> plan_table(st, st.n_observes + 1, sizeof(Observe), TABLE_ZERO)
+    st.gauges = <Gauge*> plan_table(st, st.n_gauges + 1, sizeof(Gauge), TABLE_ZERO)
     if st.observes == NULL or st.gauges == NULL:
         raise MemoryError()
     for k in range(st.n_observes):     # (taken in the reverse of _adopt's order: each its own kind's)

@@ -179,9 +179,10 @@ cdef extern from *:
 # A row set is two levels of bits: bits[0] holds ns, the count of summary words; bits[1 .. ns]
 # say which words of rows may be nonzero; the row words follow. A pass over the set costs what it
 # visits, not the rows declared (up to 4096 rows in one summary word).
-cdef uint64_t* rows_new(int64_t n) noexcept nogil:
+cdef uint64_t* rows_new(State* st, int64_t n) noexcept nogil:
+    """A set-up's row set of n rows, all clear (plan_table)."""
     cdef int64_t nw = (n + 63) // 64 + 1, ns = (nw + 63) // 64
-    cdef uint64_t* bits = <uint64_t*> calloc(1 + ns + nw, sizeof(uint64_t))
+    cdef uint64_t* bits = <uint64_t*> plan_table(st, 1 + ns + nw, sizeof(uint64_t), TABLE_ZERO)
     if bits != NULL:
         bits[0] = <uint64_t> ns
     return bits
@@ -626,6 +627,73 @@ cdef void* calloc_lines(size_t n, size_t size) noexcept nogil:
         return NULL
     memset(p, 0, n * size)
     return p
+
+
+# ---- the set-up's tables, kept for the thread's next run of the same plan ---------------------
+# A sweep runs one plan many times: each run's set-up made its ~23 plan-shaped tables (stages,
+# pools, observes, their row sets, the statements' forms...) with calloc or malloc and its end
+# freed them, ~10 k instructions of a 1,000-arrival run. Every such table is made by plan_table,
+# which notes it in the thread's PlanTables in the order the set-up asks: the list of them is the
+# set-up itself. A run of the plan the tables were made for (run checks the _Kept's plan) is given
+# the same blocks in the same order, each as a fresh run sees it: zeroed where calloc zeroed it
+# (memset), as it was where malloc gave it (malloc promises no contents: no run reads a malloc'd
+# table before writing it). A block whose size differs is made again. They are freed when the
+# thread runs another plan, when they are larger than PLAN_TABLE_BYTES, or with the _Kept.
+cdef enum:
+    TABLE_RAW = 0           # malloc's: contents unspecified
+    TABLE_ZERO = 1          # calloc's: all zero
+    TABLE_LINES = 2         # calloc_lines': all zero, starting a 64-byte line
+    PLAN_TABLE_BYTES = 1 << 20
+
+
+cdef void* table_made(size_t bytes, int how) noexcept nogil:
+    if how == TABLE_LINES:
+        return calloc_lines(bytes, 1)
+    if how == TABLE_ZERO:
+        return calloc(bytes if bytes else 1, 1)
+    return malloc(bytes if bytes else 1)
+
+
+cdef void* plan_table(State* st, size_t n, size_t size, int how) noexcept nogil:
+    """The set-up's next table, n items of `size` bytes made as `how` says: the kept block at its
+    place in the set-up's order when it has the size, else a new one (NULL: out of memory, or n *
+    size past size_t). The thread's PlanTables owns it (plan_tables_keep, plan_tables_free)."""
+    cdef PlanTables* pt = st.plan_tables
+    cdef int32_t i = pt.used
+    cdef size_t bytes
+    if (size and n > (<size_t> -1) // size) or i == PLAN_TABLES:
+        return NULL
+    bytes = n * size
+    pt.used += 1
+    if i < pt.n and pt.bytes[i] == bytes and pt.block[i] != NULL:
+        if how != TABLE_RAW:
+            memset(pt.block[i], 0, bytes)
+        return pt.block[i]
+    if i < pt.n:
+        free(pt.block[i])
+    else:
+        pt.n += 1
+    pt.block[i] = table_made(bytes, how)
+    pt.bytes[i] = bytes if pt.block[i] != NULL else 0
+    return pt.block[i]
+
+
+cdef void plan_tables_free(PlanTables* pt) noexcept nogil:
+    while pt.n > 0:
+        pt.n -= 1
+        free(pt.block[pt.n])
+    pt.used = 0
+
+
+cdef void plan_tables_keep(PlanTables* pt) noexcept nogil:
+    """At a run's end: its set-up's tables kept for the next run of its plan, unless large."""
+    cdef size_t total = 0
+    cdef int32_t i
+    for i in range(pt.n):
+        total += pt.bytes[i]
+    if total > PLAN_TABLE_BYTES:
+        plan_tables_free(pt)
+    pt.used = 0
 
 
 cdef bint grow(void** p, size_t size) noexcept nogil:

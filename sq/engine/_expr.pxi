@@ -264,11 +264,11 @@ cdef inline double pools_add_value(State* st, const int32_t* c, int slot) noexce
     return a + pool_fn(st, c[XP_POOL2 + XREF_FN], <int32_t> (c[XP_POOL2 + XREF_BASE] + k), slot)
 
 
-cdef unsigned char* expr_shapes(const int32_t* code, int64_t n) noexcept nogil:
+cdef unsigned char* expr_shapes(State* st, const int32_t* code, int64_t n) noexcept nogil:
     """Every expression's shape, by its entry offset (NULL: out of memory). Expressions are laid
     end to end, each ending in X_RET, so an entry is offset 0 or follows an X_RET word; an operand
     that happens to equal X_RET only gives a word no evaluation starts at a shape nobody reads."""
-    cdef unsigned char* shapes = <unsigned char*> calloc(n + 1, 1)
+    cdef unsigned char* shapes = <unsigned char*> plan_table(st, n + 1, 1, TABLE_ZERO)
     cdef int64_t off
     if shapes == NULL:
         return NULL

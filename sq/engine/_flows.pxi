@@ -7,10 +7,10 @@ cdef bint flows_new(State* st, int32_t max_st, int maxmin) noexcept nogil:
     cdef Flows* fs = &st.flows
     fs.max_st = max_st
     fs.maxmin = maxmin
-    fs.touched = <char*> calloc(st.n_stages + 1, sizeof(char))
-    fs.left = <double*> calloc(st.n_stages + 1, sizeof(double))
-    fs.rising = <double*> calloc(st.n_stages + 1, sizeof(double))
-    fs.scratch = <int32_t*> calloc(fs.max_st + 1, sizeof(int32_t))
+    fs.touched = <char*> plan_table(st, st.n_stages + 1, sizeof(char), TABLE_ZERO)
+    fs.left = <double*> plan_table(st, st.n_stages + 1, sizeof(double), TABLE_ZERO)
+    fs.rising = <double*> plan_table(st, st.n_stages + 1, sizeof(double), TABLE_ZERO)
+    fs.scratch = <int32_t*> plan_table(st, fs.max_st + 1, sizeof(int32_t), TABLE_ZERO)
     return fs.touched != NULL and fs.left != NULL and fs.rising != NULL and fs.scratch != NULL
 
 
@@ -31,8 +31,7 @@ cdef bint flow_tables(State* st, Tables* t) noexcept nogil:
 
 
 cdef void flows_free(State* st) noexcept nogil:
-    spare_keep(st, flow_tables)
-    free(st.flows.touched); free(st.flows.left); free(st.flows.rising); free(st.flows.scratch)
+    spare_keep(st, flow_tables)     # (the per-stage tables are the set-up's: plan_table)
 
 
 cdef int32_t flow_alloc(State* st) noexcept nogil:

@@ -349,7 +349,7 @@ cdef unsigned char* stmt_forms(State* st, int64_t n) noexcept nogil:
     """Every statement's form, by its pc (NULL: out of memory). Each word is classified as if a
     statement started there: only the words that do start one are ever read. After the stages
     are set up (a run's form depends on its stage's kind)."""
-    cdef unsigned char* forms = <unsigned char*> calloc(n + 1, 1)
+    cdef unsigned char* forms = <unsigned char*> plan_table(st, n + 1, 1, TABLE_ZERO)
     cdef int64_t pc
     if forms == NULL:
         return NULL

@@ -519,6 +519,17 @@ cdef struct SampleSpares:
     void* p[SAMPLE_SPARES]
     size_t bytes[SAMPLE_SPARES]
 
+cdef enum:
+    PLAN_TABLES = 32           # the most tables a run's set-up makes (PlanTables; it makes 23)
+
+cdef struct PlanTables:
+    # the set-up's tables (plan_table, in the order it makes them), kept on the thread for its next
+    # run of the same plan (the _Kept's, which holds the plan): n kept, `used` by the run so far
+    int32_t n
+    int32_t used
+    void* block[PLAN_TABLES]
+    size_t bytes[PLAN_TABLES]
+
 cdef struct State:
     # the lowered program
     const int32_t* code        # expression words (the lowered program's; set at set-up, read only)
@@ -731,3 +742,4 @@ cdef struct State:
     void* poller               # the Python object asked every ~50 ms (borrowed)
     Spare* spares              # SPARE_FAMILIES places for the families' kept tables (NULL: none kept)
     SampleSpares* sample_spares    # the thread's kept sample buffers (NULL: none kept)
+    PlanTables* plan_tables    # the set-up's tables, kept with the thread's last plan (run sets it)

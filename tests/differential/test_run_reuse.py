@@ -227,6 +227,25 @@ def test_a_big_run_then_small_ones_equal_fresh_runs():
     assert _text(MANY, 3) == _on_new_thread(lambda: _text(MANY, 3))
 
 
+def test_a_longer_run_of_the_same_plan_then_short_ones_equal_fresh_runs():
+    # a run of the plan the thread ran last is set up in that run's tables (plan_table): each must
+    # be as a fresh run's, zero where calloc gave zero, after a longer run (counts, areas, queue
+    # positions, row sets, pools' holds all past a short run's) of the same compiled program
+    for source, short in ((MANY, 40.0), (HOLDS, 10.0)):
+        program = sq.compile(source=source, **_compile_args(source))
+        fresh = _on_new_thread(lambda: [sq.run(program, seed=seed, horizon=short).json() for seed in (1, 2)])
+        for longer in (None, 10 * short):
+            sq.run(program, seed=9, horizon=longer)
+            kept = _engine.kept_plan_tables()
+            assert len(kept) > 20 and all(size > 0 for size in kept)
+            assert [sq.run(program, seed=seed, horizon=short).json() for seed in (1, 2)] == fresh
+            assert _engine.kept_plan_tables() == kept      # the same tables, not made again
+    # another plan's run makes its own; a new thread keeps none
+    _text(PROGRAM, 1)
+    assert _engine.kept_plan_tables() != kept
+    assert _on_new_thread(_engine.kept_plan_tables) == []
+
+
 def test_a_run_stopped_by_an_error_then_good_ones():
     _text(MANY, 1)
     with pytest.raises(sq.SqError) as first:

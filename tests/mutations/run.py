@@ -459,6 +459,10 @@ MUTATIONS = (
                  ("_engine.pyx", "        memset(st, 0, sizeof(State))        # (every field as the set-up expects it: zero)\n",
                   ""),
              )),
+    Mutation("plan-table-not-reset", "a set-up table kept from the thread's last run of the plan is "
+             "taken as it was left (as if the next run wrote every field before reading it)", (
+                 ("_arrays.pxi", "        if how != TABLE_RAW:\n            memset(pt.block[i], 0, bytes)\n", ""),
+             )),
     Mutation("spare-layout-unchecked", "a family's kept block is taken whatever its layout (as if a "
              "family's tables were the same for every program): another program's tables overlap", (
                  ("_arrays.pxi", "        sp.same = sp.n == t.n and t.n <= SPARE_TABLES \\\n"
@@ -703,6 +707,8 @@ KILLERS = {
         "tests/differential/test_run_reuse.py::test_kept_runs_of_one_program_equal_fresh_compiles",
     "kept-state-not-cleared":
         "tests/differential/test_run_reuse.py::test_kept_runs_of_one_program_equal_fresh_compiles",
+    "plan-table-not-reset":
+        "tests/differential/test_run_reuse.py::test_a_longer_run_of_the_same_plan_then_short_ones_equal_fresh_runs",
     "spare-layout-unchecked":
         "tests/differential/test_run_reuse.py::test_two_programs_alternating_and_two_threads_at_once",
     "plan-decodes-grow-unchecked":
