@@ -441,6 +441,14 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
                         return
                     arrival.t = st.arrival.t
                     arrival.seq = st.arrival.seq
+            # the session's work taken and the next drawn here, beside the gap's draw: the two
+            # `log` calls adjacent, the loop's live values are stored and reloaded once around
+            # both (every xmm register is caller-saved). Exact: the draw is on the session
+            # stream, which only the works read, and it cannot fail (another work's draw, which
+            # can, stays in its place below, after the session's steps)
+            if exp_work:
+                w = work
+                work = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
             # new_session: a slot when more are live than ever before (session_alloc)
             if st.live == st.sess.high and session_alloc(st) < 0:
                 return
@@ -449,10 +457,7 @@ cdef inline void fifo_events(State* st, Stage* s, int32_t k, FifoLine* q, bint a
             if not counted and fifo_steps(st, job.serial, st.session_pc, to_run, False):
                 return
             counted = 0     # (the observes' and the end's steps: fifo_leave counts them)
-            if exp_work:
-                w = work
-                work = sq_draw_exp(&st.rng_session, &exp_mean)     # (draw1_value's, inline)
-            else:
+            if not exp_work:
                 w = lone_work(st, -1)
                 if st.error.code:
                     return
