@@ -19,6 +19,8 @@ Time samples the same way (perf's software clock; a VM has no hardware counters)
     perf record -e cpu-clock -F 5000 -o perf.data python SCRIPT
     perf report -i perf.data --stdio --sort srcline --dsos _engine.cpython-311-x86_64-linux-gnu.so > lines.txt
     python benchmarks/callgrind_by_source.py --perf lines.txt
+
+`--lines` charges to each Cython source line instead of its function (where in a function).
 """
 from __future__ import annotations
 
@@ -100,6 +102,25 @@ def perf_counts(lines: Path, c_file: Path) -> dict[int, float]:
     return per_line
 
 
+def by_source_line(per_line: dict[int, float], c_file: Path) -> Counter:
+    """The counts per Cython source line (`file:line  text`): which statement of a function, and
+    which of an inlined helper's lines (`before`'s one line serves every comparison it is inlined at)."""
+    starts, where = origins(c_file)
+    texts: dict[str, list[str]] = {}
+    total: Counter = Counter()
+    for line, n in per_line.items():
+        i = bisect.bisect_right(starts, line) - 1
+        if i < 0:
+            total["(C preamble)"] += n
+            continue
+        file, src_line = where[i]
+        if file not in texts:
+            texts[file] = (ROOT / file).read_text().splitlines() if (ROOT / file).exists() else []
+        text = texts[file][src_line - 1].strip()[:70] if src_line <= len(texts[file]) else ""
+        total[f"{file}:{src_line}  {text}"] += n
+    return total
+
+
 def by_function(per_line: dict[int, float], c_file: Path) -> Counter:
     starts, where = origins(c_file)
     defs: dict[str, tuple[list[int], list[str]]] = {}
@@ -126,9 +147,11 @@ if __name__ == "__main__":
     ap.add_argument("--event", default="Ir", help="callgrind's event counted (Ir; Bcm with --branch-sim=yes)")
     ap.add_argument("--per", type=float, default=1.0)
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--lines", action="store_true", help="per Cython source line, not per function")
     a = ap.parse_args()
     c_file = a.c_file.resolve()
-    total = by_function(perf_counts(a.perf, c_file) if a.perf else counts(a.out, c_file, a.event), c_file)
+    per_line = perf_counts(a.perf, c_file) if a.perf else counts(a.out, c_file, a.event)
+    total = (by_source_line if a.lines else by_function)(per_line, c_file)
     whole = sum(total.values())
     print(f"{whole / a.per:12.2f}  all (per {a.per:g})")
     for name, n in total.most_common(a.top):
