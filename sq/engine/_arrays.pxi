@@ -637,8 +637,8 @@ cdef void* calloc_lines(size_t n, size_t size) noexcept nogil:
 # set-up itself. A run of the plan the tables were made for (run checks the _Kept's plan) is given
 # the same blocks in the same order, each as a fresh run sees it: zeroed where calloc zeroed it
 # (memset), as it was where malloc gave it (malloc promises no contents: no run reads a malloc'd
-# table before writing it). A block whose size differs is made again. They are freed when the
-# thread runs another plan, when they are larger than PLAN_TABLE_BYTES, or with the _Kept.
+# table before writing it). A block whose size or making differs is made again. They are freed
+# when the thread runs another plan, when they are larger than PLAN_TABLE_BYTES, or with the _Kept.
 cdef enum:
     TABLE_RAW = 0           # malloc's: contents unspecified
     TABLE_ZERO = 1          # calloc's: all zero
@@ -665,7 +665,7 @@ cdef void* plan_table(State* st, size_t n, size_t size, int how) noexcept nogil:
         return NULL
     bytes = n * size
     pt.used += 1
-    if i < pt.n and pt.bytes[i] == bytes and pt.block[i] != NULL:
+    if i < pt.n and pt.bytes[i] == bytes and pt.how[i] == how and pt.block[i] != NULL:
         if how != TABLE_RAW:
             memset(pt.block[i], 0, bytes)
         return pt.block[i]
@@ -675,6 +675,7 @@ cdef void* plan_table(State* st, size_t n, size_t size, int how) noexcept nogil:
         pt.n += 1
     pt.block[i] = table_made(bytes, how)
     pt.bytes[i] = bytes if pt.block[i] != NULL else 0
+    pt.how[i] = how
     return pt.block[i]
 
 

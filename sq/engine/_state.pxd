@@ -529,6 +529,8 @@ cdef struct PlanTables:
     int32_t used
     void* block[PLAN_TABLES]
     size_t bytes[PLAN_TABLES]
+    int how[PLAN_TABLES]       # how each was made (TABLE_RAW, _ZERO, _LINES): a block is given again
+                               # only to a table asked for the same way (a line-aligned one stays so)
 
 cdef struct State:
     # the lowered program
