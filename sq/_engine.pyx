@@ -235,6 +235,48 @@ def kept_samples():
     return [(<_Kept> kept).samples.bytes[i] for i in range((<_Kept> kept).samples.n)]
 
 
+cdef tuple _placed(const char* start, const void* field, size_t size):
+    return (<const char*> field - start, size)
+
+
+def stage_layout():
+    """Where a step stage's quiet repeat finds its fields: the byte offset and size of each field
+    Stage's comment places in a line (sq/engine/_state.pxd), and Stage's and KeptPlan's sizes
+    (tests hold the comment to the compiled layout)."""
+    cdef Stage s
+    cdef const char* at = <const char*> &s
+    fields = {
+        "iter_epoch": _placed(at, &s.iter_epoch, sizeof(s.iter_epoch)),
+        "quiet": _placed(at, &s.quiet, sizeof(s.quiet)),
+        "assigned": _placed(at, &s.assigned, sizeof(s.assigned)),
+        "na": _placed(at, &s.na, sizeof(s.na)),
+        "iterations": _placed(at, &s.iterations, sizeof(s.iterations)),
+        "iter_decodes": _placed(at, &s.iter_decodes, sizeof(s.iter_decodes)),
+        "inflight": _placed(at, &s.inflight, sizeof(s.inflight)),
+        "plan_kept": _placed(at, &s.plan_kept, sizeof(s.plan_kept)),
+        "iter_kind": _placed(at, &s.iter_kind, sizeof(s.iter_kind)),
+        "cost_repeats": _placed(at, &s.cost_repeats, sizeof(s.cost_repeats)),
+        "decode_only": _placed(at, &s.decode_only, sizeof(s.decode_only)),
+        "decodes": _placed(at, &s.decodes, sizeof(s.decodes)),
+        "itl.n": _placed(at, &s.itl.n, sizeof(s.itl.n)),
+        "itl.total": _placed(at, &s.itl.total, sizeof(s.itl.total)),
+        "itl.low": _placed(at, &s.itl.low, sizeof(s.itl.low)),
+        "itl.top": _placed(at, &s.itl.top, sizeof(s.itl.top)),
+        "itl.cells": _placed(at, &s.itl.cells, sizeof(s.itl.cells)),
+        "itl.kmin": _placed(at, &s.itl.kmin, sizeof(s.itl.kmin)),
+        "itl.nk": _placed(at, &s.itl.nk, sizeof(s.itl.nk)),
+        "itl.last_gap": _placed(at, &s.itl.last_gap, sizeof(s.itl.last_gap)),
+        "itl.last_cell": _placed(at, &s.itl.last_cell, sizeof(s.itl.last_cell)),
+        "budget_k": _placed(at, &s.budget_k, sizeof(s.budget_k)),
+        "decode_batch": _placed(at, &s.decode_batch, sizeof(s.decode_batch)),
+        "decode_step": _placed(at, &s.decode_step, sizeof(s.decode_step)),
+        "budget_use": _placed(at, &s.budget_use, sizeof(s.budget_use)),
+        "batch": _placed(at, &s.batch, sizeof(s.batch)),
+        "kind": _placed(at, &s.kind, sizeof(s.kind)),
+    }
+    return {"fields": fields, "stage": sizeof(Stage), "kept_plan": sizeof(KeptPlan)}
+
+
 def kept_plan_tables():
     """The set-up's tables this thread keeps for its next run of the same plan: their bytes each
     (tests read it)."""
