@@ -102,18 +102,24 @@ def perf_counts(lines: Path, c_file: Path) -> dict[int, float]:
     return per_line
 
 
+def per_source(per_line: dict[int, float], c_file: Path):
+    """(Cython file, its line, count) for each counted line of the generated C file; the file is
+    None for a line before the first the C file attributes to a source line (its preamble)."""
+    starts, where = origins(c_file)
+    for line, n in per_line.items():
+        i = bisect.bisect_right(starts, line) - 1
+        yield (*where[i], n) if i >= 0 else (None, 0, n)
+
+
 def by_source_line(per_line: dict[int, float], c_file: Path) -> Counter:
     """The counts per Cython source line (`file:line  text`): which statement of a function, and
     which of an inlined helper's lines (`before`'s one line serves every comparison it is inlined at)."""
-    starts, where = origins(c_file)
     texts: dict[str, list[str]] = {}
     total: Counter = Counter()
-    for line, n in per_line.items():
-        i = bisect.bisect_right(starts, line) - 1
-        if i < 0:
+    for file, src_line, n in per_source(per_line, c_file):
+        if file is None:
             total["(C preamble)"] += n
             continue
-        file, src_line = where[i]
         if file not in texts:
             texts[file] = (ROOT / file).read_text().splitlines() if (ROOT / file).exists() else []
         text = texts[file][src_line - 1].strip()[:70] if src_line <= len(texts[file]) else ""
@@ -122,15 +128,12 @@ def by_source_line(per_line: dict[int, float], c_file: Path) -> Counter:
 
 
 def by_function(per_line: dict[int, float], c_file: Path) -> Counter:
-    starts, where = origins(c_file)
     defs: dict[str, tuple[list[int], list[str]]] = {}
     total: Counter = Counter()
-    for line, n in per_line.items():
-        i = bisect.bisect_right(starts, line) - 1
-        if i < 0:
+    for file, src_line, n in per_source(per_line, c_file):
+        if file is None:
             total["(C preamble)"] += n
             continue
-        file, src_line = where[i]
         if file not in defs:
             defs[file] = functions(ROOT / file)
         lines, names = defs[file]
