@@ -617,11 +617,16 @@ cdef extern from "stdlib.h" nogil:
     int posix_memalign(void** p, size_t alignment, size_t size)
 
 
+cdef inline bint past_size_t(size_t n, size_t size) noexcept nogil:
+    """n * size does not fit a size_t: calloc's own check, for the tables made another way."""
+    return size != 0 and n > (<size_t> -1) // size
+
+
 cdef void* calloc_lines(size_t n, size_t size) noexcept nogil:
     """calloc(n, size) starting a 64-byte line (NULL: out of memory or n * size past size_t; free()
     frees it): for records laid out by lines (the stages, their kept plans: _state.pxd)."""
     cdef void* p = NULL
-    if size and n > (<size_t> -1) // size:
+    if past_size_t(n, size):
         return NULL
     if posix_memalign(&p, 64, n * size if n * size else 1) != 0:
         return NULL
@@ -661,10 +666,11 @@ cdef void* plan_table(State* st, size_t n, size_t size, int how) noexcept nogil:
     cdef PlanTables* pt = st.plan_tables
     cdef int32_t i = pt.used
     cdef size_t bytes
-    if (size and n > (<size_t> -1) // size) or i == PLAN_TABLES:
+    if past_size_t(n, size) or i == PLAN_TABLES:
         return NULL
     bytes = n * size
     pt.used += 1
+    # (a failed block is noted with 0 bytes, which a table of no items would match: hence NULL's test)
     if i < pt.n and pt.bytes[i] == bytes and pt.how[i] == how and pt.block[i] != NULL:
         if how != TABLE_RAW:
             memset(pt.block[i], 0, bytes)
