@@ -177,7 +177,7 @@ cdef void release_state(State* st) noexcept:
     flows_free(st)
     traces_free(&st.traces)
     tl_close(st)
-    free(st.heap); free(st.ready)
+    free(st.heap_room); free(st.ready)
     if st.plan_tables != NULL:
         plan_tables_keep(st.plan_tables)
 
@@ -591,6 +591,16 @@ def steady_runs(on=None):
     if on is not None:
         steady_enabled = bool(on)
     return bool(steady_enabled), steady_repeats, steps_repeated
+
+
+def event_lists(sorted_max=None):
+    """How many pending events the event list keeps sorted before it becomes a heap (sorted again
+    at half as many: sq/engine/_arrays.pxi); `sorted_max` (0: always a heap) sets it first (tests
+    compare the two)."""
+    global events_sorted_max
+    if sorted_max is not None:
+        events_sorted_max = int(sorted_max)
+    return events_sorted_max
 
 
 def lag_lanes(avx=None):

@@ -585,9 +585,11 @@ cdef struct State:
     double now                 # the current simulated time (next_event advances it)
     int warm                   # warmup has ended: measurements count
     int64_t seq                # events scheduled so far (the next event's seq)
-    Event* heap                # pending events, a binary min-heap by (t, seq)
+    Event* heap                # pending events by (t, seq): sorted, or a binary min-heap (heaped)
     int64_t hlen               # events in the heap
-    int64_t hcap               # events `heap` has room for
+    int64_t hcap               # events `heap_room` has room for
+    Event* heap_room           # the allocation `heap` lies in: sorted, a taken top moves `heap` on
+    bint heaped                # the event list is a heap (long), not sorted (short: the first)
     # the next open arrival: at most one is pending, so it waits here, not in the heap
     # (next_event takes the earlier of the two by (t, seq); seq NO_EVENT: none pending)
     Event arrival

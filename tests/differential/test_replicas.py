@@ -180,6 +180,37 @@ def test_replicas_same_as_pyserq(source):
     assert ours == theirs
 
 
+@pytest.fixture(params=[0, 4], ids=["a heap", "sorted to 4"])
+def event_list(request):
+    """The event list a heap from its first event (0), or sorted only up to 4 events (a heap from
+    5, sorted again at 2): sq/engine/_arrays.pxi keeps it sorted up to 32, so these programs' ~R
+    pending ends are, and the heap's paths (a top replaced in place among them) and the changes
+    between the two run only here."""
+    sorted_max = compiled.event_lists()
+    compiled.event_lists(request.param)
+    try:
+        yield request.param
+    finally:
+        compiled.event_lists(sorted_max)
+
+
+@pytest.mark.parametrize("source", [p for _, p in PROGRAMS], ids=[name for name, _ in PROGRAMS])
+def test_replicas_on_other_event_lists_same_as_pyserq(source, event_list):
+    assert compiled.event_lists() == event_list
+    assert sq.run(sq.compile(source=source)).json() == pyserq.run(pyserq.compile(source=source)).json()
+
+
+def test_the_event_lists_switch():
+    """event_lists sets how long an event list stays sorted, and gives back what it was."""
+    sorted_max = compiled.event_lists()
+    try:
+        assert sorted_max > 0
+        assert compiled.event_lists(0) == 0
+        assert compiled.event_lists(sorted_max) == sorted_max
+    finally:
+        compiled.event_lists(sorted_max)
+
+
 @pytest.fixture
 def sse2_lanes():
     """The deferred samples' catch-up on its SSE2 kernels, where the processor would run the AVX
