@@ -719,6 +719,11 @@ cdef inline void settle_stages(State* st) noexcept nogil:
                     start_iteration(st, k)
                     if st.error.code:
                         return
+                    if st.steps_only and st.stages[k].inflight:
+                        # begun: it leaves steps_ready now, as its next visit would take it out
+                        # (mid-iteration; its end marks it again), so that other stages' quiet
+                        # repeats (step_clear) find it unmarked (step_begun's unmark)
+                        unmark_row(st.steps_ready, k)
             else:
                 unmark_row(st.steps_ready, k)
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:

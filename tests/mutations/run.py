@@ -372,6 +372,12 @@ MUTATIONS = (
                  ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
                   "    if rows_none(st.pools_waiting):\n"),
              )),
+    Mutation("begun-stage-unmarked-unbegun", "the stages pass takes a step stage it visited out of steps_ready "
+             "though its plan began no iteration (stalled, or its admission refused), so no later pass visits it "
+             "while it waits (only a begun stage is unmarked: its end marks it again)", (
+                 ("_loop.pxi", "                    if st.steps_only and st.stages[k].inflight:\n",
+                  "                    if st.steps_only:\n"),
+             )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
                  ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
@@ -580,6 +586,8 @@ KILLERS = {
     "quiet-clear-pools-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "quiet-clear-stages-unread":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "begun-stage-unmarked-unbegun":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "replica-quiet-tokens-at-kept":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
