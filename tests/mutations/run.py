@@ -364,13 +364,13 @@ MUTATIONS = (
              )),
     Mutation("quiet-clear-pools-unread", "step_again's quiet repeat is made though a pool waits on growers "
              "or on a queue this stage admits (quiet_clear's shortcut not reading pools_waiting)", (
-                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
-                  "    if rows_within(st.steps_ready, k):\n"),
+                 ("_loop.pxi", "        return rows_none(st.pools_waiting) or pools_clear(st, k)\n",
+                  "        return True\n"),
              )),
     Mutation("quiet-clear-stages-unread", "step_again's quiet repeat is made though another stage is marked "
              "ready (quiet_clear's shortcut not reading steps_ready), so one with work is not started", (
-                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
-                  "    if rows_none(st.pools_waiting):\n"),
+                 ("_loop.pxi", "    if rows_within(st.steps_ready, k):\n",
+                  "    if True:\n"),
              )),
     Mutation("begun-stage-unmarked-unbegun", "the stages pass takes a step stage it visited out of steps_ready "
              "though its plan began no iteration (stalled, or its admission refused), so no later pass visits it "
