@@ -1153,7 +1153,7 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
         if duration < 0:
             return step_failed(st, top)     # the cost failed (the flag is set)
         st.kept[k].duration = duration
-    duration = iteration_begins(st, s, k, &n, duration, s.budget_k)
+    duration = iteration_begins(st, s, k, &n, duration, s.budget_k, repeat >= 0)
     return step_begun(st, s, k, duration, top, repeat)
 
 
@@ -1336,8 +1336,8 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # the plan would not be kept), so where no grow is due the same additions of the same units in
 # the same order give the same bits; after a grow they are made afresh (decode_totals).
 # The iteration ending and the one beginning are decode-only with as many decodes: the stage's
-# two time shares keep their values, integrated to now (iteration_begins then sets them as they
-# are).
+# two time shares keep their values, integrated to now (iteration_begins, told it begins a repeat,
+# leaves them and the kind and decodes as they are).
 # The gaps: a quiet repeat sets every resident's last token's time (its owner's itl_last) to now,
 # and the iteration it begins has the same residents (none joins or leaves while the plan is kept;
 # a session has one job, so no two residents share an owner, and only this stage's ends write

@@ -378,6 +378,11 @@ MUTATIONS = (
                  ("_loop.pxi", "                    if st.steps_only and st.stages[k].inflight:\n",
                   "                    if st.steps_only:\n"),
              )),
+    Mutation("repeat-begins-after-plan", "step_again's iteration planned afresh (replica_begin) begins as a "
+             "quiet repeat (iteration_begins `repeat`): its kind, decodes and time shares left as the last "
+             "iteration's", (
+                 ("_loop.pxi", "s.budget_k, repeat >= 0)\n", "s.budget_k, True)\n"),
+             )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
                  ("_loop.pxi", "        sample_repeat(st, repeat)\n", "        sample_repeat(st, False)\n"),
@@ -589,6 +594,8 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "begun-stage-unmarked-unbegun":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "repeat-begins-after-plan":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "replica-quiet-tokens-at-kept":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "alike-gaps-multiplied":
