@@ -719,6 +719,11 @@ cdef inline void settle_stages(State* st) noexcept nogil:
                     start_iteration(st, k)
                     if st.error.code:
                         return
+                    if st.steps_only and st.stages[k].inflight:
+                        # begun: it leaves steps_ready now, as its next visit would take it out
+                        # (mid-iteration; its end marks it again), so that other stages' quiet
+                        # repeats (step_clear) find it unmarked (step_begun's unmark)
+                        unmark_row(st.steps_ready, k)
             else:
                 unmark_row(st.steps_ready, k)
         elif st.stages[k].kind == K_PS and st.stages[k].dirty:
@@ -1148,7 +1153,7 @@ cdef int step_again(State* st, Event* e, bint top) noexcept nogil:
         if duration < 0:
             return step_failed(st, top)     # the cost failed (the flag is set)
         st.kept[k].duration = duration
-    duration = iteration_begins(st, s, k, &n, duration, s.budget_k)
+    duration = iteration_begins(st, s, k, &n, duration, s.budget_k, repeat >= 0)
     return step_begun(st, s, k, duration, top, repeat)
 
 
@@ -1212,11 +1217,13 @@ cdef inline int step_begun(State* st, Stage* s, int32_t k, double duration, bint
 
 cdef inline bint quiet_clear(State* st, int32_t k) noexcept nogil:
     """step_clear(st, k) after stage k's iteration end has marked it in steps_ready, for a quiet
-    repeat's end (which is made after). Most often no pool is waiting and no stage but k is
-    marked: then step_clear would unmark nothing and say True, and the mark is left out, as
-    step_begun's unmark would take it out again (where the tests fail, the end marks it)."""
-    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):
-        return True
+    repeat's end (which is made after). Most often no stage but k is marked: then step_clear's
+    stages part would unmark nothing and say True, so only its pools part is made (most often no
+    pool waits), and the mark is left out, as step_begun's unmark would take it out again (where
+    the tests fail, the end marks it)."""
+    if rows_within(st.steps_ready, k):
+        # (step_clear's stages part would find k alone, marked: only its pools part is left)
+        return rows_none(st.pools_waiting) or pools_clear(st, k)
     mark_row(st.steps_ready, k)
     return step_clear(st, k)
 
@@ -1227,7 +1234,26 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
     queue is unmarked, as it would) and the plan of stage k would try no admission, and the
     stages pass would start no stage but k (another marked one, running or without work, is
     unmarked, as its visit would)."""
-    cdef int32_t pk, j
+    cdef int32_t j
+    if not pools_clear(st, k):
+        return False
+    if row_alone(st.steps_ready, k):
+        return True                     # (most often: end_iteration marked it, and none else is)
+    j = <int32_t> next_row(st.steps_ready, st.n_ps_first, st.n_ps_end)
+    while j < st.n_ps_end:
+        if j != k:
+            if not st.stages[j].inflight and step_has_work(st, j):
+                return False
+            unmark_row(st.steps_ready, j)
+        j = <int32_t> next_row(st.steps_ready, j + 1, st.n_ps_end)
+    return True
+
+
+cdef inline bint pools_clear(State* st, int32_t k) noexcept nogil:
+    """step_clear's test of settle's pools pass: True when it would change nothing (a waiting
+    pool with neither growers nor a queue is unmarked, as it would) and the plan of stage k would
+    try no admission."""
+    cdef int32_t pk
     cdef Pool* p
     if st.n_pools > 0 and rows_any(st.pools_waiting):
         pk = <int32_t> next_row(st.pools_waiting, 0, st.n_pools)
@@ -1238,15 +1264,6 @@ cdef inline bint step_clear(State* st, int32_t k) noexcept nogil:
             if p.qlen == 0:
                 unmark_row(st.pools_waiting, pk)
             pk = <int32_t> next_row(st.pools_waiting, pk + 1, st.n_pools)
-    if row_alone(st.steps_ready, k):
-        return True                     # (most often: end_iteration marked it, and none else is)
-    j = <int32_t> next_row(st.steps_ready, st.n_ps_first, st.n_ps_end)
-    while j < st.n_ps_end:
-        if j != k:
-            if not st.stages[j].inflight and step_has_work(st, j):
-                return False
-            unmark_row(st.steps_ready, j)
-        j = <int32_t> next_row(st.steps_ready, j + 1, st.n_ps_end)
     return True
 
 
@@ -1319,8 +1336,8 @@ cdef inline void replica_begin(State* st, Stage* s, int32_t k, int64_t na, IterT
 # the plan would not be kept), so where no grow is due the same additions of the same units in
 # the same order give the same bits; after a grow they are made afresh (decode_totals).
 # The iteration ending and the one beginning are decode-only with as many decodes: the stage's
-# two time shares keep their values, integrated to now (iteration_begins then sets them as they
-# are).
+# two time shares keep their values, integrated to now (iteration_begins, told it begins a repeat,
+# leaves them and the kind and decodes as they are).
 # The gaps: a quiet repeat sets every resident's last token's time (its owner's itl_last) to now,
 # and the iteration it begins has the same residents (none joins or leaves while the plan is kept;
 # a session has one job, so no two residents share an owner, and only this stage's ends write

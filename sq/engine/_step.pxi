@@ -560,7 +560,7 @@ cdef inline double begin_iteration(State* st, Stage* s, int32_t k, IterTotals* n
     cdef double duration = iteration_cost(st, s, n, attention)
     if duration < 0:
         return -1.0
-    return iteration_begins(st, s, k, n, duration, budget)
+    return iteration_begins(st, s, k, n, duration, budget, False)
 
 
 cdef inline double iteration_cost(State* st, Stage* s, IterTotals* n, double attention) noexcept nogil:
@@ -591,26 +591,33 @@ cdef extern from *:
     struct __pyx_t_2sq_7_engine_IterTotals;
     static inline __attribute__((always_inline)) double __pyx_f_2sq_7_engine_iteration_begins(
         struct __pyx_t_2sq_6engine_6_state_State *, struct __pyx_t_2sq_6engine_6_state_Stage *,
-        int32_t, struct __pyx_t_2sq_7_engine_IterTotals *, double, double);
+        int32_t, struct __pyx_t_2sq_7_engine_IterTotals *, double, double, int);
     """
 
 
 cdef inline double iteration_begins(State* st, Stage* s, int32_t k, IterTotals* n, double duration,
-                                    double budget) noexcept nogil:
-    """The iteration of this duration begins: its counts, running means and areas (returns duration)."""
+                                    double budget, bint repeat) noexcept nogil:
+    """The iteration of this duration begins: its counts, running means and areas (returns duration).
+    `repeat`: a quiet repeat of step_again's (replica_quiet), whose kind, decodes and time shares
+    hold their values already: the iteration ending was decode-only with as many decodes (n.ndec
+    is na in both, n.npre 0: its plan's, replica_begin's, or a repeat's), and replica_quiet
+    integrated its two time shares to now without ending them (area_again: `last` is now, the
+    value kept), so the kind, the decodes and the areas this would write are the ones there."""
     s.iterations += 1
     if st.traces.iters:
         log_iteration(st, s)
     if st.tl != NULL:
         tl_iteration(st, k, duration, n.npre, n.ntok - n.npre, s.na, n.ndec)
-    s.iter_decodes = <int64_t> n.ndec
-    if s.na == 0:
-        s.iter_kind = 0                 # an iteration that only preempted
-    else:
-        s.iter_kind = 3 if (n.ndec > 0 and n.npre > 0) else (2 if n.ndec > 0 else 1)
+    if not repeat:
+        s.iter_decodes = <int64_t> n.ndec
+        if s.na == 0:
+            s.iter_kind = 0                 # an iteration that only preempted
+        else:
+            s.iter_kind = 3 if (n.ndec > 0 and n.npre > 0) else (2 if n.ndec > 0 else 1)
     iteration_means(st, s, n, duration, budget)
     s.inflight = 1
-    iteration_areas_start(st, s)
+    if not repeat:
+        iteration_areas_start(st, s)
     s.iter_epoch += 1
     return duration
 
@@ -946,7 +953,7 @@ cdef inline double plan_again(State* st, Stage* s, int32_t k, int64_t na, IterTo
         duration = repeat_totals(st, s, na, n, kv)
         if duration < 0:
             return -1.0
-    return iteration_begins(st, s, k, n, duration, s.budget_k)
+    return iteration_begins(st, s, k, n, duration, s.budget_k, False)
 
 
 cdef inline bint again_visit(State* st, Stage* s, int64_t r, bint same, bint grows) noexcept nogil:

@@ -364,13 +364,24 @@ MUTATIONS = (
              )),
     Mutation("quiet-clear-pools-unread", "step_again's quiet repeat is made though a pool waits on growers "
              "or on a queue this stage admits (quiet_clear's shortcut not reading pools_waiting)", (
-                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
-                  "    if rows_within(st.steps_ready, k):\n"),
+                 ("_loop.pxi", "        return rows_none(st.pools_waiting) or pools_clear(st, k)\n",
+                  "        return True\n"),
              )),
     Mutation("quiet-clear-stages-unread", "step_again's quiet repeat is made though another stage is marked "
              "ready (quiet_clear's shortcut not reading steps_ready), so one with work is not started", (
-                 ("_loop.pxi", "    if rows_none(st.pools_waiting) and rows_within(st.steps_ready, k):\n",
-                  "    if rows_none(st.pools_waiting):\n"),
+                 ("_loop.pxi", "    if rows_within(st.steps_ready, k):\n",
+                  "    if True:\n"),
+             )),
+    Mutation("begun-stage-unmarked-unbegun", "the stages pass takes a step stage it visited out of steps_ready "
+             "though its plan began no iteration (stalled, or its admission refused), so no later pass visits it "
+             "while it waits (only a begun stage is unmarked: its end marks it again)", (
+                 ("_loop.pxi", "                    if st.steps_only and st.stages[k].inflight:\n",
+                  "                    if st.steps_only:\n"),
+             )),
+    Mutation("repeat-begins-after-plan", "step_again's iteration planned afresh (replica_begin) begins as a "
+             "quiet repeat (iteration_begins `repeat`): its kind, decodes and time shares left as the last "
+             "iteration's", (
+                 ("_loop.pxi", "s.budget_k, repeat >= 0)\n", "s.budget_k, True)\n"),
              )),
     Mutation("replica-quiet-grown-unsampled", "step_again's quiet repeat that grew samples as one that did "
              "not (sample_repeat without `grown`): the grown pool's areas are sampled an event late", (
@@ -592,6 +603,10 @@ KILLERS = {
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
     "quiet-clear-stages-unread":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "begun-stage-unmarked-unbegun":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[two step stages, one preempting the other's residents]",
+    "repeat-begins-after-plan":
+        "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "replica-quiet-tokens-at-kept":
         "tests/differential/test_replicas.py::test_replicas_same_as_pyserq[least-loaded router, 16 busy replicas]",
     "alike-gaps-multiplied":
