@@ -631,6 +631,8 @@ cdef class _Plan:
     cdef cnp.ndarray kinds, servers, phis, shared, step_exprs, step_serve, step_memory, serve_keys, gexprs
     cdef object seed, horizon, warmup, arrivals     # the program's own settings (a run's when not given)
     cdef object trace_tables        # _trace_arrays' of a program without a trace (None: a trace's, per run)
+    # the report's rows' names (_report_rows: a run read each through the Lowered's attributes)
+    cdef tuple observe_names, gauge_names, stage_names, stage_indices, pool_names, pool_indices
     cdef int64_t n_code, n_stmts, stack_cap, n_keys, arrival_count
     cdef int32_t n_holds, hold_depth_max, hold_pools_max, n_attrs, slot_serial, slot_turn, slot_cached
     cdef int32_t slot_computed, init_pc, turn_pc, session_pc, max_keys, n_stages, n_pools, n_observes
@@ -687,6 +689,9 @@ def plan_of(lowered):
     p.trace_ordered = lowered.trace_ordered
     p.slot_new, p.slot_out, p.slot_think, p.slot_forced, p.slot_more = lowered.slot_trace
     p.trace_tables = None if lowered.trace else _trace_arrays(lowered, None)    # (no trace: no seed read)
+    p.observe_names, p.gauge_names = tuple(lowered.observe_names), tuple(lowered.gauge_names)
+    p.stage_names, p.stage_indices = tuple(lowered.stage_names), tuple(lowered.stage_indices)
+    p.pool_names, p.pool_indices = tuple(lowered.pool_names), tuple(lowered.pool_indices)
     _last_plan = p
     return p
 
@@ -765,7 +770,7 @@ def run(lowered, *, seed=None, horizon=None, warmup=None, arrivals=None,
             _close_timeline(st, timeline, SqError)    # complete also when the run was stopped
         del keep
         if report:
-            raw = _report_rows(st, lowered, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
+            raw = _report_rows(st, plan, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
         else:
             raw = _collect(st, lowered, R, seed_v, horizon_v, warmup_v, end, bool(dump_pools))
         raw.iteration_trace, raw.eviction_trace = iteration_lines, eviction_lines
@@ -1394,7 +1399,13 @@ cdef object _collect(State* st, lowered, R, seed, double horizon, double warmup,
                         _pool_dump_lines(st, lowered) if dump_pools else [], middle)
 
 
-cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup, double end, bint dump_pools):
+# The rows' makers, looked up once: a module's attribute, a class's and a bound method made, per
+# row of every run, cost a short run more than its rows' numbers do.
+cdef object _observe_of = reports.Observe.of, _stage_of = reports.Stage.of, _pool_of = reports.Pool.of
+cdef object _report_of = reports.Report.of, _arrivals_after = steady.arrivals_after
+
+
+cdef object _report_rows(State* st, _Plan plan, seed, double horizon, double warmup, double end, bint dump_pools):
     """The run's `sq.results.report.Report` (without provenance): `Report.from_results` of what
     `_collect` would give, each row made once, from the State (a sweep's run made a raw row and
     then a report row of the same data): the rows' own makers (`Observe.of`, `Stage.of`,
@@ -1403,6 +1414,7 @@ cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup
     the raw middle) or kept summaries instead of samples takes `_collect` and
     `Report.from_results`; tests/engine/test_engine_results.py holds the two ways to each other,
     field by field."""
+    lowered = plan.lowered
     if st.mid_taken or not st.keep_samples:
         return reports.Report.from_results(_collect(st, lowered, R, seed, horizon, warmup, end, dump_pools))
     cdef int32_t k
@@ -1410,24 +1422,23 @@ cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup
     cdef Pool* p
     cdef double span = end - warmup
     observes, gauges, stages, pools = {}, {}, [], []
-    observe_of, stage_of, pool_of = reports.Observe.of, reports.Stage.of, reports.Pool.of
     for k in range(st.n_observes):
         st.observes[k].room = 0     # (the arrays are taken: nothing is recorded after this)
         # name, samples, times, sessions, turns, moments, warmup
-        observes[lowered.observe_names[k]] = observe_of(
-            lowered.observe_names[k], darr_numpy(&st.observes[k].values, st.sample_spares),
+        observes[plan.observe_names[k]] = _observe_of(
+            plan.observe_names[k], darr_numpy(&st.observes[k].values, st.sample_spares),
             darr_numpy(&st.observes[k].times, st.sample_spares),
             serials_numpy(&st.observes[k].serials, st.sample_spares), turns_numpy(&st.observes[k].turns, st.sample_spares),
             (st.observes[k].mean, st.observes[k].m2), warmup)
     for k in range(st.n_gauges):     # (a gauge's statistics are Gauge.from_raw's, from its change points)
-        gauges[lowered.gauge_names[k]] = reports.Gauge.from_raw(
-            R.GaugeRaw(lowered.gauge_names[k], darr_numpy(&st.gauges[k].times, st.sample_spares),
+        gauges[plan.gauge_names[k]] = reports.Gauge.from_raw(
+            R.GaugeRaw(plan.gauge_names[k], darr_numpy(&st.gauges[k].times, st.sample_spares),
                        darr_numpy(&st.gauges[k].values, st.sample_spares)),
             warmup, end)
     for k in range(st.n_stages):
         s = &st.stages[k]
-        stages.append(stage_of(
-            lowered.stage_names[k], lowered.stage_indices[k], span,    # name, index, span
+        stages.append(_stage_of(
+            plan.stage_names[k], plan.stage_indices[k], span,    # name, index, span
             time_mean(s.number.integral, s.number.value, span),   # mean_number
             time_mean(s.busy_area.integral, s.busy_area.value, span), s.services.n,    # utilization, completed
             _mean_of(&s.waits), _mean_of(&s.services), s.iterations,  # mean_wait, mean_service, iterations
@@ -1439,8 +1450,8 @@ cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup
             _mean_of(&s.budget_use), _mean_of(&s.batch)))     # mean_budget_use, mean_batch
     for k in range(st.n_pools):
         p = &st.pools[k]
-        pools.append(pool_of(
-            lowered.pool_names[k], lowered.pool_indices[k],    # name, index
+        pools.append(_pool_of(
+            plan.pool_names[k], plan.pool_indices[k],    # name, index
             time_mean(p.used_area.integral, p.used_area.value, span),
             time_mean(p.cached_area.integral, p.cached_area.value, span),
             time_mean(p.queue_area.integral, p.queue_area.value, span),
@@ -1450,11 +1461,11 @@ cdef object _report_rows(State* st, lowered, seed, double horizon, double warmup
     # horizon .. mean_live, observes, gauges, stages, pools, iteration_trace, eviction_trace (set by run),
     # pool_dump, warnings, stopped (set by run), growth, arrivals_measured (a run that ended before its
     # middle has no steady-state test: steady.of_run's)
-    return reports.Report.of(
+    return _report_of(
         horizon, end, warmup, seed, st.events, st.arrivals, st.ended, st.turns,
         time_mean(st.live_area.integral, st.live_area.value, span), observes, gauges, stages, pools,
         None, None, _pool_dump_lines(st, lowered) if dump_pools else None, [], None, NAN,
-        steady.arrivals_after(warmup, st.arrivals, None))
+        _arrivals_after(warmup, st.arrivals, None))
 
 
 cdef inline double _mean_of(Running* r) noexcept:
